@@ -1,0 +1,125 @@
+/**
+ * The one contract between switchboard's core and a chat platform. The core never names a
+ * platform: conversation keys and reply targets are opaque strings that only the adapter that
+ * made them encodes and decodes.
+ */
+
+export type ChannelName = "telegram" | "discord" | "slack" | "web";
+
+/** Where on the platform the message was written; chooses the per-surface policy. */
+export type SurfaceKind = "dm" | "group" | "thread";
+
+export interface InboundAttachment {
+  kind: "photo" | "file" | "audio" | "video" | "voice" | "sticker" | "other";
+  /** Platform file id or URL; never downloaded at ingress. */
+  ref: string;
+  name?: string;
+  mediaType?: string;
+  sizeBytes?: number;
+}
+
+/** One platform update, normalised. Produced by an adapter's parser; consumed by ingress. */
+export interface InboundMessage {
+  channel: ChannelName;
+  /** The bot account that received it (bot id, application id, team+app id). */
+  account: string;
+  /**
+   * Unique per (channel, account) for this delivery's content: Telegram update_id (edits:
+   * `edit:<chat>:<message>:<edit_date>`), Discord message id, Slack event_id (or channel+ts).
+   */
+  updateKey: string;
+  /** The platform user who wrote it. */
+  principal: { id: string; name?: string; isBot: boolean };
+  /** Opaque key naming the conversation: one DM, one group, one thread/topic. */
+  conversationKey: string;
+  /** Opaque key the adapter decodes to send the answer to the right chat/thread. */
+  replyTarget: string;
+  surface: SurfaceKind;
+  text: string;
+  /** Platform id of the message this one replies to, if any. */
+  replyTo?: string;
+  /** Platform id of this message (to reply to it). */
+  messageId?: string;
+  /** True when the bot was mentioned, replied to, or the thread is the bot's. */
+  addressedToBot: boolean;
+  attachments: InboundAttachment[];
+  /** Milliseconds since epoch, from the platform when it says, else when received. */
+  receivedAtMs: number;
+}
+
+/** What ingress made of an inbound message. The adapter acknowledges the platform after any of these. */
+export type IngressOutcome =
+  | { kind: "admitted"; runId: string; conversationId: string }
+  | { kind: "duplicate"; runId: string | null; conversationId: string | null }
+  | { kind: "ignored"; reason: string }
+  | { kind: "command"; reply: string };
+
+/**
+ * Called by an adapter for each update. Resolves only after the outcome is durable; when it
+ * rejects, the adapter must NOT acknowledge the update (answer 5xx / do not advance the offset /
+ * do not ack the envelope) so the platform delivers it again.
+ */
+export type Ingress = (message: InboundMessage) => Promise<IngressOutcome>;
+
+/** Platform ids of what a send produced; stored as the outbox receipt. */
+export interface SendReceipt {
+  messageIds: string[];
+}
+
+export interface OutgoingMessage {
+  /** Already rendered for this platform (see outbox/format) and within its length limit. */
+  text: string;
+  format: "rich" | "plain";
+  /** Platform message id to reply to. */
+  replyTo?: string;
+  /** Stable per outbox record; used as Discord's nonce so a retried create is idempotent. */
+  idempotencyKey: string;
+}
+
+/** What the adapter can promise about a send. */
+export interface ChannelCapabilities {
+  /** A send may be repeated after an uncertain outcome without a second visible message. */
+  idempotentSend: boolean;
+  edit: boolean;
+  delete: boolean;
+  typing: boolean;
+}
+
+export interface ChannelLimits {
+  /** Longest text one message may carry, in characters as the platform counts them. */
+  maxMessageChars: number;
+  /** Minimum spacing of sends to one chat, in milliseconds. */
+  perChatIntervalMs: number;
+  /** Sustained sends per second for the whole account. */
+  perAccountPerSecond: number;
+  /** Minimum spacing of edits of one message, in milliseconds. */
+  editIntervalMs: number;
+}
+
+export interface HttpRoute {
+  method: "GET" | "POST";
+  path: string;
+  handle(request: Request): Promise<Response>;
+}
+
+export interface ChannelAdapter {
+  readonly channel: ChannelName;
+  /** The bot account id; known after start(). */
+  readonly account: string;
+  readonly capabilities: ChannelCapabilities;
+  readonly limits: ChannelLimits;
+  /** Connects and begins delivering updates to `ingress`. Resolves once connected. */
+  start(ingress: Ingress): Promise<void>;
+  /** Stops receiving; in-flight ingress calls finish first. */
+  stop(): Promise<void>;
+  /** True while connected (readiness). */
+  isConnected(): boolean;
+  /** Routes this adapter serves on the gateway's HTTP server (webhooks). */
+  routes?(): HttpRoute[];
+  send(target: string, message: OutgoingMessage): Promise<SendReceipt>;
+  edit?(target: string, messageId: string, message: OutgoingMessage): Promise<void>;
+  delete?(target: string, messageId: string): Promise<void>;
+  typing?(target: string): Promise<void>;
+  /** Markdown → this platform's markup. */
+  render(markdown: string): string;
+}

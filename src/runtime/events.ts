@@ -1,0 +1,78 @@
+import type { RunState, Usage } from "./types.ts";
+
+/**
+ * What the runtime tells subscribers. Durable events (`durable: true`) are also in the
+ * conversation's ledger with a monotonic `seq`; transient ones (deltas, attempt-reset,
+ * tool-status) carry a per-run `sequence` and are only published live.
+ */
+export type RuntimeEvent =
+  | {
+      type: "admission";
+      durable: true;
+      seq: number;
+      conversationId: string;
+      runId: string;
+      inputMessageId: string;
+      outcome: "admitted" | "coalesced";
+    }
+  | {
+      type: "run-state";
+      durable: true;
+      seq: number;
+      conversationId: string;
+      runId: string;
+      state: RunState;
+    }
+  | {
+      type: "checkpoint";
+      durable: true;
+      seq: number;
+      conversationId: string;
+      runId: string;
+      step: number;
+      /** Text of the assistant so far (all steps). */
+      text: string;
+    }
+  | {
+      type: "terminal";
+      durable: true;
+      seq: number;
+      conversationId: string;
+      runId: string;
+      state: RunState;
+      /** The canonical answer text (empty when the run produced none). */
+      text: string;
+      usage: Usage;
+      /** For `absorbed`: the run that answered this one's input. */
+      absorbedInto?: string;
+      error?: string;
+    }
+  | {
+      type: "assistant-delta" | "reasoning-delta";
+      durable: false;
+      conversationId: string;
+      runId: string;
+      sequence: number;
+      delta: string;
+    }
+  | {
+      type: "attempt-reset";
+      durable: false;
+      conversationId: string;
+      runId: string;
+      sequence: number;
+      reason: string;
+    }
+  | {
+      type: "tool-status";
+      durable: false;
+      conversationId: string;
+      runId: string;
+      sequence: number;
+      toolCallId: string;
+      toolName: string;
+      status: "started" | "completed" | "failed";
+    };
+
+export type DurableEvent = Extract<RuntimeEvent, { durable: true }>;
+export type TransientEvent = Extract<RuntimeEvent, { durable: false }>;

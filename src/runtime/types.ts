@@ -1,0 +1,71 @@
+/** Canonical records of the runtime. Persisted; their meaning is versioned by the store schema. */
+
+export type MessagePart =
+  | { type: "text"; text: string }
+  | { type: "reasoning"; text: string }
+  | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }
+  | { type: "tool-result"; toolCallId: string; toolName: string; output: unknown; isError: boolean }
+  | { type: "file"; ref: string; mediaType?: string; name?: string; sizeBytes?: number }
+  /** An input injected into this run at a step boundary; projected as a user message there. */
+  | { type: "joined-input"; messageId: string };
+
+export type InputPart = Extract<MessagePart, { type: "text" } | { type: "file" }>;
+
+export type MessageStatus = "streaming" | "complete" | "interrupted" | "superseded" | "failed";
+
+export interface Message {
+  id: string;
+  conversationId: string;
+  runId: string;
+  role: "user" | "assistant";
+  parts: MessagePart[];
+  status: MessageStatus;
+  createdAtMs: number;
+}
+
+export const ACTIVE_RUN_STATES = ["queued", "running", "interrupt_requested"] as const;
+export const TERMINAL_RUN_STATES = [
+  "completed",
+  "interrupted",
+  "superseded",
+  "failed",
+  "timeout",
+  "policy_stop",
+  "absorbed",
+  "cancelled",
+] as const;
+
+export type ActiveRunState = (typeof ACTIVE_RUN_STATES)[number];
+export type TerminalRunState = (typeof TERMINAL_RUN_STATES)[number];
+export type RunState = ActiveRunState | TerminalRunState;
+
+export function isTerminalState(state: RunState): state is TerminalRunState {
+  return (TERMINAL_RUN_STATES as readonly string[]).includes(state);
+}
+
+/** What happens to the conversation's earlier runs when this input arrives. */
+export type InputPolicy = "queue" | "supersede" | "interrupt" | "interrupt-next" | "inject";
+
+/** Why an active run is being stopped. */
+export type StopReason = "interrupted" | "superseded" | "shutdown" | "timeout";
+
+/**
+ * Token counts and cost exactly as the provider reported them. `undefined` means the provider
+ * did not say: unavailable is not zero.
+ */
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+  reasoningTokens?: number;
+  cachedInputTokens?: number;
+  costUsd?: number;
+}
+
+export interface StepRecord {
+  step: number;
+  model: string;
+  finishReason: string;
+  usage: Usage;
+  startedAtMs: number;
+  finishedAtMs: number;
+}
