@@ -9,6 +9,14 @@ export type MessagePart =
   /** An input injected into this run at a step boundary; projected as a user message there. */
   | { type: "joined-input"; messageId: string };
 
+/** The answer's text: its text parts joined (reasoning and tool traffic excluded). */
+export function answerText(parts: readonly MessagePart[]): string {
+  return parts
+    .filter((p): p is Extract<MessagePart, { type: "text" }> => p.type === "text")
+    .map((p) => p.text)
+    .join("");
+}
+
 export type InputPart = Extract<MessagePart, { type: "text" } | { type: "file" }>;
 
 export type MessageStatus = "streaming" | "complete" | "interrupted" | "superseded" | "failed";

@@ -1,0 +1,105 @@
+import type { AcquiredRun, RuntimeStore } from "../store/types.ts";
+import type { Clock } from "../util/clock.ts";
+import type { Logger } from "../util/log.ts";
+import type { ExecutionEnd } from "./execute.ts";
+import type { StopReason } from "./types.ts";
+
+export interface LaneOptions {
+  conversationId: string;
+  owner: string;
+  store: RuntimeStore;
+  clock: Clock;
+  logger: Logger;
+  leaseMs: number;
+  execute: (acquired: AcquiredRun, signal: AbortSignal) => Promise<ExecutionEnd>;
+  onAcquired: () => Promise<void>;
+  onEnd: (runId: string, end: ExecutionEnd) => Promise<void>;
+}
+
+/**
+ * One conversation's executor in this process: runs its runs one at a time in the order the
+ * store says (`nextRunnable`). Kicks are coalesced; a kick during a drain makes it look again.
+ */
+export class Lane {
+  closing = false;
+  private dirty = false;
+  private draining: Promise<void> | null = null;
+  private active: { runId: string; abort: AbortController } | null = null;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly options: LaneOptions) {}
+
+  get busy(): boolean {
+    return this.draining !== null;
+  }
+
+  kick(): void {
+    this.dirty = true;
+    if (this.draining) return;
+    this.draining = this.drain()
+      .catch((error) =>
+        this.options.logger.error("lane.failed", { conversationId: this.options.conversationId, error }),
+      )
+      .finally(() => {
+        this.draining = null;
+        if (this.dirty && !this.closing) this.kick();
+      });
+  }
+
+  idle(): Promise<void> {
+    return this.draining ?? Promise.resolve();
+  }
+
+  /** Aborts the active run when it is `runId`. */
+  abort(runId: string, reason: StopReason): void {
+    if (this.active?.runId === runId) this.active.abort.abort(reason);
+  }
+
+  abortActive(reason: StopReason): void {
+    this.active?.abort.abort(reason);
+  }
+
+  private async drain(): Promise<void> {
+    const { store, clock, conversationId } = this.options;
+    while (this.dirty && !this.closing) {
+      this.dirty = false;
+      for (;;) {
+        if (this.closing) return;
+        const next = await store.nextRunnable(conversationId, clock.now());
+        if (!next) {
+          await this.watchForeignLease();
+          break;
+        }
+        const acquired = await store.acquireRun({
+          runId: next.id,
+          owner: this.options.owner,
+          nowMs: clock.now(),
+          leaseMs: this.options.leaseMs,
+        });
+        if (!acquired) break;
+        await this.options.onAcquired();
+        const abort = new AbortController();
+        this.active = { runId: acquired.run.id, abort };
+        let end: ExecutionEnd;
+        try {
+          end = await this.options.execute(acquired, abort.signal);
+        } finally {
+          this.active = null;
+        }
+        await this.options.onEnd(acquired.run.id, end);
+        if (end.kind === "released") return;
+      }
+    }
+  }
+
+  /** A run held by another live owner: look again when its lease would expire. */
+  private async watchForeignLease(): Promise<void> {
+    const runs = await this.options.store.listActiveRuns(this.options.conversationId);
+    const held = runs.find((r) => r.leaseExpiresAtMs !== null && r.owner !== this.options.owner);
+    if (!held?.leaseExpiresAtMs) return;
+    clearTimeout(this.retryTimer);
+    const delayMs = Math.max(10, held.leaseExpiresAtMs - this.options.clock.now() + 10);
+    this.retryTimer = setTimeout(() => this.kick(), delayMs);
+    this.retryTimer.unref?.();
+  }
+}

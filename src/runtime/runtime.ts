@@ -1,0 +1,387 @@
+import { createHash } from "node:crypto";
+import type { ToolSet } from "ai";
+import { SwitchboardError } from "../errors.ts";
+import type { AdmitResult, DeliveryWriter, RunRecord, RuntimeStore } from "../store/types.ts";
+import { type Clock, systemClock } from "../util/clock.ts";
+import { newId } from "../util/ids.ts";
+import { type Logger, silentLogger } from "../util/log.ts";
+import { EventBus, type Listener } from "./bus.ts";
+import type { RuntimeEvent } from "./events.ts";
+import { type ExecutionEnd, RunExecutor, type StopPolicy, type ToolContext } from "./execute.ts";
+import { Lane } from "./lane.ts";
+import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
+import { readUsage as defaultReadUsage, type ModelEntry, type UsageReader } from "./step.ts";
+import {
+  answerText,
+  type InputPart,
+  type InputPolicy,
+  isTerminalState,
+  type RunState,
+  type StopReason,
+  type Usage,
+} from "./types.ts";
+
+export interface SubmitRequest {
+  /** The conversation by id; or `conversationKey`, resolved durably inside admission. */
+  conversationId?: string;
+  conversationKey?: string;
+  /** Same key, same input → same run and answer, also after a restart. */
+  idempotencyKey: string;
+  context?: unknown;
+  parts: InputPart[];
+  /** Which surface the input came from (e.g. `telegram:dm`); the policy function reads it. */
+  surface?: string;
+  /** Overrides the policy function for this submission. */
+  policy?: InputPolicy;
+  /** External dedupe identity recorded in the admission transaction. */
+  ingress?: { source: string; key: string; payload: unknown };
+}
+
+export interface Admission {
+  outcome: AdmitResult["outcome"];
+  conversationId: string;
+  runId: string;
+  inputMessageId: string;
+  /** Conversation version right after the admission committed. */
+  version: number;
+}
+
+/** The terminal outcome a ticket resolves to. */
+export interface RunOutcome {
+  runId: string;
+  state: RunState;
+  /** The run whose answer this is (differs from runId when absorbed). */
+  answeredBy: string;
+  text: string;
+  usage: Usage;
+  /** False when some step's cost was unavailable. */
+  costComplete: boolean;
+  error: string | null;
+}
+
+export interface Ticket {
+  /** Resolves once the input is durably committed and assigned a run. */
+  admission: Promise<Admission>;
+  /** Resolves with the run's terminal outcome. */
+  result: Promise<RunOutcome>;
+}
+
+export interface RuntimeOptions {
+  store: RuntimeStore;
+  /** The model chain: the first is used, later ones are fallbacks. */
+  models: readonly ModelEntry[];
+  clock?: Clock;
+  logger?: Logger;
+  /** This worker's identity in run ownership. */
+  owner?: string;
+  /** How long ownership lasts without renewal (renewed every third of it). Default 30 s. */
+  leaseMs?: number;
+  /** Chosen per submission: each surface decides what a new input does to a running answer. */
+  inputPolicy?: InputPolicy | ((request: SubmitRequest) => InputPolicy);
+  /** With true, inputs that arrive while a successor is queued join that successor. */
+  coalescePending?: boolean | ((request: SubmitRequest) => boolean);
+  instructions?: (input: { conversationId: string; context: unknown; nowMs: number }) => string | undefined;
+  tools?: (context: ToolContext) => ToolSet;
+  /** Written with the terminal commit (the outbox). */
+  deliveries?: DeliveryWriter;
+  readUsage?: UsageReader;
+  loop?: {
+    /** Step ceiling; reaching it ends the run `policy_stop`. Default 8. */
+    maxSteps?: number;
+    /** Provider silence longer than this ends the run `timeout`. Default 60 s. */
+    idleTimeoutMs?: number;
+    stopPolicies?: StopPolicy[];
+    retry?: RetryPolicy;
+  };
+  history?: { maxTurns?: number; maxTokens?: number };
+}
+
+export interface CloseResult {
+  settled: boolean;
+  timedOut: boolean;
+  remaining: number;
+}
+
+interface Waiter {
+  resolve: (outcome: RunOutcome) => void;
+  reject: (error: unknown) => void;
+}
+
+export function fingerprintOf(parts: readonly InputPart[]): string {
+  return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+}
+
+/**
+ * The durable agent runtime. A run outlives the request that started it: `submit` commits the
+ * input before anything else happens, a per-conversation lane executes runs in durable order,
+ * and `recover` picks up whatever a previous process left.
+ */
+export class Runtime {
+  readonly owner: string;
+  readonly bus: EventBus;
+  private readonly store: RuntimeStore;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly leaseMs: number;
+  private readonly executor: RunExecutor;
+  private readonly lanes = new Map<string, Lane>();
+  private readonly waiters = new Map<string, Waiter[]>();
+  private readonly sequences = new Map<string, number>();
+  private closing = false;
+
+  constructor(private readonly options: RuntimeOptions) {
+    if (options.models.length === 0) {
+      throw new SwitchboardError(
+        "config_invalid",
+        "The runtime needs at least one model (SWITCHBOARD_MODEL).",
+      );
+    }
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.owner = options.owner ?? newId("worker");
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.bus = new EventBus(this.store);
+    this.executor = new RunExecutor({
+      store: this.store,
+      clock: this.clock,
+      logger: this.logger,
+      models: options.models,
+      retry: options.loop?.retry ?? DEFAULT_RETRY,
+      maxSteps: options.loop?.maxSteps ?? 8,
+      idleTimeoutMs: options.loop?.idleTimeoutMs ?? 60_000,
+      leaseMs: this.leaseMs,
+      maxHistoryTurns: options.history?.maxTurns ?? 40,
+      maxHistoryTokens: options.history?.maxTokens ?? 24_000,
+      stopPolicies: options.loop?.stopPolicies ?? [],
+      ...(options.instructions ? { instructions: options.instructions } : {}),
+      ...(options.tools ? { tools: options.tools } : {}),
+      ...(options.deliveries ? { deliveries: options.deliveries } : {}),
+      readUsage: options.readUsage ?? defaultReadUsage,
+      emit: (event) => this.bus.emit(event),
+      nextSequence: (runId) => {
+        const next = (this.sequences.get(runId) ?? 0) + 1;
+        this.sequences.set(runId, next);
+        return next;
+      },
+    });
+  }
+
+  get models(): readonly ModelEntry[] {
+    return this.options.models;
+  }
+
+  subscribe(listener: Listener): () => void {
+    return this.bus.subscribe(listener);
+  }
+
+  /** Snapshot-then-live events of one conversation from a durable cursor. */
+  follow(conversationId: string, afterSeq: number, signal: AbortSignal): AsyncGenerator<RuntimeEvent> {
+    return this.bus.follow(conversationId, afterSeq, signal);
+  }
+
+  submit(request: SubmitRequest): Ticket {
+    const admission = this.admit(request);
+    const result = admission.then((a) => this.waitFor(a.runId));
+    // The caller may only await one of them; never let the other become an unhandled rejection.
+    admission.catch(() => {});
+    result.catch(() => {});
+    return { admission, result };
+  }
+
+  private async admit(request: SubmitRequest): Promise<Admission> {
+    if (this.closing) {
+      throw new SwitchboardError("runtime_closed", "The runtime is shutting down and accepts no new input.");
+    }
+    if (!request.conversationId === !request.conversationKey) {
+      throw new SwitchboardError(
+        "input_invalid",
+        "submit() needs exactly one of conversationId or conversationKey.",
+      );
+    }
+    if (request.parts.length === 0) {
+      throw new SwitchboardError("input_invalid", "submit() needs at least one input part.");
+    }
+    const policy =
+      request.policy ??
+      (typeof this.options.inputPolicy === "function"
+        ? this.options.inputPolicy(request)
+        : (this.options.inputPolicy ?? "queue"));
+    const coalesce =
+      typeof this.options.coalescePending === "function"
+        ? this.options.coalescePending(request)
+        : (this.options.coalescePending ?? false);
+    const nowMs = this.clock.now();
+    const result = await this.store.admit({
+      conversation: request.conversationId
+        ? { id: request.conversationId }
+        : { key: request.conversationKey! },
+      idempotencyKey: request.idempotencyKey,
+      fingerprint: fingerprintOf(request.parts),
+      parts: request.parts,
+      context: request.context ?? null,
+      policy,
+      coalescePending: coalesce,
+      ...(request.ingress ? { ingress: request.ingress } : {}),
+      proposedIds: { runId: newId("run", nowMs), messageId: newId("msg", nowMs) },
+      nowMs,
+    });
+    if (result.outcome !== "duplicate") {
+      await this.bus.publishDurable(result.conversationId);
+      for (const runId of result.superseded) void this.settleFromStore(runId);
+      for (const stop of result.stopRequested)
+        this.lanes.get(result.conversationId)?.abort(stop.runId, stop.reason);
+      this.lane(result.conversationId).kick();
+    }
+    return {
+      outcome: result.outcome,
+      conversationId: result.conversationId,
+      runId: result.runId,
+      inputMessageId: result.inputMessageId,
+      version: result.version,
+    };
+  }
+
+  /**
+   * Durably stops the conversation's running answer (or the given run): commits the request
+   * before aborting, so the stop survives a crash. Returns false when nothing was active.
+   */
+  async interrupt(target: { conversationId: string; runId?: string }): Promise<boolean> {
+    const runs = await this.store.listActiveRuns(target.conversationId);
+    const run = target.runId
+      ? runs.find((r) => r.id === target.runId)
+      : (runs.find((r) => r.state === "running" || r.state === "interrupt_requested") ?? runs[0]);
+    if (!run) return false;
+    const outcome = await this.store.requestStop(run.id, "interrupted", this.clock.now());
+    if (outcome.outcome === "not_active") return false;
+    await this.bus.publishDurable(target.conversationId);
+    if (outcome.outcome === "ended") void this.settleFromStore(run.id);
+    else this.lanes.get(target.conversationId)?.abort(run.id, "interrupted");
+    this.lane(target.conversationId).kick();
+    return true;
+  }
+
+  /**
+   * Resumes what a previous process left: scans active runs in bounded pages and wakes each
+   * conversation's lane, which restores durable order (a run to resume first, then urgent, then
+   * ordinary FIFO). With `takeOverLeases`, leases held by other owners are treated as expired —
+   * only for a single-process deployment (the embedded SQLite default).
+   */
+  async recover(
+    options: { takeOverLeases?: boolean; pageSize?: number } = {},
+  ): Promise<{ conversations: number }> {
+    const pageSize = options.pageSize ?? 200;
+    const conversations = new Set<string>();
+    let after = 0;
+    for (;;) {
+      const page: RunRecord[] = await this.store.scanRecoverable({ afterQueueSeq: after, limit: pageSize });
+      for (const run of page) {
+        conversations.add(run.conversationId);
+        after = run.queueSeq;
+      }
+      if (page.length < pageSize) break;
+    }
+    if (options.takeOverLeases)
+      await this.store.expireLeases({ exceptOwner: this.owner, nowMs: this.clock.now() });
+    for (const conversationId of conversations) this.lane(conversationId).kick();
+    this.logger.info("runtime.recovered", { conversations: conversations.size });
+    return { conversations: conversations.size };
+  }
+
+  /**
+   * Two-phase shutdown: stop admitting, give running runs `gracePeriodMs` to finish, then abort
+   * them (they are released, to resume on the next start) and wait at most `forceTimeoutMs`.
+   */
+  async close(options: { gracePeriodMs?: number; forceTimeoutMs?: number } = {}): Promise<CloseResult> {
+    this.closing = true;
+    for (const lane of this.lanes.values()) lane.closing = true;
+    const idle = () => Promise.all([...this.lanes.values()].map((l) => l.idle()));
+    const within = async (ms: number) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = await Promise.race([
+        idle().then(() => true),
+        new Promise<boolean>((r) => {
+          timer = setTimeout(() => r(false), ms);
+        }),
+      ]);
+      clearTimeout(timer);
+      return done;
+    };
+    if (await within(options.gracePeriodMs ?? 10_000))
+      return { settled: true, timedOut: false, remaining: 0 };
+    for (const lane of this.lanes.values()) lane.abortActive("shutdown");
+    const settled = await within(options.forceTimeoutMs ?? 5_000);
+    const remaining = [...this.lanes.values()].filter((l) => l.busy).length;
+    return { settled, timedOut: !settled, remaining };
+  }
+
+  /** Called by a lane when an execution ended. */
+  private async onExecutionEnd(runId: string, conversationId: string, end: ExecutionEnd): Promise<void> {
+    this.sequences.delete(runId);
+    await this.bus.publishDurable(conversationId);
+    if (end.kind !== "terminal") return;
+    await this.settleFromStore(runId);
+    for (const absorbed of end.absorbed) await this.settleFromStore(absorbed);
+  }
+
+  private lane(conversationId: string): Lane {
+    let lane = this.lanes.get(conversationId);
+    if (!lane) {
+      lane = new Lane({
+        conversationId,
+        owner: this.owner,
+        store: this.store,
+        clock: this.clock,
+        logger: this.logger,
+        leaseMs: this.leaseMs,
+        execute: (acquired, signal) => this.executor.execute(acquired, signal),
+        onAcquired: () => this.bus.publishDurable(conversationId),
+        onEnd: (runId, end) => this.onExecutionEnd(runId, conversationId, end),
+      });
+      lane.closing = this.closing;
+      this.lanes.set(conversationId, lane);
+    }
+    return lane;
+  }
+
+  private waitFor(runId: string): Promise<RunOutcome> {
+    return new Promise<RunOutcome>((resolve, reject) => {
+      const list = this.waiters.get(runId) ?? [];
+      list.push({ resolve, reject });
+      this.waiters.set(runId, list);
+      void this.settleFromStore(runId);
+    });
+  }
+
+  /** Resolves the waiters of `runId` if it is terminal in the store. */
+  private async settleFromStore(runId: string): Promise<void> {
+    if (!this.waiters.has(runId)) return;
+    const view = await this.store.loadRun(runId);
+    if (!view || !isTerminalState(view.run.state)) return;
+    let outcome: RunOutcome = {
+      runId,
+      state: view.run.state,
+      answeredBy: runId,
+      text: answerText(view.answer?.parts ?? []),
+      usage: view.run.usage,
+      costComplete: view.run.costComplete,
+      error: view.run.error,
+    };
+    if (view.run.state === "absorbed" && view.run.absorbedInto) {
+      const answering = await this.store.loadRun(view.run.absorbedInto);
+      outcome = {
+        ...outcome,
+        answeredBy: view.run.absorbedInto,
+        text: answerText(answering?.answer?.parts ?? []),
+      };
+    }
+    const list = this.waiters.get(runId) ?? [];
+    this.waiters.delete(runId);
+    for (const waiter of list) waiter.resolve(outcome);
+  }
+
+  /** Asks the active run of a conversation to stop for `reason` (process-local signal only). */
+  stopLocal(conversationId: string, reason: StopReason): void {
+    this.lanes.get(conversationId)?.abortActive(reason);
+  }
+}

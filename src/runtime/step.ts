@@ -1,0 +1,234 @@
+import {
+  type LanguageModel,
+  type LanguageModelUsage,
+  type ModelMessage,
+  stepCountIs,
+  streamText,
+  type ToolSet,
+} from "ai";
+import type { Clock } from "../util/clock.ts";
+import type { RuntimeEvent } from "./events.ts";
+import { decideRetry, type RetryPolicy } from "./retry.ts";
+import type { MessagePart, StopReason, Usage } from "./types.ts";
+
+export interface ModelEntry {
+  /** Human-readable name used in logs, step records and /status (e.g. `openrouter:x/y`). */
+  label: string;
+  model: LanguageModel;
+}
+
+/** Maps what the AI SDK reports for a step to our usage record (unavailable stays undefined). */
+export type UsageReader = (usage: LanguageModelUsage | undefined, providerMetadata: unknown) => Usage;
+
+export const readUsage: UsageReader = (usage, providerMetadata) => {
+  const out: Usage = {};
+  if (usage?.inputTokens !== undefined) out.inputTokens = usage.inputTokens;
+  if (usage?.outputTokens !== undefined) out.outputTokens = usage.outputTokens;
+  const reasoning = usage?.outputTokenDetails?.reasoningTokens;
+  if (reasoning !== undefined) out.reasoningTokens = reasoning;
+  const cached = usage?.inputTokenDetails?.cacheReadTokens;
+  if (cached !== undefined) out.cachedInputTokens = cached;
+  const cost = (providerMetadata as { openrouter?: { usage?: { cost?: unknown } } } | undefined)?.openrouter
+    ?.usage?.cost;
+  if (typeof cost === "number") out.costUsd = cost;
+  return out;
+};
+
+export interface StepInput {
+  conversationId: string;
+  runId: string;
+  instructions: string | undefined;
+  messages: ModelMessage[];
+  tools: ToolSet | undefined;
+  models: readonly ModelEntry[];
+  retry: RetryPolicy;
+  idleTimeoutMs: number;
+  /** Aborted with a StopReason when the run must stop. */
+  signal: AbortSignal;
+  clock: Clock;
+  readUsage: UsageReader;
+  emit: (event: RuntimeEvent) => void;
+  nextSequence: () => number;
+}
+
+export type StepOutcome =
+  | {
+      kind: "ok";
+      parts: MessagePart[];
+      finishReason: string;
+      usage: Usage;
+      model: string;
+      startedAtMs: number;
+    }
+  /** Stopped mid-step; `partial` holds what this attempt streamed (the text a user may have seen). */
+  | { kind: "stopped"; reason: StopReason; partial: MessagePart[] }
+  | { kind: "failed"; error: string; usage: Usage[] };
+
+class IdleTimeout extends Error {}
+
+/**
+ * One model call: exactly one AI SDK step (tools run inside it), streamed to subscribers. A
+ * provider failure before any tool call is retried with backoff or handed to the next model in
+ * the chain; subscribers then get `attempt-reset` and drop what the failed attempt streamed.
+ */
+export async function runStep(input: StepInput): Promise<StepOutcome> {
+  const failedUsage: Usage[] = [];
+  let attempt = 0;
+  let modelIndex = 0;
+  for (;;) {
+    const entry = input.models[modelIndex]!;
+    const startedAtMs = input.clock.now();
+    const attemptAbort = new AbortController();
+    const onRunAbort = () => attemptAbort.abort(input.signal.reason);
+    input.signal.addEventListener("abort", onRunAbort, { once: true });
+    let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    const armIdle = () => {
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => attemptAbort.abort(new IdleTimeout()), input.idleTimeoutMs);
+    };
+    const parts: MessagePart[] = [];
+    let toolCalled = false;
+    let finishReason = "unknown";
+    let usage: Usage = {};
+    let failure: unknown;
+    const appendText = (type: "text" | "reasoning", delta: string) => {
+      const last = parts.at(-1);
+      if (last && last.type === type) last.text += delta;
+      else parts.push({ type, text: delta });
+    };
+    try {
+      armIdle();
+      const result = streamText({
+        model: entry.model,
+        instructions: input.instructions,
+        messages: input.messages,
+        tools: input.tools,
+        stopWhen: stepCountIs(1),
+        abortSignal: attemptAbort.signal,
+        maxRetries: 0,
+        onError: () => {},
+      });
+      for await (const part of result.fullStream) {
+        armIdle();
+        switch (part.type) {
+          case "text-delta":
+            appendText("text", part.text);
+            input.emit({
+              type: "assistant-delta",
+              durable: false,
+              conversationId: input.conversationId,
+              runId: input.runId,
+              sequence: input.nextSequence(),
+              delta: part.text,
+            });
+            break;
+          case "reasoning-delta":
+            appendText("reasoning", part.text);
+            input.emit({
+              type: "reasoning-delta",
+              durable: false,
+              conversationId: input.conversationId,
+              runId: input.runId,
+              sequence: input.nextSequence(),
+              delta: part.text,
+            });
+            break;
+          case "tool-call":
+            toolCalled = true;
+            parts.push({
+              type: "tool-call",
+              toolCallId: part.toolCallId,
+              toolName: part.toolName,
+              input: part.input,
+            });
+            emitTool(input, part.toolCallId, part.toolName, "started");
+            break;
+          case "tool-result":
+            parts.push({
+              type: "tool-result",
+              toolCallId: part.toolCallId,
+              toolName: part.toolName,
+              output: part.output,
+              isError: false,
+            });
+            emitTool(input, part.toolCallId, part.toolName, "completed");
+            break;
+          case "tool-error":
+            parts.push({
+              type: "tool-result",
+              toolCallId: part.toolCallId,
+              toolName: part.toolName,
+              output: part.error instanceof Error ? part.error.message : String(part.error),
+              isError: true,
+            });
+            emitTool(input, part.toolCallId, part.toolName, "failed");
+            break;
+          case "finish-step":
+            finishReason = part.finishReason;
+            usage = input.readUsage(part.usage, part.providerMetadata);
+            break;
+          case "error":
+            throw part.error;
+          default:
+            break;
+        }
+      }
+      if (attemptAbort.signal.aborted) throw attemptAbort.signal.reason;
+    } catch (error) {
+      failure = error;
+    } finally {
+      clearTimeout(idleTimer);
+      input.signal.removeEventListener("abort", onRunAbort);
+    }
+    if (failure === undefined) {
+      return { kind: "ok", parts, finishReason, usage, model: entry.label, startedAtMs };
+    }
+    if (input.signal.aborted) {
+      return { kind: "stopped", reason: input.signal.reason as StopReason, partial: keepText(parts) };
+    }
+    if (attemptAbort.signal.reason instanceof IdleTimeout) {
+      return { kind: "stopped", reason: "timeout", partial: keepText(parts) };
+    }
+    failedUsage.push(usage);
+    const decision = decideRetry(input.retry, attempt, input.models.length, toolCalled);
+    const message = failure instanceof Error ? failure.message : String(failure);
+    if (!decision.retry) return { kind: "failed", error: `${entry.label}: ${message}`, usage: failedUsage };
+    input.emit({
+      type: "attempt-reset",
+      durable: false,
+      conversationId: input.conversationId,
+      runId: input.runId,
+      sequence: input.nextSequence(),
+      reason: `${entry.label}: ${message}`,
+    });
+    try {
+      await input.clock.sleep(decision.delayMs, input.signal);
+    } catch {
+      return { kind: "stopped", reason: input.signal.reason as StopReason, partial: [] };
+    }
+    attempt += 1;
+    modelIndex = decision.modelIndex;
+  }
+}
+
+function keepText(parts: MessagePart[]): MessagePart[] {
+  return parts.filter((p) => p.type === "text");
+}
+
+function emitTool(
+  input: StepInput,
+  toolCallId: string,
+  toolName: string,
+  status: "started" | "completed" | "failed",
+) {
+  input.emit({
+    type: "tool-status",
+    durable: false,
+    conversationId: input.conversationId,
+    runId: input.runId,
+    sequence: input.nextSequence(),
+    toolCallId,
+    toolName,
+    status,
+  });
+}

@@ -1,0 +1,815 @@
+import type { Database } from "bun:sqlite";
+import { SwitchboardError } from "../../errors.ts";
+import type { DurableEvent } from "../../runtime/events.ts";
+import {
+  answerText,
+  type Message,
+  type MessagePart,
+  type MessageStatus,
+  type RunState,
+  type StopReason,
+  type TerminalRunState,
+  type Usage,
+} from "../../runtime/types.ts";
+import { newId } from "../../util/ids.ts";
+import type {
+  AcquiredRun,
+  AcquireRequest,
+  AdmitRequest,
+  AdmitResult,
+  CheckpointRequest,
+  ConversationHead,
+  Fence,
+  MessagePage,
+  PromptContext,
+  PromptTurn,
+  PurgeResult,
+  RunRecord,
+  RuntimeStore,
+  RunView,
+  StopRequestResult,
+  TerminalRequest,
+  TerminalResult,
+} from "../types.ts";
+import { type MessageRow, type RunRow, toMessage, toRun } from "./rows.ts";
+import { sumUsage } from "./usage.ts";
+
+const ACTIVE = "('queued', 'running', 'interrupt_requested')";
+
+type EventBody = DurableEvent extends infer E
+  ? E extends DurableEvent
+    ? Omit<E, "seq" | "durable">
+    : never
+  : never;
+
+/** Message status an assistant message takes when its run ends in `state`. */
+function answerStatus(state: TerminalRunState): MessageStatus {
+  switch (state) {
+    case "completed":
+      return "complete";
+    case "superseded":
+      return "superseded";
+    case "failed":
+      return "failed";
+    default:
+      return "interrupted";
+  }
+}
+
+/**
+ * The runtime store on bun:sqlite. Mutations run in `BEGIN IMMEDIATE` transactions, reads in
+ * deferred ones (one WAL snapshot). Methods are async to satisfy the backend-neutral interface;
+ * the work itself is synchronous and serialized by the single connection.
+ */
+export class SqliteRuntimeStore implements RuntimeStore {
+  constructor(readonly db: Database) {}
+
+  private write<T>(work: () => T): Promise<T> {
+    try {
+      return Promise.resolve(this.db.transaction(work).immediate());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private read<T>(work: () => T): Promise<T> {
+    try {
+      return Promise.resolve(this.db.transaction(work).deferred());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  // ---- internal helpers (call only inside a transaction) ----
+
+  private runRow(runId: string): RunRecord | null {
+    const row = this.db.query("SELECT * FROM runs WHERE id = ?").get(runId) as RunRow | null;
+    return row ? toRun(row) : null;
+  }
+
+  private activeRuns(conversationId: string): RunRecord[] {
+    return (
+      this.db
+        .query(`SELECT * FROM runs WHERE conversation_id = ? AND state IN ${ACTIVE} ORDER BY queue_seq`)
+        .all(conversationId) as RunRow[]
+    ).map(toRun);
+  }
+
+  private assertNotPurged(conversationId: string): void {
+    const tomb = this.db
+      .query("SELECT 1 FROM conversation_tombstones WHERE conversation_id = ?")
+      .get(conversationId);
+    if (tomb) {
+      throw new SwitchboardError(
+        "conversation_purged",
+        `Conversation ${conversationId} was purged; start a new conversation instead.`,
+      );
+    }
+  }
+
+  private ensureConversation(conversationId: string, nowMs: number): void {
+    this.assertNotPurged(conversationId);
+    this.db
+      .query(
+        "INSERT INTO conversations (id, version, last_seq, created_at_ms) VALUES (?, 0, 0, ?) ON CONFLICT(id) DO NOTHING",
+      )
+      .run(conversationId, nowMs);
+  }
+
+  /** Appends a durable event and bumps the conversation version; returns the event's seq. */
+  private appendEvent(body: EventBody, nowMs: number): number {
+    const head = this.db
+      .query(
+        "UPDATE conversations SET version = version + 1, last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
+      )
+      .get(body.conversationId) as { last_seq: number } | null;
+    if (!head) throw new Error(`conversation ${body.conversationId} has no head`);
+    const event = { ...body, durable: true, seq: head.last_seq } as DurableEvent;
+    this.db
+      .query("INSERT INTO events (conversation_id, seq, type, payload, at_ms) VALUES (?, ?, ?, ?, ?)")
+      .run(body.conversationId, head.last_seq, body.type, JSON.stringify(event), nowMs);
+    return head.last_seq;
+  }
+
+  private version(conversationId: string): number {
+    const row = this.db.query("SELECT version FROM conversations WHERE id = ?").get(conversationId) as {
+      version: number;
+    } | null;
+    return row?.version ?? 0;
+  }
+
+  private nextFinishSeq(): number {
+    const row = this.db.query("SELECT COALESCE(MAX(finish_seq), 0) + 1 AS n FROM runs").get() as {
+      n: number;
+    };
+    return row.n;
+  }
+
+  private resolveKey(key: string, nowMs: number): string {
+    const row = this.db.query("SELECT conversation_id FROM conversation_keys WHERE key = ?").get(key) as {
+      conversation_id: string;
+    } | null;
+    if (row) return row.conversation_id;
+    const id = newId("conv", nowMs);
+    this.db
+      .query(
+        "INSERT INTO conversation_keys (key, conversation_id, generation, updated_at_ms) VALUES (?, ?, 1, ?)",
+      )
+      .run(key, id, nowMs);
+    this.ensureConversation(id, nowMs);
+    return id;
+  }
+
+  /** Ends a run that never started (or is being ended without its owner) in one of the terminal states. */
+  private endWithoutOwner(
+    run: RunRecord,
+    state: TerminalRunState,
+    nowMs: number,
+    absorbedInto?: string,
+  ): number {
+    this.db
+      .query(
+        `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
+         absorbed_into = ? WHERE id = ?`,
+      )
+      .run(state, nowMs, this.nextFinishSeq(), absorbedInto ?? null, run.id);
+    this.db
+      .query("UPDATE messages SET status = ? WHERE id = ?")
+      .run(answerStatus(state), run.assistantMessageId);
+    const answer = this.db.query("SELECT parts FROM messages WHERE id = ?").get(run.assistantMessageId) as {
+      parts: string;
+    } | null;
+    return this.appendEvent(
+      {
+        type: "terminal",
+        conversationId: run.conversationId,
+        runId: run.id,
+        state,
+        text: answer ? answerText(JSON.parse(answer.parts) as MessagePart[]) : "",
+        usage: run.usage,
+        ...(absorbedInto ? { absorbedInto } : {}),
+      },
+      nowMs,
+    );
+  }
+
+  private fenced(fence: Fence): RunRecord {
+    const run = this.runRow(fence.runId);
+    if (
+      !run ||
+      run.fencingToken !== fence.fencingToken ||
+      (run.state !== "running" && run.state !== "interrupt_requested")
+    ) {
+      throw new SwitchboardError(
+        "fence_lost",
+        `Run ${fence.runId} is no longer owned under fencing token ${fence.fencingToken}; its writes are refused.`,
+        { details: { state: run?.state, currentToken: run?.fencingToken } },
+      );
+    }
+    return run;
+  }
+
+  // ---- RuntimeStore ----
+
+  admit(request: AdmitRequest): Promise<AdmitResult> {
+    return this.write(() => {
+      const { nowMs } = request;
+      if (request.ingress) {
+        const seen = this.db
+          .query(
+            "SELECT conversation_id, run_id, input_message_id FROM ingress_receipts WHERE source = ? AND key = ?",
+          )
+          .get(request.ingress.source, request.ingress.key) as {
+          conversation_id: string | null;
+          run_id: string | null;
+          input_message_id: string | null;
+        } | null;
+        if (seen?.run_id && seen.conversation_id && seen.input_message_id) {
+          return {
+            outcome: "duplicate",
+            conversationId: seen.conversation_id,
+            runId: seen.run_id,
+            inputMessageId: seen.input_message_id,
+            version: this.version(seen.conversation_id),
+          } as const;
+        }
+      }
+      const conversationId =
+        "id" in request.conversation
+          ? request.conversation.id
+          : this.resolveKey(request.conversation.key, nowMs);
+      this.ensureConversation(conversationId, nowMs);
+
+      const prior = this.db
+        .query(
+          "SELECT fingerprint, run_id, input_message_id FROM admissions WHERE conversation_id = ? AND idempotency_key = ?",
+        )
+        .get(conversationId, request.idempotencyKey) as {
+        fingerprint: string;
+        run_id: string;
+        input_message_id: string;
+      } | null;
+      if (prior) {
+        if (prior.fingerprint !== request.fingerprint) {
+          throw new SwitchboardError(
+            "idempotency_conflict",
+            `Idempotency key ${request.idempotencyKey} was already used with different input in conversation ${conversationId}. Use a new key for new input.`,
+          );
+        }
+        return {
+          outcome: "duplicate",
+          conversationId,
+          runId: prior.run_id,
+          inputMessageId: prior.input_message_id,
+          version: this.version(conversationId),
+        } as const;
+      }
+
+      const active = this.activeRuns(conversationId);
+      const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
+      const superseded: string[] = [];
+      const stopReason: StopReason | null =
+        request.policy === "supersede"
+          ? "superseded"
+          : request.policy === "interrupt" || request.policy === "interrupt-next"
+            ? "interrupted"
+            : null;
+      if (stopReason) {
+        for (const run of active) {
+          if (run.state === "queued") {
+            if (stopReason === "superseded") {
+              this.endWithoutOwner(run, "superseded", nowMs);
+              superseded.push(run.id);
+            }
+            continue;
+          }
+          const reason = run.stopReason === "superseded" ? "superseded" : stopReason;
+          this.db
+            .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
+            .run(reason, run.id);
+          if (run.state === "running") {
+            this.appendEvent(
+              { type: "run-state", conversationId, runId: run.id, state: "interrupt_requested" },
+              nowMs,
+            );
+          }
+          stopRequested.push({ runId: run.id, reason });
+        }
+      }
+
+      const messageId = request.proposedIds.messageId;
+      const pending =
+        request.coalescePending && request.policy !== "interrupt-next" && request.policy !== "supersede"
+          ? active.find(
+              (r) =>
+                r.state === "queued" &&
+                r.priority === "normal" &&
+                r.policy !== "inject" &&
+                r.steps === 0 &&
+                r.startedAtMs === null &&
+                !superseded.includes(r.id),
+            )
+          : undefined;
+
+      let runId: string;
+      if (pending) {
+        runId = pending.id;
+        this.db
+          .query("UPDATE runs SET input_message_ids = ? WHERE id = ?")
+          .run(JSON.stringify([...pending.inputMessageIds, messageId]), runId);
+      } else {
+        runId = request.proposedIds.runId;
+        const seqRow = this.db.query("SELECT COALESCE(MAX(queue_seq), 0) + 1 AS n FROM runs").get() as {
+          n: number;
+        };
+        this.db
+          .query(
+            `INSERT INTO runs (id, conversation_id, queue_seq, state, priority, policy, input_message_ids,
+             assistant_message_id, context, created_at_ms) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(
+            runId,
+            conversationId,
+            seqRow.n,
+            request.policy === "interrupt-next" ? "urgent" : "normal",
+            request.policy,
+            JSON.stringify([messageId]),
+            newId("msg", nowMs),
+            JSON.stringify(request.context ?? null),
+            nowMs,
+          );
+      }
+      this.db
+        .query(
+          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+           VALUES (?, ?, ?, 'user', ?, 'complete', ?)`,
+        )
+        .run(messageId, conversationId, runId, JSON.stringify(request.parts), nowMs);
+      this.db
+        .query(
+          `INSERT INTO admissions (conversation_id, idempotency_key, fingerprint, run_id, input_message_id, created_at_ms)
+           VALUES (?, ?, ?, ?, ?, ?)`,
+        )
+        .run(conversationId, request.idempotencyKey, request.fingerprint, runId, messageId, nowMs);
+      if (request.ingress) {
+        this.db
+          .query(
+            `INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
+             VALUES (?, ?, ?, ?, ?, 'admitted', ?, ?)
+             ON CONFLICT(source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
+               input_message_id = excluded.input_message_id, outcome = excluded.outcome`,
+          )
+          .run(
+            request.ingress.source,
+            request.ingress.key,
+            conversationId,
+            runId,
+            messageId,
+            JSON.stringify(request.ingress.payload ?? null),
+            nowMs,
+          );
+      }
+      const outcome = pending ? "coalesced" : "admitted";
+      const seq = this.appendEvent(
+        { type: "admission", conversationId, runId, inputMessageId: messageId, outcome },
+        nowMs,
+      );
+      return {
+        outcome,
+        conversationId,
+        runId,
+        inputMessageId: messageId,
+        version: this.version(conversationId),
+        seq,
+        stopRequested,
+        superseded,
+      } as const;
+    });
+  }
+
+  loadRun(runId: string): Promise<RunView | null> {
+    return this.read(() => {
+      const run = this.runRow(runId);
+      if (!run) return null;
+      const row = this.db
+        .query("SELECT * FROM messages WHERE id = ?")
+        .get(run.assistantMessageId) as MessageRow | null;
+      return { run, answer: row ? toMessage(row) : null };
+    });
+  }
+
+  listActiveRuns(conversationId: string): Promise<RunRecord[]> {
+    return this.read(() => this.activeRuns(conversationId));
+  }
+
+  nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
+    return this.read(() => {
+      const active = this.activeRuns(conversationId);
+      const owned = active.find((r) => r.state === "running" || r.state === "interrupt_requested");
+      if (owned) return (owned.leaseExpiresAtMs ?? 0) <= nowMs ? owned : null;
+      return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
+    });
+  }
+
+  acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
+    return this.write(() => {
+      const run = this.runRow(request.runId);
+      if (!run) return null;
+      const leaseExpired = (run.leaseExpiresAtMs ?? 0) <= request.nowMs;
+      if (run.state === "queued") {
+        const busy = this.activeRuns(run.conversationId).some(
+          (r) =>
+            (r.state === "running" || r.state === "interrupt_requested") &&
+            (r.leaseExpiresAtMs ?? 0) > request.nowMs,
+        );
+        if (busy) return null;
+      } else if (!(run.state === "running" || run.state === "interrupt_requested") || !leaseExpired) {
+        return null;
+      }
+      const state: RunState = run.state === "interrupt_requested" ? "interrupt_requested" : "running";
+      const token = run.fencingToken + 1;
+      this.db
+        .query(
+          `UPDATE runs SET state = ?, owner = ?, fencing_token = ?, lease_expires_at_ms = ?,
+           started_at_ms = COALESCE(started_at_ms, ?) WHERE id = ?`,
+        )
+        .run(state, request.owner, token, request.nowMs + request.leaseMs, request.nowMs, run.id);
+      const seq = this.appendEvent(
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
+        request.nowMs,
+      );
+      const updated = this.runRow(run.id)!;
+      return { run: updated, fence: { runId: run.id, fencingToken: token }, seq };
+    });
+  }
+
+  renewLease(fence: Fence, nowMs: number, leaseMs: number): Promise<boolean> {
+    return this.write(() => {
+      const result = this.db
+        .query(
+          `UPDATE runs SET lease_expires_at_ms = ? WHERE id = ? AND fencing_token = ?
+           AND state IN ('running', 'interrupt_requested')`,
+        )
+        .run(nowMs + leaseMs, fence.runId, fence.fencingToken);
+      return result.changes === 1;
+    });
+  }
+
+  assertFence(fence: Fence): Promise<void> {
+    return this.read(() => {
+      this.fenced(fence);
+    });
+  }
+
+  loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
+    return this.read(() => {
+      const run = this.runRow(runId);
+      if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
+      const byIds = (ids: readonly string[]): Message[] => {
+        if (ids.length === 0) return [];
+        const marks = ids.map(() => "?").join(",");
+        return (
+          this.db
+            .query(`SELECT * FROM messages WHERE id IN (${marks}) ORDER BY ord`)
+            .all(...ids) as MessageRow[]
+        ).map(toMessage);
+      };
+      const inputs = byIds(run.inputMessageIds);
+      const assistantRow = this.db
+        .query("SELECT * FROM messages WHERE id = ?")
+        .get(run.assistantMessageId) as MessageRow | null;
+
+      const finished = (
+        this.db
+          .query(
+            `SELECT * FROM runs WHERE conversation_id = ? AND finish_seq IS NOT NULL
+             AND state NOT IN ('superseded', 'absorbed') ORDER BY finish_seq DESC LIMIT ?`,
+          )
+          .all(run.conversationId, options.maxTurns) as RunRow[]
+      )
+        .map(toRun)
+        .reverse();
+      const history: PromptTurn[] = [];
+      if (finished.length > 0) {
+        const marks = finished.map(() => "?").join(",");
+        const rows = (
+          this.db
+            .query(`SELECT * FROM messages WHERE run_id IN (${marks}) ORDER BY ord`)
+            .all(...finished.map((r) => r.id)) as MessageRow[]
+        ).map(toMessage);
+        const joinedIds = rows.flatMap((m) =>
+          m.parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])),
+        );
+        const joined = byIds(joinedIds);
+        for (const turn of finished) {
+          const own = rows.filter((m) => m.runId === turn.id);
+          const inputsOfTurn = own.filter((m) => m.role === "user");
+          const answer = own.find((m) => m.role === "assistant");
+          const joinedOfTurn = answer
+            ? joined.filter((m) =>
+                answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id),
+              )
+            : [];
+          history.push({
+            runId: turn.id,
+            state: turn.state,
+            messages: [...inputsOfTurn, ...(answer ? [answer] : []), ...joinedOfTurn],
+          });
+        }
+      }
+
+      const joinable = (
+        this.db
+          .query(
+            `SELECT * FROM runs WHERE conversation_id = ? AND state = 'queued' AND policy = 'inject'
+             AND priority = 'normal' AND steps = 0 AND queue_seq > ? ORDER BY queue_seq`,
+          )
+          .all(run.conversationId, run.queueSeq) as RunRow[]
+      )
+        .map(toRun)
+        .flatMap((r) => byIds(r.inputMessageIds).map((message) => ({ runId: r.id, message })));
+
+      return {
+        run,
+        history,
+        inputs,
+        assistant: assistantRow ? toMessage(assistantRow) : null,
+        joinable,
+      };
+    });
+  }
+
+  checkpoint(request: CheckpointRequest): Promise<{ seq: number }> {
+    return this.write(() => {
+      const run = this.fenced(request.fence);
+      const { nowMs, step } = request;
+      this.db
+        .query(
+          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+           VALUES (?, ?, ?, 'assistant', ?, 'streaming', ?)
+           ON CONFLICT(id) DO UPDATE SET parts = excluded.parts`,
+        )
+        .run(
+          run.assistantMessageId,
+          run.conversationId,
+          run.id,
+          JSON.stringify(request.assistantParts),
+          nowMs,
+        );
+      this.db
+        .query(
+          `INSERT OR REPLACE INTO steps (run_id, step, model, finish_reason, usage, started_at_ms, finished_at_ms)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          run.id,
+          step.step,
+          step.model,
+          step.finishReason,
+          JSON.stringify(step.usage),
+          step.startedAtMs,
+          step.finishedAtMs,
+        );
+      const usages = (
+        this.db.query("SELECT usage FROM steps WHERE run_id = ? ORDER BY step").all(run.id) as Array<{
+          usage: string;
+        }>
+      ).map((r) => JSON.parse(r.usage) as Usage);
+      const total = sumUsage(usages);
+      this.db
+        .query("UPDATE runs SET steps = ?, usage = ?, cost_complete = ? WHERE id = ?")
+        .run(step.step + 1, JSON.stringify(total.usage), total.costComplete ? 1 : 0, run.id);
+      const seq = this.appendEvent(
+        {
+          type: "checkpoint",
+          conversationId: run.conversationId,
+          runId: run.id,
+          step: step.step,
+          text: answerText(request.assistantParts),
+        },
+        nowMs,
+      );
+      return { seq };
+    });
+  }
+
+  requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
+    return this.write(() => {
+      const run = this.runRow(runId);
+      if (!run) return { outcome: "not_active" } as const;
+      if (run.state === "queued") {
+        const seq = this.endWithoutOwner(run, reason === "superseded" ? "superseded" : "cancelled", nowMs);
+        return { outcome: "ended", seq } as const;
+      }
+      if (run.state === "running" || run.state === "interrupt_requested") {
+        if (run.state === "running") {
+          this.db
+            .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
+            .run(reason, runId);
+        }
+        const seq = this.appendEvent(
+          { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
+          nowMs,
+        );
+        return { outcome: "requested", seq } as const;
+      }
+      return { outcome: "not_active" } as const;
+    });
+  }
+
+  commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
+    return this.write(() => {
+      const run = this.fenced(request.fence);
+      const { nowMs, state } = request;
+      const status = answerStatus(state);
+      this.db
+        .query(
+          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+           VALUES (?, ?, ?, 'assistant', ?, ?, ?)
+           ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status`,
+        )
+        .run(
+          run.assistantMessageId,
+          run.conversationId,
+          run.id,
+          JSON.stringify(request.assistantParts),
+          status,
+          nowMs,
+        );
+      this.db
+        .query(
+          `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
+           error = ? WHERE id = ?`,
+        )
+        .run(state, nowMs, this.nextFinishSeq(), request.error ?? null, run.id);
+
+      const absorbed: string[] = [];
+      if (state === "completed") {
+        const joined = new Set(
+          request.assistantParts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])),
+        );
+        if (joined.size > 0) {
+          for (const candidate of this.activeRuns(run.conversationId)) {
+            if (
+              candidate.state === "queued" &&
+              candidate.policy === "inject" &&
+              candidate.inputMessageIds.every((id) => joined.has(id))
+            ) {
+              this.endWithoutOwner(candidate, "absorbed", nowMs, run.id);
+              absorbed.push(candidate.id);
+            }
+          }
+        }
+      }
+      const finalRun = this.runRow(run.id)!;
+      const answer = toMessage(
+        this.db.query("SELECT * FROM messages WHERE id = ?").get(run.assistantMessageId) as MessageRow,
+      );
+      request.deliveries?.(this.db, finalRun, answer);
+      const seq = this.appendEvent(
+        {
+          type: "terminal",
+          conversationId: run.conversationId,
+          runId: run.id,
+          state,
+          text: answerText(request.assistantParts),
+          usage: finalRun.usage,
+          ...(request.error ? { error: request.error } : {}),
+        },
+        nowMs,
+      );
+      return { seq, run: finalRun, answer, absorbed };
+    });
+  }
+
+  expireLeases(request: { exceptOwner: string; nowMs: number }): Promise<number> {
+    return this.write(() => {
+      const result = this.db
+        .query(
+          `UPDATE runs SET lease_expires_at_ms = ? WHERE state IN ${ACTIVE} AND owner IS NOT NULL AND owner <> ?
+           AND lease_expires_at_ms > ?`,
+        )
+        .run(request.nowMs, request.exceptOwner, request.nowMs);
+      return result.changes;
+    });
+  }
+
+  releaseRun(fence: Fence, nowMs: number): Promise<void> {
+    return this.write(() => {
+      const run = this.fenced(fence);
+      const state: RunState = run.state === "running" ? "queued" : run.state;
+      this.db
+        .query("UPDATE runs SET state = ?, owner = NULL, lease_expires_at_ms = NULL WHERE id = ?")
+        .run(state, run.id);
+      this.appendEvent(
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
+        nowMs,
+      );
+    });
+  }
+
+  scanRecoverable(page: { afterQueueSeq: number; limit: number }): Promise<RunRecord[]> {
+    return this.read(() =>
+      (
+        this.db
+          .query(`SELECT * FROM runs WHERE state IN ${ACTIVE} AND queue_seq > ? ORDER BY queue_seq LIMIT ?`)
+          .all(page.afterQueueSeq, page.limit) as RunRow[]
+      ).map(toRun),
+    );
+  }
+
+  readEvents(conversationId: string, afterSeq: number, limit: number): Promise<DurableEvent[]> {
+    return this.read(() =>
+      (
+        this.db
+          .query("SELECT payload FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+          .all(conversationId, afterSeq, limit) as Array<{ payload: string }>
+      ).map((r) => JSON.parse(r.payload) as DurableEvent),
+    );
+  }
+
+  listMessages(conversationId: string, page: { afterOrder: number; limit: number }): Promise<MessagePage> {
+    return this.read(() => {
+      const rows = this.db
+        .query(
+          `SELECT m.*, r.state AS run_state FROM messages m JOIN runs r ON r.id = m.run_id
+           WHERE m.conversation_id = ? AND m.ord > ? ORDER BY m.ord LIMIT ?`,
+        )
+        .all(conversationId, page.afterOrder, page.limit + 1) as Array<MessageRow & { run_state: string }>;
+      const items = rows.slice(0, page.limit).map((row) => ({
+        order: row.ord,
+        message: toMessage(row),
+        runState: row.run_state as RunState,
+      }));
+      return { items, nextAfterOrder: rows.length > page.limit ? (items.at(-1)?.order ?? null) : null };
+    });
+  }
+
+  resolveConversationKey(key: string, nowMs: number): Promise<string> {
+    return this.write(() => this.resolveKey(key, nowMs));
+  }
+
+  rotateConversationKey(key: string, nowMs: number): Promise<string> {
+    return this.write(() => {
+      const id = newId("conv", nowMs);
+      this.ensureConversation(id, nowMs);
+      this.db
+        .query(
+          `INSERT INTO conversation_keys (key, conversation_id, generation, updated_at_ms) VALUES (?, ?, 1, ?)
+           ON CONFLICT(key) DO UPDATE SET conversation_id = excluded.conversation_id,
+             generation = generation + 1, updated_at_ms = excluded.updated_at_ms`,
+        )
+        .run(key, id, nowMs);
+      return id;
+    });
+  }
+
+  purgeConversation(
+    conversationId: string,
+    options: { expectedVersion?: number; nowMs: number },
+  ): Promise<PurgeResult> {
+    const { expectedVersion, nowMs } = options;
+    return this.write(() => {
+      const tomb = this.db
+        .query("SELECT 1 FROM conversation_tombstones WHERE conversation_id = ?")
+        .get(conversationId);
+      if (tomb) return { outcome: "already_purged" } as const;
+      const active = this.activeRuns(conversationId);
+      if (active.length > 0) return { outcome: "active", runIds: active.map((r) => r.id) } as const;
+      const version = this.version(conversationId);
+      if (expectedVersion !== undefined && expectedVersion !== version) {
+        return { outcome: "conflict", actualVersion: version } as const;
+      }
+      this.db
+        .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
+        .run(conversationId);
+      for (const table of ["messages", "runs", "admissions", "events", "ingress_receipts"]) {
+        this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
+      }
+      this.db.query("DELETE FROM conversation_keys WHERE conversation_id = ?").run(conversationId);
+      this.db.query("DELETE FROM conversations WHERE id = ?").run(conversationId);
+      this.db
+        .query("INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (?, ?)")
+        .run(conversationId, nowMs);
+      return { outcome: "purged" } as const;
+    });
+  }
+
+  loadConversation(conversationId: string): Promise<ConversationHead | null> {
+    return this.read(() => {
+      const row = this.db.query("SELECT * FROM conversations WHERE id = ?").get(conversationId) as {
+        id: string;
+        version: number;
+        last_seq: number;
+        created_at_ms: number;
+      } | null;
+      return row
+        ? { id: row.id, version: row.version, lastSeq: row.last_seq, createdAtMs: row.created_at_ms }
+        : null;
+    });
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

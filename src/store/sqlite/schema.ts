@@ -1,0 +1,97 @@
+/** Migration 1: conversations, runs, messages, admissions, ingress receipts, the event ledger. */
+export const RUNTIME_SCHEMA_SQL = `
+CREATE TABLE conversations (
+  id TEXT PRIMARY KEY,
+  version INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL,
+  created_at_ms INTEGER NOT NULL
+);
+CREATE TABLE conversation_tombstones (
+  conversation_id TEXT PRIMARY KEY,
+  purged_at_ms INTEGER NOT NULL
+);
+CREATE TABLE conversation_keys (
+  key TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  queue_seq INTEGER NOT NULL UNIQUE,
+  state TEXT NOT NULL,
+  priority TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  input_message_ids TEXT NOT NULL,
+  assistant_message_id TEXT NOT NULL,
+  owner TEXT,
+  fencing_token INTEGER NOT NULL DEFAULT 0,
+  lease_expires_at_ms INTEGER,
+  stop_reason TEXT,
+  steps INTEGER NOT NULL DEFAULT 0,
+  usage TEXT NOT NULL DEFAULT '{}',
+  cost_complete INTEGER NOT NULL DEFAULT 1,
+  absorbed_into TEXT,
+  error TEXT,
+  context TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  started_at_ms INTEGER,
+  finished_at_ms INTEGER,
+  finish_seq INTEGER UNIQUE
+);
+CREATE INDEX runs_active ON runs (queue_seq) WHERE state IN ('queued', 'running', 'interrupt_requested');
+CREATE INDEX runs_conversation_active ON runs (conversation_id, queue_seq)
+  WHERE state IN ('queued', 'running', 'interrupt_requested');
+CREATE INDEX runs_conversation_finished ON runs (conversation_id, finish_seq) WHERE finish_seq IS NOT NULL;
+CREATE TABLE messages (
+  ord INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  parts TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX messages_conversation ON messages (conversation_id, ord);
+CREATE INDEX messages_run ON messages (run_id);
+CREATE TABLE steps (
+  run_id TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  finish_reason TEXT NOT NULL,
+  usage TEXT NOT NULL,
+  started_at_ms INTEGER NOT NULL,
+  finished_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (run_id, step)
+);
+CREATE TABLE admissions (
+  conversation_id TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  input_message_id TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (conversation_id, idempotency_key)
+);
+CREATE TABLE ingress_receipts (
+  source TEXT NOT NULL,
+  key TEXT NOT NULL,
+  conversation_id TEXT,
+  run_id TEXT,
+  input_message_id TEXT,
+  outcome TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (source, key)
+);
+CREATE TABLE events (
+  conversation_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  at_ms INTEGER NOT NULL,
+  PRIMARY KEY (conversation_id, seq)
+);
+`;

@@ -1,0 +1,287 @@
+import type { DurableEvent } from "../runtime/events.ts";
+import type {
+  InputPart,
+  InputPolicy,
+  Message,
+  MessagePart,
+  RunState,
+  StepRecord,
+  StopReason,
+  TerminalRunState,
+  Usage,
+} from "../runtime/types.ts";
+
+/**
+ * The runtime's persistence boundary. Every method is one atomic transaction unless its doc says
+ * otherwise; reads see one committed snapshot. Times are milliseconds since the epoch and come
+ * from the caller (stores never read the clock). A second backend implements this interface and
+ * must pass test/store/conformance.ts.
+ */
+export interface RuntimeStore {
+  /**
+   * Durable, idempotent admission: inserts the input message, assigns it a run (new, or the
+   * pending successor when coalescing) and applies the input policy to the conversation's earlier
+   * runs — all in one transaction. With `ingress`, the (source, key) pair is recorded in the same
+   * transaction; a repeat returns `duplicate` with the original run, whatever conversation the key
+   * maps to now. Same idempotency key with a different fingerprint throws `idempotency_conflict`.
+   * A purged conversation throws `conversation_purged`.
+   */
+  admit(request: AdmitRequest): Promise<AdmitResult>;
+
+  /** One run and, once it is terminal, its answer. Never reads history. Null when unknown. */
+  loadRun(runId: string): Promise<RunView | null>;
+
+  /** The conversation's queued and running runs in durable order. Never reads history. */
+  listActiveRuns(conversationId: string): Promise<RunRecord[]>;
+
+  /**
+   * The run this conversation should execute next, or null when none is runnable (nothing queued,
+   * or a run is held by a live owner). Order: a running run whose owner's lease expired (resume),
+   * then urgent queued runs FIFO, then ordinary queued runs FIFO.
+   */
+  nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null>;
+
+  /**
+   * Takes ownership of a queued run, or of a running one whose lease expired, incrementing its
+   * fencing token. Null when the run is not acquirable (terminal, or leased by a live owner).
+   */
+  acquireRun(request: AcquireRequest): Promise<AcquiredRun | null>;
+
+  /** Extends the lease. False when the fence no longer holds: stop working on the run. */
+  renewLease(fence: Fence, nowMs: number, leaseMs: number): Promise<boolean>;
+
+  /** Throws `fence_lost` unless the run is still owned under this fencing token. */
+  assertFence(fence: Fence): Promise<void>;
+
+  /**
+   * The bounded material for the next model call of a run: recent whole turns before it (at most
+   * `maxTurns`, oldest first, superseded and absorbed turns excluded), its own inputs, its
+   * assistant message so far, and queued `inject` inputs that may join it now. Cost does not grow
+   * with conversation length.
+   */
+  loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext>;
+
+  /**
+   * Persists one completed step: the assistant message so far, the step record and the inputs that
+   * joined the run. Throws `fence_lost` for a stale owner.
+   */
+  checkpoint(request: CheckpointRequest): Promise<{ seq: number }>;
+
+  /**
+   * Durably asks a running run to stop (commits `interrupt_requested`). Returns false when the run
+   * is not active. A queued run is ended at once with the reason.
+   */
+  requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult>;
+
+  /**
+   * Ends a run: its state, its final assistant message and the delivery rows for its answer in one
+   * transaction, fenced. When it completes, queued runs whose every input joined it end
+   * `absorbed`. Throws `fence_lost` for a stale owner; a run already terminal also throws it.
+   */
+  commitTerminal(request: TerminalRequest): Promise<TerminalResult>;
+
+  /** Gives a run back (graceful shutdown): running → queued with its progress kept. Fenced. */
+  releaseRun(fence: Fence, nowMs: number): Promise<void>;
+
+  /**
+   * Ends every lease not held by `exceptOwner` now, so this worker may resume those runs. Only
+   * for a single-process deployment, where any other owner is a process that died. Returns how
+   * many runs it touched.
+   */
+  expireLeases(request: { exceptOwner: string; nowMs: number }): Promise<number>;
+
+  /** One page of active runs across all conversations, in durable order after `afterQueueSeq`. */
+  scanRecoverable(page: { afterQueueSeq: number; limit: number }): Promise<RunRecord[]>;
+
+  /** Durable events after `afterSeq`, at most `limit`, oldest first. Empty when none. */
+  readEvents(conversationId: string, afterSeq: number, limit: number): Promise<DurableEvent[]>;
+
+  /** Messages of a conversation in order, paged. Superseded/absorbed runs are marked. */
+  listMessages(conversationId: string, page: { afterOrder: number; limit: number }): Promise<MessagePage>;
+
+  /** The conversation currently mapped to `key`, creating it when new. */
+  resolveConversationKey(key: string, nowMs: number): Promise<string>;
+
+  /** Maps `key` to a fresh conversation (the old one stays readable). Returns the new id. */
+  rotateConversationKey(key: string, nowMs: number): Promise<string>;
+
+  /**
+   * Deletes a conversation's runs, messages, admissions and events, keeping a tombstone so no
+   * later admission can recreate it. Refuses while runs are active.
+   */
+  purgeConversation(
+    conversationId: string,
+    options: { expectedVersion?: number; nowMs: number },
+  ): Promise<PurgeResult>;
+
+  /** Conversation head: version and latest event seq. Null when unknown. */
+  loadConversation(conversationId: string): Promise<ConversationHead | null>;
+
+  close(): Promise<void>;
+}
+
+export interface Fence {
+  runId: string;
+  fencingToken: number;
+}
+
+export interface ConversationHead {
+  id: string;
+  version: number;
+  lastSeq: number;
+  createdAtMs: number;
+}
+
+export interface AdmitRequest {
+  /** The conversation by id, or by an opaque key resolved inside the admission transaction. */
+  conversation: { id: string } | { key: string };
+  idempotencyKey: string;
+  /** Hash of the input; the same key with another fingerprint is a conflict. */
+  fingerprint: string;
+  parts: InputPart[];
+  /** JSON context the run carries (reply target, channel, user); given to prompt, tools, delivery. */
+  context: unknown;
+  policy: InputPolicy;
+  coalescePending: boolean;
+  /** External dedupe identity (e.g. channel+account+update key) recorded with the admission. */
+  ingress?: { source: string; key: string; payload: unknown };
+  proposedIds: { runId: string; messageId: string };
+  nowMs: number;
+}
+
+export type AdmitResult =
+  | {
+      outcome: "admitted" | "coalesced";
+      conversationId: string;
+      runId: string;
+      inputMessageId: string;
+      version: number;
+      seq: number;
+      /** Running runs asked to stop by this input's policy. */
+      stopRequested: Array<{ runId: string; reason: StopReason }>;
+      /** Queued runs this input superseded (already terminal). */
+      superseded: string[];
+    }
+  | {
+      outcome: "duplicate";
+      conversationId: string;
+      runId: string;
+      inputMessageId: string;
+      version: number;
+    };
+
+export interface RunRecord {
+  id: string;
+  conversationId: string;
+  state: RunState;
+  priority: "urgent" | "normal";
+  policy: InputPolicy;
+  /** Global durable order of admission. */
+  queueSeq: number;
+  inputMessageIds: string[];
+  assistantMessageId: string;
+  owner: string | null;
+  fencingToken: number;
+  leaseExpiresAtMs: number | null;
+  stopReason: StopReason | null;
+  steps: number;
+  usage: Usage;
+  /** False when any step's cost was unavailable: the run's cost is then unavailable. */
+  costComplete: boolean;
+  absorbedInto: string | null;
+  error: string | null;
+  context: unknown;
+  createdAtMs: number;
+  startedAtMs: number | null;
+  finishedAtMs: number | null;
+}
+
+export interface RunView {
+  run: RunRecord;
+  /** The assistant message; present once the run has any checkpoint or is terminal. */
+  answer: Message | null;
+}
+
+export interface AcquireRequest {
+  runId: string;
+  owner: string;
+  nowMs: number;
+  leaseMs: number;
+}
+
+export interface AcquiredRun {
+  run: RunRecord;
+  fence: Fence;
+  seq: number;
+}
+
+export interface PromptTurn {
+  runId: string;
+  state: RunState;
+  /** Inputs and the assistant message in causal order. */
+  messages: Message[];
+}
+
+export interface PromptContext {
+  run: RunRecord;
+  history: PromptTurn[];
+  inputs: Message[];
+  assistant: Message | null;
+  /** Inputs of queued `inject` runs admitted after this run, in order, with their run ids. */
+  joinable: Array<{ runId: string; message: Message }>;
+}
+
+export interface CheckpointRequest {
+  fence: Fence;
+  assistantParts: MessagePart[];
+  step: StepRecord;
+  /** Input message ids that joined the run in this step. */
+  joinedInputIds: string[];
+  nowMs: number;
+}
+
+export type StopRequestResult =
+  | { outcome: "requested"; seq: number }
+  | { outcome: "ended"; seq: number }
+  | { outcome: "not_active" };
+
+export interface TerminalRequest {
+  fence: Fence;
+  state: TerminalRunState;
+  assistantParts: MessagePart[];
+  error?: string;
+  /**
+   * Writes the delivery rows inside the terminal transaction. The SQLite store passes its
+   * connection; the callback must only use it synchronously.
+   */
+  deliveries?: DeliveryWriter;
+  nowMs: number;
+}
+
+/** Opaque hook the store calls inside the terminal transaction (see outbox/plan.ts). */
+export type DeliveryWriter = (tx: unknown, run: RunRecord, answer: Message) => void;
+
+export interface TerminalResult {
+  seq: number;
+  run: RunRecord;
+  answer: Message;
+  /** Runs that ended `absorbed` into this one. */
+  absorbed: string[];
+}
+
+export type PurgeResult =
+  | { outcome: "purged" }
+  | { outcome: "already_purged" }
+  | { outcome: "active"; runIds: string[] }
+  | { outcome: "conflict"; actualVersion: number };
+
+export interface MessagePageItem {
+  order: number;
+  message: Message;
+  runState: RunState;
+}
+
+export interface MessagePage {
+  items: MessagePageItem[];
+  nextAfterOrder: number | null;
+}
