@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { ToolSet } from "ai";
 import { SwitchboardError } from "../errors.ts";
+import { toUsage } from "../models/usage.ts";
 import type { AdmitResult, DeliveryWriter, RunRecord, RuntimeStore } from "../store/types.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
@@ -10,7 +11,7 @@ import type { RuntimeEvent } from "./events.ts";
 import { type ExecutionEnd, RunExecutor, type StopPolicy, type ToolContext } from "./execute.ts";
 import { Lane } from "./lane.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
-import { readUsage as defaultReadUsage, type ModelEntry, type UsageReader } from "./step.ts";
+import type { ModelEntry, UsageReader } from "./step.ts";
 import {
   answerText,
   type InputPart,
@@ -157,7 +158,7 @@ export class Runtime {
       ...(options.instructions ? { instructions: options.instructions } : {}),
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.deliveries ? { deliveries: options.deliveries } : {}),
-      readUsage: options.readUsage ?? defaultReadUsage,
+      readUsage: options.readUsage ?? toUsage,
       emit: (event) => this.bus.emit(event),
       nextSequence: (runId) => {
         const next = (this.sequences.get(runId) ?? 0) + 1;

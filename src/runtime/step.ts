@@ -2,6 +2,7 @@ import {
   type LanguageModel,
   type LanguageModelUsage,
   type ModelMessage,
+  type ProviderMetadata,
   stepCountIs,
   streamText,
   type ToolSet,
@@ -18,21 +19,10 @@ export interface ModelEntry {
 }
 
 /** Maps what the AI SDK reports for a step to our usage record (unavailable stays undefined). */
-export type UsageReader = (usage: LanguageModelUsage | undefined, providerMetadata: unknown) => Usage;
-
-export const readUsage: UsageReader = (usage, providerMetadata) => {
-  const out: Usage = {};
-  if (usage?.inputTokens !== undefined) out.inputTokens = usage.inputTokens;
-  if (usage?.outputTokens !== undefined) out.outputTokens = usage.outputTokens;
-  const reasoning = usage?.outputTokenDetails?.reasoningTokens;
-  if (reasoning !== undefined) out.reasoningTokens = reasoning;
-  const cached = usage?.inputTokenDetails?.cacheReadTokens;
-  if (cached !== undefined) out.cachedInputTokens = cached;
-  const cost = (providerMetadata as { openrouter?: { usage?: { cost?: unknown } } } | undefined)?.openrouter
-    ?.usage?.cost;
-  if (typeof cost === "number") out.costUsd = cost;
-  return out;
-};
+export type UsageReader = (
+  usage: LanguageModelUsage | undefined,
+  providerMetadata: ProviderMetadata | undefined,
+) => Usage;
 
 export interface StepInput {
   conversationId: string;

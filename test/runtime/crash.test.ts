@@ -25,8 +25,9 @@ function spawnWorker(dbPath: string, modelLog: string) {
   void (async () => {
     const decoder = new TextDecoder();
     let buffered = "";
-    for await (const chunk of child.stdout) {
-      buffered += decoder.decode(chunk);
+    const reader = child.stdout.getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      buffered += decoder.decode(read.value);
       let nl = buffered.indexOf("\n");
       while (nl >= 0) {
         lines.push(JSON.parse(buffered.slice(0, nl)) as Line);
