@@ -5,14 +5,21 @@ export type Listener = (event: RuntimeEvent) => void;
 
 /**
  * Live fan-out of runtime events (at-most-once; a listener that throws is isolated). Durable
- * events are published from the ledger after their commit, so every one is seen once, in order.
+ * events are published by the store right after their commit, in commit order.
  */
 export class EventBus {
   private readonly listeners = new Set<Listener>();
-  private readonly published = new Map<string, number>();
-  private readonly pumping = new Map<string, Promise<void>>();
+  private readonly detach: () => void;
 
-  constructor(private readonly store: RuntimeStore) {}
+  constructor(private readonly store: RuntimeStore) {
+    this.detach = store.onCommitted((events) => {
+      for (const event of events) this.emit(event);
+    });
+  }
+
+  close(): void {
+    this.detach();
+  }
 
   subscribe(listener: Listener): () => void {
     this.listeners.add(listener);
@@ -26,36 +33,6 @@ export class EventBus {
       } catch {
         // A subscriber's failure must not break the run that published.
       }
-    }
-  }
-
-  /** Publishes every ledger event of the conversation not yet published by this process. */
-  publishDurable(conversationId: string): Promise<void> {
-    const previous = this.pumping.get(conversationId) ?? Promise.resolve();
-    const next = previous.then(() => this.pump(conversationId)).catch(() => {});
-    this.pumping.set(conversationId, next);
-    void next.finally(() => {
-      if (this.pumping.get(conversationId) === next) this.pumping.delete(conversationId);
-    });
-    return next;
-  }
-
-  private async pump(conversationId: string): Promise<void> {
-    let after = this.published.get(conversationId);
-    if (after === undefined) {
-      const head = await this.store.loadConversation(conversationId);
-      // First sight of this conversation in this process: publish only what follows the commit
-      // that triggered us; older history is served by follow() from the ledger.
-      after = Math.max(0, (head?.lastSeq ?? 1) - 1);
-    }
-    for (;;) {
-      const events = await this.store.readEvents(conversationId, after, 200);
-      for (const event of events) {
-        after = event.seq;
-        this.emit(event);
-      }
-      this.published.set(conversationId, after);
-      if (events.length < 200) return;
     }
   }
 

@@ -12,7 +12,6 @@ export interface LaneOptions {
   logger: Logger;
   leaseMs: number;
   execute: (acquired: AcquiredRun, signal: AbortSignal) => Promise<ExecutionEnd>;
-  onAcquired: () => Promise<void>;
   onEnd: (runId: string, end: ExecutionEnd) => Promise<void>;
 }
 
@@ -77,7 +76,6 @@ export class Lane {
           leaseMs: this.options.leaseMs,
         });
         if (!acquired) break;
-        await this.options.onAcquired();
         const abort = new AbortController();
         this.active = { runId: acquired.run.id, abort };
         let end: ExecutionEnd;

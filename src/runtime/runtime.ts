@@ -95,6 +95,11 @@ export interface RuntimeOptions {
     retry?: RetryPolicy;
   };
   history?: { maxTurns?: number; maxTokens?: number };
+  /**
+   * False for an admit-only process: inputs are committed and queued but this process runs no
+   * model calls (another worker, or a later start, executes them). Default true.
+   */
+  executeRuns?: boolean;
 }
 
 export interface CloseResult {
@@ -183,7 +188,8 @@ export class Runtime {
 
   submit(request: SubmitRequest): Ticket {
     const admission = this.admit(request);
-    const result = admission.then((a) => this.waitFor(a.runId));
+    // A fresh admission cannot be terminal yet, so only a duplicate needs a look at the store.
+    const result = admission.then((a) => this.waitFor(a.runId, a.outcome === "duplicate"));
     // The caller may only await one of them; never let the other become an unhandled rejection.
     admission.catch(() => {});
     result.catch(() => {});
@@ -228,7 +234,6 @@ export class Runtime {
       nowMs,
     });
     if (result.outcome !== "duplicate") {
-      await this.bus.publishDurable(result.conversationId);
       for (const runId of result.superseded) void this.settleFromStore(runId);
       for (const stop of result.stopRequested)
         this.lanes.get(result.conversationId)?.abort(stop.runId, stop.reason);
@@ -255,7 +260,6 @@ export class Runtime {
     if (!run) return false;
     const outcome = await this.store.requestStop(run.id, "interrupted", this.clock.now());
     if (outcome.outcome === "not_active") return false;
-    await this.bus.publishDurable(target.conversationId);
     if (outcome.outcome === "ended") void this.settleFromStore(run.id);
     else this.lanes.get(target.conversationId)?.abort(run.id, "interrupted");
     this.lane(target.conversationId).kick();
@@ -313,13 +317,13 @@ export class Runtime {
     for (const lane of this.lanes.values()) lane.abortActive("shutdown");
     const settled = await within(options.forceTimeoutMs ?? 5_000);
     const remaining = [...this.lanes.values()].filter((l) => l.busy).length;
+    if (settled) this.bus.close();
     return { settled, timedOut: !settled, remaining };
   }
 
   /** Called by a lane when an execution ended. */
-  private async onExecutionEnd(runId: string, conversationId: string, end: ExecutionEnd): Promise<void> {
+  private async onExecutionEnd(runId: string, end: ExecutionEnd): Promise<void> {
     this.sequences.delete(runId);
-    await this.bus.publishDurable(conversationId);
     if (end.kind !== "terminal") return;
     await this.settleFromStore(runId);
     for (const absorbed of end.absorbed) await this.settleFromStore(absorbed);
@@ -336,8 +340,7 @@ export class Runtime {
         logger: this.logger,
         leaseMs: this.leaseMs,
         execute: (acquired, signal) => this.executor.execute(acquired, signal),
-        onAcquired: () => this.bus.publishDurable(conversationId),
-        onEnd: (runId, end) => this.onExecutionEnd(runId, conversationId, end),
+        onEnd: (runId, end) => this.onExecutionEnd(runId, end),
       });
       lane.closing = this.closing;
       this.lanes.set(conversationId, lane);
@@ -345,12 +348,12 @@ export class Runtime {
     return lane;
   }
 
-  private waitFor(runId: string): Promise<RunOutcome> {
+  private waitFor(runId: string, checkStore: boolean): Promise<RunOutcome> {
     return new Promise<RunOutcome>((resolve, reject) => {
       const list = this.waiters.get(runId) ?? [];
       list.push({ resolve, reject });
       this.waiters.set(runId, list);
-      void this.settleFromStore(runId);
+      if (checkStore) void this.settleFromStore(runId);
     });
   }
 

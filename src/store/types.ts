@@ -117,6 +117,12 @@ export interface RuntimeStore {
   /** Conversation head: version and latest event seq. Null when unknown. */
   loadConversation(conversationId: string): Promise<ConversationHead | null>;
 
+  /**
+   * Registers a listener called after every committed mutation with the durable events it
+   * appended, in commit order (never for a rolled-back one). Returns the unsubscribe function.
+   */
+  onCommitted(listener: (events: DurableEvent[]) => void): () => void;
+
   close(): Promise<void>;
 }
 

@@ -62,12 +62,45 @@ function answerStatus(state: TerminalRunState): MessageStatus {
  * the work itself is synchronous and serialized by the single connection.
  */
 export class SqliteRuntimeStore implements RuntimeStore {
+  private readonly listeners = new Set<(events: DurableEvent[]) => void>();
+  /** Conversation version after the latest appendEvent in the transaction in progress. */
+  private lastVersion = 0;
+  /** Events appended by the transaction in progress; published only after it commits. */
+  private appended: DurableEvent[] = [];
+  private admissionBatch: Array<{
+    request: AdmitRequest;
+    resolve: (result: AdmitResult) => void;
+    reject: (error: unknown) => void;
+  }> = [];
+
   constructor(readonly db: Database) {}
+
+  onCommitted(listener: (events: DurableEvent[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private publish(): void {
+    const events = this.appended;
+    this.appended = [];
+    if (events.length === 0) return;
+    for (const listener of this.listeners) {
+      try {
+        listener(events);
+      } catch {
+        // An observer's failure must not undo or hide a committed mutation.
+      }
+    }
+  }
 
   private write<T>(work: () => T): Promise<T> {
     try {
-      return Promise.resolve(this.db.transaction(work).immediate());
+      this.appended = [];
+      const result = this.db.transaction(work).immediate();
+      this.publish();
+      return Promise.resolve(result);
     } catch (error) {
+      this.appended = [];
       return Promise.reject(error);
     }
   }
@@ -108,6 +141,8 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   private ensureConversation(conversationId: string, nowMs: number): void {
+    // A purge deletes the head, so an existing head proves the conversation is not purged.
+    if (this.db.query("SELECT 1 FROM conversations WHERE id = ?").get(conversationId)) return;
     this.assertNotPurged(conversationId);
     this.db
       .query(
@@ -120,11 +155,13 @@ export class SqliteRuntimeStore implements RuntimeStore {
   private appendEvent(body: EventBody, nowMs: number): number {
     const head = this.db
       .query(
-        "UPDATE conversations SET version = version + 1, last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq",
+        "UPDATE conversations SET version = version + 1, last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq, version",
       )
-      .get(body.conversationId) as { last_seq: number } | null;
+      .get(body.conversationId) as { last_seq: number; version: number } | null;
     if (!head) throw new Error(`conversation ${body.conversationId} has no head`);
+    this.lastVersion = head.version;
     const event = { ...body, durable: true, seq: head.last_seq } as DurableEvent;
+    this.appended.push(event);
     this.db
       .query("INSERT INTO events (conversation_id, seq, type, payload, at_ms) VALUES (?, ?, ?, ?, ?)")
       .run(body.conversationId, head.last_seq, body.type, JSON.stringify(event), nowMs);
@@ -211,8 +248,52 @@ export class SqliteRuntimeStore implements RuntimeStore {
 
   // ---- RuntimeStore ----
 
+  /**
+   * Admissions that arrive together share one write transaction (group commit); each runs in its
+   * own savepoint, so one that fails rolls back alone. Every caller's promise settles only after
+   * the shared commit.
+   */
   admit(request: AdmitRequest): Promise<AdmitResult> {
-    return this.write(() => {
+    return new Promise((resolve, reject) => {
+      this.admissionBatch.push({ request, resolve, reject });
+      if (this.admissionBatch.length === 1) queueMicrotask(() => this.flushAdmissions());
+    });
+  }
+
+  private flushAdmissions(): void {
+    const batch = this.admissionBatch;
+    this.admissionBatch = [];
+    const outcomes: Array<{ ok: true; value: AdmitResult } | { ok: false; error: unknown }> = [];
+    try {
+      this.appended = [];
+      this.db
+        .transaction(() => {
+          for (const item of batch) {
+            const mark = this.appended.length;
+            try {
+              outcomes.push({ ok: true, value: this.db.transaction(() => this.admitOne(item.request))() });
+            } catch (error) {
+              this.appended.length = mark;
+              outcomes.push({ ok: false, error });
+            }
+          }
+        })
+        .immediate();
+      this.publish();
+    } catch (error) {
+      this.appended = [];
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) item.resolve(outcome.value);
+      else item.reject(outcome.error);
+    });
+  }
+
+  private admitOne(request: AdmitRequest): AdmitResult {
+    {
       const { nowMs } = request;
       if (request.ingress) {
         const seen = this.db
@@ -265,7 +346,9 @@ export class SqliteRuntimeStore implements RuntimeStore {
         } as const;
       }
 
-      const active = this.activeRuns(conversationId);
+      // Queue-without-coalescing touches no earlier run, so it need not read them.
+      const needsActive = request.policy !== "queue" || request.coalescePending;
+      const active = needsActive ? this.activeRuns(conversationId) : [];
       const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
       const superseded: string[] = [];
       const stopReason: StopReason | null =
@@ -379,12 +462,12 @@ export class SqliteRuntimeStore implements RuntimeStore {
         conversationId,
         runId,
         inputMessageId: messageId,
-        version: this.version(conversationId),
+        version: this.lastVersion,
         seq,
         stopRequested,
         superseded,
       } as const;
-    });
+    }
   }
 
   loadRun(runId: string): Promise<RunView | null> {

@@ -65,7 +65,7 @@ CREATE TABLE steps (
   started_at_ms INTEGER NOT NULL,
   finished_at_ms INTEGER NOT NULL,
   PRIMARY KEY (run_id, step)
-);
+) WITHOUT ROWID;
 CREATE TABLE admissions (
   conversation_id TEXT NOT NULL,
   idempotency_key TEXT NOT NULL,
@@ -74,7 +74,7 @@ CREATE TABLE admissions (
   input_message_id TEXT NOT NULL,
   created_at_ms INTEGER NOT NULL,
   PRIMARY KEY (conversation_id, idempotency_key)
-);
+) WITHOUT ROWID;
 CREATE TABLE ingress_receipts (
   source TEXT NOT NULL,
   key TEXT NOT NULL,
@@ -85,7 +85,7 @@ CREATE TABLE ingress_receipts (
   payload TEXT NOT NULL,
   created_at_ms INTEGER NOT NULL,
   PRIMARY KEY (source, key)
-);
+) WITHOUT ROWID;
 CREATE TABLE events (
   conversation_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
@@ -93,5 +93,5 @@ CREATE TABLE events (
   payload TEXT NOT NULL,
   at_ms INTEGER NOT NULL,
   PRIMARY KEY (conversation_id, seq)
-);
+) WITHOUT ROWID;
 `;

@@ -1,0 +1,250 @@
+import { Client, Events, GatewayIntentBits, type Message, Partials, Status } from "discord.js";
+import { SwitchboardError } from "../../src/errors.ts";
+import { type Clock, systemClock } from "../../src/util/clock.ts";
+import type {
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelLimits,
+  InboundMessage,
+  Ingress,
+  OutgoingMessage,
+  SendReceipt,
+} from "../types.ts";
+import { type DiscordConfig, type DiscordConfigInput, parseDiscordConfig } from "./config.ts";
+import { toSwitchboardError } from "./errors.ts";
+import { readMessage, toInbound } from "./parse.ts";
+import { DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
+
+export const DISCORD_CAPABILITIES: ChannelCapabilities = {
+  idempotentSend: true,
+  edit: true,
+  delete: true,
+  typing: true,
+};
+
+export const DISCORD_LIMITS: ChannelLimits = {
+  maxMessageChars: MAX_MESSAGE_CHARS,
+  // Discord's per-channel bucket is about 5 messages per 5 s.
+  perChatIntervalMs: 1000,
+  perAccountPerSecond: 50,
+  editIntervalMs: 1000,
+};
+
+export type DiscordLogLevel = "info" | "warn" | "error";
+/** Receives operational events; fields never contain the token. */
+export type DiscordLog = (level: DiscordLogLevel, message: string, fields?: Record<string, unknown>) => void;
+
+export interface DiscordAdapterOptions {
+  clock?: Clock;
+  log?: DiscordLog;
+  /**
+   * Pauses between attempts to hand one message to ingress. Discord never redelivers a
+   * MESSAGE_CREATE, so a message whose ingress keeps failing is lost after the last attempt.
+   * Default [250, 1000, 4000].
+   */
+  ingressRetryDelaysMs?: readonly number[];
+}
+
+const defaultLog: DiscordLog = (level, message, fields) => {
+  if (level !== "info") console.error(`[discord] ${message}`, fields ?? "");
+};
+
+type Lifecycle = "idle" | "starting" | "running" | "stopped";
+
+/** One Discord bot account over discord.js: gateway in, REST out. */
+export class DiscordAdapter implements ChannelAdapter {
+  readonly channel = "discord" as const;
+  readonly capabilities = DISCORD_CAPABILITIES;
+  readonly limits = DISCORD_LIMITS;
+  private readonly client: Client;
+  private readonly sender: DiscordSender;
+  private readonly clock: Clock;
+  private readonly log: DiscordLog;
+  private readonly retryDelaysMs: readonly number[];
+  private lifecycle: Lifecycle = "idle";
+  private botUserId: string | null = null;
+  /** Per conversation, the tail of its ingress chain: messages of one conversation stay in order. */
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly config: DiscordConfig,
+    options: DiscordAdapterOptions = {},
+  ) {
+    this.clock = options.clock ?? systemClock;
+    this.log = options.log ?? defaultLog;
+    this.retryDelaysMs = options.ingressRetryDelaysMs ?? [250, 1000, 4000];
+    this.client = new Client({
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.MessageContent,
+        GatewayIntentBits.DirectMessages,
+      ],
+      // DM channels are not cached at startup; without this discord.js drops DMs.
+      partials: [Partials.Channel],
+      rest: {
+        ...(config.apiUrl === undefined ? {} : { api: config.apiUrl }),
+        // The outbox owns retries: surface 5xx, timeouts and 429s instead of retrying or sleeping.
+        retries: 0,
+        timeout: config.requestTimeoutMs,
+        rejectOnRateLimit: () => true,
+      },
+    });
+    // Sending works before start() and after stop(), so the outbox can drain independently.
+    this.client.rest.setToken(config.token);
+    this.sender = new DiscordSender(this.client.rest, config.requestTimeoutMs);
+    this.client.on(Events.Error, (error) =>
+      this.log("error", "discord.js client error", { error: error.message }),
+    );
+    this.client.on(Events.ShardError, (error) =>
+      this.log("warn", "gateway connection error", { error: error.message }),
+    );
+    this.client.on(Events.ShardReconnecting, () => this.log("info", "gateway reconnecting"));
+    this.client.on(Events.ShardResume, (_id, replayed) => this.log("info", "gateway resumed", { replayed }));
+    this.client.on(Events.ShardDisconnect, (event) =>
+      this.log("error", "gateway closed for good; restart the adapter", { closeCode: event.code }),
+    );
+  }
+
+  /** The bot's user id. */
+  get account(): string {
+    if (this.botUserId === null)
+      throw new Error("DiscordAdapter.account is known only after start() resolves.");
+    return this.botUserId;
+  }
+
+  async start(ingress: Ingress): Promise<void> {
+    if (this.lifecycle !== "idle") {
+      throw new Error(`DiscordAdapter.start() can be called once; the adapter is ${this.lifecycle}.`);
+    }
+    this.lifecycle = "starting";
+    const readyTimeout = new AbortController();
+    const ready = new Promise<void>((resolve, reject) => {
+      this.client.once(Events.ClientReady, () => resolve());
+      this.clock.sleep(this.config.readyTimeoutMs, readyTimeout.signal).then(
+        () =>
+          reject(
+            new SwitchboardError(
+              "platform_timeout",
+              `Discord gateway was not ready within ${this.config.readyTimeoutMs} ms; check discord.apiUrl and the network.`,
+              { retryable: true },
+            ),
+          ),
+        () => undefined,
+      );
+    });
+    this.client.on(Events.MessageCreate, (message) => this.onMessage(message, ingress));
+    try {
+      // A login that never completes (no READY) still ends: `ready` rejects after readyTimeoutMs.
+      await Promise.all([this.client.login(this.config.token), ready]);
+    } catch (error) {
+      this.lifecycle = "stopped";
+      await this.client.destroy();
+      throw toSwitchboardError(error, { action: "connect", requestTimeoutMs: this.config.requestTimeoutMs });
+    } finally {
+      readyTimeout.abort();
+    }
+    this.botUserId = this.client.user?.id ?? null;
+    this.lifecycle = "running";
+  }
+
+  async stop(): Promise<void> {
+    if (this.lifecycle === "stopped") return;
+    this.lifecycle = "stopped";
+    // Closing with 1000 ends the gateway session: nothing new arrives after this.
+    await this.client.destroy();
+    this.client.rest.setToken(this.config.token);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  isConnected(): boolean {
+    return (
+      this.lifecycle === "running" &&
+      this.client.isReady() &&
+      this.client.ws.shards.every((shard) => shard.status === Status.Ready)
+    );
+  }
+
+  send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
+    return this.sender.send(target, message);
+  }
+
+  edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
+    return this.sender.edit(target, messageId, message);
+  }
+
+  delete(target: string, messageId: string): Promise<void> {
+    return this.sender.delete(target, messageId);
+  }
+
+  typing(target: string): Promise<void> {
+    return this.sender.typing(target);
+  }
+
+  /** Discord speaks Markdown already; outbox/format adapts the dialect. */
+  render(markdown: string): string {
+    return markdown;
+  }
+
+  /** Parses and hands one message to ingress, after earlier messages of its conversation. */
+  private onMessage(message: Message, ingress: Ingress): Promise<void> {
+    const botUserId = this.client.user?.id;
+    if (botUserId === undefined) return Promise.resolve();
+    const facts = readMessage(message, botUserId);
+    if (facts === null) return Promise.resolve();
+    const parsed = toInbound(facts, {
+      botUserId,
+      groupSessions: this.config.groupSessions,
+      allowBots: this.config.allowBots,
+    });
+    if (parsed.kind === "skip") return Promise.resolve();
+    const inbound = parsed.message;
+    const key = inbound.conversationKey;
+    const previous = this.chains.get(key) ?? Promise.resolve();
+    const delivery = previous.then(() => this.deliver(inbound, ingress));
+    this.chains.set(key, delivery);
+    this.inFlight.add(delivery);
+    void delivery.finally(() => {
+      this.inFlight.delete(delivery);
+      if (this.chains.get(key) === delivery) this.chains.delete(key);
+    });
+    return delivery;
+  }
+
+  /** Never rejects: failures are retried in memory, then logged as a loss. */
+  private async deliver(inbound: InboundMessage, ingress: Ingress): Promise<void> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        await ingress(inbound);
+        return;
+      } catch (error) {
+        const fields = {
+          updateKey: inbound.updateKey,
+          conversationKey: inbound.conversationKey,
+          attempt: attempt + 1,
+          error: error instanceof Error ? error.message : String(error),
+        };
+        const delayMs = this.retryDelaysMs[attempt];
+        if (delayMs === undefined) {
+          this.log(
+            "error",
+            "ingress kept failing; Discord will not redeliver this message, so it is lost",
+            fields,
+          );
+          return;
+        }
+        this.log("warn", `ingress failed; retrying in ${delayMs} ms`, fields);
+        await this.clock.sleep(delayMs);
+      }
+    }
+  }
+}
+
+/** Validates `config` and builds the adapter; call start() to connect. */
+export function createDiscordAdapter(
+  config: DiscordConfigInput,
+  options: DiscordAdapterOptions = {},
+): DiscordAdapter {
+  return new DiscordAdapter(parseDiscordConfig(config), options);
+}

@@ -1,0 +1,25 @@
+export {
+  createDiscordAdapter,
+  DISCORD_CAPABILITIES,
+  DISCORD_LIMITS,
+  DiscordAdapter,
+  type DiscordAdapterOptions,
+  type DiscordLog,
+  type DiscordLogLevel,
+} from "./adapter.ts";
+export {
+  type DiscordConfig,
+  type DiscordConfigInput,
+  discordConfigSchema,
+  parseDiscordConfig,
+} from "./config.ts";
+export { toSwitchboardError } from "./errors.ts";
+export { conversationKey, decodeTarget, encodeTarget } from "./keys.ts";
+export {
+  type DiscordMessageFacts,
+  type ParseResult,
+  readMessage,
+  type SkipReason,
+  toInbound,
+} from "./parse.ts";
+export { MAX_MESSAGE_CHARS, nonceFor } from "./send.ts";

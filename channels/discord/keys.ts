@@ -1,0 +1,48 @@
+import { SwitchboardError } from "../../src/errors.ts";
+
+/**
+ * Conversation keys and reply targets: the only place that knows their shape.
+ *   DM            dc:<account>:dm:<user_id>
+ *   guild channel dc:<account>:ch:<channel_id>             (per-user: …:user:<user_id>)
+ *   thread        dc:<account>:thread:<thread_id>
+ *   reply target  dc:<channel_id>   (a DM channel, a guild text channel or a thread)
+ */
+
+const SNOWFLAKE = /^\d{1,20}$/;
+const TARGET = /^dc:(\d{1,20})$/;
+
+export type ConversationScope =
+  | { kind: "dm"; userId: string }
+  | { kind: "channel"; channelId: string; userId?: string }
+  | { kind: "thread"; threadId: string };
+
+export function conversationKey(account: string, scope: ConversationScope): string {
+  switch (scope.kind) {
+    case "dm":
+      return `dc:${account}:dm:${scope.userId}`;
+    case "channel":
+      return scope.userId === undefined
+        ? `dc:${account}:ch:${scope.channelId}`
+        : `dc:${account}:ch:${scope.channelId}:user:${scope.userId}`;
+    case "thread":
+      return `dc:${account}:thread:${scope.threadId}`;
+  }
+}
+
+export function encodeTarget(channelId: string): string {
+  if (!SNOWFLAKE.test(channelId))
+    throw new Error(`Discord channel id must be a snowflake, got "${channelId}".`);
+  return `dc:${channelId}`;
+}
+
+/** The channel id inside a reply target; a target from another adapter is `input_invalid`. */
+export function decodeTarget(target: string): string {
+  const channelId = TARGET.exec(target)?.[1];
+  if (channelId === undefined) {
+    throw new SwitchboardError(
+      "input_invalid",
+      `"${target}" is not a Discord reply target (expected "dc:<channel_id>"); it was made by another adapter or corrupted.`,
+    );
+  }
+  return channelId;
+}

@@ -1,0 +1,169 @@
+import { ChannelType, type Message } from "discord.js";
+import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
+import type { DiscordConfig } from "./config.ts";
+import { conversationKey, encodeTarget } from "./keys.ts";
+
+/**
+ * What switchboard needs from one Discord message, read off discord.js once so the rules below
+ * are plain functions of plain data.
+ */
+export interface DiscordMessageFacts {
+  id: string;
+  channelId: string;
+  /** "channel" is any guild text channel that is not a thread. */
+  place: "dm" | "channel" | "thread";
+  author: { id: string; name: string; isBot: boolean };
+  /** Join messages, pins, boosts …: not something a person wrote. */
+  isSystem: boolean;
+  content: string;
+  /** Users mentioned with <@id>, by id → display name. */
+  mentionedUsers: Map<string, string>;
+  /** Id of the message this one replies to and that message's author, when known. */
+  replyTo?: { messageId: string; authorId?: string };
+  /** For threads: the bot created the thread or is one of its members (as the gateway told us). */
+  botOwnsOrJoinedThread: boolean;
+  attachments: InboundAttachment[];
+  createdAtMs: number;
+}
+
+export type SkipReason = "own_message" | "bot_author" | "system_message" | "empty" | "unsupported_channel";
+
+export type ParseResult = { kind: "message"; message: InboundMessage } | { kind: "skip"; reason: SkipReason };
+
+export interface ParseContext {
+  /** The bot's user id; also the account part of conversation keys. */
+  botUserId: string;
+  groupSessions: DiscordConfig["groupSessions"];
+  allowBots: boolean;
+}
+
+const THREAD_TYPES = new Set([
+  ChannelType.PublicThread,
+  ChannelType.PrivateThread,
+  ChannelType.AnnouncementThread,
+]);
+
+/** Reads a discord.js message; `null` for channels switchboard does not serve (group DMs). */
+export function readMessage(message: Message, botUserId: string): DiscordMessageFacts | null {
+  const channel = message.channel;
+  if (channel.type === ChannelType.GroupDM) return null;
+  const place =
+    channel.type === ChannelType.DM ? "dm" : THREAD_TYPES.has(channel.type) ? "thread" : "channel";
+  const botOwnsOrJoinedThread =
+    channel.isThread() && (channel.ownerId === botUserId || channel.members.cache.has(botUserId));
+  const reference = message.reference?.messageId;
+  return {
+    id: message.id,
+    channelId: message.channelId,
+    place,
+    author: {
+      id: message.author.id,
+      name: message.author.globalName ?? message.author.username,
+      isBot: message.author.bot,
+    },
+    isSystem: message.system,
+    content: message.content,
+    mentionedUsers: new Map(
+      message.mentions.users.map((user) => [user.id, user.globalName ?? user.username]),
+    ),
+    ...(reference === undefined
+      ? {}
+      : {
+          replyTo: {
+            messageId: reference,
+            ...(message.mentions.repliedUser ? { authorId: message.mentions.repliedUser.id } : {}),
+          },
+        }),
+    botOwnsOrJoinedThread,
+    attachments: [
+      ...message.attachments.map((a) => toAttachment(a.url, a.name, a.contentType, a.size)),
+      ...message.stickers.map(
+        (sticker): InboundAttachment => ({ kind: "sticker", ref: sticker.id, name: sticker.name }),
+      ),
+    ],
+    createdAtMs: message.createdTimestamp,
+  };
+}
+
+/** Decides whether a message reaches ingress and, if so, in which conversation. */
+export function toInbound(facts: DiscordMessageFacts, context: ParseContext): ParseResult {
+  const { botUserId } = context;
+  if (facts.author.id === botUserId) return skip("own_message");
+  if (facts.author.isBot && !context.allowBots) return skip("bot_author");
+  if (facts.isSystem) return skip("system_message");
+  const text = readableText(facts, botUserId);
+  if (text === "" && facts.attachments.length === 0) return skip("empty");
+
+  const addressedToBot =
+    facts.place === "dm" ||
+    facts.mentionedUsers.has(botUserId) ||
+    facts.replyTo?.authorId === botUserId ||
+    (facts.place === "thread" && facts.botOwnsOrJoinedThread);
+
+  const message: InboundMessage = {
+    channel: "discord",
+    account: botUserId,
+    updateKey: facts.id,
+    principal: { id: facts.author.id, name: facts.author.name, isBot: facts.author.isBot },
+    conversationKey: conversationKey(botUserId, scopeOf(facts, context)),
+    replyTarget: encodeTarget(facts.channelId),
+    surface: SURFACE[facts.place],
+    text,
+    messageId: facts.id,
+    addressedToBot,
+    attachments: facts.attachments,
+    receivedAtMs: facts.createdAtMs,
+    ...(facts.replyTo ? { replyTo: facts.replyTo.messageId } : {}),
+  };
+  return { kind: "message", message };
+}
+
+const SURFACE: Record<DiscordMessageFacts["place"], SurfaceKind> = {
+  dm: "dm",
+  channel: "group",
+  thread: "thread",
+};
+
+function scopeOf(facts: DiscordMessageFacts, context: ParseContext) {
+  switch (facts.place) {
+    case "dm":
+      return { kind: "dm" as const, userId: facts.author.id };
+    case "thread":
+      return { kind: "thread" as const, threadId: facts.channelId };
+    case "channel":
+      return context.groupSessions === "per-user"
+        ? { kind: "channel" as const, channelId: facts.channelId, userId: facts.author.id }
+        : { kind: "channel" as const, channelId: facts.channelId };
+  }
+}
+
+/**
+ * The content as a person reads it: a leading mention of the bot (how people address it) is
+ * dropped and other user mentions become @name, so the model never sees raw <@123> ids.
+ */
+function readableText(facts: DiscordMessageFacts, botUserId: string): string {
+  const withoutAddress = facts.content.replace(new RegExp(`^\\s*<@!?${botUserId}>[\\s,:]*`), "");
+  return withoutAddress
+    .replace(/<@!?(\d+)>/g, (raw, id: string) => {
+      const name = facts.mentionedUsers.get(id);
+      return name === undefined ? raw : `@${name}`;
+    })
+    .trim();
+}
+
+function toAttachment(
+  url: string,
+  name: string,
+  contentType: string | null,
+  sizeBytes: number,
+): InboundAttachment {
+  const mediaType = contentType ?? undefined;
+  const family = mediaType?.split("/")[0];
+  const kind =
+    family === "image" ? "photo" : family === "audio" ? "audio" : family === "video" ? "video" : "file";
+  return { kind, ref: url, name, sizeBytes, ...(mediaType === undefined ? {} : { mediaType }) };
+}
+
+function skip(reason: SkipReason): ParseResult {
+  return { kind: "skip", reason };
+}

@@ -1,0 +1,272 @@
+import {
+  type AllMiddlewareArgs,
+  type Logger,
+  LogLevel,
+  type SlackEventMiddlewareArgs,
+  SocketModeReceiver,
+} from "@slack/bolt";
+import { SwitchboardError } from "../../src/errors.ts";
+import { type Clock, systemClock } from "../../src/util/clock.ts";
+import type {
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelLimits,
+  HttpRoute,
+  Ingress,
+  OutgoingMessage,
+  SendReceipt,
+} from "../types.ts";
+import { AckAfterListenersApp, GatewayHttpReceiver } from "./bolt-app.ts";
+import { parseSlackConfig, type SlackConfig } from "./config.ts";
+import { toSwitchboardError } from "./errors.ts";
+import { createEventsRoute } from "./http-route.ts";
+import { parseSlackEvent } from "./parse.ts";
+import { SlackSender } from "./send.ts";
+
+/** Slack truncates at 40,000 characters but renders long messages poorly; stay under 4,000. */
+export const SLACK_LIMITS: ChannelLimits = {
+  maxMessageChars: 4000,
+  perChatIntervalMs: 1000,
+  perAccountPerSecond: 20,
+  editIntervalMs: 1000,
+};
+
+/** Slack bots have no typing indicator API; sends are not idempotent. */
+export const SLACK_CAPABILITIES: ChannelCapabilities = {
+  idempotentSend: false,
+  edit: true,
+  delete: true,
+  typing: false,
+};
+
+export interface SlackAdapterOptions {
+  /** Time for signature windows and fallbacks. Default: the system clock. */
+  clock?: Clock;
+  /** Receives Bolt's, web-api's and Socket Mode's logs. Default: console at WARN. */
+  logger?: Logger;
+}
+
+interface BotIdentity {
+  teamId: string;
+  botUserId: string;
+  botId: string | undefined;
+  account: string;
+}
+
+type EventArgs = SlackEventMiddlewareArgs<"message" | "app_mention"> & AllMiddlewareArgs;
+
+/**
+ * Slack through Bolt: Socket Mode (SocketModeReceiver) or the Events API served on the gateway's
+ * HTTP server (`routes()`), Web API calls through Bolt's client. Every event goes to ingress
+ * before Slack is acknowledged.
+ */
+export class SlackAdapter implements ChannelAdapter {
+  readonly channel = "slack" as const;
+  readonly capabilities = SLACK_CAPABILITIES;
+  readonly limits = SLACK_LIMITS;
+
+  readonly #config: SlackConfig;
+  readonly #clock: Clock;
+  readonly #app: AckAfterListenersApp;
+  readonly #receiver: SocketModeReceiver | GatewayHttpReceiver;
+  readonly #sender: SlackSender;
+  #identity: BotIdentity | undefined;
+  #ingress: Ingress | undefined;
+  #accepting = false;
+  #socketConnected = false;
+
+  constructor(config: SlackConfig, options: SlackAdapterOptions = {}) {
+    this.#config = config;
+    this.#clock = options.clock ?? systemClock;
+    const logging = options.logger === undefined ? { logLevel: LogLevel.WARN } : { logger: options.logger };
+    const clientOptions = {
+      slackApiUrl: config.apiUrl,
+      // The outbox owns retries; web-api's default would retry a call for about 30 minutes.
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+      timeout: config.requestTimeoutMs,
+    };
+    this.#receiver =
+      config.mode === "socket"
+        ? new SocketModeReceiver({
+            appToken: config.appToken,
+            ...logging,
+            // apps.connections.open also goes to apiUrl; a few retries ride out a blip on reconnect.
+            installerOptions: {
+              clientOptions: { ...clientOptions, retryConfig: { retries: 3, maxTimeout: 5000 } },
+            },
+            processEventErrorHandler: async ({ error, logger }) => {
+              logger.warn(`Slack event not acknowledged; Slack will redeliver it (${describe(error)})`);
+              return false;
+            },
+          })
+        : new GatewayHttpReceiver();
+    this.#app = new AckAfterListenersApp({
+      receiver: this.#receiver,
+      // An authorize function instead of `token`: Bolt would otherwise call auth.test from its
+      // constructor; start() calls it once and the answer serves every event.
+      authorize: async () => this.#authorization(),
+      clientOptions,
+      convoStore: false,
+      ...logging,
+    });
+    // Bolt's default error handler logs every failure; the receivers report it instead.
+    this.#app.error(async (error) => {
+      throw error;
+    });
+    const onEvent = (args: EventArgs) => this.#handleEvent(args.body);
+    this.#app.event("app_mention", onEvent);
+    this.#app.event("message", onEvent);
+    this.#sender = new SlackSender(this.#app.client, config.botToken, SLACK_LIMITS.maxMessageChars);
+  }
+
+  /** `<team_id>:<app_id or bot user id>`; known after start(). */
+  get account(): string {
+    if (this.#identity === undefined) {
+      throw new SwitchboardError(
+        "runtime_closed",
+        "The Slack adapter learns its account from auth.test: call start() first",
+      );
+    }
+    return this.#identity.account;
+  }
+
+  async start(ingress: Ingress): Promise<void> {
+    const auth = await this.#callWebApi("auth.test", () =>
+      this.#app.client.auth.test({ token: this.#config.botToken }),
+    );
+    if (typeof auth.team_id !== "string" || typeof auth.user_id !== "string") {
+      throw new SwitchboardError(
+        "platform_rejected",
+        "Slack auth.test did not name the team and bot user; is slack.botToken a bot token?",
+      );
+    }
+    this.#identity = {
+      teamId: auth.team_id,
+      botUserId: auth.user_id,
+      botId: auth.bot_id,
+      account: `${auth.team_id}:${auth.app_id ?? auth.user_id}`,
+    };
+    this.#ingress = ingress;
+    this.#accepting = true;
+    if (this.#receiver instanceof SocketModeReceiver) {
+      const client = this.#receiver.client;
+      client.on("connected", () => {
+        this.#socketConnected = true;
+      });
+      for (const state of ["disconnecting", "reconnecting", "disconnected"]) {
+        client.on(state, () => {
+          this.#socketConnected = false;
+        });
+      }
+      try {
+        await this.#app.start();
+      } catch (error) {
+        this.#accepting = false;
+        throw toSwitchboardError(error, "apps.connections.open");
+      }
+      this.#socketConnected = true;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#accepting = false;
+    await this.#app.drain();
+    if (this.#receiver instanceof SocketModeReceiver) {
+      await this.#receiver.client.disconnect();
+      this.#socketConnected = false;
+    }
+  }
+
+  isConnected(): boolean {
+    if (!this.#accepting) return false;
+    return this.#config.mode === "http" || this.#socketConnected;
+  }
+
+  routes(): HttpRoute[] {
+    const config = this.#config;
+    const receiver = this.#receiver;
+    if (config.mode !== "http" || !(receiver instanceof GatewayHttpReceiver)) return [];
+    return [
+      createEventsRoute({
+        path: config.eventsPath,
+        signingSecret: config.signingSecret,
+        clock: this.#clock,
+        isAccepting: () => this.#accepting,
+        onDispatchError: (error) =>
+          this.#app.logger.warn(`Slack event answered 500; Slack will retry it (${describe(error)})`),
+        dispatch: (body, retryNum, retryReason) => receiver.dispatch(body, retryNum, retryReason),
+      }),
+    ];
+  }
+
+  send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
+    return this.#sender.send(target, message);
+  }
+
+  edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
+    return this.#sender.edit(target, messageId, message);
+  }
+
+  delete(target: string, messageId: string): Promise<void> {
+    return this.#sender.delete(target, messageId);
+  }
+
+  /** Markdown passes through unchanged for now; Slack mrkdwn conversion belongs to outbox/format. */
+  render(markdown: string): string {
+    return markdown;
+  }
+
+  async #handleEvent(body: Record<string, unknown>): Promise<void> {
+    const ingress = this.#ingress;
+    const identity = this.#identity;
+    if (!this.#accepting || ingress === undefined || identity === undefined) {
+      // Throwing leaves the event un-acknowledged (HTTP 500 / no envelope ack): Slack redelivers it.
+      throw new SwitchboardError(
+        "runtime_closed",
+        "Slack adapter is stopping; the event will be redelivered",
+      );
+    }
+    const parsed = parseSlackEvent(body, {
+      account: identity.account,
+      botUserId: identity.botUserId,
+      botId: identity.botId,
+      allowOtherBots: this.#config.allowOtherBots,
+      receivedAtMs: this.#clock.now(),
+    });
+    if (parsed.kind === "skip") return;
+    await ingress(parsed.message);
+  }
+
+  #authorization() {
+    const identity = this.#identity;
+    if (identity === undefined) throw new Error("Slack event arrived before auth.test completed");
+    return {
+      botToken: this.#config.botToken,
+      botId: identity.botId,
+      botUserId: identity.botUserId,
+      teamId: identity.teamId,
+    };
+  }
+
+  async #callWebApi<T>(method: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw toSwitchboardError(error, method);
+    }
+  }
+}
+
+/** Validates `config` (see parseSlackConfig) and builds the adapter. */
+export function createSlackAdapter(config: unknown, options: SlackAdapterOptions = {}): SlackAdapter {
+  return new SlackAdapter(parseSlackConfig(config), options);
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const original = (error as Error & { original?: unknown }).original;
+    return original instanceof Error ? original.message : error.message;
+  }
+  return String(error);
+}

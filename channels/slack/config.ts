@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { SwitchboardError } from "../../src/errors.ts";
+
+const botToken = z
+  .string({ error: "botToken is required: the Bot User OAuth Token (xoxb-…) from OAuth & Permissions" })
+  .startsWith("xoxb-", {
+    error: "botToken must be a bot token starting with xoxb- (Slack app settings → OAuth & Permissions)",
+  });
+
+const common = {
+  botToken,
+  /** Web API base URL; web-api appends the method name, so it ends with "/". */
+  apiUrl: z
+    .url({ protocol: /^https?$/, error: "apiUrl must be an http(s) URL such as https://slack.com/api/" })
+    .default("https://slack.com/api/")
+    .transform((url) => (url.endsWith("/") ? url : `${url}/`)),
+  /** Deadline for one Web API call, in milliseconds. */
+  requestTimeoutMs: z
+    .number()
+    .int()
+    .positive({ error: "requestTimeoutMs must be a positive number of milliseconds" })
+    .default(10_000),
+  /** Pass messages written by other bots to ingress (the bot's own are always skipped). */
+  allowOtherBots: z.boolean().default(false),
+};
+
+const socketMode = z.object({
+  mode: z.literal("socket"),
+  ...common,
+  appToken: z
+    .string({
+      error: "appToken is required for Socket Mode: an app-level token (xapp-…) with connections:write",
+    })
+    .startsWith("xapp-", {
+      error: "appToken must be an app-level token starting with xapp- (Basic Information → App-Level Tokens)",
+    }),
+});
+
+const httpMode = z.object({
+  mode: z.literal("http"),
+  ...common,
+  signingSecret: z
+    .string({ error: "signingSecret is required for HTTP mode (Basic Information → Signing Secret)" })
+    .min(1, { error: "signingSecret must not be empty" }),
+  /** Path the gateway serves the Events API on; the app's Request URL must point here. */
+  eventsPath: z
+    .string()
+    .startsWith("/", { error: 'eventsPath must start with "/"' })
+    .default("/slack/events"),
+});
+
+const slackConfigSchema = z.discriminatedUnion("mode", [socketMode, httpMode], {
+  error: 'mode must be "socket" (Socket Mode, needs appToken) or "http" (Events API, needs signingSecret)',
+});
+
+export type SlackConfig = z.output<typeof slackConfigSchema>;
+export type SlackConfigInput = z.input<typeof slackConfigSchema>;
+export type SlackSocketConfig = Extract<SlackConfig, { mode: "socket" }>;
+export type SlackHttpConfig = Extract<SlackConfig, { mode: "http" }>;
+
+/**
+ * Validates Slack settings. Defaults: apiUrl https://slack.com/api/, requestTimeoutMs 10000,
+ * allowOtherBots false, eventsPath /slack/events (HTTP mode).
+ * Throws SwitchboardError("config_invalid") naming each bad field; never echoes token values.
+ */
+export function parseSlackConfig(input: unknown): SlackConfig {
+  const result = slackConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const field = issue.path.length > 0 ? `slack.${issue.path.join(".")}` : "slack";
+    return `${field}: ${issue.message}`;
+  });
+  throw new SwitchboardError("config_invalid", `Invalid Slack configuration. ${problems.join("; ")}`, {
+    details: { fields: result.error.issues.map((issue) => issue.path.join(".")) },
+  });
+}

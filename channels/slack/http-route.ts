@@ -1,0 +1,78 @@
+import type { Clock } from "../../src/util/clock.ts";
+import type { HttpRoute } from "../types.ts";
+import { verifySlackSignature } from "./verify.ts";
+
+export interface EventsRouteOptions {
+  path: string;
+  signingSecret: string;
+  clock: Clock;
+  /** False once the adapter is stopping: events are refused with 503 so Slack retries them. */
+  isAccepting(): boolean;
+  /** Runs a verified body through Bolt and ingress; resolves once ingress resolved. */
+  /** Told why an event was refused with 500 (the message only; never the body or a secret). */
+  onDispatchError(error: unknown): void;
+  dispatch(
+    body: Record<string, unknown>,
+    retryNum: number | undefined,
+    retryReason: string | undefined,
+  ): Promise<void>;
+}
+
+/**
+ * POST handler for the Events API. The signature is checked on the raw body before anything is
+ * parsed; the answer is 200 only after ingress resolved, and 500 when it rejected, so Slack retries
+ * (with X-Slack-Retry-Num) instead of losing the event.
+ */
+export function createEventsRoute(options: EventsRouteOptions): HttpRoute {
+  return {
+    method: "POST",
+    path: options.path,
+    handle: async function handleSlackEvents(request: Request): Promise<Response> {
+      const rawBody = await request.text();
+      const verdict = verifySlackSignature(
+        {
+          timestampHeader: request.headers.get("x-slack-request-timestamp"),
+          signatureHeader: request.headers.get("x-slack-signature"),
+          rawBody,
+        },
+        options.signingSecret,
+        options.clock.now(),
+      );
+      if (!verdict.ok) return text(401, `Slack request signature rejected (${verdict.reason})`);
+
+      let body: unknown;
+      try {
+        body = JSON.parse(rawBody);
+      } catch {
+        return text(400, "Expected a JSON Events API body; interactivity payloads are not served here");
+      }
+      if (typeof body !== "object" || body === null || Array.isArray(body))
+        return text(400, "Expected a JSON object");
+      const fields = body as Record<string, unknown>;
+      if (fields.type === "url_verification") return Response.json({ challenge: fields.challenge });
+      if (!options.isAccepting()) return text(503, "Slack adapter is not accepting events; Slack will retry");
+
+      try {
+        await options.dispatch(
+          fields,
+          retryHeader(request),
+          request.headers.get("x-slack-retry-reason") ?? undefined,
+        );
+      } catch (error) {
+        options.onDispatchError(error);
+        return text(500, "Event could not be recorded; Slack will retry");
+      }
+      return new Response(null, { status: 200 });
+    },
+  };
+}
+
+function retryHeader(request: Request): number | undefined {
+  const value = request.headers.get("x-slack-retry-num");
+  if (value === null || !/^\d+$/.test(value)) return undefined;
+  return Number(value);
+}
+
+function text(status: number, message: string): Response {
+  return new Response(message, { status, headers: { "content-type": "text/plain; charset=utf-8" } });
+}

@@ -1,0 +1,274 @@
+import { z } from "zod";
+import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
+import {
+  channelConversationKey,
+  dmConversationKey,
+  encodeReplyTarget,
+  type ReplyTarget,
+  threadConversationKey,
+} from "./keys.ts";
+
+/** Who the bot is and how to treat other bots; everything parse needs beyond the payload. */
+export interface ParseContext {
+  /** `<team_id>:<app_id or bot user id>`, as the adapter learned it from auth.test. */
+  account: string;
+  botUserId: string;
+  botId: string | undefined;
+  allowOtherBots: boolean;
+  /** Used when the payload has no usable ts. */
+  receivedAtMs: number;
+}
+
+export type SkipReason =
+  | "not_event_callback"
+  | "malformed_event"
+  | "unsupported_event"
+  | "unsupported_subtype"
+  | "own_message"
+  | "other_bot"
+  | "no_author"
+  /** A channel message mentioning the bot; its `app_mention` twin is the one answered. */
+  | "mention_answered_via_app_mention"
+  /** message_changed with the same text, e.g. Slack adding a link unfurl. */
+  | "edit_without_text_change";
+
+export type ParseOutcome =
+  | { kind: "message"; message: InboundMessage }
+  | { kind: "skip"; reason: SkipReason };
+
+const fileSchema = z.object({
+  id: z.string(),
+  name: z.string().optional(),
+  mimetype: z.string().optional(),
+  size: z.number().optional(),
+  url_private: z.string().optional(),
+});
+
+const messageSchema = z.object({
+  user: z.string().optional(),
+  bot_id: z.string().optional(),
+  text: z.string().default(""),
+  ts: z.string(),
+  thread_ts: z.string().optional(),
+  parent_user_id: z.string().optional(),
+  files: z.array(fileSchema).optional(),
+  user_profile: z
+    .object({ display_name: z.string().optional(), real_name: z.string().optional() })
+    .optional(),
+  edited: z.object({ ts: z.string() }).optional(),
+});
+
+const eventSchema = z.discriminatedUnion("type", [
+  messageSchema.extend({ type: z.literal("app_mention"), channel: z.string() }),
+  z.object({
+    type: z.literal("message"),
+    subtype: z.string().optional(),
+    channel: z.string(),
+    channel_type: z.string().optional(),
+    ts: z.string(),
+  }),
+]);
+
+const callbackSchema = z.object({
+  type: z.literal("event_callback"),
+  event_id: z.string().optional(),
+  event: z.object({ type: z.string() }).loose(),
+});
+
+/** `message` subtypes that are a person (or bot) writing something new. */
+const NEW_MESSAGE_SUBTYPES = new Set([undefined, "file_share", "thread_broadcast", "bot_message"]);
+
+type SlackMessage = z.output<typeof messageSchema>;
+
+/**
+ * Turns one Events API `event_callback` body into an InboundMessage, or says why it is skipped.
+ * Pure and SDK-free: the same function serves Socket Mode and HTTP.
+ *
+ * A channel message that mentions the bot arrives twice (`app_mention` and `message`, different
+ * event ids); the `app_mention` is answered and the plain `message` skipped. Edits arrive only as
+ * `message_changed`, so a mention added by an edit is read from that.
+ */
+export function parseSlackEvent(body: unknown, context: ParseContext): ParseOutcome {
+  const callback = callbackSchema.safeParse(body);
+  if (!callback.success) {
+    const type = typeof body === "object" && body !== null && "type" in body ? body.type : undefined;
+    return skip(type === "event_callback" ? "malformed_event" : "not_event_callback");
+  }
+  const envelope = eventSchema.safeParse(callback.data.event);
+  if (!envelope.success) {
+    const type = callback.data.event.type;
+    return skip(type === "message" || type === "app_mention" ? "malformed_event" : "unsupported_event");
+  }
+  const event = envelope.data;
+  const eventId = callback.data.event_id;
+
+  if (event.type === "app_mention") {
+    return toInbound(
+      event,
+      { channel: event.channel, channelType: undefined, eventId, mention: true },
+      context,
+    );
+  }
+  const raw = callback.data.event;
+  if (event.subtype === "message_changed")
+    return parseEdit(raw, event.channel, event.channel_type, eventId, context);
+  if (!NEW_MESSAGE_SUBTYPES.has(event.subtype)) return skip("unsupported_subtype");
+
+  const message = messageSchema.safeParse(raw);
+  if (!message.success) return skip("malformed_event");
+  const isDm = channelKind(event.channel, event.channel_type) === "dm";
+  if (!isDm && mentionsBot(message.data.text, context.botUserId))
+    return skip("mention_answered_via_app_mention");
+  return toInbound(
+    message.data,
+    { channel: event.channel, channelType: event.channel_type, eventId, mention: false },
+    context,
+  );
+}
+
+function parseEdit(
+  raw: Record<string, unknown>,
+  channel: string,
+  channelType: string | undefined,
+  eventId: string | undefined,
+  context: ParseContext,
+): ParseOutcome {
+  const edited = messageSchema.safeParse(raw.message);
+  if (!edited.success) return skip("malformed_event");
+  const previous = messageSchema.safeParse(raw.previous_message);
+  if (previous.success && previous.data.text === edited.data.text) return skip("edit_without_text_change");
+  const editTs = edited.data.edited?.ts ?? (typeof raw.event_ts === "string" ? raw.event_ts : edited.data.ts);
+  return toInbound(
+    edited.data,
+    {
+      channel,
+      channelType,
+      eventId,
+      mention: channelKind(channel, channelType) !== "dm" && mentionsBot(edited.data.text, context.botUserId),
+      fallbackKeySuffix: `:edit:${editTs}`,
+      atTs: editTs,
+    },
+    context,
+  );
+}
+
+interface Placement {
+  channel: string;
+  channelType: string | undefined;
+  eventId: string | undefined;
+  /** The bot is mentioned (app_mention, or an edit whose text mentions it). */
+  mention: boolean;
+  /** Appended to the `<channel>:<ts>` fallback update key, to tell an edit from the original. */
+  fallbackKeySuffix?: string;
+  /** ts to date the message by, when not the message's own (edits). */
+  atTs?: string;
+}
+
+function toInbound(message: SlackMessage, placement: Placement, context: ParseContext): ParseOutcome {
+  const { channel } = placement;
+  const author = classifyAuthor(message, context);
+  if (author.kind === "skip") return skip(author.reason);
+
+  const surface = channelKind(channel, placement.channelType);
+  const inThread = message.thread_ts !== undefined && message.thread_ts !== message.ts;
+  let conversationKey: string;
+  let target: ReplyTarget;
+  let surfaceKind: SurfaceKind;
+  if (surface === "dm") {
+    // One conversation per person; a reply in a DM thread stays in that thread.
+    conversationKey = dmConversationKey(context.account, author.id);
+    target = inThread ? { channel, threadTs: message.thread_ts } : { channel };
+    surfaceKind = "dm";
+  } else if (inThread) {
+    conversationKey = threadConversationKey(context.account, channel, message.thread_ts ?? message.ts);
+    target = { channel, threadTs: message.thread_ts };
+    surfaceKind = "thread";
+  } else if (placement.mention) {
+    // A top-level mention is answered in a thread on it, and that thread is the conversation:
+    // follow-ups written in the thread then share the key.
+    conversationKey = threadConversationKey(context.account, channel, message.ts);
+    target = { channel, threadTs: message.ts };
+    surfaceKind = "thread";
+  } else {
+    conversationKey = channelConversationKey(context.account, channel);
+    target = { channel };
+    surfaceKind = "group";
+  }
+
+  const inbound: InboundMessage = {
+    channel: "slack",
+    account: context.account,
+    updateKey: placement.eventId ?? `${channel}:${message.ts}${placement.fallbackKeySuffix ?? ""}`,
+    principal:
+      author.name === undefined
+        ? { id: author.id, isBot: author.isBot }
+        : { id: author.id, name: author.name, isBot: author.isBot },
+    conversationKey,
+    replyTarget: encodeReplyTarget(target),
+    surface: surfaceKind,
+    text: stripLeadingMention(message.text, context.botUserId),
+    messageId: message.ts,
+    addressedToBot: surface === "dm" || placement.mention || message.parent_user_id === context.botUserId,
+    attachments: (message.files ?? []).map(toAttachment),
+    receivedAtMs: tsToMs(placement.atTs ?? message.ts) ?? context.receivedAtMs,
+  };
+  if (inThread && message.thread_ts !== undefined) inbound.replyTo = message.thread_ts;
+  return { kind: "message", message: inbound };
+}
+
+type Author =
+  | { kind: "person"; id: string; name: string | undefined; isBot: boolean }
+  | { kind: "skip"; reason: "own_message" | "other_bot" | "no_author" };
+
+function classifyAuthor(message: SlackMessage, context: ParseContext): Author {
+  const isOwn =
+    message.user === context.botUserId || (message.bot_id !== undefined && message.bot_id === context.botId);
+  if (isOwn) return { kind: "skip", reason: "own_message" };
+  const name = message.user_profile?.display_name || message.user_profile?.real_name || undefined;
+  if (message.bot_id !== undefined) {
+    if (!context.allowOtherBots) return { kind: "skip", reason: "other_bot" };
+    return { kind: "person", id: message.user ?? message.bot_id, name, isBot: true };
+  }
+  if (message.user === undefined) return { kind: "skip", reason: "no_author" };
+  return { kind: "person", id: message.user, name, isBot: false };
+}
+
+function channelKind(channel: string, channelType: string | undefined): "dm" | "channel" {
+  if (channelType !== undefined) return channelType === "im" ? "dm" : "channel";
+  return channel.startsWith("D") ? "dm" : "channel";
+}
+
+function mentionsBot(text: string, botUserId: string): boolean {
+  return text.includes(`<@${botUserId}>`) || text.includes(`<@${botUserId}|`);
+}
+
+/** "<@UBOT> what's up" → "what's up"; mentions elsewhere in the text are left alone. */
+function stripLeadingMention(text: string, botUserId: string): string {
+  const pattern = new RegExp(`^\\s*<@${botUserId}(?:\\|[^>]*)?>[\\s,:]*`);
+  return text.replace(pattern, "");
+}
+
+function tsToMs(ts: string): number | undefined {
+  const seconds = Number(ts);
+  return Number.isFinite(seconds) && seconds > 0 ? Math.round(seconds * 1000) : undefined;
+}
+
+function toAttachment(file: z.output<typeof fileSchema>): InboundAttachment {
+  const mediaType = file.mimetype;
+  const kind: InboundAttachment["kind"] = mediaType?.startsWith("image/")
+    ? "photo"
+    : mediaType?.startsWith("audio/")
+      ? "audio"
+      : mediaType?.startsWith("video/")
+        ? "video"
+        : "file";
+  const attachment: InboundAttachment = { kind, ref: file.url_private ?? file.id };
+  if (file.name !== undefined) attachment.name = file.name;
+  if (mediaType !== undefined) attachment.mediaType = mediaType;
+  if (file.size !== undefined) attachment.sizeBytes = file.size;
+  return attachment;
+}
+
+function skip(reason: SkipReason): ParseOutcome {
+  return { kind: "skip", reason };
+}

@@ -1,0 +1,217 @@
+/**
+ * The Telegram ChannelAdapter: receives by long polling or webhook, sends through the Bot API.
+ * Receiving in either mode calls ingress and acknowledges Telegram only after it resolves.
+ */
+import { Api } from "grammy";
+import type { Update, UserFromGetMe } from "grammy/types";
+import { SwitchboardError } from "../../src/errors.ts";
+import { type Clock, systemClock } from "../../src/util/clock.ts";
+import type {
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelLimits,
+  HttpRoute,
+  Ingress,
+  OutgoingMessage,
+  SendReceipt,
+} from "../types.ts";
+import { parseTelegramConfig, type TelegramConfig, type TelegramConfigInput } from "./config.ts";
+import { callWithDeadline, type GrammySignal } from "./deadline.ts";
+import type { TelegramEventSink } from "./events.ts";
+import { type ParseContext, parseUpdate } from "./parse.ts";
+import { TelegramPoller } from "./polling.ts";
+import { renderTelegramHtml } from "./render.ts";
+import { TelegramSender } from "./send.ts";
+import { webhookRoute } from "./webhook.ts";
+
+export const TELEGRAM_CAPABILITIES: ChannelCapabilities = {
+  // sendMessage has no idempotency key: a repeated send after an unknown outcome may show twice.
+  idempotentSend: false,
+  edit: true,
+  delete: true,
+  typing: true,
+};
+
+/**
+ * Telegram's published flood limits. Groups are stricter than perChatIntervalMs says: at most 20
+ * messages per minute per group; the outbox should space group sends by 3 s when it can tell.
+ */
+export const TELEGRAM_LIMITS: ChannelLimits = {
+  maxMessageChars: 4096,
+  perChatIntervalMs: 1000,
+  perAccountPerSecond: 30,
+  editIntervalMs: 1000,
+};
+
+export interface TelegramAdapterDeps {
+  clock?: Clock;
+  onEvent?: TelegramEventSink;
+}
+
+type Running =
+  | { mode: "stopped" }
+  | { mode: "polling"; poller: TelegramPoller }
+  | { mode: "webhook"; accepting: boolean };
+
+export class TelegramAdapter implements ChannelAdapter {
+  readonly channel = "telegram" as const;
+  readonly capabilities = TELEGRAM_CAPABILITIES;
+  readonly limits = TELEGRAM_LIMITS;
+  readonly config: TelegramConfig;
+  private readonly api: Api;
+  private readonly sender: TelegramSender;
+  private readonly clock: Clock;
+  private readonly onEvent: TelegramEventSink;
+  private me: UserFromGetMe | null = null;
+  private ingress: Ingress | null = null;
+  private running: Running = { mode: "stopped" };
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(config: TelegramConfigInput | TelegramConfig, deps: TelegramAdapterDeps = {}) {
+    this.config = parseTelegramConfig(config);
+    this.clock = deps.clock ?? systemClock;
+    this.onEvent = deps.onEvent ?? (() => {});
+    this.api = new Api(this.config.token, {
+      apiRoot: this.config.apiRoot,
+      // Our own deadline (requestTimeoutMs) fires first; this is grammY's backstop.
+      timeoutSeconds: Math.ceil(this.config.requestTimeoutMs / 1000) + 5,
+    });
+    this.sender = new TelegramSender(this.api, this.config.requestTimeoutMs);
+  }
+
+  /** The bot's user id: the token's prefix, confirmed by getMe at start(). */
+  get account(): string {
+    return String(this.me?.id ?? this.config.token.split(":")[0]);
+  }
+
+  async start(ingress: Ingress): Promise<void> {
+    if (this.running.mode !== "stopped") {
+      throw new SwitchboardError(
+        "input_invalid",
+        "The Telegram adapter is already started; call stop() first.",
+      );
+    }
+    const me = await this.call("getMe", (signal) => this.api.getMe(signal));
+    this.me = me;
+    this.ingress = ingress;
+    const allowedUpdates: ("message" | "edited_message")[] =
+      this.config.editedMessages === "new-input" ? ["message", "edited_message"] : ["message"];
+
+    if (this.config.mode === "webhook") {
+      const { webhookUrl, webhookSecret } = this.config;
+      await this.call("setWebhook", (signal) =>
+        this.api.setWebhook(
+          webhookUrl,
+          { secret_token: webhookSecret, allowed_updates: allowedUpdates },
+          signal,
+        ),
+      );
+      this.running = { mode: "webhook", accepting: true };
+      return;
+    }
+    const poller = new TelegramPoller({
+      token: this.config.token,
+      apiRoot: this.config.apiRoot,
+      botInfo: me,
+      pollTimeoutSeconds: this.config.pollTimeoutSeconds,
+      requestTimeoutMs: this.config.requestTimeoutMs,
+      allowedUpdates,
+      receive: (update) => this.receive(update),
+      clock: this.clock,
+      onEvent: this.onEvent,
+    });
+    this.running = { mode: "polling", poller };
+    try {
+      await poller.start();
+    } catch (error) {
+      this.running = { mode: "stopped" };
+      throw error;
+    }
+  }
+
+  async stop(): Promise<void> {
+    const running = this.running;
+    if (running.mode === "polling") await running.poller.stop();
+    if (running.mode === "webhook") running.accepting = false;
+    await Promise.allSettled([...this.inFlight]);
+    this.running = { mode: "stopped" };
+  }
+
+  isConnected(): boolean {
+    switch (this.running.mode) {
+      case "polling":
+        return this.running.poller.isConnected();
+      case "webhook":
+        return this.running.accepting;
+      case "stopped":
+        return false;
+    }
+  }
+
+  routes(): HttpRoute[] {
+    if (this.config.mode !== "webhook") return [];
+    return [
+      webhookRoute({
+        path: this.config.webhookPath,
+        secret: this.config.webhookSecret,
+        receive: (update) => this.receive(update),
+        isAccepting: () => this.running.mode === "webhook" && this.running.accepting,
+        onEvent: this.onEvent,
+      }),
+    ];
+  }
+
+  send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
+    return this.sender.send(target, message);
+  }
+
+  edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
+    return this.sender.edit(target, messageId, message);
+  }
+
+  delete(target: string, messageId: string): Promise<void> {
+    return this.sender.delete(target, messageId);
+  }
+
+  typing(target: string): Promise<void> {
+    return this.sender.typing(target);
+  }
+
+  render(markdown: string): string {
+    return renderTelegramHtml(markdown);
+  }
+
+  /** Parses and hands one update to ingress; resolves when it is durable or skipped. */
+  private receive(update: Update): Promise<void> {
+    const handling = this.deliver(update);
+    this.inFlight.add(handling);
+    return handling.finally(() => this.inFlight.delete(handling));
+  }
+
+  private async deliver(update: Update): Promise<void> {
+    const me = this.me;
+    const ingress = this.ingress;
+    if (!me || !ingress)
+      throw new SwitchboardError("runtime_closed", "Telegram update received before start()");
+    const parsed = parseUpdate(update, this.parseContext(me));
+    if (parsed.kind === "skip") {
+      this.onEvent({ kind: "update_skipped", updateId: update.update_id, reason: parsed.reason });
+      return;
+    }
+    await ingress(parsed.message);
+  }
+
+  private parseContext(me: UserFromGetMe): ParseContext {
+    return {
+      account: String(me.id),
+      botId: me.id,
+      botUsername: me.username,
+      editedMessages: this.config.editedMessages,
+      groupSessions: this.config.groupSessions,
+    };
+  }
+
+  private call<T>(method: string, run: (signal: GrammySignal) => Promise<T>): Promise<T> {
+    return callWithDeadline(method, this.config.requestTimeoutMs, run);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The one place where Telegram failures become SwitchboardErrors, with the retry data the outbox
+ * decides from. Messages carry the method and Telegram's description, never the token.
+ */
+import { GrammyError, HttpError } from "grammy";
+import { SwitchboardError } from "../../src/errors.ts";
+
+export interface TelegramCallContext {
+  /** Bot API method, e.g. "sendMessage". */
+  method: string;
+  /** Set when our own deadline aborted the call: the outcome is unknown. */
+  timedOutAfterMs?: number;
+}
+
+export function toSwitchboardError(error: unknown, context: TelegramCallContext): SwitchboardError {
+  const { method } = context;
+  if (error instanceof SwitchboardError) return error;
+  if (context.timedOutAfterMs !== undefined) {
+    return new SwitchboardError(
+      "platform_timeout",
+      `Telegram ${method} did not answer within ${context.timedOutAfterMs} ms; it may or may not have taken effect. Raise requestTimeoutMs if the network is slow.`,
+      { retryable: true, details: { method, timeoutMs: context.timedOutAfterMs } },
+    );
+  }
+  if (error instanceof GrammyError) return fromApiError(error, method);
+  if (error instanceof HttpError) {
+    const cause = sanitizedCause(error.error);
+    return new SwitchboardError(
+      "platform_unavailable",
+      `Could not reach the Telegram Bot API for ${method} (${cause.message}); retry later.`,
+      { retryable: true, cause, details: { method } },
+    );
+  }
+  const cause = sanitizedCause(error);
+  return new SwitchboardError(
+    "platform_unavailable",
+    `Telegram ${method} failed unexpectedly: ${cause.message}`,
+    {
+      retryable: true,
+      cause,
+      details: { method },
+    },
+  );
+}
+
+function fromApiError(error: GrammyError, method: string): SwitchboardError {
+  const code = error.error_code;
+  const description = error.description;
+  const details: Record<string, unknown> = { method, errorCode: code, description };
+  if (code === 429) {
+    const retryAfterSeconds = error.parameters.retry_after ?? 1;
+    return new SwitchboardError(
+      "platform_rate_limited",
+      `Telegram rate-limited ${method}: retry after ${retryAfterSeconds} s (${description}).`,
+      { retryable: true, retryAfterMs: retryAfterSeconds * 1000, cause: error, details },
+    );
+  }
+  if (code >= 500) {
+    return new SwitchboardError(
+      "platform_unavailable",
+      `Telegram failed ${method} with ${code}: ${description}; retry later.`,
+      {
+        retryable: true,
+        cause: error,
+        details,
+      },
+    );
+  }
+  if (code === 401) {
+    return new SwitchboardError(
+      "unauthorized",
+      `Telegram rejected the bot token calling ${method} (401 ${description}). Check the token with @BotFather.`,
+      { cause: error, details },
+    );
+  }
+  const migrateToChatId = error.parameters.migrate_to_chat_id;
+  if (migrateToChatId !== undefined) {
+    details.migrateToChatId = migrateToChatId;
+    return new SwitchboardError(
+      "platform_rejected",
+      `Telegram refused ${method}: the group was upgraded to supergroup ${migrateToChatId}; send there instead (${code} ${description}).`,
+      { cause: error, details },
+    );
+  }
+  return new SwitchboardError("platform_rejected", `Telegram refused ${method} (${code}): ${description}`, {
+    cause: error,
+    details,
+  });
+}
+
+/**
+ * Fetch errors can carry the request URL, which contains the bot token (Bun puts it in `path`).
+ * Keep only the message and code, with anything token-shaped removed.
+ */
+function sanitizedCause(error: unknown): Error & { code?: string } {
+  const message = error instanceof Error ? error.message : String(error);
+  const sanitized: Error & { code?: string } = new Error(
+    message.replace(/\d+:[A-Za-z0-9_-]{20,}/g, "<token>"),
+  );
+  if (error instanceof Error) sanitized.name = error.name;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") sanitized.code = code;
+  return sanitized;
+}

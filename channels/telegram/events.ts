@@ -1,0 +1,16 @@
+import type { SwitchboardError } from "../../src/errors.ts";
+
+/** What the adapter reports about receiving; the gateway logs or counts these. No secrets inside. */
+export type TelegramAdapterEvent =
+  /** The update is acknowledged without reaching ingress (unknown kind, service message…). */
+  | { kind: "update_skipped"; updateId: number; reason: string }
+  /** Ingress rejected: the update stays unconfirmed and is fetched again after `retryInMs` (polling). */
+  | { kind: "ingress_failed"; updateId: number; error: unknown; retryInMs?: number }
+  /** A getUpdates call failed; grammY retries it by itself. */
+  | { kind: "polling_error"; error: SwitchboardError }
+  /** Polling ended on an error grammY does not retry (401 token revoked, 409 another poller). */
+  | { kind: "polling_stopped"; error: SwitchboardError }
+  /** A webhook request was refused before reaching ingress. */
+  | { kind: "webhook_rejected"; status: 400 | 401 | 503; reason: string };
+
+export type TelegramEventSink = (event: TelegramAdapterEvent) => void;

@@ -1,0 +1,84 @@
+/**
+ * Outgoing calls: one attempt each, bounded by requestTimeoutMs, failures mapped through
+ * errors.ts. No retries here: the outbox owns them and reads retryable/retryAfterMs.
+ */
+
+import type { Api } from "grammy";
+import { GrammyError } from "grammy";
+import type { OutgoingMessage, SendReceipt } from "../types.ts";
+import { callWithDeadline, type GrammySignal } from "./deadline.ts";
+import { decodeMessageId, decodeTarget } from "./target.ts";
+
+export class TelegramSender {
+  constructor(
+    private readonly api: Api,
+    private readonly requestTimeoutMs: number,
+  ) {}
+
+  async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
+    const { chatId, threadId } = decodeTarget(target);
+    const replyTo = message.replyTo === undefined ? undefined : decodeMessageId(message.replyTo);
+    const sent = await this.call("sendMessage", (signal) =>
+      this.api.sendMessage(
+        chatId,
+        message.text,
+        {
+          ...(message.format === "rich" ? { parse_mode: "HTML" as const } : {}),
+          ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+          // The replied-to message may be gone by the time the answer is ready; answer anyway.
+          ...(replyTo === undefined
+            ? {}
+            : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+        },
+        signal,
+      ),
+    );
+    return { messageIds: [String(sent.message_id)] };
+  }
+
+  /** Editing to the current text is a success, so a repeated edit after an unknown outcome is safe. */
+  async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
+    const { chatId } = decodeTarget(target);
+    const id = decodeMessageId(messageId);
+    await this.call("editMessageText", async (signal) => {
+      const options = message.format === "rich" ? { parse_mode: "HTML" as const } : {};
+      await this.api
+        .editMessageText(chatId, id, message.text, options, signal)
+        .catch(ignoreApiError("message is not modified"));
+    });
+  }
+
+  /** Deleting a message that is already gone is a success, so a repeated delete is safe. */
+  async delete(target: string, messageId: string): Promise<void> {
+    const { chatId } = decodeTarget(target);
+    const id = decodeMessageId(messageId);
+    await this.call("deleteMessage", async (signal) => {
+      await this.api.deleteMessage(chatId, id, signal).catch(ignoreApiError("message to delete not found"));
+    });
+  }
+
+  async typing(target: string): Promise<void> {
+    const { chatId, threadId } = decodeTarget(target);
+    await this.call("sendChatAction", (signal) =>
+      this.api.sendChatAction(
+        chatId,
+        "typing",
+        threadId === undefined ? {} : { message_thread_id: threadId },
+        signal,
+      ),
+    );
+  }
+
+  private async call<T>(method: string, run: (signal: GrammySignal) => Promise<T>): Promise<T> {
+    return await callWithDeadline(method, this.requestTimeoutMs, run);
+  }
+}
+
+/** Swallows the 400 whose description contains `fragment` (the goal is already met); rethrows the rest. */
+function ignoreApiError(fragment: string): (error: unknown) => void {
+  return (error) => {
+    if (error instanceof GrammyError && error.error_code === 400 && error.description.includes(fragment))
+      return;
+    throw error;
+  };
+}

@@ -1,0 +1,221 @@
+import type { ChannelAdapter, OutgoingMessage } from "../channels/types.ts";
+import { isSwitchboardError } from "../src/errors.ts";
+import type { Clock } from "../src/util/clock.ts";
+import { createPlatformCaller, PlatformCallError, type PlatformCaller, rateLaneOf } from "./platform-call.ts";
+import type { DeliveryRateLimiter } from "./rate-limiter.ts";
+import { isFormattingRejection, type Renderer } from "./render.ts";
+import { createRetryPolicy, type RetryPolicyOptions } from "./retry-policy.ts";
+import { type ShownMessages, syncMessages } from "./sync-messages.ts";
+import type {
+  OutboxLogger,
+  OutboxMessageRecord,
+  OutboxRecord,
+  OutboxRepository,
+  OutboxStreamRecord,
+  RenderedText,
+} from "./types.ts";
+
+/** What delivering needs, shared by the worker's lanes and live streams. */
+export interface DeliveryDeps {
+  repo: OutboxRepository;
+  clock: Clock;
+  limiter: DeliveryRateLimiter;
+  renderer: Renderer;
+  logger: OutboxLogger;
+  callTimeoutMs: number;
+  retry: Omit<RetryPolicyOptions, "idempotentSend">;
+  /** Shutdown: stops waiting for rate limits. A platform call already made runs to its end. */
+  signal: AbortSignal;
+}
+
+/** Delivers one record the worker found at the head of its target; every outcome is persisted. */
+export async function deliverRecord(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  record: OutboxRecord,
+): Promise<void> {
+  if (record.kind === "message") await deliverMessage(deps, adapter, record);
+  else await deliverFinalStream(deps, adapter, record);
+}
+
+async function deliverMessage(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  queued: OutboxMessageRecord,
+): Promise<void> {
+  const maxChars = adapter.limits.maxMessageChars;
+  const rendered = queued.rendered ?? deps.renderer.render(queued.markdown, queued.channel, "rich", maxChars);
+  const record = await deps.repo.markSending(queued.id, deps.clock.now(), rendered);
+  if (record?.kind !== "message") return;
+
+  const call = callerFor(deps, adapter, record);
+  let current: RenderedText = record.rendered ?? rendered;
+  const messageIds = [...(record.receipt?.messageIds ?? [])];
+  let index = record.chunksDelivered;
+  while (index < current.chunks.length) {
+    const message: OutgoingMessage = {
+      text: current.chunks[index]!,
+      format: current.format,
+      idempotencyKey: `${record.key}#${index}`,
+      ...(index === 0 && record.replyTo !== null ? { replyTo: record.replyTo } : {}),
+    };
+    let sent: string[];
+    try {
+      sent = (await call("send", () => adapter.send(record.target, message))).messageIds;
+    } catch (error) {
+      // Fall back to plain text once, and only while nothing of this answer is visible yet:
+      // plain chunks do not line up with rich ones already shown.
+      if (current.format === "rich" && index === 0 && isFormattingRejection(causeOf(error))) {
+        const plain = deps.renderer.render(record.markdown, record.channel, "plain", maxChars);
+        if (!(await deps.repo.replaceRendered(record.id, plain, deps.clock.now()))) return;
+        deps.logger.warn("platform rejected the formatting; sending plain text", { recordId: record.id });
+        current = plain;
+        continue;
+      }
+      await settleFailure(deps, adapter, record, error);
+      return;
+    }
+    if (!(await deps.repo.recordChunkDelivered(record.id, index, sent, deps.clock.now()))) return;
+    messageIds.push(...sent);
+    index += 1;
+  }
+  await deps.repo.markDelivered(record.id, { messageIds }, deps.clock.now());
+}
+
+async function deliverFinalStream(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  queued: OutboxStreamRecord,
+): Promise<void> {
+  const record = await deps.repo.markSending(queued.id, deps.clock.now());
+  if (record?.kind !== "stream") return;
+  const shown: ShownMessages = {
+    messageIds: [...(record.receipt?.messageIds ?? [])],
+    texts: [],
+    usedKeys: new Set(),
+  };
+  await finishStream(deps, adapter, record, shown, record.format ?? "rich", record.markdown);
+}
+
+/**
+ * Brings a sending stream record's messages to `finalMarkdown` and marks it delivered. When the
+ * store's final text differs (the terminal commit has not finalised it, or finalised it
+ * differently), hands the record to the worker, which delivers the stored text.
+ */
+export async function finishStream(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  record: OutboxStreamRecord,
+  shown: ShownMessages,
+  initialFormat: "rich" | "plain",
+  finalMarkdown: string,
+): Promise<void> {
+  const synced = await syncStream(deps, adapter, record, shown, initialFormat, finalMarkdown);
+  if (synced === null) return;
+  const nowMs = deps.clock.now();
+  if (await deps.repo.markDelivered(record.id, { messageIds: [...shown.messageIds] }, nowMs, finalMarkdown))
+    return;
+  await deps.repo.scheduleRetry(
+    record.id,
+    nowMs,
+    "the stream ended before its record held the same final text; the worker delivers the stored text",
+    nowMs,
+  );
+}
+
+/**
+ * One attempt to make the stream's messages show `markdown`, falling back to plain text once when
+ * the platform rejects the markup. Returns the format used, or null after settling a failure.
+ */
+export async function syncStream(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  record: OutboxStreamRecord,
+  shown: ShownMessages,
+  initialFormat: "rich" | "plain",
+  markdown: string,
+): Promise<"rich" | "plain" | null> {
+  const call = callerFor(deps, adapter, record);
+  let format = initialFormat;
+  for (;;) {
+    const desired = deps.renderer.render(markdown, record.channel, format, adapter.limits.maxMessageChars);
+    try {
+      await syncMessages(shown, desired, {
+        adapter,
+        target: record.target,
+        replyTo: record.replyTo,
+        idempotencyKeyBase: record.key,
+        call,
+        onProgress: async (messageIds) => {
+          await deps.repo.recordStreamProgress(record.id, messageIds, format, deps.clock.now());
+        },
+      });
+      return format;
+    } catch (error) {
+      if (format === "rich" && isFormattingRejection(causeOf(error))) {
+        deps.logger.warn("platform rejected the formatting; streaming plain text", { recordId: record.id });
+        format = "plain";
+        continue;
+      }
+      await settleFailure(deps, adapter, record, error);
+      return null;
+    }
+  }
+}
+
+/**
+ * Persists what a failed attempt means: retry later, failed, or ambiguous. A 429 also holds back
+ * the chat (and the account, when the adapter marks it `details.global`).
+ */
+export async function settleFailure(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  record: OutboxRecord,
+  error: unknown,
+): Promise<void> {
+  const nowMs = deps.clock.now();
+  if (!(error instanceof PlatformCallError)) {
+    if (deps.signal.aborted && error === deps.signal.reason) {
+      // Stopped while waiting for the rate limiter: the call was never made.
+      await deps.repo.scheduleRetry(record.id, nowMs, "stopped before the platform call", nowMs);
+      return;
+    }
+    throw error;
+  }
+  const cause = error.cause;
+  if (isSwitchboardError(cause, "platform_rate_limited") && cause.retryAfterMs !== undefined) {
+    const lane = rateLaneOf(adapter, record);
+    deps.limiter.block(lane.chatKey, nowMs + cause.retryAfterMs);
+    if (cause.details?.global === true) deps.limiter.block(lane.accountKey, nowMs + cause.retryAfterMs);
+  }
+  // Edits and deletes can be repeated safely; only a repeated send can show a message twice.
+  const policy = createRetryPolicy({
+    ...deps.retry,
+    idempotentSend: error.operation !== "send" || adapter.capabilities.idempotentSend,
+  });
+  const decision = policy(cause, Math.max(1, record.attempts));
+  const reason = `${error.operation} failed: ${error.message}`;
+  if (decision.retry) {
+    await deps.repo.scheduleRetry(record.id, nowMs + decision.delayMs, reason, nowMs);
+  } else if (decision.outcome === "failed") {
+    await deps.repo.markFailed(record.id, `${error.operation} failed: ${decision.reason}`, nowMs);
+  } else {
+    deps.logger.warn("delivery outcome unknown; left for an operator", { recordId: record.id, reason });
+    await deps.repo.markAmbiguous(record.id, `${error.operation}: ${decision.reason}`, nowMs);
+  }
+}
+
+export function callerFor(deps: DeliveryDeps, adapter: ChannelAdapter, record: OutboxRecord): PlatformCaller {
+  return createPlatformCaller({
+    adapter,
+    record,
+    clock: deps.clock,
+    limiter: deps.limiter,
+    callTimeoutMs: deps.callTimeoutMs,
+    signal: deps.signal,
+  });
+}
+
+function causeOf(error: unknown): unknown {
+  return error instanceof PlatformCallError ? error.cause : error;
+}

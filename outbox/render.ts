@@ -1,0 +1,41 @@
+import type { ChannelName } from "../channels/types.ts";
+import { isSwitchboardError } from "../src/errors.ts";
+import { renderForPlatform, renderPlain } from "./format/index.ts";
+import type { RenderedText } from "./types.ts";
+
+/** Markdown → platform chunks. Injectable so the worker does not depend on one renderer. */
+export interface Renderer {
+  render(markdown: string, channel: ChannelName, format: "rich" | "plain", maxChars: number): RenderedText;
+}
+
+const FORMAT_PLATFORM = {
+  telegram: "telegram",
+  discord: "discord",
+  slack: "slack",
+  // The web client renders CommonMark itself; Discord's dialect leaves it as written.
+  web: "discord",
+} as const satisfies Record<ChannelName, "telegram" | "slack" | "discord" | "plain">;
+
+export const formatRenderer: Renderer = {
+  render(markdown, channel, format, maxChars) {
+    const result =
+      format === "rich"
+        ? renderForPlatform(markdown, FORMAT_PLATFORM[channel], { maxChars })
+        : renderPlain(markdown, { maxChars });
+    // Whitespace-only chunks cannot be sent; an empty answer renders to no chunks at all.
+    return { format: result.format, chunks: result.chunks.filter((chunk) => chunk.trim() !== "") };
+  },
+};
+
+const FORMATTING_REJECTION =
+  /parse entities|can't find end of|unsupported start tag|invalid[ _]blocks|invalid[ _]markup|invalid[ _]formatting/i;
+
+/** The platform refused the rich markup itself (so the same text as plain would go through). */
+export function isFormattingRejection(error: unknown): boolean {
+  return isSwitchboardError(error, "platform_rejected") && FORMATTING_REJECTION.test(error.message);
+}
+
+/** An edit to the text the message already shows (Telegram answers 400 "message is not modified"). */
+export function isNotModified(error: unknown): boolean {
+  return isSwitchboardError(error, "platform_rejected") && /not modified/i.test(error.message);
+}

@@ -1,0 +1,250 @@
+import type { ChannelAdapter } from "../channels/types.ts";
+import type { RuntimeEvent } from "../src/runtime/events.ts";
+import { isTerminalState } from "../src/runtime/types.ts";
+import { type DeliveryDeps, finishStream, syncStream } from "./deliver.ts";
+import { finalAnswerMarkdown } from "./final-text.ts";
+import type { ShownMessages } from "./sync-messages.ts";
+import type { OutboxStreamRecord } from "./types.ts";
+
+/** Shown while the answer so far is empty (a retried attempt withdrew everything). */
+export const EMPTY_PREVIEW = "…";
+
+export interface StreamReplyTarget {
+  runId: string;
+  conversationId: string;
+  target: string;
+  replyTo?: string;
+}
+
+export interface StreamReplyOptions extends DeliveryDeps {
+  adapter: ChannelAdapter;
+  target: StreamReplyTarget;
+  /** Called once when the reply no longer needs this object (done, handed to the worker, or aborted). */
+  onSettled(): void;
+}
+
+export interface StreamReply {
+  /** Feed every runtime event of the run, in order; others are ignored. Never throws. */
+  handle(event: RuntimeEvent): void;
+  /** Shutdown: stop previewing. The record stays `sending` and is recovered by the next start. */
+  abort(): void;
+  /** Resolves when no platform call of this reply is in flight any more and none will start. */
+  readonly settled: Promise<void>;
+}
+
+/**
+ * `idle`: no text yet. `live`: the record is ours (`sending`) and the chat shows previews.
+ * `done`: finished, handed to the worker, or aborted.
+ */
+type Phase = "idle" | "live" | "done";
+
+/**
+ * One streamed reply: the first delta creates the record `<runId>:stream` and sends a message;
+ * later deltas are coalesced into edits at most one per `editIntervalMs`, one call in flight;
+ * the text rolls over into further messages past `maxMessageChars`. The terminal event skips any
+ * queued preview and edits the messages to the final answer (deleting them for a superseded run).
+ */
+export function createStreamReply(options: StreamReplyOptions): StreamReply {
+  return new LiveStreamReply(options);
+}
+
+class LiveStreamReply implements StreamReply {
+  readonly settled: Promise<void>;
+  private resolveSettled!: () => void;
+  private phase: Phase = "idle";
+  /** Text of completed steps (last checkpoint) and of the attempt in progress. */
+  private committedText = "";
+  private attemptText = "";
+  private lastSequence = Number.NEGATIVE_INFINITY;
+  private finalMarkdown: string | null = null;
+  private record: OutboxStreamRecord | null = null;
+  private shown: ShownMessages = { messageIds: [], texts: [], usedKeys: new Set() };
+  private format: "rich" | "plain" = "rich";
+  private shownPreview: string | null = null;
+  private lastCallAtMs = Number.NEGATIVE_INFINITY;
+  private pumping = false;
+  private isSettled = false;
+  private readonly aborted = new AbortController();
+  /** Interrupts the wait for the next preview slot when the terminal event arrives. */
+  private slotWait: AbortController | null = null;
+
+  constructor(private readonly options: StreamReplyOptions) {
+    this.settled = new Promise((resolve) => {
+      this.resolveSettled = resolve;
+    });
+  }
+
+  handle(event: RuntimeEvent): void {
+    if (event.runId !== this.options.target.runId || this.phase === "done") return;
+    switch (event.type) {
+      case "assistant-delta":
+        if (!this.isNew(event.sequence)) return;
+        this.attemptText += event.delta;
+        break;
+      case "attempt-reset":
+        if (!this.isNew(event.sequence)) return;
+        this.attemptText = "";
+        break;
+      case "checkpoint":
+        this.committedText = event.text;
+        this.attemptText = "";
+        break;
+      case "terminal":
+        if (!isTerminalState(event.state)) return;
+        this.finalMarkdown = finalAnswerMarkdown(event.state, event.text);
+        this.slotWait?.abort();
+        break;
+      default:
+        return;
+    }
+    this.kick();
+  }
+
+  abort(): void {
+    this.aborted.abort(new Error("The stream reply was aborted by shutdown."));
+    this.slotWait?.abort();
+    this.phase = "done";
+    if (!this.pumping) this.settle();
+  }
+
+  private isNew(sequence: number): boolean {
+    if (sequence <= this.lastSequence) return false;
+    this.lastSequence = sequence;
+    return true;
+  }
+
+  private hasWork(): boolean {
+    if (this.finalMarkdown !== null) return true;
+    return this.phase === "idle" ? this.preview().trim() !== "" : this.preview() !== this.shownPreview;
+  }
+
+  private preview(): string {
+    return this.committedText + this.attemptText;
+  }
+
+  private kick(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    void this.pump()
+      .catch((error: unknown) => {
+        this.phase = "done";
+        this.options.logger.warn(
+          "stream reply stopped by an unexpected error; the record is recovered on restart",
+          {
+            runId: this.options.target.runId,
+            error: error instanceof Error ? error.message : String(error),
+          },
+        );
+      })
+      .finally(() => {
+        this.pumping = false;
+        if (this.phase === "done") this.settle();
+        // An event that arrived while the pump was returning found it still marked busy.
+        else if (this.hasWork()) this.kick();
+      });
+  }
+
+  /** The only place platform calls start, so at most one is in flight. */
+  private async pump(): Promise<void> {
+    while (this.phase !== "done") {
+      if (this.phase === "idle") {
+        // A run that ends before any text never opened a record: its terminal commit enqueues the answer.
+        if (this.finalMarkdown !== null) return this.finish();
+        if (this.preview().trim() === "") return;
+        await this.begin();
+        continue;
+      }
+      const record = this.record!;
+      if (this.finalMarkdown !== null) {
+        await this.waitForSlot(false);
+        if (this.aborted.signal.aborted) return;
+        await finishStream(
+          this.options,
+          this.options.adapter,
+          record,
+          this.shown,
+          this.format,
+          this.finalMarkdown,
+        );
+        return this.finish();
+      }
+      if (this.preview() === this.shownPreview) return;
+      if (!(await this.waitForSlot(true))) continue;
+      const preview = this.preview();
+      const format = await syncStream(
+        this.options,
+        this.options.adapter,
+        record,
+        this.shown,
+        this.format,
+        preview.trim() === "" ? EMPTY_PREVIEW : preview,
+      );
+      this.lastCallAtMs = this.options.clock.now();
+      this.shownPreview = preview;
+      // null: the failure is persisted (retry by the worker, failed or ambiguous); stop previewing.
+      if (format === null) return this.finish();
+      this.format = format;
+    }
+  }
+
+  private async begin(): Promise<void> {
+    const { adapter, target, repo, clock } = this.options;
+    if (!adapter.capabilities.edit || !adapter.edit) return this.finish();
+    const start = await repo.beginStream(
+      {
+        runId: target.runId,
+        conversationId: target.conversationId,
+        channel: adapter.channel,
+        account: adapter.account,
+        target: target.target,
+        ...(target.replyTo === undefined ? {} : { replyTo: target.replyTo }),
+        markdown: this.preview(),
+      },
+      clock.now(),
+    );
+    if (!start.live) return this.finish();
+    this.record = start.record;
+    this.shown = {
+      messageIds: [...(start.record.receipt?.messageIds ?? [])],
+      texts: [],
+      usedKeys: new Set(),
+    };
+    this.format = start.record.format ?? "rich";
+    this.phase = "live";
+  }
+
+  /**
+   * Waits until `editIntervalMs` after the last call. A preview wait (`interruptible`) ends early
+   * when the terminal event arrives, so the final text never queues behind a preview. False then.
+   */
+  private async waitForSlot(interruptible: boolean): Promise<boolean> {
+    const { clock, adapter } = this.options;
+    const waitMs = this.lastCallAtMs + adapter.limits.editIntervalMs - clock.now();
+    if (waitMs <= 0) return true;
+    const wait = new AbortController();
+    const onAbort = () => wait.abort();
+    this.aborted.signal.addEventListener("abort", onAbort, { once: true });
+    if (interruptible) this.slotWait = wait;
+    try {
+      await clock.sleep(waitMs, wait.signal);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      this.aborted.signal.removeEventListener("abort", onAbort);
+      if (this.slotWait === wait) this.slotWait = null;
+    }
+  }
+
+  private finish(): void {
+    this.phase = "done";
+  }
+
+  private settle(): void {
+    // Reached twice when shutdown aborts an idle reply and its pump then ends.
+    if (this.isSettled) return;
+    this.isSettled = true;
+    this.resolveSettled();
+    this.options.onSettled();
+  }
+}

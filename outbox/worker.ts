@@ -1,0 +1,214 @@
+import type { ChannelAdapter, ChannelName } from "../channels/types.ts";
+import type { Clock } from "../src/util/clock.ts";
+import { type DeliveryDeps, deliverRecord } from "./deliver.ts";
+import { DEFAULT_CALL_TIMEOUT_MS } from "./platform-call.ts";
+import { DeliveryRateLimiter } from "./rate-limiter.ts";
+import { formatRenderer, type Renderer } from "./render.ts";
+import { createStreamReply, type StreamReply, type StreamReplyTarget } from "./stream.ts";
+import {
+  consoleLogger,
+  type OutboxLogger,
+  type OutboxRepository,
+  type RecoverySummary,
+  targetKey,
+} from "./types.ts";
+
+export interface DeliveryWorkerOptions {
+  repo: OutboxRepository;
+  adapters: Map<ChannelName, ChannelAdapter>;
+  clock: Clock;
+  /** Uniform in [0, 1) for backoff jitter. Default Math.random. */
+  random?: () => number;
+  logger?: OutboxLogger;
+  /** Targets delivered to at the same time (each target is still strictly ordered). Default 4. */
+  concurrency?: number;
+  /** Past this a platform call counts as hung. Default 30 s. */
+  callTimeoutMs?: number;
+  /** Attempts before a transient failure becomes `failed`. Default 8. */
+  maxAttempts?: number;
+  /** Backoff base and ceiling. Defaults 500 ms and 60 s. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** Markdown → platform chunks. Default: outbox/format. */
+  renderer?: Renderer;
+}
+
+export interface DeliveryWorker {
+  /** Recovers records interrupted by a crash, then starts delivering. Call before any stream opens. */
+  start(): Promise<RecoverySummary>;
+  /** New records were committed: look now instead of at the next timer. */
+  notify(): void;
+  /**
+   * Stops taking records and waits up to `timeoutMs` for deliveries in flight. True when all
+   * finished; records left behind stay durable and are recovered by the next start.
+   */
+  drain(timeoutMs: number): Promise<boolean>;
+  /** Stops taking records, stops rate-limit waits and live streams, and waits for calls in flight. */
+  stop(): Promise<void>;
+  /** A live, edited reply for one run (fed by its runtime events); falls back to the worker when it cannot preview. */
+  openStream(target: StreamReplyTarget & { channel: ChannelName }): StreamReply;
+}
+
+/**
+ * Delivers outbox records: one lane per target (strict order), up to `concurrency` lanes at once,
+ * spaced by per-chat and per-account token buckets. Wakes on `notify()`, on a finished lane and on
+ * the earliest retry time; it never polls. A delivery failure changes only the outbox record.
+ */
+export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
+  const { repo, adapters, clock } = options;
+  const logger = options.logger ?? consoleLogger;
+  const concurrency = options.concurrency ?? 4;
+  const channels = [...adapters.keys()];
+  const shutdown = new AbortController();
+  const deps: DeliveryDeps = {
+    repo,
+    clock,
+    limiter: new DeliveryRateLimiter(clock),
+    renderer: options.renderer ?? formatRenderer,
+    logger,
+    callTimeoutMs: options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
+    retry: {
+      ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+      ...(options.baseDelayMs === undefined ? {} : { baseDelayMs: options.baseDelayMs }),
+      ...(options.maxDelayMs === undefined ? {} : { maxDelayMs: options.maxDelayMs }),
+      ...(options.random === undefined ? {} : { random: options.random }),
+    },
+    signal: shutdown.signal,
+  };
+
+  const lanes = new Map<string, Promise<void>>();
+  const streams = new Set<StreamReply>();
+  let accepting = false;
+  let loop: Promise<void> | null = null;
+  let wakeRequested = false;
+  let wake: (() => void) | null = null;
+
+  function notify(): void {
+    wakeRequested = true;
+    wake?.();
+  }
+
+  function startLane(record: Parameters<typeof deliverRecord>[2]): void {
+    const adapter = adapters.get(record.channel)!;
+    const key = targetKey(record);
+    const lane = deliverRecord(deps, adapter, record)
+      .catch((error: unknown) => {
+        logger.warn("delivery lane stopped by an unexpected error; the record is recovered on restart", {
+          recordId: record.id,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      })
+      .finally(() => {
+        lanes.delete(key);
+        notify();
+      });
+    lanes.set(key, lane);
+  }
+
+  async function waitForWake(wakeAtMs: number | null): Promise<void> {
+    if (wakeRequested) return;
+    const timer = new AbortController();
+    const woken = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const waits: Promise<unknown>[] = [woken];
+    const nowMs = clock.now();
+    if (wakeAtMs !== null && wakeAtMs > nowMs) {
+      waits.push(clock.sleep(wakeAtMs - nowMs, timer.signal).catch(() => {}));
+    }
+    try {
+      await Promise.race(waits);
+    } finally {
+      wake = null;
+      timer.abort();
+    }
+  }
+
+  async function run(): Promise<void> {
+    while (accepting) {
+      wakeRequested = false;
+      const free = concurrency - lanes.size;
+      try {
+        if (free > 0) {
+          const due = await repo.nextDeliverable(clock.now(), {
+            limit: free,
+            channels,
+            excludeTargets: new Set(lanes.keys()),
+          });
+          for (const record of due) if (accepting) startLane(record);
+          if (due.length > 0) continue;
+        }
+        // A head that is due but whose lane is finishing wakes us through that lane instead.
+        const wakeAtMs = free > 0 ? await repo.nextWakeAtMs(channels) : null;
+        await waitForWake(wakeAtMs);
+      } catch (error) {
+        logger.warn("outbox query failed; retrying in 1 s", {
+          error: error instanceof Error ? error.message : String(error),
+        });
+        await clock.sleep(1000, shutdown.signal).catch(() => {});
+      }
+    }
+  }
+
+  async function stopAccepting(): Promise<void> {
+    accepting = false;
+    notify();
+    await loop;
+  }
+
+  return {
+    async start() {
+      if (loop) throw new Error("The delivery worker is already started; create a new one after stop().");
+      const idempotent = new Set(
+        channels.filter((channel) => adapters.get(channel)!.capabilities.idempotentSend),
+      );
+      const summary = await repo.recoverInterrupted(idempotent, clock.now());
+      if (summary.ambiguous.length > 0) {
+        logger.warn("interrupted sends with unknown outcome; see `outbox list --state ambiguous`", {
+          ambiguous: summary.ambiguous,
+        });
+      }
+      accepting = true;
+      loop = run();
+      return summary;
+    },
+
+    notify,
+
+    async drain(timeoutMs) {
+      await stopAccepting();
+      if (timeoutMs <= 0) return lanes.size === 0;
+      const all = Promise.all(lanes.values()).then(() => true);
+      const timer = new AbortController();
+      const timedOut = clock.sleep(timeoutMs, timer.signal).then(
+        () => false,
+        () => false,
+      );
+      try {
+        return await Promise.race([all, timedOut]);
+      } finally {
+        timer.abort();
+      }
+    },
+
+    async stop() {
+      await stopAccepting();
+      shutdown.abort(new Error("The delivery worker is stopping."));
+      for (const stream of streams) stream.abort();
+      await Promise.all([...lanes.values(), ...[...streams].map((stream) => stream.settled)]);
+    },
+
+    openStream(target) {
+      const adapter = adapters.get(target.channel);
+      if (!adapter) {
+        throw new Error(
+          `No adapter for channel ${target.channel}; configure it before streaming replies to it.`,
+        );
+      }
+      const stream = createStreamReply({ ...deps, adapter, target, onSettled: notify });
+      streams.add(stream);
+      void stream.settled.finally(() => streams.delete(stream));
+      return stream;
+    },
+  };
+}

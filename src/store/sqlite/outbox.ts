@@ -1,0 +1,662 @@
+import type { Database } from "bun:sqlite";
+import type { ChannelName, SendReceipt } from "../../../channels/types.ts";
+import { finalAnswerMarkdown } from "../../../outbox/final-text.ts";
+import { assertTransition } from "../../../outbox/transitions.ts";
+import type {
+  OutboxActor,
+  OutboxCounts,
+  OutboxHistoryEntry,
+  OutboxInsert,
+  OutboxListFilter,
+  OutboxRecord,
+  OutboxRepository,
+  OutboxState,
+  RecoverySummary,
+  RenderedText,
+  StreamStart,
+} from "../../../outbox/types.ts";
+import { targetKey } from "../../../outbox/types.ts";
+import { SwitchboardError } from "../../errors.ts";
+import type { TerminalRunState } from "../../runtime/types.ts";
+import { newId } from "../../util/ids.ts";
+
+/** Version 1 of the meaning of outbox rows. Bump it, and document the change here, when that meaning changes. */
+export const OUTBOX_SCHEMA_VERSION = 1;
+
+/**
+ * The outbox table. `ordinal` is the causal order within (channel, account, target); the partial
+ * index serves "head of each target" over the records that still block their target.
+ */
+export const OUTBOX_SCHEMA_SQL = `
+CREATE TABLE outbox (
+  id TEXT PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  run_id TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  account TEXT NOT NULL,
+  target TEXT NOT NULL,
+  reply_to TEXT,
+  ordinal INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('message', 'stream')),
+  markdown TEXT NOT NULL,
+  final INTEGER NOT NULL CHECK (final IN (0, 1)),
+  state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'delivered', 'failed', 'ambiguous', 'cancelled')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at_ms INTEGER NOT NULL,
+  rendered TEXT,
+  format TEXT CHECK (format IN ('rich', 'plain')),
+  chunks_delivered INTEGER NOT NULL DEFAULT 0,
+  receipt TEXT,
+  last_error TEXT,
+  history TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL,
+  UNIQUE (channel, account, target, ordinal)
+);
+CREATE INDEX outbox_open_by_target ON outbox (channel, account, target, ordinal)
+  WHERE state IN ('pending', 'sending', 'ambiguous');
+CREATE INDEX outbox_by_conversation ON outbox (conversation_id, state);
+CREATE INDEX outbox_by_run ON outbox (run_id);
+CREATE INDEX outbox_sending ON outbox (state) WHERE state = 'sending';
+`;
+
+/** States that hold their target: nothing later in the same chat is sent while the head is in one. */
+const OPEN_STATES = "('pending', 'sending', 'ambiguous')";
+
+interface OutboxRow {
+  id: string;
+  key: string;
+  run_id: string;
+  conversation_id: string;
+  channel: string;
+  account: string;
+  target: string;
+  reply_to: string | null;
+  ordinal: number;
+  kind: string;
+  markdown: string;
+  final: number;
+  state: string;
+  attempts: number;
+  next_attempt_at_ms: number;
+  rendered: string | null;
+  format: string | null;
+  chunks_delivered: number;
+  receipt: string | null;
+  last_error: string | null;
+  history: string;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+function toRecord(row: OutboxRow): OutboxRecord {
+  const base = {
+    id: row.id,
+    key: row.key,
+    runId: row.run_id,
+    conversationId: row.conversation_id,
+    channel: row.channel as ChannelName,
+    account: row.account,
+    target: row.target,
+    replyTo: row.reply_to,
+    ordinal: row.ordinal,
+    markdown: row.markdown,
+    state: row.state as OutboxState,
+    attempts: row.attempts,
+    nextAttemptAtMs: row.next_attempt_at_ms,
+    receipt: row.receipt === null ? null : (JSON.parse(row.receipt) as SendReceipt),
+    lastError: row.last_error,
+    history: JSON.parse(row.history) as OutboxHistoryEntry[],
+    createdAtMs: row.created_at_ms,
+    updatedAtMs: row.updated_at_ms,
+  };
+  if (row.kind === "stream") {
+    return { ...base, kind: "stream", final: row.final === 1, format: row.format as "rich" | "plain" | null };
+  }
+  return {
+    ...base,
+    kind: "message",
+    rendered: row.rendered === null ? null : (JSON.parse(row.rendered) as RenderedText),
+    chunksDelivered: row.chunks_delivered,
+  };
+}
+
+function historyJson(entry: OutboxHistoryEntry): string {
+  return JSON.stringify(entry);
+}
+
+function getRow(db: Database, idOrKey: string): OutboxRow | null {
+  return db.query("SELECT * FROM outbox WHERE id = ? OR key = ?").get(idOrKey, idOrKey) as OutboxRow | null;
+}
+
+function hasEarlierOpenRecord(
+  db: Database,
+  row: Pick<OutboxRow, "channel" | "account" | "target" | "ordinal">,
+): boolean {
+  return (
+    db
+      .query(
+        `SELECT 1 FROM outbox WHERE channel = ? AND account = ? AND target = ? AND ordinal < ? AND state IN ${OPEN_STATES} LIMIT 1`,
+      )
+      .get(row.channel, row.account, row.target, row.ordinal) !== null
+  );
+}
+
+/**
+ * Inserts outbox records inside the caller's open transaction (the run's terminal commit).
+ * Assigns each the next ordinal of its target; a key that already exists is skipped, so a
+ * replayed commit enqueues nothing twice. Returns the ids of records actually inserted.
+ */
+export function insertOutboxRecordsSync(
+  db: Database,
+  inserts: readonly OutboxInsert[],
+  nowMs: number,
+): string[] {
+  const inserted: string[] = [];
+  for (const insert of inserts) {
+    if (insert.kind === "message" && insert.markdown.trim() === "") {
+      throw new SwitchboardError(
+        "input_invalid",
+        `Outbox record ${insert.key} has no text; leave an empty answer out of the outbox instead of enqueuing it.`,
+      );
+    }
+    const exists = db.query("SELECT 1 FROM outbox WHERE key = ?").get(insert.key);
+    if (exists) continue;
+    const { next } = db
+      .query(
+        "SELECT COALESCE(MAX(ordinal), 0) + 1 AS next FROM outbox WHERE channel = ? AND account = ? AND target = ?",
+      )
+      .get(insert.channel, insert.account, insert.target) as { next: number };
+    const id = insert.id ?? newId("obx", nowMs);
+    const final = insert.kind === "message" || insert.final !== false;
+    db.query(
+      `INSERT INTO outbox (id, key, run_id, conversation_id, channel, account, target, reply_to, ordinal, kind,
+         markdown, final, state, attempts, next_attempt_at_ms, history, created_at_ms, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
+    ).run(
+      id,
+      insert.key,
+      insert.runId,
+      insert.conversationId,
+      insert.channel,
+      insert.account,
+      insert.target,
+      insert.replyTo ?? null,
+      next,
+      insert.kind,
+      insert.markdown,
+      final ? 1 : 0,
+      nowMs,
+      JSON.stringify([{ atMs: nowMs, actor: "system", action: "enqueued" } satisfies OutboxHistoryEntry]),
+      nowMs,
+      nowMs,
+    );
+    inserted.push(id);
+  }
+  return inserted;
+}
+
+/**
+ * Sets a stream record's final text inside the caller's open transaction (the run's terminal
+ * commit). Its state is untouched: a live stream still owns it, or the worker will deliver it.
+ * False when there is no stream record with `key` (the run never streamed: insert a message).
+ */
+export function finalizeStreamRecordSync(
+  db: Database,
+  key: string,
+  markdown: string,
+  nowMs: number,
+): boolean {
+  const entry: OutboxHistoryEntry = { atMs: nowMs, actor: "system", action: "finalized" };
+  const result = db
+    .query(
+      `UPDATE outbox SET markdown = ?, final = 1, updated_at_ms = ?, history = json_insert(history, '$[#]', json(?))
+       WHERE key = ? AND kind = 'stream' AND final = 0`,
+    )
+    .run(markdown, nowMs, historyJson(entry), key);
+  if (result.changes === 1) return true;
+  return db.query("SELECT 1 FROM outbox WHERE key = ? AND kind = 'stream'").get(key) !== null;
+}
+
+/** What a finished run must show in its chat. */
+export interface AnswerDelivery {
+  runId: string;
+  conversationId: string;
+  channel: ChannelName;
+  account: string;
+  target: string;
+  replyTo?: string;
+  state: TerminalRunState;
+  /** The canonical answer (the terminal event's text). */
+  text: string;
+}
+
+export type AnswerDeliveryResult = "stream-finalized" | "enqueued" | "nothing-to-send";
+
+/**
+ * The terminal commit's one call, inside its transaction: finalises the run's stream record when
+ * it streamed, else enqueues the answer as `<runId>:0`. Because the stream's start refuses a run
+ * that already has records, exactly one of the two ever exists.
+ */
+export function commitAnswerDeliverySync(
+  db: Database,
+  answer: AnswerDelivery,
+  nowMs: number,
+): AnswerDeliveryResult {
+  const markdown = finalAnswerMarkdown(answer.state, answer.text);
+  if (finalizeStreamRecordSync(db, `${answer.runId}:stream`, markdown, nowMs)) return "stream-finalized";
+  if (markdown.trim() === "") return "nothing-to-send";
+  insertOutboxRecordsSync(
+    db,
+    [
+      {
+        key: `${answer.runId}:0`,
+        runId: answer.runId,
+        conversationId: answer.conversationId,
+        channel: answer.channel,
+        account: answer.account,
+        target: answer.target,
+        ...(answer.replyTo === undefined ? {} : { replyTo: answer.replyTo }),
+        kind: "message",
+        markdown,
+      },
+    ],
+    nowMs,
+  );
+  return "enqueued";
+}
+
+type Column =
+  | "attempts"
+  | "next_attempt_at_ms"
+  | "rendered"
+  | "format"
+  | "chunks_delivered"
+  | "receipt"
+  | "last_error";
+
+interface TransitionRequest {
+  id: string;
+  to: OutboxState;
+  /** Compare-and-set: the update applies only while the record is in one of these. */
+  from: readonly OutboxState[];
+  set?: Partial<Record<Column, string | number | null>>;
+  /** Extra SQL condition (no user input). */
+  where?: string;
+  whereParams?: (string | number)[];
+  entry: OutboxHistoryEntry;
+  nowMs: number;
+}
+
+function transition(db: Database, request: TransitionRequest): boolean {
+  for (const from of request.from) assertTransition(request.id, from, request.to);
+  const assignments = Object.entries(request.set ?? {});
+  const sql = `UPDATE outbox SET state = ?, updated_at_ms = ?, history = json_insert(history, '$[#]', json(?))${assignments
+    .map(([column]) => `, ${column} = ?`)
+    .join("")}
+    WHERE id = ? AND state IN (${request.from.map(() => "?").join(", ")})${request.where ? ` AND ${request.where}` : ""}`;
+  const result = db
+    .query(sql)
+    .run(
+      request.to,
+      request.nowMs,
+      historyJson(request.entry),
+      ...assignments.map(([, value]) => value ?? null),
+      request.id,
+      ...request.from,
+      ...(request.whereParams ?? []),
+    );
+  return result.changes === 1;
+}
+
+const system = (atMs: number, action: string, note?: string): OutboxHistoryEntry =>
+  note === undefined ? { atMs, actor: "system", action } : { atMs, actor: "system", action, note };
+
+/** The outbox over one SQLite database (WAL, busy_timeout set by whoever opened it). */
+export class SqliteOutboxRepository implements OutboxRepository {
+  constructor(private readonly db: Database) {}
+
+  async insert(inserts: OutboxInsert[], nowMs: number): Promise<string[]> {
+    return this.write(() => insertOutboxRecordsSync(this.db, inserts, nowMs));
+  }
+
+  async nextDeliverable(
+    nowMs: number,
+    options: { limit: number; channels: readonly ChannelName[]; excludeTargets?: ReadonlySet<string> },
+  ): Promise<OutboxRecord[]> {
+    if (options.channels.length === 0 || options.limit <= 0) return [];
+    const excluded = options.excludeTargets ?? new Set<string>();
+    const rows = this.db
+      .query(
+        `${headsSql(options.channels.length)} AND o.next_attempt_at_ms <= ?
+         ORDER BY o.next_attempt_at_ms, o.created_at_ms LIMIT ?`,
+      )
+      .all(...options.channels, nowMs, options.limit + excluded.size) as OutboxRow[];
+    return rows
+      .map(toRecord)
+      .filter((record) => !excluded.has(targetKey(record)))
+      .slice(0, options.limit);
+  }
+
+  async nextWakeAtMs(channels: readonly ChannelName[]): Promise<number | null> {
+    if (channels.length === 0) return null;
+    const row = this.db
+      .query(`SELECT MIN(o.next_attempt_at_ms) AS at FROM (${headsSql(channels.length)}) AS o`)
+      .get(...channels) as { at: number | null };
+    return row.at;
+  }
+
+  async markSending(id: string, nowMs: number, rendered?: RenderedText): Promise<OutboxRecord | null> {
+    return this.write(() => {
+      const row = getRow(this.db, id);
+      if (row?.state !== "pending") return null;
+      const set: TransitionRequest["set"] = { attempts: row.attempts + 1 };
+      if (rendered && row.kind === "message" && row.rendered === null)
+        set.rendered = JSON.stringify(rendered);
+      const moved = transition(this.db, {
+        id: row.id,
+        from: ["pending"],
+        to: "sending",
+        set,
+        entry: system(nowMs, "sending", `attempt ${row.attempts + 1}`),
+        nowMs,
+      });
+      return moved ? toRecord(getRow(this.db, row.id)!) : null;
+    });
+  }
+
+  async recordChunkDelivered(
+    id: string,
+    chunkIndex: number,
+    messageIds: string[],
+    nowMs: number,
+  ): Promise<boolean> {
+    return this.write(() => {
+      const row = getRow(this.db, id);
+      if (row?.state !== "sending" || row.chunks_delivered !== chunkIndex) return false;
+      const receipt = JSON.parse(row.receipt ?? '{"messageIds":[]}') as SendReceipt;
+      const total = row.rendered === null ? "?" : (JSON.parse(row.rendered) as RenderedText).chunks.length;
+      return (
+        this.db
+          .query(
+            `UPDATE outbox SET chunks_delivered = ?, receipt = ?, updated_at_ms = ?,
+               history = json_insert(history, '$[#]', json(?))
+             WHERE id = ? AND state = 'sending' AND chunks_delivered = ?`,
+          )
+          .run(
+            chunkIndex + 1,
+            JSON.stringify({ messageIds: [...receipt.messageIds, ...messageIds] }),
+            nowMs,
+            historyJson(system(nowMs, "chunk delivered", `chunk ${chunkIndex + 1} of ${total}`)),
+            id,
+            chunkIndex,
+          ).changes === 1
+      );
+    });
+  }
+
+  async replaceRendered(id: string, rendered: RenderedText, nowMs: number): Promise<boolean> {
+    return this.write(
+      () =>
+        this.db
+          .query(
+            `UPDATE outbox SET rendered = ?, updated_at_ms = ?, history = json_insert(history, '$[#]', json(?))
+             WHERE id = ? AND kind = 'message' AND state = 'sending' AND chunks_delivered = 0`,
+          )
+          .run(
+            JSON.stringify(rendered),
+            nowMs,
+            historyJson(system(nowMs, "formatting fallback", `rendered as ${rendered.format} text`)),
+            id,
+          ).changes === 1,
+    );
+  }
+
+  async recordStreamProgress(
+    id: string,
+    messageIds: string[],
+    format: "rich" | "plain",
+    nowMs: number,
+  ): Promise<boolean> {
+    return this.write(
+      () =>
+        this.db
+          .query(
+            `UPDATE outbox SET receipt = ?, format = ?, updated_at_ms = ?
+             WHERE id = ? AND kind = 'stream' AND state = 'sending'`,
+          )
+          .run(JSON.stringify({ messageIds }), format, nowMs, id).changes === 1,
+    );
+  }
+
+  async markDelivered(
+    id: string,
+    receipt: SendReceipt,
+    nowMs: number,
+    shownMarkdown?: string,
+  ): Promise<boolean> {
+    return this.write(() =>
+      transition(this.db, {
+        id,
+        from: ["sending"],
+        to: "delivered",
+        set: { receipt: JSON.stringify(receipt), last_error: null },
+        // A stream is delivered only when the chat shows its canonical final text.
+        where: "(kind = 'message' OR (final = 1 AND markdown = ?))",
+        whereParams: [shownMarkdown ?? ""],
+        entry: system(nowMs, "delivered", `${receipt.messageIds.length} platform message(s)`),
+        nowMs,
+      }),
+    );
+  }
+
+  async scheduleRetry(id: string, nextAttemptAtMs: number, error: string, nowMs: number): Promise<boolean> {
+    return this.write(() =>
+      transition(this.db, {
+        id,
+        from: ["sending"],
+        to: "pending",
+        set: { next_attempt_at_ms: nextAttemptAtMs, last_error: error },
+        entry: system(nowMs, "retry scheduled", `in ${Math.max(0, nextAttemptAtMs - nowMs)} ms: ${error}`),
+        nowMs,
+      }),
+    );
+  }
+
+  async markFailed(id: string, reason: string, nowMs: number): Promise<boolean> {
+    return this.write(() =>
+      transition(this.db, {
+        id,
+        from: ["sending"],
+        to: "failed",
+        set: { last_error: reason },
+        entry: system(nowMs, "failed", reason),
+        nowMs,
+      }),
+    );
+  }
+
+  async markAmbiguous(id: string, reason: string, nowMs: number): Promise<boolean> {
+    return this.write(() =>
+      transition(this.db, {
+        id,
+        from: ["sending"],
+        to: "ambiguous",
+        set: { last_error: reason },
+        entry: system(nowMs, "ambiguous", reason),
+        nowMs,
+      }),
+    );
+  }
+
+  async recoverInterrupted(
+    idempotentChannels: ReadonlySet<ChannelName>,
+    nowMs: number,
+  ): Promise<RecoverySummary> {
+    return this.write(() => {
+      const summary: RecoverySummary = { requeued: [], resumedStreams: [], ambiguous: [] };
+      const rows = this.db
+        .query("SELECT * FROM outbox WHERE state = 'sending' ORDER BY ordinal")
+        .all() as OutboxRow[];
+      for (const row of rows) {
+        const receipt = row.receipt === null ? null : (JSON.parse(row.receipt) as SendReceipt);
+        if (row.kind === "stream" && receipt !== null && receipt.messageIds.length > 0) {
+          this.requeue(row.id, nowMs, "interrupted stream: its messages will be edited to the final text");
+          summary.resumedStreams.push(row.id);
+        } else if (idempotentChannels.has(row.channel as ChannelName)) {
+          this.requeue(
+            row.id,
+            nowMs,
+            "interrupted send on an idempotent channel: repeating it with the same key",
+          );
+          summary.requeued.push(row.id);
+        } else {
+          const reason =
+            "interrupted while sending: the platform may or may not show it. Check the chat, then " +
+            "`outbox resolve --delivered`, `outbox retry` or `outbox cancel`.";
+          transition(this.db, {
+            id: row.id,
+            from: ["sending"],
+            to: "ambiguous",
+            set: { last_error: reason },
+            entry: system(nowMs, "ambiguous", reason),
+            nowMs,
+          });
+          summary.ambiguous.push(row.id);
+        }
+      }
+      return summary;
+    });
+  }
+
+  async beginStream(insert: Omit<OutboxInsert, "kind" | "key">, nowMs: number): Promise<StreamStart> {
+    return this.write((): StreamStart => {
+      const key = `${insert.runId}:stream`;
+      let row = getRow(this.db, key);
+      if (row === null) {
+        if (this.db.query("SELECT 1 FROM outbox WHERE run_id = ? LIMIT 1").get(insert.runId)) {
+          return { live: false, reason: "answered" };
+        }
+        insertOutboxRecordsSync(this.db, [{ ...insert, key, kind: "stream", final: false }], nowMs);
+        row = getRow(this.db, key)!;
+      }
+      if (row.kind !== "stream" || row.state !== "pending" || row.final === 1) {
+        return { live: false, reason: "unavailable" };
+      }
+      if (hasEarlierOpenRecord(this.db, row)) return { live: false, reason: "queued" };
+      transition(this.db, {
+        id: row.id,
+        from: ["pending"],
+        to: "sending",
+        set: { attempts: row.attempts + 1 },
+        entry: system(nowMs, "sending", "live preview"),
+        nowMs,
+      });
+      return {
+        live: true,
+        record: toRecord(getRow(this.db, row.id)!) as Extract<OutboxRecord, { kind: "stream" }>,
+      };
+    });
+  }
+
+  async list(filter: OutboxListFilter): Promise<OutboxRecord[]> {
+    const rows = this.db
+      .query(
+        `SELECT * FROM outbox WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR conversation_id = ?2)
+         ORDER BY created_at_ms DESC, ordinal DESC LIMIT ?3`,
+      )
+      .all(filter.state ?? null, filter.conversationId ?? null, filter.limit ?? 100) as OutboxRow[];
+    return rows.map(toRecord);
+  }
+
+  async show(idOrKey: string): Promise<OutboxRecord | null> {
+    const row = getRow(this.db, idOrKey);
+    return row ? toRecord(row) : null;
+  }
+
+  async retry(id: string, actor: OutboxActor, nowMs: number, note?: string): Promise<OutboxRecord> {
+    return this.operate(id, "pending", actor, "retry", note, nowMs, {
+      attempts: 0,
+      next_attempt_at_ms: nowMs,
+    });
+  }
+
+  async resolve(
+    id: string,
+    outcome: "delivered" | "failed",
+    actor: OutboxActor,
+    note: string,
+    nowMs: number,
+  ): Promise<OutboxRecord> {
+    return this.operate(id, outcome, actor, `resolve ${outcome}`, note, nowMs, {});
+  }
+
+  async cancel(id: string, actor: OutboxActor, nowMs: number, note?: string): Promise<OutboxRecord> {
+    return this.operate(id, "cancelled", actor, "cancel", note, nowMs, {});
+  }
+
+  async counts(conversationId: string): Promise<OutboxCounts> {
+    const row = this.db
+      .query(
+        `SELECT COALESCE(SUM(state IN ('pending', 'sending')), 0) AS waiting,
+                COALESCE(SUM(state = 'ambiguous'), 0) AS ambiguous
+         FROM outbox WHERE conversation_id = ?`,
+      )
+      .get(conversationId) as OutboxCounts;
+    return { waiting: row.waiting, ambiguous: row.ambiguous };
+  }
+
+  private operate(
+    id: string,
+    to: "pending" | "delivered" | "failed" | "cancelled",
+    actor: OutboxActor,
+    action: string,
+    note: string | undefined,
+    nowMs: number,
+    set: TransitionRequest["set"],
+  ): OutboxRecord {
+    return this.write(() => {
+      const row = getRow(this.db, id);
+      if (!row) {
+        throw new SwitchboardError("not_found", `No outbox record ${id}. List records with \`outbox list\`.`);
+      }
+      // An operator acts on records waiting for them; a `sending` record belongs to the worker.
+      if (row.state === "sending") {
+        throw new SwitchboardError(
+          "input_invalid",
+          `Outbox record ${row.id} is being sent right now; wait for the attempt to end, then try again.`,
+        );
+      }
+      assertTransition(row.id, row.state as OutboxState, to);
+      const entry: OutboxHistoryEntry =
+        note === undefined ? { atMs: nowMs, actor, action } : { atMs: nowMs, actor, action, note };
+      transition(this.db, { id: row.id, from: [row.state as OutboxState], to, set, entry, nowMs });
+      return toRecord(getRow(this.db, row.id)!);
+    });
+  }
+
+  private requeue(id: string, nowMs: number, note: string): void {
+    transition(this.db, {
+      id,
+      from: ["sending"],
+      to: "pending",
+      set: { next_attempt_at_ms: nowMs },
+      entry: system(nowMs, "recovered", note),
+      nowMs,
+    });
+  }
+
+  private write<T>(work: () => T): T {
+    return this.db.transaction(work).immediate();
+  }
+}
+
+/** Head record of each target of `channelCount` channels that the worker may deliver. */
+function headsSql(channelCount: number): string {
+  return `SELECT o.* FROM outbox o
+    JOIN (SELECT channel, account, target, MIN(ordinal) AS ordinal FROM outbox
+          WHERE state IN ${OPEN_STATES} GROUP BY channel, account, target) h
+      ON o.channel = h.channel AND o.account = h.account AND o.target = h.target AND o.ordinal = h.ordinal
+    WHERE o.state = 'pending' AND o.final = 1 AND o.channel IN (${Array.from({ length: channelCount }, () => "?").join(", ")})`;
+}

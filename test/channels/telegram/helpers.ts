@@ -1,0 +1,58 @@
+import type { TelegramAdapterEvent } from "../../../channels/telegram/events.ts";
+import type { InboundMessage, Ingress, IngressOutcome } from "../../../channels/types.ts";
+import { type Clock, systemClock } from "../../../src/util/clock.ts";
+
+/** Real time, except that backoff sleeps longer than `capMs` are cut short (and recorded). */
+export function shortSleepClock(capMs = 20): Clock & { requestedSleepsMs: number[] } {
+  const requestedSleepsMs: number[] = [];
+  return {
+    requestedSleepsMs,
+    now: () => Date.now(),
+    sleep: (ms, signal) => {
+      requestedSleepsMs.push(ms);
+      return systemClock.sleep(Math.min(ms, capMs), signal);
+    },
+  };
+}
+
+/** An ingress that records what it got; `behaviour` decides each outcome (default: admitted). */
+export function recordingIngress(
+  behaviour: (message: InboundMessage, attempt: number) => Promise<IngressOutcome> | IngressOutcome = () =>
+    admitted(),
+): Ingress & { received: InboundMessage[] } {
+  const received: InboundMessage[] = [];
+  const attempts = new Map<string, number>();
+  const ingress = async (message: InboundMessage) => {
+    received.push(message);
+    const attempt = (attempts.get(message.updateKey) ?? 0) + 1;
+    attempts.set(message.updateKey, attempt);
+    return await behaviour(message, attempt);
+  };
+  return Object.assign(ingress, { received });
+}
+
+export function admitted(): IngressOutcome {
+  return { kind: "admitted", runId: "run_test", conversationId: "conv_test" };
+}
+
+export function eventLog(): {
+  events: TelegramAdapterEvent[];
+  onEvent: (event: TelegramAdapterEvent) => void;
+} {
+  const events: TelegramAdapterEvent[] = [];
+  return { events, onEvent: (event) => events.push(event) };
+}
+
+export async function waitUntil<T>(
+  probe: () => T | undefined | null | false,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() >= deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`);
+    await Bun.sleep(5);
+  }
+}

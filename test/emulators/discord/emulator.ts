@@ -1,0 +1,320 @@
+import type { Server } from "bun";
+import type { APIUser } from "discord.js";
+import { type Clock, systemClock } from "../../../src/util/clock.ts";
+import { handleControl } from "./control.ts";
+import { type Fault, FaultInjector, type RestRoute } from "./faults.ts";
+import { GatewayHub, type GatewayLogEntry, type GatewaySocketData } from "./gateway.ts";
+import { type ChannelRateLimit, ChannelRateLimiter } from "./rate-limit.ts";
+import { RestApi, type RestCall } from "./rest.ts";
+import { SnowflakeGenerator } from "./snowflake.ts";
+import { type EmulatedChannel, type GatewayMessage, type UserMessageOptions, World } from "./world.ts";
+
+export interface DiscordEmulatorOptions {
+  /** Bot token the REST API and IDENTIFY accept (without "Bot "). Default "emulated-discord-token". */
+  token?: string;
+  botUsername?: string;
+  /** Sent in HELLO. Default 41 250 ms like Discord; use a few hundred ms to test zombie detection. */
+  heartbeatIntervalMs?: number;
+  /** How long a create's nonce is remembered for `enforce_nonce`. Default 5 minutes. */
+  nonceWindowMs?: number;
+  /** Per-channel message bucket; off unless given (Discord's is about 5 per 5 s). */
+  channelRateLimit?: ChannelRateLimit;
+  /** Dispatch MESSAGE_CREATE for the bot's own REST creates, as Discord does. Default true. */
+  echoOwnMessages?: boolean;
+  /** Time for snowflakes, timestamps, nonce windows and rate limits. Default the system clock. */
+  clock?: Clock;
+}
+
+export const DEFAULT_DISCORD_TOKEN = "emulated-discord-token";
+
+/** Waits for an emulator condition; resolves with the predicate's first truthy value. */
+type Predicate<T> = () => T | undefined | null | false;
+
+/**
+ * A Discord REST + gateway emulator on 127.0.0.1 for discord.js clients. Start it with
+ * {@link startDiscordEmulator}; pass `apiUrl` as the client's `rest.api`.
+ */
+export class DiscordEmulator {
+  readonly token: string;
+  readonly bot: APIUser;
+  readonly guildId: string;
+  /** The guild text channel "general" that exists from the start. */
+  readonly generalChannelId: string;
+  private readonly world: World;
+  private readonly gateway: GatewayHub;
+  private readonly rest: RestApi;
+  private readonly faults = new FaultInjector();
+  private readonly clock: Clock;
+  private readonly waiters = new Set<() => void>();
+  private rateLimiter: ChannelRateLimiter | null;
+  private server: Server<GatewaySocketData> | null = null;
+
+  constructor(options: DiscordEmulatorOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    const now = () => this.clock.now();
+    const ids = new SnowflakeGenerator(now);
+    this.token = options.token ?? DEFAULT_DISCORD_TOKEN;
+    this.bot = {
+      id: ids.next(),
+      username: options.botUsername ?? "switchboard",
+      global_name: null,
+      discriminator: "0",
+      avatar: null,
+      bot: true,
+    };
+    this.world = new World(ids, now, this.bot);
+    this.guildId = this.world.guildId;
+    this.generalChannelId = this.world.createTextChannel("general").id;
+    this.rateLimiter = options.channelRateLimit
+      ? new ChannelRateLimiter(options.channelRateLimit, now)
+      : null;
+    const onChange = () => this.notify();
+    this.gateway = new GatewayHub({
+      token: this.token,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
+      bot: this.bot,
+      resumeUrl: () => this.gatewayUrl,
+      guildIds: () => [this.world.guildId],
+      guildCreate: () => this.world.guildCreatePayload(),
+      onChange,
+    });
+    this.rest = new RestApi({
+      token: this.token,
+      world: this.world,
+      gateway: this.gateway,
+      faults: this.faults,
+      rateLimiter: () => this.rateLimiter,
+      nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
+      echoOwnMessages: options.echoOwnMessages ?? true,
+      gatewayUrl: () => this.gatewayUrl,
+      now,
+      onChange,
+    });
+  }
+
+  /** Binds 127.0.0.1 on a free port. */
+  listen(): this {
+    if (this.server) throw new Error("Discord emulator: listen() was already called.");
+    const gateway = this.gateway;
+    this.server = Bun.serve<GatewaySocketData>({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (request, server) => this.route(request, server),
+      websocket: {
+        open: (socket) => gateway.onOpen(socket),
+        message: (socket, raw) => gateway.onMessage(socket, raw),
+        close: (socket, code) => gateway.onClose(socket, code),
+      },
+    });
+    return this;
+  }
+
+  get port(): number {
+    if (!this.server?.port) throw new Error("Discord emulator: call listen() first.");
+    return this.server.port;
+  }
+
+  /** Base URL of the server, e.g. http://127.0.0.1:PORT */
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** What discord.js takes as `rest.api`: http://127.0.0.1:PORT/api */
+  get apiUrl(): string {
+    return `${this.baseUrl}/api`;
+  }
+
+  get gatewayUrl(): string {
+    return `ws://127.0.0.1:${this.port}/gateway`;
+  }
+
+  // ── world ────────────────────────────────────────────────────────────────────────────────────
+
+  createUser(username: string, options: { bot?: boolean } = {}): APIUser {
+    return this.world.createUser(username, options);
+  }
+
+  /** A new guild text channel, announced with CHANNEL_CREATE to connected clients. */
+  createTextChannel(name: string): string {
+    const channel = this.world.createTextChannel(name);
+    this.gateway.dispatch("CHANNEL_CREATE", this.world.channelPayload(channel));
+    return channel.id;
+  }
+
+  /** A new public thread under `parentId`, announced with THREAD_CREATE. */
+  createThread(options: { parentId?: string; name: string; ownerId: string; botIsMember?: boolean }): string {
+    const thread = this.world.createThread({
+      parentId: options.parentId ?? this.generalChannelId,
+      name: options.name,
+      ownerId: options.ownerId,
+      botIsMember: options.botIsMember ?? options.ownerId === this.bot.id,
+    });
+    this.gateway.dispatch("THREAD_CREATE", { ...this.world.channelPayload(thread), newly_created: true });
+    return thread.id;
+  }
+
+  dmChannelId(userId: string): string {
+    return this.world.dmChannelFor(userId).id;
+  }
+
+  channel(id: string): EmulatedChannel | undefined {
+    return this.world.channels.get(id);
+  }
+
+  // ── inbound traffic ──────────────────────────────────────────────────────────────────────────
+
+  /** A DM from `userId` to the bot, dispatched as MESSAGE_CREATE with channel_type 1. */
+  sendDm(userId: string, content: string, options: Pick<UserMessageOptions, "replyTo"> = {}): GatewayMessage {
+    const channel = this.world.dmChannelFor(userId);
+    return this.dispatchMessage(this.world.addUserMessage(channel.id, userId, content, options));
+  }
+
+  /** A message from `userId` in a guild text channel or thread. */
+  sendChannelMessage(
+    channelId: string,
+    userId: string,
+    content: string,
+    options: UserMessageOptions = {},
+  ): GatewayMessage {
+    return this.dispatchMessage(this.world.addUserMessage(channelId, userId, content, options));
+  }
+
+  /** Dispatches an already delivered message again, as a gateway replay or duplicate would. */
+  redispatch(messageId: string): void {
+    const stored = this.world.message(messageId);
+    if (!stored) throw new Error(`Discord emulator: no message ${messageId} to dispatch again.`);
+    this.gateway.dispatch("MESSAGE_CREATE", stored.message);
+  }
+
+  // ── faults and limits ────────────────────────────────────────────────────────────────────────
+
+  /** The next `times` calls of `route` fail with `fault`. */
+  failNext(route: RestRoute, fault: Fault, times = 1): void {
+    this.faults.failNext(route, fault, times);
+  }
+
+  clearFaults(): void {
+    this.faults.clear();
+  }
+
+  setChannelRateLimit(rule: ChannelRateLimit | null): void {
+    this.rateLimiter = rule ? new ChannelRateLimiter(rule, () => this.clock.now()) : null;
+  }
+
+  /** Stop (false) or resume (true) answering heartbeats. */
+  setHeartbeatAcks(enabled: boolean): void {
+    this.gateway.heartbeatAcks = enabled;
+  }
+
+  /** Closes gateway connections with `code` (default 4000, which discord.js answers with RESUME). */
+  dropGatewayConnections(code = 4000): void {
+    this.gateway.dropConnections(code);
+  }
+
+  /** Sends op 7 RECONNECT to every connection. */
+  requestReconnect(): void {
+    this.gateway.requestReconnect();
+  }
+
+  /** Forgets gateway sessions: the next RESUME is refused and the client identifies anew. */
+  invalidateSessions(): void {
+    this.gateway.invalidateSessions();
+  }
+
+  // ── observation ──────────────────────────────────────────────────────────────────────────────
+
+  /** Every REST call so far, oldest first. */
+  get restCalls(): readonly RestCall[] {
+    return this.rest.calls;
+  }
+
+  get gatewayLog(): readonly GatewayLogEntry[] {
+    return this.gateway.log;
+  }
+
+  /** Gateway clients connected right now. */
+  get connectedClients(): number {
+    return this.gateway.liveSessionCount;
+  }
+
+  /** Number of 429 answers so far (injected or from the channel rate limit). */
+  get rateLimitedCount(): number {
+    return this.rest.calls.filter((call) => call.status === 429).length;
+  }
+
+  /** Messages still visible in `channelId`, oldest first, edits applied, deletes removed. */
+  visibleMessages(channelId: string): GatewayMessage[] {
+    return this.world.visibleMessages(channelId);
+  }
+
+  /** The message with `id` (also deleted ones), with the nonce its creator sent. */
+  message(id: string): { message: GatewayMessage; nonce?: string; deleted: boolean } | undefined {
+    return this.world.message(id);
+  }
+
+  /**
+   * Resolves with the predicate's first truthy value, checking now and after every REST call or
+   * gateway event; rejects after `timeoutMs`.
+   */
+  waitFor<T>(predicate: Predicate<T>, timeoutMs = 2000, description = "condition"): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const check = (): boolean => {
+        const value = predicate();
+        if (!value) return false;
+        this.waiters.delete(check);
+        clearTimeout(timer);
+        resolve(value);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(check);
+        reject(new Error(`Discord emulator: timed out after ${timeoutMs} ms waiting for ${description}.`));
+      }, timeoutMs);
+      if (!check()) this.waiters.add(check);
+    });
+  }
+
+  /** Ends every gateway connection and hanging request, then stops the server. */
+  async close(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    this.gateway.closeAll();
+    this.rest.releaseHanging();
+    await server.stop(true);
+  }
+
+  private dispatchMessage(message: GatewayMessage): GatewayMessage {
+    this.gateway.dispatch("MESSAGE_CREATE", message);
+    return message;
+  }
+
+  private notify(): void {
+    for (const check of [...this.waiters]) check();
+  }
+
+  private async route(request: Request, server: Server<GatewaySocketData>): Promise<Response | undefined> {
+    const url = new URL(request.url);
+    if (url.pathname === "/gateway") {
+      if (server.upgrade(request, { data: { kind: "gateway", sessionId: null } })) return undefined;
+      return new Response("Expected a WebSocket upgrade", { status: 426 });
+    }
+    if (url.pathname.startsWith("/api/v10/")) {
+      // Hanging requests must outlive Bun's idle timeout, or the server would answer for us.
+      server.timeout(request, 0);
+      return this.rest.handle(request, url.pathname.slice("/api/v10".length));
+    }
+    if (url.pathname.startsWith("/__control/")) {
+      return handleControl(this, request, url);
+    }
+    return new Response(JSON.stringify({ message: "404: Not Found", code: 0 }), {
+      status: 404,
+      headers: { "content-type": "application/json" },
+    });
+  }
+}
+
+/** Starts an emulator on a free port of 127.0.0.1. */
+export function startDiscordEmulator(options: DiscordEmulatorOptions = {}): DiscordEmulator {
+  return new DiscordEmulator(options).listen();
+}

@@ -1,0 +1,11 @@
+export {
+  DEFAULT_DISCORD_TOKEN,
+  DiscordEmulator,
+  type DiscordEmulatorOptions,
+  startDiscordEmulator,
+} from "./emulator.ts";
+export type { Fault, RestRoute } from "./faults.ts";
+export type { GatewayLogEntry } from "./gateway.ts";
+export type { ChannelRateLimit } from "./rate-limit.ts";
+export type { RestCall } from "./rest.ts";
+export type { GatewayMessage } from "./world.ts";

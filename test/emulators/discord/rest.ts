@@ -1,0 +1,354 @@
+import type { Fault, FaultInjector, RestRoute } from "./faults.ts";
+import type { GatewayHub } from "./gateway.ts";
+import type { ChannelRateLimiter } from "./rate-limit.ts";
+import type { EmulatedChannel, GatewayMessage, StoredMessage, World } from "./world.ts";
+
+export const MAX_MESSAGE_CHARS = 2000;
+const MAX_NONCE_CHARS = 25;
+
+/** One REST call as the emulator saw it. The Authorization header is never recorded. */
+export interface RestCall {
+  method: string;
+  route: RestRoute | "unknown";
+  path: string;
+  /** HTTP status answered, or what happened instead of an answer. */
+  status: number | "hang" | "reset";
+  body: unknown;
+  atMs: number;
+  fault?: Fault["kind"];
+  /** A create whose nonce matched an earlier one: the earlier message was returned, nothing new. */
+  dedupedByNonce?: boolean;
+}
+
+export interface RestApiOptions {
+  token: string;
+  world: World;
+  gateway: GatewayHub;
+  faults: FaultInjector;
+  rateLimiter: () => ChannelRateLimiter | null;
+  nonceWindowMs: number;
+  echoOwnMessages: boolean;
+  gatewayUrl: () => string;
+  now: () => number;
+  onChange: () => void;
+}
+
+interface Match {
+  route: RestRoute;
+  channelId?: string;
+  messageId?: string;
+}
+
+type Outcome = Response | "hang" | "reset";
+
+const ROUTE_PATTERNS: ReadonlyArray<[string, RegExp, RestRoute]> = [
+  ["GET", /^\/gateway\/bot$/, "GET /gateway/bot"],
+  ["GET", /^\/users\/@me$/, "GET /users/@me"],
+  ["GET", /^\/channels\/(\d+)$/, "GET /channels/:id"],
+  ["POST", /^\/channels\/(\d+)\/messages$/, "POST /channels/:id/messages"],
+  ["PATCH", /^\/channels\/(\d+)\/messages\/(\d+)$/, "PATCH /channels/:id/messages/:id"],
+  ["DELETE", /^\/channels\/(\d+)\/messages\/(\d+)$/, "DELETE /channels/:id/messages/:id"],
+  ["POST", /^\/channels\/(\d+)\/typing$/, "POST /channels/:id/typing"],
+];
+
+/** Discord's REST API under /api/v10, with fault injection, rate limits and nonce idempotency. */
+export class RestApi {
+  readonly calls: RestCall[] = [];
+  private readonly hanging = new Set<() => void>();
+  private readonly nonces = new Map<string, { messageId: string; atMs: number }>();
+
+  constructor(private readonly options: RestApiOptions) {}
+
+  /** `path` is what follows /api/v10. */
+  async handle(request: Request, path: string): Promise<Response> {
+    const method = request.method.toUpperCase();
+    const body = await readJson(request);
+    const match = matchRoute(method, path);
+    const call: RestCall = {
+      method,
+      route: match?.route ?? "unknown",
+      path,
+      status: 0,
+      body,
+      atMs: this.options.now(),
+    };
+    const outcome = await this.answer(request, match, body, call);
+    call.status = outcome instanceof Response ? outcome.status : outcome;
+    this.calls.push(call);
+    this.options.onChange();
+    if (outcome === "reset") return resetConnection();
+    if (outcome === "hang") return this.hang();
+    return outcome;
+  }
+
+  /** Releases every hanging request (their clients have usually given up already). */
+  releaseHanging(): void {
+    for (const release of this.hanging) release();
+    this.hanging.clear();
+  }
+
+  private async answer(
+    request: Request,
+    match: Match | null,
+    body: unknown,
+    call: RestCall,
+  ): Promise<Outcome> {
+    if (request.headers.get("authorization") !== `Bot ${this.options.token}`) {
+      return json(401, { message: "401: Unauthorized", code: 0 });
+    }
+    if (!match) return json(404, { message: "404: Not Found", code: 0 });
+    const fault = this.options.faults.take(match.route);
+    if (fault) call.fault = fault.kind;
+    if (fault && !("afterCommit" in fault && fault.afterCommit))
+      return faultResponse(fault, this.options.now());
+    const response = this.route(match, body, call);
+    if (fault?.kind === "hang" || fault?.kind === "reset") return fault.kind;
+    return response;
+  }
+
+  private route(match: Match, body: unknown, call: RestCall): Response {
+    const { world } = this.options;
+    switch (match.route) {
+      case "GET /gateway/bot":
+        return json(200, {
+          url: this.options.gatewayUrl(),
+          shards: 1,
+          session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 },
+        });
+      case "GET /users/@me":
+        return json(200, world.bot);
+      case "GET /channels/:id": {
+        const channel = this.channel(match);
+        return channel ? json(200, world.channelPayload(channel)) : unknownChannel();
+      }
+      case "POST /channels/:id/messages":
+        return this.createMessage(match, body, call);
+      case "PATCH /channels/:id/messages/:id":
+        return this.editMessage(match, body);
+      case "DELETE /channels/:id/messages/:id":
+        return this.deleteMessage(match);
+      case "POST /channels/:id/typing":
+        return this.channel(match) ? noContent() : unknownChannel();
+    }
+  }
+
+  private createMessage(match: Match, body: unknown, call: RestCall): Response {
+    const channel = this.channel(match);
+    if (!channel) return unknownChannel();
+    const input = asRecord(body);
+    const invalid = validateContent(input.content, true) ?? validateNonce(input.nonce);
+    if (invalid) return invalid;
+
+    const limiter = this.options.rateLimiter();
+    const decision = limiter?.tryAcquire(channel.id);
+    if (limiter && decision && !decision.allowed)
+      return rateLimited(decision.retryAfterMs, limiter.limit, this.options.now());
+
+    const nonce = input.nonce === undefined ? undefined : String(input.nonce);
+    const nonceKey = nonce === undefined ? undefined : `${channel.id}:${nonce}`;
+    if (nonceKey !== undefined && input.enforce_nonce === true) {
+      const seen = this.nonces.get(nonceKey);
+      const earlier = seen && this.options.world.message(seen.messageId);
+      if (seen && earlier && this.options.now() - seen.atMs < this.options.nonceWindowMs) {
+        call.dedupedByNonce = true;
+        return json(200, restView(earlier.message), decision?.allowed ? decision : undefined, limiter?.limit);
+      }
+    }
+
+    const reference = asRecord(input.message_reference);
+    let replyTo: string | undefined;
+    if (typeof reference.message_id === "string") {
+      const referenced = this.options.world.message(reference.message_id);
+      if (referenced && !referenced.deleted && referenced.message.channel_id === channel.id) {
+        replyTo = reference.message_id;
+      } else if (reference.fail_if_not_exists !== false) {
+        return formError("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message");
+      }
+    }
+
+    const stored = this.options.world.addBotMessage(channel, input.content as string, nonce, replyTo);
+    if (nonceKey !== undefined)
+      this.nonces.set(nonceKey, { messageId: stored.message.id, atMs: this.options.now() });
+    if (this.options.echoOwnMessages) this.options.gateway.dispatch("MESSAGE_CREATE", stored.message);
+    return json(200, restView(stored.message), decision?.allowed ? decision : undefined, limiter?.limit);
+  }
+
+  private editMessage(match: Match, body: unknown): Response {
+    const stored = this.ownMessage(match);
+    if (stored instanceof Response) return stored;
+    const input = asRecord(body);
+    if (input.content !== undefined) {
+      const invalid = validateContent(input.content, false);
+      if (invalid) return invalid;
+      stored.message.content = input.content as string;
+    }
+    stored.message.edited_timestamp = new Date(this.options.now()).toISOString();
+    this.options.gateway.dispatch("MESSAGE_UPDATE", stored.message);
+    return json(200, restView(stored.message));
+  }
+
+  private deleteMessage(match: Match): Response {
+    const stored = this.ownMessage(match);
+    if (stored instanceof Response) return stored;
+    stored.deleted = true;
+    const { id, channel_id, guild_id } = stored.message;
+    this.options.gateway.dispatch("MESSAGE_DELETE", { id, channel_id, ...(guild_id ? { guild_id } : {}) });
+    return noContent();
+  }
+
+  private ownMessage(match: Match): StoredMessage | Response {
+    if (!this.channel(match)) return unknownChannel();
+    const stored = match.messageId === undefined ? undefined : this.options.world.message(match.messageId);
+    if (!stored || stored.deleted || stored.message.channel_id !== match.channelId) {
+      return json(404, { message: "Unknown Message", code: 10008 });
+    }
+    if (stored.message.author.id !== this.options.world.bot.id) {
+      return json(403, { message: "Cannot edit a message authored by another user", code: 50005 });
+    }
+    return stored;
+  }
+
+  private channel(match: Match): EmulatedChannel | undefined {
+    return match.channelId === undefined ? undefined : this.options.world.channels.get(match.channelId);
+  }
+
+  private hang(): Promise<Response> {
+    return new Promise((resolve) => {
+      const release = () => resolve(resetConnection());
+      this.hanging.add(release);
+    });
+  }
+}
+
+function matchRoute(method: string, path: string): Match | null {
+  for (const [routeMethod, pattern, route] of ROUTE_PATTERNS) {
+    if (routeMethod !== method) continue;
+    const found = pattern.exec(path);
+    if (!found) continue;
+    return {
+      route,
+      ...(found[1] === undefined ? {} : { channelId: found[1] }),
+      ...(found[2] === undefined ? {} : { messageId: found[2] }),
+    };
+  }
+  return null;
+}
+
+function faultResponse(fault: Fault, nowMs: number): Outcome {
+  switch (fault.kind) {
+    case "rate_limit":
+      return rateLimited(fault.retryAfterMs, 5, nowMs);
+    case "server_error":
+      return json(fault.status, { message: "500: Internal Server Error", code: 0 });
+    case "api_error":
+      return json(fault.status, { message: fault.message, code: fault.code });
+    case "hang":
+    case "reset":
+      return fault.kind;
+  }
+}
+
+/** A 429 like Discord's: integer Retry-After header, precise `retry_after` in the body. */
+function rateLimited(retryAfterMs: number, limit: number, nowMs: number): Response {
+  const seconds = retryAfterMs / 1000;
+  return new Response(
+    JSON.stringify({ message: "You are being rate limited.", retry_after: seconds, global: false }),
+    {
+      status: 429,
+      headers: {
+        "content-type": "application/json",
+        "retry-after": String(Math.ceil(seconds)),
+        "x-ratelimit-limit": String(limit),
+        "x-ratelimit-remaining": "0",
+        "x-ratelimit-reset": ((nowMs + retryAfterMs) / 1000).toFixed(3),
+        "x-ratelimit-reset-after": seconds.toFixed(3),
+        "x-ratelimit-bucket": "emulated-channel-messages",
+        "x-ratelimit-scope": "user",
+      },
+    },
+  );
+}
+
+function json(
+  status: number,
+  body: unknown,
+  bucket?: { remaining: number; resetAfterMs: number },
+  limit?: number,
+): Response {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (bucket && limit !== undefined) {
+    headers["x-ratelimit-limit"] = String(limit);
+    headers["x-ratelimit-remaining"] = String(bucket.remaining);
+    headers["x-ratelimit-reset-after"] = (bucket.resetAfterMs / 1000).toFixed(3);
+    headers["x-ratelimit-bucket"] = "emulated-channel-messages";
+  }
+  return new Response(JSON.stringify(body), { status, headers });
+}
+
+/** 204 without a content type: discord.js crashes on an empty body labelled JSON. */
+function noContent(): Response {
+  return new Response(null, { status: 204 });
+}
+
+/** Erroring the body before any byte makes Bun drop the connection: the client sees ECONNRESET. */
+function resetConnection(): Response {
+  return new Response(
+    new ReadableStream({
+      pull(controller) {
+        controller.error();
+      },
+    }),
+  );
+}
+
+function unknownChannel(): Response {
+  return json(404, { message: "Unknown Channel", code: 10003 });
+}
+
+function formError(field: string, code: string, message: string): Response {
+  return json(400, {
+    message: "Invalid Form Body",
+    code: 50035,
+    errors: { [field]: { _errors: [{ code, message }] } },
+  });
+}
+
+function validateContent(content: unknown, required: boolean): Response | undefined {
+  if (content === undefined || content === "") {
+    return required ? json(400, { message: "Cannot send an empty message", code: 50006 }) : undefined;
+  }
+  if (typeof content !== "string")
+    return formError("content", "STRING_TYPE_CONVERT", "Could not interpret as string.");
+  if (content.length > MAX_MESSAGE_CHARS) {
+    return formError("content", "BASE_TYPE_MAX_LENGTH", `Must be ${MAX_MESSAGE_CHARS} or fewer in length.`);
+  }
+  return undefined;
+}
+
+function validateNonce(nonce: unknown): Response | undefined {
+  if (nonce === undefined || typeof nonce === "number") return undefined;
+  if (typeof nonce !== "string" || nonce.length > MAX_NONCE_CHARS) {
+    return formError("nonce", "BASE_TYPE_MAX_LENGTH", `Must be ${MAX_NONCE_CHARS} or fewer in length.`);
+  }
+  return undefined;
+}
+
+/** The REST shape of a message: the gateway-only fields removed. */
+function restView(message: GatewayMessage): Record<string, unknown> {
+  const { guild_id: _guildId, member: _member, channel_type: _channelType, ...rest } = message;
+  return rest;
+}
+
+function asRecord(value: unknown): Record<string, unknown> {
+  return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
+}
+
+async function readJson(request: Request): Promise<unknown> {
+  const text = await request.text();
+  if (text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

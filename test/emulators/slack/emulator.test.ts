@@ -1,0 +1,177 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { webApi } from "@slack/bolt";
+import { postEvent, type SlackEmulator, SlackEmulatorControl, startSlackEmulator } from "./index.ts";
+
+let emulator: SlackEmulator;
+let client: webApi.WebClient;
+
+beforeAll(() => {
+  emulator = startSlackEmulator({ redeliveryDelayMs: 100, maxRedeliveries: 1 });
+  client = new webApi.WebClient(emulator.botToken, {
+    slackApiUrl: emulator.apiUrl,
+    retryConfig: { retries: 0 },
+    rejectRateLimitedCalls: true,
+    logLevel: webApi.LogLevel.ERROR,
+  });
+});
+
+afterEach(() => emulator.reset());
+afterAll(() => emulator.close());
+
+async function slackError(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof webApi.WebAPIPlatformError) return error.data.error;
+    throw error;
+  }
+  throw new Error("expected an {ok:false} answer");
+}
+
+describe("Slack emulator Web API (driven by the real web-api client)", () => {
+  test("auth.test names team, bot user, bot and app", async () => {
+    const auth = await client.auth.test();
+    expect(auth).toMatchObject({
+      ok: true,
+      team_id: emulator.identity.teamId,
+      user_id: emulator.identity.botUserId,
+      bot_id: emulator.identity.botId,
+      app_id: emulator.identity.appId,
+    });
+  });
+
+  test("tokens are checked: wrong → invalid_auth, app token on a bot method → not_allowed_token_type", async () => {
+    const wrong = new webApi.WebClient("xoxb-nope", {
+      slackApiUrl: emulator.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    expect(await slackError(wrong.auth.test())).toBe("invalid_auth");
+    expect(await slackError(client.apps.connections.open({}))).toBe("not_allowed_token_type");
+    const app = new webApi.WebClient(emulator.appToken, {
+      slackApiUrl: emulator.apiUrl,
+      retryConfig: { retries: 0 },
+    });
+    expect(await slackError(app.chat.postMessage({ channel: "C0AAAAAAA1", text: "x" }))).toBe(
+      "not_allowed_token_type",
+    );
+    const opened = await app.apps.connections.open({});
+    expect(opened.url).toStartWith(`ws://127.0.0.1:`);
+    // Calls are recorded without their tokens.
+    expect(JSON.stringify(emulator.calls())).not.toContain(emulator.botToken);
+    expect(JSON.stringify(emulator.calls())).not.toContain(emulator.appToken);
+  });
+
+  test("text over 40,000 characters is truncated like Slack does", async () => {
+    await client.chat.postMessage({ channel: "C0AAAAAAA1", text: "a".repeat(40_010) });
+    const [message] = emulator.messages("C0AAAAAAA1");
+    expect(message?.text.length).toBe(40_000);
+    expect(message?.truncated).toBe(true);
+  });
+
+  test("chatStream() (startStream/appendStream/stopStream with chunks) assembles one message", async () => {
+    const stream = client.chatStream({
+      channel: "C0AAAAAAA1",
+      thread_ts: "1700000000.000100",
+      buffer_size: 5,
+    });
+    await stream.append({ markdown_text: "Hello" });
+    await stream.append({ markdown_text: ", wor" });
+    await stream.stop({ markdown_text: "ld!" });
+    expect(emulator.calls().map((call) => call.method)).toEqual([
+      "chat.startStream",
+      "chat.appendStream",
+      "chat.stopStream",
+    ]);
+    expect(emulator.messages("C0AAAAAAA1")).toMatchObject([
+      { text: "Hello, world!", threadTs: "1700000000.000100", stream: "stopped" },
+    ]);
+    const ts = emulator.messages("C0AAAAAAA1")[0]?.ts ?? "";
+    expect(
+      await slackError(client.chat.appendStream({ channel: "C0AAAAAAA1", ts, markdown_text: "more" })),
+    ).toBe("message_not_in_streaming_state");
+  });
+
+  test("faults apply to the next N calls of one method only", async () => {
+    emulator.failNext("chat.postMessage", { kind: "server_error", status: 503 }, 2);
+    for (let i = 0; i < 2; i += 1) {
+      const error = await client.chat
+        .postMessage({ channel: "C0AAAAAAA1", text: "x" })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(webApi.WebAPIHTTPError);
+    }
+    await client.auth.test();
+    await client.chat.postMessage({ channel: "C0AAAAAAA1", text: "x" });
+    expect(emulator.calls().map((call) => `${call.method}:${call.status}`)).toEqual([
+      "chat.postMessage:503",
+      "chat.postMessage:503",
+      "auth.test:200",
+      "chat.postMessage:200",
+    ]);
+  });
+});
+
+describe("Slack emulator controls", () => {
+  test("/__control mirrors the TypeScript controls for other processes", async () => {
+    const control = new SlackEmulatorControl(emulator.url);
+    expect((await control.identity()).identity).toEqual(emulator.identity);
+    await control.failNext("chat.postMessage", { kind: "rate_limited", retryAfterSeconds: 2 });
+    const error = await client.chat
+      .postMessage({ channel: "C0AAAAAAA1", text: "x" })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(webApi.WebAPIRateLimitedError);
+    await client.chat.postMessage({ channel: "C0AAAAAAA1", text: "visible" });
+    expect((await control.messages("C0AAAAAAA1")).map((message) => message.text)).toEqual(["visible"]);
+    expect((await control.calls("chat.postMessage")).map((call) => call.status)).toEqual([429, 200]);
+
+    const envelopeId = await control.pushEvent(emulator.events.dm({ user: "U0CONTROL1", text: "queued" }));
+    // No Socket Mode client is connected, so the envelope waits.
+    expect((await control.envelopes()).find((envelope) => envelope.envelopeId === envelopeId)?.state).toBe(
+      "pending",
+    );
+    expect(await control.sockets()).toEqual({ open: 0, ever: 0 });
+    await control.reset();
+    expect(await control.calls()).toEqual([]);
+  });
+
+  test("unknown control paths answer 404 with a message", async () => {
+    const response = await fetch(`${emulator.url}/__control/nope`);
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: string }).error).toContain("/__control/nope");
+  });
+});
+
+describe("postEvent (Events API sender)", () => {
+  test("retries a timeout with X-Slack-Retry-Num and reason http_timeout", async () => {
+    const seen: { retryNum: string | null; reason: string | null }[] = [];
+    const receiver = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: async (request) => {
+        seen.push({
+          retryNum: request.headers.get("x-slack-retry-num"),
+          reason: request.headers.get("x-slack-retry-reason"),
+        });
+        if (seen.length === 1) await Bun.sleep(300);
+        return new Response("ok");
+      },
+    });
+    try {
+      const result = await postEvent(
+        `http://127.0.0.1:${receiver.port}/`,
+        { type: "event_callback" },
+        {
+          signingSecret: "s",
+          timeoutMs: 100,
+        },
+      );
+      expect(result.status).toBe(200);
+      expect(result.attempts.map((attempt) => attempt.retryNum)).toEqual([0, 1]);
+      expect(seen).toEqual([
+        { retryNum: null, reason: null },
+        { retryNum: "1", reason: "http_timeout" },
+      ]);
+    } finally {
+      await receiver.stop(true);
+    }
+  });
+});

@@ -1,0 +1,324 @@
+import type { Server } from "bun";
+import { handleControlRequest } from "./control.ts";
+import { createTsGenerator, type SlackEventBuilders, slackEventBuilders } from "./events.ts";
+import { ChannelRateLimiter, FaultPlan } from "./faults.ts";
+import { MessageBoard } from "./message-board.ts";
+import { type SocketData, SocketModeHub } from "./socket-mode.ts";
+import type {
+  ApiCallRecord,
+  EnvelopeRecord,
+  EventCallbackBody,
+  SlackFault,
+  SlackIdentity,
+  TokenKind,
+  VisibleMessage,
+} from "./types.ts";
+import { waitFor } from "./wait-for.ts";
+import { answerWebApiCall, type ChannelStates, rateLimited, type WebApiAnswer } from "./web-api.ts";
+
+export interface SlackEmulatorOptions {
+  /** Bot token (xoxb-) the Web API accepts. */
+  botToken?: string;
+  /** App-level token (xapp-) apps.connections.open accepts. */
+  appToken?: string;
+  identity?: Partial<SlackIdentity>;
+  /** Un-acked Socket Mode envelopes are sent again after this long. Default 3000. */
+  redeliveryDelayMs?: number;
+  /** Redeliveries of an un-acked envelope; Slack makes 3. Default 3. */
+  maxRedeliveries?: number;
+  /** Minimum spacing of posts per channel before 429s; null (default) disables the limit. */
+  channelRateLimitMs?: number | null;
+  /** Port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  now?: () => number;
+}
+
+export const DEFAULT_IDENTITY: SlackIdentity = {
+  teamId: "T0EMULATED",
+  teamName: "Switchboard Emulated",
+  appId: "A0SWITCHBD",
+  botUserId: "U0SWITCHBOT",
+  botId: "B0SWITCHBOT",
+};
+
+/**
+ * A Slack stand-in on 127.0.0.1 for Bolt and web-api: the Web API under `/api/<method>`, Socket
+ * Mode over WebSocket, test controls in TypeScript and under `/__control/` for other processes.
+ */
+export class SlackEmulator {
+  readonly identity: SlackIdentity;
+  readonly botToken: string;
+  readonly appToken: string;
+  /** Event payload builders bound to this workspace. */
+  readonly events: SlackEventBuilders;
+  readonly #server: Server<SocketData>;
+  readonly #calls: ApiCallRecord[] = [];
+  readonly #board: MessageBoard;
+  readonly #faults = new FaultPlan();
+  readonly #rateLimiter: ChannelRateLimiter;
+  readonly #hub: SocketModeHub;
+  readonly #channels: ChannelStates = { archived: new Set(), notIn: new Set() };
+  readonly #hangingCalls = new Set<() => void>();
+  readonly #now: () => number;
+
+  constructor(options: SlackEmulatorOptions = {}) {
+    this.identity = { ...DEFAULT_IDENTITY, ...options.identity };
+    this.botToken = options.botToken ?? "xoxb-1-emulator-bot-token";
+    this.appToken = options.appToken ?? "xapp-1-emulator-app-token";
+    this.#now = options.now ?? Date.now;
+    const nextTs = createTsGenerator(this.#now);
+    this.events = slackEventBuilders(this.identity, nextTs);
+    this.#board = new MessageBoard(this.identity, nextTs);
+    this.#rateLimiter = new ChannelRateLimiter(this.#now);
+    this.#rateLimiter.configure(options.channelRateLimitMs ?? null);
+    this.#hub = new SocketModeHub({
+      identity: this.identity,
+      redeliveryDelayMs: options.redeliveryDelayMs ?? 3000,
+      maxRedeliveries: options.maxRedeliveries ?? 3,
+      now: this.#now,
+    });
+    const hub = this.#hub;
+    this.#server = Bun.serve<SocketData>({
+      hostname: "127.0.0.1",
+      port: options.port ?? 0,
+      fetch: (request, server) => this.#route(request, server),
+      websocket: {
+        open: (socket) => hub.onOpen(socket),
+        message: (_socket, message) => hub.onMessage(message),
+        close: (socket) => hub.onClose(socket),
+      },
+    });
+  }
+
+  /** http://127.0.0.1:PORT */
+  get url(): string {
+    return `http://127.0.0.1:${this.#server.port}`;
+  }
+
+  /** What to pass as web-api's slackApiUrl (with the trailing slash it needs). */
+  get apiUrl(): string {
+    return `${this.url}/api/`;
+  }
+
+  // ---- Socket Mode controls ----
+
+  /** Sends an event over Socket Mode (queued until a client connects). Returns the envelope id. */
+  pushEvent(payload: EventCallbackBody): string {
+    return this.#hub.push(payload);
+  }
+
+  /** Sends an envelope again now as Slack's next retry (retry_attempt + 1). */
+  redeliver(envelopeId: string): void {
+    this.#hub.redeliver(envelopeId);
+  }
+
+  /** Sends the identical envelope frame again. */
+  duplicate(envelopeId: string): void {
+    this.#hub.duplicate(envelopeId);
+  }
+
+  envelope(envelopeId: string): EnvelopeRecord | undefined {
+    return this.#hub.envelope(envelopeId);
+  }
+
+  envelopes(): EnvelopeRecord[] {
+    return this.#hub.envelopes();
+  }
+
+  socketConnections(): number {
+    return this.#hub.connectionCount();
+  }
+
+  socketConnectionsEver(): number {
+    return this.#hub.connectionsEver();
+  }
+
+  /** Sends `{type:"disconnect"}` to every Socket Mode client, which makes them reconnect. */
+  requestReconnect(reason?: string): void {
+    this.#hub.disconnectAll(reason);
+  }
+
+  /** Drops every Socket Mode connection abruptly. */
+  dropSockets(): void {
+    this.#hub.dropAll();
+  }
+
+  // ---- Web API controls ----
+
+  /** The next `times` calls of `method` (e.g. "chat.postMessage") get `fault`. */
+  failNext(method: string, fault: SlackFault, times = 1): void {
+    this.#faults.add(method, fault, times);
+  }
+
+  /** Slack's ~1 post/s per channel: posts closer than `intervalMs` get 429. Null turns it off. */
+  setChannelRateLimit(intervalMs: number | null): void {
+    this.#rateLimiter.configure(intervalMs);
+  }
+
+  /** 429s handed out by the per-channel rate limit (for one channel, or all). */
+  rateLimitRejections(channel?: string): number {
+    return this.#rateLimiter.rejections(channel);
+  }
+
+  /** Marks a channel archived (is_archived) or the bot as not a member (not_in_channel). */
+  setChannelState(channel: string, state: { archived?: boolean; botIsMember?: boolean }): void {
+    if (state.archived !== undefined) toggle(this.#channels.archived, channel, state.archived);
+    if (state.botIsMember !== undefined) toggle(this.#channels.notIn, channel, !state.botIsMember);
+  }
+
+  /** Web API calls so far, oldest first, optionally for one method. */
+  calls(method?: string): ApiCallRecord[] {
+    return this.#calls.filter((call) => method === undefined || call.method === method);
+  }
+
+  /** What a person sees in `channel` now (or in every channel): edits applied, deletes removed. */
+  messages(channel?: string): VisibleMessage[] {
+    return channel === undefined ? this.#board.all() : this.#board.list(channel);
+  }
+
+  waitFor<T>(
+    predicate: () => T | false | undefined | null,
+    timeoutMs: number,
+    description?: string,
+  ): Promise<T> {
+    return waitFor(predicate, timeoutMs, description);
+  }
+
+  /** Forgets calls, messages, faults, envelopes, channel states and rate-limit counts. */
+  reset(): void {
+    this.#calls.length = 0;
+    this.#board.clear();
+    this.#faults.clear();
+    this.#rateLimiter.reset();
+    this.#hub.clearEnvelopes();
+    this.#channels.archived.clear();
+    this.#channels.notIn.clear();
+  }
+
+  /** Ends every socket and hanging call and stops the server. */
+  async close(): Promise<void> {
+    for (const release of this.#hangingCalls) release();
+    this.#hangingCalls.clear();
+    this.#hub.close();
+    await this.#server.stop(true);
+  }
+
+  // ---- request handling ----
+
+  #route(request: Request, server: Server<SocketData>): Response | Promise<Response> | undefined {
+    const url = new URL(request.url);
+    if (url.pathname === "/socket") {
+      const data = this.#hub.redeemTicket(url.searchParams.get("ticket"));
+      if (data === null) return new Response("invalid or used Socket Mode ticket", { status: 401 });
+      return server.upgrade(request, { data }) ? undefined : new Response("upgrade failed", { status: 400 });
+    }
+    if (url.pathname.startsWith("/api/")) return this.#handleApi(url.pathname.slice("/api/".length), request);
+    if (url.pathname.startsWith("/__control/")) return handleControlRequest(this, url, request);
+    return new Response("not found", { status: 404 });
+  }
+
+  async #handleApi(method: string, request: Request): Promise<Response> {
+    const { params, bodyToken } = await readParams(request);
+    const tokenKind = this.#classifyToken(request.headers.get("authorization"), bodyToken);
+    const record: ApiCallRecord = { method, params, tokenKind, status: null, ok: false, atMs: this.#now() };
+    this.#calls.push(record);
+
+    const fault = this.#faults.take(method);
+    if (fault !== undefined) {
+      record.fault = fault.kind;
+      if (fault.kind === "hang") {
+        return new Promise<Response>((resolve) => {
+          const release = () => resolve(new Response("emulator closed", { status: 503 }));
+          this.#hangingCalls.add(release);
+        });
+      }
+      if (fault.kind === "reset") return resetConnection();
+    }
+    const answer =
+      fault === undefined
+        ? answerWebApiCall(method, params, tokenKind, this.#webApiContext())
+        : faultAnswer(fault);
+    record.status = answer.status;
+    record.ok = answer.body.ok === true;
+    if (typeof answer.body.error === "string") record.error = answer.body.error;
+    const headers = { "content-type": "application/json; charset=utf-8", ...answer.headers };
+    if (fault?.kind === "server_error") {
+      return new Response("<html><body>upstream error</body></html>", { status: answer.status, headers: {} });
+    }
+    return new Response(JSON.stringify(answer.body), { status: answer.status, headers });
+  }
+
+  #webApiContext() {
+    return {
+      identity: this.identity,
+      board: this.#board,
+      rateLimiter: this.#rateLimiter,
+      channels: this.#channels,
+      openSocketUrl: () => `ws://127.0.0.1:${this.#server.port}/socket?ticket=${this.#hub.issueTicket()}`,
+    };
+  }
+
+  #classifyToken(authorization: string | null, bodyToken: string | undefined): TokenKind {
+    const token = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length) : bodyToken;
+    if (token === undefined || token === "") return "missing";
+    if (token === this.botToken) return "bot";
+    if (token === this.appToken) return "app";
+    return "invalid";
+  }
+}
+
+function faultAnswer(fault: Exclude<SlackFault, { kind: "hang" | "reset" }>): WebApiAnswer {
+  switch (fault.kind) {
+    case "rate_limited":
+      return rateLimited(fault.retryAfterSeconds);
+    case "server_error":
+      return { status: fault.status, body: { ok: false, error: `http_${fault.status}` } };
+    case "platform_error":
+      return { status: 200, body: { ok: false, error: fault.error } };
+  }
+}
+
+/** A response whose body fails before any byte is written: Bun drops the connection (ECONNRESET). */
+function resetConnection(): Response {
+  const body = new ReadableStream({
+    start(controller) {
+      // Erroring synchronously makes Bun log the error; a microtask later it only closes the socket.
+      queueMicrotask(() => controller.error(undefined));
+    },
+  });
+  return new Response(body);
+}
+
+async function readParams(request: Request): Promise<{ params: Record<string, string>; bodyToken?: string }> {
+  const contentType = request.headers.get("content-type") ?? "";
+  const params: Record<string, string> = {};
+  if (contentType.includes("application/json")) {
+    const json: unknown = await request.json().catch(() => ({}));
+    if (typeof json === "object" && json !== null) {
+      for (const [key, value] of Object.entries(json)) {
+        params[key] = typeof value === "string" ? value : JSON.stringify(value);
+      }
+    }
+  } else if (contentType.includes("multipart/form-data")) {
+    const form = await request.formData();
+    form.forEach((value, key) => {
+      params[key] = typeof value === "string" ? value : `[file ${value.name}]`;
+    });
+  } else {
+    new URLSearchParams(await request.text()).forEach((value, key) => {
+      params[key] = value;
+    });
+  }
+  const { token, ...rest } = params;
+  return token === undefined ? { params: rest } : { params: rest, bodyToken: token };
+}
+
+function toggle(set: Set<string>, value: string, on: boolean): void {
+  if (on) set.add(value);
+  else set.delete(value);
+}
+
+/** Starts an emulator on 127.0.0.1 (a free port unless `port` is given). */
+export function startSlackEmulator(options: SlackEmulatorOptions = {}): SlackEmulator {
+  return new SlackEmulator(options);
+}

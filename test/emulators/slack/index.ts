@@ -1,0 +1,12 @@
+export { SlackEmulatorControl } from "./control-client.ts";
+export {
+  DEFAULT_IDENTITY,
+  SlackEmulator,
+  type SlackEmulatorOptions,
+  startSlackEmulator,
+} from "./emulator.ts";
+export { createTsGenerator, newEventId, type SlackEventBuilders, slackEventBuilders } from "./events.ts";
+export { MAX_TEXT_CHARS } from "./message-board.ts";
+export { type PostEventOptions, type PostEventResult, postEvent, signSlackRequest } from "./post-event.ts";
+export type * from "./types.ts";
+export { waitFor } from "./wait-for.ts";

@@ -1,0 +1,97 @@
+/** Shapes shared by the Slack emulator's parts and the tests that drive it. */
+
+/** Who the emulated workspace and app are. Event payloads and auth.test answers use these ids. */
+export interface SlackIdentity {
+  teamId: string;
+  teamName: string;
+  appId: string;
+  botUserId: string;
+  botId: string;
+}
+
+/** A Slack event inside an `event_callback` (message, app_mention, …). */
+export type SlackEvent = { type: string } & Record<string, unknown>;
+
+/** The body Slack POSTs to the Events API URL and wraps in Socket Mode envelopes. */
+export interface EventCallbackBody {
+  token: string;
+  team_id: string;
+  context_team_id: string;
+  context_enterprise_id: null;
+  api_app_id: string;
+  event: SlackEvent;
+  type: "event_callback";
+  event_id: string;
+  event_time: number;
+  authorizations: {
+    enterprise_id: null;
+    team_id: string;
+    user_id: string;
+    is_bot: true;
+    is_enterprise_install: false;
+  }[];
+  is_ext_shared_channel: boolean;
+  event_context: string;
+}
+
+/** What the next call(s) of one Web API method do instead of their normal work. */
+export type SlackFault =
+  /** HTTP 429 with a Retry-After header and `{ok:false, error:"ratelimited"}`. */
+  | { kind: "rate_limited"; retryAfterSeconds: number }
+  /** An HTTP 5xx with an HTML-ish body, as Slack's edge answers during incidents. */
+  | { kind: "server_error"; status: 500 | 502 | 503 | 504 }
+  /** HTTP 200 `{ok:false, error}`: channel_not_found, invalid_auth, internal_error, … */
+  | { kind: "platform_error"; error: string }
+  /** Never answers (until the emulator closes): the client's timeout must fire. */
+  | { kind: "hang" }
+  /** Closes the connection without an answer. */
+  | { kind: "reset" };
+
+export type TokenKind = "bot" | "app" | "invalid" | "missing";
+
+/** One Web API call as the emulator saw it. Tokens are never recorded. */
+export interface ApiCallRecord {
+  method: string;
+  /** Request parameters without `token`. Nested values stay JSON strings, as web-api sends them. */
+  params: Record<string, string>;
+  tokenKind: TokenKind;
+  /** HTTP status answered, or null when the call hung or was reset. */
+  status: number | null;
+  ok: boolean;
+  error?: string;
+  fault?: SlackFault["kind"];
+  atMs: number;
+}
+
+/** A message as a person in the channel would see it right now. */
+export interface VisibleMessage {
+  channel: string;
+  ts: string;
+  threadTs?: string;
+  text: string;
+  /** The user id that wrote it (the bot user for messages the bot posted). */
+  user: string;
+  botId?: string;
+  mrkdwn: boolean;
+  /** True once chat.update changed it. */
+  edited: boolean;
+  /** Present for messages made with chat.startStream. */
+  stream?: "streaming" | "stopped";
+  /** True when Slack cut the text at 40,000 characters. */
+  truncated: boolean;
+}
+
+export interface EnvelopeDelivery {
+  retryAttempt: number;
+  atMs: number;
+}
+
+/** A Socket Mode envelope and what happened to it. */
+export interface EnvelopeRecord {
+  envelopeId: string;
+  payload: EventCallbackBody;
+  deliveries: EnvelopeDelivery[];
+  /** "pending": waiting for a connection; "abandoned": redeliveries exhausted without an ack. */
+  state: "pending" | "delivered" | "acked" | "abandoned";
+  ackedAtMs?: number;
+}

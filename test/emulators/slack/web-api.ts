@@ -1,0 +1,205 @@
+import type { ChannelRateLimiter } from "./faults.ts";
+import type { MessageBoard } from "./message-board.ts";
+import type { SlackIdentity, TokenKind, VisibleMessage } from "./types.ts";
+
+/** Slack's limit for markdown_text in the streaming methods. */
+export const MAX_STREAM_MARKDOWN_CHARS = 12_000;
+
+export interface WebApiAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  body: { ok: boolean; error?: string } & Record<string, unknown>;
+}
+
+export interface ChannelStates {
+  archived: Set<string>;
+  /** Channels the bot is not a member of. */
+  notIn: Set<string>;
+}
+
+export interface WebApiContext {
+  identity: SlackIdentity;
+  board: MessageBoard;
+  rateLimiter: ChannelRateLimiter;
+  channels: ChannelStates;
+  /** Issues a single-use Socket Mode URL. */
+  openSocketUrl(): string;
+}
+
+type Params = Record<string, string>;
+type MethodHandler = (params: Params, ctx: WebApiContext) => WebApiAnswer;
+
+const ok = (fields: Record<string, unknown> = {}): WebApiAnswer => ({
+  status: 200,
+  body: { ok: true, ...fields },
+});
+const fail = (error: string): WebApiAnswer => ({ status: 200, body: { ok: false, error } });
+
+/** Methods that need the app-level token (xapp-) instead of the bot token. */
+const APP_TOKEN_METHODS = new Set(["apps.connections.open"]);
+
+/** Runs one Web API method after the token was classified. Unknown methods answer unknown_method. */
+export function answerWebApiCall(
+  method: string,
+  params: Params,
+  tokenKind: TokenKind,
+  ctx: WebApiContext,
+): WebApiAnswer {
+  if (tokenKind === "missing") return fail("not_authed");
+  if (tokenKind === "invalid") return fail("invalid_auth");
+  const wantsAppToken = APP_TOKEN_METHODS.has(method);
+  if (wantsAppToken !== (tokenKind === "app")) return fail("not_allowed_token_type");
+  const handler = HANDLERS[method];
+  return handler === undefined ? fail("unknown_method") : handler(params, ctx);
+}
+
+const HANDLERS: Record<string, MethodHandler> = {
+  "auth.test": (_params, { identity }) =>
+    ok({
+      url: "https://switchboard-emulated.slack.com/",
+      team: identity.teamName,
+      user: "switchboard",
+      team_id: identity.teamId,
+      user_id: identity.botUserId,
+      bot_id: identity.botId,
+      app_id: identity.appId,
+      is_enterprise_install: false,
+    }),
+
+  "apps.connections.open": (_params, ctx) => ok({ url: ctx.openSocketUrl() }),
+
+  "conversations.info": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: false });
+    if (problem !== null) return fail(problem);
+    const id = params.channel ?? "";
+    return ok({
+      channel: {
+        id,
+        name: id.startsWith("D") ? undefined : `channel-${id.toLowerCase()}`,
+        is_channel: id.startsWith("C"),
+        is_group: id.startsWith("G"),
+        is_im: id.startsWith("D"),
+        is_archived: ctx.channels.archived.has(id),
+        is_member: !ctx.channels.notIn.has(id),
+      },
+    });
+  },
+
+  "chat.postMessage": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: true });
+    if (problem !== null) return fail(problem);
+    const channel = params.channel ?? "";
+    const text = params.text ?? "";
+    if (text.length === 0 && params.blocks === undefined) return fail("no_text");
+    const retryAfterSeconds = ctx.rateLimiter.admit(channel);
+    if (retryAfterSeconds !== null) return rateLimited(retryAfterSeconds);
+    const message = ctx.board.post({
+      channel,
+      text,
+      threadTs: params.thread_ts,
+      mrkdwn: params.mrkdwn !== "false",
+    });
+    const warning = message.truncated ? { warning: "message_truncated" } : {};
+    return ok({ channel, ts: message.ts, message: messageJson(message, ctx.identity), ...warning });
+  },
+
+  "chat.update": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: true });
+    if (problem !== null) return fail(problem);
+    const result = ctx.board.update(params.channel ?? "", params.ts ?? "", params.text ?? "");
+    if (typeof result === "string") return fail(result);
+    return ok({
+      channel: result.channel,
+      ts: result.ts,
+      text: result.text,
+      message: messageJson(result, ctx.identity),
+    });
+  },
+
+  "chat.delete": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: true });
+    if (problem !== null) return fail(problem);
+    const error = ctx.board.delete(params.channel ?? "", params.ts ?? "");
+    return error === null ? ok({ channel: params.channel, ts: params.ts }) : fail(error);
+  },
+
+  "chat.startStream": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: true });
+    if (problem !== null) return fail(problem);
+    if (params.thread_ts === undefined) return fail("invalid_arguments");
+    const text = streamText(params);
+    if (text === null) return fail("invalid_arguments");
+    if (text.length > MAX_STREAM_MARKDOWN_CHARS) return fail("msg_too_long");
+    const channel = params.channel ?? "";
+    const retryAfterSeconds = ctx.rateLimiter.admit(channel);
+    if (retryAfterSeconds !== null) return rateLimited(retryAfterSeconds);
+    const message = ctx.board.post({ channel, text, threadTs: params.thread_ts, mrkdwn: true }, "streaming");
+    return ok({ channel, ts: message.ts });
+  },
+
+  "chat.appendStream": (params, ctx) => appendToStream(params, ctx, false),
+  "chat.stopStream": (params, ctx) => appendToStream(params, ctx, true),
+};
+
+function appendToStream(params: Params, ctx: WebApiContext, stop: boolean): WebApiAnswer {
+  const text = streamText(params);
+  if (text === null) return fail("invalid_arguments");
+  if (text.length > MAX_STREAM_MARKDOWN_CHARS) return fail("msg_too_long");
+  const result = ctx.board.append(params.channel ?? "", params.ts ?? "", text, stop);
+  if (typeof result === "string") return fail(result);
+  const message = stop ? { message: messageJson(result, ctx.identity) } : {};
+  return ok({ channel: result.channel, ts: result.ts, ...message });
+}
+
+/** markdown_text, or the markdown_text chunks web-api 8.2 sends as a JSON string; null if malformed. */
+function streamText(params: Params): string | null {
+  let text = params.markdown_text ?? "";
+  if (params.chunks !== undefined) {
+    let chunks: unknown;
+    try {
+      chunks = JSON.parse(params.chunks);
+    } catch {
+      return null;
+    }
+    if (!Array.isArray(chunks)) return null;
+    for (const chunk of chunks) {
+      if (typeof chunk === "object" && chunk !== null && chunk.type === "markdown_text") {
+        text += typeof chunk.text === "string" ? chunk.text : "";
+      }
+    }
+  }
+  return text;
+}
+
+function channelProblem(
+  channel: string | undefined,
+  ctx: WebApiContext,
+  { requireMember }: { requireMember: boolean },
+): string | null {
+  if (channel === undefined || !/^[CDG][A-Z0-9]{2,}$/.test(channel)) return "channel_not_found";
+  if (ctx.channels.archived.has(channel)) return "is_archived";
+  if (requireMember && ctx.channels.notIn.has(channel)) return "not_in_channel";
+  return null;
+}
+
+export function rateLimited(retryAfterSeconds: number): WebApiAnswer {
+  return {
+    status: 429,
+    headers: { "retry-after": String(retryAfterSeconds) },
+    body: { ok: false, error: "ratelimited" },
+  };
+}
+
+function messageJson(message: VisibleMessage, identity: SlackIdentity): Record<string, unknown> {
+  return {
+    type: "message",
+    user: message.user,
+    bot_id: message.botId,
+    app_id: identity.appId,
+    text: message.text,
+    ts: message.ts,
+    thread_ts: message.threadTs,
+    team: identity.teamId,
+    edited: message.edited ? { user: message.user, ts: message.ts } : undefined,
+  };
+}

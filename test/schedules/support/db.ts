@@ -1,0 +1,40 @@
+import { Database } from "bun:sqlite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SCHEDULES_SCHEMA_SQL } from "../../../src/store/sqlite/schedules.ts";
+
+function connect(file: string): Database {
+  const db = new Database(file, { create: true, strict: true });
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA busy_timeout = 3000");
+  db.exec("PRAGMA synchronous = NORMAL");
+  return db;
+}
+
+/** A schedules database on a temp file; `connect()` opens further connections to the same file. */
+export function openTestDatabase() {
+  const dir = mkdtempSync(join(tmpdir(), "switchboard-schedules-"));
+  const file = join(dir, "schedules.db");
+  const db = connect(file);
+  db.exec(SCHEDULES_SCHEMA_SQL);
+  const connections = [db];
+  return {
+    db,
+    file,
+    connect() {
+      const extra = connect(file);
+      connections.push(extra);
+      return extra;
+    },
+    close() {
+      for (const c of connections) c.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Rows this connection wrote since it opened. */
+export function totalChanges(db: Database): number {
+  return (db.query("SELECT total_changes() AS n").get() as { n: number }).n;
+}
