@@ -15,6 +15,17 @@ export function finalAnswerMarkdown(state: TerminalRunState, text: string): stri
       return "";
     case "interrupted":
       return text.trim() === "" ? STOPPED_MARK.trim() : `${text.trimEnd()}${STOPPED_MARK}`;
+    case "timeout":
+      return `${text.trimEnd()}${text.trim() === "" ? "" : "\n\n"}_(The model stopped responding; send your message again to retry.)_`;
+    case "policy_stop":
+      return `${text.trimEnd()}${text.trim() === "" ? "" : "\n\n"}_(Stopped: this answer reached its step limit.)_`;
+    case "failed":
+      return text.trim() === ""
+        ? "_Sorry, I could not answer this time: the model failed. Please try again._"
+        : `${text.trimEnd()}\n\n_(The answer was cut off by a model error.)_`;
+    case "absorbed":
+    case "cancelled":
+      return "";
     default:
       return text;
   }

@@ -27,6 +27,7 @@ export function layoutDocument(blocks: readonly Block[], dialect: Dialect): Atom
 
 class Layout {
   readonly atoms: Atom[] = [];
+  private readonly openMarks: Mark[] = [];
   /** True until text is written on the current line; only there is block syntax escaped. */
   private lineStart = true;
 
@@ -183,10 +184,21 @@ class Layout {
     });
   }
 
+  /**
+   * Wraps content in a mark, unless the same markup is already open: `*` inside `*` (bold inside
+   * a Slack heading) would close it instead of nesting.
+   */
   private marked(mark: Mark | undefined, content: () => void): void {
-    if (mark !== undefined) this.atoms.push({ kind: "open", mark });
+    const open = mark !== undefined && !this.openMarks.some((outer) => outer.open === mark.open);
+    if (open) {
+      this.atoms.push({ kind: "open", mark });
+      this.openMarks.push(mark);
+    }
     content();
-    if (mark !== undefined) this.atoms.push({ kind: "close", mark });
+    if (open) {
+      this.openMarks.pop();
+      this.atoms.push({ kind: "close", mark });
+    }
   }
 
   private gap(level: GapLevel, ctx: BlockContext): void {

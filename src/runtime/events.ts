@@ -30,6 +30,8 @@ export type RuntimeEvent =
       conversationId: string;
       runId: string;
       step: number;
+      /** How long the step's model call took. */
+      durationMs: number;
       /** Text of the assistant so far (all steps). */
       text: string;
     }

@@ -114,6 +114,32 @@ export interface RuntimeStore {
     options: { expectedVersion?: number; nowMs: number },
   ): Promise<PurgeResult>;
 
+  /**
+   * Records an ingress identity for an input that is not admitted as a run (a chat command, an
+   * ignored update) so a redelivery is recognised. `write` runs inside the same transaction (e.g.
+   * to enqueue the command's reply). `fresh` is false when the identity was already recorded; then
+   * `write` is not called.
+   */
+  claimIngress(request: {
+    source: string;
+    key: string;
+    outcome: string;
+    payload: unknown;
+    conversationId?: string;
+    write?: (tx: unknown) => void;
+    nowMs: number;
+  }): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }>;
+
+  /** Per-conversation settings (e.g. the time zone set with /tz). Empty object when none. */
+  loadConversationSettings(conversationId: string): Promise<ConversationSettings>;
+
+  /** Merges `settings` into the conversation's settings. */
+  saveConversationSettings(
+    conversationId: string,
+    settings: ConversationSettings,
+    nowMs: number,
+  ): Promise<void>;
+
   /** Conversation head: version and latest event seq. Null when unknown. */
   loadConversation(conversationId: string): Promise<ConversationHead | null>;
 
@@ -124,6 +150,11 @@ export interface RuntimeStore {
   onCommitted(listener: (events: DurableEvent[]) => void): () => void;
 
   close(): Promise<void>;
+}
+
+export interface ConversationSettings {
+  /** IANA time zone for schedules and the agent's sense of time. */
+  timezone?: string;
 }
 
 export interface Fence {

@@ -1,22 +1,35 @@
 import type { Database } from "bun:sqlite";
 import { type Migration, openDatabase } from "./database.ts";
+import { OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
 import { SqliteRuntimeStore } from "./runtime-store.ts";
-import { RUNTIME_SCHEMA_SQL } from "./schema.ts";
+import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
+import { createSqliteScheduleRepository } from "./schedules.ts";
+import { RUNTIME_SCHEMA_SQL, SETTINGS_SCHEMA_SQL } from "./schema.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [{ version: 1, name: "runtime", sql: RUNTIME_SCHEMA_SQL }];
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "runtime", sql: RUNTIME_SCHEMA_SQL },
+  { version: 2, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
+  { version: 3, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
+  { version: 4, name: "conversation-settings", sql: SETTINGS_SCHEMA_SQL },
+];
 
 export interface SqliteStores {
   db: Database;
   runtime: SqliteRuntimeStore;
+  outbox: SqliteOutboxRepository;
+  schedules: ReturnType<typeof createSqliteScheduleRepository>;
   close(): void;
 }
 
+/** Opens (creating and migrating as needed) switchboard's database and its repositories. */
 export function openSqliteStores(filename: string, options: { busyTimeoutMs?: number } = {}): SqliteStores {
   const db = openDatabase({ filename, migrations: MIGRATIONS, ...options });
   return {
     db,
     runtime: new SqliteRuntimeStore(db),
+    outbox: new SqliteOutboxRepository(db),
+    schedules: createSqliteScheduleRepository(db),
     close: () => db.close(),
   };
 }

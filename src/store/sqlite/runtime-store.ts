@@ -19,6 +19,7 @@ import type {
   AdmitResult,
   CheckpointRequest,
   ConversationHead,
+  ConversationSettings,
   Fence,
   MessagePage,
   PromptContext,
@@ -668,6 +669,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
           conversationId: run.conversationId,
           runId: run.id,
           step: step.step,
+          durationMs: step.finishedAtMs - step.startedAtMs,
           text: answerText(request.assistantParts),
         },
         nowMs,
@@ -875,6 +877,66 @@ export class SqliteRuntimeStore implements RuntimeStore {
         .query("INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (?, ?)")
         .run(conversationId, nowMs);
       return { outcome: "purged" } as const;
+    });
+  }
+
+  claimIngress(request: {
+    source: string;
+    key: string;
+    outcome: string;
+    payload: unknown;
+    conversationId?: string;
+    write?: (tx: unknown) => void;
+    nowMs: number;
+  }): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
+    return this.write(() => {
+      const seen = this.db
+        .query("SELECT outcome, run_id FROM ingress_receipts WHERE source = ? AND key = ?")
+        .get(request.source, request.key) as { outcome: string; run_id: string | null } | null;
+      if (seen) return { fresh: false, previousOutcome: seen.outcome, runId: seen.run_id };
+      this.db
+        .query(
+          `INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
+           VALUES (?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          request.source,
+          request.key,
+          request.conversationId ?? null,
+          request.outcome,
+          JSON.stringify(request.payload ?? null),
+          request.nowMs,
+        );
+      request.write?.(this.db);
+      return { fresh: true, previousOutcome: null, runId: null };
+    });
+  }
+
+  loadConversationSettings(conversationId: string): Promise<ConversationSettings> {
+    return this.read(() => {
+      const row = this.db
+        .query("SELECT settings FROM conversation_settings WHERE conversation_id = ?")
+        .get(conversationId) as { settings: string } | null;
+      return row ? (JSON.parse(row.settings) as ConversationSettings) : {};
+    });
+  }
+
+  saveConversationSettings(
+    conversationId: string,
+    settings: ConversationSettings,
+    nowMs: number,
+  ): Promise<void> {
+    return this.write(() => {
+      const row = this.db
+        .query("SELECT settings FROM conversation_settings WHERE conversation_id = ?")
+        .get(conversationId) as { settings: string } | null;
+      const merged = { ...(row ? (JSON.parse(row.settings) as ConversationSettings) : {}), ...settings };
+      this.db
+        .query(
+          `INSERT INTO conversation_settings (conversation_id, settings, updated_at_ms) VALUES (?, ?, ?)
+           ON CONFLICT(conversation_id) DO UPDATE SET settings = excluded.settings, updated_at_ms = excluded.updated_at_ms`,
+        )
+        .run(conversationId, JSON.stringify(merged), nowMs);
     });
   }
 

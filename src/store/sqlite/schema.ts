@@ -95,3 +95,12 @@ CREATE TABLE events (
   PRIMARY KEY (conversation_id, seq)
 ) WITHOUT ROWID;
 `;
+
+/** Migration 4: per-conversation settings (the /tz time zone). */
+export const SETTINGS_SCHEMA_SQL = `
+CREATE TABLE conversation_settings (
+  conversation_id TEXT PRIMARY KEY,
+  settings TEXT NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+`;

@@ -50,6 +50,18 @@ describe("slack mrkdwn", () => {
     );
   });
 
+  test("bold inside a heading is not nested, since *…*…* would end the bold early", () => {
+    expect(one("## The **key** point")).toBe("*The key point*");
+  });
+
+  test("a code span holding a backtick is shown as text, as Slack cannot escape it", () => {
+    expect(one("run ``a`b`` now")).toBe("run a`b now");
+  });
+
+  test("a quote inside a list item has no > prefix, which Slack would show as a stray >", () => {
+    expect(one("- item\n\n  > quoted")).toBe("• item\n\n  quoted");
+  });
+
   test("quotes prefix every line, paragraphs inside stay adjacent so the quote does not end", () => {
     expect(one("> one\n> two\n>\n> three")).toBe("> one\n> two\n> three");
   });

@@ -61,6 +61,19 @@ describe("telegram HTML", () => {
     );
   });
 
+  test("setext headings are headings too", () => {
+    expect(one("Title\n=====\n\nSub\n---\n\ntext")).toBe("<b>Title</b>\n\n<b>Sub</b>\n\ntext");
+  });
+
+  test("a long single paragraph parses in linear time (marked's setext regex is slow under Bun)", () => {
+    const paragraph = "word ".repeat(6_000).trim();
+    const startedMs = performance.now();
+    const chunks = telegram(paragraph);
+    // Without the setext pre-check this takes seconds; with it, a few milliseconds.
+    expect(performance.now() - startedMs).toBeLessThan(1_000);
+    expect(chunks.join(" ")).toBe(paragraph);
+  });
+
   test("task list items show their state", () => {
     expect(one("- [x] done\n- [ ] open")).toBe("• ☑ done\n• ☐ open");
   });

@@ -1,0 +1,73 @@
+import { createInterface } from "node:readline/promises";
+import { isSwitchboardError } from "../errors.ts";
+import { instructionsFor } from "../gateway/app.ts";
+import { loadConfig } from "../gateway/config.ts";
+import { createModelRegistry } from "../models/registry.ts";
+import { Runtime } from "../runtime/runtime.ts";
+import { openSqliteStores } from "../store/sqlite/index.ts";
+import { newId } from "../util/ids.ts";
+
+/**
+ * `switchboard chat`: a terminal conversation with the agent on the same runtime and database as
+ * the gateway (conversation key `cli:<user>`), answers streamed as they are written.
+ */
+export async function runChat(env: Record<string, string | undefined>): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (isSwitchboardError(error, "config_invalid")) {
+      process.stderr.write(`switchboard: configuration error: ${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+  const stores = openSqliteStores(config.dbPath);
+  const registry = createModelRegistry(config.modelEnv);
+  const runtime = new Runtime({
+    store: stores.runtime,
+    models: registry.chain,
+    inputPolicy: "queue",
+    instructions: ({ nowMs }) => instructionsFor(config, null, nowMs),
+  });
+  const key = `cli:local:${env.USER ?? "user"}`;
+  const out = process.stdout;
+  runtime.subscribe((event) => {
+    if (event.type === "assistant-delta") out.write(event.delta);
+    if (event.type === "attempt-reset") out.write("\n[retrying]\n");
+  });
+  out.write(`switchboard chat — model ${registry.describe()}. /new starts over, /exit quits.\n`);
+  const rl = createInterface({ input: process.stdin, output: out, terminal: process.stdin.isTTY ?? false });
+  try {
+    for (;;) {
+      let line: string;
+      try {
+        line = (await rl.question("> ")).trim();
+      } catch {
+        break;
+      }
+      if (line === "/exit" || line === "/quit") break;
+      if (line === "") continue;
+      if (line === "/new") {
+        await stores.runtime.rotateConversationKey(key, Date.now());
+        out.write("Started a new conversation.\n");
+        continue;
+      }
+      const ticket = runtime.submit({
+        conversationKey: key,
+        idempotencyKey: newId("cli"),
+        parts: [{ type: "text", text: line }],
+      });
+      const result = await ticket.result;
+      out.write(
+        result.state === "completed"
+          ? "\n"
+          : `\n[${result.state}${result.error ? `: ${result.error}` : ""}]\n`,
+      );
+    }
+  } finally {
+    rl.close();
+    await runtime.close({ gracePeriodMs: 2000 });
+    stores.close();
+  }
+}

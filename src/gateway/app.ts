@@ -1,0 +1,243 @@
+import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
+import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
+import { createScheduleTools } from "../../schedules/tools.ts";
+import { createModelRegistry } from "../models/registry.ts";
+import { Runtime } from "../runtime/runtime.ts";
+import { openSqliteStores, type SqliteStores } from "../store/sqlite/index.ts";
+import { stateCounts } from "../store/sqlite/metrics.ts";
+import { type Clock, systemClock } from "../util/clock.ts";
+import { newId } from "../util/ids.ts";
+import type { Logger } from "../util/log.ts";
+import { buildChannels } from "./channels.ts";
+import { createChatCommands } from "./commands.ts";
+import { type GatewayConfig, surfacePolicy } from "./config.ts";
+import { type RunContext, readRunContext } from "./context.ts";
+import { createDeliveryWriter, wireDelivery } from "./delivery.ts";
+import { createIngress } from "./ingress.ts";
+import { createMetrics, type Metrics } from "./metrics.ts";
+
+export interface GatewayDeps {
+  clock?: Clock;
+  logger: Logger;
+  /** Extra adapters (the web channel; tests). Keyed by channel, replacing configured ones. */
+  extraAdapters?: ChannelAdapter[];
+}
+
+export interface Gateway {
+  readonly config: GatewayConfig;
+  readonly stores: SqliteStores;
+  readonly runtime: Runtime;
+  readonly worker: DeliveryWorker;
+  readonly schedules: ScheduleService;
+  readonly adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
+  readonly metrics: Metrics;
+  readonly ingress: ReturnType<typeof createIngress>;
+  /** Recovers, then starts delivery, channels and schedules. */
+  start(): Promise<void>;
+  /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
+  stop(options?: { graceMs?: number }): Promise<ShutdownReport>;
+  readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }>;
+  renderMetrics(): Promise<string>;
+}
+
+export interface ShutdownReport {
+  runsSettled: boolean;
+  runsRemaining: number;
+  outboxDrained: boolean;
+  waitingReplies: number;
+}
+
+/** Composes the product: store, runtime, outbox worker, schedules and channels, in one process. */
+export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger;
+  const owner = newId("gw");
+  const stores = openSqliteStores(config.dbPath);
+  const metrics = createMetrics();
+  const registry = createModelRegistry(config.modelEnv);
+  const { adapters, allowLists } = buildChannels(config, { clock, logger });
+  for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
+
+  let schedules: ScheduleService | null = null;
+  const runtime = new Runtime({
+    store: stores.runtime,
+    models: registry.chain,
+    clock,
+    logger: logger.child({ component: "runtime" }),
+    owner,
+    deliveries: createDeliveryWriter(clock),
+    instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
+    tools: (ctx) => {
+      const context = readRunContext(ctx.context);
+      if (!schedules || !context) return {};
+      return createScheduleTools({
+        service: schedules,
+        conversation: {
+          conversationId: ctx.conversationId,
+          replyTarget: context.target,
+          channel: context.channel,
+        },
+        fence: ctx.assertOwned,
+        timezone: config.timezone,
+      });
+    },
+  });
+
+  const worker = createDeliveryWorker({
+    repo: stores.outbox,
+    adapters,
+    clock,
+    logger: {
+      info: (message, fields) => logger.info(`outbox.${message}`, fields),
+      warn: (message, fields) => logger.warn(`outbox.${message}`, fields),
+    },
+  });
+
+  schedules = createScheduleService({
+    repository: stores.schedules,
+    clock,
+    owner,
+    onEvent: (event) => {
+      if (event.type === "dispatched") metrics.scheduleLateness(event.lateByMs);
+      logger.debug(`schedule.${event.type}`, { ...event });
+    },
+    dispatch: async (request) => {
+      const adapter = adapters.get(request.schedule.channel);
+      if (!adapter)
+        return { status: "retry", reason: `channel ${request.schedule.channel} is not configured` };
+      const context: RunContext = {
+        channel: request.schedule.channel,
+        account: adapter.account,
+        target: request.schedule.replyTarget,
+        surface: "dm",
+        delivery: "terminal",
+        conversationKey: `schedule:${request.schedule.id}`,
+        principal: { id: `schedule:${request.schedule.id}` },
+        origin: "schedule",
+      };
+      const admission = await runtime.submit({
+        conversationId: request.schedule.conversationId,
+        idempotencyKey: request.idempotencyKey,
+        parts: [
+          { type: "text", text: `[Scheduled prompt ${request.schedule.id}] ${request.schedule.prompt}` },
+        ],
+        context,
+        policy: "queue",
+      }).admission;
+      return { status: "ok", runId: admission.runId };
+    },
+  });
+
+  const commands = createChatCommands({
+    runtime,
+    store: stores.runtime,
+    outbox: stores.outbox,
+    schedules,
+    defaultTimezone: config.timezone,
+    clock,
+    notify: () => worker.notify(),
+  });
+  const ingress = createIngress({
+    runtime,
+    store: stores.runtime,
+    file: config.file,
+    allowLists,
+    commands,
+    metrics,
+    clock,
+    logger: logger.child({ component: "ingress" }),
+  });
+
+  let unwire: (() => void) | null = null;
+  runtime.subscribe((event) => {
+    if (event.type === "checkpoint") metrics.stepLatency(event.durationMs);
+  });
+
+  return {
+    config,
+    stores,
+    runtime,
+    worker,
+    schedules,
+    adapters,
+    metrics,
+    ingress,
+    async start() {
+      const recovered = await worker.start();
+      if (recovered.ambiguous.length > 0) {
+        logger.warn("outbox.ambiguous_after_restart", {
+          records: recovered.ambiguous,
+          hint: "check the chat, then `switchboard outbox resolve ID --delivered|--failed`",
+        });
+      }
+      unwire = wireDelivery({ runtime, store: stores.runtime, worker, adapters, clock, logger });
+      await runtime.recover({ takeOverLeases: true });
+      for (const [name, adapter] of adapters) {
+        await adapter.start(ingress);
+        logger.info("channel.started", { channel: name, account: adapter.account });
+      }
+      await schedules.start();
+    },
+    async stop(options = {}) {
+      for (const [name, adapter] of adapters) {
+        await adapter.stop().catch((error) => logger.warn("channel.stop_failed", { channel: name, error }));
+      }
+      await schedules.stop();
+      const closed = await runtime.close({
+        gracePeriodMs: options.graceMs ?? config.shutdownGraceMs,
+        forceTimeoutMs: 3000,
+      });
+      const outboxDrained = await worker.drain(Math.min(5000, options.graceMs ?? config.shutdownGraceMs));
+      worker.stop();
+      unwire?.();
+      const counts = stateCounts(stores.db).outbox;
+      const waitingReplies = (counts.pending ?? 0) + (counts.sending ?? 0);
+      stores.close();
+      return { runsSettled: closed.settled, runsRemaining: closed.remaining, outboxDrained, waitingReplies };
+    },
+    async readiness() {
+      const checks: Record<string, { ok: boolean; detail?: string }> = {};
+      try {
+        stores.db.query("SELECT 1").get();
+        checks.database = { ok: true };
+      } catch (error) {
+        checks.database = { ok: false, detail: (error as Error).message };
+      }
+      for (const [name, adapter] of adapters) checks[`channel:${name}`] = { ok: adapter.isConnected() };
+      return { ready: Object.values(checks).every((c) => c.ok), checks };
+    },
+    async renderMetrics() {
+      return metrics.render(stateCounts(stores.db));
+    },
+  };
+}
+
+/** The system prompt: configured instructions, the surface's additions, and where and when we are. */
+export function instructionsFor(config: GatewayConfig, context: RunContext | null, nowMs: number): string {
+  const parts = [config.instructions];
+  if (context) {
+    const policy = surfacePolicy(config.file, context.channel, context.surface);
+    if (policy.instructions) parts.push(policy.instructions);
+    const where =
+      context.surface === "dm"
+        ? "a direct conversation"
+        : context.surface === "group"
+          ? "a group chat"
+          : "a thread";
+    const who = context.principal.name ? ` with ${context.principal.name}` : "";
+    parts.push(
+      context.origin === "schedule"
+        ? `This turn was started by a schedule the user created; answer the scheduled prompt directly. Channel: ${context.channel}.`
+        : `You are talking on ${context.channel} in ${where}${who}.`,
+    );
+  }
+  const now = new Date(nowMs);
+  const local = new Intl.DateTimeFormat("en-GB", {
+    timeZone: config.timezone,
+    dateStyle: "full",
+    timeStyle: "long",
+  }).format(now);
+  parts.push(`Current time: ${local} (${config.timezone}; ${now.toISOString()}).`);
+  return parts.join("\n\n");
+}

@@ -1,0 +1,160 @@
+import type { InboundMessage } from "../../channels/types.ts";
+import type { OutboxRepository } from "../../outbox/types.ts";
+import { runScheduleCommand } from "../../schedules/commands.ts";
+import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
+import type { ScheduleService } from "../../schedules/service.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import type { RuntimeStore } from "../store/types.ts";
+import type { Clock } from "../util/clock.ts";
+import { shortHash } from "./ingress.ts";
+
+const OWN_COMMANDS = ["new", "stop", "status", "start", "help"] as const;
+type CommandName = (typeof OWN_COMMANDS)[number] | (typeof SCHEDULE_COMMANDS)[number];
+
+export interface CommandScope {
+  message: InboundMessage;
+  conversationId: string;
+  /** `<channel>:<account>`: the namespace of the message's update key. */
+  source: string;
+}
+
+export interface ChatCommands {
+  /** The command `text` names, or null when it is ordinary input for the model. */
+  match(text: string): CommandName | null;
+  /** Runs a command once per update (a redelivery gets `duplicate`) and enqueues its reply. */
+  run(name: CommandName, scope: CommandScope): Promise<{ duplicate: boolean; text: string }>;
+  /** Replies without the model (e.g. "too long"), once per update. */
+  notice(scope: CommandScope, text: string, outcome: string): Promise<{ duplicate: boolean }>;
+}
+
+export interface ChatCommandsOptions {
+  runtime: Runtime;
+  store: RuntimeStore;
+  outbox: OutboxRepository;
+  schedules: ScheduleService;
+  defaultTimezone: string;
+  clock: Clock;
+  /** Wakes the delivery worker after a reply was enqueued. */
+  notify: () => void;
+}
+
+const HELP = [
+  "I'm an AI assistant. Just write to me. Commands:",
+  "/new — start a fresh conversation (the old one stays readable)",
+  "/stop — stop the answer in progress",
+  "/status — model, runs in progress and replies waiting",
+  "/in 10m stretch — a reminder after a delay",
+  "/at 2026-12-01 09:00 call mum — at a date and time",
+  "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
+  "/schedules, /cancel <id>, /tz Europe/Berlin",
+].join("\n");
+
+/** Chat commands handled without the model, the same on every channel. */
+export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
+  const { runtime, store, outbox, clock } = options;
+  const names: readonly string[] = [...OWN_COMMANDS, ...SCHEDULE_COMMANDS];
+
+  const enqueueReply = async (scope: CommandScope, text: string) => {
+    const { message, conversationId, source } = scope;
+    await outbox.insert(
+      [
+        {
+          key: `notice:${source}:${message.updateKey}`,
+          runId: `notice_${shortHash(`${source}:${message.updateKey}`)}`,
+          conversationId,
+          channel: message.channel,
+          account: message.account,
+          target: message.replyTarget,
+          ...(message.messageId ? { replyTo: message.messageId } : {}),
+          kind: "message",
+          markdown: text,
+        },
+      ],
+      clock.now(),
+    );
+    options.notify();
+  };
+
+  const claim = (scope: CommandScope, outcome: string) =>
+    store.claimIngress({
+      source: scope.source,
+      key: scope.message.updateKey,
+      outcome,
+      payload: scope.message,
+      conversationId: scope.conversationId,
+      nowMs: clock.now(),
+    });
+
+  const timezoneOf = async (conversationId: string) =>
+    (await store.loadConversationSettings(conversationId)).timezone ?? null;
+
+  const execute = async (name: CommandName, scope: CommandScope): Promise<string> => {
+    const { message, conversationId } = scope;
+    switch (name) {
+      case "new": {
+        await runtime.interrupt({ conversationId });
+        await store.rotateConversationKey(message.conversationKey, clock.now());
+        return "Started a new conversation. The previous one is kept and stays readable for operators.";
+      }
+      case "stop":
+        return (await runtime.interrupt({ conversationId }))
+          ? "Stopped the answer in progress."
+          : "Nothing is running right now.";
+      case "status":
+        return status(scope);
+      case "start":
+      case "help":
+        return HELP;
+      default: {
+        const timezone = await timezoneOf(conversationId);
+        const parsed = parseScheduleCommand(message.text.trim(), {
+          nowMs: clock.now(),
+          timezone: timezone ?? options.defaultTimezone,
+        });
+        if (!parsed) return HELP;
+        if (!parsed.ok) return `${parsed.error}\nExample: ${parsed.example}`;
+        return runScheduleCommand(parsed.command, {
+          service: options.schedules,
+          conversation: { conversationId, replyTarget: message.replyTarget, channel: message.channel },
+          timezone: timezone ?? options.defaultTimezone,
+          setTimezone: (tz) => store.saveConversationSettings(conversationId, { timezone: tz }, clock.now()),
+        });
+      }
+    }
+  };
+
+  const status = async ({ conversationId }: CommandScope): Promise<string> => {
+    const active = await store.listActiveRuns(conversationId);
+    const running = active.filter((r) => r.state === "running" || r.state === "interrupt_requested").length;
+    const counts = await outbox.counts(conversationId);
+    const schedules = await options.schedules.list(conversationId);
+    const timezone = (await timezoneOf(conversationId)) ?? options.defaultTimezone;
+    return [
+      `Model: ${runtime.models.map((m) => m.label).join(" → ")}`,
+      `Answers: ${running} running, ${active.length - running} queued`,
+      `Replies: ${counts.waiting} waiting to be delivered, ${counts.ambiguous} ambiguous (an operator is checking them)`,
+      `Schedules: ${schedules.length} active · time zone ${timezone}`,
+    ].join("\n");
+  };
+
+  return {
+    match(text) {
+      const match = /^\/([a-z]+)(?:@\S+)?(?:\s|$)/i.exec(text);
+      const name = match?.[1]?.toLowerCase();
+      return name && names.includes(name) ? (name as CommandName) : null;
+    },
+    async run(name, scope) {
+      const claimed = await claim(scope, `command:${name}`);
+      if (!claimed.fresh) return { duplicate: true, text: "" };
+      const text = await execute(name, scope);
+      await enqueueReply(scope, text);
+      return { duplicate: false, text };
+    },
+    async notice(scope, text, outcome) {
+      const claimed = await claim(scope, outcome);
+      if (!claimed.fresh) return { duplicate: true };
+      await enqueueReply(scope, text);
+      return { duplicate: false };
+    },
+  };
+}

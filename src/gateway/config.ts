@@ -1,0 +1,383 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { z } from "zod";
+import { SwitchboardError } from "../errors.ts";
+import type { InputPolicy } from "../runtime/types.ts";
+import type { LogLevel } from "../util/log.ts";
+
+/** What a new message does to a running answer, and how the answer is delivered, per surface. */
+export interface SurfacePolicy {
+  inputPolicy: Exclude<InputPolicy, "interrupt-next">;
+  delivery: "terminal" | "stream";
+  /** In groups and channels: answer only when mentioned, replied to, or in the bot's thread. */
+  requireMention: boolean;
+  /** Appended to the agent's instructions on this surface. */
+  instructions?: string;
+}
+
+/** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
+export const DEFAULT_SURFACES: Record<"dm" | "group" | "thread", SurfacePolicy> = {
+  dm: { inputPolicy: "supersede", delivery: "stream", requireMention: false },
+  group: { inputPolicy: "queue", delivery: "terminal", requireMention: true },
+  thread: { inputPolicy: "queue", delivery: "terminal", requireMention: true },
+};
+
+const surfaceOverride = z
+  .object({
+    inputPolicy: z.enum(["queue", "supersede", "interrupt", "inject"]).optional(),
+    delivery: z.enum(["terminal", "stream"]).optional(),
+    requireMention: z.boolean().optional(),
+    instructions: z.string().max(20_000).optional(),
+  })
+  .strict();
+
+const SURFACE_KEY = /^(telegram|discord|slack|web|\*):(dm|group|thread|\*)$/;
+
+/** The JSON file named by SWITCHBOARD_CONFIG. Versioned so its meaning can evolve. */
+const fileSchema = z
+  .object({
+    version: z.literal(1, { error: 'set "version": 1 (the only config format so far)' }),
+    instructions: z.string().max(50_000).optional(),
+    instructionsFile: z.string().optional(),
+    surfaces: z
+      .record(
+        z.string().regex(SURFACE_KEY, 'surface keys look like "telegram:dm", "slack:thread" or "*:group"'),
+        surfaceOverride,
+      )
+      .default({}),
+    allowBots: z.boolean().default(false),
+    telegram: z
+      .object({
+        editedMessages: z.enum(["ignore", "new-input"]).optional(),
+        groupSessions: z.enum(["shared", "per-user"]).optional(),
+      })
+      .strict()
+      .default({}),
+    discord: z
+      .object({ groupSessions: z.enum(["shared", "per-user"]).optional() })
+      .strict()
+      .default({}),
+  })
+  .strict();
+
+export type FileConfig = z.output<typeof fileSchema>;
+
+/** A list of user ids, `*` for everyone; empty means nobody. */
+export type AllowList = { kind: "everyone" } | { kind: "ids"; ids: ReadonlySet<string> };
+
+export interface TelegramSettings {
+  token: string;
+  mode: "polling" | "webhook";
+  apiRoot?: string;
+  webhookUrl?: string;
+  webhookSecret?: string;
+  webhookPath?: string;
+  allowed: AllowList;
+}
+
+export interface DiscordSettings {
+  token: string;
+  apiUrl?: string;
+  allowed: AllowList;
+}
+
+export interface SlackSettings {
+  botToken: string;
+  mode: "socket" | "http";
+  appToken?: string;
+  signingSecret?: string;
+  apiUrl?: string;
+  allowed: AllowList;
+}
+
+export interface GatewayConfig {
+  dbPath: string;
+  http: { host: string; port: number };
+  logLevel: LogLevel;
+  operatorToken: string | null;
+  timezone: string;
+  instructions: string;
+  shutdownGraceMs: number;
+  file: FileConfig;
+  telegram: TelegramSettings | null;
+  discord: DiscordSettings | null;
+  slack: SlackSettings | null;
+  web: boolean;
+  /** Every secret value, so the logger can scrub them from any line. */
+  secrets: string[];
+  /** Environment passed through to the model registry. */
+  modelEnv: Record<string, string | undefined>;
+}
+
+export const DEFAULT_INSTRUCTIONS =
+  "You are a helpful assistant reached through a chat app. Answer concisely in Markdown. " +
+  "You can schedule reminders and recurring prompts with your schedule tools when the user asks.";
+
+function fail(variable: string, problem: string, example: string): never {
+  throw new SwitchboardError("config_invalid", `${variable} ${problem}. Example: ${example}`, {
+    details: { variable },
+  });
+}
+
+function nonEmpty(env: Record<string, string | undefined>, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function parseAllowList(env: Record<string, string | undefined>, name: string): AllowList {
+  const raw = nonEmpty(env, name);
+  if (!raw) return { kind: "ids", ids: new Set() };
+  const items = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (items.includes("*")) return { kind: "everyone" };
+  for (const item of items) {
+    if (!/^[A-Za-z0-9_.:@-]{1,64}$/.test(item))
+      fail(name, `has an invalid user id "${item}"`, `${name}=12345,67890 or ${name}=*`);
+  }
+  return { kind: "ids", ids: new Set(items) };
+}
+
+function parseUrl(
+  env: Record<string, string | undefined>,
+  name: string,
+  example: string,
+): string | undefined {
+  const raw = nonEmpty(env, name);
+  if (!raw) return undefined;
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("protocol");
+  } catch {
+    fail(name, `is not an http(s) URL ("${raw}")`, `${name}=${example}`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+function parseTimezone(value: string, variable: string): string {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: value });
+    return value;
+  } catch {
+    fail(variable, `is not an IANA time zone ("${value}")`, `${variable}=Europe/Berlin`);
+  }
+}
+
+function readFileConfig(path: string | undefined): { file: FileConfig; baseDir: string } {
+  if (!path) return { file: fileSchema.parse({ version: 1 }), baseDir: process.cwd() };
+  const full = resolve(path);
+  if (!existsSync(full))
+    fail(
+      "SWITCHBOARD_CONFIG",
+      `points at ${full}, which does not exist`,
+      "SWITCHBOARD_CONFIG=./switchboard.json",
+    );
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(full, "utf8"));
+  } catch (error) {
+    fail(
+      "SWITCHBOARD_CONFIG",
+      `is not valid JSON (${(error as Error).message})`,
+      'a file containing {"version": 1}',
+    );
+  }
+  const parsed = fileSchema.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+      .join("; ");
+    fail(
+      "SWITCHBOARD_CONFIG",
+      `(${full}) is invalid: ${problems}`,
+      'see docs/configuration.md; e.g. {"version":1,"surfaces":{"telegram:dm":{"inputPolicy":"queue"}}}',
+    );
+  }
+  return { file: parsed.data, baseDir: dirname(full) };
+}
+
+/**
+ * Reads and validates every setting once, at startup. A missing or invalid setting throws
+ * `config_invalid` naming the variable, what is wrong and an example.
+ */
+export function loadConfig(env: Record<string, string | undefined>): GatewayConfig {
+  const portRaw = nonEmpty(env, "SWITCHBOARD_HTTP_PORT") ?? "8787";
+  const port = Number(portRaw);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    fail(
+      "SWITCHBOARD_HTTP_PORT",
+      `must be a port number from 0 to 65535 (got "${portRaw}")`,
+      "SWITCHBOARD_HTTP_PORT=8787",
+    );
+  }
+  const logLevel = (nonEmpty(env, "SWITCHBOARD_LOG_LEVEL") ?? "info") as LogLevel;
+  if (!["debug", "info", "warn", "error"].includes(logLevel)) {
+    fail(
+      "SWITCHBOARD_LOG_LEVEL",
+      `must be debug, info, warn or error (got "${logLevel}")`,
+      "SWITCHBOARD_LOG_LEVEL=info",
+    );
+  }
+  const graceRaw = nonEmpty(env, "SWITCHBOARD_SHUTDOWN_GRACE_MS") ?? "10000";
+  const shutdownGraceMs = Number(graceRaw);
+  if (!Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
+    fail(
+      "SWITCHBOARD_SHUTDOWN_GRACE_MS",
+      `must be a whole number of milliseconds (got "${graceRaw}")`,
+      "SWITCHBOARD_SHUTDOWN_GRACE_MS=10000",
+    );
+  }
+  const operatorToken = nonEmpty(env, "SWITCHBOARD_OPERATOR_TOKEN") ?? null;
+  if (operatorToken !== null && operatorToken.length < 16) {
+    fail(
+      "SWITCHBOARD_OPERATOR_TOKEN",
+      "must be at least 16 characters",
+      "SWITCHBOARD_OPERATOR_TOKEN=$(openssl rand -hex 24)",
+    );
+  }
+  const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
+  let instructions = nonEmpty(env, "SWITCHBOARD_INSTRUCTIONS") ?? file.instructions;
+  if (!instructions && file.instructionsFile) {
+    const path = resolve(baseDir, file.instructionsFile);
+    if (!existsSync(path))
+      fail(
+        "SWITCHBOARD_CONFIG",
+        `names instructionsFile ${path}, which does not exist`,
+        '"instructionsFile": "./instructions.md"',
+      );
+    instructions = readFileSync(path, "utf8");
+  }
+
+  const secrets: string[] = [];
+  const secret = (name: string) => {
+    const value = nonEmpty(env, name);
+    if (value) secrets.push(value);
+    return value;
+  };
+
+  const telegramToken = secret("TELEGRAM_BOT_TOKEN");
+  let telegram: TelegramSettings | null = null;
+  if (telegramToken) {
+    const mode = nonEmpty(env, "TELEGRAM_MODE") ?? "polling";
+    if (mode !== "polling" && mode !== "webhook")
+      fail("TELEGRAM_MODE", `must be polling or webhook (got "${mode}")`, "TELEGRAM_MODE=polling");
+    const webhookUrl = parseUrl(env, "TELEGRAM_WEBHOOK_URL", "https://bot.example.com/telegram/webhook");
+    const webhookSecret = secret("TELEGRAM_WEBHOOK_SECRET");
+    if (mode === "webhook") {
+      if (!webhookUrl)
+        fail(
+          "TELEGRAM_WEBHOOK_URL",
+          "must be set when TELEGRAM_MODE=webhook",
+          "TELEGRAM_WEBHOOK_URL=https://bot.example.com/telegram/webhook",
+        );
+      if (!webhookSecret)
+        fail(
+          "TELEGRAM_WEBHOOK_SECRET",
+          "must be set when TELEGRAM_MODE=webhook",
+          "TELEGRAM_WEBHOOK_SECRET=$(openssl rand -hex 24)",
+        );
+    }
+    telegram = {
+      token: telegramToken,
+      mode,
+      ...(parseUrl(env, "TELEGRAM_API_ROOT", "http://127.0.0.1:8081")
+        ? { apiRoot: parseUrl(env, "TELEGRAM_API_ROOT", "")! }
+        : {}),
+      ...(webhookUrl ? { webhookUrl, webhookPath: new URL(webhookUrl).pathname } : {}),
+      ...(webhookSecret ? { webhookSecret } : {}),
+      allowed: parseAllowList(env, "TELEGRAM_ALLOWED_USERS"),
+    };
+  }
+
+  const discordToken = secret("DISCORD_BOT_TOKEN");
+  const discord: DiscordSettings | null = discordToken
+    ? {
+        token: discordToken,
+        ...(parseUrl(env, "DISCORD_API_URL", "http://127.0.0.1:3000/api")
+          ? { apiUrl: parseUrl(env, "DISCORD_API_URL", "")! }
+          : {}),
+        allowed: parseAllowList(env, "DISCORD_ALLOWED_USERS"),
+      }
+    : null;
+
+  const slackToken = secret("SLACK_BOT_TOKEN");
+  let slack: SlackSettings | null = null;
+  if (slackToken) {
+    const appToken = secret("SLACK_APP_TOKEN");
+    const signingSecret = secret("SLACK_SIGNING_SECRET");
+    if (!appToken && !signingSecret) {
+      fail(
+        "SLACK_APP_TOKEN",
+        "or SLACK_SIGNING_SECRET must be set with SLACK_BOT_TOKEN (Socket Mode or HTTP Events API)",
+        "SLACK_APP_TOKEN=xapp-1-...",
+      );
+    }
+    const apiUrl = parseUrl(env, "SLACK_API_URL", "http://127.0.0.1:3001/api");
+    slack = {
+      botToken: slackToken,
+      mode: appToken ? "socket" : "http",
+      ...(appToken ? { appToken } : {}),
+      ...(signingSecret ? { signingSecret } : {}),
+      ...(apiUrl ? { apiUrl: `${apiUrl}/` } : {}),
+      allowed: parseAllowList(env, "SLACK_ALLOWED_USERS"),
+    };
+  }
+  for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secret(name);
+  if (operatorToken) secrets.push(operatorToken);
+
+  const webRaw = nonEmpty(env, "SWITCHBOARD_WEB") ?? "on";
+  if (!["on", "off"].includes(webRaw))
+    fail("SWITCHBOARD_WEB", `must be on or off (got "${webRaw}")`, "SWITCHBOARD_WEB=on");
+
+  return {
+    dbPath: nonEmpty(env, "SWITCHBOARD_DB") ?? "./data/switchboard.sqlite",
+    http: { host: nonEmpty(env, "SWITCHBOARD_HTTP_HOST") ?? "127.0.0.1", port },
+    logLevel,
+    operatorToken,
+    timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
+    instructions: instructions ?? DEFAULT_INSTRUCTIONS,
+    shutdownGraceMs,
+    file,
+    telegram,
+    discord,
+    slack,
+    web: webRaw === "on",
+    secrets,
+    modelEnv: {
+      SWITCHBOARD_MODEL: env.SWITCHBOARD_MODEL,
+      SWITCHBOARD_FALLBACK_MODELS: env.SWITCHBOARD_FALLBACK_MODELS,
+      OPENROUTER_API_KEY: env.OPENROUTER_API_KEY,
+      OPENROUTER_BASE_URL: env.OPENROUTER_BASE_URL,
+      OPENAI_COMPATIBLE_BASE_URL: env.OPENAI_COMPATIBLE_BASE_URL,
+      OPENAI_COMPATIBLE_API_KEY: env.OPENAI_COMPATIBLE_API_KEY,
+    },
+  };
+}
+
+/** The policy for `channel:surface`: exact key, then `channel:*`, then `*:surface`, over the defaults. */
+export function surfacePolicy(
+  file: FileConfig,
+  channel: string,
+  surface: "dm" | "group" | "thread",
+): SurfacePolicy {
+  const base = DEFAULT_SURFACES[surface];
+  const overrides = [
+    file.surfaces[`*:${surface}`],
+    file.surfaces[`${channel}:*`],
+    file.surfaces[`${channel}:${surface}`],
+  ];
+  let policy: SurfacePolicy = { ...base };
+  for (const o of overrides) {
+    if (!o) continue;
+    policy = {
+      inputPolicy: o.inputPolicy ?? policy.inputPolicy,
+      delivery: o.delivery ?? policy.delivery,
+      requireMention: o.requireMention ?? policy.requireMention,
+      ...((o.instructions ?? policy.instructions)
+        ? { instructions: o.instructions ?? policy.instructions }
+        : {}),
+    };
+  }
+  return policy;
+}

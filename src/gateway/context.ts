@@ -1,0 +1,26 @@
+import { z } from "zod";
+
+/**
+ * What a run carries about where it came from: enough to deliver its answer (channel, account,
+ * reply target) and to tell the agent where it is. Stored with the run, so delivery after a
+ * restart needs nothing else.
+ */
+export const runContextSchema = z.object({
+  channel: z.enum(["telegram", "discord", "slack", "web"]),
+  account: z.string(),
+  target: z.string(),
+  replyTo: z.string().optional(),
+  surface: z.enum(["dm", "group", "thread"]),
+  delivery: z.enum(["terminal", "stream"]),
+  conversationKey: z.string(),
+  principal: z.object({ id: z.string(), name: z.string().optional() }),
+  origin: z.enum(["user", "schedule"]),
+});
+
+export type RunContext = z.infer<typeof runContextSchema>;
+
+/** The run's context, or null for runs not started by a channel (tests, tools). */
+export function readRunContext(value: unknown): RunContext | null {
+  const parsed = runContextSchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}

@@ -1,0 +1,109 @@
+import type { Database } from "bun:sqlite";
+import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import type { StreamReply } from "../../outbox/stream.ts";
+import { createTypingIndicator } from "../../outbox/typing.ts";
+import type { DeliveryWorker } from "../../outbox/worker.ts";
+import type { RuntimeEvent } from "../runtime/events.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { answerText } from "../runtime/types.ts";
+import { commitAnswerDeliverySync } from "../store/sqlite/outbox.ts";
+import type { DeliveryWriter, RuntimeStore } from "../store/types.ts";
+import type { Clock } from "../util/clock.ts";
+import type { Logger } from "../util/log.ts";
+import { readRunContext } from "./context.ts";
+
+/**
+ * T2's delivery half: inside the terminal transaction, the run's answer becomes its outbox record
+ * (or finalises the stream record it already has). Runs without a channel context deliver nothing.
+ */
+export function createDeliveryWriter(clock: Clock): DeliveryWriter {
+  return (tx, run, answer) => {
+    const context = readRunContext(run.context);
+    if (!context || run.state === "absorbed") return;
+    commitAnswerDeliverySync(
+      tx as Database,
+      {
+        runId: run.id,
+        conversationId: run.conversationId,
+        channel: context.channel,
+        account: context.account,
+        target: context.target,
+        ...(context.replyTo ? { replyTo: context.replyTo } : {}),
+        state: run.state as Parameters<typeof commitAnswerDeliverySync>[1]["state"],
+        text: answerText(answer.parts),
+      },
+      clock.now(),
+    );
+  };
+}
+
+interface LiveRun {
+  buffered: RuntimeEvent[];
+  stream: StreamReply | null;
+  typing: { stop(): void } | null;
+  terminal: boolean;
+}
+
+/**
+ * Connects runtime events to delivery: wakes the worker after every terminal commit, shows a
+ * typing indicator while a terminal-mode run works, and feeds stream-mode runs to their
+ * StreamReply (events arriving before the stream opens are buffered, so no delta is lost).
+ */
+export function wireDelivery(options: {
+  runtime: Runtime;
+  store: RuntimeStore;
+  worker: DeliveryWorker;
+  adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
+  clock: Clock;
+  logger: Logger;
+}): () => void {
+  const { runtime, store, worker, adapters, clock, logger } = options;
+  const live = new Map<string, LiveRun>();
+
+  const begin = async (runId: string, entry: LiveRun) => {
+    const view = await store.loadRun(runId);
+    const context = readRunContext(view?.run.context);
+    const adapter = context ? adapters.get(context.channel) : undefined;
+    if (!view || !context || !adapter || entry.terminal) {
+      live.delete(runId);
+      return;
+    }
+    if (context.delivery === "stream" && adapter.capabilities.edit) {
+      entry.stream = worker.openStream({
+        channel: context.channel,
+        runId,
+        conversationId: view.run.conversationId,
+        target: context.target,
+        ...(context.replyTo ? { replyTo: context.replyTo } : {}),
+      });
+      for (const event of entry.buffered) entry.stream.handle(event);
+      entry.buffered = [];
+      void entry.stream.settled.finally(() => live.delete(runId));
+    } else if (adapter.typing && adapter.capabilities.typing) {
+      entry.typing = createTypingIndicator(adapter, context.target, { clock });
+    }
+  };
+
+  return runtime.subscribe((event) => {
+    const runId = event.runId;
+    if (event.type === "run-state" && event.state === "running" && !live.has(runId)) {
+      const entry: LiveRun = { buffered: [], stream: null, typing: null, terminal: false };
+      live.set(runId, entry);
+      begin(runId, entry).catch((error) => logger.warn("delivery.stream_open_failed", { runId, error }));
+      return;
+    }
+    const entry = live.get(runId);
+    if (event.type === "terminal") {
+      worker.notify();
+      if (!entry) return;
+      entry.terminal = true;
+      entry.typing?.stop();
+      if (entry.stream) entry.stream.handle(event);
+      else live.delete(runId);
+      return;
+    }
+    if (!entry) return;
+    if (entry.stream) entry.stream.handle(event);
+    else if (!entry.typing) entry.buffered.push(event);
+  });
+}

@@ -1,0 +1,143 @@
+import { createWebChannel } from "../../channels/web/index.ts";
+import { isSwitchboardError } from "../errors.ts";
+import { systemClock } from "../util/clock.ts";
+import { createLogger, type Logger } from "../util/log.ts";
+import { createGateway, type Gateway } from "./app.ts";
+import { type GatewayConfig, loadConfig } from "./config.ts";
+import { startHttpServer } from "./http/server.ts";
+import { createOperatorService } from "./operator.ts";
+
+export interface RunningGateway {
+  gateway: Gateway;
+  url: string;
+  /** Graceful shutdown; resolves with what remained. */
+  shutdown(): Promise<void>;
+}
+
+/** Starts everything: store, recovery, channels, outbox, schedules and the HTTP server. */
+export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
+  const web = config.web ? createWebChannel({}) : null;
+  const gateway = createGateway(config, { logger, extraAdapters: web ? [web] : [] });
+  await gateway.start();
+  const operator = createOperatorService({
+    stores: gateway.stores,
+    clock: systemClock,
+    onOutboxChanged: () => gateway.worker.notify(),
+  });
+  const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
+  const http = await startHttpServer({
+    host: config.http.host,
+    port: config.http.port,
+    logger: logger.child({ component: "http" }),
+    services: {
+      operator,
+      follow: (conversationId, afterSeq, signal) => gateway.runtime.follow(conversationId, afterSeq, signal),
+      readiness: () => gateway.readiness(),
+      metrics: () => gateway.renderMetrics(),
+      routes,
+      web: web ?? createWebChannel({}),
+      operatorToken: config.operatorToken,
+      onOperatorAction: () => gateway.worker.notify(),
+    },
+  });
+  announce(config, gateway, http.url, logger);
+  let stopping: Promise<void> | null = null;
+  return {
+    gateway,
+    url: http.url,
+    shutdown() {
+      stopping ??= (async () => {
+        logger.info("gateway.stopping", { graceMs: config.shutdownGraceMs });
+        const report = await gateway.stop();
+        await http.stop();
+        logger.info("gateway.stopped", { ...report });
+      })();
+      return stopping;
+    },
+  };
+}
+
+function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: Logger): void {
+  const channels = [...gateway.adapters.keys()];
+  logger.info("gateway.started", {
+    url,
+    database: config.dbPath,
+    channels,
+    model: gateway.runtime.models.map((m) => m.label).join(" -> "),
+  });
+  if (config.web)
+    logger.info("gateway.web_chat", { url: `${url}/`, hint: "open this in a browser to talk to the agent" });
+  if (!config.operatorToken) {
+    logger.warn("gateway.operator_api_disabled", {
+      hint: "set SWITCHBOARD_OPERATOR_TOKEN (16+ characters) to enable /api and the console at /console",
+    });
+  } else {
+    logger.info("gateway.console", { url: `${url}/console` });
+  }
+  if (gateway.runtime.models[0]?.label === "offline") {
+    logger.warn("gateway.offline_model", {
+      hint: "set OPENROUTER_API_KEY (or SWITCHBOARD_MODEL) to connect a real model",
+    });
+  }
+  const missing = [
+    ["telegram", "TELEGRAM_BOT_TOKEN (from @BotFather)"],
+    ["discord", "DISCORD_BOT_TOKEN (Discord developer portal; enable the Message Content intent)"],
+    ["slack", "SLACK_BOT_TOKEN plus SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP)"],
+  ].filter(([name]) => !channels.includes(name as never));
+  for (const [name, how] of missing)
+    logger.info("gateway.channel_not_configured", { channel: name, hint: `set ${how}` });
+  for (const [name, list] of [
+    ["telegram", config.telegram?.allowed],
+    ["discord", config.discord?.allowed],
+    ["slack", config.slack?.allowed],
+  ] as const) {
+    if (list && list.kind === "ids" && list.ids.size === 0) {
+      logger.warn("gateway.nobody_allowed", {
+        channel: name,
+        hint: `nobody may talk to the bot yet: set ${name.toUpperCase()}_ALLOWED_USERS to user ids (or *); denied users' ids are logged`,
+      });
+    }
+  }
+}
+
+/**
+ * `switchboard start`: reads the environment (Bun loads .env), starts the gateway and shuts it
+ * down gracefully on SIGINT/SIGTERM; a second signal exits at once. Exit code 78 for bad config.
+ */
+export async function runGateway(env: Record<string, string | undefined>): Promise<void> {
+  let config: GatewayConfig;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (isSwitchboardError(error, "config_invalid")) {
+      process.stderr.write(`switchboard: configuration error: ${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+  const logger = createLogger({ level: config.logLevel, secrets: config.secrets });
+  let running: RunningGateway;
+  try {
+    running = await startGateway(config, logger);
+  } catch (error) {
+    logger.error("gateway.start_failed", { error });
+    process.exit(isSwitchboardError(error, "config_invalid") ? 78 : 1);
+  }
+  let signals = 0;
+  const onSignal = (signal: string) => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn("gateway.forced_exit", { signal });
+      process.exit(130);
+    }
+    void running.shutdown().then(
+      () => process.exit(0),
+      (error) => {
+        logger.error("gateway.shutdown_failed", { error });
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+}

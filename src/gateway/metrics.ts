@@ -1,0 +1,103 @@
+/**
+ * Prometheus metrics kept in process: counters and fixed-bucket histograms, plus gauges read at
+ * scrape time. Label values are channel names, states and reasons: never user content.
+ */
+type Labels = Record<string, string>;
+
+const BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
+
+class Histogram {
+  readonly counts = new Array<number>(BUCKETS_MS.length + 1).fill(0);
+  sum = 0;
+  total = 0;
+  observe(valueMs: number): void {
+    const i = BUCKETS_MS.findIndex((b) => valueMs <= b);
+    this.counts[i === -1 ? BUCKETS_MS.length : i]! += 1;
+    this.sum += valueMs;
+    this.total += 1;
+  }
+}
+
+export interface Metrics {
+  inboundAccepted(channel: string): void;
+  inboundDuplicate(channel: string): void;
+  inboundIgnored(channel: string, reason: string): void;
+  stepLatency(ms: number): void;
+  deliveryLatency(ms: number): void;
+  scheduleLateness(ms: number): void;
+  render(gauges: { runs: Record<string, number>; outbox: Record<string, number> }): string;
+}
+
+export function createMetrics(): Metrics {
+  const counters = new Map<string, { help: string; values: Map<string, number> }>();
+  const histograms = new Map<string, { help: string; histogram: Histogram }>();
+  const count = (name: string, help: string, labels: Labels) => {
+    const entry = counters.get(name) ?? { help, values: new Map() };
+    counters.set(name, entry);
+    const key = formatLabels(labels);
+    entry.values.set(key, (entry.values.get(key) ?? 0) + 1);
+  };
+  const observe = (name: string, help: string, ms: number) => {
+    const entry = histograms.get(name) ?? { help, histogram: new Histogram() };
+    histograms.set(name, entry);
+    entry.histogram.observe(ms);
+  };
+  return {
+    inboundAccepted: (channel) =>
+      count(
+        "switchboard_inbound_accepted_total",
+        "Inbound messages accepted (admitted or handled as a command).",
+        { channel },
+      ),
+    inboundDuplicate: (channel) =>
+      count(
+        "switchboard_inbound_duplicates_total",
+        "Inbound updates recognised as duplicates (no second run).",
+        { channel },
+      ),
+    inboundIgnored: (channel, reason) =>
+      count("switchboard_inbound_ignored_total", "Inbound updates ignored before the model.", {
+        channel,
+        reason,
+      }),
+    stepLatency: (ms) => observe("switchboard_step_latency_ms", "Duration of one model step.", ms),
+    deliveryLatency: (ms) =>
+      observe("switchboard_delivery_latency_ms", "Time from a run's terminal commit to its delivery.", ms),
+    scheduleLateness: (ms) =>
+      observe("switchboard_schedule_lateness_ms", "How late schedule occurrences fired.", ms),
+    render(gauges) {
+      const lines: string[] = [];
+      for (const [name, { help, values }] of counters) {
+        lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
+        for (const [labels, value] of values) lines.push(`${name}${labels} ${value}`);
+      }
+      for (const [name, help, byState] of [
+        ["switchboard_runs", "Runs by state.", gauges.runs],
+        ["switchboard_outbox_records", "Outbox records by state.", gauges.outbox],
+      ] as const) {
+        lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+        for (const [state, value] of Object.entries(byState))
+          lines.push(`${name}${formatLabels({ state })} ${value}`);
+      }
+      for (const [name, { help, histogram }] of histograms) {
+        lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
+        let cumulative = 0;
+        BUCKETS_MS.forEach((bound, i) => {
+          cumulative += histogram.counts[i]!;
+          lines.push(`${name}_bucket{le="${bound}"} ${cumulative}`);
+        });
+        lines.push(
+          `${name}_bucket{le="+Inf"} ${histogram.total}`,
+          `${name}_sum ${histogram.sum}`,
+          `${name}_count ${histogram.total}`,
+        );
+      }
+      return `${lines.join("\n")}\n`;
+    },
+  };
+}
+
+function formatLabels(labels: Labels): string {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, "_")}"`);
+  return parts.length ? `{${parts.join(",")}}` : "";
+}

@@ -1,0 +1,60 @@
+import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
+import type { Occurrence, Schedule } from "../../schedules/types.ts";
+import type { RunState, Usage } from "../runtime/types.ts";
+import type { MessagePageItem, RunRecord } from "../store/types.ts";
+
+/**
+ * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
+ * mutation records who did it (`actor`, e.g. `operator:alice`) in the record's history.
+ */
+export interface OperatorService {
+  runs: {
+    /** Newest first. Empty when none match. */
+    list(filter: { state?: RunState; conversationId?: string; limit?: number }): Promise<RunRecord[]>;
+    /** One run with its answer text; null when unknown. */
+    show(runId: string): Promise<{ run: RunRecord; answerText: string; usage: Usage } | null>;
+  };
+  conversations: {
+    /** Most recently active first. */
+    list(filter: { limit?: number }): Promise<ConversationSummary[]>;
+    /** Messages paged in order, each with its run's state (superseded/absorbed marked). Null when unknown. */
+    show(
+      conversationId: string,
+      page: { afterOrder?: number; limit?: number },
+    ): Promise<{
+      conversation: ConversationSummary;
+      items: MessagePageItem[];
+      nextAfterOrder: number | null;
+    } | null>;
+  };
+  outbox: {
+    list(filter: { state?: OutboxState; conversationId?: string; limit?: number }): Promise<OutboxRecord[]>;
+    show(idOrKey: string): Promise<OutboxRecord | null>;
+    retry(id: string, actor: `operator:${string}`, note?: string): Promise<OutboxRecord>;
+    resolve(
+      id: string,
+      outcome: "delivered" | "failed",
+      actor: `operator:${string}`,
+      note: string,
+    ): Promise<OutboxRecord>;
+    cancel(id: string, actor: `operator:${string}`, note?: string): Promise<OutboxRecord>;
+  };
+  schedules: {
+    list(filter: { conversationId?: string; includeEnded?: boolean }): Promise<Schedule[]>;
+    runs(scheduleId: string, limit?: number): Promise<Occurrence[]>;
+    pause(scheduleId: string): Promise<Schedule>;
+    resume(scheduleId: string): Promise<Schedule>;
+    cancel(scheduleId: string): Promise<Schedule>;
+  };
+}
+
+export interface ConversationSummary {
+  id: string;
+  /** The channel key mapped to it (e.g. `tg:123:dm:42`), when any. */
+  key: string | null;
+  version: number;
+  createdAtMs: number;
+  lastActivityAtMs: number | null;
+  runs: number;
+  activeRuns: number;
+}

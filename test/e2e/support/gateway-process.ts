@@ -1,0 +1,111 @@
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..", "..", "..");
+const CLI = join(ROOT, "src", "cli", "main.ts");
+
+export interface GatewayProcess {
+  url: string;
+  logs: string[];
+  /** Parsed JSON log lines. */
+  events(): Array<Record<string, unknown>>;
+  kill(signal?: "SIGKILL" | "SIGTERM" | "SIGINT"): Promise<number>;
+  exited: Promise<number>;
+}
+
+/** A free TCP port on 127.0.0.1 (for webhook URLs that must be known before the gateway starts). */
+export function freePort(): number {
+  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const port = server.port as number;
+  server.stop(true);
+  return port;
+}
+
+/**
+ * Starts `switchboard start` as a real child process with `env` and waits until it logs
+ * `gateway.started`. Fails with the process's logs if it exits or takes too long.
+ */
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  timeoutMs = 15_000,
+): Promise<GatewayProcess> {
+  const child = Bun.spawn([process.execPath, CLI, "start"], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      SWITCHBOARD_HTTP_PORT: "0",
+      ...env,
+    },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const logs: string[] = [];
+  let started: ((url: string) => void) | null = null;
+  const startedPromise = new Promise<string>((resolve) => {
+    started = resolve;
+  });
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const reader = stream.getReader();
+    const decoder = new TextDecoder();
+    let buffered = "";
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      buffered += decoder.decode(read.value);
+      let nl = buffered.indexOf("\n");
+      while (nl >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        logs.push(line);
+        if (line.includes('"event":"gateway.started"')) {
+          try {
+            started?.((JSON.parse(line) as { url: string }).url);
+          } catch {}
+        }
+        nl = buffered.indexOf("\n");
+      }
+    }
+  };
+  void pump(child.stdout);
+  void pump(child.stderr);
+  const url = await Promise.race([
+    startedPromise,
+    child.exited.then((code) => {
+      throw new Error(`gateway exited with ${code} before starting:\n${logs.join("\n")}`);
+    }),
+    Bun.sleep(timeoutMs).then(() => {
+      child.kill("SIGKILL");
+      throw new Error(`gateway did not start within ${timeoutMs} ms:\n${logs.join("\n")}`);
+    }),
+  ]);
+  return {
+    url,
+    logs,
+    exited: child.exited,
+    events: () =>
+      logs.flatMap((line) => {
+        try {
+          return [JSON.parse(line) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      }),
+    async kill(signal = "SIGTERM") {
+      child.kill(signal);
+      return child.exited;
+    },
+  };
+}
+
+/** Polls `check` until it returns a value (not undefined/false) or the time runs out. */
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  timeoutMs: number,
+  what: string,
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== null && value !== false) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await Bun.sleep(50);
+  }
+}

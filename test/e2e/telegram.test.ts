@@ -1,0 +1,209 @@
+/**
+ * End to end through a real gateway process: grammY against the Telegram emulator, the model
+ * behind the fake OpenAI-compatible server, SQLite on a temp file.
+ */
+
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  groupChat,
+  privateChat,
+  startTelegramEmulator,
+  type TelegramEmulator,
+  user,
+} from "../emulators/telegram/index.ts";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+import { eventually, freePort, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+
+const dir = tempDir("switchboard-e2e-tg-");
+let llm: FakeLlmServer;
+let telegram: TelegramEmulator;
+const alice = user(1001, "Alice");
+const bob = user(1002, "Bob");
+const mallory = user(6666, "Mallory");
+const group = groupChat(-5001, "Team");
+
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  const config = join(dir.path, "switchboard.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      version: 1,
+      surfaces: {
+        "telegram:dm": { inputPolicy: "supersede", delivery: "terminal" },
+        "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
+      },
+    }),
+  );
+  return {
+    SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
+    SWITCHBOARD_CONFIG: config,
+    SWITCHBOARD_WEB: "off",
+    SWITCHBOARD_MODEL: "openai-compatible:test-model",
+    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+    TELEGRAM_BOT_TOKEN: telegram.token,
+    TELEGRAM_API_ROOT: telegram.url,
+    TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id}`,
+    ...extra,
+  };
+}
+
+const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);
+const requestsContaining = (text: string) => llm.requests().filter((r) => r.lastUserText.includes(text));
+
+beforeAll(() => {
+  llm = startFakeLlmServer();
+  telegram = startTelegramEmulator();
+});
+afterAll(async () => {
+  await telegram.close();
+  await llm.stop();
+  dir.cleanup();
+});
+
+describe("telegram end to end (polling)", () => {
+  let gateway: GatewayProcess;
+  beforeAll(async () => {
+    gateway = await startGatewayProcess(env());
+  });
+  afterAll(async () => {
+    await gateway.kill("SIGTERM");
+  });
+
+  test("one message, one reply", async () => {
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "hello there" });
+    const reply = await telegram.waitForMessage(
+      alice.id,
+      (m) => m.fromBot && m.visibleText.includes("echo: hello there"),
+      10_000,
+    );
+    expect(reply.visibleText).toContain("echo: hello there");
+    expect(requestsContaining("hello there").length).toBe(1);
+  }, 20_000);
+
+  test("the same update twice, and again after a restart: one model call, one reply", async () => {
+    const { update } = telegram.incoming({ chat: privateChat(bob), from: bob, text: "dedupe me please" });
+    await telegram.waitForMessage(bob.id, (m) => m.fromBot && m.visibleText.includes("dedupe me"), 10_000);
+    telegram.deliverAgain(update.update_id);
+    await telegram.waitForConfirmed(update.update_id, 5_000);
+    await Bun.sleep(300);
+
+    await gateway.kill("SIGKILL");
+    gateway = await startGatewayProcess(env());
+    telegram.deliverAgain(update.update_id);
+    await telegram.waitForConfirmed(update.update_id, 10_000);
+    await Bun.sleep(500);
+
+    expect(requestsContaining("dedupe me please").length).toBe(1);
+    expect(botReplies(bob.id).filter((m) => m.visibleText.includes("dedupe me please")).length).toBe(1);
+  }, 40_000);
+
+  test("supersede in a DM: only the latest is answered and the first is absent from its prompt", async () => {
+    llm.addRules([
+      {
+        match: { lastUserContains: "first slow thought" },
+        reply: { kind: "text", text: "slow answer one two three four", chunks: 6, chunkDelayMs: 400 },
+      },
+    ]);
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "first slow thought" });
+    await eventually(
+      () => requestsContaining("first slow thought").length === 1,
+      10_000,
+      "the first model call",
+    );
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "second thought instead" });
+    await telegram.waitForMessage(
+      alice.id,
+      (m) => m.fromBot && m.visibleText.includes("echo: second thought instead"),
+      15_000,
+    );
+    await Bun.sleep(500);
+    const second = requestsContaining("second thought instead")[0]!;
+    expect(JSON.stringify(second.messages)).not.toContain("first slow thought");
+    expect(botReplies(alice.id).some((m) => m.visibleText.includes("slow answer"))).toBe(false);
+  }, 30_000);
+
+  test("queue in a group: both answered, in order; without a mention nothing happens", async () => {
+    llm.addRules([
+      {
+        match: { lastUserContains: "queued one" },
+        reply: { kind: "text", text: "answer to queued one", chunks: 4, chunkDelayMs: 200 },
+      },
+    ]);
+    telegram.incoming({ chat: group, from: alice, text: "just chatting without mention" });
+    telegram.incoming({ chat: group, from: alice, text: "@switchboard_test_bot queued one" });
+    telegram.incoming({ chat: group, from: bob, text: "@switchboard_test_bot queued two" });
+    await telegram.waitForMessage(group.id, (m) => m.fromBot && m.visibleText.includes("queued two"), 15_000);
+    const replies = botReplies(group.id).map((m) => m.visibleText);
+    expect(replies.findIndex((t) => t.includes("answer to queued one"))).toBeLessThan(
+      replies.findIndex((t) => t.includes("queued two")),
+    );
+    expect(requestsContaining("without mention").length).toBe(0);
+  }, 30_000);
+
+  test("a denied user never reaches the model", async () => {
+    const { update } = telegram.incoming({ chat: privateChat(mallory), from: mallory, text: "let me in" });
+    await telegram.waitForConfirmed(update.update_id, 10_000);
+    await Bun.sleep(300);
+    expect(requestsContaining("let me in").length).toBe(0);
+    expect(botReplies(mallory.id).length).toBe(0);
+    expect(gateway.events().some((e) => e.event === "ingress.denied" && e.user === String(mallory.id))).toBe(
+      true,
+    );
+  }, 20_000);
+});
+
+describe("telegram webhook mode", () => {
+  test("a wrong secret is refused with 401 and nothing is stored", async () => {
+    const port = freePort();
+    const dbPath = join(dir.path, "webhook.sqlite");
+    const secret = "s3cret-webhook-token-abcdef";
+    const gateway = await startGatewayProcess(
+      env({
+        SWITCHBOARD_DB: dbPath,
+        SWITCHBOARD_HTTP_PORT: String(port),
+        TELEGRAM_MODE: "webhook",
+        TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
+        TELEGRAM_WEBHOOK_SECRET: secret,
+      }),
+    );
+    try {
+      expect(telegram.webhookRegistration()?.url).toBe(`http://127.0.0.1:${port}/telegram/webhook`);
+      const body = JSON.stringify({
+        update_id: 990001,
+        message: {
+          message_id: 1,
+          date: 1,
+          chat: { id: alice.id, type: "private" },
+          from: alice,
+          text: "forged",
+        },
+      });
+      const wrong = await fetch(`${gateway.url}/telegram/webhook`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-telegram-bot-api-secret-token": "wrong-secret-value",
+        },
+        body,
+      });
+      expect(wrong.status).toBe(401);
+      const db = new Database(dbPath, { readonly: true });
+      expect((db.query("SELECT count(*) AS n FROM ingress_receipts").get() as { n: number }).n).toBe(0);
+      db.close();
+
+      telegram.incoming({ chat: privateChat(alice), from: alice, text: "through the webhook" });
+      await telegram.waitForMessage(
+        alice.id,
+        (m) => m.fromBot && m.visibleText.includes("echo: through the webhook"),
+        10_000,
+      );
+      expect(requestsContaining("forged").length).toBe(0);
+    } finally {
+      await gateway.kill("SIGTERM");
+    }
+  }, 30_000);
+});
