@@ -1,6 +1,7 @@
 import type { ChannelAdapter, OutgoingMessage } from "../channels/types.ts";
 import { isSwitchboardError } from "../src/errors.ts";
 import type { Clock } from "../src/util/clock.ts";
+import { killPoint } from "../src/util/kill-point.ts";
 import { createPlatformCaller, PlatformCallError, type PlatformCaller, rateLaneOf } from "./platform-call.ts";
 import type { DeliveryRateLimiter } from "./rate-limiter.ts";
 import { isFormattingRejection, type Renderer } from "./render.ts";
@@ -47,6 +48,7 @@ async function deliverMessage(
   const rendered = queued.rendered ?? deps.renderer.render(queued.markdown, queued.channel, "rich", maxChars);
   const record = await deps.repo.markSending(queued.id, deps.clock.now(), rendered);
   if (record?.kind !== "message") return;
+  killPoint("outbox.sending-persisted");
 
   const call = callerFor(deps, adapter, record);
   let current: RenderedText = record.rendered ?? rendered;
@@ -62,6 +64,7 @@ async function deliverMessage(
     let sent: string[];
     try {
       sent = (await call("send", () => adapter.send(record.target, message))).messageIds;
+      killPoint("outbox.platform-accepted");
     } catch (error) {
       // Fall back to plain text once, and only while nothing of this answer is visible yet:
       // plain chunks do not line up with rich ones already shown.

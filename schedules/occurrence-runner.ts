@@ -1,5 +1,6 @@
 import { isSwitchboardError, SwitchboardError } from "../src/errors.ts";
 import type { Clock } from "../src/util/clock.ts";
+import { killPoint } from "../src/util/kill-point.ts";
 import { decideRetry } from "./backoff.ts";
 import { nextSlotAfter } from "./cadence.ts";
 import type { Timer } from "./timer.ts";
@@ -184,6 +185,7 @@ export function createOccurrenceRunner(options: OccurrenceRunnerOptions) {
       return;
     }
     const { claim, schedule } = claimed;
+    killPoint("schedule.claimed");
     const outcome = await attempt(schedule, claim);
     const nowMs = clock.now();
     const settlement = toSettlement(schedule, claim, outcome, nowMs);

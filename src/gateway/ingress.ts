@@ -5,6 +5,7 @@ import type { Runtime } from "../runtime/runtime.ts";
 import type { InputPart } from "../runtime/types.ts";
 import type { RuntimeStore } from "../store/types.ts";
 import type { Clock } from "../util/clock.ts";
+import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import type { ChatCommands } from "./commands.ts";
 import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
@@ -157,6 +158,7 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       ingress: { source, key: message.updateKey, payload: message },
     });
     const admission = await ticket.admission;
+    killPoint("ingress.admitted");
     if (admission.outcome === "duplicate") {
       metrics.inboundDuplicate(message.channel);
       return { kind: "duplicate", runId: admission.runId, conversationId: admission.conversationId };

@@ -2,6 +2,7 @@ import type { ToolSet } from "ai";
 import { isSwitchboardError } from "../errors.ts";
 import type { AcquiredRun, DeliveryWriter, Fence, RunRecord, RuntimeStore } from "../store/types.ts";
 import type { Clock } from "../util/clock.ts";
+import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { buildPrompt } from "./project.ts";
@@ -165,6 +166,7 @@ export class RunExecutor {
           joinedInputIds: joined.map((m) => m.id),
           nowMs: clock.now(),
         });
+        killPoint("step.persisted");
         if (outcome.finishReason !== "tool-calls") return await this.finish(fence, "completed", parts);
       }
     } catch (error) {
@@ -220,6 +222,7 @@ export class RunExecutor {
       ...(this.options.deliveries ? { deliveries: this.options.deliveries } : {}),
       nowMs: this.options.clock.now(),
     });
+    killPoint("run.terminal-committed");
     return { kind: "terminal", state, absorbed: result.absorbed };
   }
 

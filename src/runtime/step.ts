@@ -8,6 +8,7 @@ import {
   type ToolSet,
 } from "ai";
 import type { Clock } from "../util/clock.ts";
+import { killPoint } from "../util/kill-point.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { decideRetry, type RetryPolicy } from "./retry.ts";
 import type { MessagePart, StopReason, Usage } from "./types.ts";
@@ -103,6 +104,7 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
         switch (part.type) {
           case "text-delta":
             appendText("text", part.text);
+            killPoint("step.streaming");
             input.emit({
               type: "assistant-delta",
               durable: false,

@@ -1,0 +1,25 @@
+/**
+ * Test-only crash injection for the chaos suite. Inert unless SWITCHBOARD_TEST_KILL_POINT names a
+ * point: then the process SIGKILLs itself the Nth time (SWITCHBOARD_TEST_KILL_AT, default 1) it
+ * passes that point, exactly where a real crash would hurt most.
+ */
+export type KillPoint =
+  | "ingress.admitted"
+  | "step.streaming"
+  | "step.persisted"
+  | "run.terminal-committed"
+  | "outbox.sending-persisted"
+  | "outbox.platform-accepted"
+  | "schedule.claimed";
+
+const armed = process.env.SWITCHBOARD_TEST_KILL_POINT as KillPoint | undefined;
+const killAt = Number(process.env.SWITCHBOARD_TEST_KILL_AT ?? "1");
+let passes = 0;
+
+export function killPoint(point: KillPoint): void {
+  if (armed === undefined || armed !== point) return;
+  passes += 1;
+  if (passes < killAt) return;
+  process.stderr.write(`${JSON.stringify({ level: "warn", event: "test.kill_point", point })}\n`);
+  process.kill(process.pid, "SIGKILL");
+}
