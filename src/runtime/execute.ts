@@ -126,11 +126,14 @@ export class RunExecutor {
         const outcome = await runStep({
           conversationId: run.conversationId,
           runId,
-          instructions: this.options.instructions?.({
-            conversationId: run.conversationId,
-            context: run.context,
-            nowMs: clock.now(),
-          }),
+          instructions: withSummary(
+            this.options.instructions?.({
+              conversationId: run.conversationId,
+              context: run.context,
+              nowMs: clock.now(),
+            }),
+            ctx.summary?.text,
+          ),
           messages: buildPrompt(ctx.history, current, this.options.maxHistoryTokens),
           tools: this.tools(run, fence),
           models: this.options.models,
@@ -230,4 +233,11 @@ export class RunExecutor {
     await this.options.store.releaseRun(fence, this.options.clock.now());
     return { kind: "released" };
   }
+}
+
+/** The compaction summary travels with the instructions, ahead of the recent turns. */
+function withSummary(instructions: string | undefined, summary: string | undefined): string | undefined {
+  if (!summary) return instructions;
+  const block = `Summary of the earlier conversation (older turns are not shown):\n${summary}`;
+  return instructions ? `${instructions}\n\n${block}` : block;
 }

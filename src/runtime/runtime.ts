@@ -7,6 +7,7 @@ import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { EventBus, type Listener } from "./bus.ts";
+import { type CompactionPolicy, compactConversation } from "./compaction.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { type ExecutionEnd, RunExecutor, type StopPolicy, type ToolContext } from "./execute.ts";
 import { Lane } from "./lane.ts";
@@ -94,7 +95,12 @@ export interface RuntimeOptions {
     stopPolicies?: StopPolicy[];
     retry?: RetryPolicy;
   };
-  history?: { maxTurns?: number; maxTokens?: number };
+  history?: {
+    maxTurns?: number;
+    maxTokens?: number;
+    /** Summarising compaction, checked after each completed run. Off when absent. */
+    compaction?: CompactionPolicy;
+  };
   /**
    * False for an admit-only process: inputs are committed and queued but this process runs no
    * model calls (another worker, or a later start, executes them). Default true.
@@ -237,7 +243,7 @@ export class Runtime {
       for (const runId of result.superseded) void this.settleFromStore(runId);
       for (const stop of result.stopRequested)
         this.lanes.get(result.conversationId)?.abort(stop.runId, stop.reason);
-      this.lane(result.conversationId).kick();
+      this.wake(result.conversationId);
     }
     return {
       outcome: result.outcome,
@@ -262,7 +268,7 @@ export class Runtime {
     if (outcome.outcome === "not_active") return false;
     if (outcome.outcome === "ended") void this.settleFromStore(run.id);
     else this.lanes.get(target.conversationId)?.abort(run.id, "interrupted");
-    this.lane(target.conversationId).kick();
+    this.wake(target.conversationId);
     return true;
   }
 
@@ -288,7 +294,7 @@ export class Runtime {
     }
     if (options.takeOverLeases)
       await this.store.expireLeases({ exceptOwner: this.owner, nowMs: this.clock.now() });
-    for (const conversationId of conversations) this.lane(conversationId).kick();
+    for (const conversationId of conversations) this.wake(conversationId);
     this.logger.info("runtime.recovered", { conversations: conversations.size });
     return { conversations: conversations.size };
   }
@@ -326,7 +332,54 @@ export class Runtime {
     this.sequences.delete(runId);
     if (end.kind !== "terminal") return;
     await this.settleFromStore(runId);
+    if (end.state === "completed") this.scheduleCompaction(runId);
     for (const absorbed of end.absorbed) await this.settleFromStore(absorbed);
+  }
+
+  /** Lets the conversation's lane look for work; an admit-only runtime (executeRuns: false) never executes. */
+  private wake(conversationId: string): void {
+    if (this.options.executeRuns === false) return;
+    this.lane(conversationId).kick();
+  }
+
+  private readonly compacting = new Set<string>();
+
+  /** Compacts the run's conversation in the background; a failure only costs a longer prompt. */
+  private scheduleCompaction(runId: string): void {
+    const policy = this.options.history?.compaction;
+    if (!policy) return;
+    void (async () => {
+      const view = await this.store.loadRun(runId);
+      const conversationId = view?.run.conversationId;
+      if (!conversationId || this.compacting.has(conversationId)) return;
+      this.compacting.add(conversationId);
+      try {
+        await compactConversation({
+          store: this.store,
+          conversationId,
+          policy,
+          clock: this.clock,
+          logger: this.logger,
+          signal: AbortSignal.timeout(120_000),
+        });
+      } finally {
+        this.compacting.delete(conversationId);
+      }
+    })().catch((error) => this.logger.warn("runtime.compaction_failed", { runId, error }));
+  }
+
+  /** Runs compaction for one conversation now (operators, tests). */
+  compact(conversationId: string): Promise<"compacted" | "not_needed" | "conflict"> {
+    const policy = this.options.history?.compaction;
+    if (!policy) return Promise.resolve("not_needed");
+    return compactConversation({
+      store: this.store,
+      conversationId,
+      policy,
+      clock: this.clock,
+      logger: this.logger,
+      signal: AbortSignal.timeout(120_000),
+    });
   }
 
   private lane(conversationId: string): Lane {

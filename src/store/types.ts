@@ -99,6 +99,27 @@ export interface RuntimeStore {
   /** Messages of a conversation in order, paged. Superseded/absorbed runs are marked. */
   listMessages(conversationId: string, page: { afterOrder: number; limit: number }): Promise<MessagePage>;
 
+  /**
+   * Turns finished after the current summary beyond the newest `keepTurns` (oldest first, at most
+   * `maxTurns`), the summary they would extend, and how many such turns there are in all.
+   */
+  loadCompactionCandidates(
+    conversationId: string,
+    options: { keepTurns: number; maxTurns: number },
+  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }>;
+
+  /**
+   * Replaces the conversation's summary, compare-and-set on its version: `conflict` when another
+   * compaction saved first or `throughFinishSeq` does not advance. The turns stay in the store.
+   */
+  saveSummary(request: {
+    conversationId: string;
+    text: string;
+    throughFinishSeq: number;
+    expectedVersion: number;
+    nowMs: number;
+  }): Promise<{ outcome: "saved"; version: number } | { outcome: "conflict"; actualVersion: number }>;
+
   /** The conversation currently mapped to `key`, creating it when new. */
   resolveConversationKey(key: string, nowMs: number): Promise<string>;
 
@@ -150,6 +171,14 @@ export interface RuntimeStore {
   onCommitted(listener: (events: DurableEvent[]) => void): () => void;
 
   close(): Promise<void>;
+}
+
+/** What summarising compaction left in place of the turns up to `throughFinishSeq`. */
+export interface ConversationSummary {
+  text: string;
+  throughFinishSeq: number;
+  /** Incremented by every save; a save with a stale expected version is refused. */
+  version: number;
 }
 
 export interface ConversationSettings {
@@ -255,12 +284,16 @@ export interface AcquiredRun {
 export interface PromptTurn {
   runId: string;
   state: RunState;
+  /** Durable order in which turns finished. */
+  finishSeq: number;
   /** Inputs and the assistant message in causal order. */
   messages: Message[];
 }
 
 export interface PromptContext {
   run: RunRecord;
+  /** The summary of turns compacted away, if any; `history` starts after it. */
+  summary: ConversationSummary | null;
   history: PromptTurn[];
   inputs: Message[];
   assistant: Message | null;

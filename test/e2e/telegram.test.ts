@@ -68,10 +68,10 @@ describe("telegram end to end (polling)", () => {
   let gateway: GatewayProcess;
   beforeAll(async () => {
     gateway = await startGatewayProcess(env());
-  });
+  }, 30_000);
   afterAll(async () => {
     await gateway.kill("SIGTERM");
-  });
+  }, 20_000);
 
   test("one message, one reply", async () => {
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "hello there" });

@@ -20,6 +20,7 @@ import type {
   CheckpointRequest,
   ConversationHead,
   ConversationSettings,
+  ConversationSummary,
   Fence,
   MessagePage,
   PromptContext,
@@ -247,7 +248,118 @@ export class SqliteRuntimeStore implements RuntimeStore {
     return run;
   }
 
+  private messagesByIds(ids: readonly string[]): Message[] {
+    if (ids.length === 0) return [];
+    const marks = ids.map(() => "?").join(",");
+    return (
+      this.db.query(`SELECT * FROM messages WHERE id IN (${marks}) ORDER BY ord`).all(...ids) as MessageRow[]
+    ).map(toMessage);
+  }
+
+  /**
+   * Finished turns (superseded and absorbed excluded) after `afterFinishSeq`, oldest first: the
+   * newest `limit` of them, or the oldest `limit` when `newest` is false.
+   */
+  private turns(
+    conversationId: string,
+    options: { afterFinishSeq: number; limit: number; newest: boolean },
+  ): PromptTurn[] {
+    const rows = this.db
+      .query(
+        `SELECT * FROM runs WHERE conversation_id = ? AND finish_seq > ?
+         AND state NOT IN ('superseded', 'absorbed', 'cancelled')
+         ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT ?`,
+      )
+      .all(conversationId, options.afterFinishSeq, options.limit) as Array<RunRow & { finish_seq: number }>;
+    if (options.newest) rows.reverse();
+    if (rows.length === 0) return [];
+    const marks = rows.map(() => "?").join(",");
+    const messages = (
+      this.db
+        .query(`SELECT * FROM messages WHERE run_id IN (${marks}) ORDER BY ord`)
+        .all(...rows.map((r) => r.id)) as MessageRow[]
+    ).map(toMessage);
+    const joined = this.messagesByIds(
+      messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : []))),
+    );
+    return rows.map((row) => {
+      const own = messages.filter((m) => m.runId === row.id);
+      const answer = own.find((m) => m.role === "assistant");
+      const joinedOfTurn = answer
+        ? joined.filter((m) => answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id))
+        : [];
+      return {
+        runId: row.id,
+        state: row.state as RunState,
+        finishSeq: row.finish_seq,
+        messages: [...own.filter((m) => m.role === "user"), ...(answer ? [answer] : []), ...joinedOfTurn],
+      };
+    });
+  }
+
+  private summaryRow(conversationId: string): ConversationSummary | null {
+    const row = this.db
+      .query("SELECT text, through_finish_seq, version FROM conversation_summaries WHERE conversation_id = ?")
+      .get(conversationId) as { text: string; through_finish_seq: number; version: number } | null;
+    return row ? { text: row.text, throughFinishSeq: row.through_finish_seq, version: row.version } : null;
+  }
+
   // ---- RuntimeStore ----
+
+  loadCompactionCandidates(
+    conversationId: string,
+    options: { keepTurns: number; maxTurns: number },
+  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }> {
+    return this.read(() => {
+      const summary = this.summaryRow(conversationId);
+      const after = summary?.throughFinishSeq ?? 0;
+      const count = this.db
+        .query(
+          `SELECT count(*) AS n FROM runs WHERE conversation_id = ? AND finish_seq > ?
+           AND state NOT IN ('superseded', 'absorbed', 'cancelled')`,
+        )
+        .get(conversationId, after) as { n: number };
+      const pending = Math.max(0, count.n - options.keepTurns);
+      const turns =
+        pending === 0
+          ? []
+          : this.turns(conversationId, {
+              afterFinishSeq: after,
+              limit: Math.min(pending, options.maxTurns),
+              newest: false,
+            });
+      return { summary, turns, pending };
+    });
+  }
+
+  saveSummary(request: {
+    conversationId: string;
+    text: string;
+    throughFinishSeq: number;
+    expectedVersion: number;
+    nowMs: number;
+  }): Promise<{ outcome: "saved"; version: number } | { outcome: "conflict"; actualVersion: number }> {
+    return this.write(() => {
+      const current = this.summaryRow(request.conversationId);
+      const actual = current?.version ?? 0;
+      if (
+        actual !== request.expectedVersion ||
+        (current && request.throughFinishSeq <= current.throughFinishSeq)
+      ) {
+        return { outcome: "conflict", actualVersion: actual } as const;
+      }
+      this.db
+        .query(
+          `INSERT INTO conversation_summaries (conversation_id, text, through_finish_seq, version, updated_at_ms)
+           VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT(conversation_id) DO UPDATE SET text = excluded.text,
+             through_finish_seq = excluded.through_finish_seq, version = excluded.version,
+             updated_at_ms = excluded.updated_at_ms`,
+        )
+        .run(request.conversationId, request.text, request.throughFinishSeq, actual + 1, request.nowMs);
+      return { outcome: "saved", version: actual + 1 } as const;
+    });
+  }
 
   /**
    * Admissions that arrive together share one write transaction (group commit); each runs in its
@@ -563,44 +675,12 @@ export class SqliteRuntimeStore implements RuntimeStore {
         .query("SELECT * FROM messages WHERE id = ?")
         .get(run.assistantMessageId) as MessageRow | null;
 
-      const finished = (
-        this.db
-          .query(
-            `SELECT * FROM runs WHERE conversation_id = ? AND finish_seq IS NOT NULL
-             AND state NOT IN ('superseded', 'absorbed') ORDER BY finish_seq DESC LIMIT ?`,
-          )
-          .all(run.conversationId, options.maxTurns) as RunRow[]
-      )
-        .map(toRun)
-        .reverse();
-      const history: PromptTurn[] = [];
-      if (finished.length > 0) {
-        const marks = finished.map(() => "?").join(",");
-        const rows = (
-          this.db
-            .query(`SELECT * FROM messages WHERE run_id IN (${marks}) ORDER BY ord`)
-            .all(...finished.map((r) => r.id)) as MessageRow[]
-        ).map(toMessage);
-        const joinedIds = rows.flatMap((m) =>
-          m.parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])),
-        );
-        const joined = byIds(joinedIds);
-        for (const turn of finished) {
-          const own = rows.filter((m) => m.runId === turn.id);
-          const inputsOfTurn = own.filter((m) => m.role === "user");
-          const answer = own.find((m) => m.role === "assistant");
-          const joinedOfTurn = answer
-            ? joined.filter((m) =>
-                answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id),
-              )
-            : [];
-          history.push({
-            runId: turn.id,
-            state: turn.state,
-            messages: [...inputsOfTurn, ...(answer ? [answer] : []), ...joinedOfTurn],
-          });
-        }
-      }
+      const summary = this.summaryRow(run.conversationId);
+      const history = this.turns(run.conversationId, {
+        afterFinishSeq: summary?.throughFinishSeq ?? 0,
+        limit: options.maxTurns,
+        newest: true,
+      });
 
       const joinable = (
         this.db
@@ -615,6 +695,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
 
       return {
         run,
+        summary,
         history,
         inputs,
         assistant: assistantRow ? toMessage(assistantRow) : null,

@@ -104,3 +104,14 @@ CREATE TABLE conversation_settings (
   updated_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 `;
+
+/** Migration 5: summaries left by summarising compaction. */
+export const SUMMARIES_SCHEMA_SQL = `
+CREATE TABLE conversation_summaries (
+  conversation_id TEXT PRIMARY KEY,
+  text TEXT NOT NULL,
+  through_finish_seq INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
