@@ -3,6 +3,7 @@ import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.t
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { createScheduleTools } from "../../schedules/tools.ts";
 import { createModelRegistry } from "../models/registry.ts";
+import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import { openSqliteStores, type SqliteStores } from "../store/sqlite/index.ts";
 import { stateCounts } from "../store/sqlite/metrics.ts";
@@ -67,6 +68,10 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     logger: logger.child({ component: "runtime" }),
     owner,
     deliveries: createDeliveryWriter(clock),
+    // Summaries from the offline model would be noise; any real model folds long conversations.
+    ...(registry.chain[0].label === "offline"
+      ? {}
+      : { history: { compaction: { afterTurns: 60, keepTurns: 30, summarize: modelSummarizer(registry.chain[0]) } } }),
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);

@@ -1,0 +1,152 @@
+/**
+ * The `web` channel: the gateway's own chat page. Messages arrive by POST from the browser and
+ * go through ingress like any platform's; answers are kept in an in-memory transcript per browser
+ * session and pushed to the page over Server-Sent Events.
+ */
+import { SwitchboardError } from "../../src/errors.ts";
+import { type Clock, systemClock } from "../../src/util/clock.ts";
+import { newId } from "../../src/util/ids.ts";
+import type {
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelLimits,
+  HttpRoute,
+  InboundMessage,
+  Ingress,
+  IngressOutcome,
+  OutgoingMessage,
+  SendReceipt,
+} from "../types.ts";
+import { isSessionId, WEB_ACCOUNT } from "./inbound.ts";
+import { createWebRoutes } from "./routes.ts";
+import { WebTranscripts } from "./transcript.ts";
+
+export const WEB_CAPABILITIES: ChannelCapabilities = {
+  // A resend with the same idempotency key returns the first send's message id and shows nothing.
+  idempotentSend: true,
+  edit: true,
+  delete: true,
+  typing: true,
+};
+
+export const WEB_LIMITS: ChannelLimits = {
+  maxMessageChars: 8000,
+  perChatIntervalMs: 0,
+  perAccountPerSecond: 1000,
+  editIntervalMs: 250,
+};
+
+export interface WebChannelOptions {
+  /** Defaults to the system clock. */
+  clock?: Clock;
+  /** Longest message accepted from the browser and sent to it; default 8000. */
+  maxMessageChars?: number;
+  /** Messages replayed to a page that (re)connects; default 200. */
+  maxMessagesPerSession?: number;
+  /** Browser sessions remembered; default 1000. */
+  maxSessions?: number;
+  /** Comment line on a quiet stream this often; default 15 000 ms. */
+  heartbeatMs?: number;
+}
+
+/** The web channel: every optional capability of ChannelAdapter is present. */
+export interface WebChannel extends ChannelAdapter {
+  readonly channel: "web";
+  readonly account: typeof WEB_ACCOUNT;
+  routes(): HttpRoute[];
+  edit(target: string, messageId: string, message: OutgoingMessage): Promise<void>;
+  delete(target: string, messageId: string): Promise<void>;
+  typing(target: string): Promise<void>;
+}
+
+export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
+  const clock = options.clock ?? systemClock;
+  const maxMessageChars = options.maxMessageChars ?? WEB_LIMITS.maxMessageChars;
+  const transcripts = new WebTranscripts({
+    maxMessagesPerSession: options.maxMessagesPerSession ?? 200,
+    maxSessions: options.maxSessions ?? 1000,
+  });
+  let ingress: Ingress | null = null;
+  let stopping = new AbortController();
+  const inFlight = new Set<Promise<unknown>>();
+
+  const receive = (message: InboundMessage): Promise<IngressOutcome> => {
+    if (!ingress)
+      return Promise.reject(
+        new SwitchboardError("platform_unavailable", "The web channel is not started; start() it first."),
+      );
+    const call = ingress(message);
+    inFlight.add(call);
+    const forget = () => inFlight.delete(call);
+    call.then(forget, forget);
+    return call;
+  };
+
+  const routes = createWebRoutes({
+    clock,
+    transcripts,
+    maxMessageChars,
+    heartbeatMs: options.heartbeatMs ?? 15_000,
+    receive,
+    stopSignal: () => stopping.signal,
+  });
+
+  const sessionOf = (target: string): string => {
+    if (!isSessionId(target))
+      throw new SwitchboardError("platform_rejected", `Not a web session id: "${target.slice(0, 40)}".`, {
+        retryable: false,
+      });
+    return target;
+  };
+
+  return {
+    channel: "web",
+    account: WEB_ACCOUNT,
+    capabilities: WEB_CAPABILITIES,
+    limits: { ...WEB_LIMITS, maxMessageChars },
+
+    async start(next: Ingress): Promise<void> {
+      if (stopping.signal.aborted) stopping = new AbortController();
+      ingress = next;
+    },
+
+    async stop(): Promise<void> {
+      ingress = null;
+      stopping.abort();
+      await Promise.allSettled([...inFlight]);
+    },
+
+    isConnected: () => ingress !== null,
+
+    routes: () => routes,
+
+    async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
+      const sessionId = sessionOf(target);
+      const earlier = transcripts.sentWithKey(sessionId, message.idempotencyKey);
+      if (earlier !== undefined) return { messageIds: [earlier] };
+      const nowMs = clock.now();
+      const messageId = newId("web", nowMs);
+      transcripts.append(
+        sessionId,
+        { messageId, role: "assistant", text: message.text, atMs: nowMs },
+        message.idempotencyKey,
+      );
+      return { messageIds: [messageId] };
+    },
+
+    async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
+      transcripts.edit(sessionOf(target), messageId, message.text, clock.now());
+    },
+
+    async delete(target: string, messageId: string): Promise<void> {
+      transcripts.delete(sessionOf(target), messageId, clock.now());
+    },
+
+    async typing(target: string): Promise<void> {
+      transcripts.typing(sessionOf(target), clock.now());
+    },
+
+    // The page renders a safe Markdown subset itself (src/gateway/http/assets/markdown.ts).
+    render: (markdown: string) => markdown,
+  };
+}

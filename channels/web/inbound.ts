@@ -1,0 +1,56 @@
+/** The browser's POST body → an InboundMessage. Pure; the route does the I/O. */
+import { z } from "zod";
+import type { InboundMessage } from "../types.ts";
+
+export const WEB_ACCOUNT = "local";
+
+/** Random ids the page makes (crypto.getRandomValues): URL-safe, long enough not to be guessed. */
+const SESSION_ID = /^[A-Za-z0-9_-]{16,128}$/;
+const CLIENT_MESSAGE_ID = /^[A-Za-z0-9_-]{8,128}$/;
+
+export function isSessionId(value: string): boolean {
+  return SESSION_ID.test(value);
+}
+
+export function webMessageBodySchema(maxMessageChars: number) {
+  return z.object({
+    sessionId: z.string().regex(SESSION_ID, "sessionId must be 16-128 characters of A-Z a-z 0-9 _ -"),
+    clientMessageId: z
+      .string()
+      .regex(CLIENT_MESSAGE_ID, "clientMessageId must be 8-128 characters of A-Z a-z 0-9 _ -"),
+    text: z
+      .string()
+      .refine((text) => text.trim().length > 0, "text is empty; type a message")
+      .refine(
+        (text) => text.length <= maxMessageChars,
+        `text is longer than ${maxMessageChars} characters; shorten it or split it`,
+      ),
+  });
+}
+
+export type WebMessageBody = z.infer<ReturnType<typeof webMessageBodySchema>>;
+
+export function conversationKeyFor(sessionId: string): string {
+  return `web:${WEB_ACCOUNT}:dm:${sessionId}`;
+}
+
+/**
+ * The update key is scoped by session: a retried POST (same clientMessageId) dedupes, while an id
+ * reused by another browser cannot swallow that browser's message.
+ */
+export function toInboundMessage(body: WebMessageBody, receivedAtMs: number): InboundMessage {
+  return {
+    channel: "web",
+    account: WEB_ACCOUNT,
+    updateKey: `${body.sessionId}:${body.clientMessageId}`,
+    principal: { id: `web:${body.sessionId}`, isBot: false },
+    conversationKey: conversationKeyFor(body.sessionId),
+    replyTarget: body.sessionId,
+    surface: "dm",
+    text: body.text,
+    messageId: body.clientMessageId,
+    addressedToBot: true,
+    attachments: [],
+    receivedAtMs,
+  };
+}

@@ -1,0 +1,10 @@
+export {
+  createWebChannel,
+  WEB_CAPABILITIES,
+  WEB_LIMITS,
+  type WebChannel,
+  type WebChannelOptions,
+} from "./adapter.ts";
+export { conversationKeyFor, toInboundMessage, WEB_ACCOUNT, type WebMessageBody } from "./inbound.ts";
+export { WEB_MESSAGES_PATH, WEB_STREAM_PATH } from "./routes.ts";
+export type { WebStreamEvent, WebTranscriptEntry } from "./transcript.ts";

@@ -1,0 +1,107 @@
+/** The browser's two endpoints: post a message, and follow the session's transcript. */
+import { isSwitchboardError } from "../../src/errors.ts";
+import type { Clock } from "../../src/util/clock.ts";
+import type { HttpRoute, InboundMessage, IngressOutcome } from "../types.ts";
+import { eventStreamResponse } from "./event-stream.ts";
+import { isSessionId, toInboundMessage, webMessageBodySchema } from "./inbound.ts";
+import type { WebTranscripts } from "./transcript.ts";
+
+export const WEB_MESSAGES_PATH = "/web/api/messages";
+export const WEB_STREAM_PATH = "/web/api/stream";
+
+/** A message of 8000 characters is at most 32 KiB of UTF-8; the JSON around it is small. */
+const MAX_BODY_BYTES = 64 * 1024;
+
+export interface WebRoutesDeps {
+  clock: Clock;
+  transcripts: WebTranscripts;
+  maxMessageChars: number;
+  heartbeatMs: number;
+  /** Hands the message to ingress; rejects when it is not accepting or ingress failed. */
+  receive(message: InboundMessage): Promise<IngressOutcome>;
+  /** Aborts when the channel stops, ending every open stream. */
+  stopSignal(): AbortSignal;
+}
+
+export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
+  const bodySchema = webMessageBodySchema(deps.maxMessageChars);
+
+  const postMessage: HttpRoute = {
+    method: "POST",
+    path: WEB_MESSAGES_PATH,
+    handle: async function handleWebMessage(request: Request): Promise<Response> {
+      const declared = Number(request.headers.get("content-length") ?? "0");
+      if (declared > MAX_BODY_BYTES)
+        return problem(413, "payload_too_large", "The message body is over 64 KiB.");
+      const raw = await request.text();
+      if (new TextEncoder().encode(raw).byteLength > MAX_BODY_BYTES)
+        return problem(413, "payload_too_large", "The message body is over 64 KiB.");
+      let json: unknown;
+      try {
+        json = JSON.parse(raw);
+      } catch {
+        return problem(400, "input_invalid", "Expected a JSON body {sessionId, clientMessageId, text}.");
+      }
+      const parsed = bodySchema.safeParse(json);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const field = issue?.path.join(".") || "body";
+        return problem(400, "input_invalid", `${field}: ${issue?.message ?? "invalid"}`);
+      }
+      const body = parsed.data;
+      let outcome: IngressOutcome;
+      try {
+        outcome = await deps.receive(toInboundMessage(body, deps.clock.now()));
+      } catch (error) {
+        if (isSwitchboardError(error, "runtime_closed") || isSwitchboardError(error, "platform_unavailable"))
+          return problem(
+            503,
+            "unavailable",
+            "The gateway is not accepting messages now; send it again shortly.",
+          );
+        return problem(
+          500,
+          "ingress_failed",
+          "The message was not recorded; send it again (it will not be duplicated).",
+        );
+      }
+      const nowMs = deps.clock.now();
+      deps.transcripts.append(body.sessionId, {
+        messageId: body.clientMessageId,
+        role: "user",
+        text: body.text,
+        atMs: nowMs,
+      });
+      if (outcome.kind === "command") {
+        deps.transcripts.append(body.sessionId, {
+          messageId: `reply-${body.clientMessageId}`,
+          role: "assistant",
+          text: outcome.reply,
+          atMs: nowMs,
+        });
+      }
+      return Response.json(outcome, { status: 202 });
+    },
+  };
+
+  const stream: HttpRoute = {
+    method: "GET",
+    path: WEB_STREAM_PATH,
+    handle: async function handleWebStream(request: Request): Promise<Response> {
+      const sessionId = new URL(request.url).searchParams.get("sessionId") ?? "";
+      if (!isSessionId(sessionId))
+        return problem(400, "input_invalid", "sessionId must be 16-128 characters of A-Z a-z 0-9 _ -.");
+      return eventStreamResponse({
+        signal: AbortSignal.any([request.signal, deps.stopSignal()]),
+        heartbeatMs: deps.heartbeatMs,
+        open: (send) => deps.transcripts.listen(sessionId, deps.clock.now(), send),
+      });
+    },
+  };
+
+  return [postMessage, stream];
+}
+
+function problem(status: number, code: string, message: string): Response {
+  return Response.json({ error: { code, message } }, { status });
+}

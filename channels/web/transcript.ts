@@ -1,0 +1,149 @@
+/**
+ * In-memory transcripts of browser sessions: the recent messages of each session (replayed when a
+ * page connects) and the live listeners of its event stream. Nothing here is durable; the outbox
+ * and the runtime's ledger are the record. A gateway restart starts every transcript empty.
+ */
+
+export type WebRole = "user" | "assistant";
+
+export interface WebTranscriptEntry {
+  messageId: string;
+  role: WebRole;
+  text: string;
+  /** When the message was first shown, milliseconds since epoch. */
+  atMs: number;
+}
+
+/** What the page receives on `/web/api/stream`. A `snapshot` replaces the page's whole transcript. */
+export type WebStreamEvent =
+  | { type: "snapshot"; messages: WebTranscriptEntry[] }
+  | ({ type: "message" } & WebTranscriptEntry)
+  | { type: "edit"; messageId: string; text: string }
+  | { type: "delete"; messageId: string }
+  | { type: "typing" };
+
+export type WebStreamListener = (event: WebStreamEvent) => void;
+
+export interface TranscriptLimits {
+  /** Messages kept per session; older ones leave the replay. */
+  maxMessagesPerSession: number;
+  /** Sessions kept; the least recently active one without listeners is forgotten first. */
+  maxSessions: number;
+}
+
+interface Session {
+  /** Insertion-ordered, so the first key is the oldest message. */
+  messages: Map<string, WebTranscriptEntry>;
+  /** Outbox idempotency key → the message id its first send produced. */
+  sentByKey: Map<string, string>;
+  listeners: Set<WebStreamListener>;
+  lastActiveMs: number;
+}
+
+export class WebTranscripts {
+  private readonly sessions = new Map<string, Session>();
+
+  constructor(private readonly limits: TranscriptLimits) {}
+
+  /** The session's recent messages, oldest first; empty for an unknown session. */
+  snapshot(sessionId: string): WebTranscriptEntry[] {
+    return [...(this.sessions.get(sessionId)?.messages.values() ?? [])];
+  }
+
+  /** The message id an earlier send with this idempotency key produced, if it is remembered. */
+  sentWithKey(sessionId: string, idempotencyKey: string): string | undefined {
+    return this.sessions.get(sessionId)?.sentByKey.get(idempotencyKey);
+  }
+
+  /** Adds a message unless one with its id is already there. Returns false for a repeat. */
+  append(sessionId: string, entry: WebTranscriptEntry, idempotencyKey?: string): boolean {
+    const session = this.touch(sessionId, entry.atMs);
+    if (idempotencyKey !== undefined)
+      remember(session.sentByKey, idempotencyKey, entry.messageId, 2 * this.limits.maxMessagesPerSession);
+    if (session.messages.has(entry.messageId)) return false;
+    session.messages.set(entry.messageId, entry);
+    while (session.messages.size > this.limits.maxMessagesPerSession) {
+      const oldest = session.messages.keys().next().value;
+      if (oldest === undefined) break;
+      session.messages.delete(oldest);
+    }
+    this.publish(session, { type: "message", ...entry });
+    return true;
+  }
+
+  /**
+   * Replaces a message's text. A message no longer remembered (evicted, or sent before a restart)
+   * is shown again as a new message with the same id, so the reader still sees the final text.
+   */
+  edit(sessionId: string, messageId: string, text: string, nowMs: number): void {
+    const session = this.touch(sessionId, nowMs);
+    const entry = session.messages.get(messageId);
+    if (!entry) {
+      this.append(sessionId, { messageId, role: "assistant", text, atMs: nowMs });
+      return;
+    }
+    if (entry.text === text) return;
+    entry.text = text;
+    this.publish(session, { type: "edit", messageId, text });
+  }
+
+  /** Removes a message; an unknown one is already gone, which is what was asked. */
+  delete(sessionId: string, messageId: string, nowMs: number): void {
+    const session = this.touch(sessionId, nowMs);
+    if (!session.messages.delete(messageId)) return;
+    this.publish(session, { type: "delete", messageId });
+  }
+
+  typing(sessionId: string, nowMs: number): void {
+    this.publish(this.touch(sessionId, nowMs), { type: "typing" });
+  }
+
+  /** Registers a listener and hands it the snapshot first. Returns the unsubscribe function. */
+  listen(sessionId: string, nowMs: number, listener: WebStreamListener): () => void {
+    const session = this.touch(sessionId, nowMs);
+    listener({ type: "snapshot", messages: [...session.messages.values()] });
+    session.listeners.add(listener);
+    return () => session.listeners.delete(listener);
+  }
+
+  private touch(sessionId: string, nowMs: number): Session {
+    let session = this.sessions.get(sessionId);
+    if (session) {
+      // Re-inserting keeps the map ordered by activity, oldest first.
+      this.sessions.delete(sessionId);
+    } else {
+      session = { messages: new Map(), sentByKey: new Map(), listeners: new Set(), lastActiveMs: nowMs };
+      this.evictIdleSessions();
+    }
+    session.lastActiveMs = Math.max(session.lastActiveMs, nowMs);
+    this.sessions.set(sessionId, session);
+    return session;
+  }
+
+  private evictIdleSessions(): void {
+    if (this.sessions.size < this.limits.maxSessions) return;
+    for (const [id, session] of this.sessions) {
+      if (this.sessions.size < this.limits.maxSessions) return;
+      if (session.listeners.size === 0) this.sessions.delete(id);
+    }
+  }
+
+  private publish(session: Session, event: WebStreamEvent): void {
+    for (const listener of session.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // One broken stream must not keep the others from seeing the message.
+      }
+    }
+  }
+}
+
+function remember(map: Map<string, string>, key: string, value: string, max: number): void {
+  if (map.has(key)) return;
+  map.set(key, value);
+  if (map.size > max) {
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The web chat page. The browser keeps a random session id in localStorage; messages are POSTed
+ * with a client message id (a retry reuses it, so ingress dedupes), answers arrive on the
+ * session's event stream and are rendered by message id, so edits of a streaming reply replace
+ * its text in place.
+ */
+import type { IngressOutcome } from "../../../../channels/types.ts";
+import type { WebStreamEvent, WebTranscriptEntry } from "../../../../channels/web/transcript.ts";
+import { byId, formatTime, h, randomId } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+const SESSION_KEY = "switchboard.sessionId";
+const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000];
+const TYPING_SHOWN_MS = 6000;
+
+type Pending = { clientMessageId: string; text: string; state: "sending" | "failed"; error?: string };
+
+const sessionId = loadSessionId();
+const transcript = byId("transcript");
+const typing = byId("typing");
+const connection = byId("connection");
+const banner = byId("banner");
+const input = byId<HTMLTextAreaElement>("input");
+
+/** Confirmed messages in arrival order, by id. */
+const messages = new Map<string, WebTranscriptEntry>();
+/** Sent by this page and not yet confirmed by the stream. */
+const pending = new Map<string, Pending>();
+let typingTimer: ReturnType<typeof setTimeout> | undefined;
+
+function loadSessionId(): string {
+  const stored = localStorage.getItem(SESSION_KEY);
+  if (stored && /^[A-Za-z0-9_-]{16,128}$/.test(stored)) return stored;
+  const fresh = randomId(24);
+  localStorage.setItem(SESSION_KEY, fresh);
+  return fresh;
+}
+
+function render(): void {
+  const nodes: Node[] = [];
+  for (const entry of messages.values())
+    nodes.push(bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs)));
+  for (const item of pending.values()) {
+    if (messages.has(item.clientMessageId)) continue;
+    const node = bubble(
+      "user",
+      item.clientMessageId,
+      item.text,
+      item.state === "sending" ? "sending…" : "not sent",
+    );
+    node.classList.add(item.state === "sending" ? "is-sending" : "is-failed");
+    if (item.state === "failed")
+      node.append(
+        h(
+          "div",
+          { class: "bubble-error" },
+          item.error ?? "Not sent.",
+          " ",
+          h("button", { type: "button", class: "link", onclick: () => void post(item) }, "Try again"),
+        ),
+      );
+    nodes.push(node);
+  }
+  if (nodes.length === 0) nodes.push(h("p", { class: "empty" }, "Say hello — the agent answers here."));
+  const atBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
+  transcript.replaceChildren(...nodes);
+  if (atBottom) transcript.scrollTop = transcript.scrollHeight;
+}
+
+function bubble(role: WebTranscriptEntry["role"], id: string, text: string, meta: string): HTMLElement {
+  const body = h("div", { class: "bubble-text" });
+  // Safe: renderMarkdown escapes all HTML before applying its own small set of tags.
+  body.innerHTML = renderMarkdown(text);
+  return h(
+    "article",
+    { class: `bubble ${role}`, "data-message-id": id },
+    body,
+    h("div", { class: "bubble-meta" }, meta),
+  );
+}
+
+function apply(event: WebStreamEvent): void {
+  switch (event.type) {
+    case "snapshot":
+      messages.clear();
+      for (const entry of event.messages) messages.set(entry.messageId, entry);
+      break;
+    case "message": {
+      const { type: _type, ...entry } = event;
+      messages.set(entry.messageId, entry);
+      if (entry.role === "assistant") hideTyping();
+      break;
+    }
+    case "edit": {
+      const entry = messages.get(event.messageId);
+      if (entry) entry.text = event.text;
+      hideTyping();
+      break;
+    }
+    case "delete":
+      messages.delete(event.messageId);
+      break;
+    case "typing":
+      typing.hidden = false;
+      clearTimeout(typingTimer);
+      typingTimer = setTimeout(hideTyping, TYPING_SHOWN_MS);
+      return;
+  }
+  for (const id of pending.keys()) if (messages.has(id)) pending.delete(id);
+  render();
+}
+
+function hideTyping(): void {
+  clearTimeout(typingTimer);
+  typing.hidden = true;
+}
+
+function connect(): void {
+  const stream = new EventSource(`/web/api/stream?sessionId=${encodeURIComponent(sessionId)}`);
+  stream.onopen = () => setConnection("online", "connected");
+  stream.onmessage = (message) => apply(JSON.parse(message.data) as WebStreamEvent);
+  // EventSource reconnects by itself; the server replays the transcript on every connect.
+  stream.onerror = () => setConnection("offline", "reconnecting…");
+}
+
+function setConnection(state: "online" | "offline", label: string): void {
+  connection.dataset.state = state;
+  connection.textContent = label;
+  banner.hidden = state === "online";
+  banner.textContent =
+    state === "online"
+      ? ""
+      : "Lost the connection to the gateway; reconnecting. Messages you send are kept and retried.";
+}
+
+async function post(item: Pending): Promise<void> {
+  item.state = "sending";
+  item.error = undefined;
+  render();
+  for (let attempt = 0; ; attempt++) {
+    const result = await attemptPost(item);
+    if (result.kind === "done") {
+      // The stream normally confirms first; a command's reply is in the stream too.
+      if (!messages.has(item.clientMessageId)) {
+        messages.set(item.clientMessageId, {
+          messageId: item.clientMessageId,
+          role: "user",
+          text: item.text,
+          atMs: Date.now(),
+        });
+      }
+      pending.delete(item.clientMessageId);
+      render();
+      return;
+    }
+    if (result.kind === "rejected" || attempt >= RETRY_DELAYS_MS.length) {
+      item.state = "failed";
+      item.error = result.message;
+      render();
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS_MS[attempt]));
+  }
+}
+
+type PostResult = { kind: "done"; outcome: IngressOutcome } | { kind: "retry" | "rejected"; message: string };
+
+async function attemptPost(item: Pending): Promise<PostResult> {
+  let response: Response;
+  try {
+    response = await fetch("/web/api/messages", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ sessionId, clientMessageId: item.clientMessageId, text: item.text }),
+    });
+  } catch {
+    return { kind: "retry", message: "The gateway did not answer." };
+  }
+  if (response.status === 202) return { kind: "done", outcome: (await response.json()) as IngressOutcome };
+  const body = (await response.json().catch(() => null)) as { error?: { message?: string } } | null;
+  const message = body?.error?.message ?? `The gateway answered ${response.status}.`;
+  return { kind: response.status >= 500 ? "retry" : "rejected", message };
+}
+
+function submit(event: Event): void {
+  event.preventDefault();
+  const text = input.value;
+  if (text.trim() === "") return;
+  input.value = "";
+  const item: Pending = { clientMessageId: randomId(16), text, state: "sending" };
+  pending.set(item.clientMessageId, item);
+  void post(item);
+}
+
+byId("composer").addEventListener("submit", submit);
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) submit(event);
+});
+render();
+connect();

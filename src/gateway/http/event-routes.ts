@@ -1,0 +1,63 @@
+/** GET /api/conversations/:id/events: a conversation's runtime events as Server-Sent Events. */
+import { SwitchboardError } from "../../errors.ts";
+import type { Logger } from "../../util/log.ts";
+import { queryObject, validate } from "./body.ts";
+import { eventsQuery, lastEventId } from "./operator-schemas.ts";
+import type { Route } from "./router.ts";
+import { runtimeEventStream } from "./sse.ts";
+import type { HttpServices } from "./types.ts";
+
+export interface EventRoutesDeps {
+  services: Pick<HttpServices, "operator" | "follow">;
+  heartbeatMs: number;
+  logger: Logger;
+  /** Registers the stream so stopping the server ends it; returns the unregister function. */
+  track(abort: AbortController): () => void;
+}
+
+/**
+ * Starts after `Last-Event-ID` when the client reconnects, else after `?cursor=` (default 0: the
+ * whole ledger). Browsers' EventSource cannot send the Authorization header, so the console reads
+ * this stream with fetch(); there is deliberately no `?token=` fallback (it would end up in logs).
+ */
+export function eventRoutes(deps: EventRoutesDeps): Route[] {
+  return [
+    {
+      method: "GET",
+      pattern: "/api/conversations/:id/events",
+      access: "operator",
+      handle: async ({ request, url, params, requestId }) => {
+        const conversationId = params.id!;
+        const { cursor } = validate(eventsQuery, queryObject(url), "query");
+        const header = request.headers.get("last-event-id");
+        const resumeAfter = header === null || header === "" ? undefined : validateHeader(header);
+        const exists = await deps.services.operator.conversations.show(conversationId, { limit: 1 });
+        if (!exists)
+          throw new SwitchboardError(
+            "not_found",
+            `There is no conversation ${conversationId}; list them with GET /api/conversations.`,
+          );
+        const abort = new AbortController();
+        const untrack = deps.track(abort);
+        abort.signal.addEventListener("abort", untrack, { once: true });
+        request.signal.addEventListener("abort", () => abort.abort(), { once: true });
+        return runtimeEventStream({
+          events: deps.services.follow(conversationId, resumeAfter ?? cursor ?? 0, abort.signal),
+          abort,
+          heartbeatMs: deps.heartbeatMs,
+          onError: (error) => deps.logger.error("http.sse_failed", { requestId, conversationId, error }),
+        });
+      },
+    },
+  ];
+}
+
+function validateHeader(value: string): number {
+  const parsed = lastEventId.safeParse(value);
+  if (!parsed.success)
+    throw new SwitchboardError(
+      "input_invalid",
+      "Invalid header 'Last-Event-ID': expected a non-negative integer.",
+    );
+  return parsed.data;
+}

@@ -1,0 +1,128 @@
+/** The operator API under /api: thin HTTP over OperatorService, every input validated with zod. */
+import type { z } from "zod";
+import { SwitchboardError } from "../../errors.ts";
+import type { OperatorService } from "../operator-types.ts";
+import { queryObject, readJsonBody, validate } from "./body.ts";
+import {
+  actorHeader,
+  conversationQuery,
+  emptyBody,
+  limitQuery,
+  noQuery,
+  noteBody,
+  outboxQuery,
+  resolveBody,
+  runsQuery,
+  schedulesQuery,
+} from "./operator-schemas.ts";
+import { json } from "./respond.ts";
+import type { Route, RouteContext } from "./router.ts";
+
+export interface OperatorRoutesDeps {
+  operator: OperatorService;
+  maxBodyBytes: number;
+  onOperatorAction?: () => void;
+}
+
+type Actor = `operator:${string}`;
+
+export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
+  const { operator } = deps;
+  const read = (pattern: string, handle: (context: RouteContext) => Promise<unknown>): Route => ({
+    method: "GET",
+    pattern,
+    access: "operator",
+    handle: async (context) => json(await handle(context)),
+  });
+  const mutate = <S extends z.ZodType>(
+    pattern: string,
+    schema: S,
+    handle: (context: RouteContext, body: z.infer<S>, actor: Actor) => Promise<unknown>,
+  ): Route => ({
+    method: "POST",
+    pattern,
+    access: "operator",
+    handle: async (context) => {
+      const actor = actorOf(context.request);
+      const body = await readJsonBody(context.request, schema, deps.maxBodyBytes);
+      const result = await handle(context, body, actor);
+      deps.onOperatorAction?.();
+      return json(result);
+    },
+  });
+  const query = <S extends z.ZodType>(context: RouteContext, schema: S): z.infer<S> =>
+    validate(schema, queryObject(context.url), "query");
+  const param = (context: RouteContext, name: string): string => context.params[name]!;
+
+  return [
+    read("/api/runs", async (c) => {
+      const q = query(c, runsQuery);
+      return operator.runs.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
+    }),
+    read("/api/runs/:id", async (c) => {
+      query(c, noQuery);
+      return found(await operator.runs.show(param(c, "id")), `run ${param(c, "id")}`, "GET /api/runs");
+    }),
+    read("/api/conversations", async (c) =>
+      operator.conversations.list({ limit: query(c, limitQuery).limit }),
+    ),
+    read("/api/conversations/:id", async (c) => {
+      const q = query(c, conversationQuery);
+      const id = param(c, "id");
+      const page = await operator.conversations.show(id, { afterOrder: q.after, limit: q.limit });
+      return found(page, `conversation ${id}`, "GET /api/conversations");
+    }),
+    read("/api/outbox", async (c) => {
+      const q = query(c, outboxQuery);
+      return operator.outbox.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
+    }),
+    read("/api/outbox/:id", async (c) => {
+      query(c, noQuery);
+      return found(
+        await operator.outbox.show(param(c, "id")),
+        `outbox record ${param(c, "id")}`,
+        "GET /api/outbox",
+      );
+    }),
+    mutate("/api/outbox/:id/retry", noteBody, (c, body, actor) =>
+      operator.outbox.retry(param(c, "id"), actor, body.note),
+    ),
+    mutate("/api/outbox/:id/resolve", resolveBody, (c, body, actor) =>
+      operator.outbox.resolve(param(c, "id"), body.outcome, actor, body.note),
+    ),
+    mutate("/api/outbox/:id/cancel", noteBody, (c, body, actor) =>
+      operator.outbox.cancel(param(c, "id"), actor, body.note),
+    ),
+    read("/api/schedules", async (c) => {
+      const q = query(c, schedulesQuery);
+      return operator.schedules.list({
+        conversationId: q.conversation,
+        includeEnded: q.all === "1" || q.all === "true",
+      });
+    }),
+    read("/api/schedules/:id/runs", async (c) =>
+      operator.schedules.runs(param(c, "id"), query(c, limitQuery).limit),
+    ),
+    mutate("/api/schedules/:id/pause", emptyBody, (c) => operator.schedules.pause(param(c, "id"))),
+    mutate("/api/schedules/:id/resume", emptyBody, (c) => operator.schedules.resume(param(c, "id"))),
+    mutate("/api/schedules/:id/cancel", emptyBody, (c) => operator.schedules.cancel(param(c, "id"))),
+  ];
+}
+
+function actorOf(request: Request): Actor {
+  const header = request.headers.get("x-switchboard-actor");
+  if (header === null) return "operator:api";
+  const parsed = actorHeader.safeParse(header);
+  if (!parsed.success)
+    throw new SwitchboardError(
+      "input_invalid",
+      `Invalid header 'X-Switchboard-Actor': ${parsed.error.issues[0]?.message ?? "invalid"}.`,
+    );
+  return `operator:${parsed.data}`;
+}
+
+function found<T>(value: T | null, what: string, listRoute: string): T {
+  if (value === null)
+    throw new SwitchboardError("not_found", `There is no ${what}; list them with ${listRoute}.`);
+  return value;
+}

@@ -1,0 +1,73 @@
+/** zod schemas for every operator API query and body. Unknown fields are refused, so typos surface. */
+import { z } from "zod";
+import type { OutboxState } from "../../../outbox/types.ts";
+import { ACTIVE_RUN_STATES, TERMINAL_RUN_STATES } from "../../runtime/types.ts";
+
+export const OUTBOX_STATES = [
+  "pending",
+  "sending",
+  "delivered",
+  "failed",
+  "ambiguous",
+  "cancelled",
+] as const satisfies readonly OutboxState[];
+// Fails to compile when OutboxState gains a state this list lacks.
+const everyOutboxState: Exclude<OutboxState, (typeof OUTBOX_STATES)[number]> extends never ? true : false =
+  true;
+void everyOutboxState;
+
+const wholeNumber = "expected a whole number";
+const limit = z.coerce
+  .number({ error: wholeNumber })
+  .int(wholeNumber)
+  .min(1, "expected 1 to 1000")
+  .max(1000, "expected 1 to 1000");
+const seq = z.coerce.number({ error: wholeNumber }).int(wholeNumber).min(0, "expected 0 or more");
+const id = z.string().min(1).max(200);
+const note = z.string({ error: "expected a string" }).max(2000, "longer than 2000 characters");
+
+export const runsQuery = z.strictObject({
+  state: z.enum([...ACTIVE_RUN_STATES, ...TERMINAL_RUN_STATES]).optional(),
+  conversation: id.optional(),
+  limit: limit.optional(),
+});
+
+export const noQuery = z.strictObject({});
+
+export const limitQuery = z.strictObject({ limit: limit.optional() });
+
+export const conversationQuery = z.strictObject({ after: seq.optional(), limit: limit.optional() });
+
+export const eventsQuery = z.strictObject({ cursor: seq.optional() });
+
+export const outboxQuery = z.strictObject({
+  state: z.enum(OUTBOX_STATES).optional(),
+  conversation: id.optional(),
+  limit: limit.optional(),
+});
+
+export const schedulesQuery = z.strictObject({
+  conversation: id.optional(),
+  all: z.enum(["1", "0", "true", "false"]).optional(),
+});
+
+export const noteBody = z.strictObject({ note: note.optional() });
+
+export const resolveBody = z.strictObject({
+  outcome: z.enum(["delivered", "failed"], { error: 'expected "delivered" or "failed"' }),
+  note: z
+    .string({ error: "required: say what you checked on the platform" })
+    .trim()
+    .min(1, "required: say what you checked on the platform")
+    .max(2000, "longer than 2000 characters"),
+});
+
+export const emptyBody = z.strictObject({});
+
+/** `Last-Event-ID` as sent by EventSource on reconnect. */
+export const lastEventId = seq;
+
+/** `X-Switchboard-Actor`: who is acting, recorded as `operator:<actor>`. */
+export const actorHeader = z
+  .string()
+  .regex(/^[A-Za-z0-9._@-]{1,64}$/, "use 1-64 characters of A-Z a-z 0-9 . _ @ -");

@@ -1,0 +1,57 @@
+/**
+ * The web chat page (`/`), the operator console (`/console`) and their assets. Browser code is
+ * written in TypeScript next to this file (type-checked with the repo) and served with its types
+ * stripped by Bun's transpiler at startup: no bundler, no build step, no external resources.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { OPERATOR_TOKEN_ENV } from "./auth.ts";
+import type { Route } from "./router.ts";
+
+const ASSET_DIR = join(import.meta.dir, "assets");
+
+/** Scripts only from this server, no inline script, no third-party anything. */
+const PAGE_HEADERS = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-cache",
+};
+
+const SCRIPTS = ["chat", "console", "markdown", "dom"] as const;
+
+interface Asset {
+  body: string;
+  contentType: string;
+}
+
+export async function loadAssets(): Promise<Map<string, Asset>> {
+  const transpiler = new Bun.Transpiler({ loader: "ts", target: "browser" });
+  const assets = new Map<string, Asset>();
+  const text = (name: string) => readFile(join(ASSET_DIR, name), "utf8");
+  assets.set("/", { body: await text("chat.html"), contentType: "text/html; charset=utf-8" });
+  assets.set("/console", { body: await text("console.html"), contentType: "text/html; charset=utf-8" });
+  assets.set("/assets/style.css", { body: await text("style.css"), contentType: "text/css; charset=utf-8" });
+  for (const name of SCRIPTS) {
+    const body = transpiler.transformSync(await text(`${name}.ts`));
+    assets.set(`/assets/${name}.js`, { body, contentType: "text/javascript; charset=utf-8" });
+  }
+  return assets;
+}
+
+export function staticRoutes(assets: Map<string, Asset>, operatorToken: string | null): Route[] {
+  return [...assets].map(([path, asset]) => ({
+    method: "GET",
+    pattern: path,
+    access: "public",
+    handle: async () => {
+      if (path === "/console" && operatorToken === null)
+        return new Response(
+          `The operator console is disabled: set ${OPERATOR_TOKEN_ENV} and restart the gateway to enable it.\n`,
+          { status: 403, headers: { "content-type": "text/plain; charset=utf-8" } },
+        );
+      return new Response(asset.body, { headers: { ...PAGE_HEADERS, "content-type": asset.contentType } });
+    },
+  }));
+}

@@ -1,0 +1,45 @@
+import type { HttpRoute } from "../../../channels/types.ts";
+import type { WebChannel } from "../../../channels/web/index.ts";
+import type { SwitchboardErrorCode } from "../../errors.ts";
+import type { RuntimeEvent } from "../../runtime/events.ts";
+import type { OperatorService } from "../operator-types.ts";
+
+export interface ReadinessCheck {
+  ok: boolean;
+  detail?: string;
+}
+
+export interface Readiness {
+  ready: boolean;
+  checks: Record<string, ReadinessCheck>;
+}
+
+/** Everything the HTTP server serves; the gateway composes it, tests pass fakes. */
+export interface HttpServices {
+  operator: OperatorService;
+  /** Durable events after `afterSeq` from the ledger, then live ones, until `signal` aborts. */
+  follow(conversationId: string, afterSeq: number, signal: AbortSignal): AsyncIterable<RuntimeEvent>;
+  readiness(): Promise<Readiness>;
+  /** Prometheus text exposition. */
+  metrics(): Promise<string>;
+  /** Webhook routes of the channel adapters, mounted as given and without the operator token. */
+  routes: HttpRoute[];
+  web: WebChannel;
+  /** Null disables the operator API and console (they answer 403). */
+  operatorToken: string | null;
+  /** Called after each successful operator mutation (wakes the outbox worker). */
+  onOperatorAction?: () => void;
+}
+
+/** `code` of every JSON error body the server writes: `{ error: { code, message } }`. */
+export type ApiErrorCode =
+  | SwitchboardErrorCode
+  | "forbidden"
+  | "payload_too_large"
+  | "method_not_allowed"
+  | "unsupported_media_type"
+  | "internal";
+
+export interface ApiErrorBody {
+  error: { code: ApiErrorCode; message: string };
+}

@@ -1,0 +1,220 @@
+/**
+ * The web chat page and the operator console in a real browser (Debian's Chromium through
+ * playwright-core), against the real HTTP server. Screenshots are saved under test/.artifacts/
+ * and decoded to check what they show.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import type { InboundMessage } from "../../channels/types.ts";
+import { createWebChannel, type WebChannel } from "../../channels/web/index.ts";
+import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
+import { createOperatorService } from "../../src/gateway/operator.ts";
+import { EventBus } from "../../src/runtime/bus.ts";
+import { type Seed, seedDatabase } from "../operator/support/seed.ts";
+import { tempDir } from "../support/runtime.ts";
+import { ARTIFACT_DIR, launchChromium } from "./support/browser.ts";
+import { decodePng, distinctColours, dominantColour, near } from "./support/png.ts";
+import { capturingLogger, type RecordedCall, recordingOperator, testServices } from "./support/services.ts";
+
+const TOKEN = "browser-token-91c2e7aa55";
+const USER_BUBBLE = [47, 91, 211]; // --user in style.css
+const AMBER = [217, 119, 6]; // .badge.state-ambiguous
+const GREEN = [26, 127, 55]; // .badge.state-delivered
+
+let dir: ReturnType<typeof tempDir>;
+let seed: Seed;
+let web: WebChannel;
+let server: HttpServer;
+let browser: Browser;
+let calls: RecordedCall[];
+let bus: EventBus;
+const inbound: InboundMessage[] = [];
+
+beforeAll(async () => {
+  dir = tempDir("switchboard-browser-");
+  seed = await seedDatabase(join(dir.path, "switchboard.sqlite"));
+  const recorded = recordingOperator(createOperatorService({ stores: seed.stores, clock: seed.clock }));
+  calls = recorded.calls;
+  bus = new EventBus(seed.stores.runtime);
+  web = createWebChannel();
+  // Stands in for ingress + runtime + outbox: a typing hint, a first streamed chunk, then the final edit.
+  await web.start(async (message) => {
+    inbound.push(message);
+    void (async () => {
+      await web.typing(message.replyTarget);
+      await Bun.sleep(150);
+      const key = `run_${inbound.length}:stream`;
+      const receipt = await web.send(message.replyTarget, {
+        text: "Hello",
+        format: "rich",
+        idempotencyKey: key,
+      });
+      await Bun.sleep(150);
+      await web.edit(message.replyTarget, receipt.messageIds[0]!, {
+        text: `**Hello**, you said: ${message.text}`,
+        format: "rich",
+        idempotencyKey: key,
+      });
+    })();
+    return { kind: "admitted", runId: `run_${inbound.length}`, conversationId: "conv_web" };
+  });
+  server = await startHttpServer({
+    host: "127.0.0.1",
+    port: 0,
+    services: testServices({
+      operator: recorded.operator,
+      web,
+      operatorToken: TOKEN,
+      follow: (conversationId, afterSeq, signal) => bus.follow(conversationId, afterSeq, signal),
+    }).services,
+    logger: capturingLogger().logger,
+  });
+  browser = await launchChromium();
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await web?.stop();
+  await server?.stop();
+  bus?.close();
+  seed?.stores.close();
+  dir?.cleanup();
+});
+
+async function newPage(): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
+  page.setDefaultTimeout(8000);
+  return page;
+}
+
+async function elementColour(page: Page, selector: string) {
+  return dominantColour(decodePng(await page.locator(selector).screenshot()));
+}
+
+describe("the web chat page", () => {
+  test("sends a message and shows the streamed reply; HTML in messages stays text", async () => {
+    const page = await newPage();
+    try {
+      await page.goto(`${server.url}/`);
+      expect(await page.title()).toBe("switchboard");
+      await page.locator('#connection[data-state="online"]').waitFor();
+
+      const typed = "Hi <img src=x onerror=alert(1)> `code` there";
+      await page.fill("#input", typed);
+      await page.press("#input", "Enter");
+      await page.locator(".bubble.assistant strong", { hasText: "Hello" }).waitFor();
+      const reply = page.locator(".bubble.assistant").last();
+      expect(await reply.textContent()).toContain("you said: Hi <img src=x onerror=alert(1)> code there");
+      expect(await page.locator(".bubble img").count()).toBe(0);
+      expect(await page.locator(".bubble.user code").first().textContent()).toBe("code");
+      expect(inbound.at(-1)).toMatchObject({ channel: "web", text: typed, surface: "dm" });
+
+      // A reload replays the session's transcript from the server.
+      await page.reload();
+      await page.locator(".bubble.assistant strong").waitFor();
+      expect(await page.locator(".bubble.user").count()).toBe(1);
+      expect(await page.locator(".bubble.assistant").count()).toBe(1);
+
+      const shot = decodePng(await page.screenshot({ path: join(ARTIFACT_DIR, "web-chat.png") }));
+      expect([shot.width, shot.height]).toEqual([1100, 720]);
+      expect(distinctColours(shot)).toBeGreaterThan(50);
+      const bubble = await elementColour(page, ".bubble.user");
+      expect(near(bubble.rgb, USER_BUBBLE)).toBe(true);
+      expect(bubble.share).toBeGreaterThan(0.5);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+});
+
+describe("the operator console", () => {
+  test("signs in, resolves an ambiguous outbox record as delivered, and shows the new state", async () => {
+    const page = await newPage();
+    const id = seed.ambiguous.outboxId!;
+    try {
+      await page.goto(`${server.url}/console`);
+      await page.fill("#token", "not-the-token");
+      await page.click("#login-form button[type=submit]");
+      await page.locator("#login-error", { hasText: "refused" }).waitFor();
+
+      await page.fill("#token", TOKEN);
+      await page.click("#login-form button[type=submit]");
+      await page.locator("#tabs").waitFor();
+      expect(await page.locator("#login").isVisible()).toBe(false);
+      await page.click('#tabs button[data-tab="outbox"]');
+      const badge = `tr[data-id="${id}"] .badge`;
+      expect(await page.locator(badge).textContent()).toBe("ambiguous");
+      expect(near((await elementColour(page, badge)).rgb, AMBER)).toBe(true);
+      await page.screenshot({ path: join(ARTIFACT_DIR, "console-outbox-before.png") });
+
+      const before = calls.length;
+      await page.click(`tr[data-id="${id}"] button[data-action="resolve-delivered"]`);
+      await page.locator("#note-dialog[open]").waitFor();
+      await page.click("#note-ok");
+      await page.locator("#note-error", { hasText: "Write a note" }).waitFor();
+      expect(calls.slice(before).some((c) => c.method === "outbox.resolve")).toBe(false);
+      await page.fill("#note-input", "Checked in Telegram: the message is there.");
+      await page.click("#note-ok");
+
+      await page.locator(`${badge}[data-state="delivered"]`).waitFor();
+      await page.locator("#toast", { hasText: `${id} is now delivered` }).waitFor();
+      expect(near((await elementColour(page, badge)).rgb, GREEN)).toBe(true);
+      expect(calls.find((c) => c.method === "outbox.resolve")?.args).toEqual([
+        id,
+        "delivered",
+        "operator:console",
+        "Checked in Telegram: the message is there.",
+      ]);
+      const stored = (await seed.stores.outbox.show(id))!;
+      expect(stored.state).toBe("delivered");
+      expect(stored.history.at(-1)).toMatchObject({ actor: "operator:console" });
+
+      const shot = decodePng(await page.screenshot({ path: join(ARTIFACT_DIR, "console-outbox.png") }));
+      expect(distinctColours(shot)).toBeGreaterThan(50);
+      // Resolved records offer no more actions.
+      expect(await page.locator(`tr[data-id="${id}"] button`).count()).toBe(0);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("conversations show their messages with superseded runs marked; schedules can be paused", async () => {
+    const page = await newPage();
+    try {
+      // A newer input with the supersede policy sets the queued run aside.
+      await seed.stores.runtime.admit({
+        conversation: { key: seed.telegram.key },
+        idempotencyKey: "browser-supersede",
+        fingerprint: "browser-supersede",
+        parts: [{ type: "text", text: "Actually, never mind that" }],
+        context: {},
+        policy: "supersede",
+        coalescePending: false,
+        proposedIds: { runId: "run_browser1", messageId: "msg_browser1" },
+        nowMs: seed.clock.now(),
+      });
+      await page.goto(`${server.url}/console`);
+      // The token is kept per tab (sessionStorage): a new page signs in again.
+      await page.fill("#token", TOKEN);
+      await page.click("#login-form button[type=submit]");
+      await page.locator(`tr[data-id="${seed.telegram.conversationId}"]`).click();
+      await page.locator("#messages .bubble", { hasText: "the summary" }).waitFor();
+      expect(await page.locator("#messages .bubble strong").first().textContent()).toBe("the summary");
+      const setAside = page.locator("#messages .bubble.set-aside", { hasText: "One more thing" });
+      expect(await setAside.locator('.badge[data-state="superseded"]').count()).toBe(1);
+      expect(await page.locator("#messages .bubble.set-aside").count()).toBe(1);
+      // The live view replays the ledger through the authenticated fetch() stream.
+      await page.locator('#live-events li[data-type="terminal"]').first().waitFor();
+      await page.screenshot({ path: join(ARTIFACT_DIR, "console-conversation.png") });
+
+      await page.click('#tabs button[data-tab="schedules"]');
+      const daily = seed.schedules.daily.id;
+      await page.click(`tr[data-id="${daily}"] button[data-action="pause"]`);
+      await page.locator(`tr[data-id="${daily}"] .badge[data-state="paused"]`).waitFor();
+      expect((await seed.stores.schedules.get(daily))!.state).toBe("paused");
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+});

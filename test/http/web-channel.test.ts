@@ -1,0 +1,331 @@
+/** The web channel over the real HTTP server: POST → ingress, and the session's event stream. */
+import { afterEach, describe, expect, test } from "bun:test";
+import type { InboundMessage, IngressOutcome, OutgoingMessage } from "../../channels/types.ts";
+import { createWebChannel, type WebChannel, type WebStreamEvent } from "../../channels/web/index.ts";
+import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
+import type { Clock } from "../../src/util/clock.ts";
+import { capturingLogger, testServices, unusedOperator } from "./support/services.ts";
+import { SseReader } from "./support/sse-reader.ts";
+
+const NOW = Date.parse("2026-11-30T09:00:00Z");
+const clock: Clock = { now: () => NOW, sleep: async () => {} };
+const SESSION = "sess_0123456789abcdefXY";
+const OTHER_SESSION = "sess_zyxwvutsrqponmlkJI";
+
+let server: HttpServer | undefined;
+let web: WebChannel;
+
+afterEach(async () => {
+  await web?.stop();
+  await server?.stop();
+  server = undefined;
+});
+
+type IngressScript = (message: InboundMessage) => Promise<IngressOutcome>;
+
+async function start(ingress: IngressScript | null, options: Parameters<typeof createWebChannel>[0] = {}) {
+  const received: InboundMessage[] = [];
+  web = createWebChannel({ clock, ...options });
+  if (ingress)
+    await web.start((message) => {
+      received.push(message);
+      return ingress(message);
+    });
+  server = await startHttpServer({
+    host: "127.0.0.1",
+    port: 0,
+    services: testServices({ operator: unusedOperator, web, routes: web.routes() }).services,
+    logger: capturingLogger().logger,
+  });
+  return { url: server.url, received };
+}
+
+const admitted =
+  (runId: string): IngressScript =>
+  async () => ({ kind: "admitted", runId, conversationId: "conv_1" });
+
+function postMessage(url: string, body: Record<string, unknown>) {
+  return fetch(`${url}/web/api/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+async function openStream(url: string, sessionId = SESSION): Promise<SseReader> {
+  const response = await fetch(`${url}/web/api/stream?sessionId=${sessionId}`, {
+    headers: { accept: "text/event-stream" },
+  });
+  expect(response.status).toBe(200);
+  return new SseReader(response);
+}
+
+const outgoing = (text: string, idempotencyKey: string): OutgoingMessage => ({
+  text,
+  format: "rich",
+  idempotencyKey,
+});
+
+describe("POST /web/api/messages", () => {
+  test("builds the InboundMessage ingress expects and answers 202 with the outcome", async () => {
+    const { url, received } = await start(admitted("run_1"));
+    const response = await postMessage(url, {
+      sessionId: SESSION,
+      clientMessageId: "cm_00000001",
+      text: "Hello **there**",
+    });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ kind: "admitted", runId: "run_1", conversationId: "conv_1" });
+    expect(received).toEqual([
+      {
+        channel: "web",
+        account: "local",
+        updateKey: `${SESSION}:cm_00000001`,
+        principal: { id: `web:${SESSION}`, isBot: false },
+        conversationKey: `web:local:dm:${SESSION}`,
+        replyTarget: SESSION,
+        surface: "dm",
+        text: "Hello **there**",
+        messageId: "cm_00000001",
+        addressedToBot: true,
+        attachments: [],
+        receivedAtMs: NOW,
+      },
+    ]);
+  });
+
+  test("a retried POST carries the same update key; another session's does not", async () => {
+    const seen = new Map<string, string>();
+    const { url, received } = await start(async (message) => {
+      const earlier = seen.get(message.updateKey);
+      if (earlier) return { kind: "duplicate", runId: earlier, conversationId: "conv_1" };
+      const runId = `run_${seen.size + 1}`;
+      seen.set(message.updateKey, runId);
+      return { kind: "admitted", runId, conversationId: "conv_1" };
+    });
+    const body = { sessionId: SESSION, clientMessageId: "cm_retry001", text: "hi" };
+    expect(await (await postMessage(url, body)).json()).toMatchObject({ kind: "admitted", runId: "run_1" });
+    expect(await (await postMessage(url, body)).json()).toMatchObject({ kind: "duplicate", runId: "run_1" });
+    const other = await postMessage(url, { ...body, sessionId: OTHER_SESSION });
+    expect(await other.json()).toMatchObject({ kind: "admitted", runId: "run_2" });
+    expect(received.map((m) => m.updateKey)).toEqual([
+      `${SESSION}:cm_retry001`,
+      `${SESSION}:cm_retry001`,
+      `${OTHER_SESSION}:cm_retry001`,
+    ]);
+    // The repeat shows the user's message once.
+    const stream = await openStream(url);
+    const snapshot = await stream.nextJson<WebStreamEvent>();
+    expect(snapshot).toEqual({
+      type: "snapshot",
+      messages: [{ messageId: "cm_retry001", role: "user", text: "hi", atMs: NOW }],
+    });
+    await stream.cancel();
+  });
+
+  test("empty, blank, oversized and malformed input is 400 with a message; ingress is not called", async () => {
+    const { url, received } = await start(admitted("run_1"), { maxMessageChars: 50 });
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ sessionId: SESSION, clientMessageId: "cm_00000001", text: "" }, "text is empty"],
+      [{ sessionId: SESSION, clientMessageId: "cm_00000001", text: " \n\t " }, "text is empty"],
+      [{ sessionId: SESSION, clientMessageId: "cm_00000001", text: "x".repeat(51) }, "longer than 50"],
+      [{ clientMessageId: "cm_00000001", text: "hi" }, "sessionId"],
+      [{ sessionId: "short", clientMessageId: "cm_00000001", text: "hi" }, "sessionId"],
+      [{ sessionId: SESSION, clientMessageId: "a b", text: "hi" }, "clientMessageId"],
+    ];
+    for (const [body, message] of cases) {
+      const response = await postMessage(url, body);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toContain(message);
+    }
+    expect(
+      (await postMessage(url, { sessionId: SESSION, clientMessageId: "cm_00000001", text: "x".repeat(50) }))
+        .status,
+    ).toBe(202);
+    const notJson = await fetch(`${url}/web/api/messages`, { method: "POST", body: "text=hi" });
+    expect(notJson.status).toBe(400);
+    expect(received.length).toBe(1);
+  });
+
+  test("8000 characters are accepted by default and 8001 refused", async () => {
+    const { url } = await start(admitted("run_1"));
+    const at = await postMessage(url, {
+      sessionId: SESSION,
+      clientMessageId: "cm_00000001",
+      text: "y".repeat(8000),
+    });
+    expect(at.status).toBe(202);
+    const over = await postMessage(url, {
+      sessionId: SESSION,
+      clientMessageId: "cm_00000002",
+      text: "y".repeat(8001),
+    });
+    expect(over.status).toBe(400);
+  });
+
+  test("a rejected ingress is 500 (the page retries) and the message is not shown as sent", async () => {
+    let fail = true;
+    const { url } = await start(async () => {
+      if (fail) throw new Error("database is locked");
+      return { kind: "admitted", runId: "run_1", conversationId: "conv_1" };
+    });
+    const body = { sessionId: SESSION, clientMessageId: "cm_flaky001", text: "are you there?" };
+    const refused = await postMessage(url, body);
+    expect(refused.status).toBe(500);
+    const error = ((await refused.json()) as { error: { message: string } }).error.message;
+    expect(error).toContain("send it again");
+    expect(error).not.toContain("locked");
+    const stream = await openStream(url);
+    expect(await stream.nextJson<WebStreamEvent>()).toEqual({ type: "snapshot", messages: [] });
+    fail = false;
+    expect((await postMessage(url, body)).status).toBe(202);
+    expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({
+      type: "message",
+      messageId: "cm_flaky001",
+      role: "user",
+    });
+    await stream.cancel();
+  });
+
+  test("before start() and after stop() the channel answers 503", async () => {
+    const { url } = await start(null);
+    expect(web.isConnected()).toBe(false);
+    const body = { sessionId: SESSION, clientMessageId: "cm_00000001", text: "hi" };
+    expect((await postMessage(url, body)).status).toBe(503);
+    await web.start(admitted("run_1"));
+    expect(web.isConnected()).toBe(true);
+    expect((await postMessage(url, body)).status).toBe(202);
+    await web.stop();
+    expect((await postMessage(url, body)).status).toBe(503);
+  });
+
+  test("a command's reply comes back in the answer and in the transcript", async () => {
+    const { url } = await start(async () => ({ kind: "command", reply: "Status: 0 runs waiting." }));
+    const stream = await openStream(url);
+    await stream.nextJson();
+    const response = await postMessage(url, {
+      sessionId: SESSION,
+      clientMessageId: "cm_status01",
+      text: "/status",
+    });
+    expect(await response.json()).toEqual({ kind: "command", reply: "Status: 0 runs waiting." });
+    expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({
+      type: "message",
+      role: "user",
+      text: "/status",
+    });
+    expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({
+      type: "message",
+      role: "assistant",
+      text: "Status: 0 runs waiting.",
+    });
+    await stream.cancel();
+  });
+});
+
+describe("send / edit / delete / typing reach the session's stream", () => {
+  test("in order, to that session only, and a reconnect replays the current transcript", async () => {
+    const { url } = await start(admitted("run_1"));
+    const stream = await openStream(url);
+    const other = await openStream(url, OTHER_SESSION);
+    expect(await stream.nextJson<WebStreamEvent>()).toEqual({ type: "snapshot", messages: [] });
+    await other.nextJson();
+
+    await web.typing(SESSION);
+    const first = await web.send(SESSION, outgoing("Thinking", "run_1:stream"));
+    await web.edit(SESSION, first.messageIds[0]!, outgoing("Thinking about **it**", "run_1:stream"));
+    const second = await web.send(SESSION, outgoing("Second", "run_1:0"));
+    await web.delete(SESSION, second.messageIds[0]!);
+
+    expect(first.messageIds).toHaveLength(1);
+    expect(await stream.nextJson<WebStreamEvent>()).toEqual({ type: "typing" });
+    expect(await stream.nextJson<WebStreamEvent>()).toEqual({
+      type: "message",
+      messageId: first.messageIds[0]!,
+      role: "assistant",
+      text: "Thinking",
+      atMs: NOW,
+    });
+    expect(await stream.nextJson<WebStreamEvent>()).toEqual({
+      type: "edit",
+      messageId: first.messageIds[0]!,
+      text: "Thinking about **it**",
+    });
+    expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({ type: "message", text: "Second" });
+    expect(await stream.nextJson<WebStreamEvent>()).toEqual({
+      type: "delete",
+      messageId: second.messageIds[0]!,
+    });
+    await expect(other.next(200)).rejects.toThrow("No SSE frame");
+    await stream.cancel();
+    await other.cancel();
+
+    const reloaded = await openStream(url);
+    expect(await reloaded.nextJson<WebStreamEvent>()).toEqual({
+      type: "snapshot",
+      messages: [
+        { messageId: first.messageIds[0]!, role: "assistant", text: "Thinking about **it**", atMs: NOW },
+      ],
+    });
+    await reloaded.cancel();
+  });
+
+  test("a resend with the same idempotency key returns the same id and shows nothing new", async () => {
+    const { url } = await start(admitted("run_1"));
+    const stream = await openStream(url);
+    await stream.nextJson();
+    const first = await web.send(SESSION, outgoing("Answer", "run_9:0"));
+    const again = await web.send(SESSION, outgoing("Answer", "run_9:0"));
+    expect(again).toEqual(first);
+    await web.send(SESSION, outgoing("Next answer", "run_10:0"));
+    expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({ type: "message", text: "Answer" });
+    expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({ type: "message", text: "Next answer" });
+    await stream.cancel();
+  });
+
+  test("keeps only the newest messages per session; an edit of a forgotten message shows it again", async () => {
+    const { url } = await start(admitted("run_1"), { maxMessagesPerSession: 3 });
+    const ids: string[] = [];
+    for (let i = 1; i <= 5; i++)
+      ids.push((await web.send(SESSION, outgoing(`m${i}`, `k${i}`))).messageIds[0]!);
+    await web.edit(SESSION, ids[0]!, outgoing("m1 final", "k1"));
+    const stream = await openStream(url);
+    const snapshot = await stream.nextJson<Extract<WebStreamEvent, { type: "snapshot" }>>();
+    expect(snapshot.messages.map((m) => m.text)).toEqual(["m4", "m5", "m1 final"]);
+    await stream.cancel();
+  });
+
+  test("a target that is not a session id is refused without retry", async () => {
+    await start(admitted("run_1"));
+    await expect(web.send("../etc", outgoing("x", "k"))).rejects.toMatchObject({
+      code: "platform_rejected",
+      retryable: false,
+    });
+  });
+
+  test("stop() waits for ingress in flight and ends open streams", async () => {
+    let release = () => {};
+    const { url } = await start(
+      () =>
+        new Promise<IngressOutcome>((resolve) => {
+          release = () => resolve({ kind: "admitted", runId: "run_1", conversationId: "conv_1" });
+        }),
+    );
+    const stream = await openStream(url);
+    await stream.nextJson();
+    const posting = postMessage(url, { sessionId: SESSION, clientMessageId: "cm_inflight", text: "slow" });
+    await Bun.sleep(50);
+    let stopped = false;
+    const stopping = web.stop().then(() => {
+      stopped = true;
+    });
+    await Bun.sleep(50);
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect((await posting).status).toBe(202);
+    // Only the message event queued before the stop may still arrive; then the stream ends.
+    let frame = await stream.next(1000);
+    while (frame !== null) frame = await stream.next(1000);
+  });
+});
