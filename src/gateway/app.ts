@@ -2,6 +2,7 @@ import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { createScheduleTools } from "../../schedules/tools.ts";
+import { SwitchboardError } from "../errors.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
@@ -69,9 +70,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     owner,
     deliveries: createDeliveryWriter(clock),
     // Summaries from the offline model would be noise; any real model folds long conversations.
-    ...(registry.chain[0].label === "offline"
+    ...(registry.chain[0].spec === "offline"
       ? {}
-      : { history: { compaction: { afterTurns: 60, keepTurns: 30, summarize: modelSummarizer(registry.chain[0]) } } }),
+      : {
+          history: {
+            compaction: { afterTurns: 60, keepTurns: 30, summarize: modelSummarizer(registry.chain[0]) },
+          },
+        }),
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
@@ -155,6 +160,18 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   });
 
   let unwire: (() => void) | null = null;
+  // Closed first on shutdown: updates are then refused (not acknowledged, so platforms redeliver
+  // them later) while the adapters stay up to deliver the answers still being written.
+  let accepting = true;
+  const guardedIngress: typeof ingress = (message) =>
+    accepting
+      ? ingress(message)
+      : Promise.reject(
+          new SwitchboardError(
+            "runtime_closed",
+            "The gateway is shutting down; deliver this update again later.",
+          ),
+        );
   runtime.subscribe((event) => {
     if (event.type === "checkpoint") metrics.stepLatency(event.durationMs);
   });
@@ -179,21 +196,20 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       unwire = wireDelivery({ runtime, store: stores.runtime, worker, adapters, clock, logger });
       await runtime.recover({ takeOverLeases: true });
       for (const [name, adapter] of adapters) {
-        await adapter.start(ingress);
+        await adapter.start(guardedIngress);
         logger.info("channel.started", { channel: name, account: adapter.account });
       }
       await schedules.start();
     },
     async stop(options = {}) {
+      const graceMs = options.graceMs ?? config.shutdownGraceMs;
+      accepting = false;
+      await schedules.stop();
+      const closed = await runtime.close({ gracePeriodMs: graceMs, forceTimeoutMs: 3000 });
+      const outboxDrained = await worker.drain(Math.max(1000, Math.min(5000, graceMs)));
       for (const [name, adapter] of adapters) {
         await adapter.stop().catch((error) => logger.warn("channel.stop_failed", { channel: name, error }));
       }
-      await schedules.stop();
-      const closed = await runtime.close({
-        gracePeriodMs: options.graceMs ?? config.shutdownGraceMs,
-        forceTimeoutMs: 3000,
-      });
-      const outboxDrained = await worker.drain(Math.min(5000, options.graceMs ?? config.shutdownGraceMs));
       worker.stop();
       unwire?.();
       const counts = stateCounts(stores.db).outbox;

@@ -84,7 +84,11 @@ export function buildChannels(
           ...(s.apiUrl ? { apiUrl: s.apiUrl } : {}),
           ...(s.mode === "socket" ? { appToken: s.appToken } : { signingSecret: s.signingSecret }),
         },
-        { clock, logger: boltLogger(logger.child({ channel: "slack" })) },
+        {
+          clock,
+          logger: boltLogger(logger.child({ channel: "slack" })),
+          onSkip: (skip) => logger.debug("slack.event_skipped", { ...skip }),
+        },
       ),
     );
     allowLists.slack = s.allowed;

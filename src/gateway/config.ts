@@ -109,6 +109,26 @@ export interface GatewayConfig {
   modelEnv: Record<string, string | undefined>;
 }
 
+/** Variables whose values are secrets: never written to a log line or an error message. */
+export const SECRET_VARIABLES = [
+  "TELEGRAM_BOT_TOKEN",
+  "TELEGRAM_WEBHOOK_SECRET",
+  "DISCORD_BOT_TOKEN",
+  "SLACK_BOT_TOKEN",
+  "SLACK_APP_TOKEN",
+  "SLACK_SIGNING_SECRET",
+  "OPENROUTER_API_KEY",
+  "OPENAI_COMPATIBLE_API_KEY",
+  "SWITCHBOARD_OPERATOR_TOKEN",
+] as const;
+
+/** `text` with every secret value of `env` replaced by "[redacted]" (config errors echo values). */
+export function redactSecrets(text: string, env: Record<string, string | undefined>): string {
+  return SECRET_VARIABLES.map((name) => env[name]?.trim())
+    .filter((value): value is string => value !== undefined && value.length >= 6)
+    .reduce((redacted, value) => redacted.split(value).join("[redacted]"), text);
+}
+
 export const DEFAULT_INSTRUCTIONS =
   "You are a helpful assistant reached through a chat app. Answer concisely in Markdown. " +
   "You can schedule reminders and recurring prompts with your schedule tools when the user asks.";

@@ -15,7 +15,8 @@ import type { Metrics } from "./metrics.ts";
 /** Longest input text admitted to the model, in characters. */
 export const MAX_INPUT_CHARS = 16_000;
 
-const inboundSchema = z.object({
+/** What ingress accepts from an adapter's parser; anything else is ignored as malformed. */
+export const inboundSchema = z.object({
   channel: z.enum(["telegram", "discord", "slack", "web"]),
   account: z.string().min(1).max(200),
   updateKey: z.string().min(1).max(300),

@@ -3,7 +3,7 @@ import { isSwitchboardError } from "../errors.ts";
 import { systemClock } from "../util/clock.ts";
 import { createLogger, type Logger } from "../util/log.ts";
 import { createGateway, type Gateway } from "./app.ts";
-import { type GatewayConfig, loadConfig } from "./config.ts";
+import { type GatewayConfig, loadConfig, redactSecrets } from "./config.ts";
 import { startHttpServer } from "./http/server.ts";
 import { createOperatorService } from "./operator.ts";
 
@@ -74,7 +74,7 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
   } else {
     logger.info("gateway.console", { url: `${url}/console` });
   }
-  if (gateway.runtime.models[0]?.label === "offline") {
+  if (gateway.runtime.models[0]?.label.startsWith("offline")) {
     logger.warn("gateway.offline_model", {
       hint: "set OPENROUTER_API_KEY (or SWITCHBOARD_MODEL) to connect a real model",
     });
@@ -110,7 +110,7 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
     config = loadConfig(env);
   } catch (error) {
     if (isSwitchboardError(error, "config_invalid")) {
-      process.stderr.write(`switchboard: configuration error: ${error.message}\n`);
+      process.stderr.write(`switchboard: configuration error: ${redactSecrets(error.message, env)}\n`);
       process.exit(78);
     }
     throw error;

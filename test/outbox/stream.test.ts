@@ -85,7 +85,15 @@ async function setup(options: Setup = {}) {
         });
       },
       checkpoint(text: string) {
-        stream.handle({ ...base, type: "checkpoint", durable: true, seq: ++sequence, step: 1, durationMs: 1, text });
+        stream.handle({
+          ...base,
+          type: "checkpoint",
+          durable: true,
+          seq: ++sequence,
+          step: 1,
+          durationMs: 1,
+          text,
+        });
       },
       /** The lead's terminal commit (T2, one transaction), then the terminal event, then notify. */
       finish(state: TerminalRunState, text: string) {

@@ -1,0 +1,145 @@
+import { SwitchboardError } from "../../errors.ts";
+import { OPERATOR_LIMITS } from "../../gateway/operator/limits.ts";
+import type { ConversationSummary } from "../../gateway/operator-types.ts";
+import type { Message } from "../../runtime/types.ts";
+import type { MessagePageItem } from "../../store/types.ts";
+import { fields, isoTime, orDash, preview, table } from "../format.ts";
+import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
+import { print, withOperator } from "./shared.ts";
+
+export const CONVERSATIONS_GROUP: GroupSpec = {
+  name: "conversations",
+  summary: "chats mapped to the agent and their messages.",
+};
+
+function listRows(conversations: readonly ConversationSummary[]): string {
+  if (conversations.length === 0) return "No conversations yet.\n";
+  return table(
+    ["ID", "KEY", "RUNS", "ACTIVE", "LAST ACTIVITY", "CREATED"],
+    conversations.map((c) => [
+      c.id,
+      orDash(c.key),
+      String(c.runs),
+      String(c.activeRuns),
+      isoTime(c.lastActivityAtMs),
+      isoTime(c.createdAtMs),
+    ]),
+  );
+}
+
+/** One line for a message: its text, with files and tool traffic named in brackets. */
+export function messagePreview(message: Message, maxChars = 60): string {
+  const pieces = message.parts.map((part): string => {
+    switch (part.type) {
+      case "text":
+        return part.text;
+      case "reasoning":
+        return "";
+      case "file":
+        return `[file ${part.name ?? part.ref}]`;
+      case "tool-call":
+        return `[tool ${part.toolName}]`;
+      case "tool-result":
+        return `[${part.toolName} ${part.isError ? "failed" : "done"}]`;
+      case "joined-input":
+        return `[joined ${part.messageId}]`;
+      default:
+        return "";
+    }
+  });
+  return preview(pieces.filter((p) => p !== "").join(" "), maxChars);
+}
+
+function describeConversation(
+  id: string,
+  shown: { conversation: ConversationSummary; items: MessagePageItem[]; nextAfterOrder: number | null },
+): string {
+  const c = shown.conversation;
+  const header = fields([
+    ["id", c.id],
+    ["key", orDash(c.key)],
+    ["version", String(c.version)],
+    ["runs", `${c.runs} (${c.activeRuns} active)`],
+    ["last activity", isoTime(c.lastActivityAtMs)],
+    ["created", isoTime(c.createdAtMs)],
+  ]);
+  const messages =
+    shown.items.length === 0
+      ? "No messages on this page.\n"
+      : table(
+          ["ORDER", "TIME", "ROLE", "RUN", "RUN STATE", "TEXT"],
+          shown.items.map((item) => [
+            String(item.order),
+            isoTime(item.message.createdAtMs),
+            item.message.role,
+            item.message.runId,
+            item.runState,
+            messagePreview(item.message),
+          ]),
+        );
+  const more =
+    shown.nextAfterOrder === null
+      ? ""
+      : `\nMore: switchboard conversations show ${id} --after ${shown.nextAfterOrder}\n`;
+  return `${header}\n${messages}${more}`;
+}
+
+export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
+  {
+    path: ["conversations", "list"],
+    synopsis: "conversations list [--limit N] [--json]",
+    summary: "List conversations, most recently active first, with their channel key and run counts.",
+    args: [],
+    options: {
+      limit: {
+        type: "string",
+        valueName: "N",
+        description: `At most N (1-${OPERATOR_LIMITS.conversations.max}). Default ${OPERATOR_LIMITS.conversations.default}.`,
+      },
+      ...JSON_OPTION,
+      ...SOURCE_OPTIONS,
+      ...HELP_OPTION,
+    },
+    async run(command, io) {
+      const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.conversations.max });
+      const list = await withOperator(command, io, (service) => service.conversations.list({ limit }));
+      print(command, io, list, listRows);
+    },
+  },
+  {
+    path: ["conversations", "show"],
+    synopsis: "conversations show ID [--limit N] [--after ORDER] [--json]",
+    summary: "Show a conversation and its messages in order, each with its run's state.",
+    args: [{ name: "ID", description: "Conversation id (conv_…)." }],
+    options: {
+      limit: {
+        type: "string",
+        valueName: "N",
+        description: `Messages per page (1-${OPERATOR_LIMITS.messages.max}). Default ${OPERATOR_LIMITS.messages.default}.`,
+      },
+      after: {
+        type: "string",
+        valueName: "ORDER",
+        description: "Start after this message order (the nextAfterOrder of the previous page).",
+      },
+      ...JSON_OPTION,
+      ...SOURCE_OPTIONS,
+      ...HELP_OPTION,
+    },
+    async run(command, io) {
+      const id = command.arg(0);
+      const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.messages.max });
+      const afterOrder = command.integer("after", { min: 0, max: Number.MAX_SAFE_INTEGER });
+      const shown = await withOperator(command, io, (service) =>
+        service.conversations.show(id, { afterOrder, limit }),
+      );
+      if (!shown) {
+        throw new SwitchboardError(
+          "not_found",
+          `No conversation ${id}. List conversations with \`switchboard conversations list\`.`,
+        );
+      }
+      print(command, io, shown, (result) => describeConversation(id, result));
+    },
+  },
+];

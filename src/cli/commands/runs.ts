@@ -1,0 +1,99 @@
+import { SwitchboardError } from "../../errors.ts";
+import { OPERATOR_LIMITS } from "../../gateway/operator/limits.ts";
+import { RUN_STATES } from "../../gateway/operator/validate.ts";
+import type { Usage } from "../../runtime/types.ts";
+import type { RunRecord } from "../../store/types.ts";
+import { fields, isoTime, orDash, table } from "../format.ts";
+import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
+import { print, withOperator } from "./shared.ts";
+
+export const RUNS_GROUP: GroupSpec = { name: "runs", summary: "agent runs, one per admitted input." };
+
+function listRows(runs: readonly RunRecord[]): string {
+  if (runs.length === 0) return "No runs match.\n";
+  return table(
+    ["ID", "STATE", "CONVERSATION", "CREATED", "FINISHED", "STEPS"],
+    runs.map((r) => [
+      r.id,
+      r.state,
+      r.conversationId,
+      isoTime(r.createdAtMs),
+      isoTime(r.finishedAtMs),
+      String(r.steps),
+    ]),
+  );
+}
+
+/** Token counts and cost; a field the provider did not report is "unknown", never 0. */
+export function describeUsage(usage: Usage, costComplete = true): string {
+  const known = (value: number | undefined) => (value === undefined ? "unknown" : String(value));
+  const cost = usage.costUsd === undefined || !costComplete ? "unknown" : `$${usage.costUsd}`;
+  return `input ${known(usage.inputTokens)}, output ${known(usage.outputTokens)}, reasoning ${known(usage.reasoningTokens)}, cached input ${known(usage.cachedInputTokens)} tokens; cost ${cost}`;
+}
+
+function describeRun(shown: { run: RunRecord; answerText: string; usage: Usage }): string {
+  const { run } = shown;
+  return `${fields([
+    ["id", run.id],
+    ["state", run.state],
+    ["conversation", run.conversationId],
+    ["priority", run.priority],
+    ["policy", run.policy],
+    ["queue seq", String(run.queueSeq)],
+    ["inputs", run.inputMessageIds.join(", ")],
+    ["owner", orDash(run.owner)],
+    ["stop reason", orDash(run.stopReason)],
+    ["absorbed into", orDash(run.absorbedInto)],
+    ["error", orDash(run.error)],
+    ["steps", String(run.steps)],
+    ["usage", describeUsage(shown.usage, run.costComplete)],
+    ["created", isoTime(run.createdAtMs)],
+    ["started", isoTime(run.startedAtMs)],
+    ["finished", isoTime(run.finishedAtMs)],
+  ])}\nAnswer:\n${shown.answerText === "" ? "(none yet)" : shown.answerText}\n`;
+}
+
+export const RUNS_COMMANDS: CommandSpec[] = [
+  {
+    path: ["runs", "list"],
+    synopsis: "runs list [--state S] [--conversation C] [--limit N] [--json]",
+    summary: "List runs, newest first.",
+    args: [],
+    options: {
+      state: { type: "string", valueName: "S", description: `Only this state: ${RUN_STATES.join(", ")}.` },
+      conversation: { type: "string", valueName: "C", description: "Only this conversation id." },
+      limit: {
+        type: "string",
+        valueName: "N",
+        description: `At most N runs (1-${OPERATOR_LIMITS.runs.max}). Default ${OPERATOR_LIMITS.runs.default}.`,
+      },
+      ...JSON_OPTION,
+      ...SOURCE_OPTIONS,
+      ...HELP_OPTION,
+    },
+    async run(command, io) {
+      const state = command.choice("state", RUN_STATES);
+      const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.runs.max });
+      const conversationId = command.string("conversation");
+      const runs = await withOperator(command, io, (service) =>
+        service.runs.list({ state, conversationId, limit }),
+      );
+      print(command, io, runs, listRows);
+    },
+  },
+  {
+    path: ["runs", "show"],
+    synopsis: "runs show ID [--json]",
+    summary: "Show one run: state, owner, usage and its answer text.",
+    args: [{ name: "ID", description: "Run id (run_…)." }],
+    options: { ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
+    async run(command, io) {
+      const id = command.arg(0);
+      const shown = await withOperator(command, io, (service) => service.runs.show(id));
+      if (!shown) {
+        throw new SwitchboardError("not_found", `No run ${id}. List runs with \`switchboard runs list\`.`);
+      }
+      print(command, io, shown, describeRun);
+    },
+  },
+];

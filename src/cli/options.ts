@@ -1,0 +1,52 @@
+/** Reading the options most commands share (--db, --actor) without loading any store code. */
+import { existsSync } from "node:fs";
+import { userInfo } from "node:os";
+import { SwitchboardError } from "../errors.ts";
+import { checkActor, type OperatorActor } from "../gateway/operator/validate.ts";
+import type { CliIo, ParsedCommand } from "./spec.ts";
+
+export const DEFAULT_DB_PATH = "./data/switchboard.sqlite";
+
+/** `--db`, else $SWITCHBOARD_DB, else ./data/switchboard.sqlite. */
+export function databasePath(command: ParsedCommand, env: CliIo["env"]): string {
+  return command.string("db") ?? (env.SWITCHBOARD_DB || DEFAULT_DB_PATH);
+}
+
+export function missingDatabase(path: string): SwitchboardError {
+  return new SwitchboardError(
+    "not_found",
+    `No database at ${path}. Start the gateway once (npm start) or run \`switchboard db migrate\`.`,
+    { details: { path } },
+  );
+}
+
+/** Throws the "No database at PATH" error unless the file exists; never creates it. */
+export function requireDatabaseFile(path: string): void {
+  if (!existsSync(path)) throw missingDatabase(path);
+}
+
+/** `--actor NAME` (or `operator:NAME`), else $USER, $LOGNAME or the login name, as `operator:NAME`. */
+export function actorOf(command: ParsedCommand, env: CliIo["env"]): OperatorActor {
+  const given = command.string("actor") ?? (env.USER || env.LOGNAME || safeLoginName());
+  if (!given) {
+    throw command.usageError(
+      "Cannot tell who you are: pass --actor NAME (recorded in the record's history).",
+    );
+  }
+  const actor = given.startsWith("operator:") ? given : `operator:${given}`;
+  try {
+    return checkActor(actor);
+  } catch (error) {
+    throw command.usageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function safeLoginName(): string | undefined {
+  try {
+    const name = userInfo().username;
+    // Bun answers "unknown" when it cannot look the user up; that would name nobody in the history.
+    return name && name !== "unknown" ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}

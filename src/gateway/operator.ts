@@ -1,0 +1,167 @@
+import type { Database } from "bun:sqlite";
+import type { OutboxRepository } from "../../outbox/types.ts";
+import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
+import type { ScheduleRepository } from "../../schedules/types.ts";
+import { SwitchboardError } from "../errors.ts";
+import { answerText } from "../runtime/types.ts";
+import { createSqliteOperatorQueries } from "../store/sqlite/operator.ts";
+import type { RuntimeStore } from "../store/types.ts";
+import type { Clock } from "../util/clock.ts";
+import { OPERATOR_LIMITS } from "./operator/limits.ts";
+import {
+  checkActor,
+  checkCursor,
+  checkLimit,
+  checkNote,
+  checkOneOf,
+  OUTBOX_STATES,
+  RUN_STATES,
+} from "./operator/validate.ts";
+import type { OperatorService } from "./operator-types.ts";
+
+export { OPERATOR_LIMITS } from "./operator/limits.ts";
+export type { ConversationSummary, OperatorService } from "./operator-types.ts";
+
+export interface OperatorServiceOptions {
+  /** The opened stores (`openSqliteStores` or `openExistingStores`); the caller closes them. */
+  stores: { db: Database; runtime: RuntimeStore; outbox: OutboxRepository; schedules: ScheduleRepository };
+  clock: Clock;
+  /**
+   * Called after an operator retried, resolved or cancelled an outbox record, so a running
+   * delivery worker looks at it now rather than at its next wake-up.
+   */
+  onOutboxChanged?: () => void;
+}
+
+/**
+ * The operator view and controls over the stores. Validates loose input (filters, limits, actor)
+ * with `input_invalid`; unknown ids are null for reads and `not_found` for changes.
+ */
+export function createOperatorService(options: OperatorServiceOptions): OperatorService {
+  const { stores, clock } = options;
+  const queries = createSqliteOperatorQueries(stores);
+  // Only pause/resume/cancel/occurrences are used: they never dispatch, and without start() the
+  // service arms no timer.
+  const schedules: ScheduleService = createScheduleService({
+    repository: stores.schedules,
+    clock,
+    dispatch: async () => ({
+      status: "retry",
+      reason: "The operator service never fires schedules; the gateway's scheduler does.",
+    }),
+  });
+
+  const outboxChanged = () => {
+    try {
+      options.onOutboxChanged?.();
+    } catch {
+      // The change is committed; a worker that missed the nudge finds it at its next wake-up.
+    }
+  };
+
+  async function existingSchedule(scheduleId: string): Promise<void> {
+    if (!(await stores.schedules.get(scheduleId))) {
+      throw new SwitchboardError(
+        "not_found",
+        `No schedule ${scheduleId}. List schedules with \`switchboard schedules list --all\`.`,
+        { details: { scheduleId } },
+      );
+    }
+  }
+
+  return {
+    runs: {
+      async list(filter) {
+        checkOneOf("state", filter.state, RUN_STATES);
+        const limit = checkLimit(
+          "limit",
+          filter.limit,
+          OPERATOR_LIMITS.runs.default,
+          OPERATOR_LIMITS.runs.max,
+        );
+        return queries.listRuns({ ...filter, limit });
+      },
+      async show(runId) {
+        const view = await stores.runtime.loadRun(runId);
+        if (!view) return null;
+        return { run: view.run, answerText: answerText(view.answer?.parts ?? []), usage: view.run.usage };
+      },
+    },
+
+    conversations: {
+      async list(filter) {
+        const { default: fallback, max } = OPERATOR_LIMITS.conversations;
+        return queries.listConversations(checkLimit("limit", filter.limit, fallback, max));
+      },
+      async show(conversationId, page) {
+        const { default: fallback, max } = OPERATOR_LIMITS.messages;
+        const limit = checkLimit("limit", page.limit, fallback, max);
+        const afterOrder = checkCursor("after", page.afterOrder);
+        const conversation = await queries.conversationSummary(conversationId);
+        if (!conversation) return null;
+        const { items, nextAfterOrder } = await stores.runtime.listMessages(conversationId, {
+          afterOrder,
+          limit,
+        });
+        return { conversation, items, nextAfterOrder };
+      },
+    },
+
+    outbox: {
+      async list(filter) {
+        checkOneOf("state", filter.state, OUTBOX_STATES);
+        const { default: fallback, max } = OPERATOR_LIMITS.outbox;
+        return stores.outbox.list({ ...filter, limit: checkLimit("limit", filter.limit, fallback, max) });
+      },
+      show: (idOrKey) => stores.outbox.show(idOrKey),
+      async retry(id, actor, note) {
+        const record = await stores.outbox.retry(id, checkActor(actor), clock.now(), note);
+        outboxChanged();
+        return record;
+      },
+      async resolve(id, outcome, actor, note) {
+        checkOneOf("outcome", outcome, ["delivered", "failed"]);
+        const record = await stores.outbox.resolve(
+          id,
+          outcome,
+          checkActor(actor),
+          checkNote("note", note),
+          clock.now(),
+        );
+        outboxChanged();
+        return record;
+      },
+      async cancel(id, actor, note) {
+        const record = await stores.outbox.cancel(id, checkActor(actor), clock.now(), note);
+        outboxChanged();
+        return record;
+      },
+    },
+
+    schedules: {
+      list: (filter) =>
+        queries.listSchedules({
+          ...(filter.conversationId === undefined ? {} : { conversationId: filter.conversationId }),
+          includeEnded: filter.includeEnded ?? false,
+        }),
+      async runs(scheduleId, limit) {
+        const { default: fallback, max } = OPERATOR_LIMITS.occurrences;
+        const checked = checkLimit("limit", limit, fallback, max);
+        await existingSchedule(scheduleId);
+        return schedules.occurrences(scheduleId, checked);
+      },
+      async pause(scheduleId) {
+        await existingSchedule(scheduleId);
+        return schedules.pause(scheduleId);
+      },
+      async resume(scheduleId) {
+        await existingSchedule(scheduleId);
+        return schedules.resume(scheduleId);
+      },
+      async cancel(scheduleId) {
+        await existingSchedule(scheduleId);
+        return schedules.cancel(scheduleId);
+      },
+    },
+  };
+}

@@ -1,0 +1,316 @@
+/**
+ * The product as a person installs it: the real `switchboard start` process, driven through the
+ * web channel, checked through readiness, metrics, the operator API, the CLI's JSON, config
+ * errors and graceful shutdown.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+
+const ROOT = join(import.meta.dir, "..", "..");
+const CLI = join(ROOT, "src", "cli", "main.ts");
+const TOKEN = "operator-token-for-tests-0123456789";
+const dir = tempDir("switchboard-e2e-gw-");
+let llm: FakeLlmServer;
+
+beforeAll(() => {
+  llm = startFakeLlmServer();
+});
+afterAll(async () => {
+  await llm.stop();
+  dir.cleanup();
+});
+
+const sessionId = (n: number) => `session-${n}-abcdefghijklmnopqrstuv`;
+
+async function say(url: string, session: string, text: string, clientMessageId: string) {
+  const response = await fetch(`${url}/web/api/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ sessionId: session, clientMessageId, text }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** Reads the web channel's event stream until a bot message satisfies `predicate`. */
+async function waitForReply(
+  url: string,
+  session: string,
+  predicate: (text: string) => boolean,
+  timeoutMs: number,
+) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  try {
+    const response = await fetch(`${url}/web/api/stream?sessionId=${session}`, {
+      headers: { accept: "text/event-stream" },
+      signal: abort.signal,
+    });
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let buffered = "";
+    const texts = new Map<string, string>();
+    for (;;) {
+      const read = await reader.read();
+      if (read.done) throw new Error("stream ended");
+      buffered += decoder.decode(read.value);
+      let sep = buffered.indexOf("\n\n");
+      while (sep >= 0) {
+        const frame = buffered.slice(0, sep);
+        buffered = buffered.slice(sep + 2);
+        sep = buffered.indexOf("\n\n");
+        const data = frame
+          .split("\n")
+          .filter((l) => l.startsWith("data:"))
+          .map((l) => l.slice(5).trim())
+          .join("\n");
+        if (!data) continue;
+        const event = JSON.parse(data) as {
+          type: string;
+          messageId?: string;
+          role?: string;
+          text?: string;
+          messages?: Array<{ messageId: string; role: string; text: string }>;
+        };
+        const entries =
+          event.type === "snapshot"
+            ? (event.messages ?? [])
+            : event.messageId
+              ? [event as { messageId: string; role?: string; text: string }]
+              : [];
+        for (const entry of entries) {
+          if (entry.role === "user") continue;
+          if (entry.text !== undefined) texts.set(entry.messageId, entry.text);
+        }
+        const found = [...texts.values()].find(predicate);
+        if (found) return found;
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+}
+
+async function cli(args: string[], env: Record<string, string>) {
+  const child = Bun.spawn([process.execPath, CLI, ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { stdout, stderr, code };
+}
+
+describe("a gateway with nothing configured", () => {
+  let gateway: GatewayProcess;
+  const dbPath = join(dir.path, "fresh", "switchboard.sqlite");
+  beforeAll(async () => {
+    gateway = await startGatewayProcess({ SWITCHBOARD_DB: dbPath, SWITCHBOARD_OPERATOR_TOKEN: TOKEN });
+  }, 30_000);
+  afterAll(async () => {
+    await gateway.kill("SIGTERM");
+  }, 20_000);
+
+  test("serves the web chat on the offline model and says how to connect the platforms", async () => {
+    const page = await fetch(`${gateway.url}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("switchboard");
+    const sent = await say(gateway.url, sessionId(1), "hello offline world", "message-0001");
+    expect(sent.status).toBe(202);
+    expect(sent.body.kind).toBe("admitted");
+    const reply = await waitForReply(
+      gateway.url,
+      sessionId(1),
+      (t) => t.includes("to connect a real model"),
+      15_000,
+    );
+    expect(reply).toContain("hello offline world");
+    const hints = gateway.events().filter((e) => e.event === "gateway.channel_not_configured");
+    expect(hints.map((e) => e.channel).sort()).toEqual(["discord", "slack", "telegram"]);
+    expect(gateway.events().some((e) => e.event === "gateway.offline_model")).toBe(true);
+  }, 30_000);
+
+  test("health, readiness and metrics", async () => {
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${gateway.url}/readyz`);
+    expect(ready.status).toBe(200);
+    const body = (await ready.json()) as { checks: Record<string, { ok: boolean }> };
+    expect(body.checks.database?.ok).toBe(true);
+    expect(body.checks["channel:web"]?.ok).toBe(true);
+    const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+    expect(metrics).toMatch(/switchboard_inbound_accepted_total\{channel="web"\} [1-9]/);
+    expect(metrics).toMatch(/switchboard_runs\{state="completed"\} [1-9]/);
+    expect(metrics).toContain("switchboard_outbox_records");
+  }, 20_000);
+
+  test("the operator API refuses a missing or wrong token and answers with the right one", async () => {
+    expect((await fetch(`${gateway.url}/api/runs`)).status).toBe(401);
+    const wrong = await fetch(`${gateway.url}/api/runs`, {
+      headers: { authorization: "Bearer not-the-token-at-all" },
+    });
+    expect(wrong.status).toBe(401);
+    const right = await fetch(`${gateway.url}/api/runs`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(right.status).toBe(200);
+    const runs = (await right.json()) as Array<{ state: string }>;
+    expect(runs.length).toBeGreaterThan(0);
+  }, 20_000);
+
+  test("the CLI reads the same database and prints JSON", async () => {
+    const result = await cli(["runs", "list", "--json"], { SWITCHBOARD_DB: dbPath });
+    expect(result.code).toBe(0);
+    const runs = JSON.parse(result.stdout) as Array<{ id: string; state: string }>;
+    expect(runs.some((r) => r.state === "completed")).toBe(true);
+    const conversations = JSON.parse(
+      (await cli(["conversations", "list", "--json"], { SWITCHBOARD_DB: dbPath })).stdout,
+    );
+    expect(conversations.length).toBeGreaterThan(0);
+  }, 20_000);
+});
+
+describe("configuration errors stop startup with a message and exit code 78", () => {
+  const cases: Array<[string, Record<string, string>, RegExp]> = [
+    [
+      "bad port",
+      { SWITCHBOARD_HTTP_PORT: "eighty" },
+      /SWITCHBOARD_HTTP_PORT.*Example: SWITCHBOARD_HTTP_PORT=8787/,
+    ],
+    ["bad log level", { SWITCHBOARD_LOG_LEVEL: "loud" }, /SWITCHBOARD_LOG_LEVEL must be/],
+    [
+      "bad time zone",
+      { SWITCHBOARD_TIMEZONE: "Mars/Olympus" },
+      /SWITCHBOARD_TIMEZONE is not an IANA time zone/,
+    ],
+    [
+      "short operator token",
+      { SWITCHBOARD_OPERATOR_TOKEN: "short" },
+      /SWITCHBOARD_OPERATOR_TOKEN must be at least 16/,
+    ],
+    [
+      "webhook without URL",
+      { TELEGRAM_BOT_TOKEN: "123:abcdefghijklmnopqrstuvwxyz", TELEGRAM_MODE: "webhook" },
+      /TELEGRAM_WEBHOOK_URL must be set/,
+    ],
+    [
+      "slack without app token or secret",
+      { SLACK_BOT_TOKEN: "xoxb-123" },
+      /SLACK_APP_TOKEN or SLACK_SIGNING_SECRET/,
+    ],
+    [
+      "missing config file",
+      { SWITCHBOARD_CONFIG: "/nonexistent/switchboard.json" },
+      /SWITCHBOARD_CONFIG points at .* which does not exist/,
+    ],
+    ["unknown model kind", { SWITCHBOARD_MODEL: "skynet:v1" }, /SWITCHBOARD_MODEL/],
+    [
+      "bad allow list",
+      { DISCORD_BOT_TOKEN: "abc", DISCORD_ALLOWED_USERS: "ok,not valid!" },
+      /DISCORD_ALLOWED_USERS has an invalid user id/,
+    ],
+  ];
+  for (const [name, env, message] of cases) {
+    test(name, async () => {
+      const result = await cli(["start"], {
+        SWITCHBOARD_DB: join(dir.path, "cfg", `${name}.sqlite`),
+        ...env,
+      });
+      expect(result.code).toBe(78);
+      expect(result.stderr).toMatch(message);
+    }, 20_000);
+  }
+});
+
+describe("graceful shutdown", () => {
+  test("SIGTERM lets the answer in flight finish and be delivered, then exits 0", async () => {
+    llm.addRules([
+      {
+        match: { lastUserContains: "slow goodbye" },
+        reply: { kind: "text", text: "a slow careful goodbye answer", chunks: 5, chunkDelayMs: 300 },
+      },
+    ]);
+    const gateway = await startGatewayProcess({
+      SWITCHBOARD_DB: join(dir.path, "shutdown.sqlite"),
+      SWITCHBOARD_MODEL: "openai-compatible:test-model",
+      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+      SWITCHBOARD_SHUTDOWN_GRACE_MS: "8000",
+    });
+    const session = sessionId(2);
+    const replyPromise = waitForReply(
+      gateway.url,
+      session,
+      (t) => t.includes("a slow careful goodbye answer"),
+      15_000,
+    );
+    await say(gateway.url, session, "a slow goodbye please", "message-0001");
+    await eventually(
+      () => llm.requests().some((r) => r.lastUserText.includes("slow goodbye")),
+      10_000,
+      "the model call",
+    );
+    const exited = gateway.kill("SIGTERM");
+    const reply = await replyPromise.catch((error) => {
+      throw new Error(`${error}\n${gateway.logs.join("\n")}`);
+    });
+    expect(reply).toContain("careful goodbye");
+    expect(await exited).toBe(0);
+    const stopped = gateway.events().find((e) => e.event === "gateway.stopped");
+    expect(stopped).toMatchObject({ runsSettled: true, runsRemaining: 0 });
+  }, 40_000);
+
+  test("a run cut by the grace period is released and answered once after the next start", async () => {
+    llm.addRules([
+      {
+        match: { lastUserContains: "very long job" },
+        reply: { kind: "text", text: "finally done with the long job", chunks: 6, chunkDelayMs: 700 },
+      },
+    ]);
+    const env = {
+      SWITCHBOARD_DB: join(dir.path, "released.sqlite"),
+      SWITCHBOARD_MODEL: "openai-compatible:test-model",
+      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+      SWITCHBOARD_SHUTDOWN_GRACE_MS: "300",
+    };
+    const first = await startGatewayProcess(env);
+    const session = sessionId(3);
+    await say(first.url, session, "a very long job", "message-0001");
+    await eventually(
+      () => llm.requests().some((r) => r.lastUserText.includes("very long job")),
+      10_000,
+      "the model call",
+    );
+    expect(await first.kill("SIGTERM")).toBe(0);
+    expect(first.events().find((e) => e.event === "gateway.stopped")).toBeDefined();
+    const runs = JSON.parse(
+      (await cli(["runs", "list", "--json"], { SWITCHBOARD_DB: env.SWITCHBOARD_DB })).stdout,
+    ) as Array<{
+      state: string;
+    }>;
+    expect(runs.map((r) => r.state)).toEqual(["queued"]);
+
+    const second = await startGatewayProcess(env);
+    try {
+      const reply = await waitForReply(
+        second.url,
+        session,
+        (t) => t.includes("finally done with the long job"),
+        20_000,
+      );
+      expect(reply).toContain("finally done with the long job");
+      const after = JSON.parse(
+        (await cli(["runs", "list", "--json"], { SWITCHBOARD_DB: env.SWITCHBOARD_DB })).stdout,
+      ) as Array<{
+        state: string;
+      }>;
+      expect(after.map((r) => r.state)).toEqual(["completed"]);
+    } finally {
+      await second.kill("SIGTERM");
+    }
+  }, 60_000);
+});

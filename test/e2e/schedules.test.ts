@@ -1,0 +1,287 @@
+/**
+ * Schedules end to end through a real gateway process: `/in` and the agent's `schedule_after`
+ * tool in a Telegram DM (grammY against the Telegram emulator), the model behind the fake
+ * OpenAI-compatible server, SQLite on a temp file; and a SIGKILL while a scheduled run is in flight.
+ */
+
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  privateChat,
+  startTelegramEmulator,
+  type TelegramEmulator,
+  user,
+} from "../emulators/telegram/index.ts";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+
+const dir = tempDir("switchboard-e2e-schedules-");
+let llm: FakeLlmServer;
+let telegram: TelegramEmulator;
+const carol = user(2001, "Carol");
+const dave = user(2002, "Dave");
+const erin = user(2003, "Erin");
+
+function env(dbName: string): Record<string, string> {
+  const config = join(dir.path, "switchboard.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      version: 1,
+      surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
+    }),
+  );
+  return {
+    SWITCHBOARD_DB: join(dir.path, dbName),
+    SWITCHBOARD_CONFIG: config,
+    SWITCHBOARD_WEB: "off",
+    SWITCHBOARD_LOG_LEVEL: "debug",
+    SWITCHBOARD_MODEL: "openai-compatible:test-model",
+    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+    TELEGRAM_BOT_TOKEN: telegram.token,
+    TELEGRAM_API_ROOT: telegram.url,
+    TELEGRAM_ALLOWED_USERS: [carol.id, dave.id, erin.id].join(","),
+  };
+}
+
+const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);
+const requestsContaining = (text: string) => llm.requests().filter((r) => r.lastUserText.includes(text));
+
+interface ScheduleRow {
+  id: string;
+  kind: string;
+  conversation_id: string;
+  state: string;
+  at_ms: number | null;
+  created_by: string;
+  prompt: string;
+  next_at_ms: number | null;
+}
+interface OccurrenceRow {
+  schedule_id: string;
+  scheduled_for_ms: number;
+  state: string;
+  attempts: number;
+  run_id: string | null;
+  fencing_token: number;
+}
+
+/** Reads the gateway's database from outside, the way an operator would. */
+function readDb<T>(dbName: string, read: (db: Database) => T): T {
+  const db = new Database(join(dir.path, dbName), { readonly: true });
+  try {
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+const schedulesIn = (dbName: string) =>
+  readDb(dbName, (db) => db.query("SELECT * FROM schedules ORDER BY created_at_ms").all() as ScheduleRow[]);
+const occurrencesIn = (dbName: string, scheduleId: string) =>
+  readDb(
+    dbName,
+    (db) =>
+      db
+        .query("SELECT * FROM schedule_occurrences WHERE schedule_id = ? ORDER BY scheduled_for_ms")
+        .all(scheduleId) as OccurrenceRow[],
+  );
+
+const runById = (dbName: string, runId: string) =>
+  readDb(
+    dbName,
+    (db) =>
+      db.query("SELECT id, state FROM runs WHERE id = ?").get(runId) as { id: string; state: string } | null,
+  );
+const admissionsFor = (dbName: string, idempotencyKey: string) =>
+  readDb(dbName, (db) =>
+    db.query("SELECT run_id FROM admissions WHERE idempotency_key = ?").all(idempotencyKey),
+  );
+/** Every run a schedule started in the conversation (their context says origin "schedule"). */
+const scheduledRuns = (dbName: string, conversationId: string) =>
+  readDb(dbName, (db) =>
+    db
+      .query(
+        "SELECT id, state FROM runs WHERE conversation_id = ? AND json_extract(context, '$.origin') = 'schedule' ORDER BY queue_seq",
+      )
+      .all(conversationId),
+  );
+
+beforeAll(() => {
+  llm = startFakeLlmServer();
+  telegram = startTelegramEmulator();
+});
+afterAll(async () => {
+  await telegram.close();
+  await llm.stop();
+  dir.cleanup();
+});
+
+describe("schedules through the gateway", () => {
+  const dbName = "schedules.sqlite";
+  let gateway: GatewayProcess;
+  beforeAll(async () => {
+    gateway = await startGatewayProcess(env(dbName));
+  });
+  afterAll(async () => {
+    await gateway.kill("SIGTERM");
+  });
+
+  test("/in 2s: a confirmation, then about two seconds later exactly one answer to the scheduled prompt", async () => {
+    telegram.incoming({ chat: privateChat(carol), from: carol, text: "/in 2s stretch" });
+    const confirmation = await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.startsWith("Scheduled sch_"),
+      10_000,
+    );
+    const [schedule] = schedulesIn(dbName);
+    expect(schedule).toMatchObject({ created_by: "user", prompt: "stretch", kind: "at" });
+    const slotMs = schedule!.at_ms!;
+    expect(confirmation.visibleText).toContain(schedule!.id);
+    expect(requestsContaining("stretch")).toHaveLength(0); // a command never reaches the model
+
+    const answer = await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.startsWith("echo:") && m.visibleText.includes("stretch"),
+      10_000,
+    );
+    const delayMs = answer.sentAtMs - confirmation.sentAtMs;
+    expect(delayMs).toBeGreaterThanOrEqual(1_500);
+    expect(delayMs).toBeLessThanOrEqual(6_000);
+    const [request] = requestsContaining("stretch");
+    expect(request!.lastUserText).toContain(`[Scheduled prompt ${schedule!.id}] stretch`);
+    // The model was asked once the slot came, not before and not long after.
+    expect(request!.receivedAtMs - slotMs).toBeGreaterThanOrEqual(0);
+    expect(request!.receivedAtMs - slotMs).toBeLessThan(3_000);
+
+    await Bun.sleep(3_000);
+    expect(requestsContaining("stretch")).toHaveLength(1);
+    expect(botReplies(carol.id).filter((m) => m.visibleText.startsWith("echo:"))).toHaveLength(1);
+    expect(schedulesIn(dbName)[0]).toMatchObject({ state: "completed", next_at_ms: null });
+    expect(occurrencesIn(dbName, schedule!.id)).toMatchObject([
+      { scheduled_for_ms: slotMs, state: "dispatched", attempts: 1, fencing_token: 1 },
+    ]);
+  }, 30_000);
+
+  test("the agent's schedule_after tool: a schedule exists, fires once, and its answer reaches the chat", async () => {
+    llm.addRules([
+      {
+        match: { lastUserContains: "hydration reminder in two seconds", lastRole: "user" },
+        reply: {
+          kind: "tool-call",
+          toolName: "schedule_after",
+          input: { seconds: 2, prompt: "drink water" },
+        },
+        times: 1,
+      },
+      {
+        match: { lastUserContains: "hydration reminder in two seconds", lastRole: "tool" },
+        reply: { kind: "text", text: "Reminder set for two seconds from now." },
+        times: 1,
+      },
+    ]);
+    telegram.incoming({
+      chat: privateChat(dave),
+      from: dave,
+      text: "please set a hydration reminder in two seconds",
+    });
+    const acknowledgement = await telegram.waitForMessage(
+      dave.id,
+      (m) => m.fromBot && m.visibleText.includes("Reminder set"),
+      10_000,
+    );
+    const offered = requestsContaining("hydration reminder");
+    expect(offered[0]?.toolNames).toContain("schedule_after");
+    const toolResult = offered[1]?.messages.findLast((m) => m.role === "tool");
+    expect(JSON.stringify(toolResult?.content)).toContain('\\"ok\\":true');
+
+    const created = schedulesIn(dbName).filter((row) => row.prompt === "drink water");
+    expect(created).toMatchObject([
+      { created_by: "agent", state: expect.stringMatching(/active|completed/) },
+    ]);
+    const schedule = created[0]!;
+
+    const answer = await telegram.waitForMessage(
+      dave.id,
+      (m) => m.fromBot && m.visibleText.startsWith("echo:") && m.visibleText.includes("drink water"),
+      10_000,
+    );
+    expect(answer.sentAtMs - acknowledgement.sentAtMs).toBeGreaterThanOrEqual(1_000);
+    expect(requestsContaining("drink water")).toMatchObject([
+      { lastUserText: `[Scheduled prompt ${schedule.id}] drink water` },
+    ]);
+
+    await Bun.sleep(2_500);
+    expect(requestsContaining("drink water")).toHaveLength(1);
+    expect(botReplies(dave.id).filter((m) => m.visibleText.includes("drink water"))).toHaveLength(1);
+    expect(schedulesIn(dbName).find((row) => row.id === schedule.id)?.state).toBe("completed");
+    expect(occurrencesIn(dbName, schedule.id)).toMatchObject([{ state: "dispatched", attempts: 1 }]);
+  }, 30_000);
+});
+
+describe("a gateway killed while a scheduled run is in flight", () => {
+  const dbName = "sigkill.sqlite";
+
+  test("after SIGKILL and a restart on the same database the occurrence is one run and one answer", async () => {
+    // Only the first model call for the scheduled prompt hangs; the resumed run gets the echo.
+    llm.addRules([{ match: { lastUserContains: "long job" }, reply: { kind: "hang" }, times: 1 }]);
+    let gateway = await startGatewayProcess(env(dbName));
+    try {
+      telegram.incoming({ chat: privateChat(erin), from: erin, text: "/in 1s long job" });
+      await telegram.waitForMessage(
+        erin.id,
+        (m) => m.fromBot && m.visibleText.startsWith("Scheduled sch_"),
+        10_000,
+      );
+      await eventually(() => requestsContaining("long job").length === 1, 10_000, "the hanging model call");
+      const [schedule] = schedulesIn(dbName);
+      const slotMs = schedule!.at_ms;
+      const idempotencyKey = `schedule:${schedule!.id}:${slotMs}`;
+      // The occurrence was claimed and admitted; its run is running when the process dies.
+      const inFlight = await eventually(
+        () => {
+          const [occurrence] = occurrencesIn(dbName, schedule!.id);
+          const run = occurrence?.run_id ? runById(dbName, occurrence.run_id) : null;
+          return occurrence?.state === "dispatched" && run?.state === "running" ? { occurrence, run } : null;
+        },
+        5_000,
+        "a dispatched occurrence with a running run",
+      );
+      expect(inFlight.occurrence.fencing_token).toBe(1);
+
+      await gateway.kill("SIGKILL");
+      gateway = await startGatewayProcess(env(dbName));
+
+      const answer = await telegram.waitForMessage(
+        erin.id,
+        (m) => m.fromBot && m.visibleText.startsWith("echo:") && m.visibleText.includes("long job"),
+        15_000,
+      );
+      expect(answer.visibleText).toContain(`[Scheduled prompt ${schedule!.id}] long job`);
+      await Bun.sleep(2_000);
+
+      expect(botReplies(erin.id).filter((m) => m.visibleText.includes("long job"))).toHaveLength(1);
+      // The hung call and the resumed one: the same run asked the model twice, no new run was made.
+      expect(requestsContaining("long job")).toHaveLength(2);
+      expect(admissionsFor(dbName, idempotencyKey)).toEqual([{ run_id: inFlight.run.id }]);
+      expect(scheduledRuns(dbName, schedule!.conversation_id)).toEqual([
+        { id: inFlight.run.id, state: "completed" },
+      ]);
+      expect(occurrencesIn(dbName, schedule!.id)).toMatchObject([
+        {
+          scheduled_for_ms: slotMs,
+          state: "dispatched",
+          attempts: 1,
+          fencing_token: 1,
+          run_id: inFlight.run.id,
+        },
+      ]);
+      expect(schedulesIn(dbName)[0]?.state).toBe("completed");
+    } finally {
+      await gateway.kill("SIGTERM");
+    }
+  }, 45_000);
+});
