@@ -34,6 +34,7 @@ export interface PlatformCallerOptions {
   signal?: AbortSignal;
 }
 
+/** The lane's chatKey is the record's targetKey, so the worker can match held chats to targets. */
 export function rateLaneOf(
   adapter: ChannelAdapter,
   record: Pick<OutboxRecord, "channel" | "account" | "target">,
@@ -48,11 +49,13 @@ export function rateLaneOf(
 export function createPlatformCaller(options: PlatformCallerOptions): PlatformCaller {
   const lane = rateLaneOf(options.adapter, options.record);
   return async function callPlatform(operation, call) {
-    await options.limiter.acquire(lane, options.signal);
+    const permit = await options.limiter.acquire(lane, options.signal);
     try {
       return await withTimeout(options.clock, options.callTimeoutMs, operation, call);
     } catch (error) {
       throw new PlatformCallError(operation, error);
+    } finally {
+      permit.ended();
     }
   };
 }

@@ -1,81 +1,115 @@
 import type { ChannelLimits } from "../channels/types.ts";
 import type { Clock } from "../src/util/clock.ts";
 
-/** Tokens refill continuously; a call takes one. Starts full. */
-class TokenBucket {
-  private tokens: number;
-  private updatedAtMs: number;
+/**
+ * At most `limit` calls in any `windowMs`, the way platforms count (Telegram: 1 per second per
+ * chat, 30 per second per bot; a sliding window, so a burst is never followed by an early refill).
+ */
+class SlidingWindow {
+  /** When each counted call may have reached the platform, latest known; unsorted after restamps. */
+  private readonly slots: Slot[] = [];
+  /** Calls taken and not yet ended; the window is kept while any is in flight. */
+  private inFlight = 0;
 
   constructor(
-    private readonly capacity: number,
-    private readonly refillPerMs: number,
-    nowMs: number,
-  ) {
-    this.tokens = capacity;
-    this.updatedAtMs = nowMs;
-  }
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
 
-  /** Milliseconds until one token is available (0: now). */
+  /** Milliseconds until one more call fits (0: now). */
   waitMs(nowMs: number): number {
-    this.refill(nowMs);
-    if (this.tokens >= 1) return 0;
-    return Math.ceil((1 - this.tokens) / this.refillPerMs);
+    this.prune(nowMs);
+    if (this.slots.length < this.limit) return 0;
+    // The call that frees room is the (excess + 1)-th to leave the window.
+    const leaving = this.slots.map((slot) => slot.atMs).sort((a, b) => a - b);
+    return leaving[this.slots.length - this.limit]! + this.windowMs - nowMs;
   }
 
-  take(nowMs: number): void {
-    this.refill(nowMs);
-    this.tokens = Math.max(0, this.tokens - 1);
+  take(nowMs: number): Slot {
+    const slot = { atMs: nowMs };
+    this.slots.push(slot);
+    this.inFlight += 1;
+    return slot;
   }
 
-  private refill(nowMs: number): void {
-    const elapsedMs = Math.max(0, nowMs - this.updatedAtMs);
-    this.tokens = Number.isFinite(this.refillPerMs)
-      ? Math.min(this.capacity, this.tokens + elapsedMs * this.refillPerMs)
-      : this.capacity;
-    this.updatedAtMs = nowMs;
+  /** The call of `slot` ended at `nowMs`: it counts from then (again, if it had left the window). */
+  end(slot: Slot, nowMs: number): void {
+    this.inFlight -= 1;
+    if (nowMs <= slot.atMs) return;
+    slot.atMs = nowMs;
+    if (!this.slots.includes(slot)) this.slots.push(slot);
+  }
+
+  /** True when nothing is in flight or left in the window, so the window can be forgotten. */
+  isIdle(nowMs: number): boolean {
+    this.prune(nowMs);
+    return this.slots.length === 0 && this.inFlight === 0;
+  }
+
+  private prune(nowMs: number): void {
+    for (let i = this.slots.length - 1; i >= 0; i--) {
+      if (this.slots[i]!.atMs + this.windowMs <= nowMs) this.slots.splice(i, 1);
+    }
   }
 }
 
-/** One ordered delivery lane: a chat (target) of one bot account. */
+interface Slot {
+  atMs: number;
+}
+
+/** One ordered delivery lane: a chat (target) of one bot account. `chatKey` is the outbox target key. */
 export interface RateLane {
   chatKey: string;
   accountKey: string;
   limits: Pick<ChannelLimits, "perChatIntervalMs" | "perAccountPerSecond">;
 }
 
+/** A call's place in its windows; report the call's end so the platform's counting is covered. */
+export interface RatePermit {
+  /**
+   * The call ended (answered or failed): its slots move to now. The platform counted the call at
+   * some moment between its start and now, so only from now is its window certain to be over.
+   * Without it, a slot counts from the call's start.
+   */
+  ended(): void;
+}
+
 /**
  * Spaces platform calls per chat (one per `perChatIntervalMs`) and per account
- * (`perAccountPerSecond`, bursting up to one second's worth), and holds back a chat or a whole
- * account that the platform told to wait (429).
+ * (`perAccountPerSecond` in any second), and holds back a chat or a whole account that the
+ * platform told to wait (429). Windows are measured from each call's end, not its start, so
+ * network delay cannot squeeze two calls into one of the platform's windows.
  */
 export class DeliveryRateLimiter {
-  private readonly buckets = new Map<string, TokenBucket>();
+  private readonly windows = new Map<string, SlidingWindow>();
   private readonly blockedUntilMs = new Map<string, number>();
 
   constructor(private readonly clock: Clock) {}
 
-  /** Resolves when a call on `lane` is allowed and takes its tokens; rejects if `signal` aborts first. */
-  async acquire(lane: RateLane, signal?: AbortSignal): Promise<void> {
+  /** Resolves when a call on `lane` is allowed and takes its slots; rejects if `signal` aborts first. */
+  async acquire(lane: RateLane, signal?: AbortSignal): Promise<RatePermit> {
     for (;;) {
       const nowMs = this.clock.now();
-      const chat = this.bucket(`chat:${lane.chatKey}`, 1, perMs(1, lane.limits.perChatIntervalMs), nowMs);
-      const perSecond = lane.limits.perAccountPerSecond;
-      const account = this.bucket(
-        `account:${lane.accountKey}`,
-        Math.max(1, perSecond),
-        perMs(perSecond, 1000),
-        nowMs,
-      );
+      const chat = this.chatWindow(lane);
+      const account = this.accountWindow(lane);
       const waitMs = Math.max(
-        chat.waitMs(nowMs),
-        account.waitMs(nowMs),
-        (this.blockedUntilMs.get(lane.chatKey) ?? 0) - nowMs,
+        this.chatWaitMs(lane, nowMs),
+        account?.waitMs(nowMs) ?? 0,
         (this.blockedUntilMs.get(lane.accountKey) ?? 0) - nowMs,
       );
       if (waitMs <= 0) {
-        chat.take(nowMs);
-        account.take(nowMs);
-        return;
+        const taken = [chat, account].flatMap((window) =>
+          window ? [{ window, slot: window.take(nowMs) }] : [],
+        );
+        let ended = false;
+        return {
+          ended: () => {
+            if (ended) return;
+            ended = true;
+            const endedAtMs = this.clock.now();
+            for (const { window, slot } of taken) window.end(slot, endedAtMs);
+          },
+        };
       }
       await this.clock.sleep(waitMs, signal);
     }
@@ -86,18 +120,55 @@ export class DeliveryRateLimiter {
     this.blockedUntilMs.set(key, Math.max(untilMs, this.blockedUntilMs.get(key) ?? 0));
   }
 
-  private bucket(name: string, capacity: number, refillPerMs: number, nowMs: number): TokenBucket {
-    let bucket = this.buckets.get(name);
-    if (!bucket) {
-      bucket = new TokenBucket(capacity, refillPerMs, nowMs);
-      this.buckets.set(name, bucket);
+  /**
+   * Chats that cannot take a call at `nowMs` (window full or blocked), with when they can: the
+   * worker leaves them alone instead of parking a delivery slot in `acquire`. Forgets idle chats.
+   */
+  heldChats(nowMs: number): Map<string, number> {
+    const held = new Map<string, number>();
+    for (const [name, window] of this.windows) {
+      if (!name.startsWith("chat:")) continue;
+      if (window.isIdle(nowMs)) {
+        this.windows.delete(name);
+        continue;
+      }
+      const waitMs = window.waitMs(nowMs);
+      if (waitMs > 0) held.set(name.slice("chat:".length), nowMs + waitMs);
     }
-    return bucket;
+    for (const [key, untilMs] of this.blockedUntilMs) {
+      if (untilMs <= nowMs) this.blockedUntilMs.delete(key);
+      else held.set(key, Math.max(untilMs, held.get(key) ?? 0));
+    }
+    return held;
   }
-}
 
-/** `tokens` per `intervalMs`; a non-positive interval or rate means unlimited. */
-function perMs(tokens: number, intervalMs: number): number {
-  if (intervalMs <= 0 || tokens <= 0) return Number.POSITIVE_INFINITY;
-  return tokens / intervalMs;
+  private chatWaitMs(lane: RateLane, nowMs: number): number {
+    return Math.max(
+      this.chatWindow(lane)?.waitMs(nowMs) ?? 0,
+      (this.blockedUntilMs.get(lane.chatKey) ?? 0) - nowMs,
+    );
+  }
+
+  private chatWindow(lane: RateLane): SlidingWindow | null {
+    const intervalMs = lane.limits.perChatIntervalMs;
+    return intervalMs > 0 ? this.window(`chat:${lane.chatKey}`, 1, intervalMs) : null;
+  }
+
+  private accountWindow(lane: RateLane): SlidingWindow | null {
+    const perSecond = lane.limits.perAccountPerSecond;
+    if (perSecond <= 0) return null;
+    // A fractional rate (0.5/s) is one call per 1000/rate ms; a whole one, that many per second.
+    return Number.isInteger(perSecond)
+      ? this.window(`account:${lane.accountKey}`, perSecond, 1000)
+      : this.window(`account:${lane.accountKey}`, 1, 1000 / perSecond);
+  }
+
+  private window(name: string, limit: number, windowMs: number): SlidingWindow {
+    let window = this.windows.get(name);
+    if (!window) {
+      window = new SlidingWindow(limit, windowMs);
+      this.windows.set(name, window);
+    }
+    return window;
+  }
 }

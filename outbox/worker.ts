@@ -51,8 +51,10 @@ export interface DeliveryWorker {
 
 /**
  * Delivers outbox records: one lane per target (strict order), up to `concurrency` lanes at once,
- * spaced by per-chat and per-account token buckets. Wakes on `notify()`, on a finished lane and on
- * the earliest retry time; it never polls. A delivery failure changes only the outbox record.
+ * spaced by per-chat and per-account sliding windows. A chat that must wait is skipped rather than
+ * waited on, so it never holds a lane another chat could use. Wakes on `notify()`, on a finished
+ * lane, at the earliest retry time and when a skipped chat may send again; it never polls. A
+ * delivery failure changes only the outbox record.
  */
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { repo, adapters, clock } = options;
@@ -105,17 +107,18 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     lanes.set(key, lane);
   }
 
+  /** `wakeAtMs`: a time in the future when it was computed, or null to wait for notify() only. */
   async function waitForWake(wakeAtMs: number | null): Promise<void> {
     if (wakeRequested) return;
+    const nowMs = clock.now();
+    // The wake time passed while the queries ran: look again now rather than wait for a notify.
+    if (wakeAtMs !== null && wakeAtMs <= nowMs) return;
     const timer = new AbortController();
     const woken = new Promise<void>((resolve) => {
       wake = resolve;
     });
     const waits: Promise<unknown>[] = [woken];
-    const nowMs = clock.now();
-    if (wakeAtMs !== null && wakeAtMs > nowMs) {
-      waits.push(clock.sleep(wakeAtMs - nowMs, timer.signal).catch(() => {}));
-    }
+    if (wakeAtMs !== null) waits.push(clock.sleep(wakeAtMs - nowMs, timer.signal).catch(() => {}));
     try {
       await Promise.race(waits);
     } finally {
@@ -129,17 +132,22 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       wakeRequested = false;
       const free = concurrency - lanes.size;
       try {
+        let wakeAtMs: number | null = null;
         if (free > 0) {
-          const due = await repo.nextDeliverable(clock.now(), {
+          const nowMs = clock.now();
+          // A chat that may not take a call yet would park a delivery slot in the limiter while
+          // other chats could be served: skip it, and wake when it is ready.
+          const held = deps.limiter.heldChats(nowMs);
+          const due = await repo.nextDeliverable(nowMs, {
             limit: free,
             channels,
-            excludeTargets: new Set(lanes.keys()),
+            excludeTargets: new Set([...lanes.keys(), ...held.keys()]),
           });
           for (const record of due) if (accepting) startLane(record);
           if (due.length > 0) continue;
+          // A head that is due but whose lane is finishing wakes us through that lane instead.
+          wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels), ...held.values()]);
         }
-        // A head that is due but whose lane is finishing wakes us through that lane instead.
-        const wakeAtMs = free > 0 ? await repo.nextWakeAtMs(channels) : null;
         await waitForWake(wakeAtMs);
       } catch (error) {
         logger.warn("outbox query failed; retrying in 1 s", {
@@ -211,4 +219,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       return stream;
     },
   };
+}
+
+function earliestFuture(nowMs: number, times: ReadonlyArray<number | null>): number | null {
+  let earliest: number | null = null;
+  for (const atMs of times) {
+    if (atMs !== null && atMs > nowMs && (earliest === null || atMs < earliest)) earliest = atMs;
+  }
+  return earliest;
 }

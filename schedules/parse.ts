@@ -42,7 +42,10 @@ const EXAMPLES = {
   tz: "/tz Europe/Berlin",
 } as const;
 
-/** Milliseconds in a duration like `10m`, `2h30m`, `45s`, `1d`; null when it is not one. */
+/**
+ * Milliseconds in a duration like `10m`, `2h30m`, `45s`, `1d`; null when it is not one, or is too
+ * large to count exactly (beyond Number.MAX_SAFE_INTEGER ms, about 285 000 years).
+ */
 export function parseDurationMs(text: string): number | null {
   const match = DURATION.exec(text.toLowerCase());
   if (!match || text === "") return null;
@@ -51,7 +54,7 @@ export function parseDurationMs(text: string): number | null {
     const amount = match[i + 1];
     if (amount !== undefined) total += Number(amount) * (UNIT_MS[i] as number);
   }
-  return total > 0 ? total : null;
+  return total > 0 && Number.isSafeInteger(total) ? total : null;
 }
 
 /** `2h30m` for 9 000 000 ms; the inverse of parseDurationMs for whole seconds. */

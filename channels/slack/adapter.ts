@@ -1,10 +1,4 @@
-import {
-  type AllMiddlewareArgs,
-  type Logger,
-  LogLevel,
-  type SlackEventMiddlewareArgs,
-  SocketModeReceiver,
-} from "@slack/bolt";
+import { type Logger, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type {
@@ -20,7 +14,7 @@ import { AckAfterListenersApp, GatewayHttpReceiver } from "./bolt-app.ts";
 import { parseSlackConfig, type SlackConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { createEventsRoute } from "./http-route.ts";
-import { parseSlackEvent } from "./parse.ts";
+import { parseSlackEvent, type SkipReason } from "./parse.ts";
 import { SlackSender } from "./send.ts";
 
 /** Slack truncates at 40,000 characters but renders long messages poorly; stay under 4,000. */
@@ -44,6 +38,16 @@ export interface SlackAdapterOptions {
   clock?: Clock;
   /** Receives Bolt's, web-api's and Socket Mode's logs. Default: console at WARN. */
   logger?: Logger;
+  /** Told about every event acknowledged without reaching ingress (own messages, junk, unknown kinds). */
+  onSkip?: (skip: SlackSkip) => void;
+}
+
+/** An event acknowledged without reaching ingress. No text or user content inside. */
+export interface SlackSkip {
+  reason: SkipReason;
+  eventId: string | undefined;
+  /** The inner event's type, when there is one. */
+  eventType: string | undefined;
 }
 
 interface BotIdentity {
@@ -52,8 +56,6 @@ interface BotIdentity {
   botId: string | undefined;
   account: string;
 }
-
-type EventArgs = SlackEventMiddlewareArgs<"message" | "app_mention"> & AllMiddlewareArgs;
 
 /**
  * Slack through Bolt: Socket Mode (SocketModeReceiver) or the Events API served on the gateway's
@@ -67,6 +69,7 @@ export class SlackAdapter implements ChannelAdapter {
 
   readonly #config: SlackConfig;
   readonly #clock: Clock;
+  readonly #onSkip: (skip: SlackSkip) => void;
   readonly #app: AckAfterListenersApp;
   readonly #receiver: SocketModeReceiver | GatewayHttpReceiver;
   readonly #sender: SlackSender;
@@ -78,6 +81,7 @@ export class SlackAdapter implements ChannelAdapter {
   constructor(config: SlackConfig, options: SlackAdapterOptions = {}) {
     this.#config = config;
     this.#clock = options.clock ?? systemClock;
+    this.#onSkip = options.onSkip ?? (() => {});
     const logging = options.logger === undefined ? { logLevel: LogLevel.WARN } : { logger: options.logger };
     const clientOptions = {
       slackApiUrl: config.apiUrl,
@@ -114,9 +118,9 @@ export class SlackAdapter implements ChannelAdapter {
     this.#app.error(async (error) => {
       throw error;
     });
-    const onEvent = (args: EventArgs) => this.#handleEvent(args.body);
-    this.#app.event("app_mention", onEvent);
-    this.#app.event("message", onEvent);
+    // One middleware sees every event Bolt can type, so parseSlackEvent decides (and names) what
+    // is skipped, unknown event kinds included; listeners would drop those without a word.
+    this.#app.use(async ({ body }) => this.#handleEvent(body as Record<string, unknown>));
     this.#sender = new SlackSender(this.#app.client, config.botToken, SLACK_LIMITS.maxMessageChars);
   }
 
@@ -234,7 +238,14 @@ export class SlackAdapter implements ChannelAdapter {
       allowOtherBots: this.#config.allowOtherBots,
       receivedAtMs: this.#clock.now(),
     });
-    if (parsed.kind === "skip") return;
+    if (parsed.kind === "skip") {
+      this.#onSkip({
+        reason: parsed.reason,
+        eventId: stringField(body, "event_id"),
+        eventType: eventTypeOf(body),
+      });
+      return;
+    }
     await ingress(parsed.message);
   }
 
@@ -261,6 +272,17 @@ export class SlackAdapter implements ChannelAdapter {
 /** Validates `config` (see parseSlackConfig) and builds the adapter. */
 export function createSlackAdapter(config: unknown, options: SlackAdapterOptions = {}): SlackAdapter {
   return new SlackAdapter(parseSlackConfig(config), options);
+}
+
+function stringField(body: Record<string, unknown>, key: string): string | undefined {
+  const value = body[key];
+  return typeof value === "string" ? value.slice(0, 100) : undefined;
+}
+
+function eventTypeOf(body: Record<string, unknown>): string | undefined {
+  const event = body.event;
+  if (typeof event !== "object" || event === null) return undefined;
+  return stringField(event as Record<string, unknown>, "type");
 }
 
 function describe(error: unknown): string {

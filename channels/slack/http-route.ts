@@ -50,6 +50,9 @@ export function createEventsRoute(options: EventsRouteOptions): HttpRoute {
         return text(400, "Expected a JSON object");
       const fields = body as Record<string, unknown>;
       if (fields.type === "url_verification") return Response.json({ challenge: fields.challenge });
+      // Bolt reads `event` as an object before any listener runs, and throws on anything else.
+      if (fields.type === "event_callback" && !isObject(fields.event))
+        return text(400, "An event_callback body must carry an `event` object");
       if (!options.isAccepting()) return text(503, "Slack adapter is not accepting events; Slack will retry");
 
       try {
@@ -65,6 +68,10 @@ export function createEventsRoute(options: EventsRouteOptions): HttpRoute {
       return new Response(null, { status: 200 });
     },
   };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function retryHeader(request: Request): number | undefined {

@@ -36,6 +36,14 @@ export type ParseOutcome =
   | { kind: "message"; message: InboundMessage }
   | { kind: "skip"; reason: SkipReason };
 
+/**
+ * Slack ids and timestamps are short (`U061F7AUR`, `1700000100.000200`); the bound keeps a forged
+ * body from producing keys ingress would refuse (update key ≤ 300 characters, user id ≤ 200).
+ */
+const slackId = z.string().min(1).max(64);
+/** Display names pass through truncated rather than dropping the message. */
+const displayName = z.string().transform((name) => name.slice(0, 256));
+
 const fileSchema = z.object({
   id: z.string(),
   name: z.string().optional(),
@@ -45,33 +53,33 @@ const fileSchema = z.object({
 });
 
 const messageSchema = z.object({
-  user: z.string().optional(),
-  bot_id: z.string().optional(),
+  user: slackId.optional(),
+  bot_id: slackId.optional(),
   text: z.string().default(""),
-  ts: z.string(),
-  thread_ts: z.string().optional(),
-  parent_user_id: z.string().optional(),
-  files: z.array(fileSchema).optional(),
+  ts: slackId,
+  thread_ts: slackId.optional(),
+  parent_user_id: slackId.optional(),
+  files: z.array(fileSchema).max(20).optional(),
   user_profile: z
-    .object({ display_name: z.string().optional(), real_name: z.string().optional() })
+    .object({ display_name: displayName.optional(), real_name: displayName.optional() })
     .optional(),
-  edited: z.object({ ts: z.string() }).optional(),
+  edited: z.object({ ts: slackId }).optional(),
 });
 
 const eventSchema = z.discriminatedUnion("type", [
-  messageSchema.extend({ type: z.literal("app_mention"), channel: z.string() }),
+  messageSchema.extend({ type: z.literal("app_mention"), channel: slackId }),
   z.object({
     type: z.literal("message"),
     subtype: z.string().optional(),
-    channel: z.string(),
+    channel: slackId,
     channel_type: z.string().optional(),
-    ts: z.string(),
+    ts: slackId,
   }),
 ]);
 
 const callbackSchema = z.object({
   type: z.literal("event_callback"),
-  event_id: z.string().optional(),
+  event_id: slackId.optional(),
   event: z.object({ type: z.string() }).loose(),
 });
 
@@ -137,7 +145,8 @@ function parseEdit(
   if (!edited.success) return skip("malformed_event");
   const previous = messageSchema.safeParse(raw.previous_message);
   if (previous.success && previous.data.text === edited.data.text) return skip("edit_without_text_change");
-  const editTs = edited.data.edited?.ts ?? (typeof raw.event_ts === "string" ? raw.event_ts : edited.data.ts);
+  const eventTs = slackId.safeParse(raw.event_ts);
+  const editTs = edited.data.edited?.ts ?? (eventTs.success ? eventTs.data : edited.data.ts);
   return toInbound(
     edited.data,
     {

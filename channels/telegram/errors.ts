@@ -25,6 +25,13 @@ export function toSwitchboardError(error: unknown, context: TelegramCallContext)
   if (error instanceof GrammyError) return fromApiError(error, method);
   if (error instanceof HttpError) {
     const cause = sanitizedCause(error.error);
+    if (isLostMidRequest(cause)) {
+      return new SwitchboardError(
+        "platform_timeout",
+        `The connection to the Telegram Bot API broke during ${method} (${cause.message}); it may or may not have taken effect.`,
+        { retryable: true, cause, details: { method } },
+      );
+    }
     return new SwitchboardError(
       "platform_unavailable",
       `Could not reach the Telegram Bot API for ${method} (${cause.message}); retry later.`,
@@ -86,6 +93,18 @@ function fromApiError(error: GrammyError, method: string): SwitchboardError {
     cause: error,
     details,
   });
+}
+
+/**
+ * A connection that broke after the request was written (reset, closed before the answer): Telegram
+ * may have acted on it, so a repeated sendMessage could show the message twice. Failures to connect
+ * at all (refused, DNS) are not in this set: nothing reached Telegram.
+ */
+function isLostMidRequest(cause: Error & { code?: string }): boolean {
+  return (
+    ["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED"].includes(cause.code ?? "") ||
+    /socket connection was closed unexpectedly|other side closed/i.test(cause.message)
+  );
 }
 
 /**

@@ -5,6 +5,10 @@
 import type { Message, MessageEntity, Update } from "grammy/types";
 import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
 import { encodeTarget } from "./target.ts";
+import { messageShapeProblem } from "./update-shape.ts";
+
+/** Longest sender name passed on; Telegram caps names at 64 characters, a forged update may not. */
+const MAX_NAME_CHARS = 256;
 
 export interface ParseContext {
   /** The bot's user id as a string (the adapter's account). */
@@ -19,10 +23,19 @@ export interface ParseContext {
 export type ParseResult = { kind: "message"; message: InboundMessage } | { kind: "skip"; reason: string };
 
 export function parseUpdate(update: Update, context: ParseContext): ParseResult {
-  if (update.message) return parseMessage(update.message, String(update.update_id), context);
+  if (typeof update !== "object" || update === null || Array.isArray(update))
+    return skip("not an update object");
+  if (!Number.isSafeInteger(update.update_id)) return skip("update without an integer update_id");
+  if (update.message) {
+    const problem = messageShapeProblem(update.message);
+    if (problem) return skip(`malformed message (${problem})`);
+    return parseMessage(update.message, String(update.update_id), context);
+  }
   if (update.edited_message) {
     if (context.editedMessages === "ignore") return skip('edited message (editedMessages is "ignore")');
     const edited = update.edited_message;
+    const problem = messageShapeProblem(edited);
+    if (problem) return skip(`malformed edited message (${problem})`);
     const editKey = `edit:${edited.chat.id}:${edited.message_id}:${edited.edit_date}`;
     return parseMessage(edited, editKey, context);
   }
@@ -86,12 +99,19 @@ function skip(reason: string): ParseResult {
 function principalOf(msg: Message): InboundMessage["principal"] | null {
   // Anonymous group admins and linked channels speak as a chat; `from` is then a placeholder bot.
   const senderChat = msg.sender_chat;
-  if (senderChat)
-    return { id: String(senderChat.id), name: senderChat.title ?? senderChat.first_name, isBot: false };
+  if (senderChat) {
+    const name = (senderChat.title ?? senderChat.first_name)?.slice(0, MAX_NAME_CHARS);
+    return name === undefined
+      ? { id: String(senderChat.id), isBot: false }
+      : { id: String(senderChat.id), name, isBot: false };
+  }
   const from = msg.from;
   if (!from) return null;
   const fullName = [from.first_name, from.last_name].filter(Boolean).join(" ");
-  return { id: String(from.id), name: fullName || from.username, isBot: from.is_bot };
+  const name = (fullName || from.username)?.slice(0, MAX_NAME_CHARS);
+  return name === undefined
+    ? { id: String(from.id), isBot: from.is_bot }
+    : { id: String(from.id), name, isBot: from.is_bot };
 }
 
 /**

@@ -35,7 +35,7 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
         options.onEvent({ kind: "webhook_rejected", status: 401, reason: "missing or wrong secret token" });
         return text(401, "unauthorized");
       }
-      const update = toUpdate(await request.text());
+      const update = toUpdate(decodeUtf8(await request.arrayBuffer()));
       if (!update) {
         options.onEvent({ kind: "webhook_rejected", status: 400, reason: "body is not a Telegram update" });
         return text(400, "body must be a JSON Telegram update");
@@ -56,7 +56,17 @@ function digest(value: string): Buffer {
   return createHash("sha256").update(value).digest();
 }
 
-function toUpdate(body: string): Update | null {
+/** Telegram sends UTF-8 JSON; bytes that are not UTF-8 were mangled on the way (or forged). */
+function decodeUtf8(body: ArrayBuffer): string | null {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(body);
+  } catch {
+    return null;
+  }
+}
+
+function toUpdate(body: string | null): Update | null {
+  if (body === null) return null;
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);

@@ -234,6 +234,18 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   };
 }
 
+const timeFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** Creating an Intl formatter is costly; one per zone is reused for every step. */
+function localTimeFormat(timeZone: string): Intl.DateTimeFormat {
+  let format = timeFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "full", timeStyle: "long" });
+    timeFormats.set(timeZone, format);
+  }
+  return format;
+}
+
 /** The system prompt: configured instructions, the surface's additions, and where and when we are. */
 export function instructionsFor(config: GatewayConfig, context: RunContext | null, nowMs: number): string {
   const parts = [config.instructions];
@@ -254,11 +266,7 @@ export function instructionsFor(config: GatewayConfig, context: RunContext | nul
     );
   }
   const now = new Date(nowMs);
-  const local = new Intl.DateTimeFormat("en-GB", {
-    timeZone: config.timezone,
-    dateStyle: "full",
-    timeStyle: "long",
-  }).format(now);
+  const local = localTimeFormat(config.timezone).format(now);
   parts.push(`Current time: ${local} (${config.timezone}; ${now.toISOString()}).`);
   return parts.join("\n\n");
 }

@@ -35,11 +35,37 @@ describe("delivery rate limiter", () => {
     ]);
   });
 
-  test("the account bucket bursts one second's worth, then refills evenly", async () => {
+  test("the account allows one second's worth in any second (a sliding window, like the platforms)", async () => {
     const clock = new FakeClock();
     const limiter = new DeliveryRateLimiter(clock);
     const chats = ["a", "b", "c", "d", "e"].map((chat) => lane(chat, 0, 2));
-    expect(await acquireTimes(clock, limiter, chats)).toEqual([0, 0, 500, 1000, 1500]);
+    // A token bucket would allow a third call at 500 ms: three in one second, answered 429.
+    expect(await acquireTimes(clock, limiter, chats)).toEqual([0, 0, 1000, 1000, 2000]);
+  });
+
+  test("a call's window counts from when it ended, so network delay cannot squeeze two calls into one", async () => {
+    const clock = new FakeClock();
+    const limiter = new DeliveryRateLimiter(clock);
+    const permit = await limiter.acquire(lane("a"));
+    await clock.advance(300); // the call took 300 ms; the platform counted it somewhere in between
+    permit.ended();
+    expect(await acquireTimes(clock, limiter, [lane("a")])).toEqual([1000]);
+  });
+
+  test("held chats: a full chat window or a block, with when each frees up; idle chats are forgotten", async () => {
+    const clock = new FakeClock();
+    const limiter = new DeliveryRateLimiter(clock);
+    const t0 = clock.now();
+    (await limiter.acquire(lane("a"))).ended();
+    limiter.block("b", t0 + 4000);
+    expect(limiter.heldChats(t0)).toEqual(
+      new Map([
+        ["a", t0 + 1000],
+        ["b", t0 + 4000],
+      ]),
+    );
+    expect(limiter.heldChats(t0 + 1000)).toEqual(new Map([["b", t0 + 4000]]));
+    expect(limiter.heldChats(t0 + 4000)).toEqual(new Map());
   });
 
   test("a blocked chat waits until the platform's time; other chats do not", async () => {

@@ -190,12 +190,47 @@ describe("rate limits", () => {
       expect(adapter.visible(chat)).toEqual([`${chat}-1`, `${chat}-2`, `${chat}-3`]);
       for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1000);
     }
-    // Account bucket: a burst of 2, then one token every 500 ms.
+    // Account: at most 2 in any second.
     const all = sends.map((s) => s.atMs).sort((a, b) => a - b);
     all.forEach((atMs, i) => {
       if (i >= 2) expect(atMs).toBeGreaterThanOrEqual((i - 1) * 500);
     });
     expect(all.at(-1)).toBeLessThanOrEqual(4000);
+  });
+
+  test("no more than the account's rate in any one second (the platform's sliding window)", async () => {
+    const { clock, adapter, repo, worker } = setup({
+      limits: { perChatIntervalMs: 0, perAccountPerSecond: 2 },
+    });
+    await enqueue(
+      repo,
+      clock,
+      ...["a", "b", "c", "d", "e", "f"].map((chat): [string, string] => [chat, chat]),
+    );
+    const t0 = clock.now();
+    await worker.start();
+    await clock.runUntil(() => adapter.callsOf("send").length === 6, "six sends");
+    const times = adapter.callsOf("send").map((c) => c.atMs - t0);
+    for (let i = 2; i < times.length; i++) expect(times[i]! - times[i - 2]!).toBeGreaterThanOrEqual(1000);
+  });
+
+  test("a chat waiting for its interval does not hold a delivery slot that other chats could use", async () => {
+    const { clock, adapter, repo, worker } = setup({
+      limits: { perChatIntervalMs: 1000, perAccountPerSecond: 0 },
+    });
+    // Four chats with two answers each fill the worker's four slots; "late" is queued last.
+    const busy = ["chat-a", "chat-b", "chat-c", "chat-d"];
+    await enqueue(repo, clock, ...busy.map((chat): [string, string] => [chat, `${chat}-1`]));
+    await enqueue(repo, clock, ...busy.map((chat): [string, string] => [chat, `${chat}-2`]), [
+      "late",
+      "late-1",
+    ]);
+    const t0 = clock.now();
+    await worker.start();
+    await clock.runUntil(() => adapter.callsOf("send").length === 9, "nine sends");
+    const sentAt = (text: string) => adapter.callsOf("send").find((c) => c.text === text)!.atMs - t0;
+    expect(sentAt("late-1")).toBe(0);
+    for (const chat of busy) expect(sentAt(`${chat}-2`)).toBe(1000);
   });
 
   test("a global 429 holds back the whole account until retryAfterMs", async () => {

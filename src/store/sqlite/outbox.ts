@@ -654,9 +654,12 @@ export class SqliteOutboxRepository implements OutboxRepository {
 
 /** Head record of each target of `channelCount` channels that the worker may deliver. */
 function headsSql(channelCount: number): string {
-  return `SELECT o.* FROM outbox o
-    JOIN (SELECT channel, account, target, MIN(ordinal) AS ordinal FROM outbox
-          WHERE state IN ${OPEN_STATES} GROUP BY channel, account, target) h
-      ON o.channel = h.channel AND o.account = h.account AND o.target = h.target AND o.ordinal = h.ordinal
-    WHERE o.state = 'pending' AND o.final = 1 AND o.channel IN (${Array.from({ length: channelCount }, () => "?").join(", ")})`;
+  // CROSS JOIN keeps the heads (one per target, from the open-records index) as the outer loop;
+  // left to itself the planner scans every pending record and probes the heads (~25 ms at 10,000).
+  return `SELECT o.* FROM (SELECT channel, account, target, MIN(ordinal) AS ordinal FROM outbox
+          WHERE state IN ${OPEN_STATES} AND channel IN (${Array.from({ length: channelCount }, () => "?").join(", ")})
+          GROUP BY channel, account, target) h
+    CROSS JOIN outbox o
+    WHERE o.channel = h.channel AND o.account = h.account AND o.target = h.target AND o.ordinal = h.ordinal
+      AND o.state = 'pending' AND o.final = 1`;
 }

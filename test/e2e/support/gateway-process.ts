@@ -66,12 +66,19 @@ export async function startGatewayProcess(
   };
   void pump(child.stdout);
   void pump(child.stderr);
+  let startedUrl: string | null = null;
   const url = await Promise.race([
-    startedPromise,
+    startedPromise.then((value) => {
+      startedUrl = value;
+      return value;
+    }),
     child.exited.then((code) => {
+      if (startedUrl !== null) return startedUrl;
       throw new Error(`gateway exited with ${code} before starting:\n${logs.join("\n")}`);
     }),
     Bun.sleep(timeoutMs).then(() => {
+      // Only a gateway that never started is killed here: this timer outlives a successful start.
+      if (startedUrl !== null) return startedUrl;
       child.kill("SIGKILL");
       throw new Error(`gateway did not start within ${timeoutMs} ms:\n${logs.join("\n")}`);
     }),

@@ -1,0 +1,190 @@
+/**
+ * Outbox delivery end to end on Telegram: a real gateway process (grammY against the Telegram
+ * emulator, the fake LLM server, SQLite on a temp file), faults injected into sendMessage, the
+ * operator CLI in database mode.
+ */
+
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { OutboxRecord } from "../../outbox/types.ts";
+import {
+  privateChat,
+  startTelegramEmulator,
+  type TelegramEmulator,
+  user,
+} from "../emulators/telegram/index.ts";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+import { runCli, runCliJson } from "./support/cli.ts";
+import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+
+/** Starting a gateway process takes a few seconds on a busy machine; hooks default to 5 s. */
+const GATEWAY_START_MS = 20_000;
+const dir = tempDir("switchboard-e2e-outbox-tg-");
+let llm: FakeLlmServer;
+let telegram: TelegramEmulator;
+const alice = user(2001, "Alice");
+const bob = user(2002, "Bob");
+const carol = user(2003, "Carol");
+
+/** Gateway environment; `delivery` applies to Telegram DMs, whose messages queue (none is superseded). */
+function env(dbName: string, delivery: "terminal" | "stream"): Record<string, string> {
+  const config = join(dir.path, `${dbName}.json`);
+  writeFileSync(
+    config,
+    JSON.stringify({ version: 1, surfaces: { "telegram:dm": { inputPolicy: "queue", delivery } } }),
+  );
+  return {
+    SWITCHBOARD_DB: join(dir.path, `${dbName}.sqlite`),
+    SWITCHBOARD_CONFIG: config,
+    SWITCHBOARD_WEB: "off",
+    SWITCHBOARD_MODEL: "openai-compatible:test-model",
+    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+    TELEGRAM_BOT_TOKEN: telegram.token,
+    TELEGRAM_API_ROOT: telegram.url,
+    TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id].join(","),
+  };
+}
+
+const botTexts = (chatId: number) =>
+  telegram
+    .messages(chatId)
+    .filter((m) => m.fromBot)
+    .map((m) => m.visibleText);
+const callsTo = (method: string, chatId: number) =>
+  telegram.callsOf(method).filter((call) => Number(call.params.chat_id) === chatId);
+
+beforeAll(() => {
+  llm = startFakeLlmServer();
+  telegram = startTelegramEmulator();
+});
+afterAll(async () => {
+  await telegram.close();
+  await llm.stop();
+  dir.cleanup();
+});
+
+describe("terminal replies", () => {
+  let gateway: GatewayProcess | undefined;
+  const gatewayEnv = () => env("terminal", "terminal");
+  beforeAll(async () => {
+    gateway = await startGatewayProcess(gatewayEnv());
+  }, GATEWAY_START_MS);
+  afterAll(async () => {
+    await gateway?.kill("SIGTERM");
+  }, GATEWAY_START_MS);
+
+  test("429 with retry_after, then 500, then success: delivered exactly once, two replies in order", async () => {
+    telegram.injectFault("sendMessage", { kind: "rate_limited", retryAfterSeconds: 1 });
+    telegram.injectFault("sendMessage", { kind: "server_error", status: 500 });
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "first of two" });
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "second of two" });
+
+    await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: second of two", 20_000);
+    await Bun.sleep(1_500); // a duplicate or a late retry would show up by now
+
+    expect(botTexts(alice.id)).toEqual(["echo: first of two", "echo: second of two"]);
+    const sends = callsTo("sendMessage", alice.id);
+    expect(sends.map((call) => call.fault ?? (call.response?.ok ? "ok" : "error"))).toEqual([
+      "rate_limited",
+      "server_error",
+      "ok",
+      "ok",
+    ]);
+    // retry_after was honoured (the emulator stamps whole milliseconds; allow a little jitter).
+    expect(sends[1]!.atMs - sends[0]!.atMs).toBeGreaterThanOrEqual(990);
+    expect(String(sends[2]!.params.text)).toBe("echo: first of two");
+  }, 30_000);
+
+  test("a hung send interrupted by SIGKILL becomes ambiguous; the operator resolves it and nothing is resent", async () => {
+    const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };
+    telegram.injectFault("sendMessage", { kind: "hang" });
+    telegram.incoming({ chat: privateChat(bob), from: bob, text: "hang on this one" });
+    await telegram.waitForCall(
+      "sendMessage",
+      (call) => Number(call.params.chat_id) === bob.id && call.fault === "hang",
+      15_000,
+    );
+    const db = new Database(dbEnv.SWITCHBOARD_DB, { readonly: true });
+    const row = db.query("SELECT id, state FROM outbox WHERE markdown = 'echo: hang on this one'").get() as {
+      id: string;
+      state: string;
+    };
+    db.close();
+    expect(row.state).toBe("sending");
+
+    await gateway?.kill("SIGKILL");
+    gateway = await startGatewayProcess(gatewayEnv());
+
+    const ambiguous = await eventually(
+      async () => {
+        const records = await runCliJson<OutboxRecord[]>(["outbox", "list", "--state", "ambiguous"], dbEnv);
+        return records.find((record) => record.id === row.id);
+      },
+      10_000,
+      "the interrupted record to be listed as ambiguous",
+    );
+    expect(ambiguous.markdown).toBe("echo: hang on this one");
+
+    const resolved = await runCli(
+      ["outbox", "resolve", row.id, "--delivered", "--note", "checked", "--actor", "e2e-operator"],
+      dbEnv,
+    );
+    expect(resolved.exitCode).toBe(0);
+    const shown = await runCliJson<OutboxRecord>(["outbox", "show", row.id], dbEnv);
+    expect(shown.state).toBe("delivered");
+    expect(shown.history.at(-1)).toMatchObject({ actor: "operator:e2e-operator", note: "checked" });
+
+    // The chat is unblocked: the next answer goes out, and the resolved one is never sent again.
+    telegram.incoming({ chat: privateChat(bob), from: bob, text: "are you there" });
+    await telegram.waitForMessage(bob.id, (m) => m.visibleText === "echo: are you there", 15_000);
+    await Bun.sleep(1_000);
+    const sends = callsTo("sendMessage", bob.id).map((call) => String(call.params.text));
+    expect(sends).toEqual(["echo: hang on this one", "echo: are you there"]);
+    expect(botTexts(bob.id)).toEqual(["echo: are you there"]);
+  }, 45_000);
+});
+
+describe("streamed replies", () => {
+  let gateway: GatewayProcess | undefined;
+  const gatewayEnv = () => env("stream", "stream");
+  const story = Array.from({ length: 60 }, (_, i) => `word${i + 1}`).join(" ");
+  beforeAll(async () => {
+    llm.addRules([
+      {
+        match: { lastUserContains: "tell me a story" },
+        reply: { kind: "text", text: story, chunks: 30, chunkDelayMs: 150 },
+      },
+    ]);
+    gateway = await startGatewayProcess(gatewayEnv());
+  }, GATEWAY_START_MS);
+  afterAll(async () => {
+    await gateway?.kill("SIGTERM");
+  }, GATEWAY_START_MS);
+
+  test("the final visible text is the run's answer; edits keep the per-chat interval", async () => {
+    const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };
+    telegram.incoming({ chat: privateChat(carol), from: carol, text: "tell me a story" });
+    const record = await eventually(
+      async () => {
+        const records = await runCliJson<OutboxRecord[]>(["outbox", "list"], dbEnv);
+        return records.find((r) => r.kind === "stream" && r.state === "delivered");
+      },
+      20_000,
+      "the stream record to be delivered",
+    );
+    const run = await runCliJson<{ answerText: string }>(["runs", "show", record.runId], dbEnv);
+    expect(run.answerText).toBe(story);
+    expect(botTexts(carol.id)).toEqual([run.answerText]);
+
+    const edits = callsTo("editMessageText", carol.id);
+    // 30 deltas over ~4.5 s: several previews, coalesced rather than one edit per delta.
+    expect(edits.length).toBeGreaterThanOrEqual(3);
+    expect(edits.length).toBeLessThan(30);
+    const calls = [...callsTo("sendMessage", carol.id), ...edits].map((call) => call.atMs);
+    const gapsMs = calls.slice(1).map((atMs, i) => atMs - calls[i]!);
+    expect(Math.min(...gapsMs)).toBeGreaterThanOrEqual(980);
+  }, 40_000);
+});

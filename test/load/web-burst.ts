@@ -1,0 +1,215 @@
+/**
+ * A burst of messages into a real gateway process through the web channel's POST endpoint, with
+ * a fast fake model, measuring admission latency (POST → 202), checking loss and duplicates in
+ * the database, and sampling the gateway's RSS. Shared by test/load/burst.test.ts and
+ * bench/load.ts.
+ */
+import { Database } from "bun:sqlite";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { TERMINAL_RUN_STATES } from "../../src/runtime/types.ts";
+import { eventually, type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
+import { startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+
+export interface BurstOptions {
+  messages: number;
+  /** Browser sessions the messages are spread over (one conversation each). */
+  sessions: number;
+  /** Requests in flight at once. */
+  concurrency: number;
+  /** Messages sent a second time with the same clientMessageId. */
+  duplicates: number;
+  /** The fake model's answer takes this long (a real model's first token takes seconds). */
+  modelDelayMs: number;
+  /** How long the runs may take to finish after the burst. */
+  drainTimeoutMs: number;
+}
+
+export interface BurstReport {
+  options: BurstOptions;
+  burstMs: number;
+  admissionMs: { p50: number; p99: number; max: number };
+  statuses: Record<string, number>;
+  outcomes: Record<string, number>;
+  duplicateOutcomes: Record<string, number>;
+  runs: number;
+  receipts: number;
+  distinctReceiptKeys: number;
+  runsTerminal: number;
+  drainMs: number;
+  modelCalls: number;
+  rssKb: { before: number; afterBurst: number; afterDrain: number };
+}
+
+interface WebBody {
+  sessionId: string;
+  clientMessageId: string;
+  text: string;
+}
+
+export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
+  const dir = tempDir("switchboard-load-");
+  const dbPath = join(dir.path, "gateway.sqlite");
+  const llm = startFakeLlmServer({
+    rules: [
+      { reply: { kind: "text", text: "ok", chunks: 2, chunkDelayMs: options.modelDelayMs, usage: false } },
+    ],
+  });
+  let gateway: GatewayProcess | null = null;
+  try {
+    const config = join(dir.path, "switchboard.json");
+    writeFileSync(
+      config,
+      JSON.stringify({ version: 1, surfaces: { "web:dm": { inputPolicy: "queue", delivery: "terminal" } } }),
+    );
+    gateway = await startGatewayProcess({
+      SWITCHBOARD_DB: dbPath,
+      SWITCHBOARD_CONFIG: config,
+      SWITCHBOARD_LOG_LEVEL: "info",
+      SWITCHBOARD_MODEL: "openai-compatible:test-model",
+      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+    });
+    const pid = pidOfProcessWithEnv(`SWITCHBOARD_DB=${dbPath}`);
+    const url = `${gateway.url}/web/api/messages`;
+    const bodies: WebBody[] = Array.from({ length: options.messages }, (_, i) => ({
+      sessionId: `loadsession${String(i % options.sessions).padStart(8, "0")}`,
+      clientMessageId: `msg${String(i).padStart(8, "0")}`,
+      text: `load message ${i}`,
+    }));
+    const rssBefore = rssKb(pid);
+
+    const post = async (body: WebBody) => {
+      const startedMs = performance.now();
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const outcome = response.status === 202 ? ((await response.json()) as { kind: string }).kind : "none";
+      if (response.status !== 202) await response.body?.cancel();
+      return { status: response.status, outcome, latencyMs: performance.now() - startedMs };
+    };
+
+    const burstStartedMs = performance.now();
+    const results = await inParallel(bodies, options.concurrency, post);
+    const burstMs = performance.now() - burstStartedMs;
+    const rssAfterBurst = rssKb(pid);
+
+    // Replays of earlier messages (a browser retrying a POST): each must be recognised.
+    const replays = bodies.filter(
+      (_, i) => i % Math.max(1, Math.floor(options.messages / options.duplicates)) === 0,
+    );
+    const duplicateResults = await inParallel(
+      replays.slice(0, options.duplicates),
+      options.concurrency,
+      post,
+    );
+
+    const drainStartedMs = performance.now();
+    const terminal = `state IN (${TERMINAL_RUN_STATES.map((s) => `'${s}'`).join(", ")})`;
+    await eventually(
+      () => count(dbPath, `SELECT count(*) AS n FROM runs WHERE ${terminal}`) >= options.messages,
+      options.drainTimeoutMs,
+      `${options.messages} runs to finish`,
+    ).catch(() => undefined);
+    const drainMs = performance.now() - drainStartedMs;
+
+    const latencies = results.map((r) => r.latencyMs).sort((a, b) => a - b);
+    return {
+      options,
+      burstMs,
+      admissionMs: {
+        p50: percentile(latencies, 0.5),
+        p99: percentile(latencies, 0.99),
+        max: latencies.at(-1) ?? 0,
+      },
+      statuses: tally(results.map((r) => String(r.status))),
+      outcomes: tally(results.map((r) => r.outcome)),
+      duplicateOutcomes: tally(duplicateResults.map((r) => r.outcome)),
+      runs: count(dbPath, "SELECT count(*) AS n FROM runs"),
+      receipts: count(dbPath, "SELECT count(*) AS n FROM ingress_receipts"),
+      distinctReceiptKeys: count(
+        dbPath,
+        "SELECT count(DISTINCT source || ':' || key) AS n FROM ingress_receipts",
+      ),
+      runsTerminal: count(dbPath, `SELECT count(*) AS n FROM runs WHERE ${terminal}`),
+      drainMs,
+      modelCalls: llm.requests().length,
+      rssKb: { before: rssBefore, afterBurst: rssAfterBurst, afterDrain: rssKb(pid) },
+    };
+  } finally {
+    await gateway?.kill("SIGTERM");
+    await llm.stop();
+    dir.cleanup();
+  }
+}
+
+/** Runs `work` over `items` with at most `limit` in flight; results in input order. */
+async function inParallel<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await work(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+function count(dbPath: string, sql: string): number {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    db.exec("PRAGMA busy_timeout = 2000");
+    return (db.query(sql).get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
+}
+
+function tally(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}
+
+/** The gateway child's pid, found by the unique database path in its environment. */
+function pidOfProcessWithEnv(entry: string): number {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/environ`, "latin1").split("\0").includes(entry)) return Number(name);
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  throw new Error(`no process with ${entry} in its environment`);
+}
+
+/** VmRSS of `pid` in kB, from /proc/<pid>/status. */
+export function rssKb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(status);
+  if (!match?.[1]) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(match[1]);
+}
+
+/** The report as the lines bench/load.ts prints and docs/benchmarks.md records. */
+export function formatReport(report: BurstReport): string {
+  const { options, admissionMs, rssKb: rss } = report;
+  const mb = (kb: number) => `${(kb / 1024).toFixed(1)} MB`;
+  return [
+    `web burst: ${options.messages} messages over ${options.sessions} sessions, ${options.concurrency} in flight, ${options.duplicates} replays`,
+    `  burst admitted in                 ${Math.round(report.burstMs)} ms (${Math.round((options.messages / report.burstMs) * 1000)} /s)`,
+    `  admission latency (POST → 202)    p50 ${admissionMs.p50.toFixed(1)} ms   p99 ${admissionMs.p99.toFixed(1)} ms   max ${admissionMs.max.toFixed(1)} ms`,
+    `  statuses / outcomes               ${JSON.stringify(report.statuses)} ${JSON.stringify(report.outcomes)}`,
+    `  replays answered                  ${JSON.stringify(report.duplicateOutcomes)}`,
+    `  runs / ingress receipts           ${report.runs} / ${report.receipts} (distinct keys ${report.distinctReceiptKeys})`,
+    `  runs finished / model calls       ${report.runsTerminal} / ${report.modelCalls} in ${Math.round(report.drainMs)} ms after the burst`,
+    `  gateway RSS before / burst / drained  ${mb(rss.before)} / ${mb(rss.afterBurst)} / ${mb(rss.afterDrain)}`,
+  ].join("\n");
+}
