@@ -105,25 +105,11 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
           case "text-delta":
             appendText("text", part.text);
             killPoint("step.streaming");
-            input.emit({
-              type: "assistant-delta",
-              durable: false,
-              conversationId: input.conversationId,
-              runId: input.runId,
-              sequence: input.nextSequence(),
-              delta: part.text,
-            });
+            emitDelta(input, "assistant-delta", part.text);
             break;
           case "reasoning-delta":
             appendText("reasoning", part.text);
-            input.emit({
-              type: "reasoning-delta",
-              durable: false,
-              conversationId: input.conversationId,
-              runId: input.runId,
-              sequence: input.nextSequence(),
-              delta: part.text,
-            });
+            emitDelta(input, "reasoning-delta", part.text);
             break;
           case "tool-call":
             toolCalled = true;
@@ -205,6 +191,17 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
 
 function keepText(parts: MessagePart[]): MessagePart[] {
   return parts.filter((p) => p.type === "text");
+}
+
+function emitDelta(input: StepInput, type: "assistant-delta" | "reasoning-delta", delta: string) {
+  input.emit({
+    type,
+    durable: false,
+    conversationId: input.conversationId,
+    runId: input.runId,
+    sequence: input.nextSequence(),
+    delta,
+  });
 }
 
 function emitTool(

@@ -141,15 +141,9 @@ export interface RuntimeStore {
    * to enqueue the command's reply). `fresh` is false when the identity was already recorded; then
    * `write` is not called.
    */
-  claimIngress(request: {
-    source: string;
-    key: string;
-    outcome: string;
-    payload: unknown;
-    conversationId?: string;
-    write?: (tx: unknown) => void;
-    nowMs: number;
-  }): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }>;
+  claimIngress(
+    request: IngressClaim,
+  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }>;
 
   /** Per-conversation settings (e.g. the time zone set with /tz). Empty object when none. */
   loadConversationSettings(conversationId: string): Promise<ConversationSettings>;
@@ -179,6 +173,18 @@ export interface ConversationSummary {
   throughFinishSeq: number;
   /** Incremented by every save; a save with a stale expected version is refused. */
   version: number;
+}
+
+/** An ingress identity recorded without a run (a chat command, an ignored update). */
+export interface IngressClaim {
+  source: string;
+  key: string;
+  outcome: string;
+  payload: unknown;
+  conversationId?: string;
+  /** Runs inside the claiming transaction, only when the claim is fresh. */
+  write?: (tx: unknown) => void;
+  nowMs: number;
 }
 
 export interface ConversationSettings {

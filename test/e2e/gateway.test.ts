@@ -7,10 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { runCli } from "./support/cli.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
-const ROOT = join(import.meta.dir, "..", "..");
-const CLI = join(ROOT, "src", "cli", "main.ts");
 const TOKEN = "operator-token-for-tests-0123456789";
 const dir = tempDir("switchboard-e2e-gw-");
 let llm: FakeLlmServer;
@@ -94,20 +93,10 @@ async function waitForReply(
   }
 }
 
-async function cli(args: string[], env: Record<string, string>) {
-  const child = Bun.spawn([process.execPath, CLI, ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { stdout, stderr, code };
-}
+const cli = async (args: string[], env: Record<string, string>) => {
+  const { exitCode, stdout, stderr } = await runCli(args, env);
+  return { code: exitCode, stdout, stderr };
+};
 
 describe("a gateway with nothing configured", () => {
   let gateway: GatewayProcess;

@@ -22,6 +22,7 @@ import type {
   ConversationSettings,
   ConversationSummary,
   Fence,
+  IngressClaim,
   MessagePage,
   PromptContext,
   PromptTurn,
@@ -961,15 +962,9 @@ export class SqliteRuntimeStore implements RuntimeStore {
     });
   }
 
-  claimIngress(request: {
-    source: string;
-    key: string;
-    outcome: string;
-    payload: unknown;
-    conversationId?: string;
-    write?: (tx: unknown) => void;
-    nowMs: number;
-  }): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
+  claimIngress(
+    request: IngressClaim,
+  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
     return this.write(() => {
       const seen = this.db
         .query("SELECT outcome, run_id FROM ingress_receipts WHERE source = ? AND key = ?")
