@@ -179,7 +179,11 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   private nextFinishSeq(): number {
-    const row = this.db.query("SELECT COALESCE(MAX(finish_seq), 0) + 1 AS n FROM runs").get() as {
+    const row = this.db
+      .query(
+        "SELECT COALESCE((SELECT finish_seq FROM runs WHERE finish_seq IS NOT NULL ORDER BY finish_seq DESC LIMIT 1), 0) + 1 AS n",
+      )
+      .get() as {
       n: number;
     };
     return row.n;

@@ -17,9 +17,9 @@ CREATE TABLE conversation_keys (
   updated_at_ms INTEGER NOT NULL
 );
 CREATE TABLE runs (
-  id TEXT PRIMARY KEY,
+  queue_seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
   conversation_id TEXT NOT NULL,
-  queue_seq INTEGER NOT NULL UNIQUE,
   state TEXT NOT NULL,
   priority TEXT NOT NULL,
   policy TEXT NOT NULL,
@@ -38,14 +38,15 @@ CREATE TABLE runs (
   created_at_ms INTEGER NOT NULL,
   started_at_ms INTEGER,
   finished_at_ms INTEGER,
-  finish_seq INTEGER UNIQUE
+  finish_seq INTEGER
 );
+CREATE UNIQUE INDEX runs_finish_seq ON runs (finish_seq) WHERE finish_seq IS NOT NULL;
 CREATE INDEX runs_active ON runs (queue_seq) WHERE state IN ('queued', 'running', 'interrupt_requested');
 CREATE INDEX runs_conversation_active ON runs (conversation_id, queue_seq)
   WHERE state IN ('queued', 'running', 'interrupt_requested');
 CREATE INDEX runs_conversation_finished ON runs (conversation_id, finish_seq) WHERE finish_seq IS NOT NULL;
 CREATE TABLE messages (
-  ord INTEGER PRIMARY KEY AUTOINCREMENT,
+  ord INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   conversation_id TEXT NOT NULL,
   run_id TEXT NOT NULL,
