@@ -303,3 +303,56 @@ describe("graceful shutdown", () => {
     }
   }, 60_000);
 });
+
+describe("the terminal chat and a second signal", () => {
+  test("`switchboard chat` answers on the same runtime", async () => {
+    const child = Bun.spawn(
+      [process.execPath, join(import.meta.dir, "..", "..", "src", "cli", "main.ts"), "chat"],
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          HOME: "/tmp",
+          USER: "tester",
+          SWITCHBOARD_DB: join(dir.path, "chat.sqlite"),
+        },
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    );
+    child.stdin.write("hello from the terminal\n");
+    await Bun.sleep(1500);
+    child.stdin.write("/exit\n");
+    child.stdin.end();
+    const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("offline");
+    expect(stdout).toContain("hello from the terminal");
+  }, 30_000);
+
+  test("a second SIGTERM exits at once instead of waiting for the grace period", async () => {
+    llm.addRules([{ match: { lastUserContains: "never finishes" }, reply: { kind: "hang" } }]);
+    const gateway = await startGatewayProcess({
+      SWITCHBOARD_DB: join(dir.path, "second-signal.sqlite"),
+      SWITCHBOARD_MODEL: "openai-compatible:test-model",
+      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+      SWITCHBOARD_SHUTDOWN_GRACE_MS: "60000",
+    });
+    await say(gateway.url, sessionId(4), "this never finishes", "message-0001");
+    await eventually(
+      () => llm.requests().some((r) => r.lastUserText.includes("never finishes")),
+      10_000,
+      "the model call",
+    );
+    void gateway.kill("SIGTERM");
+    await eventually(
+      () => gateway.events().some((e) => e.event === "gateway.stopping"),
+      5_000,
+      "graceful shutdown to begin",
+    );
+    const started = Date.now();
+    expect(await gateway.kill("SIGTERM")).toBe(130);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(gateway.events().some((e) => e.event === "gateway.forced_exit")).toBe(true);
+  }, 40_000);
+});

@@ -46,7 +46,7 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
     OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
     TELEGRAM_BOT_TOKEN: telegram.token,
     TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id}`,
+    TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id},1003,1004`,
     ...extra,
   };
 }
@@ -142,6 +142,71 @@ describe("telegram end to end (polling)", () => {
       replies.findIndex((t) => t.includes("queued two")),
     );
     expect(requestsContaining("without mention").length).toBe(0);
+  }, 30_000);
+
+  test("chat commands work without the model: /status, /stop, /new", async () => {
+    const carol = user(1003, "Carol");
+    const before = llm.requests().length;
+    telegram.incoming({ chat: privateChat(carol), from: carol, text: "remember the word pineapple" });
+    await telegram.waitForMessage(carol.id, (m) => m.fromBot && m.visibleText.includes("pineapple"), 10_000);
+    telegram.incoming({ chat: privateChat(carol), from: carol, text: "/status" });
+    const status = await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.includes("Model:"),
+      10_000,
+    );
+    expect(status.visibleText).toContain("0 running, 0 queued");
+    telegram.incoming({ chat: privateChat(carol), from: carol, text: "/stop" });
+    await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.includes("Nothing is running"),
+      10_000,
+    );
+    telegram.incoming({ chat: privateChat(carol), from: carol, text: "/new" });
+    await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.includes("Started a new conversation"),
+      10_000,
+    );
+    telegram.incoming({ chat: privateChat(carol), from: carol, text: "what word did I say" });
+    await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.includes("what word did I say"),
+      10_000,
+    );
+    // Only the two ordinary messages reached the model, and the fresh conversation forgot the first.
+    expect(llm.requests().length - before).toBe(2);
+    const last = requestsContaining("what word did I say")[0]!;
+    expect(JSON.stringify(last.messages)).not.toContain("pineapple");
+  }, 40_000);
+
+  test("/stop interrupts the answer in progress", async () => {
+    const dave = user(1004, "Dave");
+    llm.addRules([
+      {
+        match: { lastUserContains: "tell me a very long story" },
+        reply: {
+          kind: "text",
+          text: "once upon a time there was a long long story",
+          chunks: 10,
+          chunkDelayMs: 500,
+        },
+      },
+    ]);
+    telegram.incoming({ chat: privateChat(dave), from: dave, text: "tell me a very long story" });
+    await eventually(() => requestsContaining("very long story").length === 1, 10_000, "the model call");
+    telegram.incoming({ chat: privateChat(dave), from: dave, text: "/stop" });
+    await telegram.waitForMessage(
+      dave.id,
+      (m) => m.fromBot && m.visibleText.includes("Stopped the answer"),
+      10_000,
+    );
+    const stopped = await telegram.waitForMessage(
+      dave.id,
+      (m) => m.fromBot && m.visibleText.includes("(stopped)"),
+      10_000,
+    );
+    expect(stopped.visibleText).not.toContain("long long story");
   }, 30_000);
 
   test("a denied user never reaches the model", async () => {
