@@ -120,6 +120,12 @@ export interface ChannelAdapter {
   edit?(target: string, messageId: string, message: OutgoingMessage): Promise<void>;
   delete?(target: string, messageId: string): Promise<void>;
   typing?(target: string): Promise<void>;
+  /**
+   * Native streaming preview where the platform has it (Telegram drafts in private chats): shows
+   * `text` as an ephemeral, animated draft `draftId` to the target. Not a message: the final answer
+   * is still delivered through the outbox. Present only when the target supports it.
+   */
+  draftFor?(target: string): ((draftId: number, text: string) => Promise<void>) | null;
   /** Markdown → this platform's markup. */
   render(markdown: string): string;
 }

@@ -2,6 +2,7 @@
  * The Telegram ChannelAdapter: receives by long polling or webhook, sends through the Bot API.
  * Receiving in either mode calls ingress and acknowledges Telegram only after it resolves.
  */
+
 import { Api } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import { SwitchboardError } from "../../src/errors.ts";
@@ -22,6 +23,7 @@ import { type ParseContext, parseUpdate } from "./parse.ts";
 import { TelegramPoller } from "./polling.ts";
 import { renderTelegramHtml } from "./render.ts";
 import { TelegramSender } from "./send.ts";
+import { decodeTarget } from "./target.ts";
 import { webhookRoute } from "./webhook.ts";
 
 export const TELEGRAM_CAPABILITIES: ChannelCapabilities = {
@@ -175,6 +177,13 @@ export class TelegramAdapter implements ChannelAdapter {
 
   typing(target: string): Promise<void> {
     return this.sender.typing(target);
+  }
+
+  /** Drafts exist only in private chats, whose chat id is the user's (positive) id. */
+  draftFor(target: string): ((draftId: number, text: string) => Promise<void>) | null {
+    const { chatId, threadId } = decodeTarget(target);
+    if (chatId <= 0 || threadId !== undefined) return null;
+    return (draftId, text) => this.sender.draft(target, draftId, text);
   }
 
   render(markdown: string): string {

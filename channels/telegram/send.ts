@@ -57,6 +57,14 @@ export class TelegramSender {
     });
   }
 
+  /** Telegram's sendMessageDraft (Bot API 9.3): private chats only; an ephemeral animated preview. */
+  async draft(target: string, draftId: number, text: string): Promise<void> {
+    const { chatId } = decodeTarget(target);
+    await this.call("sendMessageDraft", (signal) =>
+      this.api.sendMessageDraft(chatId, draftId, text, {}, signal),
+    );
+  }
+
   async typing(target: string): Promise<void> {
     const { chatId, threadId } = decodeTarget(target);
     await this.call("sendChatAction", (signal) =>

@@ -11,15 +11,17 @@ export interface SurfacePolicy {
   delivery: "terminal" | "stream";
   /** In groups and channels: answer only when mentioned, replied to, or in the bot's thread. */
   requireMention: boolean;
+  /** Preview a streamed answer with the platform's native drafts where it has them (Telegram DMs). */
+  nativeStreaming: boolean;
   /** Appended to the agent's instructions on this surface. */
   instructions?: string;
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
 export const DEFAULT_SURFACES: Record<"dm" | "group" | "thread", SurfacePolicy> = {
-  dm: { inputPolicy: "supersede", delivery: "stream", requireMention: false },
-  group: { inputPolicy: "queue", delivery: "terminal", requireMention: true },
-  thread: { inputPolicy: "queue", delivery: "terminal", requireMention: true },
+  dm: { inputPolicy: "supersede", delivery: "stream", requireMention: false, nativeStreaming: false },
+  group: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
+  thread: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
 };
 
 const surfaceOverride = z
@@ -27,6 +29,7 @@ const surfaceOverride = z
     inputPolicy: z.enum(["queue", "supersede", "interrupt", "inject"]).optional(),
     delivery: z.enum(["terminal", "stream"]).optional(),
     requireMention: z.boolean().optional(),
+    nativeStreaming: z.boolean().optional(),
     instructions: z.string().max(20_000).optional(),
   })
   .strict();
@@ -394,6 +397,7 @@ export function surfacePolicy(
       inputPolicy: o.inputPolicy ?? policy.inputPolicy,
       delivery: o.delivery ?? policy.delivery,
       requireMention: o.requireMention ?? policy.requireMention,
+      nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),

@@ -12,6 +12,8 @@ export const runContextSchema = z.object({
   replyTo: z.string().optional(),
   surface: z.enum(["dm", "group", "thread"]),
   delivery: z.enum(["terminal", "stream"]),
+  /** Stream with the platform's native drafts where the target supports them, else edits. */
+  nativeStreaming: z.boolean().optional(),
   conversationKey: z.string(),
   principal: z.object({ id: z.string(), name: z.string().optional() }),
   origin: z.enum(["user", "schedule"]),

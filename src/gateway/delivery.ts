@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import { createDraftPreview, type DraftPreview } from "../../outbox/draft-preview.ts";
 import type { StreamReply } from "../../outbox/stream.ts";
 import { createTypingIndicator } from "../../outbox/typing.ts";
 import type { DeliveryWorker } from "../../outbox/worker.ts";
@@ -40,6 +41,7 @@ export function createDeliveryWriter(clock: Clock): DeliveryWriter {
 interface LiveRun {
   buffered: RuntimeEvent[];
   stream: StreamReply | null;
+  draft?: DraftPreview;
   typing: { stop(): void } | null;
   terminal: boolean;
 }
@@ -68,7 +70,24 @@ export function wireDelivery(options: {
       live.delete(runId);
       return;
     }
-    if (context.delivery === "stream" && adapter.capabilities.edit) {
+    const draft =
+      context.delivery === "stream" && context.nativeStreaming ? adapter.draftFor?.(context.target) : null;
+    if (draft) {
+      // Drafts preview; the terminal commit enqueues the answer as one ordinary message.
+      entry.draft = createDraftPreview({
+        runId,
+        send: draft,
+        clock,
+        intervalMs: adapter.limits.editIntervalMs,
+        maxChars: adapter.limits.maxMessageChars,
+        logger: {
+          info: (m, f) => logger.info(`outbox.${m}`, f),
+          warn: (m, f) => logger.warn(`outbox.${m}`, f),
+        },
+      });
+      for (const event of entry.buffered) entry.draft.handle(event);
+      entry.buffered = [];
+    } else if (context.delivery === "stream" && adapter.capabilities.edit) {
       entry.stream = worker.openStream({
         channel: context.channel,
         runId,
@@ -98,12 +117,14 @@ export function wireDelivery(options: {
       if (!entry) return;
       entry.terminal = true;
       entry.typing?.stop();
+      entry.draft?.stop();
       if (entry.stream) entry.stream.handle(event);
       else live.delete(runId);
       return;
     }
     if (!entry) return;
     if (entry.stream) entry.stream.handle(event);
+    else if (entry.draft) entry.draft.handle(event);
     else if (!entry.typing) entry.buffered.push(event);
   });
 }

@@ -142,6 +142,7 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       ...(message.messageId ? { replyTo: message.messageId } : {}),
       surface: message.surface,
       delivery: policy.delivery,
+      ...(policy.nativeStreaming ? { nativeStreaming: true } : {}),
       conversationKey: message.conversationKey,
       principal: {
         id: message.principal.id,
