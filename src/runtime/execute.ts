@@ -73,6 +73,8 @@ export class RunExecutor {
     const runId = fence.runId;
     let parts: MessagePart[] = [];
     let lost = false;
+    // Built once per execution: tool schemas are costly to create and do not change between steps.
+    let tools: ToolSet | undefined;
     const renew = setInterval(
       () => {
         void store.renewLease(fence, clock.now(), this.options.leaseMs).then(
@@ -135,7 +137,7 @@ export class RunExecutor {
             ctx.summary?.text,
           ),
           messages: buildPrompt(ctx.history, current, this.options.maxHistoryTokens),
-          tools: this.tools(run, fence),
+          tools: (tools ??= this.tools(run, fence)),
           models: this.options.models,
           retry: this.options.retry,
           idleTimeoutMs: this.options.idleTimeoutMs,
