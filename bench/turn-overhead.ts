@@ -4,13 +4,45 @@
  *   npx bun bench/turn-overhead.ts [--turns 300]
  */
 import { join } from "node:path";
+import { type LanguageModelV4, unavailableUsage } from "../src/models/language-model-v4.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
-import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
 import { tempDir } from "../test/support/runtime.ts";
 import { argInt } from "./util.ts";
 
 const turns = argInt("--turns", 300);
+
+/**
+ * Answers "ok" at once and records nothing, so the figures are the runtime's own work (a recording
+ * test model would add cost proportional to the prompt it copies).
+ */
+function zeroLatencyModel(): LanguageModelV4 {
+  return {
+    specificationVersion: "v4",
+    provider: "bench",
+    modelId: "zero-latency",
+    supportedUrls: {},
+    doGenerate: async () => {
+      throw new Error("not used");
+    },
+    doStream: async () => ({
+      stream: new ReadableStream({
+        start(controller) {
+          controller.enqueue({ type: "stream-start", warnings: [] });
+          controller.enqueue({ type: "text-start", id: "t" });
+          controller.enqueue({ type: "text-delta", id: "t", delta: "ok" });
+          controller.enqueue({ type: "text-end", id: "t" });
+          controller.enqueue({
+            type: "finish",
+            finishReason: { unified: "stop", raw: "stop" },
+            usage: unavailableUsage(),
+          });
+          controller.close();
+        },
+      }),
+    }),
+  } as LanguageModelV4;
+}
 const dir = tempDir("switchboard-bench-");
 
 async function seed(
@@ -49,7 +81,7 @@ async function seed(
 async function setup(priorMessages: number) {
   const stores = openSqliteStores(join(dir.path, `turns-${priorMessages}.sqlite`));
   await seed(stores.runtime, "bench", priorMessages);
-  const model = createScriptedModel(() => ({ type: "text", text: "ok", deltas: 1 }));
+  const model = zeroLatencyModel();
   const runtime = new Runtime({ store: stores.runtime, models: [{ label: "zero-latency", model }] });
   let next = 0;
   const turn = () =>
