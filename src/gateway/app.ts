@@ -7,7 +7,7 @@ import { createModelRegistry } from "../models/registry.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import { openSqliteStores, type SqliteStores } from "../store/sqlite/index.ts";
-import { stateCounts } from "../store/sqlite/metrics.ts";
+import { storeGauges } from "../store/sqlite/metrics.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -212,7 +212,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       }
       worker.stop();
       unwire?.();
-      const counts = stateCounts(stores.db).outbox;
+      const counts = storeGauges(stores.db).outbox;
       const waitingReplies = (counts.pending ?? 0) + (counts.sending ?? 0);
       stores.close();
       return { runsSettled: closed.settled, runsRemaining: closed.remaining, outboxDrained, waitingReplies };
@@ -229,7 +229,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     },
     async renderMetrics() {
-      return metrics.render(stateCounts(stores.db));
+      return metrics.render(storeGauges(stores.db));
     },
   };
 }

@@ -54,12 +54,14 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
   const { runtime, store, outbox, clock } = options;
   const names: readonly string[] = [...OWN_COMMANDS, ...SCHEDULE_COMMANDS];
 
+  const replyKey = ({ message, source }: CommandScope) => `notice:${source}:${message.updateKey}`;
+
   const enqueueReply = async (scope: CommandScope, text: string) => {
     const { message, conversationId, source } = scope;
     await outbox.insert(
       [
         {
-          key: `notice:${source}:${message.updateKey}`,
+          key: replyKey(scope),
           runId: `notice_${shortHash(`${source}:${message.updateKey}`)}`,
           conversationId,
           channel: message.channel,
@@ -75,8 +77,14 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     options.notify();
   };
 
-  const claim = (scope: CommandScope, outcome: string) =>
-    store.claimIngress({
+  /**
+   * Claims the update; true when this delivery must (still) run the command. The receipt is
+   * committed before the command runs and its reply after, so a process that died in between
+   * left a receipt without a reply: the redelivery finishes the command (its effects are
+   * idempotent: a schedule gets an id derived from the update) instead of dropping it.
+   */
+  const claim = async (scope: CommandScope, outcome: string): Promise<boolean> => {
+    const claimed = await store.claimIngress({
       source: scope.source,
       key: scope.message.updateKey,
       outcome,
@@ -84,6 +92,8 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       conversationId: scope.conversationId,
       nowMs: clock.now(),
     });
+    return claimed.fresh || (await outbox.show(replyKey(scope))) === null;
+  };
 
   const timezoneOf = async (conversationId: string) =>
     (await store.loadConversationSettings(conversationId)).timezone ?? null;
@@ -118,6 +128,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           conversation: { conversationId, replyTarget: message.replyTarget, channel: message.channel },
           timezone: timezone ?? options.defaultTimezone,
           setTimezone: (tz) => store.saveConversationSettings(conversationId, { timezone: tz }, clock.now()),
+          scheduleId: `sch_${shortHash(`${scope.source}:${message.updateKey}`)}`,
         });
       }
     }
@@ -144,15 +155,13 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       return name && names.includes(name) ? (name as CommandName) : null;
     },
     async run(name, scope) {
-      const claimed = await claim(scope, `command:${name}`);
-      if (!claimed.fresh) return { duplicate: true, text: "" };
+      if (!(await claim(scope, `command:${name}`))) return { duplicate: true, text: "" };
       const text = await execute(name, scope);
       await enqueueReply(scope, text);
       return { duplicate: false, text };
     },
     async notice(scope, text, outcome) {
-      const claimed = await claim(scope, outcome);
-      if (!claimed.fresh) return { duplicate: true };
+      if (!(await claim(scope, outcome))) return { duplicate: true };
       await enqueueReply(scope, text);
       return { duplicate: false };
     },

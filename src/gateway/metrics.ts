@@ -2,6 +2,8 @@
  * Prometheus metrics kept in process: counters and fixed-bucket histograms, plus gauges read at
  * scrape time. Label values are channel names, states and reasons: never user content.
  */
+import type { StoreGauges } from "../store/sqlite/metrics.ts";
+
 type Labels = Record<string, string>;
 
 const BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
@@ -23,9 +25,8 @@ export interface Metrics {
   inboundDuplicate(channel: string): void;
   inboundIgnored(channel: string, reason: string): void;
   stepLatency(ms: number): void;
-  deliveryLatency(ms: number): void;
   scheduleLateness(ms: number): void;
-  render(gauges: { runs: Record<string, number>; outbox: Record<string, number> }): string;
+  render(gauges: StoreGauges): string;
 }
 
 export function createMetrics(): Metrics {
@@ -61,12 +62,21 @@ export function createMetrics(): Metrics {
         reason,
       }),
     stepLatency: (ms) => observe("switchboard_step_latency_ms", "Duration of one model step.", ms),
-    deliveryLatency: (ms) =>
-      observe("switchboard_delivery_latency_ms", "Time from a run's terminal commit to its delivery.", ms),
     scheduleLateness: (ms) =>
       observe("switchboard_schedule_lateness_ms", "How late schedule occurrences fired.", ms),
     render(gauges) {
       const lines: string[] = [];
+      if (gauges.deliveryLatencyMs) {
+        const name = "switchboard_delivery_latency_ms";
+        const { p50, p99, count } = gauges.deliveryLatencyMs;
+        lines.push(
+          `# HELP ${name} Time from an answer's outbox record to its delivery, over the last ${count} delivered replies.`,
+          `# TYPE ${name} summary`,
+          `${name}{quantile="0.5"} ${p50}`,
+          `${name}{quantile="0.99"} ${p99}`,
+          `${name}_count ${count}`,
+        );
+      }
       for (const [name, { help, values }] of counters) {
         lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
         for (const [labels, value] of values) lines.push(`${name}${labels} ${value}`);

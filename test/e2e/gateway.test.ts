@@ -138,6 +138,8 @@ describe("a gateway with nothing configured", () => {
     expect(metrics).toMatch(/switchboard_inbound_accepted_total\{channel="web"\} [1-9]/);
     expect(metrics).toMatch(/switchboard_runs\{state="completed"\} [1-9]/);
     expect(metrics).toContain("switchboard_outbox_records");
+    expect(metrics).toMatch(/switchboard_delivery_latency_ms\{quantile="0.99"\} \d+/);
+    expect(metrics).toContain("switchboard_step_latency_ms_bucket");
   }, 20_000);
 
   test("the operator API refuses a missing or wrong token and answers with the right one", async () => {

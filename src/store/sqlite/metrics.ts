@@ -1,9 +1,27 @@
 import type { Database } from "bun:sqlite";
 
-/** Current counts for gauges: runs and outbox records by state. Cheap: grouped index scans. */
-export function stateCounts(db: Database): { runs: Record<string, number>; outbox: Record<string, number> } {
+export interface StoreGauges {
+  runs: Record<string, number>;
+  outbox: Record<string, number>;
+  /** Commit-to-delivery time of the most recent delivered replies (at most 1,000), in ms. */
+  deliveryLatencyMs: { p50: number; p99: number; count: number } | null;
+}
+
+/** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
+export function storeGauges(db: Database): StoreGauges {
   const toRecord = (rows: Array<{ state: string; n: number }>) =>
     Object.fromEntries(rows.map((r) => [r.state, r.n]));
+  const latencies = (
+    db
+      .query(
+        `SELECT updated_at_ms - created_at_ms AS ms FROM outbox WHERE state = 'delivered'
+         ORDER BY updated_at_ms DESC LIMIT 1000`,
+      )
+      .all() as Array<{ ms: number }>
+  )
+    .map((r) => r.ms)
+    .sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
   return {
     runs: toRecord(
       db.query("SELECT state, count(*) AS n FROM runs GROUP BY state").all() as Array<{
@@ -17,5 +35,7 @@ export function stateCounts(db: Database): { runs: Record<string, number>; outbo
         n: number;
       }>,
     ),
+    deliveryLatencyMs:
+      latencies.length === 0 ? null : { p50: at(0.5), p99: at(0.99), count: latencies.length },
   };
 }
