@@ -354,14 +354,7 @@ export class Runtime {
       if (!conversationId || this.compacting.has(conversationId)) return;
       this.compacting.add(conversationId);
       try {
-        await compactConversation({
-          store: this.store,
-          conversationId,
-          policy,
-          clock: this.clock,
-          logger: this.logger,
-          signal: AbortSignal.timeout(120_000),
-        });
+        await this.compact(conversationId);
       } finally {
         this.compacting.delete(conversationId);
       }

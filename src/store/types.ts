@@ -112,13 +112,7 @@ export interface RuntimeStore {
    * Replaces the conversation's summary, compare-and-set on its version: `conflict` when another
    * compaction saved first or `throughFinishSeq` does not advance. The turns stay in the store.
    */
-  saveSummary(request: {
-    conversationId: string;
-    text: string;
-    throughFinishSeq: number;
-    expectedVersion: number;
-    nowMs: number;
-  }): Promise<{ outcome: "saved"; version: number } | { outcome: "conflict"; actualVersion: number }>;
+  saveSummary(request: SummarySave): Promise<SummarySaveResult>;
 
   /** The conversation currently mapped to `key`, creating it when new. */
   resolveConversationKey(key: string, nowMs: number): Promise<string>;
@@ -186,6 +180,18 @@ export interface IngressClaim {
   write?: (tx: unknown) => void;
   nowMs: number;
 }
+
+export interface SummarySave {
+  conversationId: string;
+  text: string;
+  throughFinishSeq: number;
+  expectedVersion: number;
+  nowMs: number;
+}
+
+export type SummarySaveResult =
+  | { outcome: "saved"; version: number }
+  | { outcome: "conflict"; actualVersion: number };
 
 export interface ConversationSettings {
   /** IANA time zone for schedules and the agent's sense of time. */

@@ -31,6 +31,8 @@ import type {
   RuntimeStore,
   RunView,
   StopRequestResult,
+  SummarySave,
+  SummarySaveResult,
   TerminalRequest,
   TerminalResult,
 } from "../types.ts";
@@ -337,13 +339,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
     });
   }
 
-  saveSummary(request: {
-    conversationId: string;
-    text: string;
-    throughFinishSeq: number;
-    expectedVersion: number;
-    nowMs: number;
-  }): Promise<{ outcome: "saved"; version: number } | { outcome: "conflict"; actualVersion: number }> {
+  saveSummary(request: SummarySave): Promise<SummarySaveResult> {
     return this.write(() => {
       const current = this.summaryRow(request.conversationId);
       const actual = current?.version ?? 0;
