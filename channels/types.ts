@@ -102,6 +102,20 @@ export interface HttpRoute {
   handle(request: Request): Promise<Response>;
 }
 
+/** Where catch-up resumes in one target: after the last message ingress recorded there. */
+export interface CatchUpCursor {
+  target: string;
+  afterMessageId: string;
+}
+
+/** What one catch-up did; a failed target is logged by the adapter and skipped. */
+export interface CatchUpReport {
+  targets: number;
+  fetched: number;
+  delivered: number;
+  failedTargets: number;
+}
+
 export interface ChannelAdapter {
   readonly channel: ChannelName;
   /** The bot account id; known after start(). */
@@ -126,6 +140,11 @@ export interface ChannelAdapter {
    * is still delivered through the outbox. Present only when the target supports it.
    */
   draftFor?(target: string): ((draftId: number, text: string) => Promise<void>) | null;
+  /**
+   * For platforms that never redeliver what was missed while down: fetches, per target, the
+   * messages after `afterMessageId` (bounded by the adapter) and hands them to ingress in order.
+   */
+  catchUp?(cursors: CatchUpCursor[]): Promise<CatchUpReport>;
   /** Markdown → this platform's markup. */
   render(markdown: string): string;
 }

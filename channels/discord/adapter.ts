@@ -2,6 +2,8 @@ import { Client, Events, GatewayIntentBits, type Message, Partials, Status } fro
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type {
+  CatchUpCursor,
+  CatchUpReport,
   ChannelAdapter,
   ChannelCapabilities,
   ChannelLimits,
@@ -10,8 +12,10 @@ import type {
   OutgoingMessage,
   SendReceipt,
 } from "../types.ts";
+import { CATCH_UP_MAX_MESSAGES_PER_CHANNEL, CATCH_UP_MAX_TARGETS, fetchMessagesAfter } from "./catch-up.ts";
 import { type DiscordConfig, type DiscordConfigInput, parseDiscordConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
+import { decodeTarget } from "./keys.ts";
 import { readMessage, toInbound } from "./parse.ts";
 import { DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
 
@@ -63,6 +67,8 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly retryDelaysMs: readonly number[];
   private lifecycle: Lifecycle = "idle";
   private botUserId: string | null = null;
+  /** Set by start(): catch-up hands what it fetched to the same ingress as live messages. */
+  private ingress: Ingress | null = null;
   /** Per conversation, the tail of its ingress chain: messages of one conversation stay in order. */
   private readonly chains = new Map<string, Promise<void>>();
   private readonly inFlight = new Set<Promise<void>>();
@@ -134,6 +140,7 @@ export class DiscordAdapter implements ChannelAdapter {
         () => undefined,
       );
     });
+    this.ingress = ingress;
     this.client.on(Events.MessageCreate, (message) => this.onMessage(message, ingress));
     try {
       // A login that never completes (no READY) still ends: `ready` rejects after readyTimeoutMs.
@@ -187,18 +194,84 @@ export class DiscordAdapter implements ChannelAdapter {
     return markdown;
   }
 
-  /** Parses and hands one message to ingress, after earlier messages of its conversation. */
-  private onMessage(message: Message, ingress: Ingress): Promise<void> {
+  /**
+   * Fetches what was written after each cursor (at most 100 messages in each of at most 200
+   * targets) and hands it to ingress in order, through the same parse path as live messages.
+   * Resolves once ingress has taken all of it. A target that cannot be read is logged and skipped.
+   */
+  async catchUp(cursors: CatchUpCursor[]): Promise<CatchUpReport> {
+    const ingress = this.ingress;
+    if (this.lifecycle !== "running" || ingress === null) {
+      throw new Error(`DiscordAdapter.catchUp() needs a running adapter; it is ${this.lifecycle}.`);
+    }
+    const report: CatchUpReport = { targets: 0, fetched: 0, delivered: 0, failedTargets: 0 };
+    const deliveries: Promise<void>[] = [];
+    for (const cursor of cursors.slice(0, CATCH_UP_MAX_TARGETS)) {
+      report.targets += 1;
+      const messages = await this.fetchForCatchUp(cursor);
+      if (messages === null) {
+        report.failedTargets += 1;
+        continue;
+      }
+      report.fetched += messages.length;
+      for (const message of messages) {
+        const delivery = this.onMessage(message, ingress);
+        if (delivery !== null) {
+          report.delivered += 1;
+          deliveries.push(delivery);
+        }
+      }
+    }
+    await Promise.all(deliveries);
+    return report;
+  }
+
+  /** One page after the cursor, oldest first; null (logged) when the target cannot be read. */
+  private async fetchForCatchUp(cursor: CatchUpCursor): Promise<Message[] | null> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        const channelId = decodeTarget(cursor.target);
+        return await fetchMessagesAfter(
+          this.client,
+          channelId,
+          cursor.afterMessageId,
+          CATCH_UP_MAX_MESSAGES_PER_CHANNEL,
+        );
+      } catch (cause) {
+        const error = toSwitchboardError(cause, {
+          action: "catch_up",
+          requestTimeoutMs: this.config.requestTimeoutMs,
+        });
+        // A rate limit says when to come back; anything else would fail the same way again.
+        if (attempt === 0 && error.retryAfterMs !== undefined) {
+          await this.clock.sleep(error.retryAfterMs);
+          continue;
+        }
+        this.log("warn", "catch-up skipped a target; messages missed there while down stay unanswered", {
+          target: cursor.target,
+          afterMessageId: cursor.afterMessageId,
+          error: error.message,
+        });
+        return null;
+      }
+    }
+  }
+
+  /**
+   * Parses and hands one message to ingress, after earlier messages of its conversation; null
+   * when the parse path skips it (own message, other bots, system messages, group DMs).
+   */
+  private onMessage(message: Message, ingress: Ingress): Promise<void> | null {
     const botUserId = this.client.user?.id;
-    if (botUserId === undefined) return Promise.resolve();
+    if (botUserId === undefined) return null;
     const facts = readMessage(message, botUserId);
-    if (facts === null) return Promise.resolve();
+    if (facts === null) return null;
     const parsed = toInbound(facts, {
       botUserId,
       groupSessions: this.config.groupSessions,
       allowBots: this.config.allowBots,
     });
-    if (parsed.kind === "skip") return Promise.resolve();
+    if (parsed.kind === "skip") return null;
     const inbound = parsed.message;
     const key = inbound.conversationKey;
     const previous = this.chains.get(key) ?? Promise.resolve();

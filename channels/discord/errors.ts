@@ -1,7 +1,7 @@
 import { DiscordAPIError, DiscordjsError, DiscordjsErrorCodes, HTTPError, RateLimitError } from "discord.js";
 import { SwitchboardError } from "../../src/errors.ts";
 
-export type DiscordAction = "connect" | "send" | "edit" | "delete" | "typing";
+export type DiscordAction = "connect" | "send" | "edit" | "delete" | "typing" | "catch_up";
 
 export interface ErrorContext {
   action: DiscordAction;

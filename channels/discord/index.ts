@@ -7,6 +7,7 @@ export {
   type DiscordLog,
   type DiscordLogLevel,
 } from "./adapter.ts";
+export { CATCH_UP_MAX_MESSAGES_PER_CHANNEL, CATCH_UP_MAX_TARGETS, fetchMessagesAfter } from "./catch-up.ts";
 export {
   type DiscordConfig,
   type DiscordConfigInput,

@@ -125,6 +125,7 @@ export class RunExecutor {
           },
           ...joinable,
         ];
+        tools ??= this.tools(run, fence);
         const outcome = await runStep({
           conversationId: run.conversationId,
           runId,
@@ -137,7 +138,7 @@ export class RunExecutor {
             ctx.summary?.text,
           ),
           messages: buildPrompt(ctx.history, current, this.options.maxHistoryTokens),
-          tools: (tools ??= this.tools(run, fence)),
+          tools,
           models: this.options.models,
           retry: this.options.retry,
           idleTimeoutMs: this.options.idleTimeoutMs,

@@ -130,6 +130,16 @@ export interface RuntimeStore {
   ): Promise<PurgeResult>;
 
   /**
+   * Per reply target of `source` (e.g. `discord:<account>`), the ingress key recorded last (by
+   * recording time; ties by longer-then-greater key, which orders snowflakes), most recently
+   * active target first, at most `limit` targets. Read-only; empty when nothing was recorded.
+   */
+  latestIngressPerTarget(
+    source: string,
+    limit: number,
+  ): Promise<Array<{ replyTarget: string; updateKey: string }>>;
+
+  /**
    * Records an ingress identity for an input that is not admitted as a run (a chat command, an
    * ignored update) so a redelivery is recognised. `write` runs inside the same transaction (e.g.
    * to enqueue the command's reply). `fresh` is false when the identity was already recorded; then

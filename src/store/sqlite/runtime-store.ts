@@ -962,6 +962,31 @@ export class SqliteRuntimeStore implements RuntimeStore {
     });
   }
 
+  latestIngressPerTarget(
+    source: string,
+    limit: number,
+  ): Promise<Array<{ replyTarget: string; updateKey: string }>> {
+    return this.read(() =>
+      (
+        this.db
+          .query(
+            `SELECT target, key FROM (
+               SELECT json_extract(payload, '$.replyTarget') AS target, key, created_at_ms,
+                 ROW_NUMBER() OVER (
+                   PARTITION BY json_extract(payload, '$.replyTarget')
+                   ORDER BY created_at_ms DESC, length(key) DESC, key DESC
+                 ) AS rank
+               FROM ingress_receipts WHERE source = ?
+             )
+             WHERE rank = 1 AND target IS NOT NULL
+             ORDER BY created_at_ms DESC, length(key) DESC, key DESC
+             LIMIT ?`,
+          )
+          .all(source, limit) as Array<{ target: string; key: string }>
+      ).map((row) => ({ replyTarget: row.target, updateKey: row.key })),
+    );
+  }
+
   claimIngress(
     request: IngressClaim,
   ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {

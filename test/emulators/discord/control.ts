@@ -84,6 +84,10 @@ export async function handleControl(
         const { channelId, userId, content, ...options } = schemas.channelMessage.parse(body);
         return ok(emulator.sendChannelMessage(channelId, userId, content, stripUndefined(options)));
       }
+      case "POST /unseen-message": {
+        const { channelId, userId, content, ...options } = schemas.channelMessage.parse(body);
+        return ok(emulator.writeUnseen(channelId, userId, content, stripUndefined(options)));
+      }
       case "POST /redispatch":
         emulator.redispatch(schemas.redispatch.parse(body).messageId);
         return ok({});

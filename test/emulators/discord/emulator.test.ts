@@ -58,6 +58,27 @@ async function openGateway(url: string) {
 }
 
 describe("Discord emulator REST", () => {
+  test("channel history: newest first; after gives the page right after it; unseen messages are never dispatched", async () => {
+    emulator = startDiscordEmulator();
+    const alice = emulator.createUser("alice");
+    const dm = emulator.dmChannelId(alice.id);
+    const first = emulator.sendDm(alice.id, "m1");
+    const logBefore = emulator.gatewayLog.length;
+    const rest = ["m2", "m3", "m4"].map((text) => emulator!.writeUnseen(dm, alice.id, text));
+    expect(emulator.gatewayLog.length).toBe(logBefore);
+
+    const ids = async (query: string) =>
+      ((await (await api(`/channels/${dm}/messages?${query}`)).json()) as Array<{ id: string }>).map(
+        (m) => m.id,
+      );
+    expect(await ids(`after=${first.id}&limit=2`)).toEqual([rest[1]!.id, rest[0]!.id]);
+    expect(await ids(`after=${first.id}`)).toEqual([rest[2]!.id, rest[1]!.id, rest[0]!.id]);
+    expect(await ids("limit=2")).toEqual([rest[2]!.id, rest[1]!.id]);
+    expect(await ids(`before=${rest[1]!.id}`)).toEqual([rest[0]!.id, first.id]);
+    expect((await api(`/channels/${dm}/messages?limit=101`)).status).toBe(400);
+    expect((await api("/channels/1/messages")).status).toBe(404);
+  });
+
   test("checks the Bot token and serves /users/@me and /gateway/bot", async () => {
     emulator = startDiscordEmulator();
     expect((await api("/users/@me", { token: null })).status).toBe(401);

@@ -179,6 +179,21 @@ export class DiscordEmulator {
     return this.dispatchMessage(this.world.addUserMessage(channelId, userId, content, options));
   }
 
+  /**
+   * A message written while no client listened (gateway down, or a crash before it was read): in
+   * the channel history for GET /channels/:id/messages, never dispatched.
+   */
+  writeUnseen(
+    channelId: string,
+    userId: string,
+    content: string,
+    options: UserMessageOptions = {},
+  ): GatewayMessage {
+    const message = this.world.addUserMessage(channelId, userId, content, options);
+    this.notify();
+    return message;
+  }
+
   /** Dispatches an already delivered message again, as a gateway replay or duplicate would. */
   redispatch(messageId: string): void {
     const stored = this.world.message(messageId);

@@ -6,6 +6,7 @@ export type RestRoute =
   | "GET /gateway/bot"
   | "GET /users/@me"
   | "GET /channels/:id"
+  | "GET /channels/:id/messages"
   | "POST /channels/:id/messages"
   | "PATCH /channels/:id/messages/:id"
   | "DELETE /channels/:id/messages/:id"
@@ -15,6 +16,7 @@ export const REST_ROUTES: readonly RestRoute[] = [
   "GET /gateway/bot",
   "GET /users/@me",
   "GET /channels/:id",
+  "GET /channels/:id/messages",
   "POST /channels/:id/messages",
   "PATCH /channels/:id/messages/:id",
   "DELETE /channels/:id/messages/:id",

@@ -45,6 +45,7 @@ const ROUTE_PATTERNS: ReadonlyArray<[string, RegExp, RestRoute]> = [
   ["GET", /^\/gateway\/bot$/, "GET /gateway/bot"],
   ["GET", /^\/users\/@me$/, "GET /users/@me"],
   ["GET", /^\/channels\/(\d+)$/, "GET /channels/:id"],
+  ["GET", /^\/channels\/(\d+)\/messages$/, "GET /channels/:id/messages"],
   ["POST", /^\/channels\/(\d+)\/messages$/, "POST /channels/:id/messages"],
   ["PATCH", /^\/channels\/(\d+)\/messages\/(\d+)$/, "PATCH /channels/:id/messages/:id"],
   ["DELETE", /^\/channels\/(\d+)\/messages\/(\d+)$/, "DELETE /channels/:id/messages/:id"],
@@ -101,12 +102,12 @@ export class RestApi {
     if (fault) call.fault = fault.kind;
     if (fault && !("afterCommit" in fault && fault.afterCommit))
       return faultResponse(fault, this.options.now());
-    const response = this.route(match, body, call);
+    const response = this.route(match, body, call, new URL(request.url).searchParams);
     if (fault?.kind === "hang" || fault?.kind === "reset") return fault.kind;
     return response;
   }
 
-  private route(match: Match, body: unknown, call: RestCall): Response {
+  private route(match: Match, body: unknown, call: RestCall, query: URLSearchParams): Response {
     const { world } = this.options;
     switch (match.route) {
       case "GET /gateway/bot":
@@ -121,6 +122,8 @@ export class RestApi {
         const channel = this.channel(match);
         return channel ? json(200, world.channelPayload(channel)) : unknownChannel();
       }
+      case "GET /channels/:id/messages":
+        return this.listMessages(match, query);
       case "POST /channels/:id/messages":
         return this.createMessage(match, body, call);
       case "PATCH /channels/:id/messages/:id":
@@ -130,6 +133,35 @@ export class RestApi {
       case "POST /channels/:id/typing":
         return this.channel(match) ? noContent() : unknownChannel();
     }
+  }
+
+  /**
+   * Channel history like Discord's: newest first; `after` gives the `limit` messages right after
+   * it, `before` (or neither) the `limit` newest before it. Limit 1–100, default 50.
+   */
+  private listMessages(match: Match, query: URLSearchParams): Response {
+    const channel = this.channel(match);
+    if (!channel) return unknownChannel();
+    const limit = Number(query.get("limit") ?? "50");
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      return formError("limit", "NUMBER_TYPE_MAX", "int value should be between 1 and 100.");
+    }
+    const after = query.get("after");
+    const before = query.get("before");
+    for (const [field, value] of [
+      ["after", after],
+      ["before", before],
+    ] as const) {
+      if (value !== null && !/^\d{1,20}$/.test(value)) {
+        return formError(field, "NUMBER_TYPE_COERCE", `Value "${value}" is not snowflake.`);
+      }
+    }
+    const all = this.options.world.visibleMessages(channel.id);
+    const page =
+      after !== null
+        ? all.filter((m) => BigInt(m.id) > BigInt(after)).slice(0, limit)
+        : all.filter((m) => before === null || BigInt(m.id) < BigInt(before)).slice(-limit);
+    return json(200, page.reverse().map(restView));
   }
 
   private createMessage(match: Match, body: unknown, call: RestCall): Response {
