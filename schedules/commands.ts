@@ -12,6 +12,8 @@ export interface CommandScope {
   timezone: string | null;
   /** Persists the conversation's zone (the gateway owns conversation settings). */
   setTimezone(timezone: string): Promise<void>;
+  /** Id for a schedule this command creates, stable across a repeated run of the same command. */
+  scheduleId?: string;
 }
 
 /**
@@ -24,6 +26,7 @@ export async function runScheduleCommand(command: ScheduleCommand, scope: Comman
     switch (command.type) {
       case "create": {
         const schedule = await service.create({
+          ...(scope.scheduleId === undefined ? {} : { id: scope.scheduleId }),
           ...conversation,
           createdBy: "user",
           prompt: command.prompt,

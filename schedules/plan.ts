@@ -41,6 +41,14 @@ export const scheduleWhenSchema = z.discriminatedUnion("kind", [
 export type ScheduleWhen = z.infer<typeof scheduleWhenSchema>;
 
 export const createScheduleInputSchema = z.object({
+  /**
+   * Makes the creation idempotent: when a schedule with this id exists, create returns it
+   * unchanged. For callers that may repeat a creation after a crash (a redelivered chat command).
+   */
+  id: z
+    .string()
+    .regex(/^sch_[A-Za-z0-9_]{1,64}$/, 'schedule ids look like "sch_…"')
+    .optional(),
   conversationId: z.string().min(1),
   replyTarget: z.string().min(1),
   channel: channelSchema,

@@ -243,11 +243,15 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
         );
       }
       const request = parsed.data;
+      if (request.id !== undefined) {
+        const existing = await repository.get(request.id);
+        if (existing) return existing;
+      }
       checkPrompt(request.prompt, limits);
       const nowMs = clock.now();
       const { timing, nextAtMs } = planTiming(request.when, request.timezone, nowMs, limits);
       const schedule: Schedule = {
-        id: newId("sch", nowMs),
+        id: request.id ?? newId("sch", nowMs),
         conversationId: request.conversationId,
         replyTarget: request.replyTarget,
         channel: request.channel,
