@@ -1,0 +1,54 @@
+/**
+ * The long chaos soak: `npm run soak -- --minutes 30 [--seed N] [--fault-rate R]`.
+ * The fault rate is per platform call (default 0.2); the outbox gives up on a record after 8
+ * failed attempts, so rates much above 0.3 make a `failed` record (a violation) likely in long runs.
+ * Runs the chaos driver (test/chaos/driver.ts) with traffic for the given minutes, prints the
+ * counts and every violation, and exits 1 on any violation (2 on bad arguments).
+ */
+import { type ChaosOptions, runChaos } from "../test/chaos/driver.ts";
+import { formatReport } from "../test/chaos/report.ts";
+
+const USAGE = "usage: npm run soak -- --minutes N [--seed N] [--fault-rate 0..1]";
+
+function flag(name: string): string | undefined {
+  const index = process.argv.indexOf(`--${name}`);
+  return index === -1 ? undefined : process.argv[index + 1];
+}
+
+function numberFlag(name: string, fallback: number, valid: (n: number) => boolean): number {
+  const raw = flag(name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!valid(value)) {
+    process.stderr.write(`--${name} ${raw} is not valid.\n${USAGE}\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const minutes = numberFlag("minutes", 30, (n) => n > 0 && n <= 24 * 60);
+const seed = numberFlag("seed", Date.now() % 1_000_000, Number.isInteger);
+const faultRate = numberFlag("fault-rate", 0.2, (n) => n >= 0 && n <= 1);
+const trafficMs = Math.round(minutes * 60_000);
+
+const options: ChaosOptions = {
+  seed,
+  trafficMs,
+  // About one message every 1.2 s, a schedule every ~2 minutes, a random kill every ~60 s, and the
+  // seven kill points each armed once per ~5 minutes (random kills fill the rest).
+  messages: Math.round(trafficMs / 1_200),
+  schedules: Math.max(2, Math.round(minutes / 2)),
+  randomKills: Math.max(2, Math.round(trafficMs / 60_000)),
+  killPointRounds: Math.max(1, Math.round(minutes / 5)),
+  faultRate,
+  duplicateRate: 0.08,
+  replayRate: 0.05,
+  armedWindowMs: 20_000,
+  settleTimeoutMs: 120_000,
+  log: (line) => process.stdout.write(`[${new Date().toISOString()}] ${line}\n`),
+};
+
+process.stdout.write(`chaos soak: ${minutes} min of traffic, seed ${seed}, fault rate ${faultRate}\n`);
+const report = await runChaos(options);
+process.stdout.write(formatReport(report));
+process.exit(report.violations.length === 0 ? 0 : 1);

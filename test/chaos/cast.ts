@@ -1,0 +1,179 @@
+/**
+ * The chats of a chaos run and the people in them: Telegram DMs, a group and a forum topic;
+ * Discord DMs, a guild channel and a thread. Each place knows its input policy (from the config
+ * file the gateway gets) and how to post, and replay, a message there.
+ */
+import type { APIUser } from "discord.js";
+import type { InputPolicy } from "../../src/runtime/types.ts";
+import type { DiscordEmulator } from "../emulators/discord/index.ts";
+import {
+  groupChat,
+  privateChat,
+  supergroupChat,
+  type TelegramEmulator,
+  type TgChat,
+  type TgUser,
+  user,
+} from "../emulators/telegram/index.ts";
+
+export type ChaosChannel = "telegram" | "discord";
+
+/** The surfaces' behaviour, written to the file SWITCHBOARD_CONFIG names. */
+export const CHAOS_CONFIG = {
+  version: 1,
+  surfaces: {
+    "telegram:dm": { inputPolicy: "supersede", delivery: "stream" },
+    "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
+    "telegram:thread": { inputPolicy: "queue", delivery: "stream", requireMention: false },
+    "discord:dm": { inputPolicy: "interrupt", delivery: "terminal" },
+    "discord:group": { inputPolicy: "queue", delivery: "terminal" },
+    "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
+  },
+} as const;
+
+export interface Place {
+  name: string;
+  channel: ChaosChannel;
+  /** Where the bot's answers appear: `tg:<chat>[:<thread>]` or `dc:<channel>`. */
+  chat: string;
+  policy: Exclude<InputPolicy, "interrupt-next">;
+  /** Group-like places: a message must mention the bot to be answered. */
+  needsMention: boolean;
+  /** Who may write here (the DM's owner, or everyone allowed). */
+  speakers: readonly string[];
+  /** Posts `text` as `speaker`, mentioning the bot when `mention`; returns the platform's update key. */
+  post(speaker: string, text: string, mention: boolean): string;
+  /** The platform delivers that update again (a duplicate or a late replay). */
+  replay(updateKey: string): void;
+}
+
+export interface Cast {
+  /** Where allowed users talk; every message there is answered (mentioning the bot where needed). */
+  places: Place[];
+  /** A place (or a stranger's DM) by name; throws for an unknown name. */
+  byName(name: string): Place;
+  /** A user no allowlist names: their messages must never reach the model. */
+  stranger: { telegramDm: Place; discordDm: Place };
+  telegramAllowed: string;
+  discordAllowed: string;
+}
+
+export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator): Cast {
+  const botMention = `@${telegram.bot.username}`;
+  const tgUsers: Record<string, TgUser> = {
+    alice: user(1001, "Alice"),
+    bob: user(1002, "Bob"),
+    mallory: user(6666, "Mallory"),
+  };
+  const group = groupChat(-5001, "Team");
+  const forum = supergroupChat(-1005002, "Forum", { isForum: true });
+  const topic = { threadId: 77, name: "Chaos topic" };
+
+  const telegramPlace = (
+    name: string,
+    chat: TgChat,
+    policy: Place["policy"],
+    speakers: string[],
+    options: { topic?: typeof topic; needsMention: boolean },
+  ): Place => ({
+    name,
+    channel: "telegram",
+    chat: options.topic ? `tg:${chat.id}:${options.topic.threadId}` : `tg:${chat.id}`,
+    policy,
+    needsMention: options.needsMention,
+    speakers,
+    post(speaker, text, mention) {
+      const from = tgUsers[speaker];
+      if (!from) throw new Error(`no Telegram user ${speaker}`);
+      const { update } = telegram.incoming({
+        chat,
+        from,
+        text: mention ? `${botMention} ${text}` : text,
+        ...(options.topic ? { topic: options.topic } : {}),
+      });
+      return String(update.update_id);
+    },
+    replay(updateKey) {
+      telegram.deliverAgain(Number(updateKey));
+    },
+  });
+
+  const dcUsers: Record<string, APIUser> = {
+    alice: discord.createUser("alice"),
+    bob: discord.createUser("bob"),
+    mallory: discord.createUser("mallory"),
+  };
+  const dcUser = (speaker: string) => {
+    const found = dcUsers[speaker];
+    if (!found) throw new Error(`no Discord user ${speaker}`);
+    return found;
+  };
+  const thread = discord.createThread({
+    name: "chaos-thread",
+    ownerId: dcUser("alice").id,
+    botIsMember: true,
+  });
+
+  const discordPlace = (
+    name: string,
+    channelId: string,
+    policy: Place["policy"],
+    speakers: string[],
+    options: { dmOf?: string; needsMention: boolean },
+  ): Place => ({
+    name,
+    channel: "discord",
+    chat: `dc:${channelId}`,
+    policy,
+    needsMention: options.needsMention,
+    speakers,
+    post(speaker, text, mention) {
+      const author = dcUser(speaker).id;
+      const sent =
+        options.dmOf === undefined
+          ? discord.sendChannelMessage(channelId, author, text, { mentionBot: mention })
+          : discord.sendDm(author, text);
+      return sent.id;
+    },
+    replay(updateKey) {
+      discord.redispatch(updateKey);
+    },
+  });
+
+  const dmChannel = (speaker: string) => discord.dmChannelId(dcUser(speaker).id);
+  const places = [
+    telegramPlace("tg-dm-alice", privateChat(tgUsers.alice!), "supersede", ["alice"], {
+      needsMention: false,
+    }),
+    telegramPlace("tg-dm-bob", privateChat(tgUsers.bob!), "supersede", ["bob"], { needsMention: false }),
+    telegramPlace("tg-group", group, "queue", ["alice", "bob"], { needsMention: true }),
+    telegramPlace("tg-topic", forum, "queue", ["alice", "bob"], { topic, needsMention: false }),
+    discordPlace("dc-dm-alice", dmChannel("alice"), "interrupt", ["alice"], {
+      dmOf: "alice",
+      needsMention: false,
+    }),
+    discordPlace("dc-dm-bob", dmChannel("bob"), "interrupt", ["bob"], { dmOf: "bob", needsMention: false }),
+    discordPlace("dc-general", discord.generalChannelId, "queue", ["alice", "bob"], { needsMention: true }),
+    discordPlace("dc-thread", thread, "supersede", ["alice", "bob"], { needsMention: false }),
+  ];
+  const stranger = {
+    telegramDm: telegramPlace("tg-dm-mallory", privateChat(tgUsers.mallory!), "supersede", ["mallory"], {
+      needsMention: false,
+    }),
+    discordDm: discordPlace("dc-dm-mallory", dmChannel("mallory"), "interrupt", ["mallory"], {
+      dmOf: "mallory",
+      needsMention: false,
+    }),
+  };
+  return {
+    places,
+    stranger,
+    byName(name) {
+      const found = [...places, stranger.telegramDm, stranger.discordDm].find((p) => p.name === name);
+      if (!found) throw new Error(`no place ${name}`);
+      return found;
+    },
+    telegramAllowed: `${tgUsers.alice!.id},${tgUsers.bob!.id}`,
+    discordAllowed: `${dcUser("alice").id},${dcUser("bob").id}`,
+  };
+}

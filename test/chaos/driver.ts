@@ -1,0 +1,505 @@
+/**
+ * The chaos driver: a real gateway process between the Telegram and Discord emulators and the fake
+ * LLM server (scripted streaming answers), a bounded stream of messages from several people in DMs,
+ * groups, a forum topic and a thread, duplicates and replays of updates, `/in 2s` schedules,
+ * platform faults, and SIGKILLs at random moments and at every named kill point. When the traffic
+ * is over it lets the gateway settle (playing the operator for ambiguous records) and checks the
+ * invariants from the outside.
+ */
+import { Database } from "bun:sqlite";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
+import { startTelegramEmulator, type TelegramEmulator } from "../emulators/telegram/index.ts";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+import { type Cast, CHAOS_CONFIG, createCast, type Place } from "./cast.ts";
+import { type FaultCounts, FaultInjector } from "./faults.ts";
+import { checkInvariants, type Violation } from "./invariants.ts";
+import { type OperatorDecision, resolveAmbiguous } from "./operator.ts";
+import { type Random, seededRandom } from "./random.ts";
+import { readChats, readDatabase, readModelLog, type SentInput, type Snapshot } from "./snapshot.ts";
+import { GatewaySupervisor, KILL_POINTS, type KillPointArm } from "./supervisor.ts";
+
+export interface ChaosOptions {
+  seed: number;
+  /** Length of the traffic phase (kills and faults happen inside it). */
+  trafficMs: number;
+  /** Messages posted (answerable and ignorable), evenly spread over the traffic phase. */
+  messages: number;
+  /** `/in 2s` schedules; one is always posted while `schedule.claimed` is armed. */
+  schedules: number;
+  /** SIGKILLs at random moments, besides the armed restarts. */
+  randomKills: number;
+  /** How many times each named kill point is armed (one restart each). */
+  killPointRounds: number;
+  /** Probability that a platform call fails (429, 5xx, reset, hang), given a call just before it. */
+  faultRate: number;
+  /** Probability that a message is delivered twice right away. */
+  duplicateRate: number;
+  /** Probability, per message posted, that an older update is delivered again. */
+  replayRate: number;
+  /** How long an armed gateway may run before the driver gives up on its kill point. */
+  armedWindowMs: number;
+  settleTimeoutMs: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  messages: { answerable: number; ignorable: number; schedules: number };
+  kills: {
+    sigkills: number;
+    killPoints: Record<string, number>;
+    killPointsMissed: string[];
+    restarts: number;
+  };
+  faults: FaultCounts & { total: number };
+  duplicates: { immediate: number; replays: number; discordRedeliveries: number };
+  /** Calls that answer inputs. */
+  modelCalls: number;
+  /** Calls that answer none (summarising compaction). */
+  housekeepingModelCalls: number;
+  repeatedModelCalls: number;
+  resumedRuns: number;
+  ambiguousRecords: number;
+  operator: OperatorDecision[];
+  settled: boolean;
+  elapsedMs: number;
+  /** Where the run's database and config are kept (only when there were violations). */
+  keptDir: string | null;
+  violations: Violation[];
+}
+
+/**
+ * Discord has no replay after a fresh IDENTIFY, so the driver plays an at-least-once platform: a
+ * message last delivered this close to a death (or while the gateway was down) is delivered again.
+ */
+const DISCORD_AT_RISK_MS = 10_000;
+const TICK_MS = 200;
+const MIN_LIFETIME_MS = 1_500;
+const OPERATOR_TOKEN = "chaos-operator-token-0123456789";
+
+interface Peers {
+  telegram: TelegramEmulator;
+  discord: DiscordEmulator;
+  llm: FakeLlmServer;
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const started = Date.now();
+  const log = options.log ?? (() => {});
+  const random = seededRandom(options.seed);
+  const dir = tempDir("switchboard-chaos-");
+  const peers: Peers = {
+    telegram: startTelegramEmulator(),
+    discord: startDiscordEmulator({ heartbeatIntervalMs: 1_000 }),
+    llm: startFakeLlmServer(),
+  };
+  const cast = createCast(peers.telegram, peers.discord);
+  const dbPath = join(dir.path, "gateway.sqlite");
+  const configPath = join(dir.path, "switchboard.json");
+  writeFileSync(configPath, JSON.stringify(CHAOS_CONFIG));
+  const env = (): Record<string, string> => ({
+    SWITCHBOARD_DB: dbPath,
+    SWITCHBOARD_CONFIG: configPath,
+    SWITCHBOARD_WEB: "off",
+    SWITCHBOARD_LOG_LEVEL: "debug",
+    SWITCHBOARD_SHUTDOWN_GRACE_MS: "2000",
+    SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
+    SWITCHBOARD_MODEL: "openai-compatible:test-model",
+    OPENAI_COMPATIBLE_BASE_URL: peers.llm.openaiBaseUrl,
+    TELEGRAM_BOT_TOKEN: peers.telegram.token,
+    TELEGRAM_API_ROOT: peers.telegram.url,
+    TELEGRAM_ALLOWED_USERS: cast.telegramAllowed,
+    DISCORD_BOT_TOKEN: peers.discord.token,
+    DISCORD_API_URL: peers.discord.apiUrl,
+    DISCORD_ALLOWED_USERS: cast.discordAllowed,
+  });
+  const supervisor = new GatewaySupervisor(env, dir.path);
+  const faults = new FaultInjector(peers.telegram, peers.discord, random, options.faultRate);
+  const traffic = new Traffic(cast, peers, random, options);
+  let keptDir: string | null = null;
+  let ticker: ReturnType<typeof setInterval> | undefined;
+  try {
+    await supervisor.start();
+    log(`gateway up at ${supervisor.url}; db ${dbPath}`);
+    const trafficStart = Date.now();
+    ticker = setInterval(() => faults.tick(Date.now()), TICK_MS);
+    const chaos = runKills(options, random, supervisor, traffic, trafficStart, log);
+    await traffic.run(trafficStart);
+    await chaos;
+    faults.quiesce();
+    if (!supervisor.running) await restart(supervisor, traffic);
+    log("traffic over; settling");
+
+    const { settled, operator } = await settle(
+      options.settleTimeoutMs,
+      dbPath,
+      peers,
+      supervisor,
+      traffic,
+      log,
+    );
+    const snapshot: Snapshot = {
+      sent: traffic.sent,
+      ...readDatabase(dbPath),
+      botMessages: readChats([...new Set(cast.places.map((p) => p.chat))], peers.telegram, peers.discord),
+      ...readModelLog(peers.llm.requests()),
+      unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
+    };
+    await supervisor.stop();
+    const checked = checkInvariants(snapshot);
+    const violations = [
+      ...checked.violations,
+      ...processViolations(supervisor, settled, options.settleTimeoutMs),
+    ];
+    if (violations.length > 0) {
+      keptDir = dir.path;
+      writeTimeline(join(dir.path, "timeline.txt"), supervisor, traffic);
+    }
+    const fired = supervisor.stats.killPointsFired;
+    return {
+      seed: options.seed,
+      messages: {
+        answerable: traffic.sent.filter((s) => s.expect === "answer").length,
+        ignorable: traffic.sent.filter((s) => s.expect === "ignored").length,
+        schedules: traffic.sent.filter((s) => s.expect === "schedule").length,
+      },
+      kills: {
+        sigkills: supervisor.stats.sigkills,
+        killPoints: { ...fired },
+        killPointsMissed: KILL_POINTS.filter((p) => !fired[p]),
+        restarts: supervisor.stats.starts - 1,
+      },
+      faults: { ...faults.counts, total: faults.total },
+      duplicates: { ...traffic.duplicates },
+      modelCalls: snapshot.modelRequests.length,
+      housekeepingModelCalls: snapshot.housekeepingCalls,
+      repeatedModelCalls: checked.repeatedModelCalls,
+      resumedRuns: checked.resumedRuns,
+      ambiguousRecords: checked.ambiguousRecords,
+      operator,
+      settled,
+      elapsedMs: Date.now() - started,
+      keptDir,
+      violations,
+    };
+  } finally {
+    clearInterval(ticker);
+    await supervisor.stop().catch(() => {});
+    faults.quiesce();
+    await peers.telegram.close();
+    await peers.discord.close();
+    await peers.llm.stop();
+    if (keptDir === null) dir.cleanup();
+  }
+}
+
+/** A run that never settled and gateway processes that exited when nobody killed them. */
+function processViolations(
+  supervisor: GatewaySupervisor,
+  settled: boolean,
+  settleTimeoutMs: number,
+): Violation[] {
+  const violations: Violation[] = supervisor.stats.crashes.map((crash) => ({
+    invariant: "settled",
+    subject: "gateway process",
+    detail: `exited ${crash.exitCode} unplanned; last log lines:\n${crash.logTail.join("\n")}`,
+  }));
+  if (!settled) {
+    violations.push({
+      invariant: "settled",
+      subject: "gateway",
+      detail: `not settled within ${settleTimeoutMs} ms`,
+    });
+  }
+  return violations;
+}
+
+/** Starts, deaths, posts and redeliveries in time order, kept with a failed run for diagnosis. */
+function writeTimeline(path: string, supervisor: GatewaySupervisor, traffic: Traffic): void {
+  const events = [
+    ...supervisor.timeline,
+    ...traffic.sent.map((s) => ({ atMs: s.sentAtMs, event: `sent ${s.id} ${s.place} ${s.updateKey}` })),
+    ...traffic.redeliveries.map((r) => ({
+      atMs: r.atMs,
+      event: `redelivered ${r.ids.join(",")} (deaths since ${new Date(r.sinceMs).toISOString()})`,
+    })),
+  ].sort((a, b) => a.atMs - b.atMs);
+  writeFileSync(path, `${events.map((e) => `${new Date(e.atMs).toISOString()} ${e.event}`).join("\n")}\n`);
+}
+
+/**
+ * Starts the gateway and redelivers the Discord messages the deaths since the last start may have
+ * swallowed (the one that made this restart necessary, and any while starting).
+ */
+async function restart(supervisor: GatewaySupervisor, traffic: Traffic, arm?: KillPointArm): Promise<void> {
+  const deathBefore = supervisor.lastDeathAtMs;
+  await supervisor.start(arm);
+  const firstDeath = Math.min(
+    deathBefore ?? Number.POSITIVE_INFINITY,
+    supervisor.lastDeathAtMs ?? Number.POSITIVE_INFINITY,
+  );
+  if (Number.isFinite(firstDeath)) await traffic.redeliverDiscordAtRisk(firstDeath);
+}
+
+/** `killPointRounds` armed restarts per kill point and `randomKills` plain SIGKILLs, spread over the traffic phase. */
+async function runKills(
+  options: ChaosOptions,
+  random: Random,
+  supervisor: GatewaySupervisor,
+  traffic: Traffic,
+  trafficStart: number,
+  log: (line: string) => void,
+): Promise<void> {
+  const shuffled = random.shuffle([
+    ...Array.from({ length: options.killPointRounds }, () =>
+      KILL_POINTS.map((point) => ({ kind: "point" as const, point })),
+    ).flat(),
+    ...Array.from({ length: options.randomKills }, () => ({ kind: "random" as const })),
+  ]);
+  // A kill right after a schedule claim leaves the claim leased (60 s) to the dead process: arm that
+  // point first, so the lease runs out during the traffic rather than while settling.
+  const claimFirst = shuffled.findIndex((e) => e.kind === "point" && e.point === "schedule.claimed");
+  const episodes = [...shuffled.splice(claimFirst, 1), ...shuffled];
+  const spanMs = options.trafficMs * 0.7;
+  for (const [index, episode] of episodes.entries()) {
+    const atMs = trafficStart + ((index + random.next()) / episodes.length) * spanMs;
+    // Each process lives a little, even when the plan is behind, so the work makes progress.
+    await sleepUntil(
+      Math.max(atMs, (supervisor.lastStartedAtMs ?? 0) + random.int(MIN_LIFETIME_MS, 2 * MIN_LIFETIME_MS)),
+    );
+    if (!supervisor.running) await restart(supervisor, traffic); // a crash: recorded, and we go on
+    await supervisor.sigkill();
+    await Bun.sleep(random.int(0, 1_500));
+    if (episode.kind === "random") {
+      log(`SIGKILL at +${Date.now() - trafficStart} ms`);
+      await restart(supervisor, traffic);
+      continue;
+    }
+    const arm = { point: episode.point, at: episode.point === "schedule.claimed" ? 1 : random.int(1, 2) };
+    log(`armed ${arm.point} (pass ${arm.at}) at +${Date.now() - trafficStart} ms`);
+    await restart(supervisor, traffic, arm);
+    // Make sure the point is passed even when the traffic is thin: a message (or schedule) of its own per pass.
+    for (let pass = 0; pass < arm.at; pass += 1) {
+      if (arm.point === "schedule.claimed") traffic.postSchedule();
+      else traffic.postAnswerable();
+    }
+    if (supervisor.armed && !(await supervisor.waitForDeath(options.armedWindowMs))) {
+      log(`${arm.point} did not fire within ${options.armedWindowMs} ms`);
+      await supervisor.sigkill();
+    }
+    if (supervisor.running) continue; // it fired while starting; this process runs disarmed
+    await Bun.sleep(random.int(0, 1_000));
+    await restart(supervisor, traffic);
+  }
+}
+
+/** Waits until nothing is left to do, resolving ambiguous records as an operator would. */
+async function settle(
+  timeoutMs: number,
+  dbPath: string,
+  peers: Peers,
+  supervisor: GatewaySupervisor,
+  traffic: Traffic,
+  log: (line: string) => void,
+): Promise<{ settled: boolean; operator: OperatorDecision[] }> {
+  const deadline = Date.now() + timeoutMs;
+  const operator: OperatorDecision[] = [];
+  let quietPolls = 0;
+  let lastSignature = "";
+  while (Date.now() < deadline) {
+    await Bun.sleep(500);
+    if (!supervisor.running) await restart(supervisor, traffic);
+    const work = pendingWork(dbPath);
+    const signature = JSON.stringify([
+      work,
+      peers.llm.requests().length,
+      peers.telegram.pendingUpdateIds().length,
+    ]);
+    if (work.ambiguous > 0 && supervisor.url) {
+      const decided = await resolveAmbiguous(
+        { url: supervisor.url, token: OPERATOR_TOKEN },
+        (chat) => readChats([chat], peers.telegram, peers.discord)[chat] ?? [],
+      );
+      for (const decision of decided) log(`operator: ${decision.action} ${decision.id}`);
+      operator.push(...decided);
+      quietPolls = 0;
+      continue;
+    }
+    const idle =
+      work.active + work.undelivered + work.schedules === 0 && peers.telegram.pendingUpdateIds().length === 0;
+    quietPolls = idle && signature === lastSignature ? quietPolls + 1 : 0;
+    lastSignature = signature;
+    if (quietPolls >= 3) return { settled: true, operator };
+  }
+  return { settled: false, operator };
+}
+
+function pendingWork(dbPath: string): {
+  active: number;
+  undelivered: number;
+  ambiguous: number;
+  schedules: number;
+} {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    const count = (sql: string) => (db.query(sql).get() as { n: number }).n;
+    return {
+      active: count(
+        "SELECT count(*) AS n FROM runs WHERE state IN ('queued', 'running', 'interrupt_requested')",
+      ),
+      undelivered: count(
+        "SELECT count(*) AS n FROM outbox WHERE state IN ('pending', 'sending') AND NOT (kind = 'stream' AND final = 0)",
+      ),
+      ambiguous: count("SELECT count(*) AS n FROM outbox WHERE state = 'ambiguous'"),
+      schedules:
+        count("SELECT count(*) AS n FROM schedules WHERE state = 'active'") +
+        count("SELECT count(*) AS n FROM schedule_occurrences WHERE state IN ('claimed', 'retrying')"),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+async function sleepUntil(atMs: number): Promise<void> {
+  const waitMs = atMs - Date.now();
+  if (waitMs > 0) await Bun.sleep(waitMs);
+}
+
+/** The people talking: what they post, when, and the duplicates the platforms add. */
+class Traffic {
+  /** `offeredAtMs`: when the platform last delivered it (posted or redelivered). */
+  readonly sent: Array<SentInput & { sentAtMs: number; offeredAtMs: number }> = [];
+  readonly duplicates = { immediate: 0, replays: 0, discordRedeliveries: 0 };
+  readonly redeliveries: Array<{ atMs: number; sinceMs: number; ids: string[] }> = [];
+  private nextId = 1;
+
+  constructor(
+    private readonly cast: Cast,
+    private readonly peers: Peers,
+    private readonly random: Random,
+    private readonly options: ChaosOptions,
+  ) {}
+
+  async run(startMs: number): Promise<void> {
+    const scheduleSlots = new Set(
+      Array.from({ length: Math.max(0, this.options.schedules - 1) }, () =>
+        this.random.int(0, this.options.messages - 1),
+      ),
+    );
+    for (let i = 0; i < this.options.messages; i += 1) {
+      const jitter = this.random.next() * 0.8;
+      await sleepUntil(startMs + ((i + jitter) / this.options.messages) * this.options.trafficMs);
+      if (scheduleSlots.has(i)) this.postSchedule();
+      if (this.random.chance(0.1)) this.postIgnorable();
+      else this.postAnswerable();
+      if (this.random.chance(this.options.replayRate) && this.sent.length > 1) {
+        const old = this.random.pick(this.sent);
+        this.cast.byName(old.place).replay(old.updateKey);
+        this.duplicates.replays += 1;
+      }
+    }
+  }
+
+  /** `/in 2s <id> …` in a DM; the scheduled answer is scripted like any other. */
+  postSchedule(): void {
+    const id = this.id("s");
+    const place = this.cast.byName(this.random.pick(["tg-dm-alice", "dc-dm-bob"]));
+    this.script(id);
+    const updateKey = place.post(place.speakers[0]!, `/in 2s ${id} stretch your legs`, false);
+    this.record(id, place, updateKey, "schedule");
+  }
+
+  /** Redelivers Discord messages posted shortly before the gateway died or while it was down. */
+  async redeliverDiscordAtRisk(deathAtMs: number): Promise<void> {
+    const connected = Date.now() + 10_000;
+    while (this.peers.discord.connectedClients === 0 && Date.now() < connected) await Bun.sleep(50);
+    const ids: string[] = [];
+    for (const input of this.sent) {
+      if (input.channel !== "discord" || input.offeredAtMs < deathAtMs - DISCORD_AT_RISK_MS) continue;
+      this.cast.byName(input.place).replay(input.updateKey);
+      // A process killed soon after this copy arrived may have lost it too: it stays at risk.
+      input.offeredAtMs = Date.now();
+      this.duplicates.discordRedeliveries += 1;
+      ids.push(input.id);
+    }
+    this.redeliveries.push({ atMs: Date.now(), sinceMs: deathAtMs, ids });
+  }
+
+  postAnswerable(): void {
+    const id = this.id("q");
+    const place = this.random.pick(this.cast.places);
+    const speaker = this.random.pick(place.speakers);
+    this.script(id);
+    const updateKey = place.post(speaker, `${id} ${this.words(this.random.int(2, 6))}`, place.needsMention);
+    this.record(id, place, updateKey, "answer");
+    if (this.random.chance(this.options.duplicateRate)) {
+      place.replay(updateKey);
+      this.duplicates.immediate += 1;
+    }
+  }
+
+  /** Group chatter without a mention, or a DM from someone no allowlist names. */
+  private postIgnorable(): void {
+    const id = this.id("i");
+    const gated = this.cast.places.filter((p) => p.needsMention);
+    const place = this.random.chance(0.5)
+      ? this.random.pick(gated)
+      : this.random.pick([this.cast.stranger.telegramDm, this.cast.stranger.discordDm]);
+    const updateKey = place.post(this.random.pick(place.speakers), `${id} ${this.words(3)}`, false);
+    this.record(id, place, updateKey, "ignored");
+  }
+
+  /** The model's answer to `id`: marked `a-<id>`, streamed in a few paced chunks. */
+  private script(id: string): void {
+    this.peers.llm.addRules([
+      {
+        match: { lastUserContains: id },
+        reply: {
+          kind: "text",
+          text: `a-${id} ${this.words(this.random.int(4, 14))}`,
+          chunks: this.random.int(2, 6),
+          chunkDelayMs: this.random.int(40, 300),
+        },
+      },
+    ]);
+  }
+
+  private record(id: string, place: Place, updateKey: string, expect: SentInput["expect"]): void {
+    this.sent.push({
+      id,
+      place: place.name,
+      channel: place.channel,
+      updateKey,
+      chat: place.chat,
+      expect,
+      ordered: place.policy === "queue",
+      sentAtMs: Date.now(),
+      offeredAtMs: Date.now(),
+    });
+  }
+
+  private id(prefix: "q" | "s" | "i"): string {
+    const id = `${prefix}${String(this.nextId).padStart(5, "0")}`;
+    this.nextId += 1;
+    return id;
+  }
+
+  private words(count: number): string {
+    const vocabulary = [
+      "alpha",
+      "bravo",
+      "charlie",
+      "delta",
+      "echo",
+      "foxtrot",
+      "golf",
+      "hotel",
+      "india",
+      "juliet",
+    ];
+    return Array.from({ length: count }, () => this.random.pick(vocabulary)).join(" ");
+  }
+}

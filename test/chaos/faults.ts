@@ -1,0 +1,130 @@
+/**
+ * Platform faults at a configurable rate: after a call to one of the chosen API methods, the next
+ * call of that method fails with probability `rate` (a fault is armed only when none is pending, so
+ * faults never pile up while a chat is quiet and a retried send meets each one independently).
+ * The faults are the ones real platforms produce: 429 with a retry-after, 5xx, a connection reset
+ * before or after the call took effect, and hung calls.
+ */
+import type { DiscordEmulator, Fault as DiscordFault, RestRoute } from "../emulators/discord/index.ts";
+import type { TelegramEmulator, Fault as TelegramFault } from "../emulators/telegram/index.ts";
+import type { Random } from "./random.ts";
+
+/** How long a hung Telegram call stays open before the driver releases it. */
+const HANG_RELEASE_MS = 4_000;
+const TELEGRAM_METHODS = ["sendMessage", "editMessageText", "deleteMessage", "getUpdates"] as const;
+const DISCORD_ROUTES: readonly RestRoute[] = [
+  "POST /channels/:id/messages",
+  "PATCH /channels/:id/messages/:id",
+  "POST /channels/:id/typing",
+];
+
+export interface FaultCounts {
+  rateLimited: number;
+  serverErrors: number;
+  resets: number;
+  hangs: number;
+}
+
+export class FaultInjector {
+  readonly counts: FaultCounts = { rateLimited: 0, serverErrors: 0, resets: 0, hangs: 0 };
+  private hangReleaseAtMs: number | null = null;
+  private telegramSeen = 0;
+  private discordSeen = 0;
+  /** Methods and routes with a fault armed and not yet consumed. */
+  private readonly pending = new Set<string>();
+  private enabled = true;
+
+  constructor(
+    private readonly telegram: TelegramEmulator,
+    private readonly discord: DiscordEmulator,
+    private readonly random: Random,
+    /** Probability that the call after a call of the same method fails. 0 disables faults. */
+    private readonly rate: number,
+  ) {}
+
+  get total(): number {
+    const c = this.counts;
+    return c.rateLimited + c.serverErrors + c.resets + c.hangs;
+  }
+
+  /** Looks at the calls since the last tick and arms the next faults. Call it every ~200 ms. */
+  tick(nowMs: number): void {
+    if (this.hangReleaseAtMs !== null && nowMs >= this.hangReleaseAtMs) {
+      this.telegram.releaseHung();
+      this.hangReleaseAtMs = null;
+    }
+    const telegramCalls = this.telegram.calls
+      .slice(this.telegramSeen)
+      .map((c) => ({ key: `tg ${c.method}`, c }));
+    this.telegramSeen += telegramCalls.length;
+    const discordCalls = this.discord.restCalls
+      .slice(this.discordSeen)
+      .map((c) => ({ key: `dc ${c.route}`, c }));
+    this.discordSeen += discordCalls.length;
+    const called = new Set<string>();
+    for (const { key, c } of [...telegramCalls, ...discordCalls]) {
+      if (c.fault !== undefined) this.pending.delete(key);
+      called.add(key);
+    }
+    if (!this.enabled) return;
+    for (const method of TELEGRAM_METHODS) {
+      const key = `tg ${method}`;
+      if (called.has(key) && !this.pending.has(key) && this.random.chance(this.rate)) {
+        this.armTelegram(method, nowMs);
+        this.pending.add(key);
+      }
+    }
+    for (const route of DISCORD_ROUTES) {
+      const key = `dc ${route}`;
+      if (called.has(key) && !this.pending.has(key) && this.random.chance(this.rate)) {
+        this.armDiscord(route);
+        this.pending.add(key);
+      }
+    }
+  }
+
+  /** Disarms everything planned and releases hung Telegram calls (before the run settles). */
+  quiesce(): void {
+    this.enabled = false;
+    this.pending.clear();
+    this.telegram.faults.clear();
+    this.telegram.releaseHung();
+    this.discord.clearFaults();
+  }
+
+  private armTelegram(method: (typeof TELEGRAM_METHODS)[number], nowMs: number): void {
+    const sends = method !== "getUpdates";
+    const faults: TelegramFault[] = [
+      { kind: "rate_limited", retryAfterSeconds: 1 },
+      { kind: "server_error", status: 502, description: "Bad Gateway" },
+      { kind: "reset" },
+      ...(sends ? ([{ kind: "reset_after_effect" }, { kind: "hang" }] as const) : []),
+    ];
+    const fault = this.random.pick(faults);
+    this.telegram.injectFault(method, fault);
+    this.count(fault.kind);
+    if (fault.kind === "hang") this.hangReleaseAtMs ??= nowMs + HANG_RELEASE_MS;
+  }
+
+  private armDiscord(route: RestRoute): void {
+    const faults: DiscordFault[] = [
+      { kind: "rate_limit", retryAfterMs: 1_000 },
+      { kind: "server_error", status: 502 },
+      { kind: "server_error", status: 503 },
+      { kind: "reset", afterCommit: this.random.chance(0.5) },
+    ];
+    // A Discord hang lasts until the client's own timeout: keep it rare.
+    const fault: DiscordFault = this.random.chance(0.1)
+      ? { kind: "hang", afterCommit: true }
+      : this.random.pick(faults);
+    this.discord.failNext(route, fault);
+    this.count(fault.kind);
+  }
+
+  private count(kind: string): void {
+    if (kind === "rate_limited" || kind === "rate_limit") this.counts.rateLimited += 1;
+    else if (kind === "server_error") this.counts.serverErrors += 1;
+    else if (kind === "hang") this.counts.hangs += 1;
+    else this.counts.resets += 1;
+  }
+}

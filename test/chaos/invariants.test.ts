@@ -1,0 +1,250 @@
+/**
+ * The chaos invariants against hand-made snapshots: a healthy one passes, and each way of breaking
+ * a promise is caught by the invariant meant for it.
+ */
+import { describe, expect, test } from "bun:test";
+import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
+import { checkInvariants, type InvariantName } from "./invariants.ts";
+import { type OutboxRow, type RunRow, readModelLog, type SentInput, type Snapshot } from "./snapshot.ts";
+
+const GROUP = "tg:-5001";
+const DM = "tg:1001";
+
+function run(id: string, inputs: string[], extra: Partial<RunRow> = {}): RunRow {
+  return {
+    id,
+    conversationId: "conv_group",
+    queueSeq: Number(id.replace(/\D/g, "")),
+    state: "completed",
+    absorbedInto: null,
+    acquisitions: 1,
+    steps: 1,
+    inputTexts: inputs.map((i) => `${i} hello`),
+    inputMessageIds: inputs.map((i) => `msg_${i}`),
+    answerText: `a-${inputs.at(-1)} words`,
+    ...extra,
+  };
+}
+
+function record(runId: string, marker: string, extra: Partial<OutboxRow> = {}): OutboxRow {
+  return {
+    id: `obx_${runId}`,
+    key: `${runId}:0`,
+    runId,
+    state: "delivered",
+    kind: "message",
+    markdown: `a-${marker} words`,
+    chat: GROUP,
+    everAmbiguous: false,
+    receiptIds: [`m_${marker}`],
+    ...extra,
+  };
+}
+
+function sent(id: string, extra: Partial<SentInput> = {}): SentInput {
+  return {
+    id,
+    place: "tg-group",
+    channel: "telegram",
+    updateKey: `u_${id}`,
+    chat: GROUP,
+    expect: "answer",
+    ordered: true,
+    ...extra,
+  };
+}
+
+/** Two queued answers in a group, a schedule in a DM and one ignored message: everything kept. */
+function healthy(): Snapshot {
+  return {
+    sent: [
+      sent("q00001"),
+      sent("q00002"),
+      sent("i00003", { expect: "ignored" }),
+      sent("s00004", { place: "tg-dm-alice", chat: DM, expect: "schedule", ordered: false }),
+    ],
+    receipts: [
+      { channel: "telegram", key: "u_q00001", runId: "run1", outcome: "admitted" },
+      { channel: "telegram", key: "u_q00002", runId: "run2", outcome: "admitted" },
+      { channel: "telegram", key: "u_s00004", runId: null, outcome: "command:in" },
+    ],
+    runs: [
+      run("run1", ["q00001"]),
+      run("run2", ["q00002"]),
+      run("run3", ["s00004"], {
+        conversationId: "conv_dm",
+        inputTexts: ["[Scheduled prompt sch_1] s00004 stretch"],
+      }),
+    ],
+    outbox: [
+      record("run1", "q00001"),
+      record("run2", "q00002"),
+      record("run3", "s00004", { chat: DM }),
+      {
+        ...record("notice_x", "none", { chat: DM }),
+        key: "notice:telegram:1:u_s00004",
+        markdown: "Scheduled sch_1 (once, first run Mon 2026-11-30 09:17 UTC).",
+        receiptIds: ["m_notice"],
+      },
+    ],
+    schedules: [{ id: "sch_1", prompt: "s00004 stretch", state: "completed" }],
+    occurrences: [{ scheduleId: "sch_1", scheduledForMs: 1, state: "dispatched", runId: "run3" }],
+    botMessages: {
+      [GROUP]: [
+        { id: "m_q00001", text: "a-q00001 words" },
+        { id: "m_q00002", text: "a-q00002 words" },
+      ],
+      [DM]: [
+        { id: "m_notice", text: "Scheduled sch_1 (once, first run Mon 2026-11-30 09:17 UTC)." },
+        { id: "m_s00004", text: "a-s00004 words" },
+      ],
+    },
+    modelRequests: ["q00001 hello", "q00002 hello", "[Scheduled prompt sch_1] s00004 stretch"],
+    housekeepingCalls: 0,
+    modelSawText: "q00001 hello q00002 hello s00004 stretch",
+    unconfirmedUpdates: [],
+  };
+}
+
+function violated(snapshot: Snapshot): InvariantName[] {
+  return [...new Set(checkInvariants(snapshot).violations.map((v) => v.invariant))];
+}
+
+describe("chaos invariants", () => {
+  test("a healthy run has no violations", () => {
+    expect(checkInvariants(healthy()).violations).toEqual([]);
+  });
+
+  test("a message that was never admitted", () => {
+    const s = healthy();
+    s.receipts = s.receipts.filter((r) => r.key !== "u_q00002");
+    expect(violated(s)).toContain("admitted");
+  });
+
+  test("an ignorable message that reached the model", () => {
+    const s = healthy();
+    s.modelSawText += " i00003 chatter";
+    expect(violated(s)).toEqual(["admitted"]);
+  });
+
+  test("a run left running, and an input held by two runs", () => {
+    const running = healthy();
+    running.runs[1]!.state = "running";
+    expect(violated(running)).toContain("one-terminal-run");
+    const twice = healthy();
+    twice.runs.push(run("run9", ["q00001"], { state: "cancelled", answerText: "" }));
+    expect(violated(twice)).toContain("one-terminal-run");
+  });
+
+  test("absorbed into nothing, superseded with no successor", () => {
+    const absorbed = healthy();
+    absorbed.runs[0] = { ...absorbed.runs[0]!, state: "absorbed", absorbedInto: "run_gone" };
+    absorbed.outbox = absorbed.outbox.filter((r) => r.runId !== "run1");
+    expect(violated(absorbed)).toContain("one-terminal-run");
+    const superseded = healthy();
+    superseded.runs[1] = { ...superseded.runs[1]!, state: "superseded" };
+    superseded.outbox = superseded.outbox.filter((r) => r.runId !== "run2");
+    superseded.botMessages[GROUP] = superseded.botMessages[GROUP]!.slice(0, 1);
+    expect(violated(superseded)).toContain("one-terminal-run");
+  });
+
+  test("an answer shown twice, one never delivered, one with no record", () => {
+    const twice = healthy();
+    twice.botMessages[GROUP]!.push({ id: "m_dup", text: "a-q00002 words" });
+    expect(violated(twice)).toContain("delivered-once");
+    const pending = healthy();
+    pending.outbox[1]!.state = "pending";
+    expect(violated(pending)).toContain("delivered-once");
+    const missing = healthy();
+    missing.outbox = missing.outbox.filter((r) => r.runId !== "run2");
+    expect(violated(missing)).toContain("delivered-once");
+  });
+
+  test("an ambiguous record may be shown once but not twice", () => {
+    const once = healthy();
+    once.outbox[1] = { ...once.outbox[1]!, state: "ambiguous", everAmbiguous: true };
+    expect(checkInvariants(once).violations).toEqual([]);
+    expect(checkInvariants(once).ambiguousRecords).toBe(1);
+    const twice = healthy();
+    twice.outbox[1] = { ...twice.outbox[1]!, state: "ambiguous", everAmbiguous: true };
+    twice.botMessages[GROUP]!.push({ id: "m_dup", text: "a-q00002 words" });
+    expect(violated(twice)).toEqual(["delivered-once"]);
+  });
+
+  test("a notice is found by its text even when the chat shows it without markup", () => {
+    const s = healthy();
+    s.outbox[3]!.markdown = "Scheduled *sch_1* (once).";
+    s.botMessages[DM]![0]!.text = "Scheduled sch_1 (once).";
+    expect(checkInvariants(s).violations).toEqual([]);
+    s.botMessages[DM]!.push({ id: "m_notice2", text: "Scheduled sch_1 (once)." });
+    expect(violated(s)).toEqual(["delivered-once"]);
+  });
+
+  test("a superseded run's answer in the chat", () => {
+    const s = healthy();
+    s.runs.push(run("run0", ["q00000"], { state: "superseded", answerText: "" }));
+    s.botMessages[GROUP]!.unshift({ id: "m_leak", text: "a-q00000 partial" });
+    expect(violated(s)).toEqual(["superseded-silent"]);
+    // Once is tolerated when its stream record was ambiguous (an orphaned live preview).
+    s.outbox.push(
+      record("run0", "q00000", { kind: "stream", key: "run0:stream", markdown: "", everAmbiguous: true }),
+    );
+    expect(checkInvariants(s).violations).toEqual([]);
+  });
+
+  test("a duplicate that reached the model, and a call for no run", () => {
+    const duplicate = healthy();
+    duplicate.modelRequests.push("q00002 hello");
+    expect(violated(duplicate)).toEqual(["model-calls"]);
+    const resumed = healthy();
+    resumed.modelRequests.push("q00002 hello");
+    resumed.runs[1]!.acquisitions = 2;
+    expect(checkInvariants(resumed).violations).toEqual([]);
+    expect(checkInvariants(resumed).repeatedModelCalls).toBe(1);
+    const stray = healthy();
+    stray.modelRequests.push("q00077 never admitted");
+    expect(violated(stray)).toEqual(["model-calls"]);
+  });
+
+  test("compaction calls are counted apart; a streamed call for no input still counts", () => {
+    const request = (lastUserText: string, stream: boolean) =>
+      ({ lastUserText, stream, messages: [] }) as unknown as FakeLlmRequest;
+    const log = readModelLog([
+      request("Write the summary now.", false),
+      request("q00001 hello", true),
+      request("hello without an id", true),
+    ]);
+    expect(log.housekeepingCalls).toBe(1);
+    expect(log.modelRequests).toEqual(["q00001 hello", "hello without an id"]);
+    const s = healthy();
+    s.modelRequests.push(...log.modelRequests.slice(1));
+    expect(checkInvariants(s).violations).toEqual([
+      expect.objectContaining({ invariant: "model-calls", subject: "request #3" }),
+    ]);
+  });
+
+  test("a schedule that fired twice or never", () => {
+    const twice = healthy();
+    twice.occurrences.push({ scheduleId: "sch_1", scheduledForMs: 2, state: "dispatched", runId: "run3" });
+    expect(violated(twice)).toEqual(["schedule-fired-once"]);
+    const never = healthy();
+    never.occurrences = [];
+    never.schedules[0]!.state = "active";
+    expect(violated(never)).toContain("schedule-fired-once");
+    const doubled = healthy();
+    doubled.schedules.push({ id: "sch_2", prompt: "s00004 stretch", state: "completed" });
+    expect(violated(doubled)).toEqual(["schedule-fired-once"]);
+  });
+
+  test("answers out of order in a queue chat", () => {
+    const s = healthy();
+    s.botMessages[GROUP]!.reverse();
+    expect(violated(s)).toEqual(["order"]);
+  });
+
+  test("an update Telegram still holds", () => {
+    const s = healthy();
+    s.unconfirmedUpdates = [42];
+    expect(violated(s)).toEqual(["settled"]);
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * Plays the operator for ambiguous outbox records, through the real CLI against the running
+ * gateway's API (so its delivery worker reacts at once): look in the chat, then
+ * `outbox resolve ID --delivered` when the answer is there, `outbox retry ID` when it is not.
+ * An ambiguous record holds back every later answer to its chat, so a run cannot settle without this.
+ */
+import { join } from "node:path";
+import type { OutboxRecord } from "../../outbox/types.ts";
+import { countIn, fingerprintOf } from "./invariants.ts";
+import { type ChatMessage, chatOfTarget } from "./snapshot.ts";
+
+const ACTOR = "chaos-operator";
+const CLI = join(import.meta.dir, "..", "..", "src", "cli", "main.ts");
+
+export interface OperatorAccess {
+  url: string;
+  token: string;
+}
+
+async function cli(access: OperatorAccess, args: string[]): Promise<string> {
+  const child = Bun.spawn([process.execPath, CLI, ...args, "--url", access.url], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "/tmp",
+      SWITCHBOARD_OPERATOR_TOKEN: access.token,
+    },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  if (code !== 0) throw new Error(`switchboard ${args.join(" ")} exited ${code}: ${stderr.trim()}`);
+  return stdout;
+}
+
+export interface OperatorDecision {
+  id: string;
+  action: "resolved-delivered" | "retried";
+}
+
+/**
+ * Resolves every ambiguous record once. `chatOf(chat)` returns the bot's visible messages there.
+ * A record is looked up by its answer marker (`a-<id>`; a partial stream preview counts as seen,
+ * as an operator would judge it), or by its first line when it has none.
+ */
+export async function resolveAmbiguous(
+  access: OperatorAccess,
+  chatOf: (chat: string) => ChatMessage[],
+): Promise<OperatorDecision[]> {
+  const records = JSON.parse(
+    await cli(access, ["outbox", "list", "--state", "ambiguous", "--json"]),
+  ) as OutboxRecord[];
+  const decisions: OperatorDecision[] = [];
+  for (const record of records) {
+    const needle = fingerprintOf(record.markdown);
+    const seen = needle !== null && countIn(chatOf(chatOfTarget(record.channel, record.target)), needle) > 0;
+    try {
+      if (seen) {
+        await cli(access, [
+          "outbox",
+          "resolve",
+          record.id,
+          "--delivered",
+          "--note",
+          "seen in the chat",
+          "--actor",
+          ACTOR,
+        ]);
+        decisions.push({ id: record.id, action: "resolved-delivered" });
+      } else {
+        await cli(access, ["outbox", "retry", record.id, "--note", "not in the chat", "--actor", ACTOR]);
+        decisions.push({ id: record.id, action: "retried" });
+      }
+    } catch (error) {
+      // The gateway may have died (a kill) or the record moved on meanwhile: the next round looks again.
+      if (!String((error as Error).message).includes("exited 4")) throw error;
+    }
+  }
+  return decisions;
+}

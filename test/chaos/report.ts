@@ -1,0 +1,24 @@
+import type { ChaosReport } from "./driver.ts";
+
+/** The counts a chaos run prints, one fact per line, then every violation. */
+export function formatReport(report: ChaosReport): string {
+  const points = Object.entries(report.kills.killPoints)
+    .map(([point, times]) => `${point}×${times}`)
+    .join(", ");
+  const f = report.faults;
+  const lines = [
+    `seed ${report.seed}, ${(report.elapsedMs / 1000).toFixed(1)} s, settled: ${report.settled ? "yes" : "NO"}`,
+    `messages: ${report.messages.answerable} answerable, ${report.messages.ignorable} ignorable, ${report.messages.schedules} schedules`,
+    `kills: ${report.kills.sigkills} SIGKILLs by the driver, kill points fired: ${points || "none"}${
+      report.kills.killPointsMissed.length > 0 ? ` (missed: ${report.kills.killPointsMissed.join(", ")})` : ""
+    }; ${report.kills.restarts} restarts`,
+    `faults: ${f.total} (${f.rateLimited} rate limits, ${f.serverErrors} 5xx, ${f.resets} resets, ${f.hangs} hangs)`,
+    `duplicates: ${report.duplicates.immediate} immediate, ${report.duplicates.replays} replays, ${report.duplicates.discordRedeliveries} Discord redeliveries after restarts`,
+    `model calls: ${report.modelCalls} (${report.repeatedModelCalls} for resumed runs; ${report.resumedRuns} runs resumed), ${report.housekeepingModelCalls} for compaction`,
+    `ambiguous records: ${report.ambiguousRecords} (operator: ${report.operator.filter((d) => d.action === "resolved-delivered").length} seen and resolved, ${report.operator.filter((d) => d.action === "retried").length} retried)`,
+    `violations: ${report.violations.length}`,
+    ...report.violations.map((v) => `  [${v.invariant}] ${v.subject}: ${v.detail}`),
+  ];
+  if (report.keptDir) lines.push(`kept for inspection: ${report.keptDir}`);
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,252 @@
+/**
+ * What a chaos run looks like from the outside once it has settled: the database (read-only), the
+ * chats as the emulators show them, the model's request log and what the driver sent. The
+ * invariants (invariants.ts) are pure functions of this.
+ */
+import { Database } from "bun:sqlite";
+import { decodeTarget as decodeDiscordTarget } from "../../channels/discord/keys.ts";
+import { decodeTarget as decodeTelegramTarget } from "../../channels/telegram/target.ts";
+import type { DiscordEmulator } from "../emulators/discord/index.ts";
+import type { TelegramEmulator } from "../emulators/telegram/index.ts";
+import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
+import type { ChaosChannel } from "./cast.ts";
+
+/** `answer`: must be answered; `ignored`: must never reach the model; `schedule`: an `/in` command. */
+export type Expectation = "answer" | "ignored" | "schedule";
+
+/** One message the driver posted (not its duplicates and replays, which must change nothing). */
+export interface SentInput {
+  /** Unique token in the text (`q00042`, `s00003`); the model's scripted answer starts `a-<id>`. */
+  id: string;
+  place: string;
+  channel: ChaosChannel;
+  updateKey: string;
+  chat: string;
+  expect: Expectation;
+  /** The place answers in input order (queue policy). */
+  ordered: boolean;
+}
+
+export interface RunRow {
+  id: string;
+  conversationId: string;
+  queueSeq: number;
+  state: string;
+  absorbedInto: string | null;
+  /** How many times an owner acquired the run: each acquisition may call the model again. */
+  acquisitions: number;
+  steps: number;
+  /** Texts of the run's input messages, in order. */
+  inputTexts: string[];
+  inputMessageIds: string[];
+  answerText: string;
+}
+
+export interface OutboxRow {
+  id: string;
+  key: string;
+  runId: string;
+  state: string;
+  kind: string;
+  markdown: string;
+  /** The chat key (`tg:…`/`dc:…`) decoded from the record's reply target. */
+  chat: string;
+  /** Its history shows the record was `ambiguous` at some point. */
+  everAmbiguous: boolean;
+  receiptIds: string[];
+}
+
+export interface ChatMessage {
+  /** Platform message id. */
+  id: string;
+  text: string;
+}
+
+export interface Snapshot {
+  sent: SentInput[];
+  receipts: Array<{ channel: string; key: string; runId: string | null; outcome: string }>;
+  runs: RunRow[];
+  outbox: OutboxRow[];
+  schedules: Array<{ id: string; prompt: string; state: string }>;
+  occurrences: Array<{ scheduleId: string; scheduledForMs: number; state: string; runId: string | null }>;
+  /** The bot's visible messages per chat key, oldest first. */
+  botMessages: Record<string, ChatMessage[]>;
+  /** The last user text of every model request that answers an input, in arrival order. */
+  modelRequests: string[];
+  /**
+   * Requests that answer no input: not streamed and without an input id in the last user message
+   * (the runtime's summarising compaction, one `generateText` call per compaction).
+   */
+  housekeepingCalls: number;
+  /** Every user and system text the model was ever shown (to prove ignored input never got there). */
+  modelSawText: string;
+  /** Telegram updates the gateway never confirmed. */
+  unconfirmedUpdates: number[];
+}
+
+/** Ids as the driver writes them into texts: q = a message, s = a schedule's prompt, i = ignorable. */
+export const INPUT_ID = /\b[qsi]\d{5}\b/g;
+
+export function idsIn(text: string): string[] {
+  return text.match(INPUT_ID) ?? [];
+}
+
+export function chatOfTarget(channel: string, target: string): string {
+  if (channel === "telegram") {
+    const { chatId, threadId } = decodeTelegramTarget(target);
+    return threadId === undefined ? `tg:${chatId}` : `tg:${chatId}:${threadId}`;
+  }
+  if (channel === "discord") return `dc:${decodeDiscordTarget(target)}`;
+  return `${channel}:${target}`;
+}
+
+function textOfParts(json: string): string {
+  const parts = JSON.parse(json) as Array<{ type: string; text?: string }>;
+  return parts.flatMap((p) => (p.type === "text" && p.text !== undefined ? [p.text] : [])).join("");
+}
+
+/** Reads the database read-only (safe while the gateway runs: WAL). */
+export function readDatabase(
+  path: string,
+): Pick<Snapshot, "receipts" | "runs" | "outbox" | "schedules" | "occurrences"> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const texts = new Map<string, string>();
+    for (const row of db.query("SELECT id, parts FROM messages").all() as Array<{
+      id: string;
+      parts: string;
+    }>) {
+      texts.set(row.id, textOfParts(row.parts));
+    }
+    const runs = (
+      db.query("SELECT * FROM runs ORDER BY queue_seq").all() as Array<{
+        id: string;
+        conversation_id: string;
+        queue_seq: number;
+        state: string;
+        absorbed_into: string | null;
+        fencing_token: number;
+        steps: number;
+        input_message_ids: string;
+        assistant_message_id: string;
+      }>
+    ).map((r): RunRow => {
+      const inputMessageIds = JSON.parse(r.input_message_ids) as string[];
+      return {
+        id: r.id,
+        conversationId: r.conversation_id,
+        queueSeq: r.queue_seq,
+        state: r.state,
+        absorbedInto: r.absorbed_into,
+        acquisitions: r.fencing_token,
+        steps: r.steps,
+        inputMessageIds,
+        inputTexts: inputMessageIds.map((id) => texts.get(id) ?? ""),
+        answerText: texts.get(r.assistant_message_id) ?? "",
+      };
+    });
+    const receipts = (
+      db.query("SELECT source, key, run_id, outcome FROM ingress_receipts").all() as Array<{
+        source: string;
+        key: string;
+        run_id: string | null;
+        outcome: string;
+      }>
+    ).map((r) => ({
+      channel: r.source.split(":")[0] ?? "",
+      key: r.key,
+      runId: r.run_id,
+      outcome: r.outcome,
+    }));
+    const outbox = (
+      db.query("SELECT * FROM outbox ORDER BY created_at_ms").all() as Array<{
+        id: string;
+        key: string;
+        run_id: string;
+        state: string;
+        kind: string;
+        markdown: string;
+        channel: string;
+        target: string;
+        history: string;
+        receipt: string | null;
+      }>
+    ).map(
+      (r): OutboxRow => ({
+        id: r.id,
+        key: r.key,
+        runId: r.run_id,
+        state: r.state,
+        kind: r.kind,
+        markdown: r.markdown,
+        chat: chatOfTarget(r.channel, r.target),
+        everAmbiguous: (JSON.parse(r.history) as Array<{ action: string }>).some(
+          (h) => h.action === "ambiguous",
+        ),
+        receiptIds: r.receipt ? ((JSON.parse(r.receipt) as { messageIds?: string[] }).messageIds ?? []) : [],
+      }),
+    );
+    const schedules = db.query("SELECT id, prompt, state FROM schedules").all() as Array<{
+      id: string;
+      prompt: string;
+      state: string;
+    }>;
+    const occurrences = (
+      db
+        .query("SELECT schedule_id, scheduled_for_ms, state, run_id FROM schedule_occurrences")
+        .all() as Array<{
+        schedule_id: string;
+        scheduled_for_ms: number;
+        state: string;
+        run_id: string | null;
+      }>
+    ).map((o) => ({
+      scheduleId: o.schedule_id,
+      scheduledForMs: o.scheduled_for_ms,
+      state: o.state,
+      runId: o.run_id,
+    }));
+    return { receipts, runs, outbox, schedules, occurrences };
+  } finally {
+    db.close();
+  }
+}
+
+/** The bot's visible messages in every chat the run used. */
+export function readChats(
+  chats: readonly string[],
+  telegram: TelegramEmulator,
+  discord: DiscordEmulator,
+): Record<string, ChatMessage[]> {
+  const result: Record<string, ChatMessage[]> = {};
+  for (const chat of chats) {
+    const [kind, id, thread] = chat.split(":");
+    if (kind === "tg") {
+      result[chat] = telegram
+        .messages(Number(id))
+        .filter(
+          (m) =>
+            m.fromBot && (thread === undefined ? m.threadId === undefined : m.threadId === Number(thread)),
+        )
+        .sort((a, b) => a.messageId - b.messageId)
+        .map((m) => ({ id: String(m.messageId), text: m.visibleText }));
+    } else if (kind === "dc") {
+      result[chat] = discord
+        .visibleMessages(id ?? "")
+        .filter((m) => m.author.id === discord.bot.id)
+        .map((m) => ({ id: m.id, text: m.content }));
+    }
+  }
+  return result;
+}
+
+export function readModelLog(
+  requests: readonly FakeLlmRequest[],
+): Pick<Snapshot, "modelRequests" | "housekeepingCalls" | "modelSawText"> {
+  const housekeeping = (r: FakeLlmRequest) => !r.stream && idsIn(r.lastUserText).length === 0;
+  return {
+    modelRequests: requests.filter((r) => !housekeeping(r)).map((r) => r.lastUserText),
+    housekeepingCalls: requests.filter(housekeeping).length,
+    modelSawText: requests.map((r) => JSON.stringify(r.messages)).join("\n"),
+  };
+}
