@@ -151,7 +151,11 @@ export class GatewaySupervisor {
     const n = this.stats.starts;
     void child.exited.then(async (exitCode) => {
       await Bun.sleep(200); // let the log pumps read the last lines (the kill point's)
-      writeFileSync(join(this.logDir, `gateway-${n}.log`), `${child.logs.join("\n")}\n`);
+      try {
+        writeFileSync(join(this.logDir, `gateway-${n}.log`), `${child.logs.join("\n")}\n`);
+      } catch {
+        // The run's folder is already gone (a run that ended with an error): nothing to keep.
+      }
       const byKillPoint =
         arm !== undefined &&
         !this.expectingDeath &&
