@@ -216,7 +216,7 @@ async function burst(
 const spread = await burst(1000);
 const instant = await burst(0);
 const admissions = (
-  stores.db.query("SELECT count(*) AS n FROM admissions WHERE idempotency_key LIKE 'schedule:%'").get() as {
+  stores.db.query("SELECT count(*) AS n FROM messages WHERE idempotency_key LIKE 'schedule:%'").get() as {
     n: number;
   }
 ).n;

@@ -98,7 +98,7 @@ const runById = (dbName: string, runId: string) =>
   );
 const admissionsFor = (dbName: string, idempotencyKey: string) =>
   readDb(dbName, (db) =>
-    db.query("SELECT run_id FROM admissions WHERE idempotency_key = ?").all(idempotencyKey),
+    db.query("SELECT run_id FROM messages WHERE idempotency_key = ?").all(idempotencyKey),
   );
 /** Every run a schedule started in the conversation (their context says origin "schedule"). */
 const scheduledRuns = (dbName: string, conversationId: string) =>

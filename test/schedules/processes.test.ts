@@ -93,7 +93,7 @@ async function createDueSchedule(stores: SqliteStores) {
 
 function admissionsFor(stores: SqliteStores, idempotencyKey: string) {
   return stores.db
-    .query("SELECT run_id FROM admissions WHERE conversation_id = ? AND idempotency_key = ?")
+    .query("SELECT run_id FROM messages WHERE conversation_id = ? AND idempotency_key = ?")
     .all(CONVERSATION.conversationId, idempotencyKey) as Array<{ run_id: string }>;
 }
 

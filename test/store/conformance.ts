@@ -68,6 +68,26 @@ export function runStoreConformance(
     );
 
     test(
+      "admissions arriving together: a refused one leaves nothing, the others all commit",
+      withStore(async (store) => {
+        await store.admit(admitRequest("c", "k1"));
+        const outcomes = await Promise.allSettled([
+          store.admit(admitRequest("c", "k2")),
+          store.admit({ ...admitRequest("c", "k1"), fingerprint: "changed" }),
+          store.admit(admitRequest("d", "k1")),
+          store.admit(admitRequest("c", "k3")),
+        ]);
+        expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+        expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: "idempotency_conflict" });
+        const runs = await store.listActiveRuns("c");
+        expect(runs.length).toBe(3);
+        expect((await store.listActiveRuns("d")).length).toBe(1);
+        const events = await store.readEvents("c", 0, 100);
+        expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
+      }),
+    );
+
+    test(
       "ingress key dedupes across conversations and restarts",
       withStore(async (store) => {
         const ingress = { source: "telegram:bot", key: "update:1", payload: {} };

@@ -51,3 +51,47 @@ describe("sqlite schema versioning", () => {
     }
   });
 });
+
+describe("migration 6: admission receipts move onto the input message", () => {
+  test("an input admitted before the upgrade is still a duplicate after it, and a changed one a conflict", async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir.path, "v5.sqlite");
+      const v5 = openDatabase({ filename: file, migrations: MIGRATIONS.slice(0, 5) });
+      v5.exec(`
+        INSERT INTO conversations (id, version, last_seq, created_at_ms) VALUES ('c1', 1, 1, 1);
+        INSERT INTO runs (queue_seq, id, conversation_id, state, priority, policy, input_message_ids,
+          assistant_message_id, context, created_at_ms)
+          VALUES (1, 'run_1', 'c1', 'queued', 'normal', 'queue', '["msg_1"]', 'msg_a', 'null', 1);
+        INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+          VALUES ('msg_1', 'c1', 'run_1', 'user', '[{"type":"text","text":"hi"}]', 'complete', 1);
+        INSERT INTO admissions (conversation_id, idempotency_key, fingerprint, run_id, input_message_id, created_at_ms)
+          VALUES ('c1', 'k1', 'fp-1', 'run_1', 'msg_1', 1);
+      `);
+      v5.close();
+
+      const stores = openSqliteStores(file);
+      const request = {
+        conversation: { id: "c1" },
+        idempotencyKey: "k1",
+        fingerprint: "fp-1",
+        parts: [{ type: "text" as const, text: "hi" }],
+        context: null,
+        policy: "queue" as const,
+        coalescePending: false,
+        proposedIds: { runId: "run_2", messageId: "msg_2" },
+        nowMs: 2,
+      };
+      const again = await stores.runtime.admit(request);
+      expect(again).toMatchObject({ outcome: "duplicate", runId: "run_1", inputMessageId: "msg_1" });
+      await expect(stores.runtime.admit({ ...request, fingerprint: "fp-2" })).rejects.toMatchObject({
+        code: "idempotency_conflict",
+      });
+      const tables = stores.db.query("SELECT name FROM sqlite_master WHERE name = 'admissions'").all();
+      expect(tables).toEqual([]);
+      stores.close();
+    } finally {
+      dir.cleanup();
+    }
+  });
+});

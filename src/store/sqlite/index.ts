@@ -4,7 +4,12 @@ import { OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
 import { SqliteRuntimeStore } from "./runtime-store.ts";
 import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 import { createSqliteScheduleRepository } from "./schedules.ts";
-import { RUNTIME_SCHEMA_SQL, SETTINGS_SCHEMA_SQL, SUMMARIES_SCHEMA_SQL } from "./schema.ts";
+import {
+  ADMISSION_COLUMNS_SQL,
+  RUNTIME_SCHEMA_SQL,
+  SETTINGS_SCHEMA_SQL,
+  SUMMARIES_SCHEMA_SQL,
+} from "./schema.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -13,6 +18,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
   { version: 4, name: "conversation-settings", sql: SETTINGS_SCHEMA_SQL },
   { version: 5, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
+  { version: 6, name: "admission-columns", sql: ADMISSION_COLUMNS_SQL },
 ];
 
 export interface SqliteStores {

@@ -47,6 +47,14 @@ type EventBody = DurableEvent extends infer E
     : never
   : never;
 
+interface PendingAdmission {
+  request: AdmitRequest;
+  resolve: (result: AdmitResult) => void;
+  reject: (error: unknown) => void;
+}
+
+type AdmissionOutcome = { ok: true; value: AdmitResult } | { ok: false; error: unknown };
+
 /** Message status an assistant message takes when its run ends in `state`. */
 function answerStatus(state: TerminalRunState): MessageStatus {
   switch (state) {
@@ -72,11 +80,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   private lastVersion = 0;
   /** Events appended by the transaction in progress; published only after it commits. */
   private appended: DurableEvent[] = [];
-  private admissionBatch: Array<{
-    request: AdmitRequest;
-    resolve: (result: AdmitResult) => void;
-    reject: (error: unknown) => void;
-  }> = [];
+  private admissionBatch: PendingAdmission[] = [];
 
   constructor(readonly db: Database) {}
 
@@ -156,14 +160,21 @@ export class SqliteRuntimeStore implements RuntimeStore {
       .run(conversationId, nowMs);
   }
 
-  /** Appends a durable event and bumps the conversation version; returns the event's seq. */
+  /**
+   * Appends a durable event and bumps the conversation version; returns the event's seq. A
+   * conversation's first event creates its head, or throws if it was purged (the caller's
+   * transaction then rolls back whatever it wrote before).
+   */
   private appendEvent(body: EventBody, nowMs: number): number {
-    const head = this.db
-      .query(
-        "UPDATE conversations SET version = version + 1, last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq, version",
-      )
-      .get(body.conversationId) as { last_seq: number; version: number } | null;
-    if (!head) throw new Error(`conversation ${body.conversationId} has no head`);
+    const bump = this.db.query(
+      "UPDATE conversations SET version = version + 1, last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq, version",
+    );
+    type Head = { last_seq: number; version: number };
+    let head = bump.get(body.conversationId) as Head | null;
+    if (!head) {
+      this.ensureConversation(body.conversationId, nowMs);
+      head = bump.get(body.conversationId) as Head;
+    }
     this.lastVersion = head.version;
     const event = { ...body, durable: true, seq: head.last_seq } as DurableEvent;
     this.appended.push(event);
@@ -363,9 +374,8 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   /**
-   * Admissions that arrive together share one write transaction (group commit); each runs in its
-   * own savepoint, so one that fails rolls back alone. Every caller's promise settles only after
-   * the shared commit.
+   * Admissions that arrive together share one write transaction (group commit). Every caller's
+   * promise settles only after the shared commit.
    */
   admit(request: AdmitRequest): Promise<AdmitResult> {
     return new Promise((resolve, reject) => {
@@ -377,12 +387,38 @@ export class SqliteRuntimeStore implements RuntimeStore {
   private flushAdmissions(): void {
     const batch = this.admissionBatch;
     this.admissionBatch = [];
-    const outcomes: Array<{ ok: true; value: AdmitResult } | { ok: false; error: unknown }> = [];
+    let outcomes: AdmissionOutcome[];
     try {
-      this.appended = [];
+      outcomes = this.commitAdmissions(batch, false);
+    } catch (error) {
+      // One refused admission (a key conflict, a purged conversation) rolled back the whole
+      // batch; replay it with each admission in its own savepoint so only that one fails.
+      try {
+        if (batch.length === 1) throw error;
+        outcomes = this.commitAdmissions(batch, true);
+      } catch (fatal) {
+        for (const item of batch) item.reject(fatal);
+        return;
+      }
+    }
+    batch.forEach((item, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) item.resolve(outcome.value);
+      else item.reject(outcome.error);
+    });
+  }
+
+  private commitAdmissions(batch: readonly PendingAdmission[], isolate: boolean): AdmissionOutcome[] {
+    const outcomes: AdmissionOutcome[] = [];
+    this.appended = [];
+    try {
       this.db
         .transaction(() => {
           for (const item of batch) {
+            if (!isolate) {
+              outcomes.push({ ok: true, value: this.admitOne(item.request) });
+              continue;
+            }
             const mark = this.appended.length;
             try {
               outcomes.push({ ok: true, value: this.db.transaction(() => this.admitOne(item.request))() });
@@ -393,17 +429,12 @@ export class SqliteRuntimeStore implements RuntimeStore {
           }
         })
         .immediate();
-      this.publish();
     } catch (error) {
       this.appended = [];
-      for (const item of batch) item.reject(error);
-      return;
+      throw error;
     }
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
-    });
+    this.publish();
+    return outcomes;
   }
 
   private admitOne(request: AdmitRequest): AdmitResult {
@@ -433,16 +464,15 @@ export class SqliteRuntimeStore implements RuntimeStore {
         "id" in request.conversation
           ? request.conversation.id
           : this.resolveKey(request.conversation.key, nowMs);
-      this.ensureConversation(conversationId, nowMs);
 
       const prior = this.db
         .query(
-          "SELECT fingerprint, run_id, input_message_id FROM admissions WHERE conversation_id = ? AND idempotency_key = ?",
+          "SELECT fingerprint, run_id, id FROM messages WHERE conversation_id = ? AND idempotency_key = ?",
         )
         .get(conversationId, request.idempotencyKey) as {
         fingerprint: string;
         run_id: string;
-        input_message_id: string;
+        id: string;
       } | null;
       if (prior) {
         if (prior.fingerprint !== request.fingerprint) {
@@ -455,7 +485,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
           outcome: "duplicate",
           conversationId,
           runId: prior.run_id,
-          inputMessageId: prior.input_message_id,
+          inputMessageId: prior.id,
           version: this.version(conversationId),
         } as const;
       }
@@ -516,18 +546,15 @@ export class SqliteRuntimeStore implements RuntimeStore {
           .run(JSON.stringify([...pending.inputMessageIds, messageId]), runId);
       } else {
         runId = request.proposedIds.runId;
-        const seqRow = this.db.query("SELECT COALESCE(MAX(queue_seq), 0) + 1 AS n FROM runs").get() as {
-          n: number;
-        };
+        // queue_seq is the rowid: SQLite assigns max + 1, the run's place in durable order.
         this.db
           .query(
-            `INSERT INTO runs (id, conversation_id, queue_seq, state, priority, policy, input_message_ids,
-             assistant_message_id, context, created_at_ms) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
+            `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
+             assistant_message_id, context, created_at_ms) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
           )
           .run(
             runId,
             conversationId,
-            seqRow.n,
             request.policy === "interrupt-next" ? "urgent" : "normal",
             request.policy,
             JSON.stringify([messageId]),
@@ -538,16 +565,18 @@ export class SqliteRuntimeStore implements RuntimeStore {
       }
       this.db
         .query(
-          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-           VALUES (?, ?, ?, 'user', ?, 'complete', ?)`,
+          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
+           VALUES (?, ?, ?, 'user', ?, 'complete', ?, ?, ?)`,
         )
-        .run(messageId, conversationId, runId, JSON.stringify(request.parts), nowMs);
-      this.db
-        .query(
-          `INSERT INTO admissions (conversation_id, idempotency_key, fingerprint, run_id, input_message_id, created_at_ms)
-           VALUES (?, ?, ?, ?, ?, ?)`,
-        )
-        .run(conversationId, request.idempotencyKey, request.fingerprint, runId, messageId, nowMs);
+        .run(
+          messageId,
+          conversationId,
+          runId,
+          JSON.stringify(request.parts),
+          nowMs,
+          request.idempotencyKey,
+          request.fingerprint,
+        );
       if (request.ingress) {
         this.db
           .query(
@@ -950,7 +979,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       this.db
         .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
         .run(conversationId);
-      for (const table of ["messages", "runs", "admissions", "events", "ingress_receipts"]) {
+      for (const table of ["messages", "runs", "events", "ingress_receipts"]) {
         this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
       }
       this.db.query("DELETE FROM conversation_keys WHERE conversation_id = ?").run(conversationId);

@@ -116,3 +116,18 @@ CREATE TABLE conversation_summaries (
   updated_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 `;
+
+/**
+ * Migration 6: an admission receipt becomes two columns of the input message it admitted (the
+ * run and message it names were always that message's own), so admitting writes one row less.
+ * The unique index also serves per-conversation message lookups, replacing messages_conversation.
+ */
+export const ADMISSION_COLUMNS_SQL = `
+ALTER TABLE messages ADD COLUMN idempotency_key TEXT;
+ALTER TABLE messages ADD COLUMN fingerprint TEXT;
+UPDATE messages SET idempotency_key = a.idempotency_key, fingerprint = a.fingerprint
+  FROM admissions AS a WHERE a.input_message_id = messages.id;
+CREATE UNIQUE INDEX messages_admission ON messages (conversation_id, idempotency_key);
+DROP INDEX messages_conversation;
+DROP TABLE admissions;
+`;
