@@ -116,6 +116,22 @@ export interface CatchUpReport {
   failedTargets: number;
 }
 
+/**
+ * A platform's native streamed message (Slack chat streaming in threads): one message that grows
+ * by appends while the answer is written. After stop() it is an ordinary message: edit() and
+ * delete() apply to it.
+ */
+export interface NativeStream {
+  /** Starts the streamed message with `markdown`; its receipt names the message. */
+  start(markdown: string): Promise<SendReceipt>;
+  /** Appends `markdown` to what the message shows. */
+  append(messageId: string, markdown: string): Promise<void>;
+  /** Appends `markdown` (may be empty) and ends the stream. A stream already ended is not an error. */
+  stop(messageId: string, markdown: string): Promise<void>;
+  /** Longest text the message may reach while streaming. */
+  readonly maxChars: number;
+}
+
 export interface ChannelAdapter {
   readonly channel: ChannelName;
   /** The bot account id; known after start(). */
@@ -140,6 +156,12 @@ export interface ChannelAdapter {
    * is still delivered through the outbox. Present only when the target supports it.
    */
   draftFor?(target: string): ((draftId: number, text: string) => Promise<void>) | null;
+  /**
+   * Native streamed messages where the platform has them (Slack, in threads), for a reply to
+   * `recipient` (the platform user the answer is for) in `target`; null where the target cannot
+   * stream. The streamed message is the answer's message, delivered and recorded by the outbox.
+   */
+  nativeStreamFor?(target: string, recipient: string): NativeStream | null;
   /**
    * For platforms that never redeliver what was missed while down: fetches, per target, the
    * messages after `afterMessageId` (bounded by the adapter) and hands them to ingress in order.

@@ -115,9 +115,21 @@ export async function finishStream(
 ): Promise<void> {
   const synced = await syncStream(deps, adapter, record, shown, initialFormat, finalMarkdown);
   if (synced === null) return;
+  await completeStream(deps, record, [...shown.messageIds], finalMarkdown);
+}
+
+/**
+ * Marks a stream record delivered once its messages show `finalMarkdown`; hands it to the worker
+ * when the store's final text differs.
+ */
+export async function completeStream(
+  deps: DeliveryDeps,
+  record: OutboxStreamRecord,
+  messageIds: string[],
+  finalMarkdown: string,
+): Promise<void> {
   const nowMs = deps.clock.now();
-  if (await deps.repo.markDelivered(record.id, { messageIds: [...shown.messageIds] }, nowMs, finalMarkdown))
-    return;
+  if (await deps.repo.markDelivered(record.id, { messageIds }, nowMs, finalMarkdown)) return;
   await deps.repo.scheduleRetry(
     record.id,
     nowMs,

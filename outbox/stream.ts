@@ -1,8 +1,16 @@
-import type { ChannelAdapter } from "../channels/types.ts";
+import type { ChannelAdapter, NativeStream } from "../channels/types.ts";
 import type { RuntimeEvent } from "../src/runtime/events.ts";
 import { isTerminalState } from "../src/runtime/types.ts";
-import { type DeliveryDeps, finishStream, syncStream } from "./deliver.ts";
+import {
+  callerFor,
+  completeStream,
+  type DeliveryDeps,
+  finishStream,
+  settleFailure,
+  syncStream,
+} from "./deliver.ts";
 import { finalAnswerMarkdown } from "./final-text.ts";
+import { NativeStreamSession } from "./native-stream.ts";
 import type { ShownMessages } from "./sync-messages.ts";
 import type { OutboxStreamRecord } from "./types.ts";
 
@@ -14,6 +22,8 @@ export interface StreamReplyTarget {
   conversationId: string;
   target: string;
   replyTo?: string;
+  /** The platform's native streamed message for this reply, when configured and available. */
+  native?: NativeStream;
 }
 
 export interface StreamReplyOptions extends DeliveryDeps {
@@ -59,6 +69,8 @@ class LiveStreamReply implements StreamReply {
   private finalMarkdown: string | null = null;
   private record: OutboxStreamRecord | null = null;
   private shown: ShownMessages = { messageIds: [], texts: [], usedKeys: new Set() };
+  /** Set while the reply shows through a native streamed message instead of edits. */
+  private native: NativeStreamSession | null = null;
   private format: "rich" | "plain" = "rich";
   private shownPreview: string | null = null;
   private lastCallAtMs = Number.NEGATIVE_INFINITY;
@@ -158,6 +170,15 @@ class LiveStreamReply implements StreamReply {
       if (this.finalMarkdown !== null) {
         await this.waitForSlot(false);
         if (this.aborted.signal.aborted) return;
+        if (this.native !== null) {
+          const finalMarkdown = this.finalMarkdown;
+          const complete = await this.leaveNative(record, (native) => native.end(finalMarkdown));
+          if (complete === null) return this.finish();
+          if (complete) {
+            await completeStream(this.options, record, [...this.shown.messageIds], finalMarkdown);
+            return this.finish();
+          }
+        }
         await finishStream(
           this.options,
           this.options.adapter,
@@ -171,6 +192,16 @@ class LiveStreamReply implements StreamReply {
       if (this.preview() === this.shownPreview) return;
       if (!(await this.waitForSlot(true))) continue;
       const preview = this.preview();
+      if (this.native !== null) {
+        const native = this.native;
+        const shown = native.canShow(preview)
+          ? await this.platform(record, () => native.show(preview))
+          : await this.leaveNative(record, (session) => session.end(null));
+        if (shown === null) return this.finish();
+        this.lastCallAtMs = this.options.clock.now();
+        if (this.native !== null) this.shownPreview = preview;
+        continue;
+      }
       const format = await syncStream(
         this.options,
         this.options.adapter,
@@ -210,7 +241,39 @@ class LiveStreamReply implements StreamReply {
       usedKeys: new Set(),
     };
     this.format = start.record.format ?? "rich";
+    const native = this.options.target.native;
+    if (native !== undefined && this.shown.messageIds.length === 0) {
+      const recordId = start.record.id;
+      this.native = new NativeStreamSession(native, callerFor(this.options, adapter, start.record), (ids) =>
+        repo.recordStreamProgress(recordId, ids, "rich", clock.now()).then(() => {}),
+      );
+    }
     this.phase = "live";
+  }
+
+  /**
+   * Ends the native stream with `end` and continues with edits of the message it made. Null when
+   * the platform call failed (the failure is persisted).
+   */
+  private async leaveNative<T>(
+    record: OutboxStreamRecord,
+    end: (native: NativeStreamSession) => Promise<T>,
+  ): Promise<T | null> {
+    const native = this.native!;
+    this.native = null;
+    const result = await this.platform(record, () => end(native));
+    this.shown = { messageIds: native.messageIds, texts: [], usedKeys: new Set() };
+    return result;
+  }
+
+  /** Runs a platform step; a failure is persisted (retry, failed or ambiguous) and gives null. */
+  private async platform<T>(record: OutboxStreamRecord, step: () => Promise<T>): Promise<T | null> {
+    try {
+      return await step();
+    } catch (error) {
+      await settleFailure(this.options, this.options.adapter, record, error);
+      return null;
+    }
   }
 
   /**

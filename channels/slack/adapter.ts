@@ -7,6 +7,7 @@ import type {
   ChannelLimits,
   HttpRoute,
   Ingress,
+  NativeStream,
   OutgoingMessage,
   SendReceipt,
 } from "../types.ts";
@@ -14,6 +15,7 @@ import { AckAfterListenersApp, GatewayHttpReceiver } from "./bolt-app.ts";
 import { parseSlackConfig, type SlackConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { createEventsRoute } from "./http-route.ts";
+import { decodeReplyTarget } from "./keys.ts";
 import { parseSlackEvent, type SkipReason } from "./parse.ts";
 import { SlackSender } from "./send.ts";
 
@@ -214,6 +216,20 @@ export class SlackAdapter implements ChannelAdapter {
 
   delete(target: string, messageId: string): Promise<void> {
     return this.#sender.delete(target, messageId);
+  }
+
+  /** Chat streaming needs a thread; a top-level target, or an adapter not yet started, has none. */
+  nativeStreamFor(target: string, recipient: string): NativeStream | null {
+    const identity = this.#identity;
+    if (identity === undefined || decodeReplyTarget(target).threadTs === undefined) return null;
+    const sender = this.#sender;
+    const to = { userId: recipient, teamId: identity.teamId };
+    return {
+      maxChars: SLACK_LIMITS.maxMessageChars,
+      start: (markdown) => sender.startStream(target, to, markdown),
+      append: (messageId, markdown) => sender.appendStream(target, messageId, markdown),
+      stop: (messageId, markdown) => sender.stopStream(target, messageId, markdown),
+    };
   }
 
   /** Markdown passes through unchanged for now; Slack mrkdwn conversion belongs to outbox/format. */

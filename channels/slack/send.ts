@@ -4,6 +4,13 @@ import type { OutgoingMessage, SendReceipt } from "../types.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { decodeReplyTarget } from "./keys.ts";
 
+/** Longest markdown_text Slack takes in one streaming call. */
+export const SLACK_STREAM_MAX_CHARS = 12_000;
+
+function slackErrorOf(error: unknown): unknown {
+  return error instanceof SwitchboardError ? error.details?.slackError : undefined;
+}
+
 /**
  * chat.postMessage / chat.update / chat.delete through Bolt's WebClient. Threading comes from the
  * reply target alone: Slack's only way to reply is the thread, which the target already names, so
@@ -41,12 +48,88 @@ export class SlackSender {
     return { messageIds: [result.ts] };
   }
 
+  /**
+   * A message still streaming (its stream was cut off by a crash) refuses chat.update; the stream
+   * is stopped first, then the edit is made.
+   */
   async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
     const { channel } = decodeReplyTarget(target);
     this.#checkText(message, "chat.update");
-    await this.#call("chat.update", () =>
-      this.client.chat.update({ token: this.botToken, channel, ts: messageId, text: message.text }),
+    const update = () =>
+      this.#call("chat.update", () =>
+        this.client.chat.update({ token: this.botToken, channel, ts: messageId, text: message.text }),
+      );
+    try {
+      await update();
+    } catch (error) {
+      if (slackErrorOf(error) !== "message_is_streaming") throw error;
+      await this.stopStream(target, messageId, "");
+      await update();
+    }
+  }
+
+  /** chat.startStream in the target's thread, for `recipient` (a user id) of team `teamId`. */
+  async startStream(
+    target: string,
+    recipient: { userId: string; teamId: string },
+    markdown: string,
+  ): Promise<SendReceipt> {
+    const { channel, threadTs } = decodeReplyTarget(target);
+    if (threadTs === undefined) {
+      throw new SwitchboardError("input_invalid", `Slack streams only in threads; ${target} names no thread`);
+    }
+    this.#checkStreamText(markdown, "chat.startStream");
+    const result = await this.#call("chat.startStream", () =>
+      this.client.chat.startStream({
+        token: this.botToken,
+        channel,
+        thread_ts: threadTs,
+        markdown_text: markdown,
+        recipient_user_id: recipient.userId,
+        recipient_team_id: recipient.teamId,
+      }),
     );
+    if (typeof result.ts !== "string") {
+      throw new SwitchboardError(
+        "platform_unavailable",
+        "Slack accepted chat.startStream but returned no ts",
+        {
+          retryable: false,
+          details: { platform: "slack", method: "chat.startStream" },
+        },
+      );
+    }
+    return { messageIds: [result.ts] };
+  }
+
+  async appendStream(target: string, messageId: string, markdown: string): Promise<void> {
+    const { channel } = decodeReplyTarget(target);
+    this.#checkStreamText(markdown, "chat.appendStream");
+    await this.#call("chat.appendStream", () =>
+      this.client.chat.appendStream({
+        token: this.botToken,
+        channel,
+        ts: messageId,
+        markdown_text: markdown,
+      }),
+    );
+  }
+
+  async stopStream(target: string, messageId: string, markdown: string): Promise<void> {
+    const { channel } = decodeReplyTarget(target);
+    try {
+      await this.#call("chat.stopStream", () =>
+        this.client.chat.stopStream({
+          token: this.botToken,
+          channel,
+          ts: messageId,
+          ...(markdown === "" ? {} : { markdown_text: markdown }),
+        }),
+      );
+    } catch (error) {
+      if (slackErrorOf(error) === "message_not_in_streaming_state") return;
+      throw error;
+    }
   }
 
   /** Deleting a message that is already gone succeeds, so a retried delete is harmless. */
@@ -59,6 +142,16 @@ export class SlackSender {
     } catch (error) {
       if (error instanceof SwitchboardError && error.details?.slackError === "message_not_found") return;
       throw error;
+    }
+  }
+
+  #checkStreamText(markdown: string, method: string): void {
+    if (markdown.length > SLACK_STREAM_MAX_CHARS) {
+      throw new SwitchboardError(
+        "input_invalid",
+        `${method} text of ${markdown.length} chars exceeds Slack's limit of ${SLACK_STREAM_MAX_CHARS} per call`,
+        { details: { platform: "slack", method, textChars: markdown.length } },
+      );
     }
   }
 

@@ -88,12 +88,17 @@ export function wireDelivery(options: {
       for (const event of entry.buffered) entry.draft.handle(event);
       entry.buffered = [];
     } else if (context.delivery === "stream" && adapter.capabilities.edit) {
+      // A native streamed message (Slack threads) where configured and possible, else edits.
+      const native = context.nativeStreaming
+        ? adapter.nativeStreamFor?.(context.target, context.principal.id)
+        : undefined;
       entry.stream = worker.openStream({
         channel: context.channel,
         runId,
         conversationId: view.run.conversationId,
         target: context.target,
         ...(context.replyTo ? { replyTo: context.replyTo } : {}),
+        ...(native ? { native } : {}),
       });
       for (const event of entry.buffered) entry.stream.handle(event);
       entry.buffered = [];

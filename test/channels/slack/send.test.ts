@@ -175,3 +175,47 @@ describe("Slack adapter sends through Bolt's WebClient", () => {
     expect(error.message).not.toContain("xoxb-wrong");
   });
 });
+
+describe("Slack native streaming (chat.startStream / appendStream / stopStream)", () => {
+  const thread = "C0AAAAAAA1:1700000000.000100";
+
+  test("only threads stream; a stream grows by appends and ends as one message", async () => {
+    expect(adapter.nativeStreamFor("C0AAAAAAA1", "U0ALICE")).toBeNull();
+    const stream = adapter.nativeStreamFor(thread, "U0ALICE")!;
+    expect(stream.maxChars).toBe(4000);
+    const { messageIds } = await stream.start("Hello");
+    await stream.append(messageIds[0]!, ", world");
+    expect(emulator.messages("C0AAAAAAA1")[0]).toMatchObject({ text: "Hello, world", stream: "streaming" });
+    await stream.stop(messageIds[0]!, "!");
+    await stream.stop(messageIds[0]!, "");
+    expect(emulator.messages("C0AAAAAAA1")[0]).toMatchObject({ text: "Hello, world!", stream: "stopped" });
+    const start = emulator.calls("chat.startStream")[0]!;
+    expect(start.params).toMatchObject({
+      channel: "C0AAAAAAA1",
+      thread_ts: "1700000000.000100",
+      markdown_text: "Hello",
+      recipient_user_id: "U0ALICE",
+      recipient_team_id: emulator.identity.teamId,
+    });
+  });
+
+  test("editing a message whose stream was cut off stops the stream first, then edits it", async () => {
+    const stream = adapter.nativeStreamFor(thread, "U0ALICE")!;
+    const { messageIds } = await stream.start("partial ans");
+    await adapter.edit(thread, messageIds[0]!, outgoing("the whole answer"));
+    expect(emulator.messages("C0AAAAAAA1")[0]).toMatchObject({ text: "the whole answer", stream: "stopped" });
+    expect(emulator.calls().map((c) => `${c.method}:${c.ok ? "ok" : c.error}`)).toEqual([
+      "chat.startStream:ok",
+      "chat.update:message_is_streaming",
+      "chat.stopStream:ok",
+      "chat.update:ok",
+    ]);
+  });
+
+  test("a streaming call over Slack's 12,000-character limit is refused before it is made", async () => {
+    const stream = adapter.nativeStreamFor(thread, "U0ALICE")!;
+    const error = await failure(stream.start("x".repeat(12_001)));
+    expect(error.code).toBe("input_invalid");
+    expect(emulator.calls("chat.startStream").length).toBe(0);
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * Slack chat streaming behind config, through a real gateway process (Bolt in Socket Mode) and the
+ * Slack emulator: a thread reply grows as one streamed message; withdrawn text, a top-level DM and
+ * a crash mid-stream all end with one message showing the answer.
+ */
+import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
+import type { VisibleMessage } from "../emulators/slack/types.ts";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+import { type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+
+const dir = tempDir("switchboard-e2e-slack-stream-");
+const ALICE = "U0ALICE";
+const GENERAL = "C0GENERAL";
+const ANSWER = "one two three four five six seven eight";
+let llm: FakeLlmServer;
+let slack: SlackEmulator;
+let gateway: GatewayProcess;
+
+function gatewayEnv(): Record<string, string> {
+  const config = join(dir.path, "switchboard.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      version: 1,
+      surfaces: {
+        "slack:*": { inputPolicy: "queue", delivery: "stream", nativeStreaming: true },
+      },
+    }),
+  );
+  return {
+    SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
+    SWITCHBOARD_CONFIG: config,
+    SWITCHBOARD_WEB: "off",
+    SWITCHBOARD_MODEL: "openai-compatible:test-model",
+    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+    SLACK_BOT_TOKEN: slack.botToken,
+    SLACK_APP_TOKEN: slack.appToken,
+    SLACK_API_URL: `${slack.url}/api`,
+    SLACK_ALLOWED_USERS: ALICE,
+  };
+}
+
+const slow = (text: string, extra: Record<string, unknown> = {}) => ({
+  kind: "text" as const,
+  text,
+  chunks: 8,
+  chunkDelayMs: 400,
+  ...extra,
+});
+
+beforeAll(async () => {
+  llm = startFakeLlmServer();
+  slack = startSlackEmulator();
+  gateway = await startGatewayProcess(gatewayEnv());
+}, 30_000);
+
+afterAll(async () => {
+  await gateway?.kill("SIGTERM");
+  await slack.close();
+  await llm.stop();
+  dir.cleanup();
+}, 20_000);
+
+beforeEach(() => llm.reset());
+
+/** Mentions the bot at the top level of #general; the answer goes to a thread on the mention. */
+function mention(text: string): string {
+  const pair = slack.events.channelMention({
+    channel: GENERAL,
+    user: ALICE,
+    text: `<@${slack.identity.botUserId}> ${text}`,
+  });
+  slack.pushEvent(pair.appMention);
+  slack.pushEvent(pair.message);
+  return String(pair.appMention.event.ts);
+}
+
+const botMessagesIn = (threadTs: string) =>
+  slack.messages(GENERAL).filter((m) => m.user === slack.identity.botUserId && m.threadTs === threadTs);
+const callsIn = (method: string, threadTs: string, ts?: string) =>
+  slack
+    .calls(method)
+    .filter((c) => c.ok && (c.params.thread_ts === threadTs || (ts !== undefined && c.params.ts === ts)));
+
+function finalMessage(threadTs: string, text: string): Promise<VisibleMessage> {
+  return slack.waitFor(
+    () => botMessagesIn(threadTs).find((m) => m.text === text && m.stream !== "streaming"),
+    20_000,
+    `the bot's final "${text}" in thread ${threadTs}`,
+  );
+}
+
+test("a thread reply streams as one native message: started, appended under the rate limit, stopped with the answer", async () => {
+  llm.setRules([{ match: { lastUserContains: "stream natively" }, reply: slow(ANSWER) }]);
+  const threadTs = mention("stream natively");
+  const message = await finalMessage(threadTs, ANSWER);
+  expect(message.stream).toBe("stopped");
+  expect(botMessagesIn(threadTs).length).toBe(1);
+  expect(callsIn("chat.startStream", threadTs).length).toBe(1);
+  const appends = callsIn("chat.appendStream", threadTs, message.ts);
+  expect(appends.length).toBeGreaterThanOrEqual(1);
+  const times = [callsIn("chat.startStream", threadTs)[0]!, ...appends].map((c) => c.atMs);
+  for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(900);
+  expect(slack.calls("chat.stopStream").filter((c) => c.params.ts === message.ts).length).toBe(1);
+  expect(slack.calls("chat.postMessage").filter((c) => c.params.thread_ts === threadTs).length).toBe(0);
+  expect(slack.calls("chat.update").filter((c) => c.params.ts === message.ts).length).toBe(0);
+}, 30_000);
+
+test("a retried attempt withdraws streamed text: the stream stops and the same message is edited to the answer", async () => {
+  llm.setRules([
+    {
+      match: { lastUserContains: "withdraw this" },
+      times: 1,
+      reply: slow("doomed words that vanish soon", { chunks: 5, dropAfterChunks: 3 }),
+    },
+    { match: { lastUserContains: "withdraw this" }, reply: slow("the answer after a retry", { chunks: 5 }) },
+  ]);
+  const threadTs = mention("withdraw this");
+  const message = await finalMessage(threadTs, "the answer after a retry");
+  expect(botMessagesIn(threadTs).length).toBe(1);
+  expect(callsIn("chat.startStream", threadTs).length).toBe(1);
+  expect(slack.calls("chat.stopStream").filter((c) => c.params.ts === message.ts).length).toBe(1);
+  expect(slack.calls("chat.update").filter((c) => c.params.ts === message.ts && c.ok).length).toBeGreaterThan(
+    0,
+  );
+  expect(llm.requests().length).toBe(2);
+}, 30_000);
+
+test("a top-level DM cannot stream natively and falls back to edits", async () => {
+  llm.setRules([{ match: { lastUserContains: "dm stream" }, reply: slow(ANSWER) }]);
+  slack.pushEvent(slack.events.dm({ user: ALICE, text: "dm stream" }));
+  const dm = `D${ALICE.slice(1)}`;
+  const reply = await slack.waitFor(
+    () => slack.messages(dm).find((m) => m.user === slack.identity.botUserId && m.text === ANSWER),
+    20_000,
+    "the DM answer",
+  );
+  expect(reply.stream).toBeUndefined();
+  expect(slack.calls("chat.startStream").filter((c) => c.params.channel === dm).length).toBe(0);
+  expect(slack.calls("chat.update").filter((c) => c.params.ts === reply.ts).length).toBeGreaterThan(0);
+}, 30_000);
+
+test("SIGKILL mid-stream: after the restart the streamed message is stopped and edited to the answer, never sent twice", async () => {
+  llm.setRules([
+    { match: { lastUserContains: "crash mid stream" }, reply: slow(ANSWER, { chunkDelayMs: 500 }) },
+  ]);
+  const threadTs = mention("crash mid stream");
+  const partial = await slack.waitFor(
+    () => botMessagesIn(threadTs).find((m) => m.stream === "streaming" && m.text.length > 0),
+    20_000,
+    "a message streaming in the thread",
+  );
+  await gateway.kill("SIGKILL");
+  gateway = await startGatewayProcess(gatewayEnv());
+  const message = await finalMessage(threadTs, ANSWER);
+  expect(message.ts).toBe(partial.ts);
+  expect(message.stream).toBe("stopped");
+  expect(botMessagesIn(threadTs).length).toBe(1);
+  const onMessage = (method: string) => slack.calls(method).filter((c) => c.params.ts === message.ts);
+  expect(onMessage("chat.update").map((c) => (c.ok ? "ok" : c.error))).toContain("message_is_streaming");
+  expect(onMessage("chat.stopStream").filter((c) => c.ok).length).toBe(1);
+  expect(callsIn("chat.startStream", threadTs).length).toBe(1);
+}, 45_000);
