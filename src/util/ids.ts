@@ -1,6 +1,7 @@
 import { randomFillSync } from "node:crypto";
 
 let lastMs = 0;
+let lastTime = "000000000";
 let counter = 0;
 // One getrandom call per 512 ids instead of one per id.
 const pool = Buffer.alloc(5 * 512);
@@ -24,9 +25,9 @@ export function newId(prefix: string, nowMs: number = Date.now()): string {
     counter += 1;
   } else {
     lastMs = nowMs;
+    lastTime = nowMs.toString(36).padStart(9, "0");
     counter = 0;
   }
-  const time = lastMs.toString(36).padStart(9, "0");
   const seq = counter.toString(36).padStart(4, "0");
-  return `${prefix}_${time}${seq}${randomHex()}`;
+  return `${prefix}_${lastTime}${seq}${randomHex()}`;
 }
