@@ -14,6 +14,7 @@ const report = await runWebBurst({
   duplicates: argInt("--duplicates", 200),
   modelDelayMs: argInt("--model-delay-ms", 3000),
   drainTimeoutMs: argInt("--drain-timeout-ms", 120_000),
+  extraRounds: argInt("--extra-rounds", 0),
 });
 console.log(formatReport(report));
 const lost = report.options.messages - report.receipts;

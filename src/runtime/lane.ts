@@ -13,6 +13,8 @@ export interface LaneOptions {
   leaseMs: number;
   execute: (acquired: AcquiredRun, signal: AbortSignal) => Promise<ExecutionEnd>;
   onEnd: (runId: string, end: ExecutionEnd) => Promise<void>;
+  /** Called when the lane has nothing to do and nothing scheduled, so the runtime may drop it. */
+  onIdle?: () => void;
 }
 
 /**
@@ -42,6 +44,7 @@ export class Lane {
       .finally(() => {
         this.draining = null;
         if (this.dirty && !this.closing) this.kick();
+        else if (this.retryTimer === undefined) this.options.onIdle?.();
       });
   }
 
@@ -97,7 +100,10 @@ export class Lane {
     if (!held?.leaseExpiresAtMs) return;
     clearTimeout(this.retryTimer);
     const delayMs = Math.max(10, held.leaseExpiresAtMs - this.options.clock.now() + 10);
-    this.retryTimer = setTimeout(() => this.kick(), delayMs);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.kick();
+    }, delayMs);
     this.retryTimer.unref?.();
   }
 }

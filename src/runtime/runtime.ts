@@ -179,6 +179,11 @@ export class Runtime {
     });
   }
 
+  /** Conversations this process holds an executor lane for: those with work, not every one seen. */
+  get lanesHeld(): number {
+    return this.lanes.size;
+  }
+
   get models(): readonly ModelEntry[] {
     return this.options.models;
   }
@@ -376,21 +381,24 @@ export class Runtime {
   }
 
   private lane(conversationId: string): Lane {
-    let lane = this.lanes.get(conversationId);
-    if (!lane) {
-      lane = new Lane({
-        conversationId,
-        owner: this.owner,
-        store: this.store,
-        clock: this.clock,
-        logger: this.logger,
-        leaseMs: this.leaseMs,
-        execute: (acquired, signal) => this.executor.execute(acquired, signal),
-        onEnd: (runId, end) => this.onExecutionEnd(runId, end),
-      });
-      lane.closing = this.closing;
-      this.lanes.set(conversationId, lane);
-    }
+    const existing = this.lanes.get(conversationId);
+    if (existing) return existing;
+    const lane: Lane = new Lane({
+      conversationId,
+      owner: this.owner,
+      store: this.store,
+      clock: this.clock,
+      logger: this.logger,
+      leaseMs: this.leaseMs,
+      execute: (acquired, signal) => this.executor.execute(acquired, signal),
+      onEnd: (runId, end) => this.onExecutionEnd(runId, end),
+      // A process meets many conversations over its life; only those with work keep a lane.
+      onIdle: () => {
+        if (this.lanes.get(conversationId) === lane && !this.closing) this.lanes.delete(conversationId);
+      },
+    });
+    lane.closing = this.closing;
+    this.lanes.set(conversationId, lane);
     return lane;
   }
 

@@ -24,6 +24,11 @@ export interface BurstOptions {
   modelDelayMs: number;
   /** How long the runs may take to finish after the burst. */
   drainTimeoutMs: number;
+  /**
+   * Further bursts of `messages` new messages after the first has drained, each drained in turn,
+   * to see whether memory settles. Default 0.
+   */
+  extraRounds?: number;
 }
 
 export interface BurstReport {
@@ -40,6 +45,8 @@ export interface BurstReport {
   drainMs: number;
   modelCalls: number;
   rssKb: { before: number; afterBurst: number; afterDrain: number };
+  /** RSS after each extra round drained, in kB. */
+  rssAfterRoundKb: number[];
 }
 
 interface WebBody {
@@ -72,11 +79,13 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
     });
     const pid = pidOfProcessWithEnv(`SWITCHBOARD_DB=${dbPath}`);
     const url = `${gateway.url}/web/api/messages`;
-    const bodies: WebBody[] = Array.from({ length: options.messages }, (_, i) => ({
-      sessionId: `loadsession${String(i % options.sessions).padStart(8, "0")}`,
-      clientMessageId: `msg${String(i).padStart(8, "0")}`,
-      text: `load message ${i}`,
-    }));
+    const roundBodies = (round: number): WebBody[] =>
+      Array.from({ length: options.messages }, (_, i) => ({
+        sessionId: `loadsession${String(i % options.sessions).padStart(8, "0")}`,
+        clientMessageId: `r${round}msg${String(i).padStart(8, "0")}`,
+        text: `load message ${i}`,
+      }));
+    const bodies = roundBodies(0);
     const rssBefore = rssKb(pid);
 
     const post = async (body: WebBody) => {
@@ -108,12 +117,33 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
 
     const drainStartedMs = performance.now();
     const terminal = `state IN (${TERMINAL_RUN_STATES.map((s) => `'${s}'`).join(", ")})`;
-    await eventually(
-      () => count(dbPath, `SELECT count(*) AS n FROM runs WHERE ${terminal}`) >= options.messages,
-      options.drainTimeoutMs,
-      `${options.messages} runs to finish`,
-    ).catch(() => undefined);
+    const drained = (runs: number) =>
+      eventually(
+        () => count(dbPath, `SELECT count(*) AS n FROM runs WHERE ${terminal}`) >= runs,
+        options.drainTimeoutMs,
+        `${runs} runs to finish`,
+      ).catch(() => undefined);
+    await drained(options.messages);
     const drainMs = performance.now() - drainStartedMs;
+    const rssAfterDrain = rssKb(pid);
+    // Counted before any extra round adds its own.
+    const firstRound = {
+      runs: count(dbPath, "SELECT count(*) AS n FROM runs"),
+      receipts: count(dbPath, "SELECT count(*) AS n FROM ingress_receipts"),
+      distinctReceiptKeys: count(
+        dbPath,
+        "SELECT count(DISTINCT source || ':' || key) AS n FROM ingress_receipts",
+      ),
+      runsTerminal: count(dbPath, `SELECT count(*) AS n FROM runs WHERE ${terminal}`),
+    };
+    const modelCalls = llm.requests().length;
+
+    const rssAfterRoundKb: number[] = [];
+    for (let round = 1; round <= (options.extraRounds ?? 0); round++) {
+      await inParallel(roundBodies(round), options.concurrency, post);
+      await drained(options.messages * (round + 1));
+      rssAfterRoundKb.push(rssKb(pid));
+    }
 
     const latencies = results.map((r) => r.latencyMs).sort((a, b) => a - b);
     return {
@@ -127,16 +157,11 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       statuses: tally(results.map((r) => String(r.status))),
       outcomes: tally(results.map((r) => r.outcome)),
       duplicateOutcomes: tally(duplicateResults.map((r) => r.outcome)),
-      runs: count(dbPath, "SELECT count(*) AS n FROM runs"),
-      receipts: count(dbPath, "SELECT count(*) AS n FROM ingress_receipts"),
-      distinctReceiptKeys: count(
-        dbPath,
-        "SELECT count(DISTINCT source || ':' || key) AS n FROM ingress_receipts",
-      ),
-      runsTerminal: count(dbPath, `SELECT count(*) AS n FROM runs WHERE ${terminal}`),
+      ...firstRound,
       drainMs,
-      modelCalls: llm.requests().length,
-      rssKb: { before: rssBefore, afterBurst: rssAfterBurst, afterDrain: rssKb(pid) },
+      modelCalls,
+      rssKb: { before: rssBefore, afterBurst: rssAfterBurst, afterDrain: rssAfterDrain },
+      rssAfterRoundKb,
     };
   } finally {
     await gateway?.kill("SIGTERM");
@@ -211,5 +236,10 @@ export function formatReport(report: BurstReport): string {
     `  runs / ingress receipts           ${report.runs} / ${report.receipts} (distinct keys ${report.distinctReceiptKeys})`,
     `  runs finished / model calls       ${report.runsTerminal} / ${report.modelCalls} in ${Math.round(report.drainMs)} ms after the burst`,
     `  gateway RSS before / burst / drained  ${mb(rss.before)} / ${mb(rss.afterBurst)} / ${mb(rss.afterDrain)}`,
+    ...(report.rssAfterRoundKb.length === 0
+      ? []
+      : [
+          `  RSS after each further round      ${report.rssAfterRoundKb.map(mb).join(" / ")} (${options.messages} new messages each)`,
+        ]),
   ].join("\n");
 }

@@ -196,3 +196,22 @@ describe("the step loop", () => {
     });
   });
 });
+
+describe("lanes", () => {
+  test("a conversation keeps its lane only while it has work", async () => {
+    harness = createHarness(Array.from({ length: 21 }, (_, i) => ({ type: "text" as const, text: `a${i}` })));
+    const results = await Promise.all(
+      Array.from(
+        { length: 20 },
+        (_, i) =>
+          harness!.runtime.submit({ conversationId: `c${i}`, idempotencyKey: "k", parts: text("hi") }).result,
+      ),
+    );
+    expect(results.every((r) => r.state === "completed")).toBe(true);
+    await Bun.sleep(10);
+    expect(harness.runtime.lanesHeld).toBe(0);
+    const again = await harness.runtime.submit({ conversationId: "c3", idempotencyKey: "k2", parts: text("more") })
+      .result;
+    expect(again.state).toBe("completed");
+  });
+});
