@@ -230,7 +230,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     },
     async renderMetrics() {
-      return metrics.render(storeGauges(stores.db));
+      return metrics.render(storeGauges(stores.db), { lanes: runtime.lanesHeld });
     },
   };
 }

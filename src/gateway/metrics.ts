@@ -26,7 +26,13 @@ export interface Metrics {
   inboundIgnored(channel: string, reason: string): void;
   stepLatency(ms: number): void;
   scheduleLateness(ms: number): void;
-  render(gauges: StoreGauges): string;
+  render(gauges: StoreGauges, process: ProcessGauges): string;
+}
+
+/** This process's state at scrape time. */
+export interface ProcessGauges {
+  /** Conversations holding an executor lane (those with work). */
+  lanes: number;
 }
 
 export function createMetrics(): Metrics {
@@ -64,8 +70,20 @@ export function createMetrics(): Metrics {
     stepLatency: (ms) => observe("switchboard_step_latency_ms", "Duration of one model step.", ms),
     scheduleLateness: (ms) =>
       observe("switchboard_schedule_lateness_ms", "How late schedule occurrences fired.", ms),
-    render(gauges) {
+    render(gauges, live) {
       const lines: string[] = [];
+      const memory = process.memoryUsage();
+      for (const [name, help, value] of [
+        ["process_resident_memory_bytes", "Resident set size of the gateway process.", memory.rss],
+        ["switchboard_js_heap_used_bytes", "JavaScript heap in use.", memory.heapUsed],
+        [
+          "switchboard_runtime_lanes",
+          "Conversations with an executor lane (work in this process).",
+          live.lanes,
+        ],
+      ] as const) {
+        lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);
+      }
       if (gauges.deliveryLatencyMs) {
         const name = "switchboard_delivery_latency_ms";
         const { p50, p99, count } = gauges.deliveryLatencyMs;

@@ -140,6 +140,9 @@ describe("a gateway with nothing configured", () => {
     expect(metrics).toContain("switchboard_outbox_records");
     expect(metrics).toMatch(/switchboard_delivery_latency_ms\{quantile="0.99"\} \d+/);
     expect(metrics).toContain("switchboard_step_latency_ms_bucket");
+    expect(metrics).toMatch(/^process_resident_memory_bytes [1-9]\d{6,}$/m);
+    expect(metrics).toMatch(/^switchboard_js_heap_used_bytes [1-9]\d{5,}$/m);
+    expect(metrics).toMatch(/^switchboard_runtime_lanes \d+$/m);
   }, 20_000);
 
   test("the operator API refuses a missing or wrong token and answers with the right one", async () => {

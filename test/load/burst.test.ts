@@ -35,4 +35,6 @@ test(`a burst of ${MESSAGES} messages is admitted with no loss and no duplicate`
   expect(report.runsTerminal).toBe(MESSAGES);
   expect(report.modelCalls).toBe(MESSAGES);
   expect(report.rssKb.afterDrain - report.rssKb.before).toBeLessThan(MAX_RSS_GROWTH_KB);
+  // Nothing per conversation stays in the process once its work is done.
+  expect(report.lanesAfterRound).toEqual([0]);
 }, 120_000);

@@ -9,6 +9,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TERMINAL_RUN_STATES } from "../../src/runtime/types.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
+import { metricValue } from "../e2e/support/metrics.ts";
 import { startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 
@@ -47,6 +48,10 @@ export interface BurstReport {
   rssKb: { before: number; afterBurst: number; afterDrain: number };
   /** RSS after each extra round drained, in kB. */
   rssAfterRoundKb: number[];
+  /** The gateway's JavaScript heap in use after the first drain and after each extra round, in bytes. */
+  heapAfterRoundBytes: number[];
+  /** Executor lanes held after the first drain and after each extra round (none once idle). */
+  lanesAfterRound: number[];
 }
 
 interface WebBody {
@@ -139,10 +144,18 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
     const modelCalls = llm.requests().length;
 
     const rssAfterRoundKb: number[] = [];
+    const heapAfterRoundBytes: number[] = [];
+    const lanesAfterRound: number[] = [];
+    const sampleProcess = async () => {
+      heapAfterRoundBytes.push(await metricValue(gateway!.url, "switchboard_js_heap_used_bytes"));
+      lanesAfterRound.push(await metricValue(gateway!.url, "switchboard_runtime_lanes"));
+    };
+    await sampleProcess();
     for (let round = 1; round <= (options.extraRounds ?? 0); round++) {
       await inParallel(roundBodies(round), options.concurrency, post);
       await drained(options.messages * (round + 1));
       rssAfterRoundKb.push(rssKb(pid));
+      await sampleProcess();
     }
 
     const latencies = results.map((r) => r.latencyMs).sort((a, b) => a - b);
@@ -162,6 +175,8 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       modelCalls,
       rssKb: { before: rssBefore, afterBurst: rssAfterBurst, afterDrain: rssAfterDrain },
       rssAfterRoundKb,
+      heapAfterRoundBytes,
+      lanesAfterRound,
     };
   } finally {
     await gateway?.kill("SIGTERM");
@@ -241,5 +256,7 @@ export function formatReport(report: BurstReport): string {
       : [
           `  RSS after each further round      ${report.rssAfterRoundKb.map(mb).join(" / ")} (${options.messages} new messages each)`,
         ]),
+    `  JS heap in use after each drain    ${report.heapAfterRoundBytes.map((b) => mb(b / 1024)).join(" / ")}`,
+    `  executor lanes after each drain    ${report.lanesAfterRound.join(" / ")}`,
   ].join("\n");
 }

@@ -210,8 +210,11 @@ describe("lanes", () => {
     expect(results.every((r) => r.state === "completed")).toBe(true);
     await Bun.sleep(10);
     expect(harness.runtime.lanesHeld).toBe(0);
-    const again = await harness.runtime.submit({ conversationId: "c3", idempotencyKey: "k2", parts: text("more") })
-      .result;
+    const again = await harness.runtime.submit({
+      conversationId: "c3",
+      idempotencyKey: "k2",
+      parts: text("more"),
+    }).result;
     expect(again.state).toBe("completed");
   });
 });
