@@ -56,7 +56,11 @@ export interface ScheduleServiceOptions {
 
 export interface ScheduleService {
   /** Arms the timer and handles anything already due. Idempotent. */
-  start(): Promise<void>;
+  /**
+   * Arms the timer and handles what is due. With `takeOverLeases`, leases held by other owners end
+   * first — only for a single-process deployment (the embedded SQLite default).
+   */
+  start(options?: { takeOverLeases?: boolean }): Promise<void>;
   /** Clears the timer, aborts dispatches in flight (they are retried later) and waits for the tick to end. */
   stop(): Promise<void>;
   /** Validates and stores a schedule. Throws SwitchboardError input_invalid with a hint on refusal. */
@@ -97,13 +101,14 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
       // An observer's fault must not stop scheduling.
     }
   };
+  const owner = options.owner ?? newId("sched", clock.now());
   const inFlight = new Set<AbortController>();
   const runDueSchedule = createOccurrenceRunner({
     repository,
     dispatch: options.dispatch,
     clock,
     timer,
-    owner: options.owner ?? newId("sched", clock.now()),
+    owner,
     leaseMs,
     dispatchDeadlineMs,
     missedGraceMs: options.missedGraceMs ?? 60_000,
@@ -214,9 +219,11 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
   }
 
   return {
-    async start() {
+    async start(startOptions = {}) {
       if (started) return;
       started = true;
+      if (startOptions.takeOverLeases)
+        await repository.expireLeases({ exceptOwner: owner, nowMs: clock.now() });
       await tick();
     },
 

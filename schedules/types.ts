@@ -196,6 +196,12 @@ export interface ScheduleRepository {
     advance: ScheduleAdvance;
     nowMs: number;
   }): Promise<Schedule | null>;
+  /**
+   * Ends every live lease not held by `exceptOwner` at `nowMs`, so their slots are due at once.
+   * For a single-process deployment starting up: the previous process is gone, and waiting for
+   * its leases would only make its claimed occurrences late. Returns the number of leases ended.
+   */
+  expireLeases(request: { exceptOwner: string; nowMs: number }): Promise<number>;
   /** One occurrence, or null when that slot was never claimed or skipped. */
   getOccurrence(scheduleId: string, scheduledForMs: number): Promise<Occurrence | null>;
   /** A schedule's most recent occurrences, newest first, at most `limit`; empty when none. */

@@ -200,7 +200,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         logger.info("channel.started", { channel: name, account: adapter.account });
       }
       for (const [name, adapter] of adapters) await catchUpChannel(name, adapter, stores, logger);
-      await schedules.start();
+      // One gateway per SQLite file: a claim left by a dead process fires now, not when its lease ends.
+      await schedules.start({ takeOverLeases: true });
     },
     async stop(options = {}) {
       const graceMs = options.graceMs ?? config.shutdownGraceMs;

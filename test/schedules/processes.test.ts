@@ -52,7 +52,15 @@ function setUp() {
 }
 
 async function runScheduler(
-  args: { dbFile: string; logFile: string; owner: string; maxMs: number; crashAfterAdmission?: boolean },
+  args: {
+    dbFile: string;
+    logFile: string;
+    owner: string;
+    maxMs: number;
+    crashAfterAdmission?: boolean;
+    takeOver?: boolean;
+    leaseMs?: number;
+  },
   env: Record<string, string> = {},
 ): Promise<{
   exitCode: number | null;
@@ -66,9 +74,10 @@ async function runScheduler(
       args.dbFile,
       args.logFile,
       args.owner,
-      String(LEASE_MS),
+      String(args.leaseMs ?? LEASE_MS),
       String(args.maxMs),
       ...(args.crashAfterAdmission ? ["crash-after-admission"] : []),
+      ...(args.takeOver ? ["take-over"] : []),
     ],
     { env: { PATH: process.env.PATH ?? "", ...env }, stdout: "ignore", stderr: "pipe" },
   );
@@ -187,5 +196,44 @@ describe("a scheduler process killed mid-occurrence", () => {
       });
     },
     { timeout: 20_000 },
+  );
+
+  test(
+    "a process that starts as the only one takes the dead claim over at once instead of waiting out its lease",
+    async () => {
+      const { dbFile, logFile, stores, log } = setUp();
+      const schedule = await createDueSchedule(stores);
+      const slotMs = schedule.nextAtMs as number;
+      const longLeaseMs = 30_000;
+      const first = await runScheduler(
+        { dbFile, logFile, owner: "proc-a", maxMs: 5_000, leaseMs: longLeaseMs },
+        { SWITCHBOARD_TEST_KILL_POINT: "schedule.claimed" },
+      );
+      expect(first.signalCode).toBe("SIGKILL");
+      const before = await stores.schedules.getOccurrence(schedule.id, slotMs);
+      expect(before).toMatchObject({ state: "claimed", leaseOwner: "proc-a" });
+      expect(before!.leaseExpiresAtMs! - Date.now()).toBeGreaterThan(20_000);
+
+      // Well inside proc-a's lease: without the takeover proc-b would find nothing due and exit.
+      const second = await runScheduler({
+        dbFile,
+        logFile,
+        owner: "proc-b",
+        maxMs: 8_000,
+        leaseMs: longLeaseMs,
+        takeOver: true,
+      });
+      expect(second).toMatchObject({ exitCode: 0, signalCode: null });
+      const lines = log();
+      expect(lines).toMatchObject([{ owner: "proc-b", outcome: "admitted" }]);
+      expect(lines[0]!.lateByMs!).toBeLessThan(longLeaseMs / 2);
+      expect(await stores.schedules.getOccurrence(schedule.id, slotMs)).toMatchObject({
+        state: "dispatched",
+        leaseOwner: "proc-b",
+        fencingToken: 2,
+        runId: lines[0]!.runId,
+      });
+    },
+    { timeout: 30_000 },
   );
 });

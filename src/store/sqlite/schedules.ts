@@ -356,6 +356,26 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
       });
     },
 
+    async expireLeases({ exceptOwner, nowMs }) {
+      return transaction(() => {
+        const taken = db
+          .query(
+            `UPDATE schedule_occurrences SET lease_expires_at_ms = ?1, updated_at_ms = ?1
+             WHERE state = 'claimed' AND lease_expires_at_ms > ?1 AND lease_owner IS NOT ?2
+             RETURNING schedule_id, scheduled_for_ms`,
+          )
+          .all(nowMs, exceptOwner) as Array<{ schedule_id: string; scheduled_for_ms: number }>;
+        for (const occurrence of taken) {
+          // Due now, if the schedule is still waiting on that very slot's lease.
+          db.query(
+            `UPDATE schedules SET due_at_ms = ?1 WHERE id = ?2 AND state = 'active' AND next_at_ms = ?3
+             AND due_at_ms > ?1`,
+          ).run(nowMs, occurrence.schedule_id, occurrence.scheduled_for_ms);
+        }
+        return taken.length;
+      });
+    },
+
     async claimOccurrence(request): Promise<ClaimResult> {
       const { scheduleId, scheduledForMs, owner, nowMs, leaseMs } = request;
       return transaction((): ClaimResult => {

@@ -5,7 +5,8 @@
  * Runs until nothing is pending any more, at most `<maxMs>`.
  * With `crash-after-admission` the process SIGKILLs itself right after its first admission, before
  * the occurrence is settled. SWITCHBOARD_TEST_KILL_POINT=schedule.claimed crashes it after the claim.
- * Usage: bun admitting-scheduler.ts <db file> <log file> <owner> <leaseMs> <maxMs> [crash-after-admission]
+ * With `take-over` it starts the way the gateway does, ending other owners' leases first.
+ * Usage: bun admitting-scheduler.ts <db file> <log file> <owner> <leaseMs> <maxMs> [crash-after-admission|take-over]
  */
 import { appendFileSync } from "node:fs";
 import { createScheduleService } from "../../../schedules/service.ts";
@@ -19,7 +20,7 @@ const leaseMs = Number(leaseArg);
 const maxMs = Number(maxArg);
 if (!file || !logFile || !owner || !(leaseMs > 0) || !(maxMs > 0)) {
   throw new Error(
-    "usage: admitting-scheduler.ts <db file> <log file> <owner> <leaseMs> <maxMs> [crash-after-admission]",
+    "usage: admitting-scheduler.ts <db file> <log file> <owner> <leaseMs> <maxMs> [crash-after-admission|take-over]",
   );
 }
 
@@ -57,7 +58,7 @@ const service = createScheduleService({
   },
 });
 
-await service.start();
+await service.start({ takeOverLeases: mode === "take-over" });
 const deadlineMs = Date.now() + maxMs;
 while (Date.now() < deadlineMs && (await stores.schedules.nextDueAtMs()) !== null) await Bun.sleep(50);
 await service.stop();
