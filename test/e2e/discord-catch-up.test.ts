@@ -5,12 +5,11 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { APIUser } from "discord.js";
 import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 const dir = tempDir("switchboard-e2e-dc-catch-up-");
@@ -24,28 +23,20 @@ let gateway: GatewayProcess | undefined;
 const GATEWAY_STOP_TIMEOUT_MS = 15_000;
 
 function env(): Record<string, string> {
-  const config = join(dir.path, "switchboard.json");
   // Queue, not supersede: every message written while down deserves its own answer.
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: {
-        "discord:dm": { inputPolicy: "queue", delivery: "terminal" },
-        "discord:group": { inputPolicy: "queue", delivery: "terminal" },
-      },
-    }),
-  );
-  return {
-    SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    DISCORD_BOT_TOKEN: discord.token,
-    DISCORD_API_URL: discord.apiUrl,
-    DISCORD_ALLOWED_USERS: `${alice.id},${otherBot.id}`,
-  };
+  return e2eGatewayEnv({
+    dir: dir.path,
+    llm,
+    surfaces: {
+      "discord:dm": { inputPolicy: "queue", delivery: "terminal" },
+      "discord:group": { inputPolicy: "queue", delivery: "terminal" },
+    },
+    extra: {
+      DISCORD_BOT_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_ALLOWED_USERS: `${alice.id},${otherBot.id}`,
+    },
+  });
 }
 
 const botReplies = (channelId: string) =>

@@ -1,7 +1,5 @@
 /** Native streaming (Telegram drafts in private chats) behind config, with the final answer as one message. */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import {
   groupChat,
   privateChat,
@@ -11,6 +9,7 @@ import {
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 const dir = tempDir("switchboard-e2e-draft-");
@@ -35,21 +34,18 @@ beforeAll(async () => {
     ],
   });
   telegram = startTelegramEmulator();
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({ version: 1, surfaces: { "telegram:*": { delivery: "stream", nativeStreaming: true } } }),
+  gateway = await startGatewayProcess(
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      surfaces: { "telegram:*": { delivery: "stream", nativeStreaming: true } },
+      extra: {
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.url,
+        TELEGRAM_ALLOWED_USERS: String(erin.id),
+      },
+    }),
   );
-  gateway = await startGatewayProcess({
-    SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: String(erin.id),
-  });
 }, 30_000);
 
 afterAll(async () => {

@@ -6,14 +6,13 @@
 
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { APIUser } from "discord.js";
 import type { OutboxRecord } from "../../outbox/types.ts";
 import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { runCliJson } from "./support/cli.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 /** Starting a gateway process takes a few seconds on a busy machine; hooks default to 5 s. */
@@ -25,24 +24,16 @@ let alice: APIUser;
 let gateway: GatewayProcess | undefined;
 
 function env(): Record<string, string> {
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: { "discord:dm": { inputPolicy: "queue", delivery: "terminal" } },
-    }),
-  );
-  return {
-    SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    DISCORD_BOT_TOKEN: discord.token,
-    DISCORD_API_URL: discord.apiUrl,
-    DISCORD_ALLOWED_USERS: alice.id,
-  };
+  return e2eGatewayEnv({
+    dir: dir.path,
+    llm,
+    surfaces: { "discord:dm": { inputPolicy: "queue", delivery: "terminal" } },
+    extra: {
+      DISCORD_BOT_TOKEN: discord.token,
+      DISCORD_API_URL: discord.apiUrl,
+      DISCORD_ALLOWED_USERS: alice.id,
+    },
+  });
 }
 
 beforeAll(async () => {

@@ -6,8 +6,6 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { APIUser } from "discord.js";
 import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
 import { type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
@@ -19,6 +17,7 @@ import {
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 /** Starting a gateway process with three channels takes a few seconds on a busy machine. */
@@ -85,29 +84,24 @@ beforeAll(async () => {
   slack = startSlackEmulator();
   discordUser = discord.createUser("alice");
   discordDm = discord.dmChannelId(discordUser.id);
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({ version: 1, surfaces: { "*:dm": { inputPolicy: "queue", delivery: "terminal" } } }),
-  );
   gateway = await startGatewayProcess(
-    {
-      SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
-      SWITCHBOARD_CONFIG: config,
-      SWITCHBOARD_WEB: "off",
-      SWITCHBOARD_MODEL: "openai-compatible:test-model",
-      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: String(alice.id),
-      DISCORD_BOT_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_ALLOWED_USERS: discordUser.id,
-      SLACK_BOT_TOKEN: slack.botToken,
-      SLACK_APP_TOKEN: slack.appToken,
-      SLACK_API_URL: slack.apiUrl,
-      SLACK_ALLOWED_USERS: SLACK_USER,
-    },
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      surfaces: { "*:dm": { inputPolicy: "queue", delivery: "terminal" } },
+      extra: {
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.url,
+        TELEGRAM_ALLOWED_USERS: String(alice.id),
+        DISCORD_BOT_TOKEN: discord.token,
+        DISCORD_API_URL: discord.apiUrl,
+        DISCORD_ALLOWED_USERS: discordUser.id,
+        SLACK_BOT_TOKEN: slack.botToken,
+        SLACK_APP_TOKEN: slack.appToken,
+        SLACK_API_URL: slack.apiUrl,
+        SLACK_ALLOWED_USERS: SLACK_USER,
+      },
+    }),
     GATEWAY_START_MS,
   );
 }, GATEWAY_START_MS + 1_000);

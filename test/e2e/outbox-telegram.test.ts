@@ -6,8 +6,6 @@
 
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { OutboxRecord } from "../../outbox/types.ts";
 import {
   privateChat,
@@ -18,6 +16,7 @@ import {
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 /** Starting a gateway process takes a few seconds on a busy machine; hooks default to 5 s. */
@@ -31,21 +30,18 @@ const carol = user(2003, "Carol");
 
 /** Gateway environment; `delivery` applies to Telegram DMs, whose messages queue (none is superseded). */
 function env(dbName: string, delivery: "terminal" | "stream"): Record<string, string> {
-  const config = join(dir.path, `${dbName}.json`);
-  writeFileSync(
-    config,
-    JSON.stringify({ version: 1, surfaces: { "telegram:dm": { inputPolicy: "queue", delivery } } }),
-  );
-  return {
-    SWITCHBOARD_DB: join(dir.path, `${dbName}.sqlite`),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id].join(","),
-  };
+  return e2eGatewayEnv({
+    dir: dir.path,
+    llm,
+    dbFile: `${dbName}.sqlite`,
+    configFile: `${dbName}.json`,
+    surfaces: { "telegram:dm": { inputPolicy: "queue", delivery } },
+    extra: {
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_API_ROOT: telegram.url,
+      TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id].join(","),
+    },
+  });
 }
 
 const botTexts = (chatId: number) =>

@@ -6,7 +6,6 @@
 
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   privateChat,
@@ -16,6 +15,7 @@ import {
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 const dir = tempDir("switchboard-e2e-schedules-");
@@ -26,25 +26,18 @@ const dave = user(2002, "Dave");
 const erin = user(2003, "Erin");
 
 function env(dbName: string): Record<string, string> {
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
-    }),
-  );
-  return {
-    SWITCHBOARD_DB: join(dir.path, dbName),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_LOG_LEVEL: "debug",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: [carol.id, dave.id, erin.id].join(","),
-  };
+  return e2eGatewayEnv({
+    dir: dir.path,
+    llm,
+    dbFile: dbName,
+    surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
+    extra: {
+      SWITCHBOARD_LOG_LEVEL: "debug",
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_API_ROOT: telegram.url,
+      TELEGRAM_ALLOWED_USERS: [carol.id, dave.id, erin.id].join(","),
+    },
+  });
 }
 
 const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);

@@ -4,12 +4,11 @@
  * a crash mid-stream all end with one message showing the answer.
  */
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
 import type { VisibleMessage } from "../emulators/slack/types.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 const dir = tempDir("switchboard-e2e-slack-stream-");
@@ -21,27 +20,19 @@ let slack: SlackEmulator;
 let gateway: GatewayProcess;
 
 function gatewayEnv(): Record<string, string> {
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: {
-        "slack:*": { inputPolicy: "queue", delivery: "stream", nativeStreaming: true },
-      },
-    }),
-  );
-  return {
-    SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    SLACK_BOT_TOKEN: slack.botToken,
-    SLACK_APP_TOKEN: slack.appToken,
-    SLACK_API_URL: `${slack.url}/api`,
-    SLACK_ALLOWED_USERS: ALICE,
-  };
+  return e2eGatewayEnv({
+    dir: dir.path,
+    llm,
+    surfaces: {
+      "slack:*": { inputPolicy: "queue", delivery: "stream", nativeStreaming: true },
+    },
+    extra: {
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_APP_TOKEN: slack.appToken,
+      SLACK_API_URL: `${slack.url}/api`,
+      SLACK_ALLOWED_USERS: ALICE,
+    },
+  });
 }
 
 const slow = (text: string, extra: Record<string, unknown> = {}) => ({

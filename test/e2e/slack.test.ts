@@ -6,11 +6,11 @@
 
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { postEvent, type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 import { metricValue } from "./support/metrics.ts";
 
@@ -25,29 +25,22 @@ let slack: SlackEmulator;
 
 /** Socket Mode unless `mode` is "http", which serves the Events API with SIGNING_SECRET instead. */
 function env(mode: "socket" | "http", dbFile = "gateway.sqlite"): Record<string, string> {
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: {
-        "slack:dm": { inputPolicy: "supersede", delivery: "terminal" },
-        "slack:group": { inputPolicy: "queue", delivery: "terminal" },
-        "slack:thread": { inputPolicy: "queue", delivery: "terminal" },
-      },
-    }),
-  );
-  return {
-    SWITCHBOARD_DB: join(dir.path, dbFile),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    SLACK_BOT_TOKEN: slack.botToken,
-    SLACK_API_URL: `${slack.url}/api`,
-    SLACK_ALLOWED_USERS: `${ALICE},${BOB}`,
-    ...(mode === "socket" ? { SLACK_APP_TOKEN: slack.appToken } : { SLACK_SIGNING_SECRET: SIGNING_SECRET }),
-  };
+  return e2eGatewayEnv({
+    dir: dir.path,
+    llm,
+    dbFile,
+    surfaces: {
+      "slack:dm": { inputPolicy: "supersede", delivery: "terminal" },
+      "slack:group": { inputPolicy: "queue", delivery: "terminal" },
+      "slack:thread": { inputPolicy: "queue", delivery: "terminal" },
+    },
+    extra: {
+      SLACK_BOT_TOKEN: slack.botToken,
+      SLACK_API_URL: `${slack.url}/api`,
+      SLACK_ALLOWED_USERS: `${ALICE},${BOB}`,
+      ...(mode === "socket" ? { SLACK_APP_TOKEN: slack.appToken } : { SLACK_SIGNING_SECRET: SIGNING_SECRET }),
+    },
+  });
 }
 
 const dmChannel = (user: string) => `D${user.slice(1)}`;

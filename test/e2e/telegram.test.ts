@@ -5,7 +5,6 @@
 
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   groupChat,
@@ -16,6 +15,7 @@ import {
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, freePort, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 const dir = tempDir("switchboard-e2e-tg-");
@@ -27,28 +27,20 @@ const mallory = user(6666, "Mallory");
 const group = groupChat(-5001, "Team");
 
 function env(extra: Record<string, string> = {}): Record<string, string> {
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: {
-        "telegram:dm": { inputPolicy: "supersede", delivery: "terminal" },
-        "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
-      },
-    }),
-  );
-  return {
-    SWITCHBOARD_DB: join(dir.path, "gateway.sqlite"),
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id},1003,1004`,
-    ...extra,
-  };
+  return e2eGatewayEnv({
+    dir: dir.path,
+    llm,
+    surfaces: {
+      "telegram:dm": { inputPolicy: "supersede", delivery: "terminal" },
+      "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
+    },
+    extra: {
+      TELEGRAM_BOT_TOKEN: telegram.token,
+      TELEGRAM_API_ROOT: telegram.url,
+      TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id},1003,1004`,
+      ...extra,
+    },
+  });
 }
 
 const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);
