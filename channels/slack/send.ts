@@ -7,6 +7,17 @@ import { decodeReplyTarget } from "./keys.ts";
 /** Longest markdown_text Slack takes in one streaming call. */
 export const SLACK_STREAM_MAX_CHARS = 12_000;
 
+/** The new message's ts as a receipt; Slack answering ok without one is a platform fault. */
+function receiptOf(result: { ts?: string }, method: string): SendReceipt {
+  if (typeof result.ts !== "string") {
+    throw new SwitchboardError("platform_unavailable", `Slack accepted ${method} but returned no ts`, {
+      retryable: false,
+      details: { platform: "slack", method },
+    });
+  }
+  return { messageIds: [result.ts] };
+}
+
 function slackErrorOf(error: unknown): unknown {
   return error instanceof SwitchboardError ? error.details?.slackError : undefined;
 }
@@ -35,17 +46,7 @@ export class SlackSender {
         ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
       }),
     );
-    if (typeof result.ts !== "string") {
-      throw new SwitchboardError(
-        "platform_unavailable",
-        "Slack accepted chat.postMessage but returned no ts",
-        {
-          retryable: false,
-          details: { platform: "slack", method: "chat.postMessage" },
-        },
-      );
-    }
-    return { messageIds: [result.ts] };
+    return receiptOf(result, "chat.postMessage");
   }
 
   /**
@@ -89,17 +90,7 @@ export class SlackSender {
         recipient_team_id: recipient.teamId,
       }),
     );
-    if (typeof result.ts !== "string") {
-      throw new SwitchboardError(
-        "platform_unavailable",
-        "Slack accepted chat.startStream but returned no ts",
-        {
-          retryable: false,
-          details: { platform: "slack", method: "chat.startStream" },
-        },
-      );
-    }
-    return { messageIds: [result.ts] };
+    return receiptOf(result, "chat.startStream");
   }
 
   async appendStream(target: string, messageId: string, markdown: string): Promise<void> {
