@@ -132,6 +132,16 @@ export interface NativeStream {
   readonly maxChars: number;
 }
 
+/** What an adapter tells the gateway besides inbound messages. */
+export interface ChannelEvents {
+  /**
+   * The platform connection came back as a new session that does not replay what was sent while
+   * it was away (Discord: a fresh IDENTIFY after the session was invalidated). The gateway runs
+   * `catchUp` again.
+   */
+  sessionRenewed?(): void;
+}
+
 export interface ChannelAdapter {
   readonly channel: ChannelName;
   /** The bot account id; known after start(). */
@@ -139,7 +149,7 @@ export interface ChannelAdapter {
   readonly capabilities: ChannelCapabilities;
   readonly limits: ChannelLimits;
   /** Connects and begins delivering updates to `ingress`. Resolves once connected. */
-  start(ingress: Ingress): Promise<void>;
+  start(ingress: Ingress, events?: ChannelEvents): Promise<void>;
   /** Stops receiving; in-flight ingress calls finish first. */
   stop(): Promise<void>;
   /** True while connected (readiness). */

@@ -6,6 +6,7 @@ import type {
   CatchUpReport,
   ChannelAdapter,
   ChannelCapabilities,
+  ChannelEvents,
   ChannelLimits,
   InboundMessage,
   Ingress,
@@ -120,7 +121,7 @@ export class DiscordAdapter implements ChannelAdapter {
     return this.botUserId;
   }
 
-  async start(ingress: Ingress): Promise<void> {
+  async start(ingress: Ingress, events: ChannelEvents = {}): Promise<void> {
     if (this.lifecycle !== "idle") {
       throw new Error(`DiscordAdapter.start() can be called once; the adapter is ${this.lifecycle}.`);
     }
@@ -142,6 +143,13 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     this.ingress = ingress;
     this.client.on(Events.MessageCreate, (message) => this.onMessage(message, ingress));
+    // READY after the first one means Discord refused to resume: what was sent meanwhile is
+    // only in the channels' history now.
+    this.client.on(Events.ShardReady, () => {
+      if (this.lifecycle !== "running") return;
+      this.log("warn", "gateway session renewed without replay; catching up from history");
+      events.sessionRenewed?.();
+    });
     try {
       // A login that never completes (no READY) still ends: `ready` rejects after readyTimeoutMs.
       await Promise.all([this.client.login(this.config.token), ready]);

@@ -196,7 +196,9 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       unwire = wireDelivery({ runtime, store: stores.runtime, worker, adapters, clock, logger });
       await runtime.recover({ takeOverLeases: true });
       for (const [name, adapter] of adapters) {
-        await adapter.start(guardedIngress);
+        await adapter.start(guardedIngress, {
+          sessionRenewed: () => void catchUpChannel(name, adapter, stores, logger),
+        });
         logger.info("channel.started", { channel: name, account: adapter.account });
       }
       for (const [name, adapter] of adapters) await catchUpChannel(name, adapter, stores, logger);

@@ -143,4 +143,31 @@ describe("discord catch-up after downtime", () => {
     expect(llm.requests().length).toBe(modelCallsBefore);
     expect(botReplies(discord.dmChannelId(alice.id)).length).toBe(dmRepliesBefore);
   }, 40_000);
+
+  test("a session Discord refuses to resume: what was sent meanwhile is fetched from history and answered once", async () => {
+    const dmChannel = discord.dmChannelId(alice.id);
+    const catchUpsBefore = catchUpEvents(gateway!).length;
+    // Discord forgets the session; a message now is dispatched to no session (it is only in history).
+    discord.invalidateSessions();
+    const gatewayLogBefore = discord.gatewayLog.length;
+    const lost = discord.sendDm(alice.id, "sent while the session was gone");
+    expect(discord.gatewayLog.slice(gatewayLogBefore).some((e) => e.event === "undelivered")).toBe(true);
+    // The connection drops; discord.js tries to resume, is refused (op 9) and identifies anew.
+    discord.dropGatewayConnections(4000);
+
+    const reply = await waitForBotReply(dmChannel, "echo: sent while the session was gone", 20_000);
+    expect(reply.message_reference?.message_id).toBe(lost.id);
+    expect(discord.gatewayLog.some((e) => e.event === "resume_rejected")).toBe(true);
+    expect(catchUpEvents(gateway!).length).toBe(catchUpsBefore + 1);
+    expect(catchUpEvents(gateway!).at(-1)).toMatchObject({ delivered: 1, failedTargets: 0 });
+    await Bun.sleep(500);
+    expect(requestsContaining("sent while the session was gone").length).toBe(1);
+    expect(
+      botReplies(dmChannel).filter((m) => m.content.includes("sent while the session was gone")).length,
+    ).toBe(1);
+
+    // The renewed session delivers live again.
+    discord.sendDm(alice.id, "live after the renewal");
+    await waitForBotReply(dmChannel, "echo: live after the renewal", 10_000);
+  }, 40_000);
 });
