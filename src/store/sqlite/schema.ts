@@ -120,14 +120,13 @@ CREATE TABLE conversation_summaries (
 /**
  * Migration 6: an admission receipt becomes two columns of the input message it admitted (the
  * run and message it names were always that message's own), so admitting writes one row less.
- * The unique index also serves per-conversation message lookups, replacing messages_conversation.
  */
 export const ADMISSION_COLUMNS_SQL = `
 ALTER TABLE messages ADD COLUMN idempotency_key TEXT;
 ALTER TABLE messages ADD COLUMN fingerprint TEXT;
 UPDATE messages SET idempotency_key = a.idempotency_key, fingerprint = a.fingerprint
   FROM admissions AS a WHERE a.input_message_id = messages.id;
-CREATE UNIQUE INDEX messages_admission ON messages (conversation_id, idempotency_key);
-DROP INDEX messages_conversation;
+CREATE UNIQUE INDEX messages_admission ON messages (conversation_id, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
 DROP TABLE admissions;
 `;
