@@ -121,6 +121,22 @@ test("a retried attempt withdraws streamed text: the stream stops and the same m
   expect(llm.requests().length).toBe(2);
 }, 30_000);
 
+test("a 429 on an append ends the live stream; the outbox finishes the same message with the answer after retry_after", async () => {
+  llm.setRules([{ match: { lastUserContains: "rate limited stream" }, reply: slow(ANSWER) }]);
+  slack.failNext("chat.appendStream", { kind: "rate_limited", retryAfterSeconds: 1 });
+  const threadTs = mention("rate limited stream");
+  const message = await finalMessage(threadTs, ANSWER);
+  expect(botMessagesIn(threadTs).length).toBe(1);
+  expect(callsIn("chat.startStream", threadTs).length).toBe(1);
+  const limited = slack
+    .calls("chat.appendStream")
+    .filter((c) => c.params.ts === message.ts && c.status === 429);
+  expect(limited.length).toBe(1);
+  const finalEdits = slack.calls("chat.update").filter((c) => c.params.ts === message.ts && c.ok);
+  expect(finalEdits.length).toBeGreaterThan(0);
+  expect(finalEdits[0]!.atMs - limited[0]!.atMs).toBeGreaterThanOrEqual(1000);
+}, 30_000);
+
 test("a top-level DM cannot stream natively and falls back to edits", async () => {
   llm.setRules([{ match: { lastUserContains: "dm stream" }, reply: slow(ANSWER) }]);
   slack.pushEvent(slack.events.dm({ user: ALICE, text: "dm stream" }));
