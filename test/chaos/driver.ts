@@ -259,8 +259,8 @@ async function runKills(
     ).flat(),
     ...Array.from({ length: options.randomKills }, () => ({ kind: "random" as const })),
   ]);
-  // A kill right after a schedule claim leaves the claim leased (60 s) to the dead process: arm that
-  // point first, so the lease runs out during the traffic rather than while settling.
+  // The schedule.claimed episode goes first, so the occurrence the dead process had claimed (taken
+  // over by the restarted gateway) settles during the traffic rather than while settling.
   const claimFirst = shuffled.findIndex((e) => e.kind === "point" && e.point === "schedule.claimed");
   const episodes = [...shuffled.splice(claimFirst, 1), ...shuffled];
   const spanMs = options.trafficMs * 0.7;

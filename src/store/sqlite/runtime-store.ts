@@ -36,8 +36,8 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../types.ts";
+import { sumUsage } from "../usage.ts";
 import { type MessageRow, type RunRow, toMessage, toRun } from "./rows.ts";
-import { sumUsage } from "./usage.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
 

@@ -1,4 +1,4 @@
-import type { Usage } from "../../runtime/types.ts";
+import type { Usage } from "../runtime/types.ts";
 
 const FIELDS = ["inputTokens", "outputTokens", "reasoningTokens", "cachedInputTokens", "costUsd"] as const;
 

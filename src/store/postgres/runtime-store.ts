@@ -1,0 +1,1119 @@
+import { SQL, type TransactionSQL } from "bun";
+import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
+import type { DurableEvent } from "../../runtime/events.ts";
+import {
+  answerText,
+  type Message,
+  type MessagePart,
+  type MessageStatus,
+  type RunState,
+  type StopReason,
+  type TerminalRunState,
+  type Usage,
+} from "../../runtime/types.ts";
+import { newId } from "../../util/ids.ts";
+import type {
+  AcquiredRun,
+  AcquireRequest,
+  AdmitRequest,
+  AdmitResult,
+  CheckpointRequest,
+  ConversationHead,
+  ConversationSettings,
+  ConversationSummary,
+  Fence,
+  IngressClaim,
+  MessagePage,
+  PromptContext,
+  PromptTurn,
+  PurgeResult,
+  RunRecord,
+  RuntimeStore,
+  RunView,
+  StopRequestResult,
+  SummarySave,
+  SummarySaveResult,
+  TerminalRequest,
+  TerminalResult,
+} from "../types.ts";
+import { sumUsage } from "../usage.ts";
+import { migrate } from "./schema.ts";
+
+type EventBody = DurableEvent extends infer E
+  ? E extends DurableEvent
+    ? Omit<E, "seq" | "durable">
+    : never
+  : never;
+
+/** Bun's client returns `int8` columns as strings; the row converters below turn them into numbers. */
+type Int8 = string;
+
+interface RunRow {
+  id: string;
+  conversation_id: string;
+  queue_seq: Int8;
+  state: string;
+  priority: string;
+  policy: string;
+  input_message_ids: string;
+  assistant_message_id: string;
+  owner: string | null;
+  fencing_token: Int8;
+  lease_expires_at_ms: Int8 | null;
+  stop_reason: string | null;
+  steps: number;
+  usage: string;
+  cost_complete: boolean;
+  absorbed_into: string | null;
+  error: string | null;
+  context: string;
+  created_at_ms: Int8;
+  started_at_ms: Int8 | null;
+  finished_at_ms: Int8 | null;
+  finish_seq: Int8 | null;
+}
+
+interface MessageRow {
+  ord: Int8;
+  id: string;
+  conversation_id: string;
+  run_id: string;
+  role: string;
+  parts: string;
+  status: string;
+  created_at_ms: Int8;
+}
+
+interface HeadRow {
+  id: string;
+  version: Int8;
+  last_seq: Int8;
+  created_at_ms: Int8;
+}
+
+/** A locked conversation head; `created` when this transaction inserted it. */
+interface LockedHead {
+  version: number;
+  created: boolean;
+}
+
+/** One write transaction: its connection and the events it appended, published after COMMIT. */
+interface Tx {
+  sql: TransactionSQL;
+  events: DurableEvent[];
+}
+
+function toNumberOrNull(value: Int8 | null): number | null {
+  return value === null ? null : Number(value);
+}
+
+function toRun(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    state: row.state as RunState,
+    priority: row.priority as RunRecord["priority"],
+    policy: row.policy as RunRecord["policy"],
+    queueSeq: Number(row.queue_seq),
+    inputMessageIds: JSON.parse(row.input_message_ids) as string[],
+    assistantMessageId: row.assistant_message_id,
+    owner: row.owner,
+    fencingToken: Number(row.fencing_token),
+    leaseExpiresAtMs: toNumberOrNull(row.lease_expires_at_ms),
+    stopReason: row.stop_reason as StopReason | null,
+    steps: row.steps,
+    usage: JSON.parse(row.usage) as Usage,
+    costComplete: row.cost_complete,
+    absorbedInto: row.absorbed_into,
+    error: row.error,
+    context: JSON.parse(row.context) as unknown,
+    createdAtMs: Number(row.created_at_ms),
+    startedAtMs: toNumberOrNull(row.started_at_ms),
+    finishedAtMs: toNumberOrNull(row.finished_at_ms),
+  };
+}
+
+function toMessage(row: MessageRow): Message {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    runId: row.run_id,
+    role: row.role as Message["role"],
+    parts: JSON.parse(row.parts) as MessagePart[],
+    status: row.status as MessageStatus,
+    createdAtMs: Number(row.created_at_ms),
+  };
+}
+
+/** Message status an assistant message takes when its run ends in `state`. */
+function answerStatus(state: TerminalRunState): MessageStatus {
+  switch (state) {
+    case "completed":
+      return "complete";
+    case "superseded":
+      return "superseded";
+    case "failed":
+      return "failed";
+    default:
+      return "interrupted";
+  }
+}
+
+const isOwned = (run: RunRecord) => run.state === "running" || run.state === "interrupt_requested";
+
+/** Throws `fence_lost` unless `run` is still owned under the fence's token. */
+function checkFence(run: RunRecord | null, fence: Fence): RunRecord {
+  if (!run || run.fencingToken !== fence.fencingToken || !isOwned(run)) {
+    throw new SwitchboardError(
+      "fence_lost",
+      `Run ${fence.runId} is no longer owned under fencing token ${fence.fencingToken}; its writes are refused.`,
+      { details: { state: run?.state, currentToken: run?.fencingToken } },
+    );
+  }
+  return run;
+}
+
+/**
+ * Calls listeners with each committed transaction's events, in commit order. A transaction takes
+ * its turn when its work is done, just before COMMIT. Two transactions that append to one
+ * conversation both update its head row, so the second cannot finish its work before the first
+ * committed: their turns follow commit order. A turn's events go out once it and every earlier
+ * turn settled.
+ */
+class CommitPublisher {
+  private readonly listeners = new Set<(events: DurableEvent[]) => void>();
+  private readonly turns: Array<{ events: DurableEvent[]; settled: boolean }> = [];
+
+  subscribe(listener: (events: DurableEvent[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Takes the next turn; call the returned function once the transaction committed or failed. */
+  enqueue(events: DurableEvent[]): (committed: boolean) => void {
+    const turn = { events, settled: false };
+    this.turns.push(turn);
+    return (committed) => {
+      turn.settled = true;
+      if (!committed) turn.events = [];
+      this.drain();
+    };
+  }
+
+  private drain(): void {
+    while (this.turns[0]?.settled) {
+      const { events } = this.turns.shift()!;
+      if (events.length === 0) continue;
+      for (const listener of this.listeners) {
+        try {
+          listener(events);
+        } catch {
+          // An observer's failure must not undo or hide a committed mutation.
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The runtime store on PostgreSQL, for several gateway processes sharing one database.
+ *
+ * Mutations run in READ COMMITTED transactions that take row locks in one order: an ingress
+ * identity (advisory lock), then the conversation's head row, then run rows. Every transaction
+ * that changes a conversation's runs or ledger holds its head lock, so they run one after the
+ * other per conversation across processes, and each statement after the lock sees what the
+ * previous holder committed. Lease renewal and expiry change one column without the head lock,
+ * which is why a writer that decides on a lease also locks the run row. Reads of several
+ * statements share one REPEATABLE READ snapshot.
+ */
+export class PostgresRuntimeStore implements RuntimeStore {
+  private readonly publisher = new CommitPublisher();
+
+  constructor(private readonly sql: SQL) {}
+
+  onCommitted(listener: (events: DurableEvent[]) => void): () => void {
+    return this.publisher.subscribe(listener);
+  }
+
+  /**
+   * Runs `work` in one transaction and publishes its events after COMMIT. READ COMMITTED is
+   * explicit because the locking relies on it: a statement after a lock wait sees what the
+   * previous holder committed, which a server default of REPEATABLE READ would not give.
+   */
+  private async write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    let settle: ((committed: boolean) => void) | undefined;
+    try {
+      const result = await this.sql.begin("isolation level read committed", async (sql) => {
+        const tx: Tx = { sql, events: [] };
+        const value = await work(tx);
+        if (tx.events.length > 0) settle = this.publisher.enqueue(tx.events);
+        return value;
+      });
+      settle?.(true);
+      return result as T;
+    } catch (error) {
+      settle?.(false);
+      throw error;
+    }
+  }
+
+  /** Runs several reads on one snapshot. A single-statement read uses the pool directly. */
+  private async read<T>(work: (sql: SQL) => Promise<T>): Promise<T> {
+    return (await this.sql.begin("isolation level repeatable read, read only", work)) as T;
+  }
+
+  // ---- internal helpers ----
+
+  private async runRow(sql: SQL, runId: string): Promise<RunRecord | null> {
+    const [row] = await sql<RunRow[]>`SELECT * FROM runs WHERE id = ${runId}`;
+    return row ? toRun(row) : null;
+  }
+
+  private async activeRuns(sql: SQL, conversationId: string): Promise<RunRecord[]> {
+    const rows = await sql<RunRow[]>`
+      SELECT * FROM runs WHERE conversation_id = ${conversationId}
+      AND state IN ('queued', 'running', 'interrupt_requested') ORDER BY queue_seq`;
+    return rows.map(toRun);
+  }
+
+  private async version(sql: SQL, conversationId: string): Promise<number> {
+    const [row] = await sql<Array<{ version: Int8 }>>`
+      SELECT version FROM conversations WHERE id = ${conversationId}`;
+    return row ? Number(row.version) : 0;
+  }
+
+  private async message(sql: SQL, messageId: string): Promise<Message | null> {
+    const [row] = await sql<MessageRow[]>`SELECT * FROM messages WHERE id = ${messageId}`;
+    return row ? toMessage(row) : null;
+  }
+
+  private async messagesByIds(sql: SQL, ids: readonly string[]): Promise<Message[]> {
+    if (ids.length === 0) return [];
+    const rows = await sql<MessageRow[]>`
+      SELECT * FROM messages WHERE id = ANY(${sql.array([...ids], "TEXT")}) ORDER BY ord`;
+    return rows.map(toMessage);
+  }
+
+  private async assertNotPurged(sql: SQL, conversationId: string): Promise<void> {
+    const [tomb] = await sql`
+      SELECT 1 FROM conversation_tombstones WHERE conversation_id = ${conversationId}`;
+    if (tomb) {
+      throw new SwitchboardError(
+        "conversation_purged",
+        `Conversation ${conversationId} was purged; start a new conversation instead.`,
+      );
+    }
+  }
+
+  private async lockExistingHead(tx: Tx, conversationId: string): Promise<number | null> {
+    const [row] = await tx.sql<Array<{ version: Int8 }>>`
+      SELECT version FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
+    return row ? Number(row.version) : null;
+  }
+
+  /**
+   * Locks the conversation's head row, creating it when new. Throws `conversation_purged` for a
+   * purged conversation (the transaction then rolls back the head it inserted).
+   */
+  private async lockHead(tx: Tx, conversationId: string, nowMs: number): Promise<LockedHead> {
+    let created = false;
+    for (;;) {
+      const version = await this.lockExistingHead(tx, conversationId);
+      if (version !== null) return { version, created };
+      const inserted = await tx.sql`
+        INSERT INTO conversations (id, version, last_seq, created_at_ms) VALUES (${conversationId}, 0, 0, ${nowMs})
+        ON CONFLICT (id) DO NOTHING RETURNING id`;
+      created = inserted.length === 1;
+      // A purge deletes the head. The insert waited for a purge in progress to end, so its
+      // tombstone is visible now.
+      await this.assertNotPurged(tx.sql, conversationId);
+    }
+  }
+
+  /**
+   * Locks a run for a change: its conversation's head first (the order every writer follows),
+   * then the run's row. Null when the run does not exist.
+   */
+  private async lockRun(tx: Tx, runId: string): Promise<RunRecord | null> {
+    await tx.sql`
+      SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM runs WHERE id = ${runId}) FOR UPDATE`;
+    const [row] = await tx.sql<RunRow[]>`SELECT * FROM runs WHERE id = ${runId} FOR UPDATE`;
+    return row ? toRun(row) : null;
+  }
+
+  private async fenced(tx: Tx, fence: Fence): Promise<RunRecord> {
+    return checkFence(await this.lockRun(tx, fence.runId), fence);
+  }
+
+  /**
+   * Appends a durable event and bumps the conversation version. The caller holds the head lock,
+   * which also orders the event's seq.
+   */
+  private async appendEvent(
+    tx: Tx,
+    body: EventBody,
+    nowMs: number,
+  ): Promise<{ seq: number; version: number }> {
+    const [head] = await tx.sql<Array<{ last_seq: Int8; version: Int8 }>>`
+      UPDATE conversations SET version = version + 1, last_seq = last_seq + 1
+      WHERE id = ${body.conversationId} RETURNING last_seq, version`;
+    const seq = Number(head!.last_seq);
+    const event = { ...body, durable: true, seq } as DurableEvent;
+    tx.events.push(event);
+    await tx.sql`
+      INSERT INTO events (conversation_id, seq, type, payload, at_ms)
+      VALUES (${body.conversationId}, ${seq}, ${body.type}, ${JSON.stringify(event)}, ${nowMs})`;
+    return { seq, version: Number(head!.version) };
+  }
+
+  /** The conversation mapped to `key`; a new one when unmapped. A mapping made concurrently wins. */
+  private async resolveKey(tx: Tx, key: string, nowMs: number): Promise<string> {
+    for (;;) {
+      const [row] = await tx.sql<Array<{ conversation_id: string }>>`
+        SELECT conversation_id FROM conversation_keys WHERE key = ${key}`;
+      if (row) return row.conversation_id;
+      const id = newId("conv", nowMs);
+      const inserted = await tx.sql`
+        INSERT INTO conversation_keys (key, conversation_id, generation, updated_at_ms) VALUES (${key}, ${id}, 1, ${nowMs})
+        ON CONFLICT (key) DO NOTHING RETURNING key`;
+      if (inserted.length === 1) {
+        await this.insertHead(tx, id, nowMs);
+        return id;
+      }
+    }
+  }
+
+  /** Inserts the head of a conversation id this transaction just made up. */
+  private async insertHead(tx: Tx, conversationId: string, nowMs: number): Promise<void> {
+    await tx.sql`
+      INSERT INTO conversations (id, version, last_seq, created_at_ms) VALUES (${conversationId}, 0, 0, ${nowMs})`;
+  }
+
+  /** Serializes the transactions that record one ingress identity; released at COMMIT. */
+  private async lockIngress(tx: Tx, source: string, key: string): Promise<void> {
+    await tx.sql`SELECT pg_advisory_xact_lock(hashtext(${source}), hashtext(${key}))`;
+  }
+
+  /** Ends a run that never started (or is being ended without its owner) in one of the terminal states. */
+  private async endWithoutOwner(
+    tx: Tx,
+    run: RunRecord,
+    state: TerminalRunState,
+    nowMs: number,
+    absorbedInto?: string,
+  ): Promise<number> {
+    await tx.sql`
+      UPDATE runs SET state = ${state}, finished_at_ms = ${nowMs}, finish_seq = nextval('run_finish_seqs'),
+        owner = NULL, lease_expires_at_ms = NULL, absorbed_into = ${absorbedInto ?? null}
+      WHERE id = ${run.id}`;
+    const [answer] = await tx.sql<Array<{ parts: string }>>`
+      UPDATE messages SET status = ${answerStatus(state)} WHERE id = ${run.assistantMessageId} RETURNING parts`;
+    const { seq } = await this.appendEvent(
+      tx,
+      {
+        type: "terminal",
+        conversationId: run.conversationId,
+        runId: run.id,
+        state,
+        text: answer ? answerText(JSON.parse(answer.parts) as MessagePart[]) : "",
+        usage: run.usage,
+        ...(absorbedInto ? { absorbedInto } : {}),
+      },
+      nowMs,
+    );
+    return seq;
+  }
+
+  /**
+   * Finished turns (superseded and absorbed excluded) after `afterFinishSeq`, oldest first: the
+   * newest `limit` of them, or the oldest `limit` when `newest` is false.
+   */
+  private async turns(
+    sql: SQL,
+    conversationId: string,
+    options: { afterFinishSeq: number; limit: number; newest: boolean },
+  ): Promise<PromptTurn[]> {
+    const rows = await sql.unsafe<RunRow[]>(
+      `SELECT * FROM runs WHERE conversation_id = $1 AND finish_seq > $2
+       AND state NOT IN ('superseded', 'absorbed', 'cancelled')
+       ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT $3`,
+      [conversationId, options.afterFinishSeq, options.limit],
+    );
+    if (options.newest) rows.reverse();
+    if (rows.length === 0) return [];
+    const runIds = rows.map((r) => r.id);
+    const messageRows = await sql<MessageRow[]>`
+      SELECT * FROM messages WHERE run_id = ANY(${sql.array(runIds, "TEXT")}) ORDER BY ord`;
+    const messages = messageRows.map(toMessage);
+    const joined = await this.messagesByIds(
+      sql,
+      messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : []))),
+    );
+    return rows.map((row) => {
+      const own = messages.filter((m) => m.runId === row.id);
+      const answer = own.find((m) => m.role === "assistant");
+      const joinedOfTurn = answer
+        ? joined.filter((m) => answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id))
+        : [];
+      return {
+        runId: row.id,
+        state: row.state as RunState,
+        finishSeq: Number(row.finish_seq),
+        messages: [...own.filter((m) => m.role === "user"), ...(answer ? [answer] : []), ...joinedOfTurn],
+      };
+    });
+  }
+
+  private async summaryRow(sql: SQL, conversationId: string): Promise<ConversationSummary | null> {
+    const [row] = await sql<Array<{ text: string; through_finish_seq: Int8; version: Int8 }>>`
+      SELECT text, through_finish_seq, version FROM conversation_summaries WHERE conversation_id = ${conversationId}`;
+    return row
+      ? { text: row.text, throughFinishSeq: Number(row.through_finish_seq), version: Number(row.version) }
+      : null;
+  }
+
+  // ---- RuntimeStore ----
+
+  loadCompactionCandidates(
+    conversationId: string,
+    options: { keepTurns: number; maxTurns: number },
+  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }> {
+    return this.read(async (sql) => {
+      const summary = await this.summaryRow(sql, conversationId);
+      const after = summary?.throughFinishSeq ?? 0;
+      const [count] = await sql<Array<{ n: Int8 }>>`
+        SELECT count(*) AS n FROM runs WHERE conversation_id = ${conversationId} AND finish_seq > ${after}
+        AND state NOT IN ('superseded', 'absorbed', 'cancelled')`;
+      const pending = Math.max(0, Number(count!.n) - options.keepTurns);
+      const turns =
+        pending === 0
+          ? []
+          : await this.turns(sql, conversationId, {
+              afterFinishSeq: after,
+              limit: Math.min(pending, options.maxTurns),
+              newest: false,
+            });
+      return { summary, turns, pending };
+    });
+  }
+
+  /** A compare-and-set in one statement; the conflict read runs only when it matched nothing. */
+  saveSummary(request: SummarySave): Promise<SummarySaveResult> {
+    const { conversationId, text, throughFinishSeq, expectedVersion, nowMs } = request;
+    return this.write(async (tx) => {
+      const saved =
+        expectedVersion === 0
+          ? await tx.sql<Array<{ version: Int8 }>>`
+              INSERT INTO conversation_summaries (conversation_id, text, through_finish_seq, version, updated_at_ms)
+              VALUES (${conversationId}, ${text}, ${throughFinishSeq}, 1, ${nowMs})
+              ON CONFLICT (conversation_id) DO NOTHING RETURNING version`
+          : await tx.sql<Array<{ version: Int8 }>>`
+              UPDATE conversation_summaries SET text = ${text}, through_finish_seq = ${throughFinishSeq},
+                version = version + 1, updated_at_ms = ${nowMs}
+              WHERE conversation_id = ${conversationId} AND version = ${expectedVersion}
+                AND through_finish_seq < ${throughFinishSeq}
+              RETURNING version`;
+      if (saved[0]) return { outcome: "saved", version: Number(saved[0].version) } as const;
+      const current = await this.summaryRow(tx.sql, conversationId);
+      return { outcome: "conflict", actualVersion: current?.version ?? 0 } as const;
+    });
+  }
+
+  /**
+   * One transaction per admission. Admissions to one conversation queue on its head lock; two
+   * carrying one ingress identity queue on that identity first, so the second sees the first's
+   * receipt.
+   */
+  admit(request: AdmitRequest): Promise<AdmitResult> {
+    return this.write(async (tx) => {
+      if (request.ingress) {
+        await this.lockIngress(tx, request.ingress.source, request.ingress.key);
+        const duplicate = await this.ingressDuplicate(tx, request.ingress);
+        if (duplicate) return duplicate;
+      }
+      const conversationId =
+        "id" in request.conversation
+          ? request.conversation.id
+          : await this.resolveKey(tx, request.conversation.key, request.nowMs);
+      const head = await this.lockHead(tx, conversationId, request.nowMs);
+      const prior = await this.priorAdmission(tx, conversationId, request);
+      if (prior) return { ...prior, version: head.version };
+      return this.admitNew(tx, conversationId, request);
+    });
+  }
+
+  /** The admission an ingress identity already led to, or null when it led to none. */
+  private async ingressDuplicate(
+    tx: Tx,
+    ingress: { source: string; key: string },
+  ): Promise<AdmitResult | null> {
+    const [seen] = await tx.sql<
+      Array<{ conversation_id: string | null; run_id: string | null; input_message_id: string | null }>
+    >`
+      SELECT conversation_id, run_id, input_message_id FROM ingress_receipts
+      WHERE source = ${ingress.source} AND key = ${ingress.key}`;
+    if (!seen?.run_id || !seen.conversation_id || !seen.input_message_id) return null;
+    return {
+      outcome: "duplicate",
+      conversationId: seen.conversation_id,
+      runId: seen.run_id,
+      inputMessageId: seen.input_message_id,
+      version: await this.version(tx.sql, seen.conversation_id),
+    };
+  }
+
+  /**
+   * The admission this idempotency key already made in the conversation, or null. Throws
+   * `idempotency_conflict` when the key was used with other input.
+   */
+  private async priorAdmission(
+    tx: Tx,
+    conversationId: string,
+    request: AdmitRequest,
+  ): Promise<Omit<Extract<AdmitResult, { outcome: "duplicate" }>, "version"> | null> {
+    const [prior] = await tx.sql<Array<{ fingerprint: string; run_id: string; id: string }>>`
+      SELECT fingerprint, run_id, id FROM messages
+      WHERE conversation_id = ${conversationId} AND idempotency_key = ${request.idempotencyKey}`;
+    if (!prior) return null;
+    if (prior.fingerprint !== request.fingerprint) {
+      throw new SwitchboardError(
+        "idempotency_conflict",
+        `Idempotency key ${request.idempotencyKey} was already used with different input in conversation ${conversationId}. Use a new key for new input.`,
+      );
+    }
+    return { outcome: "duplicate", conversationId, runId: prior.run_id, inputMessageId: prior.id };
+  }
+
+  /** Admits new input into a conversation whose head this transaction holds. */
+  private async admitNew(tx: Tx, conversationId: string, request: AdmitRequest): Promise<AdmitResult> {
+    const { nowMs } = request;
+    // Queue-without-coalescing touches no earlier run, so it need not read them.
+    const needsActive = request.policy !== "queue" || request.coalescePending;
+    const active = needsActive ? await this.activeRuns(tx.sql, conversationId) : [];
+    const { stopRequested, superseded } = await this.applyPolicy(tx, active, request);
+
+    const messageId = request.proposedIds.messageId;
+    const pending =
+      request.coalescePending && request.policy !== "interrupt-next" && request.policy !== "supersede"
+        ? active.find(
+            (r) =>
+              r.state === "queued" &&
+              r.priority === "normal" &&
+              r.policy !== "inject" &&
+              r.steps === 0 &&
+              r.startedAtMs === null &&
+              !superseded.includes(r.id),
+          )
+        : undefined;
+
+    let runId: string;
+    if (pending) {
+      runId = pending.id;
+      await tx.sql`
+        UPDATE runs SET input_message_ids = ${JSON.stringify([...pending.inputMessageIds, messageId])}
+        WHERE id = ${runId}`;
+    } else {
+      runId = request.proposedIds.runId;
+      await tx.sql`
+        INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
+          assistant_message_id, context, created_at_ms)
+        VALUES (${runId}, ${conversationId}, 'queued', ${request.policy === "interrupt-next" ? "urgent" : "normal"},
+          ${request.policy}, ${JSON.stringify([messageId])}, ${newId("msg", nowMs)},
+          ${JSON.stringify(request.context ?? null)}, ${nowMs})`;
+    }
+    await tx.sql`
+      INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
+      VALUES (${messageId}, ${conversationId}, ${runId}, 'user', ${JSON.stringify(request.parts)}, 'complete', ${nowMs},
+        ${request.idempotencyKey}, ${request.fingerprint})`;
+    if (request.ingress) {
+      await tx.sql`
+        INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
+        VALUES (${request.ingress.source}, ${request.ingress.key}, ${conversationId}, ${runId}, ${messageId}, 'admitted',
+          ${JSON.stringify(request.ingress.payload ?? null)}, ${nowMs})
+        ON CONFLICT (source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
+          input_message_id = excluded.input_message_id, outcome = excluded.outcome`;
+    }
+    const outcome = pending ? "coalesced" : "admitted";
+    const { seq, version } = await this.appendEvent(
+      tx,
+      { type: "admission", conversationId, runId, inputMessageId: messageId, outcome },
+      nowMs,
+    );
+    return {
+      outcome,
+      conversationId,
+      runId,
+      inputMessageId: messageId,
+      version,
+      seq,
+      stopRequested,
+      superseded,
+    };
+  }
+
+  /** Applies the input policy to the conversation's earlier active runs. */
+  private async applyPolicy(
+    tx: Tx,
+    active: readonly RunRecord[],
+    request: AdmitRequest,
+  ): Promise<{ stopRequested: Array<{ runId: string; reason: StopReason }>; superseded: string[] }> {
+    const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
+    const superseded: string[] = [];
+    const stopReason: StopReason | null =
+      request.policy === "supersede"
+        ? "superseded"
+        : request.policy === "interrupt" || request.policy === "interrupt-next"
+          ? "interrupted"
+          : null;
+    if (!stopReason) return { stopRequested, superseded };
+    for (const run of active) {
+      if (run.state === "queued") {
+        if (stopReason === "superseded") {
+          await this.endWithoutOwner(tx, run, "superseded", request.nowMs);
+          superseded.push(run.id);
+        }
+        continue;
+      }
+      const reason = run.stopReason === "superseded" ? "superseded" : stopReason;
+      await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${run.id}`;
+      if (run.state === "running") {
+        await this.appendEvent(
+          tx,
+          {
+            type: "run-state",
+            conversationId: run.conversationId,
+            runId: run.id,
+            state: "interrupt_requested",
+          },
+          request.nowMs,
+        );
+      }
+      stopRequested.push({ runId: run.id, reason });
+    }
+    return { stopRequested, superseded };
+  }
+
+  loadRun(runId: string): Promise<RunView | null> {
+    return this.read(async (sql) => {
+      const run = await this.runRow(sql, runId);
+      if (!run) return null;
+      return { run, answer: await this.message(sql, run.assistantMessageId) };
+    });
+  }
+
+  listActiveRuns(conversationId: string): Promise<RunRecord[]> {
+    return this.activeRuns(this.sql, conversationId);
+  }
+
+  async nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
+    const active = await this.activeRuns(this.sql, conversationId);
+    const owned = active.find(isOwned);
+    if (owned) return (owned.leaseExpiresAtMs ?? 0) <= nowMs ? owned : null;
+    return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
+  }
+
+  acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
+    const { nowMs } = request;
+    return this.write(async (tx) => {
+      const run = await this.lockRun(tx, request.runId);
+      if (!run) return null;
+      if (run.state === "queued") {
+        const busy = (await this.activeRuns(tx.sql, run.conversationId)).some(
+          (r) => isOwned(r) && (r.leaseExpiresAtMs ?? 0) > nowMs,
+        );
+        if (busy) return null;
+      } else if (!isOwned(run) || (run.leaseExpiresAtMs ?? 0) > nowMs) {
+        return null;
+      }
+      const state: RunState = run.state === "interrupt_requested" ? "interrupt_requested" : "running";
+      const token = run.fencingToken + 1;
+      const [row] = await tx.sql<RunRow[]>`
+        UPDATE runs SET state = ${state}, owner = ${request.owner}, fencing_token = ${token},
+          lease_expires_at_ms = ${nowMs + request.leaseMs}, started_at_ms = COALESCE(started_at_ms, ${nowMs})
+        WHERE id = ${run.id} RETURNING *`;
+      const { seq } = await this.appendEvent(
+        tx,
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
+        nowMs,
+      );
+      return { run: toRun(row!), fence: { runId: run.id, fencingToken: token }, seq };
+    });
+  }
+
+  /** One conditional statement: it waits for a takeover in progress and then sees its new token. */
+  async renewLease(fence: Fence, nowMs: number, leaseMs: number): Promise<boolean> {
+    const result = await this.sql`
+      UPDATE runs SET lease_expires_at_ms = ${nowMs + leaseMs}
+      WHERE id = ${fence.runId} AND fencing_token = ${fence.fencingToken}
+        AND state IN ('running', 'interrupt_requested')`;
+    return result.count === 1;
+  }
+
+  async assertFence(fence: Fence): Promise<void> {
+    checkFence(await this.runRow(this.sql, fence.runId), fence);
+  }
+
+  loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
+    return this.read(async (sql) => {
+      const run = await this.runRow(sql, runId);
+      if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
+      const inputs = await this.messagesByIds(sql, run.inputMessageIds);
+      const assistant = await this.message(sql, run.assistantMessageId);
+      const summary = await this.summaryRow(sql, run.conversationId);
+      const history = await this.turns(sql, run.conversationId, {
+        afterFinishSeq: summary?.throughFinishSeq ?? 0,
+        limit: options.maxTurns,
+        newest: true,
+      });
+      const joinableRuns = (
+        await sql<RunRow[]>`
+          SELECT * FROM runs WHERE conversation_id = ${run.conversationId} AND state = 'queued' AND policy = 'inject'
+          AND priority = 'normal' AND steps = 0 AND queue_seq > ${run.queueSeq} ORDER BY queue_seq`
+      ).map(toRun);
+      const joinableInputs = await this.messagesByIds(
+        sql,
+        joinableRuns.flatMap((r) => r.inputMessageIds),
+      );
+      const joinable = joinableRuns.flatMap((r) =>
+        joinableInputs
+          .filter((m) => r.inputMessageIds.includes(m.id))
+          .map((message) => ({ runId: r.id, message })),
+      );
+      return { run, summary, history, inputs, assistant, joinable };
+    });
+  }
+
+  checkpoint(request: CheckpointRequest): Promise<{ seq: number }> {
+    const { nowMs, step } = request;
+    return this.write(async (tx) => {
+      const run = await this.fenced(tx, request.fence);
+      await tx.sql`
+        INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+        VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
+          ${JSON.stringify(request.assistantParts)}, 'streaming', ${nowMs})
+        ON CONFLICT (id) DO UPDATE SET parts = excluded.parts`;
+      await tx.sql`
+        INSERT INTO steps (run_id, step, model, finish_reason, usage, started_at_ms, finished_at_ms)
+        VALUES (${run.id}, ${step.step}, ${step.model}, ${step.finishReason}, ${JSON.stringify(step.usage)},
+          ${step.startedAtMs}, ${step.finishedAtMs})
+        ON CONFLICT (run_id, step) DO UPDATE SET model = excluded.model, finish_reason = excluded.finish_reason,
+          usage = excluded.usage, started_at_ms = excluded.started_at_ms, finished_at_ms = excluded.finished_at_ms`;
+      const usages = await tx.sql<Array<{ usage: string }>>`
+        SELECT usage FROM steps WHERE run_id = ${run.id} ORDER BY step`;
+      const total = sumUsage(usages.map((r) => JSON.parse(r.usage) as Usage));
+      await tx.sql`
+        UPDATE runs SET steps = ${step.step + 1}, usage = ${JSON.stringify(total.usage)},
+          cost_complete = ${total.costComplete}
+        WHERE id = ${run.id}`;
+      const { seq } = await this.appendEvent(
+        tx,
+        {
+          type: "checkpoint",
+          conversationId: run.conversationId,
+          runId: run.id,
+          step: step.step,
+          durationMs: step.finishedAtMs - step.startedAtMs,
+          text: answerText(request.assistantParts),
+        },
+        nowMs,
+      );
+      return { seq };
+    });
+  }
+
+  requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
+    return this.write(async (tx) => {
+      const run = await this.lockRun(tx, runId);
+      if (!run) return { outcome: "not_active" } as const;
+      if (run.state === "queued") {
+        const seq = await this.endWithoutOwner(
+          tx,
+          run,
+          reason === "superseded" ? "superseded" : "cancelled",
+          nowMs,
+        );
+        return { outcome: "ended", seq } as const;
+      }
+      if (!isOwned(run)) return { outcome: "not_active" } as const;
+      if (run.state === "running") {
+        await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
+      }
+      const { seq } = await this.appendEvent(
+        tx,
+        { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
+        nowMs,
+      );
+      return { outcome: "requested", seq } as const;
+    });
+  }
+
+  /**
+   * `deliveries` gets this transaction's `TransactionSQL` and is awaited: Bun's queries are lazy
+   * and run only when awaited, so a PostgreSQL writer returns the promise of its queries.
+   */
+  commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
+    const { nowMs, state } = request;
+    return this.write(async (tx) => {
+      const run = await this.fenced(tx, request.fence);
+      const [answerRow] = await tx.sql<MessageRow[]>`
+        INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+        VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
+          ${JSON.stringify(request.assistantParts)}, ${answerStatus(state)}, ${nowMs})
+        ON CONFLICT (id) DO UPDATE SET parts = excluded.parts, status = excluded.status
+        RETURNING *`;
+      const [runRow] = await tx.sql<RunRow[]>`
+        UPDATE runs SET state = ${state}, finished_at_ms = ${nowMs}, finish_seq = nextval('run_finish_seqs'),
+          owner = NULL, lease_expires_at_ms = NULL, error = ${request.error ?? null}
+        WHERE id = ${run.id} RETURNING *`;
+      const absorbed =
+        state === "completed" ? await this.absorbJoined(tx, run, request.assistantParts, nowMs) : [];
+      const finalRun = toRun(runRow!);
+      const answer = toMessage(answerRow!);
+      await request.deliveries?.(tx.sql, finalRun, answer);
+      const { seq } = await this.appendEvent(
+        tx,
+        {
+          type: "terminal",
+          conversationId: run.conversationId,
+          runId: run.id,
+          state,
+          text: answerText(request.assistantParts),
+          usage: finalRun.usage,
+          ...(request.error ? { error: request.error } : {}),
+        },
+        nowMs,
+      );
+      return { seq, run: finalRun, answer, absorbed };
+    });
+  }
+
+  /** Ends `absorbed` the queued inject runs whose every input joined the completed `run`. */
+  private async absorbJoined(
+    tx: Tx,
+    run: RunRecord,
+    parts: readonly MessagePart[],
+    nowMs: number,
+  ): Promise<string[]> {
+    const joined = new Set(parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])));
+    if (joined.size === 0) return [];
+    const absorbed: string[] = [];
+    for (const candidate of await this.activeRuns(tx.sql, run.conversationId)) {
+      if (
+        candidate.state === "queued" &&
+        candidate.policy === "inject" &&
+        candidate.inputMessageIds.every((id) => joined.has(id))
+      ) {
+        await this.endWithoutOwner(tx, candidate, "absorbed", nowMs, run.id);
+        absorbed.push(candidate.id);
+      }
+    }
+    return absorbed;
+  }
+
+  /**
+   * Locks the runs in queue order, the order in which an admission's policy and absorption lock
+   * several runs of a conversation, so neither can deadlock with it.
+   */
+  async expireLeases(request: { exceptOwner: string; nowMs: number }): Promise<number> {
+    const result = await this.sql`
+      UPDATE runs SET lease_expires_at_ms = ${request.nowMs}
+      WHERE queue_seq IN (
+        SELECT queue_seq FROM runs
+        WHERE state IN ('queued', 'running', 'interrupt_requested') AND owner IS NOT NULL
+          AND owner <> ${request.exceptOwner} AND lease_expires_at_ms > ${request.nowMs}
+        ORDER BY queue_seq FOR UPDATE
+      )`;
+    return result.count;
+  }
+
+  releaseRun(fence: Fence, nowMs: number): Promise<void> {
+    return this.write(async (tx) => {
+      const run = await this.fenced(tx, fence);
+      const state: RunState = run.state === "running" ? "queued" : run.state;
+      await tx.sql`UPDATE runs SET state = ${state}, owner = NULL, lease_expires_at_ms = NULL WHERE id = ${run.id}`;
+      await this.appendEvent(
+        tx,
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
+        nowMs,
+      );
+    });
+  }
+
+  async scanRecoverable(page: { afterQueueSeq: number; limit: number }): Promise<RunRecord[]> {
+    const rows = await this.sql<RunRow[]>`
+      SELECT * FROM runs WHERE state IN ('queued', 'running', 'interrupt_requested')
+      AND queue_seq > ${page.afterQueueSeq} ORDER BY queue_seq LIMIT ${page.limit}`;
+    return rows.map(toRun);
+  }
+
+  async readEvents(conversationId: string, afterSeq: number, limit: number): Promise<DurableEvent[]> {
+    const rows = await this.sql<Array<{ payload: string }>>`
+      SELECT payload FROM events WHERE conversation_id = ${conversationId} AND seq > ${afterSeq}
+      ORDER BY seq LIMIT ${limit}`;
+    return rows.map((r) => JSON.parse(r.payload) as DurableEvent);
+  }
+
+  async listMessages(
+    conversationId: string,
+    page: { afterOrder: number; limit: number },
+  ): Promise<MessagePage> {
+    const rows = await this.sql<Array<MessageRow & { run_state: string }>>`
+      SELECT m.*, r.state AS run_state FROM messages m JOIN runs r ON r.id = m.run_id
+      WHERE m.conversation_id = ${conversationId} AND m.ord > ${page.afterOrder} ORDER BY m.ord LIMIT ${page.limit + 1}`;
+    const items = rows.slice(0, page.limit).map((row) => ({
+      order: Number(row.ord),
+      message: toMessage(row),
+      runState: row.run_state as RunState,
+    }));
+    return { items, nextAfterOrder: rows.length > page.limit ? (items.at(-1)?.order ?? null) : null };
+  }
+
+  resolveConversationKey(key: string, nowMs: number): Promise<string> {
+    return this.write((tx) => this.resolveKey(tx, key, nowMs));
+  }
+
+  rotateConversationKey(key: string, nowMs: number): Promise<string> {
+    return this.write(async (tx) => {
+      const id = newId("conv", nowMs);
+      await this.insertHead(tx, id, nowMs);
+      await tx.sql`
+        INSERT INTO conversation_keys (key, conversation_id, generation, updated_at_ms) VALUES (${key}, ${id}, 1, ${nowMs})
+        ON CONFLICT (key) DO UPDATE SET conversation_id = excluded.conversation_id,
+          generation = conversation_keys.generation + 1, updated_at_ms = excluded.updated_at_ms`;
+      return id;
+    });
+  }
+
+  /**
+   * Takes the head lock, creating the head if the conversation has none, so an admission that
+   * would create it waits and then sees the tombstone. Finding the tombstone under the lock
+   * rolls back and reports `already_purged`.
+   */
+  purgeConversation(
+    conversationId: string,
+    options: { expectedVersion?: number; nowMs: number },
+  ): Promise<PurgeResult> {
+    const { expectedVersion, nowMs } = options;
+    return this.write<PurgeResult>(async (tx) => {
+      const head = await this.lockHead(tx, conversationId, nowMs);
+      const active = await this.activeRuns(tx.sql, conversationId);
+      if (active.length > 0) return { outcome: "active", runIds: active.map((r) => r.id) };
+      if (expectedVersion !== undefined && expectedVersion !== head.version) {
+        // A head inserted only to take the lock must not outlive a purge that did not happen.
+        if (head.created) await tx.sql`DELETE FROM conversations WHERE id = ${conversationId}`;
+        return { outcome: "conflict", actualVersion: head.version };
+      }
+      await tx.sql`
+        DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ${conversationId})`;
+      for (const table of ["messages", "runs", "events", "ingress_receipts", "conversation_keys"]) {
+        await tx.sql`DELETE FROM ${tx.sql(table)} WHERE conversation_id = ${conversationId}`;
+      }
+      await tx.sql`DELETE FROM conversations WHERE id = ${conversationId}`;
+      await tx.sql`
+        INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (${conversationId}, ${nowMs})`;
+      return { outcome: "purged" };
+    }).catch((error: unknown) => {
+      if (isSwitchboardError(error, "conversation_purged")) return { outcome: "already_purged" } as const;
+      throw error;
+    });
+  }
+
+  /** Ties order keys byte-wise (`COLLATE "C"`), as SQLite does, whatever the database's collation. */
+  async latestIngressPerTarget(
+    source: string,
+    limit: number,
+  ): Promise<Array<{ replyTarget: string; updateKey: string }>> {
+    const rows = await this.sql<Array<{ target: string; key: string }>>`
+      SELECT target, key FROM (
+        SELECT payload::json ->> 'replyTarget' AS target, key, created_at_ms,
+          ROW_NUMBER() OVER (
+            PARTITION BY payload::json ->> 'replyTarget'
+            ORDER BY created_at_ms DESC, length(key) DESC, key COLLATE "C" DESC
+          ) AS rank
+        FROM ingress_receipts WHERE source = ${source}
+      ) AS latest
+      WHERE rank = 1 AND target IS NOT NULL
+      ORDER BY created_at_ms DESC, length(key) DESC, key COLLATE "C" DESC
+      LIMIT ${limit}`;
+    return rows.map((row) => ({ replyTarget: row.target, updateKey: row.key }));
+  }
+
+  /**
+   * Holds the identity's lock, as an admission does. `write` gets this transaction's
+   * `TransactionSQL` and is awaited (see commitTerminal).
+   */
+  claimIngress(
+    request: IngressClaim,
+  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
+    return this.write(async (tx) => {
+      await this.lockIngress(tx, request.source, request.key);
+      const [seen] = await tx.sql<Array<{ outcome: string; run_id: string | null }>>`
+        SELECT outcome, run_id FROM ingress_receipts WHERE source = ${request.source} AND key = ${request.key}`;
+      if (seen) return { fresh: false, previousOutcome: seen.outcome, runId: seen.run_id };
+      await tx.sql`
+        INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
+        VALUES (${request.source}, ${request.key}, ${request.conversationId ?? null}, ${request.outcome},
+          ${JSON.stringify(request.payload ?? null)}, ${request.nowMs})`;
+      await request.write?.(tx.sql);
+      return { fresh: true, previousOutcome: null, runId: null };
+    });
+  }
+
+  async loadConversationSettings(conversationId: string): Promise<ConversationSettings> {
+    const [row] = await this.sql<Array<{ settings: string }>>`
+      SELECT settings FROM conversation_settings WHERE conversation_id = ${conversationId}`;
+    return row ? (JSON.parse(row.settings) as ConversationSettings) : {};
+  }
+
+  /** Locks the settings row (inserting an empty one first) so concurrent merges do not lose keys. */
+  saveConversationSettings(
+    conversationId: string,
+    settings: ConversationSettings,
+    nowMs: number,
+  ): Promise<void> {
+    return this.write(async (tx) => {
+      await tx.sql`
+        INSERT INTO conversation_settings (conversation_id, settings, updated_at_ms) VALUES (${conversationId}, '{}', ${nowMs})
+        ON CONFLICT (conversation_id) DO NOTHING`;
+      const [row] = await tx.sql<Array<{ settings: string }>>`
+        SELECT settings FROM conversation_settings WHERE conversation_id = ${conversationId} FOR UPDATE`;
+      const merged = { ...(JSON.parse(row!.settings) as ConversationSettings), ...settings };
+      await tx.sql`
+        UPDATE conversation_settings SET settings = ${JSON.stringify(merged)}, updated_at_ms = ${nowMs}
+        WHERE conversation_id = ${conversationId}`;
+    });
+  }
+
+  async loadConversation(conversationId: string): Promise<ConversationHead | null> {
+    const [row] = await this.sql<HeadRow[]>`SELECT * FROM conversations WHERE id = ${conversationId}`;
+    return row
+      ? {
+          id: row.id,
+          version: Number(row.version),
+          lastSeq: Number(row.last_seq),
+          createdAtMs: Number(row.created_at_ms),
+        }
+      : null;
+  }
+
+  async close(): Promise<void> {
+    await this.sql.close();
+  }
+}
+
+/**
+ * Connects to `url` (e.g. `postgres://user@host:5432/switchboard`) with a pool of Bun's default
+ * 10 connections and migrates the schema. Throws `schema_unsupported` for a newer or foreign
+ * schema, closing the pool. Several processes may open the same database; none of them may run
+ * the runtime's recovery with `takeOverLeases`, which would end the others' live leases.
+ */
+export async function openPostgresRuntimeStore(url: string): Promise<PostgresRuntimeStore> {
+  const sql = new SQL(url, { adapter: "postgres" });
+  try {
+    await migrate(sql);
+  } catch (error) {
+    await sql.close();
+    throw error;
+  }
+  return new PostgresRuntimeStore(sql);
+}

@@ -1,0 +1,197 @@
+import type { SQL } from "bun";
+import { SwitchboardError } from "../../errors.ts";
+
+/** One forward-only step of the schema. Versions are contiguous from 1. */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * Migration 1: conversations, runs, messages, ingress receipts, the event ledger. The SQLite
+ * schema after its migrations 1 and 6: an input message carries its own admission receipt
+ * (idempotency key and fingerprint). JSON is stored as text, as in SQLite: it round-trips byte
+ * for byte, and jsonb would refuse a `\u0000` in a message. `queue_seq`, `finish_seq` and `ord`
+ * come from sequences, drawn while the conversation's head row is locked, so within a
+ * conversation they follow commit order; across conversations they are only unique.
+ */
+const RUNTIME_SCHEMA_SQL = `
+CREATE TABLE conversations (
+  id TEXT PRIMARY KEY,
+  version BIGINT NOT NULL,
+  last_seq BIGINT NOT NULL,
+  created_at_ms BIGINT NOT NULL
+);
+CREATE TABLE conversation_tombstones (
+  conversation_id TEXT PRIMARY KEY,
+  purged_at_ms BIGINT NOT NULL
+);
+CREATE TABLE conversation_keys (
+  key TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  updated_at_ms BIGINT NOT NULL
+);
+CREATE TABLE runs (
+  queue_seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  conversation_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  priority TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  input_message_ids TEXT NOT NULL,
+  assistant_message_id TEXT NOT NULL,
+  owner TEXT,
+  fencing_token BIGINT NOT NULL DEFAULT 0,
+  lease_expires_at_ms BIGINT,
+  stop_reason TEXT,
+  steps INTEGER NOT NULL DEFAULT 0,
+  usage TEXT NOT NULL DEFAULT '{}',
+  cost_complete BOOLEAN NOT NULL DEFAULT TRUE,
+  absorbed_into TEXT,
+  error TEXT,
+  context TEXT NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  started_at_ms BIGINT,
+  finished_at_ms BIGINT,
+  finish_seq BIGINT
+);
+CREATE SEQUENCE run_finish_seqs AS BIGINT;
+CREATE UNIQUE INDEX runs_finish_seq ON runs (finish_seq) WHERE finish_seq IS NOT NULL;
+CREATE INDEX runs_active ON runs (queue_seq) WHERE state IN ('queued', 'running', 'interrupt_requested');
+CREATE INDEX runs_conversation_active ON runs (conversation_id, queue_seq)
+  WHERE state IN ('queued', 'running', 'interrupt_requested');
+CREATE INDEX runs_conversation_finished ON runs (conversation_id, finish_seq) WHERE finish_seq IS NOT NULL;
+CREATE TABLE messages (
+  ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  parts TEXT NOT NULL,
+  status TEXT NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  idempotency_key TEXT,
+  fingerprint TEXT
+);
+CREATE INDEX messages_conversation ON messages (conversation_id, ord);
+CREATE INDEX messages_run ON messages (run_id);
+CREATE UNIQUE INDEX messages_admission ON messages (conversation_id, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE TABLE steps (
+  run_id TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  finish_reason TEXT NOT NULL,
+  usage TEXT NOT NULL,
+  started_at_ms BIGINT NOT NULL,
+  finished_at_ms BIGINT NOT NULL,
+  PRIMARY KEY (run_id, step)
+);
+CREATE TABLE ingress_receipts (
+  source TEXT NOT NULL,
+  key TEXT NOT NULL,
+  conversation_id TEXT,
+  run_id TEXT,
+  input_message_id TEXT,
+  outcome TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  PRIMARY KEY (source, key)
+);
+CREATE TABLE events (
+  conversation_id TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  at_ms BIGINT NOT NULL,
+  PRIMARY KEY (conversation_id, seq)
+);
+`;
+
+/** Migration 2: per-conversation settings (the /tz time zone); SQLite's migration 4. */
+const SETTINGS_SCHEMA_SQL = `
+CREATE TABLE conversation_settings (
+  conversation_id TEXT PRIMARY KEY,
+  settings TEXT NOT NULL,
+  updated_at_ms BIGINT NOT NULL
+);
+`;
+
+/** Migration 3: summaries left by summarising compaction; SQLite's migration 5. */
+const SUMMARIES_SCHEMA_SQL = `
+CREATE TABLE conversation_summaries (
+  conversation_id TEXT PRIMARY KEY,
+  text TEXT NOT NULL,
+  through_finish_seq BIGINT NOT NULL,
+  version BIGINT NOT NULL,
+  updated_at_ms BIGINT NOT NULL
+);
+`;
+
+/**
+ * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
+ * outbox and schedules are not on PostgreSQL, so versions do not match SQLite's.
+ */
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, name: "runtime", sql: RUNTIME_SCHEMA_SQL },
+  { version: 2, name: "conversation-settings", sql: SETTINGS_SCHEMA_SQL },
+  { version: 3, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
+];
+
+const META_TABLE = "switchboard_meta";
+
+/**
+ * Brings the database's current schema to the latest version in one transaction. Processes
+ * starting together take turns on an advisory lock, so each step runs once. Refuses a newer
+ * schema and a partial one (tables but no version) with an error that says what to do.
+ */
+export async function migrate(sql: SQL): Promise<void> {
+  const latest = MIGRATIONS.length;
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtext('switchboard:migrate'))`;
+    const [where] = await tx<Array<{ database: string; schema: string }>>`
+      SELECT current_database() AS database, current_schema() AS schema`;
+    const place = `PostgreSQL database "${where!.database}" (schema "${where!.schema}")`;
+    const current = await schemaVersion(tx);
+    if (current === 0) {
+      const [tables] = await tx<Array<{ n: string }>>`
+        SELECT count(*) AS n FROM pg_tables WHERE schemaname = current_schema()`;
+      if (Number(tables!.n) > 0) {
+        throw new SwitchboardError(
+          "schema_unsupported",
+          `${place} has tables but no switchboard schema version: it is a partial or foreign database. ` +
+            "Point switchboard at a new, empty database, or restore it from a backup.",
+        );
+      }
+      await tx.unsafe(`CREATE TABLE ${META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
+    }
+    if (current > latest) {
+      throw new SwitchboardError(
+        "schema_unsupported",
+        `${place} has schema version ${current}, newer than this switchboard (${latest}). ` +
+          "Upgrade switchboard, or restore a backup made before the upgrade.",
+      );
+    }
+    for (const m of MIGRATIONS.slice(current)) {
+      await tx.unsafe(m.sql);
+      await tx.unsafe(
+        `INSERT INTO ${META_TABLE} (key, value) VALUES ('schema_version', $1)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        [String(m.version)],
+      );
+    }
+  });
+}
+
+/** The recorded schema version of the current schema; 0 when switchboard never migrated it. */
+export async function schemaVersion(sql: SQL): Promise<number> {
+  const [meta] = await sql<Array<{ present: boolean }>>`
+    SELECT to_regclass(${META_TABLE}) IS NOT NULL AS present`;
+  if (!meta?.present) return 0;
+  const [row] = await sql.unsafe<Array<{ value: string }>>(
+    `SELECT value FROM ${META_TABLE} WHERE key = 'schema_version'`,
+  );
+  return row ? Number(row.value) : 0;
+}
