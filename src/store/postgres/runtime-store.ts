@@ -12,6 +12,7 @@ import {
   type Usage,
 } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
+import { answerStatus, checkFence, isOwned } from "../rules.ts";
 import type {
   AcquiredRun,
   AcquireRequest,
@@ -143,34 +144,6 @@ function toMessage(row: MessageRow): Message {
     status: row.status as MessageStatus,
     createdAtMs: Number(row.created_at_ms),
   };
-}
-
-/** Message status an assistant message takes when its run ends in `state`. */
-function answerStatus(state: TerminalRunState): MessageStatus {
-  switch (state) {
-    case "completed":
-      return "complete";
-    case "superseded":
-      return "superseded";
-    case "failed":
-      return "failed";
-    default:
-      return "interrupted";
-  }
-}
-
-const isOwned = (run: RunRecord) => run.state === "running" || run.state === "interrupt_requested";
-
-/** Throws `fence_lost` unless `run` is still owned under the fence's token. */
-function checkFence(run: RunRecord | null, fence: Fence): RunRecord {
-  if (!run || run.fencingToken !== fence.fencingToken || !isOwned(run)) {
-    throw new SwitchboardError(
-      "fence_lost",
-      `Run ${fence.runId} is no longer owned under fencing token ${fence.fencingToken}; its writes are refused.`,
-      { details: { state: run?.state, currentToken: run?.fencingToken } },
-    );
-  }
-  return run;
 }
 
 /**

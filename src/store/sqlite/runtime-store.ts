@@ -5,13 +5,13 @@ import {
   answerText,
   type Message,
   type MessagePart,
-  type MessageStatus,
   type RunState,
   type StopReason,
   type TerminalRunState,
   type Usage,
 } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
+import { answerStatus, checkFence } from "../rules.ts";
 import type {
   AcquiredRun,
   AcquireRequest,
@@ -54,20 +54,6 @@ interface PendingAdmission {
 }
 
 type AdmissionOutcome = { ok: true; value: AdmitResult } | { ok: false; error: unknown };
-
-/** Message status an assistant message takes when its run ends in `state`. */
-function answerStatus(state: TerminalRunState): MessageStatus {
-  switch (state) {
-    case "completed":
-      return "complete";
-    case "superseded":
-      return "superseded";
-    case "failed":
-      return "failed";
-    default:
-      return "interrupted";
-  }
-}
 
 /**
  * The runtime store on bun:sqlite. Mutations run in `BEGIN IMMEDIATE` transactions, reads in
@@ -251,19 +237,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   private fenced(fence: Fence): RunRecord {
-    const run = this.runRow(fence.runId);
-    if (
-      !run ||
-      run.fencingToken !== fence.fencingToken ||
-      (run.state !== "running" && run.state !== "interrupt_requested")
-    ) {
-      throw new SwitchboardError(
-        "fence_lost",
-        `Run ${fence.runId} is no longer owned under fencing token ${fence.fencingToken}; its writes are refused.`,
-        { details: { state: run?.state, currentToken: run?.fencingToken } },
-      );
-    }
-    return run;
+    return checkFence(this.runRow(fence.runId), fence);
   }
 
   private messagesByIds(ids: readonly string[]): Message[] {
