@@ -45,6 +45,8 @@ const options: ChaosOptions = {
   replayRate: 0.05,
   armedWindowMs: 20_000,
   settleTimeoutMs: 120_000,
+  // Someone watches the ambiguous list once a minute; each ambiguous record holds back its chat.
+  operatorEveryMs: 60_000,
   log: (line) => process.stdout.write(`[${new Date().toISOString()}] ${line}\n`),
 };
 

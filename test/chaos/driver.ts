@@ -42,6 +42,12 @@ export interface ChaosOptions {
   /** How long an armed gateway may run before the driver gives up on its kill point. */
   armedWindowMs: number;
   settleTimeoutMs: number;
+  /**
+   * While the traffic runs, the operator handles ambiguous records this often, as someone watching
+   * `outbox list --state ambiguous` would (each holds back its chat until decided). 0 or absent:
+   * only once the traffic is over.
+   */
+  operatorEveryMs?: number;
   log?: (line: string) => void;
 }
 
@@ -127,13 +133,27 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const trafficStart = Date.now();
     ticker = setInterval(() => faults.tick(Date.now()), TICK_MS);
     const chaos = runKills(options, random, supervisor, traffic, trafficStart, log);
+    let trafficOver = false;
+    const duringTraffic: OperatorDecision[] = [];
+    const watching = watchAmbiguous(
+      options.operatorEveryMs ?? 0,
+      () => trafficOver,
+      supervisor,
+      peers,
+      (decisions) => {
+        for (const decision of decisions) log(`operator (during traffic): ${decision.action} ${decision.id}`);
+        duringTraffic.push(...decisions);
+      },
+    );
     await traffic.run(trafficStart);
     await chaos;
+    trafficOver = true;
+    await watching;
     faults.quiesce();
     if (!supervisor.running) await restart(supervisor, traffic);
     log("traffic over; settling");
 
-    const { settled, operator } = await settle(
+    const { settled, operator: afterTraffic } = await settle(
       options.settleTimeoutMs,
       dbPath,
       peers,
@@ -179,7 +199,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       repeatedModelCalls: checked.repeatedModelCalls,
       resumedRuns: checked.resumedRuns,
       ambiguousRecords: checked.ambiguousRecords,
-      operator,
+      operator: [...duringTraffic, ...afterTraffic],
       settled,
       elapsedMs: Date.now() - started,
       keptDir,
@@ -293,6 +313,34 @@ async function runKills(
     if (supervisor.running) continue; // it fired while starting; this process runs disarmed
     await Bun.sleep(random.int(0, 1_000));
     await restart(supervisor, traffic);
+  }
+}
+
+/** Every `everyMs` until `over()`, resolves ambiguous records; a round that finds the gateway down is skipped. */
+async function watchAmbiguous(
+  everyMs: number,
+  over: () => boolean,
+  supervisor: GatewaySupervisor,
+  peers: Peers,
+  onDecisions: (decisions: OperatorDecision[]) => void,
+): Promise<void> {
+  if (everyMs <= 0) return;
+  let nextAtMs = Date.now() + everyMs;
+  while (!over()) {
+    await Bun.sleep(Math.min(1_000, Math.max(0, nextAtMs - Date.now())));
+    if (Date.now() < nextAtMs || over()) continue;
+    nextAtMs = Date.now() + everyMs;
+    if (!supervisor.running || !supervisor.url) continue;
+    try {
+      onDecisions(
+        await resolveAmbiguous(
+          { url: supervisor.url, token: OPERATOR_TOKEN },
+          (chat) => readChats([chat], peers.telegram, peers.discord)[chat] ?? [],
+        ),
+      );
+    } catch {
+      // Killed mid-round: the next round (or the settle phase) looks again.
+    }
   }
 }
 

@@ -120,13 +120,16 @@ CREATE TABLE conversation_summaries (
 /**
  * Migration 6: an admission receipt becomes two columns of the input message it admitted (the
  * run and message it names were always that message's own), so admitting writes one row less.
+ * The key leads its index: platforms hand out update ids in increasing order (Telegram update
+ * ids, Discord snowflakes, web message counters), so a new entry lands at the end of the index
+ * instead of on one page per conversation.
  */
 export const ADMISSION_COLUMNS_SQL = `
 ALTER TABLE messages ADD COLUMN idempotency_key TEXT;
 ALTER TABLE messages ADD COLUMN fingerprint TEXT;
 UPDATE messages SET idempotency_key = a.idempotency_key, fingerprint = a.fingerprint
   FROM admissions AS a WHERE a.input_message_id = messages.id;
-CREATE UNIQUE INDEX messages_admission ON messages (conversation_id, idempotency_key)
+CREATE UNIQUE INDEX messages_admission ON messages (idempotency_key, conversation_id)
   WHERE idempotency_key IS NOT NULL;
 DROP TABLE admissions;
 `;
