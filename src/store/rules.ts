@@ -1,6 +1,6 @@
 import { SwitchboardError } from "../errors.ts";
 import type { MessageStatus, TerminalRunState } from "../runtime/types.ts";
-import type { Fence, RunRecord } from "./types.ts";
+import type { AdmitRequest, Fence, RunRecord } from "./types.ts";
 
 /** Rules every store backend applies the same way. */
 
@@ -33,4 +33,28 @@ export function checkFence(run: RunRecord | null, fence: Fence): RunRecord {
     );
   }
   return run;
+}
+
+/**
+ * The queued run a coalescing admission joins instead of queueing its own: an ordinary run that
+ * has not started, among the conversation's `active` runs (minus those this admission just
+ * superseded). None for urgent or superseding input, or when coalescing is off.
+ */
+export function coalescingTarget(
+  active: readonly RunRecord[],
+  request: Pick<AdmitRequest, "coalescePending" | "policy">,
+  superseded: readonly string[],
+): RunRecord | undefined {
+  if (!request.coalescePending || request.policy === "interrupt-next" || request.policy === "supersede") {
+    return undefined;
+  }
+  return active.find(
+    (r) =>
+      r.state === "queued" &&
+      r.priority === "normal" &&
+      r.policy !== "inject" &&
+      r.steps === 0 &&
+      r.startedAtMs === null &&
+      !superseded.includes(r.id),
+  );
 }

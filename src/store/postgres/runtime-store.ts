@@ -12,7 +12,7 @@ import {
   type Usage,
 } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
-import { answerStatus, checkFence, isOwned } from "../rules.ts";
+import { answerStatus, checkFence, coalescingTarget, isOwned } from "../rules.ts";
 import type {
   AcquiredRun,
   AcquireRequest,
@@ -566,18 +566,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const { stopRequested, superseded } = await this.applyPolicy(tx, active, request);
 
     const messageId = request.proposedIds.messageId;
-    const pending =
-      request.coalescePending && request.policy !== "interrupt-next" && request.policy !== "supersede"
-        ? active.find(
-            (r) =>
-              r.state === "queued" &&
-              r.priority === "normal" &&
-              r.policy !== "inject" &&
-              r.steps === 0 &&
-              r.startedAtMs === null &&
-              !superseded.includes(r.id),
-          )
-        : undefined;
+    const pending = coalescingTarget(active, request, superseded);
 
     let runId: string;
     if (pending) {
