@@ -9,7 +9,8 @@ import type { AdmitRequest, RuntimeStore } from "../../src/store/types.ts";
 let counter = 0;
 const T0 = 1_700_000_000_000;
 
-function admitRequest(
+/** A queued text admission; every call proposes fresh run and message ids. */
+export function admitRequest(
   conversationId: string,
   key: string,
   overrides: Partial<AdmitRequest> = {},

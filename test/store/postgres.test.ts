@@ -13,7 +13,7 @@ import { MIGRATIONS, migrate, schemaVersion } from "../../src/store/postgres/sch
 import { openSqliteStores } from "../../src/store/sqlite/index.ts";
 import type { AdmitRequest, DeliveryWriter, Fence, RuntimeStore } from "../../src/store/types.ts";
 import { tempDir } from "../support/runtime.ts";
-import { runStoreConformance } from "./conformance.ts";
+import { admitRequest, runStoreConformance } from "./conformance.ts";
 
 const SERVER_URL = process.env.SWITCHBOARD_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const T0 = 1_700_000_000_000;
@@ -110,28 +110,6 @@ runStoreConformance("postgres", async () => {
     throw error;
   }
 });
-
-let counter = 0;
-
-function admitRequest(
-  conversationId: string,
-  key: string,
-  overrides: Partial<AdmitRequest> = {},
-): AdmitRequest {
-  counter += 1;
-  return {
-    conversation: { id: conversationId },
-    idempotencyKey: key,
-    fingerprint: `fp-${key}`,
-    parts: [{ type: "text", text: key }],
-    context: null,
-    policy: "queue",
-    coalescePending: false,
-    proposedIds: { runId: `run-${counter}`, messageId: `msg-${counter}` },
-    nowMs: T0 + counter,
-    ...overrides,
-  };
-}
 
 const step = (n: number) => ({
   step: n,
