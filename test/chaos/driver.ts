@@ -316,6 +316,9 @@ async function runKills(
   }
 }
 
+/** A watching operator decides on a record only this long after it became ambiguous (hung sends land within ~4 s). */
+const AMBIGUOUS_MIN_AGE_MS = 15_000;
+
 /** Every `everyMs` until `over()`, resolves ambiguous records; a round that finds the gateway down is skipped. */
 async function watchAmbiguous(
   everyMs: number,
@@ -336,6 +339,7 @@ async function watchAmbiguous(
         await resolveAmbiguous(
           { url: supervisor.url, token: OPERATOR_TOKEN },
           (chat) => readChats([chat], peers.telegram, peers.discord)[chat] ?? [],
+          { minAgeMs: AMBIGUOUS_MIN_AGE_MS },
         ),
       );
     } catch {

@@ -49,6 +49,11 @@ export class FaultInjector {
 
   /** Looks at the calls since the last tick and arms the next faults. Call it every ~200 ms. */
   tick(nowMs: number): void {
+    // The clock starts when a call actually hangs: a hang armed long before its call arrives must
+    // not hold that call (and its late effect) until some later release.
+    if (this.hangReleaseAtMs === null && this.telegram.hungCount() > 0) {
+      this.hangReleaseAtMs = nowMs + HANG_RELEASE_MS;
+    }
     if (this.hangReleaseAtMs !== null && nowMs >= this.hangReleaseAtMs) {
       this.telegram.releaseHung();
       this.hangReleaseAtMs = null;
@@ -70,7 +75,7 @@ export class FaultInjector {
     for (const method of TELEGRAM_METHODS) {
       const key = `tg ${method}`;
       if (called.has(key) && !this.pending.has(key) && this.random.chance(this.rate)) {
-        this.armTelegram(method, nowMs);
+        this.armTelegram(method);
         this.pending.add(key);
       }
     }
@@ -92,7 +97,7 @@ export class FaultInjector {
     this.discord.clearFaults();
   }
 
-  private armTelegram(method: (typeof TELEGRAM_METHODS)[number], nowMs: number): void {
+  private armTelegram(method: (typeof TELEGRAM_METHODS)[number]): void {
     const sends = method !== "getUpdates";
     const faults: TelegramFault[] = [
       { kind: "rate_limited", retryAfterSeconds: 1 },
@@ -103,7 +108,6 @@ export class FaultInjector {
     const fault = this.random.pick(faults);
     this.telegram.injectFault(method, fault);
     this.count(fault.kind);
-    if (fault.kind === "hang") this.hangReleaseAtMs ??= nowMs + HANG_RELEASE_MS;
   }
 
   private armDiscord(route: RestRoute): void {

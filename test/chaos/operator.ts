@@ -44,15 +44,20 @@ export interface OperatorDecision {
 /**
  * Resolves every ambiguous record once. `chatOf(chat)` returns the bot's visible messages there.
  * A record is looked up by its answer marker (`a-<id>`; a partial stream preview counts as seen,
- * as an operator would judge it), or by its first line when it has none.
+ * as an operator would judge it), or by its first line when it has none. With `minAgeMs`, records
+ * that became ambiguous more recently are left for a later round: a send that hung may still be
+ * taking effect, and "not in the chat" would be judged too early.
  */
 export async function resolveAmbiguous(
   access: OperatorAccess,
   chatOf: (chat: string) => ChatMessage[],
+  options: { minAgeMs?: number } = {},
 ): Promise<OperatorDecision[]> {
-  const records = JSON.parse(
+  const listed = JSON.parse(
     await cli(access, ["outbox", "list", "--state", "ambiguous", "--json"]),
   ) as OutboxRecord[];
+  const settledBefore = Date.now() - (options.minAgeMs ?? 0);
+  const records = listed.filter((record) => record.updatedAtMs <= settledBefore);
   const decisions: OperatorDecision[] = [];
   for (const record of records) {
     const needle = fingerprintOf(record.markdown);

@@ -232,6 +232,11 @@ export class TelegramEmulator {
     this.faults.releaseHung();
   }
 
+  /** Calls held by a `hang` fault right now. */
+  hungCount(): number {
+    return this.faults.hungCount();
+  }
+
   setRateLimits(enabled: boolean): void {
     this.limiter = enabled ? (this.limiter ?? new RateLimiter(this.rateLimitConfig, this.now)) : null;
   }
