@@ -5,13 +5,13 @@ import {
   answerText,
   type Message,
   type MessagePart,
-  type MessageStatus,
   type RunState,
   type StopReason,
   type TerminalRunState,
   type Usage,
 } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
+import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
 import { answerStatus, checkFence, coalescingTarget, isOwned } from "../rules.ts";
 import type {
   AcquiredRun,
@@ -46,50 +46,11 @@ type EventBody = DurableEvent extends infer E
     : never
   : never;
 
-/** Bun's client returns `int8` columns as strings; the row converters below turn them into numbers. */
-type Int8 = string;
-
-interface RunRow {
-  id: string;
-  conversation_id: string;
-  queue_seq: Int8;
-  state: string;
-  priority: string;
-  policy: string;
-  input_message_ids: string;
-  assistant_message_id: string;
-  owner: string | null;
-  fencing_token: Int8;
-  lease_expires_at_ms: Int8 | null;
-  stop_reason: string | null;
-  steps: number;
-  usage: string;
-  cost_complete: boolean;
-  absorbed_into: string | null;
-  error: string | null;
-  context: string;
-  created_at_ms: Int8;
-  started_at_ms: Int8 | null;
-  finished_at_ms: Int8 | null;
-  finish_seq: Int8 | null;
-}
-
-interface MessageRow {
-  ord: Int8;
-  id: string;
-  conversation_id: string;
-  run_id: string;
-  role: string;
-  parts: string;
-  status: string;
-  created_at_ms: Int8;
-}
-
 interface HeadRow {
   id: string;
-  version: Int8;
-  last_seq: Int8;
-  created_at_ms: Int8;
+  version: Integer;
+  last_seq: Integer;
+  created_at_ms: Integer;
 }
 
 /** A locked conversation head; `created` when this transaction inserted it. */
@@ -102,48 +63,6 @@ interface LockedHead {
 interface Tx {
   sql: TransactionSQL;
   events: DurableEvent[];
-}
-
-function toNumberOrNull(value: Int8 | null): number | null {
-  return value === null ? null : Number(value);
-}
-
-function toRun(row: RunRow): RunRecord {
-  return {
-    id: row.id,
-    conversationId: row.conversation_id,
-    state: row.state as RunState,
-    priority: row.priority as RunRecord["priority"],
-    policy: row.policy as RunRecord["policy"],
-    queueSeq: Number(row.queue_seq),
-    inputMessageIds: JSON.parse(row.input_message_ids) as string[],
-    assistantMessageId: row.assistant_message_id,
-    owner: row.owner,
-    fencingToken: Number(row.fencing_token),
-    leaseExpiresAtMs: toNumberOrNull(row.lease_expires_at_ms),
-    stopReason: row.stop_reason as StopReason | null,
-    steps: row.steps,
-    usage: JSON.parse(row.usage) as Usage,
-    costComplete: row.cost_complete,
-    absorbedInto: row.absorbed_into,
-    error: row.error,
-    context: JSON.parse(row.context) as unknown,
-    createdAtMs: Number(row.created_at_ms),
-    startedAtMs: toNumberOrNull(row.started_at_ms),
-    finishedAtMs: toNumberOrNull(row.finished_at_ms),
-  };
-}
-
-function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    conversationId: row.conversation_id,
-    runId: row.run_id,
-    role: row.role as Message["role"],
-    parts: JSON.parse(row.parts) as MessagePart[],
-    status: row.status as MessageStatus,
-    createdAtMs: Number(row.created_at_ms),
-  };
 }
 
 /**
@@ -250,7 +169,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   private async version(sql: SQL, conversationId: string): Promise<number> {
-    const [row] = await sql<Array<{ version: Int8 }>>`
+    const [row] = await sql<Array<{ version: Integer }>>`
       SELECT version FROM conversations WHERE id = ${conversationId}`;
     return row ? Number(row.version) : 0;
   }
@@ -279,7 +198,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   private async lockExistingHead(tx: Tx, conversationId: string): Promise<number | null> {
-    const [row] = await tx.sql<Array<{ version: Int8 }>>`
+    const [row] = await tx.sql<Array<{ version: Integer }>>`
       SELECT version FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
     return row ? Number(row.version) : null;
   }
@@ -327,7 +246,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     body: EventBody,
     nowMs: number,
   ): Promise<{ seq: number; version: number }> {
-    const [head] = await tx.sql<Array<{ last_seq: Int8; version: Int8 }>>`
+    const [head] = await tx.sql<Array<{ last_seq: Integer; version: Integer }>>`
       UPDATE conversations SET version = version + 1, last_seq = last_seq + 1
       WHERE id = ${body.conversationId} RETURNING last_seq, version`;
     const seq = Number(head!.last_seq);
@@ -438,7 +357,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   private async summaryRow(sql: SQL, conversationId: string): Promise<ConversationSummary | null> {
-    const [row] = await sql<Array<{ text: string; through_finish_seq: Int8; version: Int8 }>>`
+    const [row] = await sql<Array<{ text: string; through_finish_seq: Integer; version: Integer }>>`
       SELECT text, through_finish_seq, version FROM conversation_summaries WHERE conversation_id = ${conversationId}`;
     return row
       ? { text: row.text, throughFinishSeq: Number(row.through_finish_seq), version: Number(row.version) }
@@ -454,7 +373,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return this.read(async (sql) => {
       const summary = await this.summaryRow(sql, conversationId);
       const after = summary?.throughFinishSeq ?? 0;
-      const [count] = await sql<Array<{ n: Int8 }>>`
+      const [count] = await sql<Array<{ n: Integer }>>`
         SELECT count(*) AS n FROM runs WHERE conversation_id = ${conversationId} AND finish_seq > ${after}
         AND state NOT IN ('superseded', 'absorbed', 'cancelled')`;
       const pending = Math.max(0, Number(count!.n) - options.keepTurns);
@@ -476,11 +395,11 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return this.write(async (tx) => {
       const saved =
         expectedVersion === 0
-          ? await tx.sql<Array<{ version: Int8 }>>`
+          ? await tx.sql<Array<{ version: Integer }>>`
               INSERT INTO conversation_summaries (conversation_id, text, through_finish_seq, version, updated_at_ms)
               VALUES (${conversationId}, ${text}, ${throughFinishSeq}, 1, ${nowMs})
               ON CONFLICT (conversation_id) DO NOTHING RETURNING version`
-          : await tx.sql<Array<{ version: Int8 }>>`
+          : await tx.sql<Array<{ version: Integer }>>`
               UPDATE conversation_summaries SET text = ${text}, through_finish_seq = ${throughFinishSeq},
                 version = version + 1, updated_at_ms = ${nowMs}
               WHERE conversation_id = ${conversationId} AND version = ${expectedVersion}

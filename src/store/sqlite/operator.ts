@@ -12,9 +12,9 @@ import { SwitchboardError } from "../../errors.ts";
 import type { OperatorQueries } from "../../gateway/operator/queries.ts";
 import type { ConversationSummary } from "../../gateway/operator-types.ts";
 import { ACTIVE_RUN_STATES } from "../../runtime/types.ts";
+import { type RunRow, toRun } from "../rows.ts";
 import { applyPragmas, schemaVersion } from "./database.ts";
 import { MIGRATIONS, openSqliteStores, type SqliteStores } from "./index.ts";
-import { type RunRow, toRun } from "./rows.ts";
 
 /** The schema version this build writes and reads. */
 export const EXPECTED_SCHEMA_VERSION = MIGRATIONS.length;

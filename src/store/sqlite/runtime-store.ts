@@ -11,6 +11,7 @@ import {
   type Usage,
 } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
+import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
 import { answerStatus, checkFence, coalescingTarget } from "../rules.ts";
 import type {
   AcquiredRun,
@@ -37,7 +38,6 @@ import type {
   TerminalResult,
 } from "../types.ts";
 import { sumUsage } from "../usage.ts";
-import { type MessageRow, type RunRow, toMessage, toRun } from "./rows.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
 
@@ -896,7 +896,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
         )
         .all(conversationId, page.afterOrder, page.limit + 1) as Array<MessageRow & { run_state: string }>;
       const items = rows.slice(0, page.limit).map((row) => ({
-        order: row.ord,
+        order: Number(row.ord),
         message: toMessage(row),
         runState: row.run_state as RunState,
       }));

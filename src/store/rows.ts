@@ -1,46 +1,49 @@
-import type {
-  Message,
-  MessagePart,
-  MessageStatus,
-  RunState,
-  StopReason,
-  Usage,
-} from "../../runtime/types.ts";
-import type { RunRecord } from "../types.ts";
+import type { Message, MessagePart, MessageStatus, RunState, StopReason, Usage } from "../runtime/types.ts";
+import type { RunRecord } from "./types.ts";
+
+/**
+ * An integer column as a backend returns it: bun:sqlite gives numbers, Bun's PostgreSQL client
+ * gives `int8` as a string. The converters below make numbers of both.
+ */
+export type Integer = number | string;
+
+const toNumberOrNull = (value: Integer | null): number | null => (value === null ? null : Number(value));
 
 export interface RunRow {
   id: string;
   conversation_id: string;
-  queue_seq: number;
+  queue_seq: Integer;
   state: string;
   priority: string;
   policy: string;
   input_message_ids: string;
   assistant_message_id: string;
   owner: string | null;
-  fencing_token: number;
-  lease_expires_at_ms: number | null;
+  fencing_token: Integer;
+  lease_expires_at_ms: Integer | null;
   stop_reason: string | null;
   steps: number;
   usage: string;
-  cost_complete: number;
+  /** 0/1 in SQLite, a boolean in PostgreSQL. */
+  cost_complete: number | boolean;
+  finish_seq: Integer | null;
   absorbed_into: string | null;
   error: string | null;
   context: string;
-  created_at_ms: number;
-  started_at_ms: number | null;
-  finished_at_ms: number | null;
+  created_at_ms: Integer;
+  started_at_ms: Integer | null;
+  finished_at_ms: Integer | null;
 }
 
 export interface MessageRow {
-  ord: number;
+  ord: Integer;
   id: string;
   conversation_id: string;
   run_id: string;
   role: string;
   parts: string;
   status: string;
-  created_at_ms: number;
+  created_at_ms: Integer;
 }
 
 export function toRun(row: RunRow): RunRecord {
@@ -50,22 +53,22 @@ export function toRun(row: RunRow): RunRecord {
     state: row.state as RunState,
     priority: row.priority as RunRecord["priority"],
     policy: row.policy as RunRecord["policy"],
-    queueSeq: row.queue_seq,
+    queueSeq: Number(row.queue_seq),
     inputMessageIds: JSON.parse(row.input_message_ids) as string[],
     assistantMessageId: row.assistant_message_id,
     owner: row.owner,
-    fencingToken: row.fencing_token,
-    leaseExpiresAtMs: row.lease_expires_at_ms,
+    fencingToken: Number(row.fencing_token),
+    leaseExpiresAtMs: toNumberOrNull(row.lease_expires_at_ms),
     stopReason: row.stop_reason as StopReason | null,
     steps: row.steps,
     usage: JSON.parse(row.usage) as Usage,
-    costComplete: row.cost_complete === 1,
+    costComplete: row.cost_complete === 1 || row.cost_complete === true,
     absorbedInto: row.absorbed_into,
     error: row.error,
     context: JSON.parse(row.context) as unknown,
-    createdAtMs: row.created_at_ms,
-    startedAtMs: row.started_at_ms,
-    finishedAtMs: row.finished_at_ms,
+    createdAtMs: Number(row.created_at_ms),
+    startedAtMs: toNumberOrNull(row.started_at_ms),
+    finishedAtMs: toNumberOrNull(row.finished_at_ms),
   };
 }
 
@@ -77,6 +80,6 @@ export function toMessage(row: MessageRow): Message {
     role: row.role as Message["role"],
     parts: JSON.parse(row.parts) as MessagePart[],
     status: row.status as MessageStatus,
-    createdAtMs: row.created_at_ms,
+    createdAtMs: Number(row.created_at_ms),
   };
 }
