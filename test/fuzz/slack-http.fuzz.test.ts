@@ -8,6 +8,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { parseSlackEvent } from "../../channels/slack/parse.ts";
 import { MAX_INPUT_CHARS } from "../../src/gateway/ingress.ts";
+import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
 import {
   postEvent,
@@ -33,17 +34,19 @@ let eventsUrl: string;
 beforeAll(async () => {
   llm = startFakeLlmServer();
   slack = startSlackEmulator();
-  gateway = await startGatewayProcess({
-    SWITCHBOARD_DB: dbPath,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_LOG_LEVEL: "debug",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    SLACK_BOT_TOKEN: slack.botToken,
-    SLACK_API_URL: `${slack.url}/api`,
-    SLACK_SIGNING_SECRET: SIGNING_SECRET,
-    SLACK_ALLOWED_USERS: ALICE,
-  });
+  gateway = await startGatewayProcess(
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      extra: {
+        SWITCHBOARD_LOG_LEVEL: "debug",
+        SLACK_BOT_TOKEN: slack.botToken,
+        SLACK_API_URL: `${slack.url}/api`,
+        SLACK_SIGNING_SECRET: SIGNING_SECRET,
+        SLACK_ALLOWED_USERS: ALICE,
+      },
+    }),
+  );
   eventsUrl = `${gateway.url}/slack/events`;
 }, 20_000);
 

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
+import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
 import { type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
 import {
   privateChat,
@@ -27,16 +28,18 @@ let gateway: GatewayProcess;
 beforeAll(async () => {
   llm = startFakeLlmServer();
   telegram = startTelegramEmulator();
-  gateway = await startGatewayProcess({
-    SWITCHBOARD_DB: dbPath,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_LOG_LEVEL: "debug",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: String(alice.id),
-  });
+  gateway = await startGatewayProcess(
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      extra: {
+        SWITCHBOARD_LOG_LEVEL: "debug",
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.url,
+        TELEGRAM_ALLOWED_USERS: String(alice.id),
+      },
+    }),
+  );
 }, 20_000);
 
 afterAll(async () => {

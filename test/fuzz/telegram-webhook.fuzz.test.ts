@@ -5,12 +5,12 @@
  * process stays up and a valid message afterwards is answered.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { parseUpdate } from "../../channels/telegram/parse.ts";
 import { SECRET_HEADER } from "../../channels/telegram/webhook.ts";
 import { MAX_INPUT_CHARS } from "../../src/gateway/ingress.ts";
+import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
 import {
   eventually,
   freePort,
@@ -47,26 +47,23 @@ beforeAll(async () => {
   // Updates posted straight to the webhook bypass the emulator, which must still know the chat.
   telegram.addChat(privateChat(alice));
   const port = freePort();
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({ version: 1, surfaces: { "telegram:dm": { delivery: "terminal" } } }),
+  gateway = await startGatewayProcess(
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      surfaces: { "telegram:dm": { delivery: "terminal" } },
+      extra: {
+        SWITCHBOARD_HTTP_PORT: String(port),
+        SWITCHBOARD_LOG_LEVEL: "debug",
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.url,
+        TELEGRAM_ALLOWED_USERS: String(alice.id),
+        TELEGRAM_MODE: "webhook",
+        TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
+        TELEGRAM_WEBHOOK_SECRET: SECRET,
+      },
+    }),
   );
-  gateway = await startGatewayProcess({
-    SWITCHBOARD_DB: dbPath,
-    SWITCHBOARD_CONFIG: config,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_HTTP_PORT: String(port),
-    SWITCHBOARD_LOG_LEVEL: "debug",
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: String(alice.id),
-    TELEGRAM_MODE: "webhook",
-    TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
-    TELEGRAM_WEBHOOK_SECRET: SECRET,
-  });
   webhookUrl = `${gateway.url}/telegram/webhook`;
 }, 20_000);
 

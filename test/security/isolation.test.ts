@@ -6,6 +6,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
 import { type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
 import {
   privateChat,
@@ -30,16 +31,18 @@ let aliceScheduleId = "";
 beforeAll(async () => {
   llm = startFakeLlmServer();
   telegram = startTelegramEmulator();
-  gateway = await startGatewayProcess({
-    SWITCHBOARD_DB: dbPath,
-    SWITCHBOARD_WEB: "off",
-    SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
-    SWITCHBOARD_MODEL: "openai-compatible:test-model",
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id}`,
-  });
+  gateway = await startGatewayProcess(
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      extra: {
+        SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.url,
+        TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id}`,
+      },
+    }),
+  );
 }, 20_000);
 
 afterAll(async () => {

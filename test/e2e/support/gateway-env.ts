@@ -6,24 +6,28 @@ import type { FakeLlmServer } from "../../support/llm/fake-llm-server.ts";
 export type SurfaceSettings = Record<string, Record<string, unknown>>;
 
 /**
- * The environment of an end-to-end gateway: a SQLite file and a version-1 config holding
- * `surfaces`, both in `dir`; the fake LLM as the model; the web channel off. `extra` adds or
- * overrides variables (channel tokens, allowlists, log level).
+ * The environment of an end-to-end gateway: a SQLite file in `dir` and, with `surfaces`, a
+ * version-1 config holding them (without, the built-in surface defaults apply); the fake LLM as
+ * the model; the web channel off. `extra` adds or overrides variables (channel tokens,
+ * allowlists, log level).
  */
 export function e2eGatewayEnv(options: {
   dir: string;
   llm: FakeLlmServer;
-  surfaces: SurfaceSettings;
+  surfaces?: SurfaceSettings;
   dbFile?: string;
   /** Name of the config file, for tests that run gateways with different settings side by side. */
   configFile?: string;
   extra?: Record<string, string>;
 }): Record<string, string> {
-  const config = join(options.dir, options.configFile ?? "switchboard.json");
-  writeFileSync(config, JSON.stringify({ version: 1, surfaces: options.surfaces }));
+  const env: Record<string, string> = {};
+  if (options.surfaces) {
+    env.SWITCHBOARD_CONFIG = join(options.dir, options.configFile ?? "switchboard.json");
+    writeFileSync(env.SWITCHBOARD_CONFIG, JSON.stringify({ version: 1, surfaces: options.surfaces }));
+  }
   return {
+    ...env,
     SWITCHBOARD_DB: join(options.dir, options.dbFile ?? "gateway.sqlite"),
-    SWITCHBOARD_CONFIG: config,
     SWITCHBOARD_WEB: "off",
     SWITCHBOARD_MODEL: "openai-compatible:test-model",
     OPENAI_COMPATIBLE_BASE_URL: options.llm.openaiBaseUrl,
