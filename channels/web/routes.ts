@@ -1,8 +1,8 @@
 /** The browser's two endpoints: post a message, and follow the session's transcript. */
 import { isSwitchboardError } from "../../src/errors.ts";
 import type { Clock } from "../../src/util/clock.ts";
+import { eventStreamResponse } from "../../src/util/event-stream.ts";
 import type { HttpRoute, InboundMessage, IngressOutcome } from "../types.ts";
-import { eventStreamResponse } from "./event-stream.ts";
 import { isSessionId, toInboundMessage, webMessageBodySchema } from "./inbound.ts";
 import type { WebTranscripts } from "./transcript.ts";
 
@@ -94,7 +94,10 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
       return eventStreamResponse({
         signal: AbortSignal.any([request.signal, deps.stopSignal()]),
         heartbeatMs: deps.heartbeatMs,
-        open: (send) => deps.transcripts.listen(sessionId, deps.clock.now(), send),
+        open: (write) =>
+          deps.transcripts.listen(sessionId, deps.clock.now(), (event) =>
+            write(`data: ${JSON.stringify(event)}\n\n`),
+          ),
       });
     },
   };

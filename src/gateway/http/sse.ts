@@ -1,7 +1,6 @@
 /** Server-Sent Events for the operator API: runtime events with their ledger seq as the event id. */
 import type { RuntimeEvent } from "../../runtime/events.ts";
-
-const encoder = new TextEncoder();
+import { eventStreamResponse } from "../../util/event-stream.ts";
 
 /** One event in the wire format; durable events carry `id: <seq>` so a reconnect can resume. */
 export function formatRuntimeEvent(event: RuntimeEvent): string {
@@ -21,20 +20,11 @@ export interface RuntimeEventStreamOptions {
 
 export function runtimeEventStream(options: RuntimeEventStreamOptions): Response {
   const { abort } = options;
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const write = (chunk: string): void => {
-        if (abort.signal.aborted) return;
-        try {
-          controller.enqueue(encoder.encode(chunk));
-        } catch {
-          abort.abort();
-        }
-      };
-      write("retry: 2000\n\n");
-      heartbeat = setInterval(() => write(": heartbeat\n\n"), options.heartbeatMs);
-      const pump = async () => {
+  return eventStreamResponse({
+    signal: abort.signal,
+    heartbeatMs: options.heartbeatMs,
+    open(write, end) {
+      void (async () => {
         try {
           for await (const event of options.events) {
             if (abort.signal.aborted) break;
@@ -43,28 +33,10 @@ export function runtimeEventStream(options: RuntimeEventStreamOptions): Response
         } catch (error) {
           if (!abort.signal.aborted) options.onError(error);
         } finally {
-          clearInterval(heartbeat);
-          abort.abort();
-          try {
-            controller.close();
-          } catch {
-            // The client closed it first.
-          }
+          end();
         }
-      };
-      void pump();
-    },
-    cancel() {
-      clearInterval(heartbeat);
-      abort.abort();
-    },
-  });
-  return new Response(body, {
-    status: 200,
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache, no-store",
-      "x-accel-buffering": "no",
+      })();
+      return () => abort.abort();
     },
   });
 }

@@ -1,12 +1,15 @@
-/** A minimal Server-Sent Events response for the browser's transcript stream. */
+/** One Server-Sent Events response, shared by the operator API and the web channel. */
 
 export interface EventStreamOptions {
-  /** Aborts when the client goes (the request's signal) or the channel stops. */
+  /** Ends the stream: the client went, or the server is stopping. */
   signal: AbortSignal;
   /** A comment line this often keeps proxies and idle timers from closing a quiet stream. */
   heartbeatMs: number;
-  /** Called once with the function that writes one event; returns the cleanup to run at the end. */
-  open(send: (data: unknown) => void): () => void;
+  /**
+   * Starts the source: `write` sends one frame of SSE text, `end` closes the stream from the
+   * source's side. Returns the cleanup that runs once, however the stream ends.
+   */
+  open(write: (frame: string) => void, end: () => void): () => void;
 }
 
 const encoder = new TextEncoder();
@@ -15,25 +18,25 @@ export function eventStreamResponse(options: EventStreamOptions): Response {
   let cleanup: (() => void) | undefined;
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   let closed = false;
+  let close = () => {};
   const finish = () => {
     if (closed) return;
     closed = true;
     clearInterval(heartbeat);
-    options.signal.removeEventListener("abort", onAbort);
+    options.signal.removeEventListener("abort", close);
     cleanup?.();
   };
-  let onAbort = () => {};
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      const write = (chunk: string) => {
+      const write = (frame: string) => {
         if (closed) return;
         try {
-          controller.enqueue(encoder.encode(chunk));
+          controller.enqueue(encoder.encode(frame));
         } catch {
           finish();
         }
       };
-      onAbort = () => {
+      close = () => {
         finish();
         try {
           controller.close();
@@ -41,10 +44,13 @@ export function eventStreamResponse(options: EventStreamOptions): Response {
           // Already closed by the client.
         }
       };
-      if (options.signal.aborted) return onAbort();
-      options.signal.addEventListener("abort", onAbort, { once: true });
+      if (options.signal.aborted) return close();
+      options.signal.addEventListener("abort", close, { once: true });
       write("retry: 2000\n\n");
-      cleanup = options.open((data) => write(`data: ${JSON.stringify(data)}\n\n`));
+      const stop = options.open(write, close);
+      // A source that ended while opening already ran finish(), before its cleanup was known.
+      if (closed) stop();
+      else cleanup = stop;
       heartbeat = setInterval(() => write(": heartbeat\n\n"), options.heartbeatMs);
     },
     cancel() {
