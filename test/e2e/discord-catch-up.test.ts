@@ -10,7 +10,12 @@ import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import {
+  eventually,
+  GATEWAY_STOP_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./support/gateway-process.ts";
 
 const dir = tempDir("switchboard-e2e-dc-catch-up-");
 let llm: FakeLlmServer;
@@ -18,9 +23,6 @@ let discord: DiscordEmulator;
 let alice: APIUser;
 let otherBot: APIUser;
 let gateway: GatewayProcess | undefined;
-
-/** SIGTERM: the gateway drains for up to SWITCHBOARD_SHUTDOWN_GRACE_MS (10 s by default). */
-const GATEWAY_STOP_TIMEOUT_MS = 15_000;
 
 function env(): Record<string, string> {
   // Queue, not supersede: every message written while down deserves its own answer.
@@ -41,7 +43,6 @@ function env(): Record<string, string> {
 
 const botReplies = (channelId: string) =>
   discord.visibleMessages(channelId).filter((m) => m.author.id === discord.bot.id);
-const requestsContaining = (text: string) => llm.requests().filter((r) => r.lastUserText.includes(text));
 const catchUpEvents = (process: GatewayProcess) =>
   process.events().filter((e) => e.event === "channel.catch_up" && e.channel === "discord");
 
@@ -107,21 +108,21 @@ describe("discord catch-up after downtime", () => {
       dmReplies.findIndex((c) => c.includes("missed two")),
     );
     for (const text of ["missed one", "missed two", "missed in general"]) {
-      expect(requestsContaining(text).length).toBe(1);
+      expect(llm.requestsContaining(text).length).toBe(1);
       expect(
         botReplies(text === "missed in general" ? general : dmChannel).filter((m) => m.content.includes(text))
           .length,
       ).toBe(1);
     }
     // The queue kept order: the second prompt carries the first exchange.
-    expect(JSON.stringify(requestsContaining("missed two")[0]?.messages)).toContain("echo: missed one");
+    expect(JSON.stringify(llm.requestsContaining("missed two")[0]?.messages)).toContain("echo: missed one");
     for (const text of ["answered before the crash", "general before the crash"]) {
-      expect(requestsContaining(text).length).toBe(1);
+      expect(llm.requestsContaining(text).length).toBe(1);
     }
     expect(botReplies(dmChannel).filter((m) => m.content.includes("answered before the crash")).length).toBe(
       1,
     );
-    expect(requestsContaining("from another bot").length).toBe(0);
+    expect(llm.requestsContaining("from another bot").length).toBe(0);
     // Each target's page holds the bot's own answer (skipped); the other bot's message is skipped too.
     expect(catchUpEvents(gateway).at(-1)).toMatchObject({
       targets: 2,
@@ -161,7 +162,7 @@ describe("discord catch-up after downtime", () => {
     expect(catchUpEvents(gateway!).length).toBe(catchUpsBefore + 1);
     expect(catchUpEvents(gateway!).at(-1)).toMatchObject({ delivered: 1, failedTargets: 0 });
     await Bun.sleep(500);
-    expect(requestsContaining("sent while the session was gone").length).toBe(1);
+    expect(llm.requestsContaining("sent while the session was gone").length).toBe(1);
     expect(
       botReplies(dmChannel).filter((m) => m.content.includes("sent while the session was gone")).length,
     ).toBe(1);

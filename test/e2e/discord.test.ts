@@ -9,7 +9,13 @@ import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  GATEWAY_STOP_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./support/gateway-process.ts";
 import { metricValue } from "./support/metrics.ts";
 
 const dir = tempDir("switchboard-e2e-dc-");
@@ -38,15 +44,10 @@ function env(): Record<string, string> {
 /** What the bot posted in `channelId`, edits applied. */
 const botReplies = (channelId: string) =>
   discord.visibleMessages(channelId).filter((m) => m.author.id === discord.bot.id);
-/** Hooks wait on a gateway child process; bun's 5 s default is too short on a busy machine. */
-const GATEWAY_START_TIMEOUT_MS = 20_000;
-/** SIGTERM: the gateway drains for up to SWITCHBOARD_SHUTDOWN_GRACE_MS (10 s by default). */
-const GATEWAY_STOP_TIMEOUT_MS = 15_000;
 const SLOW_CHUNKS = 6;
 const SLOW_CHUNK_DELAY_MS = 400;
 /** How long the slow answer streams from its first chunk to its last. */
 const SLOW_STREAM_MS = (SLOW_CHUNKS - 1) * SLOW_CHUNK_DELAY_MS;
-const requestsContaining = (text: string) => llm.requests().filter((r) => r.lastUserText.includes(text));
 
 function waitForBotReply(channelId: string, text: string, timeoutMs: number) {
   return discord.waitFor(
@@ -82,7 +83,7 @@ describe("discord end to end", () => {
     const sent = discord.sendDm(alice.id, "hello there");
     const reply = await waitForBotReply(discord.dmChannelId(alice.id), "echo: hello there", 10_000);
     expect(reply.message_reference?.message_id).toBe(sent.id);
-    expect(requestsContaining("hello there").length).toBe(1);
+    expect(llm.requestsContaining("hello there").length).toBe(1);
   }, 20_000);
 
   test("the same MESSAGE_CREATE twice, and again after a restart: one model call, one reply", async () => {
@@ -113,7 +114,7 @@ describe("discord end to end", () => {
     );
     await Bun.sleep(500);
 
-    expect(requestsContaining("dedupe me please").length).toBe(1);
+    expect(llm.requestsContaining("dedupe me please").length).toBe(1);
     expect(botReplies(dmChannel).filter((m) => m.content.includes("dedupe me please")).length).toBe(1);
   }, 40_000);
 
@@ -132,17 +133,17 @@ describe("discord end to end", () => {
     const dmChannel = discord.dmChannelId(alice.id);
     discord.sendDm(alice.id, "first slow thought");
     await eventually(
-      () => requestsContaining("first slow thought").length === 1,
+      () => llm.requestsContaining("first slow thought").length === 1,
       10_000,
       "the first model call",
     );
     discord.sendDm(alice.id, "second thought instead");
     await waitForBotReply(dmChannel, "echo: second thought instead", 15_000);
     // Let the superseded answer's stream run to where it would have ended had it not been cancelled.
-    const firstAtMs = requestsContaining("first slow thought")[0]?.receivedAtMs ?? Date.now();
+    const firstAtMs = llm.requestsContaining("first slow thought")[0]?.receivedAtMs ?? Date.now();
     await Bun.sleep(Math.max(0, firstAtMs + SLOW_STREAM_MS + 500 - Date.now()));
 
-    const second = requestsContaining("second thought instead");
+    const second = llm.requestsContaining("second thought instead");
     expect(second.length).toBe(1);
     expect(JSON.stringify(second[0]?.messages)).not.toContain("first slow thought");
     expect(botReplies(dmChannel).some((m) => m.content.includes("slow answer"))).toBe(false);
@@ -169,10 +170,12 @@ describe("discord end to end", () => {
     expect(replies[first]?.message_reference?.message_id).toBe(one.id);
     expect(replies[second]?.message_reference?.message_id).toBe(two.id);
     // The leading <@bot> is how people address the bot; the model sees the words only.
-    expect(requestsContaining("queued two")[0]?.lastUserText).toBe("queued two");
+    expect(llm.requestsContaining("queued two")[0]?.lastUserText).toBe("queued two");
     // One channel, one conversation: the second prompt carries the first exchange.
-    expect(JSON.stringify(requestsContaining("queued two")[0]?.messages)).toContain("answer to queued one");
-    expect(requestsContaining("without mention").length).toBe(0);
+    expect(JSON.stringify(llm.requestsContaining("queued two")[0]?.messages)).toContain(
+      "answer to queued one",
+    );
+    expect(llm.requestsContaining("without mention").length).toBe(0);
     expect(
       await metricValue(gateway.url, "switchboard_inbound_ignored_total", {
         channel: "discord",
@@ -189,7 +192,7 @@ describe("discord end to end", () => {
       "ingress to deny mallory",
     );
     await Bun.sleep(300);
-    expect(requestsContaining("let me in").length).toBe(0);
+    expect(llm.requestsContaining("let me in").length).toBe(0);
     expect(botReplies(discord.dmChannelId(mallory.id)).length).toBe(0);
   }, 20_000);
 });

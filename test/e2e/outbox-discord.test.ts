@@ -13,10 +13,13 @@ import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-
 import { tempDir } from "../support/runtime.ts";
 import { runCliJson } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./support/gateway-process.ts";
 
-/** Starting a gateway process takes a few seconds on a busy machine; hooks default to 5 s. */
-const GATEWAY_START_MS = 20_000;
 const dir = tempDir("switchboard-e2e-outbox-dc-");
 let llm: FakeLlmServer;
 let discord: DiscordEmulator;
@@ -41,13 +44,13 @@ beforeAll(async () => {
   discord = startDiscordEmulator({ heartbeatIntervalMs: 1_000 });
   alice = discord.createUser("alice");
   gateway = await startGatewayProcess(env());
-}, GATEWAY_START_MS);
+}, GATEWAY_START_TIMEOUT_MS);
 afterAll(async () => {
   await gateway?.kill("SIGTERM");
   await discord.close();
   await llm.stop();
   dir.cleanup();
-}, GATEWAY_START_MS);
+}, GATEWAY_START_TIMEOUT_MS);
 
 test("a create that hung past Discord's commit is retried after SIGKILL with the same nonce and shows once", async () => {
   const dmChannelId = discord.dmChannelId(alice.id);

@@ -17,10 +17,13 @@ import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-
 import { tempDir } from "../support/runtime.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./support/gateway-process.ts";
 
-/** Starting a gateway process takes a few seconds on a busy machine; hooks default to 5 s. */
-const GATEWAY_START_MS = 20_000;
 const dir = tempDir("switchboard-e2e-outbox-tg-");
 let llm: FakeLlmServer;
 let telegram: TelegramEmulator;
@@ -67,10 +70,10 @@ describe("terminal replies", () => {
   const gatewayEnv = () => env("terminal", "terminal");
   beforeAll(async () => {
     gateway = await startGatewayProcess(gatewayEnv());
-  }, GATEWAY_START_MS);
+  }, GATEWAY_START_TIMEOUT_MS);
   afterAll(async () => {
     await gateway?.kill("SIGTERM");
-  }, GATEWAY_START_MS);
+  }, GATEWAY_START_TIMEOUT_MS);
 
   test("429 with retry_after, then 500, then success: delivered exactly once, two replies in order", async () => {
     telegram.injectFault("sendMessage", { kind: "rate_limited", retryAfterSeconds: 1 });
@@ -155,10 +158,10 @@ describe("streamed replies", () => {
       },
     ]);
     gateway = await startGatewayProcess(gatewayEnv());
-  }, GATEWAY_START_MS);
+  }, GATEWAY_START_TIMEOUT_MS);
   afterAll(async () => {
     await gateway?.kill("SIGTERM");
-  }, GATEWAY_START_MS);
+  }, GATEWAY_START_TIMEOUT_MS);
 
   test("the final visible text is the run's answer; edits keep the per-chat interval", async () => {
     const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };

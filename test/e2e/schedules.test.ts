@@ -41,7 +41,6 @@ function env(dbName: string): Record<string, string> {
 }
 
 const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);
-const requestsContaining = (text: string) => llm.requests().filter((r) => r.lastUserText.includes(text));
 
 interface ScheduleRow {
   id: string;
@@ -134,7 +133,7 @@ describe("schedules through the gateway", () => {
     expect(schedule).toMatchObject({ created_by: "user", prompt: "stretch", kind: "at" });
     const slotMs = schedule!.at_ms!;
     expect(confirmation.visibleText).toContain(schedule!.id);
-    expect(requestsContaining("stretch")).toHaveLength(0); // a command never reaches the model
+    expect(llm.requestsContaining("stretch")).toHaveLength(0); // a command never reaches the model
 
     const answer = await telegram.waitForMessage(
       carol.id,
@@ -144,14 +143,14 @@ describe("schedules through the gateway", () => {
     const delayMs = answer.sentAtMs - confirmation.sentAtMs;
     expect(delayMs).toBeGreaterThanOrEqual(1_500);
     expect(delayMs).toBeLessThanOrEqual(6_000);
-    const [request] = requestsContaining("stretch");
+    const [request] = llm.requestsContaining("stretch");
     expect(request!.lastUserText).toContain(`[Scheduled prompt ${schedule!.id}] stretch`);
     // The model was asked once the slot came, not before and not long after.
     expect(request!.receivedAtMs - slotMs).toBeGreaterThanOrEqual(0);
     expect(request!.receivedAtMs - slotMs).toBeLessThan(3_000);
 
     await Bun.sleep(3_000);
-    expect(requestsContaining("stretch")).toHaveLength(1);
+    expect(llm.requestsContaining("stretch")).toHaveLength(1);
     expect(botReplies(carol.id).filter((m) => m.visibleText.startsWith("echo:"))).toHaveLength(1);
     expect(schedulesIn(dbName)[0]).toMatchObject({ state: "completed", next_at_ms: null });
     expect(occurrencesIn(dbName, schedule!.id)).toMatchObject([
@@ -186,7 +185,7 @@ describe("schedules through the gateway", () => {
       (m) => m.fromBot && m.visibleText.includes("Reminder set"),
       10_000,
     );
-    const offered = requestsContaining("hydration reminder");
+    const offered = llm.requestsContaining("hydration reminder");
     expect(offered[0]?.toolNames).toContain("schedule_after");
     const toolResult = offered[1]?.messages.findLast((m) => m.role === "tool");
     expect(JSON.stringify(toolResult?.content)).toContain('\\"ok\\":true');
@@ -203,12 +202,12 @@ describe("schedules through the gateway", () => {
       10_000,
     );
     expect(answer.sentAtMs - acknowledgement.sentAtMs).toBeGreaterThanOrEqual(1_000);
-    expect(requestsContaining("drink water")).toMatchObject([
+    expect(llm.requestsContaining("drink water")).toMatchObject([
       { lastUserText: `[Scheduled prompt ${schedule.id}] drink water` },
     ]);
 
     await Bun.sleep(2_500);
-    expect(requestsContaining("drink water")).toHaveLength(1);
+    expect(llm.requestsContaining("drink water")).toHaveLength(1);
     expect(botReplies(dave.id).filter((m) => m.visibleText.includes("drink water"))).toHaveLength(1);
     expect(schedulesIn(dbName).find((row) => row.id === schedule.id)?.state).toBe("completed");
     expect(occurrencesIn(dbName, schedule.id)).toMatchObject([{ state: "dispatched", attempts: 1 }]);
@@ -229,7 +228,11 @@ describe("a gateway killed while a scheduled run is in flight", () => {
         (m) => m.fromBot && m.visibleText.startsWith("Scheduled sch_"),
         10_000,
       );
-      await eventually(() => requestsContaining("long job").length === 1, 10_000, "the hanging model call");
+      await eventually(
+        () => llm.requestsContaining("long job").length === 1,
+        10_000,
+        "the hanging model call",
+      );
       const [schedule] = schedulesIn(dbName);
       const slotMs = schedule!.at_ms;
       const idempotencyKey = `schedule:${schedule!.id}:${slotMs}`;
@@ -258,7 +261,7 @@ describe("a gateway killed while a scheduled run is in flight", () => {
 
       expect(botReplies(erin.id).filter((m) => m.visibleText.includes("long job"))).toHaveLength(1);
       // The hung call and the resumed one: the same run asked the model twice, no new run was made.
-      expect(requestsContaining("long job")).toHaveLength(2);
+      expect(llm.requestsContaining("long job")).toHaveLength(2);
       expect(admissionsFor(dbName, idempotencyKey)).toEqual([{ run_id: inFlight.run.id }]);
       expect(scheduledRuns(dbName, schedule!.conversation_id)).toEqual([
         { id: inFlight.run.id, state: "completed" },

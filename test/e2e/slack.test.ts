@@ -11,7 +11,13 @@ import { postEvent, type SlackEmulator, startSlackEmulator } from "../emulators/
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  GATEWAY_STOP_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./support/gateway-process.ts";
 import { metricValue } from "./support/metrics.ts";
 
 const dir = tempDir("switchboard-e2e-slack-");
@@ -47,15 +53,10 @@ const dmChannel = (user: string) => `D${user.slice(1)}`;
 /** What the bot posted in `channel` (every thread included), edits applied. */
 const botReplies = (channel: string) =>
   slack.messages(channel).filter((m) => m.user === slack.identity.botUserId);
-/** Hooks wait on a gateway child process; bun's 5 s default is too short on a busy machine. */
-const GATEWAY_START_TIMEOUT_MS = 20_000;
-/** SIGTERM: the gateway drains for up to SWITCHBOARD_SHUTDOWN_GRACE_MS (10 s by default). */
-const GATEWAY_STOP_TIMEOUT_MS = 15_000;
 const SLOW_CHUNKS = 6;
 const SLOW_CHUNK_DELAY_MS = 400;
 /** How long the slow answer streams from its first chunk to its last. */
 const SLOW_STREAM_MS = (SLOW_CHUNKS - 1) * SLOW_CHUNK_DELAY_MS;
-const requestsContaining = (text: string) => llm.requests().filter((r) => r.lastUserText.includes(text));
 
 function waitForBotReply(channel: string, text: string, timeoutMs: number) {
   return slack.waitFor(
@@ -100,7 +101,7 @@ describe("slack end to end (Socket Mode)", () => {
     const reply = await waitForBotReply(dmChannel(ALICE), "echo: hello there", 10_000);
     expect(reply.threadTs).toBeUndefined();
     expect(slack.envelope(envelopeId)?.state).toBe("acked");
-    expect(requestsContaining("hello there").length).toBe(1);
+    expect(llm.requestsContaining("hello there").length).toBe(1);
   }, 20_000);
 
   test("the same envelope duplicated and redelivered, and again after a restart: one model call, one reply", async () => {
@@ -122,7 +123,7 @@ describe("slack end to end (Socket Mode)", () => {
     await eventually(async () => (await duplicates(gateway)) === 1, 10_000, "the replay seen as a duplicate");
     await Bun.sleep(500);
 
-    expect(requestsContaining("dedupe me please").length).toBe(1);
+    expect(llm.requestsContaining("dedupe me please").length).toBe(1);
     expect(botReplies(dmChannel(BOB)).filter((m) => m.text.includes("dedupe me please")).length).toBe(1);
   }, 40_000);
 
@@ -140,17 +141,17 @@ describe("slack end to end (Socket Mode)", () => {
     ]);
     slack.pushEvent(slack.events.dm({ user: ALICE, text: "first slow thought" }));
     await eventually(
-      () => requestsContaining("first slow thought").length === 1,
+      () => llm.requestsContaining("first slow thought").length === 1,
       10_000,
       "the first model call",
     );
     slack.pushEvent(slack.events.dm({ user: ALICE, text: "second thought instead" }));
     await waitForBotReply(dmChannel(ALICE), "echo: second thought instead", 15_000);
     // Let the superseded answer's stream run to where it would have ended had it not been cancelled.
-    const firstAtMs = requestsContaining("first slow thought")[0]?.receivedAtMs ?? Date.now();
+    const firstAtMs = llm.requestsContaining("first slow thought")[0]?.receivedAtMs ?? Date.now();
     await Bun.sleep(Math.max(0, firstAtMs + SLOW_STREAM_MS + 500 - Date.now()));
 
-    const second = requestsContaining("second thought instead");
+    const second = llm.requestsContaining("second thought instead");
     expect(second.length).toBe(1);
     expect(JSON.stringify(second[0]?.messages)).not.toContain("first slow thought");
     expect(botReplies(dmChannel(ALICE)).some((m) => m.text.includes("slow answer"))).toBe(false);
@@ -174,10 +175,10 @@ describe("slack end to end (Socket Mode)", () => {
     await Bun.sleep(500);
 
     expect(reply.threadTs).toBe(String(mention.appMention.event.ts));
-    expect(requestsContaining("what is up").length).toBe(1);
-    expect(requestsContaining("what is up")[0]?.lastUserText).toBe("what is up");
+    expect(llm.requestsContaining("what is up").length).toBe(1);
+    expect(llm.requestsContaining("what is up")[0]?.lastUserText).toBe("what is up");
     expect(botReplies(GENERAL).filter((m) => m.text.includes("what is up")).length).toBe(1);
-    expect(requestsContaining("without mention").length).toBe(0);
+    expect(llm.requestsContaining("without mention").length).toBe(0);
     expect(
       await metricValue(gateway.url, "switchboard_inbound_ignored_total", {
         channel: "slack",
@@ -225,14 +226,16 @@ describe("slack end to end (Socket Mode)", () => {
     expect(first).toBeGreaterThanOrEqual(0);
     expect(first).toBeLessThan(second);
     // One thread, one conversation: the second prompt carries the first exchange.
-    expect(JSON.stringify(requestsContaining("queued two")[0]?.messages)).toContain("answer to queued one");
+    expect(JSON.stringify(llm.requestsContaining("queued two")[0]?.messages)).toContain(
+      "answer to queued one",
+    );
   }, 30_000);
 
   test("a denied user never reaches the model", async () => {
     const envelopeId = slack.pushEvent(slack.events.dm({ user: MALLORY, text: "let me in" }));
     await waitForAck(envelopeId, 10_000);
     await Bun.sleep(300);
-    expect(requestsContaining("let me in").length).toBe(0);
+    expect(llm.requestsContaining("let me in").length).toBe(0);
     expect(botReplies(dmChannel(MALLORY)).length).toBe(0);
     expect(gateway.events().some((e) => e.event === "ingress.denied" && e.user === MALLORY)).toBe(true);
   }, 20_000);
@@ -269,7 +272,7 @@ describe("slack end to end (Events API over HTTP)", () => {
     );
     expect(signed.status).toBe(200);
     await waitForBotReply(dmChannel(ALICE), "echo: through the events api", 10_000);
-    expect(requestsContaining("forged over http").length).toBe(0);
+    expect(llm.requestsContaining("forged over http").length).toBe(0);
   }, 30_000);
 
   test("Slack's retries of one event_id, also after a restart: one model call, one reply", async () => {
@@ -293,7 +296,7 @@ describe("slack end to end (Events API over HTTP)", () => {
     expect(await duplicates(gateway)).toBe(1);
     await Bun.sleep(500);
 
-    expect(requestsContaining("retried over http").length).toBe(1);
+    expect(llm.requestsContaining("retried over http").length).toBe(1);
     expect(botReplies(dmChannel(BOB)).filter((m) => m.text.includes("retried over http")).length).toBe(1);
   }, 40_000);
 });

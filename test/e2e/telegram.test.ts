@@ -44,7 +44,6 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);
-const requestsContaining = (text: string) => llm.requests().filter((r) => r.lastUserText.includes(text));
 
 beforeAll(() => {
   llm = startFakeLlmServer();
@@ -73,7 +72,7 @@ describe("telegram end to end (polling)", () => {
       10_000,
     );
     expect(reply.visibleText).toContain("echo: hello there");
-    expect(requestsContaining("hello there").length).toBe(1);
+    expect(llm.requestsContaining("hello there").length).toBe(1);
   }, 20_000);
 
   test("the same update twice, and again after a restart: one model call, one reply", async () => {
@@ -89,7 +88,7 @@ describe("telegram end to end (polling)", () => {
     await telegram.waitForConfirmed(update.update_id, 10_000);
     await Bun.sleep(500);
 
-    expect(requestsContaining("dedupe me please").length).toBe(1);
+    expect(llm.requestsContaining("dedupe me please").length).toBe(1);
     expect(botReplies(bob.id).filter((m) => m.visibleText.includes("dedupe me please")).length).toBe(1);
   }, 40_000);
 
@@ -102,7 +101,7 @@ describe("telegram end to end (polling)", () => {
     ]);
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "first slow thought" });
     await eventually(
-      () => requestsContaining("first slow thought").length === 1,
+      () => llm.requestsContaining("first slow thought").length === 1,
       10_000,
       "the first model call",
     );
@@ -113,7 +112,7 @@ describe("telegram end to end (polling)", () => {
       15_000,
     );
     await Bun.sleep(500);
-    const second = requestsContaining("second thought instead")[0]!;
+    const second = llm.requestsContaining("second thought instead")[0]!;
     expect(JSON.stringify(second.messages)).not.toContain("first slow thought");
     expect(botReplies(alice.id).some((m) => m.visibleText.includes("slow answer"))).toBe(false);
   }, 30_000);
@@ -133,7 +132,7 @@ describe("telegram end to end (polling)", () => {
     expect(replies.findIndex((t) => t.includes("answer to queued one"))).toBeLessThan(
       replies.findIndex((t) => t.includes("queued two")),
     );
-    expect(requestsContaining("without mention").length).toBe(0);
+    expect(llm.requestsContaining("without mention").length).toBe(0);
   }, 30_000);
 
   test("chat commands work without the model: /status, /stop, /new", async () => {
@@ -168,7 +167,7 @@ describe("telegram end to end (polling)", () => {
     );
     // Only the two ordinary messages reached the model, and the fresh conversation forgot the first.
     expect(llm.requests().length - before).toBe(2);
-    const last = requestsContaining("what word did I say")[0]!;
+    const last = llm.requestsContaining("what word did I say")[0]!;
     expect(JSON.stringify(last.messages)).not.toContain("pineapple");
   }, 40_000);
 
@@ -186,7 +185,7 @@ describe("telegram end to end (polling)", () => {
       },
     ]);
     telegram.incoming({ chat: privateChat(dave), from: dave, text: "tell me a very long story" });
-    await eventually(() => requestsContaining("very long story").length === 1, 10_000, "the model call");
+    await eventually(() => llm.requestsContaining("very long story").length === 1, 10_000, "the model call");
     telegram.incoming({ chat: privateChat(dave), from: dave, text: "/stop" });
     await telegram.waitForMessage(
       dave.id,
@@ -205,7 +204,7 @@ describe("telegram end to end (polling)", () => {
     const { update } = telegram.incoming({ chat: privateChat(mallory), from: mallory, text: "let me in" });
     await telegram.waitForConfirmed(update.update_id, 10_000);
     await Bun.sleep(300);
-    expect(requestsContaining("let me in").length).toBe(0);
+    expect(llm.requestsContaining("let me in").length).toBe(0);
     expect(botReplies(mallory.id).length).toBe(0);
     expect(gateway.events().some((e) => e.event === "ingress.denied" && e.user === String(mallory.id))).toBe(
       true,
@@ -258,7 +257,7 @@ describe("telegram webhook mode", () => {
         (m) => m.fromBot && m.visibleText.includes("echo: through the webhook"),
         10_000,
       );
-      expect(requestsContaining("forged").length).toBe(0);
+      expect(llm.requestsContaining("forged").length).toBe(0);
     } finally {
       await gateway.kill("SIGTERM");
     }

@@ -12,6 +12,11 @@ export interface GatewayProcess {
   exited: Promise<number>;
 }
 
+/** For a test hook that starts a gateway child process: bun's 5 s default is too short on a busy machine. */
+export const GATEWAY_START_TIMEOUT_MS = 20_000;
+/** For a hook that stops one with SIGTERM: it drains for up to SWITCHBOARD_SHUTDOWN_GRACE_MS (10 s by default). */
+export const GATEWAY_STOP_TIMEOUT_MS = 15_000;
+
 /** A free TCP port on 127.0.0.1 (for webhook URLs that must be known before the gateway starts). */
 export function freePort(): number {
   const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });

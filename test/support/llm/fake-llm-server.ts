@@ -34,6 +34,8 @@ export interface FakeLlmServer {
   addRules(rules: FakeLlmRule[]): void;
   /** A copy of the request log since the last reset. */
   requests(): FakeLlmRequest[];
+  /** The logged requests whose last user message contains `text`. */
+  requestsContaining(text: string): FakeLlmRequest[];
   reset(): void;
   /** Closes every connection (hanging ones too) and stops listening. */
   stop(): Promise<void>;
@@ -164,6 +166,7 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
       rules.push(...parseRules(next).map((rule) => ({ rule, used: 0 })));
     },
     requests: () => structuredClone(log),
+    requestsContaining: (text) => structuredClone(log.filter((r) => r.lastUserText.includes(text))),
     reset() {
       rules = initialRules.map((rule) => ({ rule, used: 0 }));
       log = [];
