@@ -6,6 +6,7 @@ import { SwitchboardError } from "../errors.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
+import { type ExternalCommitWatch, watchExternalCommits } from "../store/sqlite/external-commits.ts";
 import { openSqliteStores, type SqliteStores } from "../store/sqlite/index.ts";
 import { storeGauges } from "../store/sqlite/metrics.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
@@ -160,6 +161,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   });
 
   let unwire: (() => void) | null = null;
+  let externalCommits: ExternalCommitWatch | null = null;
   // Closed first on shutdown: updates are then refused (not acknowledged, so platforms redeliver
   // them later) while the adapters stay up to deliver the answers still being written.
   let accepting = true;
@@ -204,10 +206,21 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       for (const [name, adapter] of adapters) await catchUpChannel(name, adapter, stores, logger);
       // One gateway per SQLite file: a claim left by a dead process fires now, not when its lease ends.
       await schedules.start({ takeOverLeases: true });
+      // Without this an operator's `outbox retry` or `schedules resume` on the file waits for an
+      // unrelated wake-up (a new message, a timer) before the running gateway acts on it.
+      externalCommits = watchExternalCommits(stores.db, {
+        intervalMs: EXTERNAL_COMMIT_CHECK_MS,
+        onCommit: () => {
+          worker.notify();
+          void schedules.tick();
+        },
+        onError: (error) => logger.warn("store.external_commit_check_failed", { error }),
+      });
     },
     async stop(options = {}) {
       const graceMs = options.graceMs ?? config.shutdownGraceMs;
       accepting = false;
+      externalCommits?.stop();
       await schedules.stop();
       const closed = await runtime.close({ gracePeriodMs: graceMs, forceTimeoutMs: 3000 });
       const outboxDrained = await worker.drain(Math.max(1000, Math.min(5000, graceMs)));
@@ -237,6 +250,9 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     },
   };
 }
+
+/** How soon the gateway notices an operator's change made on the database file by another process. */
+const EXTERNAL_COMMIT_CHECK_MS = 1000;
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;

@@ -15,6 +15,7 @@ import {
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { runCli } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
@@ -211,6 +212,36 @@ describe("schedules through the gateway", () => {
     expect(botReplies(dave.id).filter((m) => m.visibleText.includes("drink water"))).toHaveLength(1);
     expect(schedulesIn(dbName).find((row) => row.id === schedule.id)?.state).toBe("completed");
     expect(occurrencesIn(dbName, schedule.id)).toMatchObject([{ state: "dispatched", attempts: 1 }]);
+  }, 30_000);
+
+  test("the operator CLI pauses and resumes a one-off on the database file; the running gateway fires it once, soon after the resume", async () => {
+    const dbEnv = { SWITCHBOARD_DB: join(dir.path, dbName) };
+    telegram.incoming({ chat: privateChat(erin), from: erin, text: "/in 3s water the plants" });
+    await telegram.waitForMessage(
+      erin.id,
+      (m) => m.fromBot && m.visibleText.startsWith("Scheduled sch_"),
+      10_000,
+    );
+    const schedule = schedulesIn(dbName).find((row) => row.prompt === "water the plants")!;
+    const paused = await runCli(["schedules", "pause", schedule.id], dbEnv);
+    expect(paused.exitCode).toBe(0);
+
+    // The slot passes while paused: nothing fires.
+    await Bun.sleep(Math.max(0, schedule.at_ms! - Date.now()) + 1_500);
+    expect(llm.requestsContaining("water the plants")).toHaveLength(0);
+
+    const resumedAtMs = Date.now();
+    const resumed = await runCli(["schedules", "resume", schedule.id], dbEnv);
+    expect(resumed.exitCode).toBe(0);
+    const answer = await telegram.waitForMessage(
+      erin.id,
+      (m) => m.fromBot && m.visibleText.startsWith("echo:") && m.visibleText.includes("water the plants"),
+      10_000,
+    );
+    // The gateway learns of another process's commit within a second, not at its next timer.
+    expect(answer.sentAtMs - resumedAtMs).toBeLessThan(4_000);
+    await Bun.sleep(1_500);
+    expect(llm.requestsContaining("water the plants")).toHaveLength(1);
   }, 30_000);
 });
 

@@ -4,12 +4,14 @@
  * a crash mid-stream all end with one message showing the answer.
  */
 import { afterAll, beforeAll, beforeEach, expect, test } from "bun:test";
+import type { OutboxRecord } from "../../outbox/types.ts";
 import { type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
 import type { VisibleMessage } from "../emulators/slack/types.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { runCli, runCliJson } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
 const dir = tempDir("switchboard-e2e-slack-stream-");
 const ALICE = "U0ALICE";
@@ -161,6 +163,14 @@ test("SIGKILL mid-stream: after the restart the streamed message is stopped and 
     20_000,
     "a message streaming in the thread",
   );
+  // The gateway persists the message id after chat.startStream answers and only then appends, so
+  // a successful append means the id is durable. A kill before that leaves the record ambiguous
+  // (the start's outcome is unknown to the restarted process), which is a different test.
+  await slack.waitFor(
+    () => slack.calls("chat.appendStream").find((c) => c.ok && c.params.ts === partial.ts),
+    20_000,
+    "an append to the streaming message",
+  );
   await gateway.kill("SIGKILL");
   gateway = await startGatewayProcess(gatewayEnv());
   const message = await finalMessage(threadTs, ANSWER);
@@ -172,3 +182,41 @@ test("SIGKILL mid-stream: after the restart the streamed message is stopped and 
   expect(onMessage("chat.stopStream").filter((c) => c.ok).length).toBe(1);
   expect(callsIn("chat.startStream", threadTs).length).toBe(1);
 }, 45_000);
+
+test("SIGKILL while chat.startStream is unanswered: the reply is ambiguous, nothing is posted until the operator retries it", async () => {
+  const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };
+  llm.setRules([{ match: { lastUserContains: "start never answered" }, reply: slow(ANSWER) }]);
+  slack.failNext("chat.startStream", { kind: "hang" });
+  const threadTs = mention("start never answered");
+  await slack.waitFor(
+    () => slack.calls("chat.startStream").find((c) => c.params.thread_ts === threadTs && c.fault === "hang"),
+    20_000,
+    "the hung chat.startStream",
+  );
+  await gateway.kill("SIGKILL");
+  gateway = await startGatewayProcess(gatewayEnv());
+
+  const ambiguous = await eventually(
+    async () => {
+      const records = await runCliJson<OutboxRecord[]>(["outbox", "list", "--state", "ambiguous"], dbEnv);
+      return records.find(
+        (record) => record.replyTo === threadTs && record.kind === "stream" && record.final,
+      );
+    },
+    20_000,
+    "the interrupted stream record, ambiguous and holding the final answer",
+  );
+  expect(ambiguous.markdown).toBe(ANSWER);
+  await Bun.sleep(1_000);
+  expect(botMessagesIn(threadTs).length).toBe(0);
+
+  const retried = await runCli(
+    ["outbox", "retry", ambiguous.id, "--note", "not in the thread", "--actor", "e2e-operator"],
+    dbEnv,
+  );
+  expect(retried.exitCode).toBe(0);
+  const message = await finalMessage(threadTs, ANSWER);
+  expect(message.stream).toBeUndefined();
+  expect(botMessagesIn(threadTs).length).toBe(1);
+  expect(slack.calls("chat.startStream").filter((c) => c.params.thread_ts === threadTs).length).toBe(1);
+}, 60_000);

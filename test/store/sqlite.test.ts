@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
+import { watchExternalCommits } from "../../src/store/sqlite/external-commits.ts";
 import { MIGRATIONS, openSqliteStores } from "../../src/store/sqlite/index.ts";
 import { tempDir } from "../support/runtime.ts";
 import { runStoreConformance } from "./conformance.ts";
@@ -91,6 +92,34 @@ describe("migration 6: admission receipts move onto the input message", () => {
       expect(tables).toEqual([]);
       stores.close();
     } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+describe("external commit watch", () => {
+  test("reports another connection's commit once, and never the watching connection's own", async () => {
+    const dir = tempDir();
+    const file = join(dir.path, "watched.sqlite");
+    const stores = openSqliteStores(file);
+    let commits = 0;
+    const watch = watchExternalCommits(stores.db, { intervalMs: 20, onCommit: () => commits++ });
+    try {
+      stores.db.exec("CREATE TABLE own_writes (x)");
+      stores.db.exec("INSERT INTO own_writes VALUES (1)");
+      await Bun.sleep(100);
+      expect(commits).toBe(0);
+
+      const operator = new Database(file);
+      operator.exec("INSERT INTO own_writes VALUES (2)");
+      operator.close();
+      await Bun.sleep(100);
+      expect(commits).toBe(1);
+      await Bun.sleep(100);
+      expect(commits).toBe(1);
+    } finally {
+      watch.stop();
+      stores.close();
       dir.cleanup();
     }
   });
