@@ -6,9 +6,8 @@ import { SwitchboardError } from "../errors.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
-import { type ExternalCommitWatch, watchExternalCommits } from "../store/sqlite/external-commits.ts";
-import { openSqliteStores, type SqliteStores } from "../store/sqlite/index.ts";
-import { storeGauges } from "../store/sqlite/metrics.ts";
+import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
+import { openSqliteBackend } from "../store/sqlite/backend.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -29,7 +28,7 @@ export interface GatewayDeps {
 
 export interface Gateway {
   readonly config: GatewayConfig;
-  readonly stores: SqliteStores;
+  readonly stores: StoreBackend;
   readonly runtime: Runtime;
   readonly worker: DeliveryWorker;
   readonly schedules: ScheduleService;
@@ -56,7 +55,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger;
   const owner = newId("gw");
-  const stores = openSqliteStores(config.dbPath);
+  const stores = openSqliteBackend(config.dbPath);
   const metrics = createMetrics();
   const registry = createModelRegistry(config.modelEnv);
   const { adapters, allowLists } = buildChannels(config, { clock, logger });
@@ -69,7 +68,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     logger: logger.child({ component: "runtime" }),
     owner,
-    deliveries: createDeliveryWriter(clock),
+    deliveries: createDeliveryWriter(stores, clock),
     // Summaries from the offline model would be noise; any real model folds long conversations.
     ...(registry.chain[0].spec === "offline"
       ? {}
@@ -208,14 +207,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       await schedules.start({ takeOverLeases: true });
       // Without this an operator's `outbox retry` or `schedules resume` on the file waits for an
       // unrelated wake-up (a new message, a timer) before the running gateway acts on it.
-      externalCommits = watchExternalCommits(stores.db, {
-        intervalMs: EXTERNAL_COMMIT_CHECK_MS,
-        onCommit: () => {
+      externalCommits = stores.watchExternalCommits(
+        () => {
           worker.notify();
           void schedules.tick();
         },
-        onError: (error) => logger.warn("store.external_commit_check_failed", { error }),
-      });
+        (error) => logger.warn("store.external_commit_check_failed", { error }),
+      );
     },
     async stop(options = {}) {
       const graceMs = options.graceMs ?? config.shutdownGraceMs;
@@ -229,15 +227,15 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       }
       worker.stop();
       unwire?.();
-      const counts = storeGauges(stores.db).outbox;
+      const counts = (await stores.gauges()).outbox;
       const waitingReplies = (counts.pending ?? 0) + (counts.sending ?? 0);
-      stores.close();
+      await stores.close();
       return { runsSettled: closed.settled, runsRemaining: closed.remaining, outboxDrained, waitingReplies };
     },
     async readiness() {
       const checks: Record<string, { ok: boolean; detail?: string }> = {};
       try {
-        stores.db.query("SELECT 1").get();
+        await stores.ping();
         checks.database = { ok: true };
       } catch (error) {
         checks.database = { ok: false, detail: (error as Error).message };
@@ -246,13 +244,10 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     },
     async renderMetrics() {
-      return metrics.render(storeGauges(stores.db), { lanes: runtime.lanesHeld });
+      return metrics.render(await stores.gauges(), { lanes: runtime.lanesHeld });
     },
   };
 }
-
-/** How soon the gateway notices an operator's change made on the database file by another process. */
-const EXTERNAL_COMMIT_CHECK_MS = 1000;
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;
@@ -264,7 +259,7 @@ const CATCH_UP_MAX_TARGETS = 200;
 async function catchUpChannel(
   name: ChannelName,
   adapter: ChannelAdapter,
-  stores: SqliteStores,
+  stores: StoreBackend,
   logger: Logger,
 ): Promise<void> {
   if (!adapter.catchUp) return;

@@ -1,4 +1,3 @@
-import type { Database } from "bun:sqlite";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { createDraftPreview, type DraftPreview } from "../../outbox/draft-preview.ts";
 import type { StreamReply } from "../../outbox/stream.ts";
@@ -6,8 +5,8 @@ import { createTypingIndicator } from "../../outbox/typing.ts";
 import type { DeliveryWorker } from "../../outbox/worker.ts";
 import type { RuntimeEvent } from "../runtime/events.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { answerText } from "../runtime/types.ts";
-import { commitAnswerDeliverySync } from "../store/sqlite/outbox.ts";
+import { answerText, isTerminalState } from "../runtime/types.ts";
+import type { StoreBackend } from "../store/backend.ts";
 import type { DeliveryWriter, RuntimeStore } from "../store/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
@@ -17,12 +16,16 @@ import { readRunContext } from "./context.ts";
  * T2's delivery half: inside the terminal transaction, the run's answer becomes its outbox record
  * (or finalises the stream record it already has). Runs without a channel context deliver nothing.
  */
-export function createDeliveryWriter(clock: Clock): DeliveryWriter {
+export function createDeliveryWriter(
+  stores: Pick<StoreBackend, "commitAnswerDelivery">,
+  clock: Clock,
+): DeliveryWriter {
   return (tx, run, answer) => {
     const context = readRunContext(run.context);
-    if (!context || run.state === "absorbed") return;
-    commitAnswerDeliverySync(
-      tx as Database,
+    const state = run.state;
+    if (!context || state === "absorbed" || !isTerminalState(state)) return;
+    return stores.commitAnswerDelivery(
+      tx,
       {
         runId: run.id,
         conversationId: run.conversationId,
@@ -30,7 +33,7 @@ export function createDeliveryWriter(clock: Clock): DeliveryWriter {
         account: context.account,
         target: context.target,
         ...(context.replyTo ? { replyTo: context.replyTo } : {}),
-        state: run.state as Parameters<typeof commitAnswerDeliverySync>[1]["state"],
+        state,
         text: answerText(answer.parts),
       },
       clock.now(),

@@ -2,7 +2,7 @@
  * Prometheus metrics kept in process: counters and fixed-bucket histograms, plus gauges read at
  * scrape time. Label values are channel names, states and reasons: never user content.
  */
-import type { StoreGauges } from "../store/sqlite/metrics.ts";
+import type { StoreGauges } from "../store/backend.ts";
 
 type Labels = Record<string, string>;
 

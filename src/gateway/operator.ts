@@ -1,11 +1,7 @@
-import type { Database } from "bun:sqlite";
-import type { OutboxRepository } from "../../outbox/types.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
-import type { ScheduleRepository } from "../../schedules/types.ts";
 import { SwitchboardError } from "../errors.ts";
 import { answerText } from "../runtime/types.ts";
-import { createSqliteOperatorQueries } from "../store/sqlite/operator.ts";
-import type { RuntimeStore } from "../store/types.ts";
+import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
 import { OPERATOR_LIMITS } from "./operator/limits.ts";
 import {
@@ -23,8 +19,8 @@ export { OPERATOR_LIMITS } from "./operator/limits.ts";
 export type { ConversationSummary, OperatorService } from "./operator-types.ts";
 
 export interface OperatorServiceOptions {
-  /** The opened stores (`openSqliteStores` or `openExistingStores`); the caller closes them. */
-  stores: { db: Database; runtime: RuntimeStore; outbox: OutboxRepository; schedules: ScheduleRepository };
+  /** The opened stores; the caller closes them. */
+  stores: Pick<StoreBackend, "runtime" | "outbox" | "schedules" | "operator">;
   clock: Clock;
   /**
    * Called after an operator retried, resolved or cancelled an outbox record, so a running
@@ -39,7 +35,7 @@ export interface OperatorServiceOptions {
  */
 export function createOperatorService(options: OperatorServiceOptions): OperatorService {
   const { stores, clock } = options;
-  const queries = createSqliteOperatorQueries(stores);
+  const queries = stores.operator;
   // Only pause/resume/cancel/occurrences are used: they never dispatch, and without start() the
   // service arms no timer.
   const schedules: ScheduleService = createScheduleService({

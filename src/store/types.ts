@@ -344,14 +344,15 @@ export interface TerminalRequest {
   error?: string;
   /**
    * Writes the delivery rows inside the terminal transaction. The SQLite store passes its
-   * connection; the callback must only use it synchronously.
+   * connection and cannot wait: the callback must finish synchronously (a returned promise is
+   * refused). The PostgreSQL store passes the transaction and awaits the callback.
    */
   deliveries?: DeliveryWriter;
   nowMs: number;
 }
 
 /** Opaque hook the store calls inside the terminal transaction (see outbox/plan.ts). */
-export type DeliveryWriter = (tx: unknown, run: RunRecord, answer: Message) => void;
+export type DeliveryWriter = (tx: unknown, run: RunRecord, answer: Message) => void | Promise<void>;
 
 export interface TerminalResult {
   seq: number;

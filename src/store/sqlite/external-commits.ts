@@ -1,8 +1,5 @@
 import type { Database } from "bun:sqlite";
-
-export interface ExternalCommitWatch {
-  stop(): void;
-}
+import type { ExternalCommitWatch } from "../backend.ts";
 
 /**
  * Calls `onCommit` within `intervalMs` of another connection committing to `db`'s file: the

@@ -1,5 +1,7 @@
 import type { Database } from "bun:sqlite";
+import type { OperatorQueries } from "../../gateway/operator/queries.ts";
 import { type Migration, openDatabase } from "./database.ts";
+import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import { OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
 import { SqliteRuntimeStore } from "./runtime-store.ts";
 import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
@@ -26,17 +28,20 @@ export interface SqliteStores {
   runtime: SqliteRuntimeStore;
   outbox: SqliteOutboxRepository;
   schedules: ReturnType<typeof createSqliteScheduleRepository>;
+  operator: OperatorQueries;
   close(): void;
 }
 
 /** Opens (creating and migrating as needed) switchboard's database and its repositories. */
 export function openSqliteStores(filename: string, options: { busyTimeoutMs?: number } = {}): SqliteStores {
   const db = openDatabase({ filename, migrations: MIGRATIONS, ...options });
+  const schedules = createSqliteScheduleRepository(db);
   return {
     db,
     runtime: new SqliteRuntimeStore(db),
     outbox: new SqliteOutboxRepository(db),
-    schedules: createSqliteScheduleRepository(db),
+    schedules,
+    operator: createSqliteOperatorQueries({ db, schedules }),
     close: () => db.close(),
   };
 }

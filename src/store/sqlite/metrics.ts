@@ -1,11 +1,5 @@
 import type { Database } from "bun:sqlite";
-
-export interface StoreGauges {
-  runs: Record<string, number>;
-  outbox: Record<string, number>;
-  /** Commit-to-delivery time of the most recent delivered replies (at most 1,000), in ms. */
-  deliveryLatencyMs: { p50: number; p99: number; count: number } | null;
-}
+import type { StoreGauges } from "../backend.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
 export function storeGauges(db: Database): StoreGauges {

@@ -824,7 +824,11 @@ export class SqliteRuntimeStore implements RuntimeStore {
       const answer = toMessage(
         this.db.query("SELECT * FROM messages WHERE id = ?").get(run.assistantMessageId) as MessageRow,
       );
-      request.deliveries?.(this.db, finalRun, answer);
+      if (request.deliveries?.(this.db, finalRun, answer) instanceof Promise) {
+        throw new Error(
+          "A SQLite delivery writer must finish synchronously, inside the terminal transaction.",
+        );
+      }
       const seq = this.appendEvent(
         {
           type: "terminal",

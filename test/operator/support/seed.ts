@@ -85,7 +85,7 @@ async function complete(
     fence: acquired.fence,
     state: "completed",
     assistantParts: [{ type: "text", text: answer }],
-    deliveries: (tx) =>
+    deliveries: (tx) => {
       commitAnswerDeliverySync(
         tx as Database,
         {
@@ -98,7 +98,8 @@ async function complete(
           text: answer,
         },
         clock.now(),
-      ),
+      );
+    },
     nowMs: clock.now(),
   });
   const record = await stores.outbox.show(`${run.runId}:0`);

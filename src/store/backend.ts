@@ -1,0 +1,45 @@
+import type { OutboxRepository } from "../../outbox/types.ts";
+import type { ScheduleRepository } from "../../schedules/types.ts";
+import type { OperatorQueries } from "../gateway/operator/queries.ts";
+import type { AnswerDelivery } from "./sqlite/outbox.ts";
+import type { RuntimeStore } from "./types.ts";
+
+/** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
+export interface StoreGauges {
+  runs: Record<string, number>;
+  outbox: Record<string, number>;
+  /** Commit-to-delivery time of the most recent delivered replies (at most 1,000), in ms. */
+  deliveryLatencyMs: { p50: number; p99: number; count: number } | null;
+}
+
+export interface ExternalCommitWatch {
+  stop(): void;
+}
+
+/**
+ * Everything the gateway keeps durable, on one database engine: SQLite (the embedded default) or
+ * PostgreSQL. The gateway, the operator service and the CLI use only this.
+ */
+export interface StoreBackend {
+  readonly engine: "sqlite" | "postgres";
+  /** Where the data lives, for logs: a file path, or a URL without its password. */
+  readonly location: string;
+  readonly runtime: RuntimeStore;
+  readonly outbox: OutboxRepository;
+  readonly schedules: ScheduleRepository;
+  readonly operator: OperatorQueries;
+  /**
+   * T2's delivery half, called with the terminal transaction the runtime store hands its
+   * `deliveries` hook: the answer becomes the run's outbox record in that same transaction.
+   */
+  commitAnswerDelivery(tx: unknown, delivery: AnswerDelivery, nowMs: number): void | Promise<void>;
+  gauges(): Promise<StoreGauges>;
+  /** Resolves when the database answers a trivial query; rejects with the driver's error. */
+  ping(): Promise<void>;
+  /**
+   * Calls `onCommit` soon after another process (the operator CLI) commits a change, so a running
+   * gateway acts on it without waiting for an unrelated wake-up.
+   */
+  watchExternalCommits(onCommit: () => void, onError: (error: unknown) => void): ExternalCommitWatch;
+  close(): Promise<void>;
+}

@@ -1,0 +1,32 @@
+import type { StoreBackend } from "../backend.ts";
+import { watchExternalCommits } from "./external-commits.ts";
+import { openSqliteStores } from "./index.ts";
+import { storeGauges } from "./metrics.ts";
+import { commitAnswerDeliverySync } from "./outbox.ts";
+
+/** How soon a gateway notices an operator's change made on the file by another process. */
+const EXTERNAL_COMMIT_CHECK_MS = 1000;
+
+/** The embedded default: one SQLite file (created and migrated as needed) for one gateway process. */
+export function openSqliteBackend(path: string): StoreBackend {
+  const stores = openSqliteStores(path);
+  const { db } = stores;
+  return {
+    engine: "sqlite",
+    location: path,
+    runtime: stores.runtime,
+    outbox: stores.outbox,
+    schedules: stores.schedules,
+    operator: stores.operator,
+    commitAnswerDelivery(tx, delivery, nowMs) {
+      commitAnswerDeliverySync(tx as typeof db, delivery, nowMs);
+    },
+    gauges: async () => storeGauges(db),
+    ping: async () => {
+      db.query("SELECT 1").get();
+    },
+    watchExternalCommits: (onCommit, onError) =>
+      watchExternalCommits(db, { intervalMs: EXTERNAL_COMMIT_CHECK_MS, onCommit, onError }),
+    close: async () => stores.close(),
+  };
+}
