@@ -43,3 +43,11 @@ export interface StoreBackend {
   watchExternalCommits(onCommit: () => void, onError: (error: unknown) => void): ExternalCommitWatch;
   close(): Promise<void>;
 }
+
+/** p50/p99 of delivery latencies in ms (any order); null when there are none. */
+export function latencySummary(latenciesMs: number[]): StoreGauges["deliveryLatencyMs"] {
+  if (latenciesMs.length === 0) return null;
+  const sorted = [...latenciesMs].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { p50: at(0.5), p99: at(0.99), count: sorted.length };
+}

@@ -8,9 +8,9 @@ import { dirname, resolve } from "node:path";
 import { OUTBOX_TRANSITIONS } from "../../../outbox/transitions.ts";
 import type { OutboxState } from "../../../outbox/types.ts";
 import { SwitchboardError } from "../../errors.ts";
+import { ACTIVE_STATES_SQL } from "../operator-sql.ts";
 import { applyPragmas, schemaVersion } from "./database.ts";
 import { MIGRATIONS, openSqliteStores, type SqliteStores } from "./index.ts";
-import { ACTIVE_STATES_SQL } from "./operator-queries.ts";
 
 /** The schema version this build writes and reads. */
 export const EXPECTED_SCHEMA_VERSION = MIGRATIONS.length;

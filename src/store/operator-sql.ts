@@ -1,0 +1,86 @@
+/**
+ * Operator views that span conversations, in SQL both engines run as written; each backend only
+ * supplies its placeholders (`?1` on SQLite, `$1` on PostgreSQL).
+ */
+import {
+  LIVE_SCHEDULE_STATES,
+  SCHEDULE_STATES,
+  type Schedule,
+  type ScheduleRepository,
+  type ScheduleState,
+} from "../../schedules/types.ts";
+import type { ConversationSummary } from "../gateway/operator-types.ts";
+import { ACTIVE_RUN_STATES } from "../runtime/types.ts";
+import type { Integer } from "./rows.ts";
+
+export const ACTIVE_STATES_SQL = `(${ACTIVE_RUN_STATES.map((s) => `'${s}'`).join(", ")})`;
+
+export interface ConversationSummaryRow {
+  id: string;
+  version: Integer;
+  created_at_ms: Integer;
+  key: string | null;
+  last_activity_at_ms: Integer | null;
+  runs: Integer;
+  active_runs: Integer;
+}
+
+/**
+ * Summaries of the conversations `where` selects, ordered and limited by `orderAndLimit`. The
+ * conversation's last event is its last activity (every admission, step and terminal commit
+ * appends one). Runs are counted in one pass over the selected conversations only.
+ */
+export function conversationSummarySql(where: string, orderAndLimit: string): string {
+  return `
+    WITH activity AS (
+      SELECT c.id, c.version, c.created_at_ms,
+        (SELECT e.at_ms FROM events e WHERE e.conversation_id = c.id AND e.seq = c.last_seq) AS last_activity_at_ms
+      FROM conversations c ${where}
+    ),
+    recent AS (SELECT * FROM activity ${orderAndLimit}),
+    run_counts AS (
+      SELECT conversation_id, count(*) AS runs,
+        count(*) FILTER (WHERE state IN ${ACTIVE_STATES_SQL}) AS active_runs
+      FROM runs WHERE conversation_id IN (SELECT id FROM recent) GROUP BY conversation_id
+    ),
+    keys AS (
+      SELECT conversation_id, max(key) AS key FROM conversation_keys
+      WHERE conversation_id IN (SELECT id FROM recent) GROUP BY conversation_id
+    )
+    SELECT recent.*, keys.key, COALESCE(run_counts.runs, 0) AS runs, COALESCE(run_counts.active_runs, 0) AS active_runs
+    FROM recent
+    LEFT JOIN run_counts ON run_counts.conversation_id = recent.id
+    LEFT JOIN keys ON keys.conversation_id = recent.id
+    ORDER BY COALESCE(recent.last_activity_at_ms, recent.created_at_ms) DESC, recent.id DESC`;
+}
+
+/** Most recently active first; never-active conversations by creation time. */
+export const MOST_RECENT_FIRST = "ORDER BY COALESCE(last_activity_at_ms, created_at_ms) DESC, id DESC";
+
+export function toConversationSummary(row: ConversationSummaryRow): ConversationSummary {
+  return {
+    id: row.id,
+    key: row.key,
+    version: Number(row.version),
+    createdAtMs: Number(row.created_at_ms),
+    lastActivityAtMs: row.last_activity_at_ms === null ? null : Number(row.last_activity_at_ms),
+    runs: Number(row.runs),
+    activeRuns: Number(row.active_runs),
+  };
+}
+
+/**
+ * Schedules of every conversation (or one), oldest first. The repository owns the row → Schedule
+ * mapping (and its validation), so this asks it per conversation `conversationsWith` names.
+ */
+export async function listSchedulesAcross(
+  schedules: ScheduleRepository,
+  filter: { conversationId?: string; includeEnded: boolean },
+  conversationsWith: (states: readonly ScheduleState[]) => Promise<string[]>,
+): Promise<Schedule[]> {
+  const states = filter.includeEnded ? SCHEDULE_STATES : LIVE_SCHEDULE_STATES;
+  const conversationIds =
+    filter.conversationId !== undefined ? [filter.conversationId] : await conversationsWith(states);
+  const lists = await Promise.all(conversationIds.map((id) => schedules.listByConversation(id, states)));
+  return lists.flat().sort((a, b) => a.createdAtMs - b.createdAtMs || a.id.localeCompare(b.id));
+}
