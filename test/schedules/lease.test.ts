@@ -1,16 +1,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createScheduleService } from "../../schedules/service.ts";
-import type { DispatchResult, ScheduleEvent } from "../../schedules/types.ts";
 import { createSqliteScheduleRepository } from "../../src/store/sqlite/schedules.ts";
 import { systemClock } from "../../src/util/clock.ts";
 import { openTestDatabase } from "./support/db.ts";
 import { recordingDispatch } from "./support/dispatcher.ts";
-import { FakeTime, flush } from "./support/fake-time.ts";
 import { CONVERSATION } from "./support/harness.ts";
-
-const SECOND = 1000;
-const MINUTE = 60 * SECOND;
 
 let cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -20,120 +15,9 @@ afterEach(async () => {
 
 const base = { ...CONVERSATION, createdBy: "user" as const, prompt: "water the plants" };
 
+// Lease takeover between two instances in one process is part of the repository conformance suite
+// (repository-conformance.ts); this file keeps what needs a database file: separate processes.
 describe("leases across instances", () => {
-  test("an expired lease is re-claimed by a second instance with a higher token; the first one's late settle is refused", async () => {
-    const database = openTestDatabase();
-    cleanups.push(() => database.close());
-    const start = Date.parse("2026-06-01T10:00:00Z");
-    const timeA = new FakeTime(start);
-    const timeB = new FakeTime(start);
-
-    let releaseA: ((result: DispatchResult) => void) | undefined;
-    const dispatcherA = recordingDispatch(
-      () =>
-        new Promise<DispatchResult>((resolve) => {
-          releaseA = resolve; // owner A "dies" mid-dispatch: it never answers in time
-        }),
-    );
-    const eventsA: ScheduleEvent[] = [];
-    const serviceA = createScheduleService({
-      repository: createSqliteScheduleRepository(database.db),
-      dispatch: dispatcherA.dispatch,
-      clock: timeA,
-      timer: timeA,
-      owner: "owner-a",
-      onEvent: (event) => eventsA.push(event),
-    });
-    const repositoryB = createSqliteScheduleRepository(database.connect());
-    const dispatcherB = recordingDispatch(() => ({ status: "ok", runId: "run_from_b" }));
-    const serviceB = createScheduleService({
-      repository: repositoryB,
-      dispatch: dispatcherB.dispatch,
-      clock: timeB,
-      timer: timeB,
-      owner: "owner-b",
-    });
-
-    const created = await serviceA.create({ ...base, when: { kind: "after", delayMs: MINUTE } });
-    const slot = start + MINUTE;
-    await timeA.advanceTo(slot);
-    const tickA = serviceA.tick(); // not started: driven by hand; stays pending while dispatch hangs
-    await flush();
-    expect(dispatcherA.requests).toHaveLength(1);
-    expect(await repositoryB.getOccurrence(created.id, slot)).toMatchObject({
-      state: "claimed",
-      leaseOwner: "owner-a",
-      fencingToken: 1,
-      leaseExpiresAtMs: slot + MINUTE,
-    });
-
-    // B sees the slot but must leave it alone while A's lease lives.
-    await timeB.advanceTo(slot + 59 * SECOND);
-    await serviceB.tick();
-    expect(dispatcherB.requests).toHaveLength(0);
-
-    await timeB.advanceTo(slot + MINUTE);
-    await serviceB.tick();
-    expect(dispatcherB.requests).toHaveLength(1);
-    expect(dispatcherB.requests[0]?.idempotencyKey).toBe(dispatcherA.requests[0]?.idempotencyKey);
-    expect(dispatcherB.requests[0]?.lateByMs).toBe(MINUTE);
-    const takenOver = await repositoryB.getOccurrence(created.id, slot);
-    expect(takenOver).toMatchObject({
-      state: "dispatched",
-      leaseOwner: "owner-b",
-      fencingToken: 2,
-      attempts: 2,
-      runId: "run_from_b",
-    });
-
-    // A wakes up and reports success for the slot it no longer owns.
-    releaseA?.({ status: "ok", runId: "run_from_a" });
-    await tickA;
-    expect(eventsA).toContainEqual({
-      type: "settle-refused",
-      scheduleId: created.id,
-      scheduledForMs: slot,
-      fencingToken: 1,
-    });
-    expect(eventsA.some((e) => e.type === "dispatched")).toBe(false);
-    expect(await repositoryB.getOccurrence(created.id, slot)).toMatchObject({
-      runId: "run_from_b",
-      fencingToken: 2,
-    });
-    expect(await repositoryB.get(created.id)).toMatchObject({ state: "completed" });
-  });
-
-  test("a claim made under an older version is refused", async () => {
-    const database = openTestDatabase();
-    cleanups.push(() => database.close());
-    const time = new FakeTime(Date.parse("2026-06-01T08:00:00Z"));
-    const repository = createSqliteScheduleRepository(database.db);
-    const service = createScheduleService({
-      repository,
-      dispatch: recordingDispatch().dispatch,
-      clock: time,
-      timer: time,
-    });
-    const created = await service.create({
-      ...base,
-      when: { kind: "cron", expression: "0 9 * * *" },
-      timezone: "UTC",
-    });
-    await time.advanceTo(Date.parse("2026-06-01T09:00:00Z"));
-    const [listed] = await repository.listDue(time.now(), 10);
-    expect(listed?.version).toBe(1);
-    await service.edit(created.id, { prompt: "water the plants twice" });
-    const claim = await repository.claimOccurrence({
-      scheduleId: created.id,
-      expectedVersion: 1,
-      scheduledForMs: listed?.nextAtMs as number,
-      owner: "stale-owner",
-      nowMs: time.now(),
-      leaseMs: MINUTE,
-    });
-    expect(claim).toEqual({ claimed: false, reason: "stale" });
-  });
-
   test(
     "two scheduler processes on one database with real timers dispatch each occurrence once",
     async () => {

@@ -1,5 +1,7 @@
 import type { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
+import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
+import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 
 /** One forward-only step of the schema. Versions are contiguous from 1. */
 export interface Migration {
@@ -132,12 +134,14 @@ CREATE TABLE conversation_summaries (
 
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
- * outbox and schedules are not on PostgreSQL, so versions do not match SQLite's.
+ * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
  */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "runtime", sql: RUNTIME_SCHEMA_SQL },
   { version: 2, name: "conversation-settings", sql: SETTINGS_SCHEMA_SQL },
   { version: 3, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
+  { version: 4, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
+  { version: 5, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -1,6 +1,5 @@
 import type { Database } from "bun:sqlite";
 import type { ChannelName, SendReceipt } from "../../../channels/types.ts";
-import { finalAnswerMarkdown } from "../../../outbox/final-text.ts";
 import { assertTransition } from "../../../outbox/transitions.ts";
 import type {
   OutboxActor,
@@ -16,9 +15,31 @@ import type {
   StreamStart,
 } from "../../../outbox/types.ts";
 import { targetKey } from "../../../outbox/types.ts";
-import { SwitchboardError } from "../../errors.ts";
-import type { TerminalRunState } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
+import {
+  type AnswerDelivery,
+  type AnswerDeliveryResult,
+  actorEntry,
+  answerInsert,
+  answerMarkdown,
+  appendedReceiptJson,
+  assertInsertable,
+  checkOperatorAction,
+  emptyRecoverySummary,
+  enqueuedHistoryJson,
+  history,
+  historyJson,
+  isFinal,
+  isFinalInsert,
+  OPEN_STATES_SQL,
+  type OperatorTarget,
+  type OutboxRow,
+  recoveryOf,
+  streamKey,
+  toOutboxRecord,
+} from "../outbox-records.ts";
+
+export type { AnswerDelivery, AnswerDeliveryResult } from "../outbox-records.ts";
 
 /** Version 1 of the meaning of outbox rows. Bump it, and document the change here, when that meaning changes. */
 export const OUTBOX_SCHEMA_VERSION = 1;
@@ -61,71 +82,6 @@ CREATE INDEX outbox_by_run ON outbox (run_id);
 CREATE INDEX outbox_sending ON outbox (state) WHERE state = 'sending';
 `;
 
-/** States that hold their target: nothing later in the same chat is sent while the head is in one. */
-const OPEN_STATES = "('pending', 'sending', 'ambiguous')";
-
-interface OutboxRow {
-  id: string;
-  key: string;
-  run_id: string;
-  conversation_id: string;
-  channel: string;
-  account: string;
-  target: string;
-  reply_to: string | null;
-  ordinal: number;
-  kind: string;
-  markdown: string;
-  final: number;
-  state: string;
-  attempts: number;
-  next_attempt_at_ms: number;
-  rendered: string | null;
-  format: string | null;
-  chunks_delivered: number;
-  receipt: string | null;
-  last_error: string | null;
-  history: string;
-  created_at_ms: number;
-  updated_at_ms: number;
-}
-
-function toRecord(row: OutboxRow): OutboxRecord {
-  const base = {
-    id: row.id,
-    key: row.key,
-    runId: row.run_id,
-    conversationId: row.conversation_id,
-    channel: row.channel as ChannelName,
-    account: row.account,
-    target: row.target,
-    replyTo: row.reply_to,
-    ordinal: row.ordinal,
-    markdown: row.markdown,
-    state: row.state as OutboxState,
-    attempts: row.attempts,
-    nextAttemptAtMs: row.next_attempt_at_ms,
-    receipt: row.receipt === null ? null : (JSON.parse(row.receipt) as SendReceipt),
-    lastError: row.last_error,
-    history: JSON.parse(row.history) as OutboxHistoryEntry[],
-    createdAtMs: row.created_at_ms,
-    updatedAtMs: row.updated_at_ms,
-  };
-  if (row.kind === "stream") {
-    return { ...base, kind: "stream", final: row.final === 1, format: row.format as "rich" | "plain" | null };
-  }
-  return {
-    ...base,
-    kind: "message",
-    rendered: row.rendered === null ? null : (JSON.parse(row.rendered) as RenderedText),
-    chunksDelivered: row.chunks_delivered,
-  };
-}
-
-function historyJson(entry: OutboxHistoryEntry): string {
-  return JSON.stringify(entry);
-}
-
 function getRow(db: Database, idOrKey: string): OutboxRow | null {
   return db.query("SELECT * FROM outbox WHERE id = ? OR key = ?").get(idOrKey, idOrKey) as OutboxRow | null;
 }
@@ -137,7 +93,7 @@ function hasEarlierOpenRecord(
   return (
     db
       .query(
-        `SELECT 1 FROM outbox WHERE channel = ? AND account = ? AND target = ? AND ordinal < ? AND state IN ${OPEN_STATES} LIMIT 1`,
+        `SELECT 1 FROM outbox WHERE channel = ? AND account = ? AND target = ? AND ordinal < ? AND state IN ${OPEN_STATES_SQL} LIMIT 1`,
       )
       .get(row.channel, row.account, row.target, row.ordinal) !== null
   );
@@ -155,12 +111,7 @@ export function insertOutboxRecordsSync(
 ): string[] {
   const inserted: string[] = [];
   for (const insert of inserts) {
-    if (insert.kind === "message" && insert.markdown.trim() === "") {
-      throw new SwitchboardError(
-        "input_invalid",
-        `Outbox record ${insert.key} has no text; leave an empty answer out of the outbox instead of enqueuing it.`,
-      );
-    }
+    assertInsertable(insert);
     const exists = db.query("SELECT 1 FROM outbox WHERE key = ?").get(insert.key);
     if (exists) continue;
     const { next } = db
@@ -169,7 +120,6 @@ export function insertOutboxRecordsSync(
       )
       .get(insert.channel, insert.account, insert.target) as { next: number };
     const id = insert.id ?? newId("obx", nowMs);
-    const final = insert.kind === "message" || insert.final !== false;
     db.query(
       `INSERT INTO outbox (id, key, run_id, conversation_id, channel, account, target, reply_to, ordinal, kind,
          markdown, final, state, attempts, next_attempt_at_ms, history, created_at_ms, updated_at_ms)
@@ -186,9 +136,9 @@ export function insertOutboxRecordsSync(
       next,
       insert.kind,
       insert.markdown,
-      final ? 1 : 0,
+      isFinalInsert(insert) ? 1 : 0,
       nowMs,
-      JSON.stringify([{ atMs: nowMs, actor: "system", action: "enqueued" } satisfies OutboxHistoryEntry]),
+      enqueuedHistoryJson(nowMs),
       nowMs,
       nowMs,
     );
@@ -208,31 +158,15 @@ export function finalizeStreamRecordSync(
   markdown: string,
   nowMs: number,
 ): boolean {
-  const entry: OutboxHistoryEntry = { atMs: nowMs, actor: "system", action: "finalized" };
   const result = db
     .query(
       `UPDATE outbox SET markdown = ?, final = 1, updated_at_ms = ?, history = json_insert(history, '$[#]', json(?))
        WHERE key = ? AND kind = 'stream' AND final = 0`,
     )
-    .run(markdown, nowMs, historyJson(entry), key);
+    .run(markdown, nowMs, historyJson(history.finalized(nowMs)), key);
   if (result.changes === 1) return true;
   return db.query("SELECT 1 FROM outbox WHERE key = ? AND kind = 'stream'").get(key) !== null;
 }
-
-/** What a finished run must show in its chat. */
-export interface AnswerDelivery {
-  runId: string;
-  conversationId: string;
-  channel: ChannelName;
-  account: string;
-  target: string;
-  replyTo?: string;
-  state: TerminalRunState;
-  /** The canonical answer (the terminal event's text). */
-  text: string;
-}
-
-export type AnswerDeliveryResult = "stream-finalized" | "enqueued" | "nothing-to-send";
 
 /**
  * The terminal commit's one call, inside its transaction: finalises the run's stream record when
@@ -244,26 +178,10 @@ export function commitAnswerDeliverySync(
   answer: AnswerDelivery,
   nowMs: number,
 ): AnswerDeliveryResult {
-  const markdown = finalAnswerMarkdown(answer.state, answer.text);
-  if (finalizeStreamRecordSync(db, `${answer.runId}:stream`, markdown, nowMs)) return "stream-finalized";
+  const markdown = answerMarkdown(answer);
+  if (finalizeStreamRecordSync(db, streamKey(answer.runId), markdown, nowMs)) return "stream-finalized";
   if (markdown.trim() === "") return "nothing-to-send";
-  insertOutboxRecordsSync(
-    db,
-    [
-      {
-        key: `${answer.runId}:0`,
-        runId: answer.runId,
-        conversationId: answer.conversationId,
-        channel: answer.channel,
-        account: answer.account,
-        target: answer.target,
-        ...(answer.replyTo === undefined ? {} : { replyTo: answer.replyTo }),
-        kind: "message",
-        markdown,
-      },
-    ],
-    nowMs,
-  );
+  insertOutboxRecordsSync(db, [answerInsert(answer, markdown)], nowMs);
   return "enqueued";
 }
 
@@ -310,9 +228,6 @@ function transition(db: Database, request: TransitionRequest): boolean {
   return result.changes === 1;
 }
 
-const system = (atMs: number, action: string, note?: string): OutboxHistoryEntry =>
-  note === undefined ? { atMs, actor: "system", action } : { atMs, actor: "system", action, note };
-
 /** The outbox over one SQLite database (WAL, busy_timeout set by whoever opened it). */
 export class SqliteOutboxRepository implements OutboxRepository {
   constructor(private readonly db: Database) {}
@@ -334,7 +249,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
       )
       .all(...options.channels, nowMs, options.limit + excluded.size) as OutboxRow[];
     return rows
-      .map(toRecord)
+      .map(toOutboxRecord)
       .filter((record) => !excluded.has(targetKey(record)))
       .slice(0, options.limit);
   }
@@ -359,10 +274,10 @@ export class SqliteOutboxRepository implements OutboxRepository {
         from: ["pending"],
         to: "sending",
         set,
-        entry: system(nowMs, "sending", `attempt ${row.attempts + 1}`),
+        entry: history.sending(nowMs, row.attempts + 1),
         nowMs,
       });
-      return moved ? toRecord(getRow(this.db, row.id)!) : null;
+      return moved ? toOutboxRecord(getRow(this.db, row.id)!) : null;
     });
   }
 
@@ -375,8 +290,6 @@ export class SqliteOutboxRepository implements OutboxRepository {
     return this.write(() => {
       const row = getRow(this.db, id);
       if (row?.state !== "sending" || row.chunks_delivered !== chunkIndex) return false;
-      const receipt = JSON.parse(row.receipt ?? '{"messageIds":[]}') as SendReceipt;
-      const total = row.rendered === null ? "?" : (JSON.parse(row.rendered) as RenderedText).chunks.length;
       return (
         this.db
           .query(
@@ -386,9 +299,9 @@ export class SqliteOutboxRepository implements OutboxRepository {
           )
           .run(
             chunkIndex + 1,
-            JSON.stringify({ messageIds: [...receipt.messageIds, ...messageIds] }),
+            appendedReceiptJson(row.receipt, messageIds),
             nowMs,
-            historyJson(system(nowMs, "chunk delivered", `chunk ${chunkIndex + 1} of ${total}`)),
+            historyJson(history.chunkDelivered(nowMs, chunkIndex, row.rendered)),
             id,
             chunkIndex,
           ).changes === 1
@@ -404,12 +317,8 @@ export class SqliteOutboxRepository implements OutboxRepository {
             `UPDATE outbox SET rendered = ?, updated_at_ms = ?, history = json_insert(history, '$[#]', json(?))
              WHERE id = ? AND kind = 'message' AND state = 'sending' AND chunks_delivered = 0`,
           )
-          .run(
-            JSON.stringify(rendered),
-            nowMs,
-            historyJson(system(nowMs, "formatting fallback", `rendered as ${rendered.format} text`)),
-            id,
-          ).changes === 1,
+          .run(JSON.stringify(rendered), nowMs, historyJson(history.fallback(nowMs, rendered)), id)
+          .changes === 1,
     );
   }
 
@@ -445,7 +354,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
         // A stream is delivered only when the chat shows its canonical final text.
         where: "(kind = 'message' OR (final = 1 AND markdown = ?))",
         whereParams: [shownMarkdown ?? ""],
-        entry: system(nowMs, "delivered", `${receipt.messageIds.length} platform message(s)`),
+        entry: history.delivered(nowMs, receipt),
         nowMs,
       }),
     );
@@ -458,7 +367,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
         from: ["sending"],
         to: "pending",
         set: { next_attempt_at_ms: nextAttemptAtMs, last_error: error },
-        entry: system(nowMs, "retry scheduled", `in ${Math.max(0, nextAttemptAtMs - nowMs)} ms: ${error}`),
+        entry: history.retryScheduled(nowMs, nextAttemptAtMs, error),
         nowMs,
       }),
     );
@@ -471,7 +380,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
         from: ["sending"],
         to: "failed",
         set: { last_error: reason },
-        entry: system(nowMs, "failed", reason),
+        entry: history.failed(nowMs, reason),
         nowMs,
       }),
     );
@@ -484,7 +393,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
         from: ["sending"],
         to: "ambiguous",
         set: { last_error: reason },
-        entry: system(nowMs, "ambiguous", reason),
+        entry: history.ambiguous(nowMs, reason),
         nowMs,
       }),
     );
@@ -495,36 +404,25 @@ export class SqliteOutboxRepository implements OutboxRepository {
     nowMs: number,
   ): Promise<RecoverySummary> {
     return this.write(() => {
-      const summary: RecoverySummary = { requeued: [], resumedStreams: [], ambiguous: [] };
+      const summary = emptyRecoverySummary();
       const rows = this.db
         .query("SELECT * FROM outbox WHERE state = 'sending' ORDER BY ordinal")
         .all() as OutboxRow[];
       for (const row of rows) {
-        const receipt = row.receipt === null ? null : (JSON.parse(row.receipt) as SendReceipt);
-        if (row.kind === "stream" && receipt !== null && receipt.messageIds.length > 0) {
-          this.requeue(row.id, nowMs, "interrupted stream: its messages will be edited to the final text");
-          summary.resumedStreams.push(row.id);
-        } else if (idempotentChannels.has(row.channel as ChannelName)) {
-          this.requeue(
-            row.id,
-            nowMs,
-            "interrupted send on an idempotent channel: repeating it with the same key",
-          );
-          summary.requeued.push(row.id);
-        } else {
-          const reason =
-            "interrupted while sending: the platform may or may not show it. Check the chat, then " +
-            "`outbox resolve --delivered`, `outbox retry` or `outbox cancel`.";
+        const recovery = recoveryOf(row, idempotentChannels);
+        if (recovery.outcome === "ambiguous") {
           transition(this.db, {
             id: row.id,
             from: ["sending"],
             to: "ambiguous",
-            set: { last_error: reason },
-            entry: system(nowMs, "ambiguous", reason),
+            set: { last_error: recovery.reason },
+            entry: history.ambiguous(nowMs, recovery.reason),
             nowMs,
           });
-          summary.ambiguous.push(row.id);
+        } else {
+          this.requeue(row.id, nowMs, recovery.note);
         }
+        summary[recovery.outcome].push(row.id);
       }
       return summary;
     });
@@ -532,7 +430,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
 
   async beginStream(insert: Omit<OutboxInsert, "kind" | "key">, nowMs: number): Promise<StreamStart> {
     return this.write((): StreamStart => {
-      const key = `${insert.runId}:stream`;
+      const key = streamKey(insert.runId);
       let row = getRow(this.db, key);
       if (row === null) {
         if (this.db.query("SELECT 1 FROM outbox WHERE run_id = ? LIMIT 1").get(insert.runId)) {
@@ -541,7 +439,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
         insertOutboxRecordsSync(this.db, [{ ...insert, key, kind: "stream", final: false }], nowMs);
         row = getRow(this.db, key)!;
       }
-      if (row.kind !== "stream" || row.state !== "pending" || row.final === 1) {
+      if (row.kind !== "stream" || row.state !== "pending" || isFinal(row)) {
         return { live: false, reason: "unavailable" };
       }
       if (hasEarlierOpenRecord(this.db, row)) return { live: false, reason: "queued" };
@@ -550,12 +448,12 @@ export class SqliteOutboxRepository implements OutboxRepository {
         from: ["pending"],
         to: "sending",
         set: { attempts: row.attempts + 1 },
-        entry: system(nowMs, "sending", "live preview"),
+        entry: history.livePreview(nowMs),
         nowMs,
       });
       return {
         live: true,
-        record: toRecord(getRow(this.db, row.id)!) as Extract<OutboxRecord, { kind: "stream" }>,
+        record: toOutboxRecord(getRow(this.db, row.id)!) as Extract<OutboxRecord, { kind: "stream" }>,
       };
     });
   }
@@ -567,12 +465,12 @@ export class SqliteOutboxRepository implements OutboxRepository {
          ORDER BY created_at_ms DESC, ordinal DESC LIMIT ?3`,
       )
       .all(filter.state ?? null, filter.conversationId ?? null, filter.limit ?? 100) as OutboxRow[];
-    return rows.map(toRecord);
+    return rows.map(toOutboxRecord);
   }
 
   async show(idOrKey: string): Promise<OutboxRecord | null> {
     const row = getRow(this.db, idOrKey);
-    return row ? toRecord(row) : null;
+    return row ? toOutboxRecord(row) : null;
   }
 
   async retry(id: string, actor: OutboxActor, nowMs: number, note?: string): Promise<OutboxRecord> {
@@ -609,7 +507,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
 
   private operate(
     id: string,
-    to: "pending" | "delivered" | "failed" | "cancelled",
+    to: OperatorTarget,
     actor: OutboxActor,
     action: string,
     note: string | undefined,
@@ -618,21 +516,10 @@ export class SqliteOutboxRepository implements OutboxRepository {
   ): OutboxRecord {
     return this.write(() => {
       const row = getRow(this.db, id);
-      if (!row) {
-        throw new SwitchboardError("not_found", `No outbox record ${id}. List records with \`outbox list\`.`);
-      }
-      // An operator acts on records waiting for them; a `sending` record belongs to the worker.
-      if (row.state === "sending") {
-        throw new SwitchboardError(
-          "input_invalid",
-          `Outbox record ${row.id} is being sent right now; wait for the attempt to end, then try again.`,
-        );
-      }
-      assertTransition(row.id, row.state as OutboxState, to);
-      const entry: OutboxHistoryEntry =
-        note === undefined ? { atMs: nowMs, actor, action } : { atMs: nowMs, actor, action, note };
-      transition(this.db, { id: row.id, from: [row.state as OutboxState], to, set, entry, nowMs });
-      return toRecord(getRow(this.db, row.id)!);
+      const from = checkOperatorAction(id, row, to);
+      const entry = actorEntry(nowMs, actor, action, note);
+      transition(this.db, { id: row!.id, from: [from], to, set, entry, nowMs });
+      return toOutboxRecord(getRow(this.db, row!.id)!);
     });
   }
 
@@ -642,7 +529,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
       from: ["sending"],
       to: "pending",
       set: { next_attempt_at_ms: nowMs },
-      entry: system(nowMs, "recovered", note),
+      entry: history.recovered(nowMs, note),
       nowMs,
     });
   }
@@ -657,7 +544,7 @@ function headsSql(channelCount: number): string {
   // CROSS JOIN keeps the heads (one per target, from the open-records index) as the outer loop;
   // left to itself the planner scans every pending record and probes the heads (~25 ms at 10,000).
   return `SELECT o.* FROM (SELECT channel, account, target, MIN(ordinal) AS ordinal FROM outbox
-          WHERE state IN ${OPEN_STATES} AND channel IN (${Array.from({ length: channelCount }, () => "?").join(", ")})
+          WHERE state IN ${OPEN_STATES_SQL} AND channel IN (${Array.from({ length: channelCount }, () => "?").join(", ")})
           GROUP BY channel, account, target) h
     CROSS JOIN outbox o
     WHERE o.channel = h.channel AND o.account = h.account AND o.target = h.target AND o.ordinal = h.ordinal

@@ -1,0 +1,344 @@
+/**
+ * The contract every OutboxRepository backend must honour. Run it against a backend with
+ * `runOutboxRepositoryConformance(name, open)`; `open` returns a fresh, empty outbox.
+ */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { canTransition, OUTBOX_TRANSITIONS } from "../../outbox/transitions.ts";
+import type { OutboxInsert, OutboxRepository, OutboxState } from "../../outbox/types.ts";
+import { isSwitchboardError } from "../../src/errors.ts";
+import type { AnswerDelivery, AnswerDeliveryResult } from "../../src/store/outbox-records.ts";
+import { messageInsert } from "./support/records.ts";
+
+/** The writes the runtime's terminal commit makes inside its own transaction. */
+export interface OutboxTransaction {
+  insert(inserts: OutboxInsert[], nowMs: number): Promise<string[]>;
+  finalize(key: string, markdown: string, nowMs: number): Promise<boolean>;
+  commitAnswer(answer: AnswerDelivery, nowMs: number): Promise<AnswerDeliveryResult>;
+}
+
+export interface OutboxBackend {
+  repo: OutboxRepository;
+  /** Runs `work` in one transaction of the backend's database; a throw rolls everything back. */
+  transaction<T>(work: (tx: OutboxTransaction) => Promise<T>): Promise<T>;
+  /** Rows in the outbox table, counted with SQL rather than through the repository. */
+  countRows(): Promise<number>;
+  close(): Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+const ALL = ["telegram", "discord", "slack", "web"] as const;
+
+async function expectError(promise: Promise<unknown>, code: string, message: RegExp) {
+  try {
+    await promise;
+  } catch (error) {
+    expect(isSwitchboardError(error)).toBe(true);
+    expect((error as { code: string }).code).toBe(code);
+    expect((error as Error).message).toMatch(message);
+    return;
+  }
+  throw new Error(`expected a ${code} error`);
+}
+
+export function runOutboxRepositoryConformance(name: string, open: () => Promise<OutboxBackend>) {
+  describe(`OutboxRepository conformance: ${name}`, () => {
+    let backend: OutboxBackend;
+    let repo: OutboxRepository;
+
+    beforeEach(async () => {
+      backend = await open();
+      repo = backend.repo;
+    });
+    afterEach(() => backend.close());
+
+    async function heads(nowMs = T0) {
+      return (await repo.nextDeliverable(nowMs, { limit: 10, channels: ALL })).map((r) => r.markdown);
+    }
+
+    describe("state transitions", () => {
+      test("final states have no way out and sending is reachable only from pending", () => {
+        expect(OUTBOX_TRANSITIONS.delivered).toEqual([]);
+        expect(OUTBOX_TRANSITIONS.cancelled).toEqual([]);
+        const states = Object.keys(OUTBOX_TRANSITIONS) as OutboxState[];
+        expect(states.filter((from) => canTransition(from, "sending"))).toEqual(["pending"]);
+        expect(canTransition("ambiguous", "sending")).toBe(false);
+      });
+
+      test("the worker cannot move a record out of a state it does not hold", async () => {
+        const [id] = await repo.insert([messageInsert("chat-a", "hello")], T0);
+        expect(await repo.markDelivered(id!, { messageIds: ["1"] }, T0)).toBe(false);
+        expect(await repo.markAmbiguous(id!, "x", T0)).toBe(false);
+        expect(await repo.markSending(id!, T0)).not.toBeNull();
+        expect(await repo.markSending(id!, T0)).toBeNull();
+        expect(await repo.markDelivered(id!, { messageIds: ["1"] }, T0)).toBe(true);
+        expect(await repo.scheduleRetry(id!, T0, "late", T0)).toBe(false);
+        expect(await repo.markFailed(id!, "late", T0)).toBe(false);
+        expect((await repo.show(id!))?.state).toBe("delivered");
+      });
+
+      test("operators get an error that names the state and what is allowed", async () => {
+        const [id] = await repo.insert([messageInsert("chat-a", "hello")], T0);
+        await repo.markSending(id!, T0);
+        await repo.markDelivered(id!, { messageIds: ["1"] }, T0);
+        await expectError(
+          repo.retry(id!, "operator:ann", T0),
+          "input_invalid",
+          /is delivered .*delivered is final/,
+        );
+        await expectError(repo.cancel(id!, "operator:ann", T0), "input_invalid", /cannot become cancelled/);
+        const [pendingId] = await repo.insert([messageInsert("chat-a", "two")], T0);
+        await expectError(
+          repo.resolve(pendingId!, "delivered", "operator:ann", "looked", T0),
+          "input_invalid",
+          /is pending and cannot become delivered; from pending it can only become sending or cancelled/,
+        );
+        await repo.markSending(pendingId!, T0);
+        await expectError(
+          repo.cancel(pendingId!, "operator:ann", T0),
+          "input_invalid",
+          /being sent right now/,
+        );
+        await expectError(repo.retry("obx_missing", "operator:ann", T0), "not_found", /outbox list/);
+      });
+    });
+
+    describe("insert", () => {
+      test("ordinals increase per target and a repeated key is ignored", async () => {
+        const a1 = messageInsert("chat-a", "a1");
+        const ids = await repo.insert([a1, messageInsert("chat-b", "b1"), messageInsert("chat-a", "a2")], T0);
+        expect(ids).toHaveLength(3);
+        expect(await repo.insert([a1], T0 + 5)).toEqual([]);
+        const records = await repo.list({});
+        const ordinals = Object.fromEntries(records.map((r) => [r.markdown, r.ordinal]));
+        expect(ordinals).toEqual({ a1: 1, a2: 2, b1: 1 });
+        expect(records.every((r) => r.history[0]?.action === "enqueued" && r.state === "pending")).toBe(true);
+      });
+
+      test("the transactional insert joins the caller's transaction: a rolled-back terminal commit enqueues nothing", async () => {
+        await expect(
+          backend.transaction(async (tx) => {
+            await tx.insert([messageInsert("chat-a", "answer")], T0);
+            throw new Error("fence lost");
+          }),
+        ).rejects.toThrow("fence lost");
+        expect(await backend.countRows()).toBe(0);
+      });
+
+      test("an empty message is refused with what to do instead", async () => {
+        await expect(
+          backend.transaction((tx) => tx.insert([messageInsert("chat-a", "  ")], T0)),
+        ).rejects.toThrow(/leave an empty answer out/);
+      });
+    });
+
+    describe("next deliverable", () => {
+      test("only the head of each target, and a target waits while its head is sending, retrying or ambiguous", async () => {
+        const [a1, a2] = await repo.insert(
+          [messageInsert("chat-a", "a1"), messageInsert("chat-a", "a2"), messageInsert("chat-b", "b1")],
+          T0,
+        );
+        expect((await heads()).sort()).toEqual(["a1", "b1"]);
+
+        await repo.markSending(a1!, T0);
+        expect(await heads()).toEqual(["b1"]);
+
+        await repo.scheduleRetry(a1!, T0 + 1000, "500", T0);
+        expect(await heads(T0 + 999)).toEqual(["b1"]);
+        expect(await repo.nextWakeAtMs(ALL)).toBe(T0);
+        expect((await heads(T0 + 1000)).sort()).toEqual(["a1", "b1"]);
+
+        await repo.markSending(a1!, T0 + 1000);
+        await repo.markAmbiguous(a1!, "hung", T0 + 1000);
+        expect(await heads(T0 + 5000)).toEqual(["b1"]);
+
+        await repo.cancel(a1!, "operator:ann", T0 + 6000, "sent by hand");
+        expect((await heads(T0 + 6000)).sort()).toEqual(["a2", "b1"]);
+        expect((await repo.show(a2!))?.ordinal).toBe(2);
+      });
+
+      test("a failed head does not block the target; channels without an adapter are not offered", async () => {
+        const [a1] = await repo.insert(
+          [
+            messageInsert("chat-a", "a1"),
+            messageInsert("chat-a", "a2"),
+            messageInsert("chat-d", "d1", { channel: "discord" }),
+          ],
+          T0,
+        );
+        await repo.markSending(a1!, T0);
+        await repo.markFailed(a1!, "400 chat not found", T0);
+        expect(await repo.nextDeliverable(T0, { limit: 10, channels: ["telegram"] })).toMatchObject([
+          { markdown: "a2" },
+        ]);
+        expect(await repo.nextDeliverable(T0, { limit: 10, channels: [] })).toEqual([]);
+      });
+
+      test("excluded targets and the limit are honoured", async () => {
+        await repo.insert(
+          [messageInsert("chat-a", "a1"), messageInsert("chat-b", "b1"), messageInsert("chat-c", "c1")],
+          T0,
+        );
+        const excluded = new Set(["telegram\u0000bot-1\u0000chat-a"]);
+        const got = await repo.nextDeliverable(T0, { limit: 1, channels: ALL, excludeTargets: excluded });
+        expect(got).toHaveLength(1);
+        expect(got[0]?.target).not.toBe("chat-a");
+      });
+    });
+
+    describe("recovery on startup", () => {
+      test("idempotent sends are requeued, streams with messages resume, the rest become ambiguous", async () => {
+        const [tg, dc] = await repo.insert(
+          [messageInsert("chat-a", "telegram"), messageInsert("chan-1", "discord", { channel: "discord" })],
+          T0,
+        );
+        const live = await repo.beginStream(
+          {
+            runId: "run_s",
+            conversationId: "c",
+            channel: "telegram",
+            account: "bot-1",
+            target: "chat-s",
+            markdown: "x",
+          },
+          T0,
+        );
+        const bare = await repo.beginStream(
+          {
+            runId: "run_b",
+            conversationId: "c",
+            channel: "telegram",
+            account: "bot-1",
+            target: "chat-b",
+            markdown: "y",
+          },
+          T0,
+        );
+        if (!live.live || !bare.live) throw new Error("streams should start live on empty targets");
+        await repo.recordStreamProgress(live.record.id, ["m1"], "rich", T0);
+        await repo.markSending(tg!, T0);
+        await repo.markSending(dc!, T0);
+
+        const summary = await repo.recoverInterrupted(new Set(["discord"]), T0 + 10);
+        expect(summary).toEqual({
+          requeued: [dc!],
+          resumedStreams: [live.record.id],
+          ambiguous: [tg!, bare.record.id],
+        });
+        const telegram = await repo.show(tg!);
+        expect(telegram?.state).toBe("ambiguous");
+        expect(telegram?.lastError).toMatch(/may or may not show it.*resolve --delivered/);
+        expect((await repo.show(dc!))?.history.at(-1)).toMatchObject({
+          actor: "system",
+          action: "recovered",
+        });
+        expect((await repo.show(live.record.id))?.receipt).toEqual({ messageIds: ["m1"] });
+        expect(await repo.counts("conv-chat-a")).toEqual({ waiting: 0, ambiguous: 1 });
+      });
+    });
+
+    describe("operator actions", () => {
+      test("retry, resolve and cancel are recorded with who, when, what and why", async () => {
+        const [id] = await repo.insert([messageInsert("chat-a", "hello")], T0);
+        await repo.markSending(id!, T0);
+        await repo.markAmbiguous(id!, "no answer", T0 + 1);
+        const retried = await repo.retry(id!, "operator:ann", T0 + 100, "not in the chat");
+        expect(retried).toMatchObject({ state: "pending", attempts: 0, nextAttemptAtMs: T0 + 100 });
+        await repo.markSending(id!, T0 + 200);
+        await repo.markAmbiguous(id!, "no answer again", T0 + 201);
+        const resolved = await repo.resolve(id!, "delivered", "operator:bob", "seen in the chat", T0 + 300);
+        expect(resolved.state).toBe("delivered");
+        expect(resolved.history.filter((h) => h.actor !== "system")).toEqual([
+          { atMs: T0 + 100, actor: "operator:ann", action: "retry", note: "not in the chat" },
+          { atMs: T0 + 300, actor: "operator:bob", action: "resolve delivered", note: "seen in the chat" },
+        ]);
+
+        const [other] = await repo.insert([messageInsert("chat-a", "later")], T0);
+        const cancelled = await repo.cancel(other!, "operator:ann", T0 + 400);
+        expect(cancelled.state).toBe("cancelled");
+        expect(cancelled.history.at(-1)).toEqual({ atMs: T0 + 400, actor: "operator:ann", action: "cancel" });
+        expect((await repo.list({ state: "cancelled" })).map((r) => r.id)).toEqual([other!]);
+        expect((await repo.list({ conversationId: "conv-chat-a" })).length).toBe(2);
+        expect((await repo.list({ conversationId: "nobody" })).length).toBe(0);
+      });
+
+      test("counts per conversation", async () => {
+        const [a, b] = await repo.insert(
+          [messageInsert("chat-a", "1"), messageInsert("chat-a", "2"), messageInsert("chat-a", "3")],
+          T0,
+        );
+        await repo.markSending(a!, T0);
+        await repo.markAmbiguous(a!, "hung", T0);
+        await repo.cancel(b!, "operator:ann", T0);
+        expect(await repo.counts("conv-chat-a")).toEqual({ waiting: 1, ambiguous: 1 });
+        expect(await repo.counts("conv-empty")).toEqual({ waiting: 0, ambiguous: 0 });
+      });
+    });
+
+    describe("streams and the terminal commit", () => {
+      const stream = (runId: string, target = "chat-s") => ({
+        runId,
+        conversationId: "conv-s",
+        channel: "telegram" as const,
+        account: "bot-1",
+        target,
+        markdown: "partial",
+      });
+
+      test("a stream previews live only at the head of its target; later answers wait behind it", async () => {
+        await repo.insert([messageInsert("chat-q", "earlier")], T0);
+        expect(await repo.beginStream(stream("run_q", "chat-q"), T0)).toEqual({
+          live: false,
+          reason: "queued",
+        });
+        const live = await repo.beginStream(stream("run_l"), T0);
+        expect(live.live).toBe(true);
+        await repo.insert([messageInsert("chat-s", "after the stream")], T0);
+        expect(await heads()).toEqual(["earlier"]);
+        expect(await repo.beginStream(stream("run_l"), T0)).toEqual({ live: false, reason: "unavailable" });
+      });
+
+      test("the terminal commit finalises an existing stream, else enqueues the answer once", async () => {
+        const commit = (runId: string, state: "completed" | "interrupted" | "superseded", text: string) =>
+          backend.transaction((tx) =>
+            tx.commitAnswer(
+              {
+                runId,
+                conversationId: "c",
+                channel: "telegram",
+                account: "bot-1",
+                target: "chat-t",
+                state,
+                text,
+              },
+              T0,
+            ),
+          );
+        await repo.beginStream(stream("run_s", "chat-s"), T0);
+        expect(await commit("run_s", "interrupted", "half an answer")).toBe("stream-finalized");
+        expect(await repo.show("run_s:stream")).toMatchObject({
+          final: true,
+          markdown: "half an answer (stopped)",
+        });
+        expect(await commit("run_m", "completed", "full answer")).toBe("enqueued");
+        expect(await commit("run_m", "completed", "full answer")).toBe("enqueued");
+        expect((await repo.list({})).filter((r) => r.runId === "run_m")).toHaveLength(1);
+        expect(await commit("run_x", "superseded", "never shown")).toBe("nothing-to-send");
+        // The terminal commit won the race: the stream must not open a second answer.
+        expect(await repo.beginStream(stream("run_m", "chat-t"), T0)).toEqual({
+          live: false,
+          reason: "answered",
+        });
+        expect(await backend.transaction((tx) => tx.finalize("run_nope:stream", "x", T0))).toBe(false);
+      });
+
+      test("a stream is delivered only when the chat shows its final text", async () => {
+        const live = await repo.beginStream(stream("run_f"), T0);
+        if (!live.live) throw new Error("expected live");
+        expect(await repo.markDelivered(live.record.id, { messageIds: ["1"] }, T0, "partial")).toBe(false);
+        await backend.transaction((tx) => tx.finalize("run_f:stream", "final", T0));
+        expect(await repo.markDelivered(live.record.id, { messageIds: ["1"] }, T0, "partial")).toBe(false);
+        expect(await repo.markDelivered(live.record.id, { messageIds: ["1"] }, T0, "final")).toBe(true);
+      });
+    });
+  });
+}
