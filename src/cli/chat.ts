@@ -4,7 +4,7 @@ import { instructionsFor } from "../gateway/app.ts";
 import { loadConfig } from "../gateway/config.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { Runtime } from "../runtime/runtime.ts";
-import { openSqliteStores } from "../store/sqlite/index.ts";
+import { openStoreBackend } from "../store/open-backend.ts";
 import { newId } from "../util/ids.ts";
 
 /**
@@ -22,7 +22,7 @@ export async function runChat(env: Record<string, string | undefined>): Promise<
     }
     throw error;
   }
-  const stores = openSqliteStores(config.dbPath);
+  const stores = await openStoreBackend(config.database);
   const registry = createModelRegistry(config.modelEnv);
   const runtime = new Runtime({
     store: stores.runtime,
@@ -68,6 +68,6 @@ export async function runChat(env: Record<string, string | undefined>): Promise<
   } finally {
     rl.close();
     await runtime.close({ gracePeriodMs: 2000 });
-    stores.close();
+    await stores.close();
   }
 }

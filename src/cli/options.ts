@@ -7,9 +7,22 @@ import type { CliIo, ParsedCommand } from "./spec.ts";
 
 export const DEFAULT_DB_PATH = "./data/switchboard.sqlite";
 
-/** `--db`, else $SWITCHBOARD_DB, else ./data/switchboard.sqlite. */
+/**
+ * `--db`, else $SWITCHBOARD_DB, else ./data/switchboard.sqlite. Refused when
+ * SWITCHBOARD_DATABASE_URL says the data is on PostgreSQL, so no command silently works on (or
+ * creates) an unrelated SQLite file.
+ */
 export function databasePath(command: ParsedCommand, env: CliIo["env"]): string {
-  return command.string("db") ?? (env.SWITCHBOARD_DB || DEFAULT_DB_PATH);
+  const explicit = command.string("db");
+  if (explicit !== undefined) return explicit;
+  if (env.SWITCHBOARD_DATABASE_URL?.trim()) {
+    throw new SwitchboardError(
+      "config_invalid",
+      `\`switchboard ${command.spec.path.join(" ")}\` works on a SQLite file, but SWITCHBOARD_DATABASE_URL puts the data on PostgreSQL. ` +
+        "There, use pg_dump for backups; the gateway migrates the schema when it starts. Pass --db PATH to work on a SQLite file.",
+    );
+  }
+  return env.SWITCHBOARD_DB || DEFAULT_DB_PATH;
 }
 
 export function missingDatabase(path: string): SwitchboardError {

@@ -14,8 +14,8 @@ import type { CliIo, ParsedCommand } from "./spec.ts";
 const BUSY_TIMEOUT_MS = 5000;
 
 export type OperatorSession =
-  | { mode: "database"; path: string; service: OperatorService; close(): void }
-  | { mode: "api"; url: string; service: OperatorService; close(): void };
+  | { mode: "database"; path: string; service: OperatorService; close(): void | Promise<void> }
+  | { mode: "api"; url: string; service: OperatorService; close(): void | Promise<void> };
 
 /**
  * An explicit flag wins over the environment: `--db` means the file even when SWITCHBOARD_URL is
@@ -40,6 +40,9 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
     }
     return { mode: "api", url, service: createApiOperatorService({ baseUrl: url, token }), close: () => {} };
   }
+  const databaseUrl =
+    explicitDb === undefined ? io.env.SWITCHBOARD_DATABASE_URL?.trim() || undefined : undefined;
+  if (databaseUrl !== undefined) return openPostgresSession(databaseUrl);
   const path = databasePath(command, io.env);
   requireDatabaseFile(path);
   // Store code loads only in database mode; API mode needs none of it.
@@ -60,5 +63,36 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
     path,
     service: createOperatorService({ stores, clock: systemClock }),
     close: () => stores.close(),
+  };
+}
+
+/**
+ * SWITCHBOARD_DATABASE_URL: the gateway's PostgreSQL database. A change is announced on the
+ * database, so a running gateway acts on it at once.
+ */
+async function openPostgresSession(url: string): Promise<OperatorSession> {
+  const [{ openPostgresBackend }, { createOperatorService }] = await Promise.all([
+    import("../store/postgres/backend.ts"),
+    import("../gateway/operator.ts"),
+  ]);
+  const backend = await openPostgresBackend(url, { migrate: false });
+  const pendingAnnouncements: Promise<void>[] = [];
+  // A gateway that misses the announcement still finds the change at its next wake-up.
+  const announce = () => {
+    pendingAnnouncements.push(backend.announceChange().catch(() => {}));
+  };
+  return {
+    mode: "database",
+    path: backend.location,
+    service: createOperatorService({
+      stores: backend,
+      clock: systemClock,
+      onOutboxChanged: announce,
+      onSchedulesChanged: announce,
+    }),
+    close: async () => {
+      await Promise.all(pendingAnnouncements);
+      await backend.close();
+    },
   };
 }

@@ -7,7 +7,6 @@ import { createModelRegistry } from "../models/registry.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
-import { openSqliteBackend } from "../store/sqlite/backend.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -20,6 +19,8 @@ import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 
 export interface GatewayDeps {
+  /** The opened database (`openStoreBackend`); the gateway closes it when it stops. */
+  stores: StoreBackend;
   clock?: Clock;
   logger: Logger;
   /** Extra adapters (the web channel; tests). Keyed by channel, replacing configured ones. */
@@ -55,7 +56,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger;
   const owner = newId("gw");
-  const stores = openSqliteBackend(config.dbPath);
+  const { stores } = deps;
   const metrics = createMetrics();
   const registry = createModelRegistry(config.modelEnv);
   const { adapters, allowLists } = buildChannels(config, { clock, logger });

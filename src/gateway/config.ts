@@ -93,8 +93,11 @@ export interface SlackSettings {
   allowed: AllowList;
 }
 
+/** Where everything durable lives: a SQLite file (the embedded default) or a PostgreSQL server. */
+export type DatabaseConfig = { engine: "sqlite"; path: string } | { engine: "postgres"; url: string };
+
 export interface GatewayConfig {
-  dbPath: string;
+  database: DatabaseConfig;
   http: { host: string; port: number };
   logLevel: LogLevel;
   operatorToken: string | null;
@@ -145,6 +148,37 @@ function fail(variable: string, problem: string, example: string): never {
 function nonEmpty(env: Record<string, string | undefined>, name: string): string | undefined {
   const value = env[name]?.trim();
   return value ? value : undefined;
+}
+
+const POSTGRES_EXAMPLE = "SWITCHBOARD_DATABASE_URL=postgres://switchboard@127.0.0.1:5432/switchboard";
+
+/** SWITCHBOARD_DATABASE_URL selects PostgreSQL; otherwise SWITCHBOARD_DB names the SQLite file. */
+function parseDatabase(env: Record<string, string | undefined>, secrets: string[]): DatabaseConfig {
+  const url = nonEmpty(env, "SWITCHBOARD_DATABASE_URL");
+  const path = nonEmpty(env, "SWITCHBOARD_DB");
+  if (url === undefined) return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite" };
+  if (path !== undefined) {
+    fail(
+      "SWITCHBOARD_DATABASE_URL",
+      "and SWITCHBOARD_DB are both set; keep SWITCHBOARD_DATABASE_URL for PostgreSQL or SWITCHBOARD_DB for a SQLite file, not both",
+      POSTGRES_EXAMPLE,
+    );
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    fail("SWITCHBOARD_DATABASE_URL", "is not a URL", POSTGRES_EXAMPLE);
+  }
+  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
+    fail(
+      "SWITCHBOARD_DATABASE_URL",
+      `must be a postgres:// or postgresql:// URL (got a ${parsed.protocol.replace(/:$/, "")} URL); for SQLite set SWITCHBOARD_DB instead`,
+      POSTGRES_EXAMPLE,
+    );
+  }
+  if (parsed.password) secrets.push(decodeURIComponent(parsed.password), parsed.password);
+  return { engine: "postgres", url };
 }
 
 function parseAllowList(env: Record<string, string | undefined>, name: string): AllowList {
@@ -279,6 +313,8 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     return value;
   };
 
+  const database = parseDatabase(env, secrets);
+
   const telegramToken = secret("TELEGRAM_BOT_TOKEN");
   let telegram: TelegramSettings | null = null;
   if (telegramToken) {
@@ -354,7 +390,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     fail("SWITCHBOARD_WEB", `must be on or off (got "${webRaw}")`, "SWITCHBOARD_WEB=on");
 
   return {
-    dbPath: nonEmpty(env, "SWITCHBOARD_DB") ?? "./data/switchboard.sqlite",
+    database,
     http: { host: nonEmpty(env, "SWITCHBOARD_HTTP_HOST") ?? "127.0.0.1", port },
     logLevel,
     operatorToken,

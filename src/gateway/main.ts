@@ -1,5 +1,6 @@
 import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
+import { openStoreBackend } from "../store/open-backend.ts";
 import { systemClock } from "../util/clock.ts";
 import { createLogger, type Logger } from "../util/log.ts";
 import { createGateway, type Gateway } from "./app.ts";
@@ -17,12 +18,14 @@ export interface RunningGateway {
 /** Starts everything: store, recovery, channels, outbox, schedules and the HTTP server. */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
   const web = config.web ? createWebChannel({}) : null;
-  const gateway = createGateway(config, { logger, extraAdapters: web ? [web] : [] });
+  const stores = await openStoreBackend(config.database, { exclusive: true });
+  const gateway = createGateway(config, { stores, logger, extraAdapters: web ? [web] : [] });
   await gateway.start();
   const operator = createOperatorService({
     stores: gateway.stores,
     clock: systemClock,
     onOutboxChanged: () => gateway.worker.notify(),
+    onSchedulesChanged: () => void gateway.schedules.tick(),
   });
   const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
   const http = await startHttpServer({
@@ -61,7 +64,7 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
   const channels = [...gateway.adapters.keys()];
   logger.info("gateway.started", {
     url,
-    database: config.dbPath,
+    database: gateway.stores.location,
     channels,
     model: gateway.runtime.models.map((m) => m.label).join(" -> "),
   });

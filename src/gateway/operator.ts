@@ -27,6 +27,8 @@ export interface OperatorServiceOptions {
    * delivery worker looks at it now rather than at its next wake-up.
    */
   onOutboxChanged?: () => void;
+  /** Called after an operator paused, resumed or cancelled a schedule, so a scheduler re-arms now. */
+  onSchedulesChanged?: () => void;
 }
 
 /**
@@ -47,12 +49,17 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
     }),
   });
 
-  const outboxChanged = () => {
+  const changed = (hook: (() => void) | undefined) => {
     try {
-      options.onOutboxChanged?.();
+      hook?.();
     } catch {
-      // The change is committed; a worker that missed the nudge finds it at its next wake-up.
+      // The change is committed; a worker or scheduler that missed the nudge finds it later.
     }
+  };
+  const outboxChanged = () => changed(options.onOutboxChanged);
+  const schedulesChanged = <T>(result: T): T => {
+    changed(options.onSchedulesChanged);
+    return result;
   };
 
   async function existingSchedule(scheduleId: string): Promise<void> {
@@ -148,15 +155,15 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
       },
       async pause(scheduleId) {
         await existingSchedule(scheduleId);
-        return schedules.pause(scheduleId);
+        return schedulesChanged(await schedules.pause(scheduleId));
       },
       async resume(scheduleId) {
         await existingSchedule(scheduleId);
-        return schedules.resume(scheduleId);
+        return schedulesChanged(await schedules.resume(scheduleId));
       },
       async cancel(scheduleId) {
         await existingSchedule(scheduleId);
-        return schedules.cancel(scheduleId);
+        return schedulesChanged(await schedules.cancel(scheduleId));
       },
     },
   };

@@ -41,6 +41,11 @@ export interface StoreBackend {
    * gateway acts on it without waiting for an unrelated wake-up.
    */
   watchExternalCommits(onCommit: () => void, onError: (error: unknown) => void): ExternalCommitWatch;
+  /**
+   * After an operator change committed from another process: makes watching gateways see it.
+   * SQLite's watch notices any commit by itself; PostgreSQL needs the announcement.
+   */
+  announceChange(): Promise<void>;
   close(): Promise<void>;
 }
 

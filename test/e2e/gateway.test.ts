@@ -204,6 +204,16 @@ describe("configuration errors stop startup with a message and exit code 78", ()
     ],
     ["unknown model kind", { SWITCHBOARD_MODEL: "skynet:v1" }, /SWITCHBOARD_MODEL/],
     [
+      "a database URL and a database file",
+      { SWITCHBOARD_DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" },
+      /SWITCHBOARD_DATABASE_URL and SWITCHBOARD_DB are both set/,
+    ],
+    [
+      "a database URL that is not PostgreSQL",
+      { SWITCHBOARD_DB: "", SWITCHBOARD_DATABASE_URL: "mysql://root@127.0.0.1/switchboard" },
+      /SWITCHBOARD_DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/,
+    ],
+    [
       "bad allow list",
       { DISCORD_BOT_TOKEN: "abc", DISCORD_ALLOWED_USERS: "ok,not valid!" },
       /DISCORD_ALLOWED_USERS has an invalid user id/,
@@ -220,6 +230,18 @@ describe("configuration errors stop startup with a message and exit code 78", ()
     }, 20_000);
   }
 });
+
+test("an unreachable PostgreSQL server stops startup with what to check, and never prints the password", async () => {
+  const result = await cli(["start"], {
+    SWITCHBOARD_DATABASE_URL: "postgres://switchboard:sup3r-secret-pw@127.0.0.1:1/switchboard",
+  });
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain(
+    "Cannot open the PostgreSQL database at postgres://switchboard:***@127.0.0.1:1/",
+  );
+  expect(result.stderr).toContain("SWITCHBOARD_DATABASE_URL");
+  expect(result.stderr + result.stdout).not.toContain("sup3r-secret-pw");
+}, 20_000);
 
 describe("graceful shutdown", () => {
   test("SIGTERM lets the answer in flight finish and be delivered, then exits 0", async () => {

@@ -15,7 +15,7 @@ export async function withOperator<T>(
   try {
     return await work(session.service);
   } finally {
-    session.close();
+    await session.close();
   }
 }
 

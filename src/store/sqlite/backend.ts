@@ -25,6 +25,7 @@ export function openSqliteBackend(path: string): StoreBackend {
     ping: async () => {
       db.query("SELECT 1").get();
     },
+    announceChange: async () => {},
     watchExternalCommits: (onCommit, onError) =>
       watchExternalCommits(db, { intervalMs: EXTERNAL_COMMIT_CHECK_MS, onCommit, onError }),
     close: async () => stores.close(),

@@ -6,7 +6,8 @@ import type { FakeLlmServer } from "../../support/llm/fake-llm-server.ts";
 export type SurfaceSettings = Record<string, Record<string, unknown>>;
 
 /**
- * The environment of an end-to-end gateway: a SQLite file in `dir` and, with `surfaces`, a
+ * The environment of an end-to-end gateway: a SQLite file in `dir` (or the PostgreSQL database at
+ * `databaseUrl`) and, with `surfaces`, a
  * version-1 config holding them (without, the built-in surface defaults apply); the fake LLM as
  * the model; the web channel off. `extra` adds or overrides variables (channel tokens,
  * allowlists, log level).
@@ -16,6 +17,8 @@ export function e2eGatewayEnv(options: {
   llm: FakeLlmServer;
   surfaces?: SurfaceSettings;
   dbFile?: string;
+  /** Run on this PostgreSQL database instead of a SQLite file. */
+  databaseUrl?: string;
   /** Name of the config file, for tests that run gateways with different settings side by side. */
   configFile?: string;
   extra?: Record<string, string>;
@@ -27,7 +30,9 @@ export function e2eGatewayEnv(options: {
   }
   return {
     ...env,
-    SWITCHBOARD_DB: join(options.dir, options.dbFile ?? "gateway.sqlite"),
+    ...(options.databaseUrl === undefined
+      ? { SWITCHBOARD_DB: join(options.dir, options.dbFile ?? "gateway.sqlite") }
+      : { SWITCHBOARD_DATABASE_URL: options.databaseUrl }),
     SWITCHBOARD_WEB: "off",
     SWITCHBOARD_MODEL: "openai-compatible:test-model",
     OPENAI_COMPATIBLE_BASE_URL: options.llm.openaiBaseUrl,

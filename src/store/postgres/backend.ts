@@ -1,0 +1,118 @@
+import { type ReservedSQL, SQL, type TransactionSQL } from "bun";
+import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
+import type { StoreBackend } from "../backend.ts";
+import { storeGauges } from "./metrics.ts";
+import { createPostgresOperatorQueries } from "./operator-queries.ts";
+import { commitAnswerDelivery, PostgresOutboxRepository } from "./outbox.ts";
+import { PostgresRuntimeStore } from "./runtime-store.ts";
+import { createPostgresScheduleRepository } from "./schedules.ts";
+import { MIGRATIONS, migrate, schemaVersion } from "./schema.ts";
+
+/** The channel an operator change is announced on, so a running gateway acts on it at once. */
+const CHANGES_CHANNEL = "switchboard_changes";
+
+/** Held by the one gateway process working on a database, for as long as its connection lives. */
+const GATEWAY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held";
+
+export interface PostgresOpenOptions {
+  /** Create or migrate the schema (the gateway, the terminal chat); else require this build's. */
+  migrate: boolean;
+  /**
+   * The gateway: refuse to open while another gateway works on the database. At start a gateway
+   * takes over every send and lease a dead process left, which would break a live one's.
+   */
+  exclusive?: boolean;
+}
+
+/**
+ * Switchboard on a PostgreSQL server: one connection pool for the runtime, outbox and schedules.
+ * The operator CLI opens it without migrating, and only a database whose schema is this build's.
+ */
+export async function openPostgresBackend(
+  url: string,
+  options: PostgresOpenOptions = { migrate: true },
+): Promise<StoreBackend> {
+  const sql = new SQL(url, { adapter: "postgres" });
+  const location = withoutPassword(url);
+  let lock: ReservedSQL | null = null;
+  try {
+    if (options.migrate) await migrate(sql);
+    else await requireCurrentSchema(sql, location);
+    if (options.exclusive) lock = await takeGatewayLock(sql, location);
+  } catch (error) {
+    await sql.close();
+    if (isSwitchboardError(error)) throw error;
+    throw new Error(
+      `Cannot open the PostgreSQL database at ${location}: ${(error as Error).message}. ` +
+        "Check that the server runs and that SWITCHBOARD_DATABASE_URL names the right host, port, user and database.",
+      { cause: error },
+    );
+  }
+  const schedules = createPostgresScheduleRepository(sql);
+  return {
+    engine: "postgres",
+    location,
+    runtime: new PostgresRuntimeStore(sql),
+    outbox: new PostgresOutboxRepository(sql),
+    schedules,
+    operator: createPostgresOperatorQueries({ sql, schedules }),
+    async commitAnswerDelivery(tx, delivery, nowMs) {
+      await commitAnswerDelivery(tx as TransactionSQL, delivery, nowMs);
+    },
+    gauges: () => storeGauges(sql),
+    async ping() {
+      await sql`SELECT 1`;
+    },
+    async announceChange() {
+      await sql.notify(CHANGES_CHANNEL, "");
+    },
+    watchExternalCommits(onCommit, onError) {
+      let stopped = false;
+      const listening = sql.listen(CHANGES_CHANNEL, () => onCommit());
+      listening.catch(onError);
+      return {
+        stop() {
+          if (stopped) return;
+          stopped = true;
+          void listening.then((handle) => handle.unlisten()).catch(() => {});
+        },
+      };
+    },
+    async close() {
+      lock?.release();
+      await sql.close();
+    },
+  };
+}
+
+async function takeGatewayLock(sql: SQL, location: string): Promise<ReservedSQL> {
+  const connection = await sql.reserve();
+  const [row] = (await connection.unsafe(GATEWAY_LOCK_SQL)) as Array<{ held: boolean }>;
+  if (row?.held) return connection;
+  connection.release();
+  throw new SwitchboardError(
+    "config_invalid",
+    `Another switchboard gateway is already running on ${location}. One gateway process per database is supported for now: stop the other one, or give this one its own database.`,
+  );
+}
+
+async function requireCurrentSchema(sql: SQL, location: string): Promise<void> {
+  const version = await schemaVersion(sql);
+  const expected = MIGRATIONS.length;
+  if (version === expected) return;
+  throw new SwitchboardError(
+    "schema_unsupported",
+    version === 0
+      ? `${location} has no switchboard schema. Start the gateway once with SWITCHBOARD_DATABASE_URL pointing at it; it creates the schema.`
+      : version < expected
+        ? `${location} has schema version ${version}; this switchboard expects ${expected}. Back it up (pg_dump), then start the gateway once: it migrates on start.`
+        : `${location} has schema version ${version}, newer than this switchboard (${expected}). Upgrade switchboard.`,
+    { details: { schemaVersion: version, expectedVersion: expected } },
+  );
+}
+
+function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
+}
