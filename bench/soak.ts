@@ -1,14 +1,16 @@
 /**
- * The long chaos soak: `npm run soak -- --minutes 30 [--seed N] [--fault-rate R]`.
+ * The long chaos soak: `npm run soak -- --minutes 30 [--seed N] [--fault-rate R] [--engine sqlite|postgres]`.
  * The fault rate is per platform call (default 0.2); the outbox gives up on a record after 8
  * failed attempts, so rates much above 0.3 make a `failed` record (a violation) likely in long runs.
  * Runs the chaos driver (test/chaos/driver.ts) with traffic for the given minutes, prints the
- * counts and every violation, and exits 1 on any violation (2 on bad arguments).
+ * counts and every violation, and exits 1 on any violation (2 on bad arguments). With
+ * `--engine postgres` the gateway runs on a fresh database on the test server
+ * (SWITCHBOARD_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import { type ChaosOptions, runChaos } from "../test/chaos/driver.ts";
 import { formatReport } from "../test/chaos/report.ts";
 
-const USAGE = "usage: npm run soak -- --minutes N [--seed N] [--fault-rate 0..1]";
+const USAGE = "usage: npm run soak -- --minutes N [--seed N] [--fault-rate 0..1] [--engine sqlite|postgres]";
 
 function flag(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
@@ -29,6 +31,11 @@ function numberFlag(name: string, fallback: number, valid: (n: number) => boolea
 const minutes = numberFlag("minutes", 30, (n) => n > 0 && n <= 24 * 60);
 const seed = numberFlag("seed", Date.now() % 1_000_000, Number.isInteger);
 const faultRate = numberFlag("fault-rate", 0.2, (n) => n >= 0 && n <= 1);
+const engine = flag("engine") ?? "sqlite";
+if (engine !== "sqlite" && engine !== "postgres") {
+  process.stderr.write(`--engine ${engine} is not valid.\n${USAGE}\n`);
+  process.exit(2);
+}
 const trafficMs = Math.round(minutes * 60_000);
 
 const options: ChaosOptions = {
@@ -47,10 +54,13 @@ const options: ChaosOptions = {
   settleTimeoutMs: 120_000,
   // Someone watches the ambiguous list once a minute; each ambiguous record holds back its chat.
   operatorEveryMs: 60_000,
+  engine,
   log: (line) => process.stdout.write(`[${new Date().toISOString()}] ${line}\n`),
 };
 
-process.stdout.write(`chaos soak: ${minutes} min of traffic, seed ${seed}, fault rate ${faultRate}\n`);
+process.stdout.write(
+  `chaos soak: ${minutes} min of traffic, seed ${seed}, fault rate ${faultRate}, ${engine}\n`,
+);
 const report = await runChaos(options);
 process.stdout.write(formatReport(report));
 process.exit(report.violations.length === 0 ? 0 : 1);

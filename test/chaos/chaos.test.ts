@@ -1,16 +1,25 @@
 /**
- * The short chaos run (about 2 minutes, fixed seed): a real gateway process against the Telegram
- * and Discord emulators and the fake LLM, SIGKILLed at every named kill point and at random, with
- * platform faults, duplicates and replays. The long run is `npm run soak -- --minutes 30`.
+ * The short chaos run (about 2 minutes, fixed seed), once on SQLite and once on PostgreSQL: a real
+ * gateway process against the Telegram and Discord emulators and the fake LLM, SIGKILLed at every
+ * named kill point and at random, with platform faults, duplicates and replays. The long run is
+ * `npm run soak -- --minutes 30 [--engine postgres]`.
  */
 import { expect, test } from "bun:test";
+import type { ChaosEngine } from "./database.ts";
 import { runChaos } from "./driver.ts";
 import { formatReport } from "./report.ts";
 
 const SEED = 20_261_130;
 
-test("chaos: every promise holds through kills at each kill point, faults and duplicates", async () => {
+for (const engine of ["sqlite", "postgres"] satisfies ChaosEngine[]) {
+  test(`chaos on ${engine}: every promise holds through kills at each kill point, faults and duplicates`, async () => {
+    await chaosRound(engine);
+  }, 240_000);
+}
+
+async function chaosRound(engine: ChaosEngine): Promise<void> {
   const report = await runChaos({
+    engine,
     seed: SEED,
     trafficMs: 60_000,
     messages: 45,
@@ -32,4 +41,4 @@ test("chaos: every promise holds through kills at each kill point, faults and du
   expect(report.faults.total).toBeGreaterThan(0);
   expect(report.duplicates.immediate + report.duplicates.replays).toBeGreaterThan(0);
   expect(report.messages.schedules).toBeGreaterThanOrEqual(2);
-}, 240_000);
+}

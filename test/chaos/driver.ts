@@ -6,7 +6,6 @@
  * is over it lets the gateway settle (playing the operator for ambiguous records) and checks the
  * invariants from the outside.
  */
-import { Database } from "bun:sqlite";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
@@ -14,6 +13,7 @@ import { startTelegramEmulator, type TelegramEmulator } from "../emulators/teleg
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { type Cast, CHAOS_CONFIG, createCast, type Place } from "./cast.ts";
+import { type ChaosDatabase, type ChaosEngine, openChaosDatabase } from "./database.ts";
 import { type FaultCounts, FaultInjector } from "./faults.ts";
 import { checkInvariants, type Violation } from "./invariants.ts";
 import { type OperatorDecision, resolveAmbiguous } from "./operator.ts";
@@ -48,11 +48,14 @@ export interface ChaosOptions {
    * only once the traffic is over.
    */
   operatorEveryMs?: number;
+  /** The gateway's database engine. Default SQLite; PostgreSQL gets a fresh database on the test server. */
+  engine?: ChaosEngine;
   log?: (line: string) => void;
 }
 
 export interface ChaosReport {
   seed: number;
+  engine: ChaosEngine;
   messages: { answerable: number; ignorable: number; schedules: number };
   kills: {
     sigkills: number;
@@ -103,11 +106,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     llm: startFakeLlmServer(),
   };
   const cast = createCast(peers.telegram, peers.discord);
-  const dbPath = join(dir.path, "gateway.sqlite");
+  const database = await openChaosDatabase(options.engine ?? "sqlite", dir.path);
   const configPath = join(dir.path, "switchboard.json");
   writeFileSync(configPath, JSON.stringify(CHAOS_CONFIG));
   const env = (): Record<string, string> => ({
-    SWITCHBOARD_DB: dbPath,
+    ...database.env,
     SWITCHBOARD_CONFIG: configPath,
     SWITCHBOARD_WEB: "off",
     SWITCHBOARD_LOG_LEVEL: "debug",
@@ -129,7 +132,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   let ticker: ReturnType<typeof setInterval> | undefined;
   try {
     await supervisor.start();
-    log(`gateway up at ${supervisor.url}; db ${dbPath}`);
+    log(`gateway up at ${supervisor.url}; ${database.engine} database ${database.location}`);
     const trafficStart = Date.now();
     ticker = setInterval(() => faults.tick(Date.now()), TICK_MS);
     const chaos = runKills(options, random, supervisor, traffic, trafficStart, log);
@@ -155,7 +158,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     const { settled, operator: afterTraffic } = await settle(
       options.settleTimeoutMs,
-      dbPath,
+      database,
       peers,
       supervisor,
       traffic,
@@ -163,7 +166,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
     const snapshot: Snapshot = {
       sent: traffic.sent,
-      ...readDatabase(dbPath),
+      ...(await readDatabase(database)),
       botMessages: readChats([...new Set(cast.places.map((p) => p.chat))], peers.telegram, peers.discord),
       ...readModelLog(peers.llm.requests()),
       unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
@@ -181,6 +184,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const fired = supervisor.stats.killPointsFired;
     return {
       seed: options.seed,
+      engine: database.engine,
       messages: {
         answerable: traffic.sent.filter((s) => s.expect === "answer").length,
         ignorable: traffic.sent.filter((s) => s.expect === "ignored").length,
@@ -212,6 +216,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await peers.telegram.close();
     await peers.discord.close();
     await peers.llm.stop();
+    await database.close({ keep: keptDir !== null });
     if (keptDir === null) dir.cleanup();
   }
 }
@@ -351,7 +356,7 @@ async function watchAmbiguous(
 /** Waits until nothing is left to do, resolving ambiguous records as an operator would. */
 async function settle(
   timeoutMs: number,
-  dbPath: string,
+  database: ChaosDatabase,
   peers: Peers,
   supervisor: GatewaySupervisor,
   traffic: Traffic,
@@ -364,7 +369,7 @@ async function settle(
   while (Date.now() < deadline) {
     await Bun.sleep(500);
     if (!supervisor.running) await restart(supervisor, traffic);
-    const work = pendingWork(dbPath);
+    const work = await pendingWork(database);
     const signature = JSON.stringify([
       work,
       peers.llm.requests().length,
@@ -389,30 +394,25 @@ async function settle(
   return { settled: false, operator };
 }
 
-function pendingWork(dbPath: string): {
+async function pendingWork(database: ChaosDatabase): Promise<{
   active: number;
   undelivered: number;
   ambiguous: number;
   schedules: number;
-} {
-  const db = new Database(dbPath, { readonly: true });
-  try {
-    const count = (sql: string) => (db.query(sql).get() as { n: number }).n;
-    return {
-      active: count(
-        "SELECT count(*) AS n FROM runs WHERE state IN ('queued', 'running', 'interrupt_requested')",
-      ),
-      undelivered: count(
-        "SELECT count(*) AS n FROM outbox WHERE state IN ('pending', 'sending') AND NOT (kind = 'stream' AND final = 0)",
-      ),
-      ambiguous: count("SELECT count(*) AS n FROM outbox WHERE state = 'ambiguous'"),
-      schedules:
-        count("SELECT count(*) AS n FROM schedules WHERE state = 'active'") +
-        count("SELECT count(*) AS n FROM schedule_occurrences WHERE state IN ('claimed', 'retrying')"),
-    };
-  } finally {
-    db.close();
-  }
+}> {
+  const count = async (sql: string) => Number((await database.read<{ n: number | string }>(sql))[0]?.n ?? 0);
+  return {
+    active: await count(
+      "SELECT count(*) AS n FROM runs WHERE state IN ('queued', 'running', 'interrupt_requested')",
+    ),
+    undelivered: await count(
+      "SELECT count(*) AS n FROM outbox WHERE state IN ('pending', 'sending') AND NOT (kind = 'stream' AND NOT final)",
+    ),
+    ambiguous: await count("SELECT count(*) AS n FROM outbox WHERE state = 'ambiguous'"),
+    schedules:
+      (await count("SELECT count(*) AS n FROM schedules WHERE state = 'active'")) +
+      (await count("SELECT count(*) AS n FROM schedule_occurrences WHERE state IN ('claimed', 'retrying')")),
+  };
 }
 
 async function sleepUntil(atMs: number): Promise<void> {

@@ -7,7 +7,7 @@ export function formatReport(report: ChaosReport): string {
     .join(", ");
   const f = report.faults;
   const lines = [
-    `seed ${report.seed}, ${(report.elapsedMs / 1000).toFixed(1)} s, settled: ${report.settled ? "yes" : "NO"}`,
+    `seed ${report.seed} on ${report.engine}, ${(report.elapsedMs / 1000).toFixed(1)} s, settled: ${report.settled ? "yes" : "NO"}`,
     `messages: ${report.messages.answerable} answerable, ${report.messages.ignorable} ignorable, ${report.messages.schedules} schedules`,
     `kills: ${report.kills.sigkills} SIGKILLs by the driver, kill points fired: ${points || "none"}${
       report.kills.killPointsMissed.length > 0 ? ` (missed: ${report.kills.killPointsMissed.join(", ")})` : ""

@@ -3,13 +3,14 @@
  * chats as the emulators show them, the model's request log and what the driver sent. The
  * invariants (invariants.ts) are pure functions of this.
  */
-import { Database } from "bun:sqlite";
+
 import { decodeTarget as decodeDiscordTarget } from "../../channels/discord/keys.ts";
 import { decodeTarget as decodeTelegramTarget } from "../../channels/telegram/target.ts";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
 import type { TelegramEmulator } from "../emulators/telegram/index.ts";
 import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import type { ChaosChannel } from "./cast.ts";
+import type { ChaosDatabase } from "./database.ts";
 
 /** `answer`: must be answered; `ignored`: must never reach the model; `schedule`: an `/in` command. */
 export type Expectation = "answer" | "ignored" | "schedule";
@@ -105,111 +106,96 @@ function textOfParts(json: string): string {
   return parts.flatMap((p) => (p.type === "text" && p.text !== undefined ? [p.text] : [])).join("");
 }
 
-/** Reads the database read-only (safe while the gateway runs: WAL). */
-export function readDatabase(
-  path: string,
-): Pick<Snapshot, "receipts" | "runs" | "outbox" | "schedules" | "occurrences"> {
-  const db = new Database(path, { readonly: true });
-  try {
-    const texts = new Map<string, string>();
-    for (const row of db.query("SELECT id, parts FROM messages").all() as Array<{
+/** Reads the gateway's database (safe while it runs). Integers may come back as strings (PostgreSQL). */
+export async function readDatabase(
+  database: ChaosDatabase,
+): Promise<Pick<Snapshot, "receipts" | "runs" | "outbox" | "schedules" | "occurrences">> {
+  const texts = new Map<string, string>();
+  for (const row of await database.read<{ id: string; parts: string }>("SELECT id, parts FROM messages")) {
+    texts.set(row.id, textOfParts(row.parts));
+  }
+  const runs = (
+    await database.read<{
       id: string;
-      parts: string;
-    }>) {
-      texts.set(row.id, textOfParts(row.parts));
-    }
-    const runs = (
-      db.query("SELECT * FROM runs ORDER BY queue_seq").all() as Array<{
-        id: string;
-        conversation_id: string;
-        queue_seq: number;
-        state: string;
-        absorbed_into: string | null;
-        fencing_token: number;
-        steps: number;
-        input_message_ids: string;
-        assistant_message_id: string;
-      }>
-    ).map((r): RunRow => {
-      const inputMessageIds = JSON.parse(r.input_message_ids) as string[];
-      return {
-        id: r.id,
-        conversationId: r.conversation_id,
-        queueSeq: r.queue_seq,
-        state: r.state,
-        absorbedInto: r.absorbed_into,
-        acquisitions: r.fencing_token,
-        steps: r.steps,
-        inputMessageIds,
-        inputTexts: inputMessageIds.map((id) => texts.get(id) ?? ""),
-        answerText: texts.get(r.assistant_message_id) ?? "",
-      };
-    });
-    const receipts = (
-      db.query("SELECT source, key, run_id, outcome FROM ingress_receipts").all() as Array<{
-        source: string;
-        key: string;
-        run_id: string | null;
-        outcome: string;
-      }>
-    ).map((r) => ({
-      channel: r.source.split(":")[0] ?? "",
+      conversation_id: string;
+      queue_seq: number | string;
+      state: string;
+      absorbed_into: string | null;
+      fencing_token: number | string;
+      steps: number | string;
+      input_message_ids: string;
+      assistant_message_id: string;
+    }>("SELECT * FROM runs ORDER BY queue_seq")
+  ).map((r): RunRow => {
+    const inputMessageIds = JSON.parse(r.input_message_ids) as string[];
+    return {
+      id: r.id,
+      conversationId: r.conversation_id,
+      queueSeq: Number(r.queue_seq),
+      state: r.state,
+      absorbedInto: r.absorbed_into,
+      acquisitions: Number(r.fencing_token),
+      steps: Number(r.steps),
+      inputMessageIds,
+      inputTexts: inputMessageIds.map((id) => texts.get(id) ?? ""),
+      answerText: texts.get(r.assistant_message_id) ?? "",
+    };
+  });
+  const receipts = (
+    await database.read<{ source: string; key: string; run_id: string | null; outcome: string }>(
+      "SELECT source, key, run_id, outcome FROM ingress_receipts",
+    )
+  ).map((r) => ({
+    channel: r.source.split(":")[0] ?? "",
+    key: r.key,
+    runId: r.run_id,
+    outcome: r.outcome,
+  }));
+  const outbox = (
+    await database.read<{
+      id: string;
+      key: string;
+      run_id: string;
+      state: string;
+      kind: string;
+      markdown: string;
+      channel: string;
+      target: string;
+      history: string;
+      receipt: string | null;
+    }>("SELECT * FROM outbox ORDER BY created_at_ms, id")
+  ).map(
+    (r): OutboxRow => ({
+      id: r.id,
       key: r.key,
       runId: r.run_id,
-      outcome: r.outcome,
-    }));
-    const outbox = (
-      db.query("SELECT * FROM outbox ORDER BY created_at_ms").all() as Array<{
-        id: string;
-        key: string;
-        run_id: string;
-        state: string;
-        kind: string;
-        markdown: string;
-        channel: string;
-        target: string;
-        history: string;
-        receipt: string | null;
-      }>
-    ).map(
-      (r): OutboxRow => ({
-        id: r.id,
-        key: r.key,
-        runId: r.run_id,
-        state: r.state,
-        kind: r.kind,
-        markdown: r.markdown,
-        chat: chatOfTarget(r.channel, r.target),
-        everAmbiguous: (JSON.parse(r.history) as Array<{ action: string }>).some(
-          (h) => h.action === "ambiguous",
-        ),
-        receiptIds: r.receipt ? ((JSON.parse(r.receipt) as { messageIds?: string[] }).messageIds ?? []) : [],
-      }),
-    );
-    const schedules = db.query("SELECT id, prompt, state FROM schedules").all() as Array<{
-      id: string;
-      prompt: string;
+      state: r.state,
+      kind: r.kind,
+      markdown: r.markdown,
+      chat: chatOfTarget(r.channel, r.target),
+      everAmbiguous: (JSON.parse(r.history) as Array<{ action: string }>).some(
+        (h) => h.action === "ambiguous",
+      ),
+      receiptIds: r.receipt ? ((JSON.parse(r.receipt) as { messageIds?: string[] }).messageIds ?? []) : [],
+    }),
+  );
+  const schedules = await database.read<{ id: string; prompt: string; state: string }>(
+    "SELECT id, prompt, state FROM schedules",
+  );
+  const occurrences = (
+    await database.read<{
+      schedule_id: string;
+      scheduled_for_ms: number | string;
       state: string;
-    }>;
-    const occurrences = (
-      db
-        .query("SELECT schedule_id, scheduled_for_ms, state, run_id FROM schedule_occurrences")
-        .all() as Array<{
-        schedule_id: string;
-        scheduled_for_ms: number;
-        state: string;
-        run_id: string | null;
-      }>
-    ).map((o) => ({
-      scheduleId: o.schedule_id,
-      scheduledForMs: o.scheduled_for_ms,
-      state: o.state,
-      runId: o.run_id,
-    }));
-    return { receipts, runs, outbox, schedules, occurrences };
-  } finally {
-    db.close();
-  }
+      run_id: string | null;
+    }>("SELECT schedule_id, scheduled_for_ms, state, run_id FROM schedule_occurrences")
+  ).map((o) => ({
+    scheduleId: o.schedule_id,
+    scheduledForMs: Number(o.scheduled_for_ms),
+    state: o.state,
+    runId: o.run_id,
+  }));
+  return { receipts, runs, outbox, schedules, occurrences };
 }
 
 /** The bot's visible messages in every chat the run used. */
