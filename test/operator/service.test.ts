@@ -19,16 +19,21 @@ let dir: ReturnType<typeof tempDir>;
 let seed: Seed;
 let operator: OperatorService;
 let nudges: number;
+let scheduleNudges: number;
 
 beforeEach(async () => {
   dir = tempDir("switchboard-operator-");
   seed = await seedDatabase(join(dir.path, "switchboard.sqlite"));
   nudges = 0;
+  scheduleNudges = 0;
   operator = createOperatorService({
     stores: seed.stores,
     clock: seed.clock,
     onOutboxChanged: () => {
       nudges += 1;
+    },
+    onSchedulesChanged: () => {
+      scheduleNudges += 1;
     },
   });
 });
@@ -213,6 +218,8 @@ describe("schedules", () => {
     expect((await operator.schedules.resume(daily.id)).state).toBe("active");
     expect((await operator.schedules.resume(paused.id)).state).toBe("active");
     expect((await operator.schedules.cancel(daily.id)).state).toBe("cancelled");
+    // Each change nudges the scheduler (a resumed slot may be due now); a refusal or a read does not.
+    expect(scheduleNudges).toBe(4);
     await refusal(
       operator.schedules.pause(cancelled.id),
       "input_invalid",
@@ -221,6 +228,7 @@ describe("schedules", () => {
     await refusal(operator.schedules.pause("sch_nope"), "not_found", /schedules list --all/);
     await refusal(operator.schedules.runs("sch_nope"), "not_found", /No schedule sch_nope/);
     expect(await operator.schedules.runs(daily.id)).toEqual([]);
+    expect(scheduleNudges).toBe(4);
   });
 });
 
