@@ -27,6 +27,16 @@ export interface DeliveryDeps {
   retry: Omit<RetryPolicyOptions, "idempotentSend">;
   /** Shutdown: stops waiting for rate limits. A platform call already made runs to its end. */
   signal: AbortSignal;
+  /** How long an ambiguous record holds back its chat's later replies; Infinity: until an operator decides. */
+  ambiguousHoldMs: number;
+}
+
+/** The end of a new ambiguous record's hold; undefined: until an operator decides. */
+export function ambiguousHoldUntil(
+  deps: Pick<DeliveryDeps, "ambiguousHoldMs">,
+  nowMs: number,
+): number | undefined {
+  return Number.isFinite(deps.ambiguousHoldMs) ? nowMs + deps.ambiguousHoldMs : undefined;
 }
 
 /** Delivers one record the worker found at the head of its target; every outcome is persisted. */
@@ -216,7 +226,12 @@ export async function settleFailure(
     await deps.repo.markFailed(record.id, `${error.operation} failed: ${decision.reason}`, nowMs);
   } else {
     deps.logger.warn("delivery outcome unknown; left for an operator", { recordId: record.id, reason });
-    await deps.repo.markAmbiguous(record.id, `${error.operation}: ${decision.reason}`, nowMs);
+    await deps.repo.markAmbiguous(
+      record.id,
+      `${error.operation}: ${decision.reason}`,
+      nowMs,
+      ambiguousHoldUntil(deps, nowMs),
+    );
   }
 }
 

@@ -136,17 +136,21 @@ export interface OutboxRepository {
   insert(inserts: OutboxInsert[], nowMs: number): Promise<string[]>;
 
   /**
-   * The deliverable head of each target: the lowest-ordinal record not delivered, failed or
-   * cancelled, when it is `pending`, due at `nowMs` and (for streams) final. A target whose head is
-   * sending, ambiguous or waiting for a retry yields nothing. Empty: nothing to do now.
+   * The deliverable head of each target: the lowest-ordinal record that holds its chat (pending,
+   * sending, or ambiguous within its hold), when it is `pending`, due at `nowMs` and (for streams)
+   * final. A target whose head is sending, ambiguous or waiting for a retry yields nothing.
+   * Empty: nothing to do now.
    */
   nextDeliverable(
     nowMs: number,
     options: { limit: number; channels: readonly ChannelName[]; excludeTargets?: ReadonlySet<string> },
   ): Promise<OutboxRecord[]>;
 
-  /** Earliest `nextAttemptAtMs` among pending final heads of `channels`; null when none is waiting. */
-  nextWakeAtMs(channels: readonly ChannelName[]): Promise<number | null>;
+  /**
+   * When the worker should look again: the earliest `nextAttemptAtMs` among pending final heads of
+   * `channels`, or the end of an ambiguous record's hold after `nowMs`; null when nothing waits.
+   */
+  nextWakeAtMs(channels: readonly ChannelName[], nowMs: number): Promise<number | null>;
 
   /**
    * pending → sending, counting an attempt, persisted before the platform call. For a message whose
@@ -180,14 +184,23 @@ export interface OutboxRepository {
   /** sending → failed, with the reason an operator will read. */
   markFailed(id: string, reason: string, nowMs: number): Promise<boolean>;
 
-  /** sending → ambiguous: the platform may or may not have shown it; never resent without an operator. */
-  markAmbiguous(id: string, reason: string, nowMs: number): Promise<boolean>;
+  /**
+   * sending → ambiguous: the platform may or may not have shown it; never resent without an
+   * operator. It holds back its chat's later records until `holdUntilMs` (default: until an
+   * operator decides), so they do not overtake it while someone may still retry it.
+   */
+  markAmbiguous(id: string, reason: string, nowMs: number, holdUntilMs?: number): Promise<boolean>;
 
   /**
    * Startup: every `sending` record was interrupted by a crash. Idempotent channels and streams
-   * with a receipt go back to `pending`; the rest become `ambiguous`. Run before the worker starts.
+   * with a receipt go back to `pending`; the rest become `ambiguous`, holding their chats until
+   * `holdUntilMs` as in `markAmbiguous`. Run before the worker starts.
    */
-  recoverInterrupted(idempotentChannels: ReadonlySet<ChannelName>, nowMs: number): Promise<RecoverySummary>;
+  recoverInterrupted(
+    idempotentChannels: ReadonlySet<ChannelName>,
+    nowMs: number,
+    holdUntilMs?: number,
+  ): Promise<RecoverySummary>;
 
   /** Creates (or resumes) the stream record `<runId>:stream`; live only when it may preview now. */
   beginStream(insert: Omit<OutboxInsert, "kind" | "key">, nowMs: number): Promise<StreamStart>;

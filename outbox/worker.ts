@@ -1,6 +1,6 @@
 import type { ChannelAdapter, ChannelName } from "../channels/types.ts";
 import type { Clock } from "../src/util/clock.ts";
-import { type DeliveryDeps, deliverRecord } from "./deliver.ts";
+import { ambiguousHoldUntil, type DeliveryDeps, deliverRecord } from "./deliver.ts";
 import { DEFAULT_CALL_TIMEOUT_MS } from "./platform-call.ts";
 import { DeliveryRateLimiter } from "./rate-limiter.ts";
 import { formatRenderer, type Renderer } from "./render.ts";
@@ -31,6 +31,11 @@ export interface DeliveryWorkerOptions {
   maxDelayMs?: number;
   /** Markdown → platform chunks. Default: outbox/format. */
   renderer?: Renderer;
+  /**
+   * How long an ambiguous record holds back the later replies of its chat before they go out
+   * anyway (it stays ambiguous for an operator). Default Infinity: until an operator decides.
+   */
+  ambiguousHoldMs?: number;
 }
 
 export interface DeliveryWorker {
@@ -76,6 +81,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       ...(options.random === undefined ? {} : { random: options.random }),
     },
     signal: shutdown.signal,
+    ambiguousHoldMs: options.ambiguousHoldMs ?? Number.POSITIVE_INFINITY,
   };
 
   const lanes = new Map<string, Promise<void>>();
@@ -146,7 +152,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           for (const record of due) if (accepting) startLane(record);
           if (due.length > 0) continue;
           // A head that is due but whose lane is finishing wakes us through that lane instead.
-          wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels), ...held.values()]);
+          wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels, nowMs), ...held.values()]);
         }
         await waitForWake(wakeAtMs);
       } catch (error) {
@@ -170,7 +176,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const idempotent = new Set(
         channels.filter((channel) => adapters.get(channel)!.capabilities.idempotentSend),
       );
-      const summary = await repo.recoverInterrupted(idempotent, clock.now());
+      const nowMs = clock.now();
+      const summary = await repo.recoverInterrupted(idempotent, nowMs, ambiguousHoldUntil(deps, nowMs));
       if (summary.ambiguous.length > 0) {
         logger.warn("interrupted sends with unknown outcome; see `outbox list --state ambiguous`", {
           ambiguous: summary.ambiguous,

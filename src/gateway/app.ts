@@ -99,6 +99,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     repo: stores.outbox,
     adapters,
     clock,
+    ambiguousHoldMs: config.ambiguousHoldMs,
     logger: {
       info: (message, fields) => logger.info(`outbox.${message}`, fields),
       warn: (message, fields) => logger.warn(`outbox.${message}`, fields),

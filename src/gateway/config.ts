@@ -104,6 +104,8 @@ export interface GatewayConfig {
   timezone: string;
   instructions: string;
   shutdownGraceMs: number;
+  /** How long an ambiguous reply holds back its chat's later replies; Infinity: until an operator decides. */
+  ambiguousHoldMs: number;
   file: FileConfig;
   telegram: TelegramSettings | null;
   discord: DiscordSettings | null;
@@ -285,6 +287,20 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       "SWITCHBOARD_SHUTDOWN_GRACE_MS=10000",
     );
   }
+  const holdRaw = nonEmpty(env, "SWITCHBOARD_AMBIGUOUS_HOLD_MS") ?? "300000";
+  const ambiguousHoldMs = holdRaw === "forever" ? Number.POSITIVE_INFINITY : Number(holdRaw);
+  if (
+    !(
+      ambiguousHoldMs === Number.POSITIVE_INFINITY ||
+      (Number.isInteger(ambiguousHoldMs) && ambiguousHoldMs >= 0)
+    )
+  ) {
+    fail(
+      "SWITCHBOARD_AMBIGUOUS_HOLD_MS",
+      `must be a whole number of milliseconds or "forever" (got "${holdRaw}")`,
+      "SWITCHBOARD_AMBIGUOUS_HOLD_MS=300000",
+    );
+  }
   const operatorToken = nonEmpty(env, "SWITCHBOARD_OPERATOR_TOKEN") ?? null;
   if (operatorToken !== null && operatorToken.length < 16) {
     fail(
@@ -397,6 +413,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
     instructions: instructions ?? DEFAULT_INSTRUCTIONS,
     shutdownGraceMs,
+    ambiguousHoldMs,
     file,
     telegram,
     discord,

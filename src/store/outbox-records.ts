@@ -19,8 +19,24 @@ import type { Integer } from "./rows.ts";
  * rules and messages of each change, so SQLite and PostgreSQL records read the same.
  */
 
-/** States that hold their target: nothing later in the same chat is sent while the head is in one. */
+/** States that can hold their target: nothing later in the same chat is sent while the head is in one. */
 export const OPEN_STATES_SQL = "('pending', 'sending', 'ambiguous')";
+
+/**
+ * An ambiguous record holds its chat until its `next_attempt_at_ms` (it is never attempted
+ * again by itself, so the column says when its hold ends); this value means until an operator
+ * decides. It is never a wake-up time.
+ */
+export const HOLD_FOREVER_MS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * SQL condition: the record (columns prefixed with `alias`) holds its chat at `nowSql`: pending or
+ * sending, or ambiguous with its hold not over. Keeps `state IN OPEN_STATES_SQL` first for the
+ * open-records index.
+ */
+export function holdsChatSql(alias: string, nowSql: string): string {
+  return `${alias}state IN ${OPEN_STATES_SQL} AND (${alias}state <> 'ambiguous' OR ${alias}next_attempt_at_ms > ${nowSql})`;
+}
 
 /**
  * An outbox row as a backend returns it: times are `Integer` (BIGINT in PostgreSQL), the other

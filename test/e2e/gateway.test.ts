@@ -214,6 +214,11 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       /SWITCHBOARD_DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/,
     ],
     [
+      "bad ambiguous hold",
+      { SWITCHBOARD_AMBIGUOUS_HOLD_MS: "5 minutes" },
+      /SWITCHBOARD_AMBIGUOUS_HOLD_MS must be a whole number of milliseconds or "forever"/,
+    ],
+    [
       "bad allow list",
       { DISCORD_BOT_TOKEN: "abc", DISCORD_ALLOWED_USERS: "ok,not valid!" },
       /DISCORD_ALLOWED_USERS has an invalid user id/,

@@ -30,6 +30,7 @@ let telegram: TelegramEmulator;
 const alice = user(2001, "Alice");
 const bob = user(2002, "Bob");
 const carol = user(2003, "Carol");
+const dave = user(2004, "Dave");
 
 /** Gateway environment; `delivery` applies to Telegram DMs, whose messages queue (none is superseded). */
 function env(dbName: string, delivery: "terminal" | "stream"): Record<string, string> {
@@ -42,7 +43,7 @@ function env(dbName: string, delivery: "terminal" | "stream"): Record<string, st
     extra: {
       TELEGRAM_BOT_TOKEN: telegram.token,
       TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id].join(","),
+      TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id, dave.id].join(","),
     },
   });
 }
@@ -143,6 +144,46 @@ describe("terminal replies", () => {
     const sends = callsTo("sendMessage", bob.id).map((call) => String(call.params.text));
     expect(sends).toEqual(["echo: hang on this one", "echo: are you there"]);
     expect(botTexts(bob.id)).toEqual(["echo: are you there"]);
+  }, 45_000);
+});
+
+describe("an ambiguous reply with a hold (SWITCHBOARD_AMBIGUOUS_HOLD_MS)", () => {
+  let gateway: GatewayProcess | undefined;
+  const gatewayEnv = (): Record<string, string> => ({
+    ...env("held", "terminal"),
+    SWITCHBOARD_AMBIGUOUS_HOLD_MS: "3000",
+  });
+  beforeAll(async () => {
+    gateway = await startGatewayProcess(gatewayEnv());
+  }, GATEWAY_START_TIMEOUT_MS);
+  afterAll(async () => {
+    await gateway?.kill("SIGTERM");
+  }, GATEWAY_START_TIMEOUT_MS);
+
+  test("holds the chat's next answer until the hold ends, then lets it through; the record stays for the operator", async () => {
+    const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };
+    telegram.injectFault("sendMessage", { kind: "hang" });
+    telegram.incoming({ chat: privateChat(dave), from: dave, text: "lost in the hang" });
+    await telegram.waitForCall(
+      "sendMessage",
+      (call) => Number(call.params.chat_id) === dave.id && call.fault === "hang",
+      15_000,
+    );
+    await gateway?.kill("SIGKILL");
+    gateway = await startGatewayProcess(gatewayEnv());
+    const restartedAtMs = Date.now();
+
+    telegram.incoming({ chat: privateChat(dave), from: dave, text: "are you still there" });
+    const answer = await telegram.waitForMessage(
+      dave.id,
+      (m) => m.visibleText === "echo: are you still there",
+      20_000,
+    );
+    // Recovery marked the hung send ambiguous with a 3 s hold; the next answer waited it out.
+    expect(answer.sentAtMs - restartedAtMs).toBeGreaterThanOrEqual(2_000);
+    expect(botTexts(dave.id)).toEqual(["echo: are you still there"]);
+    const records = await runCliJson<OutboxRecord[]>(["outbox", "list", "--state", "ambiguous"], dbEnv);
+    expect(records.map((record) => record.markdown)).toEqual(["echo: lost in the hang"]);
   }, 45_000);
 });
 

@@ -144,7 +144,7 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
 
         await repo.scheduleRetry(a1!, T0 + 1000, "500", T0);
         expect(await heads(T0 + 999)).toEqual(["b1"]);
-        expect(await repo.nextWakeAtMs(ALL)).toBe(T0);
+        expect(await repo.nextWakeAtMs(ALL, T0)).toBe(T0);
         expect((await heads(T0 + 1000)).sort()).toEqual(["a1", "b1"]);
 
         await repo.markSending(a1!, T0 + 1000);
@@ -154,6 +154,54 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
         await repo.cancel(a1!, "operator:ann", T0 + 6000, "sent by hand");
         expect((await heads(T0 + 6000)).sort()).toEqual(["a2", "b1"]);
         expect((await repo.show(a2!))?.ordinal).toBe(2);
+      });
+
+      test("an ambiguous head holds its chat until its hold ends; without one, until an operator decides", async () => {
+        const [a1] = await repo.insert([messageInsert("chat-a", "a1"), messageInsert("chat-a", "a2")], T0);
+        await repo.markSending(a1!, T0);
+        await repo.markAmbiguous(a1!, "hung", T0, T0 + 60_000);
+        expect(await heads(T0 + 59_999)).toEqual([]);
+        // Nothing else to do: the worker wakes when the hold ends.
+        expect(await repo.nextWakeAtMs(ALL, T0 + 1000)).toBe(T0 + 60_000);
+        expect(await heads(T0 + 60_000)).toEqual(["a2"]);
+        expect((await repo.show(a1!))?.state).toBe("ambiguous");
+        const [later] = await repo.nextDeliverable(T0 + 60_000, { limit: 1, channels: ALL });
+        expect(await repo.markSending(later!.id, T0 + 60_000)).not.toBeNull();
+
+        const [b1] = await repo.insert([messageInsert("chat-b", "b1"), messageInsert("chat-b", "b2")], T0);
+        await repo.markSending(b1!, T0);
+        await repo.markAmbiguous(b1!, "hung", T0);
+        expect(await heads(T0 + 365 * 24 * 3_600_000)).toEqual([]);
+        // a1's hold is over and b1's never ends: no wake-up for either.
+        expect(await repo.nextWakeAtMs(["telegram"], T0 + 60_000)).toBeNull();
+        // The operator's retry ends the hold: the record goes first again.
+        await repo.retry(b1!, "operator:ann", T0 + 2000);
+        expect(await heads(T0 + 2000)).toEqual(["b1"]);
+      });
+
+      test("a stream behind a held ambiguous record waits, and previews live once the hold is over", async () => {
+        const [a1] = await repo.insert([messageInsert("chat-h", "a1")], T0);
+        await repo.markSending(a1!, T0);
+        await repo.markAmbiguous(a1!, "hung", T0, T0 + 1000);
+        const stream = {
+          runId: "run_after_hold",
+          conversationId: "conv-h",
+          channel: "telegram" as const,
+          account: "bot-1",
+          target: "chat-h",
+          markdown: "partial",
+        };
+        expect(await repo.beginStream(stream, T0 + 999)).toEqual({ live: false, reason: "queued" });
+        expect((await repo.beginStream(stream, T0 + 1000)).live).toBe(true);
+      });
+
+      test("records interrupted by a crash hold their chats like any ambiguous record", async () => {
+        const [a1] = await repo.insert([messageInsert("chat-r", "r1"), messageInsert("chat-r", "r2")], T0);
+        await repo.markSending(a1!, T0);
+        const summary = await repo.recoverInterrupted(new Set(), T0 + 10, T0 + 5000);
+        expect(summary.ambiguous).toEqual([a1!]);
+        expect(await heads(T0 + 4999)).toEqual([]);
+        expect(await heads(T0 + 5000)).toEqual(["r2"]);
       });
 
       test("a failed head does not block the target; channels without an adapter are not offered", async () => {

@@ -97,6 +97,33 @@ describe("migration 6: admission receipts move onto the input message", () => {
   });
 });
 
+describe("migration 7: ambiguous records hold their chat until a given time", () => {
+  test("a record already ambiguous keeps holding its chat until an operator decides", async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir.path, "v6.sqlite");
+      const v6 = openDatabase({ filename: file, migrations: MIGRATIONS.slice(0, 6) });
+      const row = (id: string, ordinal: number, state: string) =>
+        `('${id}', '${id}:0', '${id}', 'conv', 'telegram', 'bot', 'chat', ${ordinal}, 'message', '${id}', 1,
+          '${state}', 1, 5, '[]', 5, 5)`;
+      v6.exec(`
+        INSERT INTO outbox (id, key, run_id, conversation_id, channel, account, target, ordinal, kind,
+          markdown, final, state, attempts, next_attempt_at_ms, history, created_at_ms, updated_at_ms)
+        VALUES ${row("run_old", 1, "ambiguous")}, ${row("run_next", 2, "pending")};
+      `);
+      v6.close();
+
+      const stores = openSqliteStores(file);
+      const later = Date.UTC(2030, 0, 1);
+      expect(await stores.outbox.nextDeliverable(later, { limit: 5, channels: ["telegram"] })).toEqual([]);
+      expect(await stores.outbox.nextWakeAtMs(["telegram"], later)).toBeNull();
+      stores.close();
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
 describe("external commit watch", () => {
   test("reports another connection's commit once, and never the watching connection's own", async () => {
     const dir = tempDir();

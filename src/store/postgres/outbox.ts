@@ -29,11 +29,12 @@ import {
   checkOperatorAction,
   emptyRecoverySummary,
   enqueuedHistoryJson,
+  HOLD_FOREVER_MS,
   history,
   historyJson,
+  holdsChatSql,
   isFinal,
   isFinalInsert,
-  OPEN_STATES_SQL,
   type OperatorTarget,
   type OutboxRow,
   recoveryOf,
@@ -69,14 +70,17 @@ function appendHistory(sql: SQL, entry: OutboxHistoryEntry) {
 }
 
 /**
- * True when another record of the row's target (SQL alias `outbox`) holds the target: an earlier
- * one still open, or any one being sent (a later one can be, after an operator retried an earlier
- * failed one). One process cannot see another's delivery lanes, so a claim checks both.
+ * True when another record of the row's target (SQL alias `outbox`) holds the target at `nowMs`:
+ * an earlier one that holds its chat, or any one being sent (a later one can be, after an operator
+ * retried an earlier failed one). One process cannot see another's delivery lanes, so a claim
+ * checks both.
  */
-const TARGET_HELD_SQL = `EXISTS (SELECT 1 FROM outbox other
+function targetHeldSql(nowMs: number): string {
+  return `EXISTS (SELECT 1 FROM outbox other
   WHERE other.channel = outbox.channel AND other.account = outbox.account AND other.target = outbox.target
     AND other.id <> outbox.id
-    AND (other.state = 'sending' OR (other.ordinal < outbox.ordinal AND other.state IN ${OPEN_STATES_SQL})))`;
+    AND (other.state = 'sending' OR (other.ordinal < outbox.ordinal AND ${holdsChatSql("other.", String(Math.trunc(nowMs)))})))`;
+}
 
 /**
  * Inserts outbox records inside the caller's transaction (the run's terminal commit). Assigns
@@ -185,14 +189,14 @@ async function transition(sql: SQL, request: TransitionRequest): Promise<OutboxR
 }
 
 /**
- * Head record of each target of `channels` that the worker may deliver, picked as in SQLite,
- * except that a target with any record being sent yields nothing: another process may own it.
+ * Head record of each target of `channels` that the worker may deliver at `nowMs`, picked as in
+ * SQLite, except that a target with any record being sent yields nothing: another process may own it.
  */
-function heads(sql: SQL, channels: readonly ChannelName[]) {
+function heads(sql: SQL, channels: readonly ChannelName[], nowMs: number) {
   return sql`
     SELECT o.* FROM (
       SELECT channel, account, target, MIN(ordinal) AS ordinal FROM outbox
-      WHERE state IN ${sql.unsafe(OPEN_STATES_SQL)} AND channel IN ${sql([...channels])}
+      WHERE ${sql.unsafe(holdsChatSql("", String(Math.trunc(nowMs))))} AND channel IN ${sql([...channels])}
       GROUP BY channel, account, target
       HAVING count(*) FILTER (WHERE state = 'sending') = 0
     ) h
@@ -222,7 +226,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
     if (options.channels.length === 0 || options.limit <= 0) return [];
     const excluded = options.excludeTargets ?? new Set<string>();
     const rows = await this.sql<OutboxRow[]>`
-      SELECT * FROM (${heads(this.sql, options.channels)}) o WHERE o.next_attempt_at_ms <= ${nowMs}
+      SELECT * FROM (${heads(this.sql, options.channels, nowMs)}) o WHERE o.next_attempt_at_ms <= ${nowMs}
       ORDER BY o.next_attempt_at_ms, o.created_at_ms, o.id LIMIT ${options.limit + excluded.size}`;
     return rows
       .map(toOutboxRecord)
@@ -230,10 +234,14 @@ export class PostgresOutboxRepository implements OutboxRepository {
       .slice(0, options.limit);
   }
 
-  async nextWakeAtMs(channels: readonly ChannelName[]): Promise<number | null> {
+  async nextWakeAtMs(channels: readonly ChannelName[], nowMs: number): Promise<number | null> {
     if (channels.length === 0) return null;
     const [row] = await this.sql<Array<{ at: string | null }>>`
-      SELECT MIN(o.next_attempt_at_ms) AS at FROM (${heads(this.sql, channels)}) o`;
+      SELECT LEAST(
+        (SELECT MIN(o.next_attempt_at_ms) FROM (${heads(this.sql, channels, nowMs)}) o),
+        (SELECT MIN(next_attempt_at_ms) FROM outbox WHERE state = 'ambiguous'
+          AND next_attempt_at_ms > ${nowMs} AND next_attempt_at_ms < ${HOLD_FOREVER_MS}
+          AND channel IN ${this.sql([...channels])})) AS at`;
     return row?.at == null ? null : Number(row.at);
   }
 
@@ -256,7 +264,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
         to: "sending",
         set,
         where: (sql) => sql`AND attempts = ${row.attempts} AND next_attempt_at_ms <= ${nowMs} AND final
-          AND NOT ${sql.unsafe(TARGET_HELD_SQL)}`,
+          AND NOT ${sql.unsafe(targetHeldSql(nowMs))}`,
         entry: history.sending(nowMs, row.attempts + 1),
         nowMs,
       });
@@ -344,19 +352,28 @@ export class PostgresOutboxRepository implements OutboxRepository {
     return moved !== null;
   }
 
-  async markAmbiguous(id: string, reason: string, nowMs: number): Promise<boolean> {
+  async markAmbiguous(
+    id: string,
+    reason: string,
+    nowMs: number,
+    holdUntilMs = HOLD_FOREVER_MS,
+  ): Promise<boolean> {
     const moved = await transition(this.sql, {
       id,
       from: ["sending"],
       to: "ambiguous",
-      set: { last_error: reason },
+      set: { last_error: reason, next_attempt_at_ms: holdUntilMs },
       entry: history.ambiguous(nowMs, reason),
       nowMs,
     });
     return moved !== null;
   }
 
-  recoverInterrupted(idempotentChannels: ReadonlySet<ChannelName>, nowMs: number): Promise<RecoverySummary> {
+  recoverInterrupted(
+    idempotentChannels: ReadonlySet<ChannelName>,
+    nowMs: number,
+    holdUntilMs = HOLD_FOREVER_MS,
+  ): Promise<RecoverySummary> {
     // Single-process start-up only: several processes would need owner-scoped recovery (future work).
     return this.write(async (tx) => {
       const summary = emptyRecoverySummary();
@@ -370,7 +387,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
                 id: row.id,
                 from: ["sending"],
                 to: "ambiguous",
-                set: { last_error: recovery.reason },
+                set: { last_error: recovery.reason, next_attempt_at_ms: holdUntilMs },
                 entry: history.ambiguous(nowMs, recovery.reason),
                 nowMs,
               })
@@ -404,7 +421,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
         return { live: false, reason: "unavailable" };
       }
       const [{ held }] = (await tx`
-        SELECT ${tx.unsafe(TARGET_HELD_SQL)} AS held FROM outbox WHERE id = ${row.id}`) as [
+        SELECT ${tx.unsafe(targetHeldSql(nowMs))} AS held FROM outbox WHERE id = ${row.id}`) as [
         { held: boolean },
       ];
       if (held) return { live: false, reason: "queued" };

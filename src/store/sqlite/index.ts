@@ -2,7 +2,7 @@ import type { Database } from "bun:sqlite";
 import type { OperatorQueries } from "../../gateway/operator/queries.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
-import { OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
+import { AMBIGUOUS_HOLDS_SQL, OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
 import { SqliteRuntimeStore } from "./runtime-store.ts";
 import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 import { createSqliteScheduleRepository } from "./schedules.ts";
@@ -21,6 +21,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "conversation-settings", sql: SETTINGS_SCHEMA_SQL },
   { version: 5, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
   { version: 6, name: "admission-columns", sql: ADMISSION_COLUMNS_SQL },
+  { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
 ];
 
 export interface SqliteStores {

@@ -27,11 +27,12 @@ import {
   checkOperatorAction,
   emptyRecoverySummary,
   enqueuedHistoryJson,
+  HOLD_FOREVER_MS,
   history,
   historyJson,
+  holdsChatSql,
   isFinal,
   isFinalInsert,
-  OPEN_STATES_SQL,
   type OperatorTarget,
   type OutboxRow,
   recoveryOf,
@@ -48,6 +49,12 @@ export const OUTBOX_SCHEMA_VERSION = 1;
  * The outbox table. `ordinal` is the causal order within (channel, account, target); the partial
  * index serves "head of each target" over the records that still block their target.
  */
+/**
+ * Migration 7: an ambiguous record's `next_attempt_at_ms` says until when it holds back its chat.
+ * Records already ambiguous were left to an operator, so they keep holding until one decides.
+ */
+export const AMBIGUOUS_HOLDS_SQL = `UPDATE outbox SET next_attempt_at_ms = ${HOLD_FOREVER_MS} WHERE state = 'ambiguous';`;
+
 export const OUTBOX_SCHEMA_SQL = `
 CREATE TABLE outbox (
   id TEXT PRIMARY KEY,
@@ -89,13 +96,15 @@ function getRow(db: Database, idOrKey: string): OutboxRow | null {
 function hasEarlierOpenRecord(
   db: Database,
   row: Pick<OutboxRow, "channel" | "account" | "target" | "ordinal">,
+  nowMs: number,
 ): boolean {
   return (
     db
       .query(
-        `SELECT 1 FROM outbox WHERE channel = ? AND account = ? AND target = ? AND ordinal < ? AND state IN ${OPEN_STATES_SQL} LIMIT 1`,
+        `SELECT 1 FROM outbox WHERE channel = ? AND account = ? AND target = ? AND ordinal < ?
+         AND ${holdsChatSql("", "?")} LIMIT 1`,
       )
-      .get(row.channel, row.account, row.target, row.ordinal) !== null
+      .get(row.channel, row.account, row.target, row.ordinal, nowMs) !== null
   );
 }
 
@@ -247,18 +256,25 @@ export class SqliteOutboxRepository implements OutboxRepository {
         `${headsSql(options.channels.length)} AND o.next_attempt_at_ms <= ?
          ORDER BY o.next_attempt_at_ms, o.created_at_ms LIMIT ?`,
       )
-      .all(...options.channels, nowMs, options.limit + excluded.size) as OutboxRow[];
+      .all(...options.channels, nowMs, nowMs, options.limit + excluded.size) as OutboxRow[];
     return rows
       .map(toOutboxRecord)
       .filter((record) => !excluded.has(targetKey(record)))
       .slice(0, options.limit);
   }
 
-  async nextWakeAtMs(channels: readonly ChannelName[]): Promise<number | null> {
+  async nextWakeAtMs(channels: readonly ChannelName[], nowMs: number): Promise<number | null> {
     if (channels.length === 0) return null;
     const row = this.db
-      .query(`SELECT MIN(o.next_attempt_at_ms) AS at FROM (${headsSql(channels.length)}) AS o`)
-      .get(...channels) as { at: number | null };
+      .query(
+        `SELECT MIN(at) AS at FROM (
+           SELECT MIN(o.next_attempt_at_ms) AS at FROM (${headsSql(channels.length)}) AS o
+           UNION ALL
+           SELECT MIN(next_attempt_at_ms) FROM outbox WHERE state = 'ambiguous'
+             AND next_attempt_at_ms > ? AND next_attempt_at_ms < ${HOLD_FOREVER_MS}
+             AND channel IN (${placeholders(channels.length)}))`,
+      )
+      .get(...channels, nowMs, nowMs, ...channels) as { at: number | null };
     return row.at;
   }
 
@@ -386,13 +402,18 @@ export class SqliteOutboxRepository implements OutboxRepository {
     );
   }
 
-  async markAmbiguous(id: string, reason: string, nowMs: number): Promise<boolean> {
+  async markAmbiguous(
+    id: string,
+    reason: string,
+    nowMs: number,
+    holdUntilMs = HOLD_FOREVER_MS,
+  ): Promise<boolean> {
     return this.write(() =>
       transition(this.db, {
         id,
         from: ["sending"],
         to: "ambiguous",
-        set: { last_error: reason },
+        set: { last_error: reason, next_attempt_at_ms: holdUntilMs },
         entry: history.ambiguous(nowMs, reason),
         nowMs,
       }),
@@ -402,6 +423,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
   async recoverInterrupted(
     idempotentChannels: ReadonlySet<ChannelName>,
     nowMs: number,
+    holdUntilMs = HOLD_FOREVER_MS,
   ): Promise<RecoverySummary> {
     return this.write(() => {
       const summary = emptyRecoverySummary();
@@ -415,7 +437,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
             id: row.id,
             from: ["sending"],
             to: "ambiguous",
-            set: { last_error: recovery.reason },
+            set: { last_error: recovery.reason, next_attempt_at_ms: holdUntilMs },
             entry: history.ambiguous(nowMs, recovery.reason),
             nowMs,
           });
@@ -442,7 +464,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
       if (row.kind !== "stream" || row.state !== "pending" || isFinal(row)) {
         return { live: false, reason: "unavailable" };
       }
-      if (hasEarlierOpenRecord(this.db, row)) return { live: false, reason: "queued" };
+      if (hasEarlierOpenRecord(this.db, row, nowMs)) return { live: false, reason: "queued" };
       transition(this.db, {
         id: row.id,
         from: ["pending"],
@@ -539,12 +561,17 @@ export class SqliteOutboxRepository implements OutboxRepository {
   }
 }
 
-/** Head record of each target of `channelCount` channels that the worker may deliver. */
+const placeholders = (count: number): string => Array.from({ length: count }, () => "?").join(", ");
+
+/**
+ * Head record of each target of `channelCount` channels that the worker may deliver; its
+ * parameters are the channels, then the time at which holds are judged.
+ */
 function headsSql(channelCount: number): string {
   // CROSS JOIN keeps the heads (one per target, from the open-records index) as the outer loop;
   // left to itself the planner scans every pending record and probes the heads (~25 ms at 10,000).
   return `SELECT o.* FROM (SELECT channel, account, target, MIN(ordinal) AS ordinal FROM outbox
-          WHERE state IN ${OPEN_STATES_SQL} AND channel IN (${Array.from({ length: channelCount }, () => "?").join(", ")})
+          WHERE channel IN (${placeholders(channelCount)}) AND ${holdsChatSql("", "?")}
           GROUP BY channel, account, target) h
     CROSS JOIN outbox o
     WHERE o.channel = h.channel AND o.account = h.account AND o.target = h.target AND o.ordinal = h.ordinal
