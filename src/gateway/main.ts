@@ -18,7 +18,15 @@ export interface RunningGateway {
 /** Starts everything: store, recovery, channels, outbox, schedules and the HTTP server. */
 export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
   const web = config.web ? createWebChannel({}) : null;
-  const stores = await openStoreBackend(config.database, { exclusive: true });
+  const stores = await openStoreBackend(config.database, {
+    exclusive: {
+      onLost(error) {
+        // Two gateways now share the database; stopping at once is what crash recovery is for.
+        logger.error("gateway.exclusive_lock_lost", { error: error.message });
+        process.exit(1);
+      },
+    },
+  });
   const gateway = createGateway(config, { stores, logger, extraAdapters: web ? [web] : [] });
   await gateway.start();
   const operator = createOperatorService({

@@ -202,4 +202,46 @@ describe("a gateway on PostgreSQL", () => {
     expect(result.exitCode).not.toBe(0);
     expect(result.stderr).toContain("SWITCHBOARD_DATABASE_URL puts the data on PostgreSQL");
   }, 20_000);
+
+  test("the lock's connection dies: the gateway takes the lock again, and a second gateway is still refused", async () => {
+    const before = await gatewayLockHolder();
+    expect(before).not.toBeNull();
+    await query("SELECT pg_terminate_backend($1)", [before]);
+    const after = await eventually(
+      async () => {
+        const pid = await gatewayLockHolder();
+        return pid !== null && pid !== before ? pid : undefined;
+      },
+      15_000,
+      "the gateway to take its lock again",
+    );
+    expect(after).not.toBe(before);
+    const second = await runCli(["start"], { ...env(), SWITCHBOARD_HTTP_PORT: "0" });
+    expect(second.exitCode).toBe(78);
+  }, 30_000);
+
+  test("another gateway takes the lock while this one's connection is down: this one stops at once", async () => {
+    const holder = await gatewayLockHolder();
+    const intruder = new SQL(database.url, { max: 1 });
+    try {
+      const session = await intruder.reserve();
+      await query("SELECT pg_terminate_backend($1)", [holder]);
+      await session.unsafe("SELECT pg_advisory_lock(hashtext('switchboard:gateway'))");
+      expect(await gateway.exited).toBe(1);
+      expect(gateway.events().some((e) => e.event === "gateway.exclusive_lock_lost")).toBe(true);
+      session.release();
+    } finally {
+      await intruder.close();
+    }
+  }, 30_000);
 });
+
+/** The server process holding this database's gateway lock, or null. */
+async function gatewayLockHolder(): Promise<number | null> {
+  const [row] = await query<{ pid: number }>(
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+       AND objid = hashtext('switchboard:gateway')::oid
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+  );
+  return row?.pid ?? null;
+}

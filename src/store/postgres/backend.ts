@@ -1,6 +1,7 @@
-import { type ReservedSQL, SQL, type TransactionSQL } from "bun";
+import { SQL, type TransactionSQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { StoreBackend } from "../backend.ts";
+import { type GatewayLock, takeGatewayLock } from "./gateway-lock.ts";
 import { storeGauges } from "./metrics.ts";
 import { createPostgresOperatorQueries } from "./operator-queries.ts";
 import { commitAnswerDelivery, PostgresOutboxRepository } from "./outbox.ts";
@@ -11,17 +12,15 @@ import { MIGRATIONS, migrate, schemaVersion } from "./schema.ts";
 /** The channel an operator change is announced on, so a running gateway acts on it at once. */
 const CHANGES_CHANNEL = "switchboard_changes";
 
-/** Held by the one gateway process working on a database, for as long as its connection lives. */
-const GATEWAY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held";
-
 export interface PostgresOpenOptions {
   /** Create or migrate the schema (the gateway, the terminal chat); else require this build's. */
   migrate: boolean;
   /**
    * The gateway: refuse to open while another gateway works on the database. At start a gateway
    * takes over every send and lease a dead process left, which would break a live one's.
+   * `onLost`: another gateway took the lock after this one's connection to it died.
    */
-  exclusive?: boolean;
+  exclusive?: { onLost: (error: SwitchboardError) => void };
 }
 
 /**
@@ -34,11 +33,11 @@ export async function openPostgresBackend(
 ): Promise<StoreBackend> {
   const sql = new SQL(url, { adapter: "postgres" });
   const location = withoutPassword(url);
-  let lock: ReservedSQL | null = null;
+  let lock: GatewayLock | null = null;
   try {
     if (options.migrate) await migrate(sql);
     else await requireCurrentSchema(sql, location);
-    if (options.exclusive) lock = await takeGatewayLock(sql, location);
+    if (options.exclusive) lock = await takeGatewayLock(sql, location, options.exclusive.onLost);
   } catch (error) {
     await sql.close();
     if (isSwitchboardError(error)) throw error;
@@ -83,17 +82,6 @@ export async function openPostgresBackend(
       await sql.close();
     },
   };
-}
-
-async function takeGatewayLock(sql: SQL, location: string): Promise<ReservedSQL> {
-  const connection = await sql.reserve();
-  const [row] = (await connection.unsafe(GATEWAY_LOCK_SQL)) as Array<{ held: boolean }>;
-  if (row?.held) return connection;
-  connection.release();
-  throw new SwitchboardError(
-    "config_invalid",
-    `Another switchboard gateway is already running on ${location}. One gateway process per database is supported for now: stop the other one, or give this one its own database.`,
-  );
 }
 
 async function requireCurrentSchema(sql: SQL, location: string): Promise<void> {
