@@ -203,9 +203,23 @@ describe("a gateway on PostgreSQL", () => {
     expect(result.stderr).toContain("SWITCHBOARD_DATABASE_URL puts the data on PostgreSQL");
   }, 20_000);
 
+  test("every connection of the gateway is cut, as a server restart would: the next message is still answered", async () => {
+    await query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+       WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+    );
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "after the cut" });
+    await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: after the cut", 20_000);
+    const ready = await fetch(`${gateway.url}/readyz`);
+    expect(ready.status).toBe(200);
+  }, 30_000);
+
   test("the lock's connection dies: the gateway takes the lock again, and a second gateway is still refused", async () => {
-    const before = await gatewayLockHolder();
-    expect(before).not.toBeNull();
+    const before = await eventually(
+      async () => (await gatewayLockHolder()) ?? undefined,
+      15_000,
+      "a lock holder",
+    );
     await query("SELECT pg_terminate_backend($1)", [before]);
     const after = await eventually(
       async () => {
@@ -221,7 +235,11 @@ describe("a gateway on PostgreSQL", () => {
   }, 30_000);
 
   test("another gateway takes the lock while this one's connection is down: this one stops at once", async () => {
-    const holder = await gatewayLockHolder();
+    const holder = await eventually(
+      async () => (await gatewayLockHolder()) ?? undefined,
+      15_000,
+      "a lock holder",
+    );
     const intruder = new SQL(database.url, { max: 1 });
     try {
       const session = await intruder.reserve();
