@@ -203,6 +203,22 @@ describe("a gateway on PostgreSQL", () => {
     expect(result.stderr).toContain("SWITCHBOARD_DATABASE_URL puts the data on PostgreSQL");
   }, 20_000);
 
+  test("the CLI refuses a PostgreSQL database without switchboard's schema and says how to get one", async () => {
+    const empty = await createDatabase();
+    try {
+      const result = await runCli(["runs", "list"], { SWITCHBOARD_DATABASE_URL: empty.url });
+      expect(result.exitCode).toBe(4);
+      expect(result.stderr).toContain("has no switchboard schema. Start the gateway once");
+      const reader = new SQL(empty.url, { max: 1 });
+      const [tables] = await reader`SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'public'`;
+      await reader.close();
+      // The CLI created nothing.
+      expect(Number(tables.n)).toBe(0);
+    } finally {
+      await empty.drop();
+    }
+  }, 20_000);
+
   test("every connection of the gateway is cut, as a server restart would: the next message is still answered", async () => {
     await query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
