@@ -246,7 +246,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     },
     async renderMetrics() {
-      return metrics.render(await stores.gauges(), { lanes: runtime.lanesHeld });
+      return metrics.render(await stores.gauges(), { lanes: runtime.lanesHeld, nowMs: clock.now() });
     },
   };
 }

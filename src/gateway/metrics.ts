@@ -33,6 +33,8 @@ export interface Metrics {
 export interface ProcessGauges {
   /** Conversations holding an executor lane (those with work). */
   lanes: number;
+  /** The scrape's time, for ages. */
+  nowMs: number;
 }
 
 export function createMetrics(): Metrics {
@@ -80,6 +82,13 @@ export function createMetrics(): Metrics {
           "switchboard_runtime_lanes",
           "Conversations with an executor lane (work in this process).",
           live.lanes,
+        ],
+        [
+          "switchboard_outbox_oldest_ambiguous_seconds",
+          "How long the oldest ambiguous reply has waited for an operator (0: none). Alert on this.",
+          gauges.oldestAmbiguousSinceMs === null
+            ? 0
+            : Math.max(0, Math.round((live.nowMs - gauges.oldestAmbiguousSinceMs) / 1000)),
         ],
       ] as const) {
         lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);

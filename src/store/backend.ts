@@ -10,6 +10,8 @@ export interface StoreGauges {
   outbox: Record<string, number>;
   /** Commit-to-delivery time of the most recent delivered replies (at most 1,000), in ms. */
   deliveryLatencyMs: { p50: number; p99: number; count: number } | null;
+  /** When the longest-waiting ambiguous record became ambiguous (ms); null when there is none. */
+  oldestAmbiguousSinceMs: number | null;
 }
 
 export interface ExternalCommitWatch {

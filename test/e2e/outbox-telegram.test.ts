@@ -184,6 +184,11 @@ describe("an ambiguous reply with a hold (SWITCHBOARD_AMBIGUOUS_HOLD_MS)", () =>
     // Recovery marked the hung send ambiguous with a 3 s hold; the next answer waited it out.
     const ambiguousAtMs = records[0]!.history.findLast((entry) => entry.action === "ambiguous")!.atMs;
     expect(answer.sentAtMs - ambiguousAtMs).toBeGreaterThanOrEqual(2_900);
+    // What an operator alerts on: the record has waited about as long as the hold, and more.
+    const metrics = await (await fetch(`${gateway!.url}/metrics`)).text();
+    const waited = Number(/^switchboard_outbox_oldest_ambiguous_seconds (\d+)$/m.exec(metrics)?.[1]);
+    expect(waited).toBeGreaterThanOrEqual(Math.floor((Date.now() - ambiguousAtMs) / 1000) - 1);
+    expect(waited).toBeGreaterThanOrEqual(2);
   }, 45_000);
 });
 

@@ -110,6 +110,7 @@ describe("a gateway on PostgreSQL", () => {
 
     const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
     expect(metrics).toContain('switchboard_outbox_records{state="delivered"} 1');
+    expect(metrics).toContain("switchboard_outbox_oldest_ambiguous_seconds 0");
     const ready = await fetch(`${gateway.url}/readyz`);
     expect(ready.status).toBe(200);
   }, 30_000);

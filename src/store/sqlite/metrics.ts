@@ -4,7 +4,7 @@ import { latencySummary, type StoreGauges } from "../backend.ts";
 const byState = (rows: Array<{ state: string; n: number }>) =>
   Object.fromEntries(rows.map((r) => [r.state, r.n]));
 
-/** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
+/** Gauges read at scrape time: runs and outbox records by state, delivery latency, ambiguity age. */
 export function storeGauges(db: Database): StoreGauges {
   const latencies = db
     .query(
@@ -19,9 +19,13 @@ export function storeGauges(db: Database): StoreGauges {
         n: number;
       }>,
     );
+  const oldest = db.query("SELECT MIN(updated_at_ms) AS at FROM outbox WHERE state = 'ambiguous'").get() as {
+    at: number | null;
+  };
   return {
     runs: counts("runs"),
     outbox: counts("outbox"),
     deliveryLatencyMs: latencySummary(latencies.map((r) => r.ms)),
+    oldestAmbiguousSinceMs: oldest.at,
   };
 }
