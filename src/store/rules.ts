@@ -1,6 +1,13 @@
 import { SwitchboardError } from "../errors.ts";
-import type { MessageStatus, TerminalRunState } from "../runtime/types.ts";
-import type { AdmitRequest, Fence, RunRecord } from "./types.ts";
+import type {
+  Message,
+  MessagePart,
+  MessageStatus,
+  RunState,
+  StopReason,
+  TerminalRunState,
+} from "../runtime/types.ts";
+import type { AdmitRequest, Fence, PromptTurn, RunRecord } from "./types.ts";
 
 /** Rules every store backend applies the same way. */
 
@@ -57,4 +64,47 @@ export function coalescingTarget(
       r.startedAtMs === null &&
       !superseded.includes(r.id),
   );
+}
+
+/** What an admission under `policy` asks of the runs already active; null: nothing (queue, inject). */
+export function stopReasonFor(policy: AdmitRequest["policy"]): StopReason | null {
+  if (policy === "supersede") return "superseded";
+  if (policy === "interrupt" || policy === "interrupt-next") return "interrupted";
+  return null;
+}
+
+export function idempotencyConflict(idempotencyKey: string, conversationId: string): SwitchboardError {
+  return new SwitchboardError(
+    "idempotency_conflict",
+    `Idempotency key ${idempotencyKey} was already used with different input in conversation ${conversationId}. Use a new key for new input.`,
+  );
+}
+
+/** Ids of the inputs that joined an answer, from its `joined-input` parts. */
+export function joinedInputIds(parts: readonly MessagePart[]): string[] {
+  return parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : []));
+}
+
+/**
+ * Prompt turns of finished `runs`, in their order: each run's inputs, its answer, then the inputs
+ * that joined the answer. `messages` are the runs' own messages, `joined` those joined inputs.
+ */
+export function promptTurns(
+  runs: ReadonlyArray<{ id: string; state: string; finishSeq: number }>,
+  messages: readonly Message[],
+  joined: readonly Message[],
+): PromptTurn[] {
+  return runs.map((run) => {
+    const own = messages.filter((m) => m.runId === run.id);
+    const answer = own.find((m) => m.role === "assistant");
+    const joinedOfTurn = answer
+      ? joined.filter((m) => answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id))
+      : [];
+    return {
+      runId: run.id,
+      state: run.state as RunState,
+      finishSeq: run.finishSeq,
+      messages: [...own.filter((m) => m.role === "user"), ...(answer ? [answer] : []), ...joinedOfTurn],
+    };
+  });
 }

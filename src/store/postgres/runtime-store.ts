@@ -12,7 +12,16 @@ import {
 } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
-import { answerStatus, checkFence, coalescingTarget, isOwned } from "../rules.ts";
+import {
+  answerStatus,
+  checkFence,
+  coalescingTarget,
+  idempotencyConflict,
+  isOwned,
+  joinedInputIds,
+  promptTurns,
+  stopReasonFor,
+} from "../rules.ts";
 import type {
   AcquiredRun,
   AcquireRequest,
@@ -337,23 +346,12 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const messageRows = await sql<MessageRow[]>`
       SELECT * FROM messages WHERE run_id = ANY(${sql.array(runIds, "TEXT")}) ORDER BY ord`;
     const messages = messageRows.map(toMessage);
-    const joined = await this.messagesByIds(
-      sql,
-      messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : []))),
+    const joined = await this.messagesByIds(sql, joinedInputIds(messages.flatMap((m) => m.parts)));
+    return promptTurns(
+      rows.map((row) => ({ id: row.id, state: row.state, finishSeq: Number(row.finish_seq) })),
+      messages,
+      joined,
     );
-    return rows.map((row) => {
-      const own = messages.filter((m) => m.runId === row.id);
-      const answer = own.find((m) => m.role === "assistant");
-      const joinedOfTurn = answer
-        ? joined.filter((m) => answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id))
-        : [];
-      return {
-        runId: row.id,
-        state: row.state as RunState,
-        finishSeq: Number(row.finish_seq),
-        messages: [...own.filter((m) => m.role === "user"), ...(answer ? [answer] : []), ...joinedOfTurn],
-      };
-    });
   }
 
   private async summaryRow(sql: SQL, conversationId: string): Promise<ConversationSummary | null> {
@@ -467,12 +465,8 @@ export class PostgresRuntimeStore implements RuntimeStore {
       SELECT fingerprint, run_id, id FROM messages
       WHERE conversation_id = ${conversationId} AND idempotency_key = ${request.idempotencyKey}`;
     if (!prior) return null;
-    if (prior.fingerprint !== request.fingerprint) {
-      throw new SwitchboardError(
-        "idempotency_conflict",
-        `Idempotency key ${request.idempotencyKey} was already used with different input in conversation ${conversationId}. Use a new key for new input.`,
-      );
-    }
+    if (prior.fingerprint !== request.fingerprint)
+      throw idempotencyConflict(request.idempotencyKey, conversationId);
     return { outcome: "duplicate", conversationId, runId: prior.run_id, inputMessageId: prior.id };
   }
 
@@ -540,12 +534,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   ): Promise<{ stopRequested: Array<{ runId: string; reason: StopReason }>; superseded: string[] }> {
     const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
     const superseded: string[] = [];
-    const stopReason: StopReason | null =
-      request.policy === "supersede"
-        ? "superseded"
-        : request.policy === "interrupt" || request.policy === "interrupt-next"
-          ? "interrupted"
-          : null;
+    const stopReason = stopReasonFor(request.policy);
     if (!stopReason) return { stopRequested, superseded };
     for (const run of active) {
       if (run.state === "queued") {
@@ -775,7 +764,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     parts: readonly MessagePart[],
     nowMs: number,
   ): Promise<string[]> {
-    const joined = new Set(parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])));
+    const joined = new Set(joinedInputIds(parts));
     if (joined.size === 0) return [];
     const absorbed: string[] = [];
     for (const candidate of await this.activeRuns(tx.sql, run.conversationId)) {

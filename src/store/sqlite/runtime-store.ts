@@ -12,7 +12,15 @@ import {
 } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
-import { answerStatus, checkFence, coalescingTarget } from "../rules.ts";
+import {
+  answerStatus,
+  checkFence,
+  coalescingTarget,
+  idempotencyConflict,
+  joinedInputIds,
+  promptTurns,
+  stopReasonFor,
+} from "../rules.ts";
 import type {
   AcquiredRun,
   AcquireRequest,
@@ -271,22 +279,11 @@ export class SqliteRuntimeStore implements RuntimeStore {
         .query(`SELECT * FROM messages WHERE run_id IN (${marks}) ORDER BY ord`)
         .all(...rows.map((r) => r.id)) as MessageRow[]
     ).map(toMessage);
-    const joined = this.messagesByIds(
-      messages.flatMap((m) => m.parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : []))),
+    return promptTurns(
+      rows.map((row) => ({ id: row.id, state: row.state, finishSeq: row.finish_seq })),
+      messages,
+      this.messagesByIds(joinedInputIds(messages.flatMap((m) => m.parts))),
     );
-    return rows.map((row) => {
-      const own = messages.filter((m) => m.runId === row.id);
-      const answer = own.find((m) => m.role === "assistant");
-      const joinedOfTurn = answer
-        ? joined.filter((m) => answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id))
-        : [];
-      return {
-        runId: row.id,
-        state: row.state as RunState,
-        finishSeq: row.finish_seq,
-        messages: [...own.filter((m) => m.role === "user"), ...(answer ? [answer] : []), ...joinedOfTurn],
-      };
-    });
   }
 
   private summaryRow(conversationId: string): ConversationSummary | null {
@@ -450,10 +447,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       } | null;
       if (prior) {
         if (prior.fingerprint !== request.fingerprint) {
-          throw new SwitchboardError(
-            "idempotency_conflict",
-            `Idempotency key ${request.idempotencyKey} was already used with different input in conversation ${conversationId}. Use a new key for new input.`,
-          );
+          throw idempotencyConflict(request.idempotencyKey, conversationId);
         }
         return {
           outcome: "duplicate",
@@ -469,12 +463,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       const active = needsActive ? this.activeRuns(conversationId) : [];
       const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
       const superseded: string[] = [];
-      const stopReason: StopReason | null =
-        request.policy === "supersede"
-          ? "superseded"
-          : request.policy === "interrupt" || request.policy === "interrupt-next"
-            ? "interrupted"
-            : null;
+      const stopReason = stopReasonFor(request.policy);
       if (stopReason) {
         for (const run of active) {
           if (run.state === "queued") {
@@ -804,9 +793,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
 
       const absorbed: string[] = [];
       if (state === "completed") {
-        const joined = new Set(
-          request.assistantParts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])),
-        );
+        const joined = new Set(joinedInputIds(request.assistantParts));
         if (joined.size > 0) {
           for (const candidate of this.activeRuns(run.conversationId)) {
             if (
