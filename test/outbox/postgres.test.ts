@@ -9,7 +9,7 @@ import {
   PostgresOutboxRepository,
 } from "../../src/store/postgres/outbox.ts";
 import { openPostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
-import { migrate } from "../../src/store/postgres/schema.ts";
+import { openMigratedPool } from "../../src/store/postgres/schema.ts";
 import { admitRequest } from "../store/conformance.ts";
 import { closeAdminConnection, createDatabase, withDatabase } from "../support/postgres.ts";
 import { type OutboxBackend, runOutboxRepositoryConformance } from "./repository-conformance.ts";
@@ -22,16 +22,7 @@ const T0 = 1_700_000_000_000;
 afterAll(closeAdminConnection);
 
 /** A pool on `url` with the schema migrated, as one gateway process has it. */
-async function connect(url: string): Promise<SQL> {
-  const sql = new SQL(url, { adapter: "postgres" });
-  try {
-    await migrate(sql);
-  } catch (error) {
-    await sql.close();
-    throw error;
-  }
-  return sql;
-}
+const connect = openMigratedPool;
 
 async function openPostgresOutbox(): Promise<OutboxBackend> {
   const db = await createDatabase();

@@ -1,4 +1,4 @@
-import { SQL, type TransactionSQL } from "bun";
+import type { SQL, TransactionSQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import {
@@ -47,7 +47,7 @@ import type {
   TerminalResult,
 } from "../types.ts";
 import { sumUsage } from "../usage.ts";
-import { migrate } from "./schema.ts";
+import { openMigratedPool } from "./schema.ts";
 
 type EventBody = DurableEvent extends infer E
   ? E extends DurableEvent
@@ -978,12 +978,5 @@ export class PostgresRuntimeStore implements RuntimeStore {
  * the runtime's recovery with `takeOverLeases`, which would end the others' live leases.
  */
 export async function openPostgresRuntimeStore(url: string): Promise<PostgresRuntimeStore> {
-  const sql = new SQL(url, { adapter: "postgres" });
-  try {
-    await migrate(sql);
-  } catch (error) {
-    await sql.close();
-    throw error;
-  }
-  return new PostgresRuntimeStore(sql);
+  return new PostgresRuntimeStore(await openMigratedPool(url));
 }

@@ -1,4 +1,4 @@
-import type { SQL } from "bun";
+import { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
 import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
@@ -198,4 +198,16 @@ export async function schemaVersion(sql: SQL): Promise<number> {
     `SELECT value FROM ${META_TABLE} WHERE key = 'schema_version'`,
   );
   return row ? Number(row.value) : 0;
+}
+
+/** A pool on `url` whose schema is migrated to this build's; the pool is closed if that fails. */
+export async function openMigratedPool(url: string): Promise<SQL> {
+  const sql = new SQL(url, { adapter: "postgres" });
+  try {
+    await migrate(sql);
+  } catch (error) {
+    await sql.close();
+    throw error;
+  }
+  return sql;
 }
