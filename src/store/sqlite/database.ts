@@ -107,3 +107,8 @@ function migrate(db: Database, filename: string, migrations: readonly Migration[
     }
   }).immediate();
 }
+
+/** `?, ?, …` for `count` bound values in an `IN (…)` or `VALUES (…)` list. */
+export function placeholders(count: number): string {
+  return Array.from({ length: count }, () => "?").join(", ");
+}

@@ -9,6 +9,7 @@ import {
   toConversationSummary,
 } from "../operator-sql.ts";
 import { type RunRow, toRun } from "../rows.ts";
+import { placeholders } from "./database.ts";
 
 /** Operator queries over switchboard's SQLite database and its schedule repository. */
 export function createSqliteOperatorQueries(stores: {
@@ -59,7 +60,7 @@ export function createSqliteOperatorQueries(stores: {
             db
               .query(
                 `SELECT DISTINCT conversation_id FROM schedules
-                 WHERE state IN (${states.map(() => "?").join(", ")}) ORDER BY conversation_id`,
+                 WHERE state IN (${placeholders(states.length)}) ORDER BY conversation_id`,
               )
               .all(...states) as Array<{ conversation_id: string }>
           ).map((row) => row.conversation_id),

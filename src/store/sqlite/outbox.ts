@@ -39,6 +39,7 @@ import {
   streamKey,
   toOutboxRecord,
 } from "../outbox-records.ts";
+import { placeholders } from "./database.ts";
 
 export type { AnswerDelivery, AnswerDeliveryResult } from "../outbox-records.ts";
 
@@ -222,7 +223,7 @@ function transition(db: Database, request: TransitionRequest): boolean {
   const sql = `UPDATE outbox SET state = ?, updated_at_ms = ?, history = json_insert(history, '$[#]', json(?))${assignments
     .map(([column]) => `, ${column} = ?`)
     .join("")}
-    WHERE id = ? AND state IN (${request.from.map(() => "?").join(", ")})${request.where ? ` AND ${request.where}` : ""}`;
+    WHERE id = ? AND state IN (${placeholders(request.from.length)})${request.where ? ` AND ${request.where}` : ""}`;
   const result = db
     .query(sql)
     .run(
@@ -560,8 +561,6 @@ export class SqliteOutboxRepository implements OutboxRepository {
     return this.db.transaction(work).immediate();
   }
 }
-
-const placeholders = (count: number): string => Array.from({ length: count }, () => "?").join(", ");
 
 /**
  * Head record of each target of `channelCount` channels that the worker may deliver; its

@@ -46,6 +46,7 @@ import type {
   TerminalResult,
 } from "../types.ts";
 import { sumUsage } from "../usage.ts";
+import { placeholders } from "./database.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
 
@@ -250,7 +251,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
 
   private messagesByIds(ids: readonly string[]): Message[] {
     if (ids.length === 0) return [];
-    const marks = ids.map(() => "?").join(",");
+    const marks = placeholders(ids.length);
     return (
       this.db.query(`SELECT * FROM messages WHERE id IN (${marks}) ORDER BY ord`).all(...ids) as MessageRow[]
     ).map(toMessage);
@@ -273,7 +274,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       .all(conversationId, options.afterFinishSeq, options.limit) as Array<RunRow & { finish_seq: number }>;
     if (options.newest) rows.reverse();
     if (rows.length === 0) return [];
-    const marks = rows.map(() => "?").join(",");
+    const marks = placeholders(rows.length);
     const messages = (
       this.db
         .query(`SELECT * FROM messages WHERE run_id IN (${marks}) ORDER BY ord`)
@@ -645,7 +646,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
       const byIds = (ids: readonly string[]): Message[] => {
         if (ids.length === 0) return [];
-        const marks = ids.map(() => "?").join(",");
+        const marks = placeholders(ids.length);
         return (
           this.db
             .query(`SELECT * FROM messages WHERE id IN (${marks}) ORDER BY ord`)

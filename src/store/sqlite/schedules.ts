@@ -18,6 +18,7 @@ import {
   resumeUpdate,
   type ScheduleUpdate,
 } from "../schedule-rules.ts";
+import { placeholders } from "./database.ts";
 
 export { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 
@@ -42,7 +43,7 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
   const insertRow = (table: string, row: object, conflict = ""): void => {
     const names = Object.keys(row);
     db.query(
-      `INSERT INTO ${table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")}) ${conflict}`,
+      `INSERT INTO ${table} (${names.join(", ")}) VALUES (${placeholders(names.length)}) ${conflict}`,
     ).run(...(Object.values(row) as SqlValue[]));
   };
 
@@ -109,7 +110,7 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
       if (states.length === 0) return [];
       const rows = db
         .query(
-          `SELECT * FROM schedules WHERE conversation_id = ? AND state IN (${states.map(() => "?").join(", ")})
+          `SELECT * FROM schedules WHERE conversation_id = ? AND state IN (${placeholders(states.length)})
            ORDER BY created_at_ms, id`,
         )
         .all(conversationId, ...states);
