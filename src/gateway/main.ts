@@ -48,7 +48,6 @@ export async function startGateway(config: GatewayConfig, logger: Logger): Promi
       routes,
       web: web ?? createWebChannel({}),
       operatorToken: config.operatorToken,
-      onOperatorAction: () => gateway.worker.notify(),
     },
   });
   announce(config, gateway, http.url, logger);
