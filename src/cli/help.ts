@@ -45,8 +45,9 @@ export function topLevelHelp(
       ["--version", "Print the version."],
     ]),
     "",
-    "Environment: SWITCHBOARD_DB (database file), SWITCHBOARD_URL and SWITCHBOARD_OPERATOR_TOKEN",
-    "(use a running gateway's operator API), USER (default --actor).",
+    "Environment: SWITCHBOARD_DB (database file), SWITCHBOARD_DATABASE_URL (PostgreSQL instead),",
+    "SWITCHBOARD_URL and SWITCHBOARD_OPERATOR_TOKEN (use a running gateway's operator API), USER",
+    "(default --actor).",
     "",
     EXIT_CODES_HELP,
   ];

@@ -54,7 +54,8 @@ export const SOURCE_OPTIONS: Record<string, OptionSpec> = {
   db: {
     type: "string",
     valueName: "PATH",
-    description: "Database file. Default: $SWITCHBOARD_DB, else ./data/switchboard.sqlite.",
+    description:
+      "SQLite database file. Default: $SWITCHBOARD_DB, else ./data/switchboard.sqlite (with $SWITCHBOARD_DATABASE_URL set, that PostgreSQL database instead).",
   },
   url: {
     type: "string",
