@@ -124,6 +124,58 @@ describe("migration 7: ambiguous records hold their chat until a given time", ()
   });
 });
 
+describe("migration 8: the event ledger is stored by rowid", () => {
+  test("events written before the upgrade are read in order after it, and new ones follow them", async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir.path, "v7.sqlite");
+      const v7 = openDatabase({ filename: file, migrations: MIGRATIONS.slice(0, 7) });
+      const event = (conversation: string, seq: number) =>
+        `('${conversation}', ${seq}, 'admission', '${JSON.stringify({ type: "admission", conversationId: conversation, seq, durable: true })}', ${seq})`;
+      v7.exec(`
+        INSERT INTO conversations (id, version, last_seq, created_at_ms) VALUES ('c1', 2, 2, 1), ('c2', 1, 1, 1);
+        INSERT INTO events (conversation_id, seq, type, payload, at_ms)
+          VALUES ${event("c2", 1)}, ${event("c1", 2)}, ${event("c1", 1)};
+      `);
+      v7.close();
+
+      const stores = openSqliteStores(file);
+      expect((await stores.runtime.readEvents("c1", 0, 10)).map((e) => e.seq)).toEqual([1, 2]);
+      expect((await stores.runtime.readEvents("c2", 0, 10)).map((e) => e.seq)).toEqual([1]);
+      const admitted = await stores.runtime.admit({
+        conversation: { id: "c1" },
+        idempotencyKey: "k1",
+        fingerprint: "fp-1",
+        parts: [{ type: "text", text: "hi" }],
+        context: null,
+        policy: "queue",
+        coalescePending: false,
+        proposedIds: { runId: "run_1", messageId: "msg_1" },
+        nowMs: 3,
+      });
+      expect(admitted.outcome).toBe("admitted");
+      expect((await stores.runtime.readEvents("c1", 1, 10)).map((e) => [e.seq, e.type])).toEqual([
+        [2, "admission"],
+        [3, "admission"],
+      ]);
+      const plan = stores.db
+        .query(
+          "EXPLAIN QUERY PLAN SELECT payload FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq",
+        )
+        .all("c1", 0) as Array<{ detail: string }>;
+      expect(plan.map((p) => p.detail).join("; ")).toContain("USING INDEX events_conversation");
+      expect(() =>
+        stores.db.exec(
+          "INSERT INTO events (conversation_id, seq, type, payload, at_ms) VALUES ('c1', 3, 'x', '{}', 4)",
+        ),
+      ).toThrow(/UNIQUE/);
+      stores.close();
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
 describe("external commit watch", () => {
   test("reports another connection's commit once, and never the watching connection's own", async () => {
     const dir = tempDir();

@@ -133,3 +133,25 @@ CREATE UNIQUE INDEX messages_admission ON messages (idempotency_key, conversatio
   WHERE idempotency_key IS NOT NULL;
 DROP TABLE admissions;
 `;
+
+/**
+ * Migration 8: the event ledger becomes a rowid table (rows appended in commit order) with a
+ * narrow per-conversation index. Clustered by conversation, every admission of a burst rewrote
+ * its conversation's page of full event rows, and split it every dozen events: about two of the
+ * three pages an admission dirtied. The index entry it now writes instead is a few dozen bytes.
+ */
+export const EVENTS_BY_ROWID_SQL = `
+CREATE TABLE events_by_rowid (
+  id INTEGER PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  at_ms INTEGER NOT NULL
+);
+INSERT INTO events_by_rowid (conversation_id, seq, type, payload, at_ms)
+  SELECT conversation_id, seq, type, payload, at_ms FROM events ORDER BY at_ms, conversation_id, seq;
+DROP TABLE events;
+ALTER TABLE events_by_rowid RENAME TO events;
+CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
+`;
