@@ -246,7 +246,11 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     },
     async renderMetrics() {
-      return metrics.render(await stores.gauges(), { lanes: runtime.lanesHeld, nowMs: clock.now() });
+      return metrics.render(await stores.gauges(), {
+        lanes: runtime.lanesHeld,
+        nowMs: clock.now(),
+        active: true,
+      });
     },
   };
 }

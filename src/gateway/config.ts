@@ -94,7 +94,13 @@ export interface SlackSettings {
 }
 
 /** Where everything durable lives: a SQLite file (the embedded default) or a PostgreSQL server. */
-export type DatabaseConfig = { engine: "sqlite"; path: string } | { engine: "postgres"; url: string };
+/**
+ * Where the gateway keeps its data. `standby` (PostgreSQL only): while another gateway is active on
+ * the database, wait and take over when it stops, instead of refusing to start.
+ */
+export type DatabaseConfig =
+  | { engine: "sqlite"; path: string }
+  | { engine: "postgres"; url: string; standby: boolean };
 
 export interface GatewayConfig {
   database: DatabaseConfig;
@@ -158,7 +164,18 @@ const POSTGRES_EXAMPLE = "SWITCHBOARD_DATABASE_URL=postgres://switchboard@127.0.
 function parseDatabase(env: Record<string, string | undefined>, secrets: string[]): DatabaseConfig {
   const url = nonEmpty(env, "SWITCHBOARD_DATABASE_URL");
   const path = nonEmpty(env, "SWITCHBOARD_DB");
-  if (url === undefined) return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite" };
+  const standbyRaw = nonEmpty(env, "SWITCHBOARD_STANDBY") ?? "off";
+  if (standbyRaw !== "on" && standbyRaw !== "off")
+    fail("SWITCHBOARD_STANDBY", `must be on or off (got "${standbyRaw}")`, "SWITCHBOARD_STANDBY=on");
+  if (url === undefined) {
+    if (standbyRaw === "on")
+      fail(
+        "SWITCHBOARD_STANDBY",
+        "needs SWITCHBOARD_DATABASE_URL: gateways share a PostgreSQL database, never a SQLite file, so a standby has nothing to wait for",
+        POSTGRES_EXAMPLE,
+      );
+    return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite" };
+  }
   if (path !== undefined) {
     fail(
       "SWITCHBOARD_DATABASE_URL",
@@ -180,7 +197,7 @@ function parseDatabase(env: Record<string, string | undefined>, secrets: string[
     );
   }
   if (parsed.password) secrets.push(decodeURIComponent(parsed.password), parsed.password);
-  return { engine: "postgres", url };
+  return { engine: "postgres", url, standby: standbyRaw === "on" };
 }
 
 function parseAllowList(env: Record<string, string | undefined>, name: string): AllowList {

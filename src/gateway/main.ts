@@ -5,8 +5,9 @@ import { systemClock } from "../util/clock.ts";
 import { createLogger, type Logger } from "../util/log.ts";
 import { createGateway, type Gateway } from "./app.ts";
 import { type GatewayConfig, loadConfig, redactSecrets } from "./config.ts";
-import { startHttpServer } from "./http/server.ts";
+import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { createOperatorService } from "./operator.ts";
+import { startStandbyHttp } from "./standby.ts";
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -15,18 +16,52 @@ export interface RunningGateway {
   shutdown(): Promise<void>;
 }
 
-/** Starts everything: store, recovery, channels, outbox, schedules and the HTTP server. */
-export async function startGateway(config: GatewayConfig, logger: Logger): Promise<RunningGateway> {
+/**
+ * Starts everything: store, recovery, channels, outbox, schedules and the HTTP server. A standby
+ * (`SWITCHBOARD_STANDBY=on`) first waits, serving health and the operator API, until the active
+ * gateway on its database stops; aborting `standbySignal` ends that wait (the promise rejects).
+ */
+export async function startGateway(
+  config: GatewayConfig,
+  logger: Logger,
+  standbySignal: AbortSignal = new AbortController().signal,
+): Promise<RunningGateway> {
   const web = config.web ? createWebChannel({}) : null;
-  const stores = await openStoreBackend(config.database, {
-    exclusive: {
+  const stores = await openStoreBackend(config.database);
+  // Set by the standby wait's callback (a plain `let` would stay `null` to the type checker).
+  const standby: { http: HttpServer | null } = { http: null };
+  try {
+    await stores.becomeActiveGateway({
       onLost(error) {
         // Two gateways now share the database; stopping at once is what crash recovery is for.
         logger.error("gateway.exclusive_lock_lost", { error: error.message });
         process.exit(1);
       },
-    },
-  });
+      ...(config.database.engine === "postgres" && config.database.standby
+        ? {
+            standby: {
+              signal: standbySignal,
+              async onWaiting() {
+                standby.http = await startStandbyHttp(config, stores, logger);
+                logger.info("gateway.standby", {
+                  url: standby.http.url,
+                  database: stores.location,
+                  hint: "another gateway is active on this database; this one takes over when it stops",
+                });
+              },
+            },
+          }
+        : {}),
+    });
+  } catch (error) {
+    await standby.http?.stop();
+    await stores.close();
+    throw error;
+  }
+  if (standby.http) {
+    await standby.http.stop();
+    logger.info("gateway.taking_over", { database: stores.location });
+  }
   const gateway = createGateway(config, { stores, logger, extraAdapters: web ? [web] : [] });
   await gateway.start();
   const operator = createOperatorService({
@@ -126,13 +161,9 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
     throw error;
   }
   const logger = createLogger({ level: config.logLevel, secrets: config.secrets });
-  let running: RunningGateway;
-  try {
-    running = await startGateway(config, logger);
-  } catch (error) {
-    logger.error("gateway.start_failed", { error });
-    process.exit(isSwitchboardError(error, "config_invalid") ? 78 : 1);
-  }
+  // Signals can come while a standby waits, before there is a gateway to shut down.
+  const standbyWait = new AbortController();
+  let running: RunningGateway | null = null;
   let signals = 0;
   const onSignal = (signal: string) => {
     signals += 1;
@@ -140,14 +171,29 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
       logger.warn("gateway.forced_exit", { signal });
       process.exit(130);
     }
-    void running.shutdown().then(
+    if (running) shutDown(running);
+    else standbyWait.abort();
+  };
+  const shutDown = (gateway: RunningGateway) =>
+    void gateway.shutdown().then(
       () => process.exit(0),
       (error) => {
         logger.error("gateway.shutdown_failed", { error });
         process.exit(1);
       },
     );
-  };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  try {
+    running = await startGateway(config, logger, standbyWait.signal);
+  } catch (error) {
+    if (standbyWait.signal.aborted) {
+      logger.info("gateway.stopped", { role: "standby" });
+      process.exit(0);
+    }
+    logger.error("gateway.start_failed", { error });
+    process.exit(isSwitchboardError(error, "config_invalid") ? 78 : 1);
+  }
+  // A signal came during start-up, when no standby wait was there to end it: shut down now.
+  if (standbyWait.signal.aborted) shutDown(running);
 }

@@ -35,6 +35,8 @@ export interface ProcessGauges {
   lanes: number;
   /** The scrape's time, for ages. */
   nowMs: number;
+  /** False while this process waits as a standby for the active gateway to stop. */
+  active: boolean;
 }
 
 export function createMetrics(): Metrics {
@@ -78,6 +80,11 @@ export function createMetrics(): Metrics {
       for (const [name, help, value] of [
         ["process_resident_memory_bytes", "Resident set size of the gateway process.", memory.rss],
         ["switchboard_js_heap_used_bytes", "JavaScript heap in use.", memory.heapUsed],
+        [
+          "switchboard_gateway_active",
+          "1 when this process is the database's active gateway; 0 while it waits as a standby.",
+          live.active ? 1 : 0,
+        ],
         [
           "switchboard_runtime_lanes",
           "Conversations with an executor lane (work in this process).",

@@ -1,5 +1,6 @@
 import type { OutboxRepository } from "../../outbox/types.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
+import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../gateway/operator/queries.ts";
 import type { AnswerDelivery } from "./sqlite/outbox.ts";
 import type { RuntimeStore } from "./types.ts";
@@ -12,6 +13,17 @@ export interface StoreGauges {
   deliveryLatencyMs: { p50: number; p99: number; count: number } | null;
   /** When the longest-waiting ambiguous record became ambiguous (ms); null when there is none. */
   oldestAmbiguousSinceMs: number | null;
+}
+
+/** How a gateway process becomes the one active gateway on its database. */
+export interface ActiveGatewayOptions {
+  /** Another gateway became active after this one's hold on the database lapsed: stop at once. */
+  onLost(error: SwitchboardError): void;
+  /**
+   * Wait while another gateway is active, instead of refusing: `onWaiting` runs once when the
+   * wait begins; aborting `signal` ends the wait with a `runtime_closed` error.
+   */
+  standby?: { onWaiting(): void | Promise<void>; signal: AbortSignal };
 }
 
 export interface ExternalCommitWatch {
@@ -35,6 +47,12 @@ export interface StoreBackend {
    * `deliveries` hook: the answer becomes the run's outbox record in that same transaction.
    */
   commitAnswerDelivery(tx: unknown, delivery: AnswerDelivery, nowMs: number): void | Promise<void>;
+  /**
+   * Makes this process the database's one active gateway, which recovers every run and send a
+   * dead process left. PostgreSQL holds a session advisory lock until `close()`; a SQLite file
+   * has nothing to take (one gateway process per file).
+   */
+  becomeActiveGateway(options: ActiveGatewayOptions): Promise<void>;
   gauges(): Promise<StoreGauges>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;

@@ -214,6 +214,16 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       /SWITCHBOARD_DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/,
     ],
     [
+      "a standby without PostgreSQL",
+      { SWITCHBOARD_STANDBY: "on" },
+      /SWITCHBOARD_STANDBY needs SWITCHBOARD_DATABASE_URL/,
+    ],
+    [
+      "a standby setting that is not on or off",
+      { SWITCHBOARD_STANDBY: "yes" },
+      /SWITCHBOARD_STANDBY must be on or off \(got "yes"\)/,
+    ],
+    [
       "bad ambiguous hold",
       { SWITCHBOARD_AMBIGUOUS_HOLD_MS: "5 minutes" },
       /SWITCHBOARD_AMBIGUOUS_HOLD_MS must be a whole number of milliseconds or "forever"/,

@@ -193,7 +193,8 @@ describe("a gateway on PostgreSQL", () => {
   test("a second gateway on the same database refuses to start and names the fix; the first keeps answering", async () => {
     const second = await runCli(["start"], { ...env(), SWITCHBOARD_HTTP_PORT: "0" });
     expect(second.exitCode).toBe(78);
-    expect(second.stderr).toContain("Another switchboard gateway is already running on postgres://");
+    expect(second.stderr).toContain("Another switchboard gateway is already active on postgres://");
+    expect(second.stderr).toContain("SWITCHBOARD_STANDBY=on");
     telegram.incoming({ chat: privateChat(bob), from: bob, text: "still there?" });
     await telegram.waitForMessage(bob.id, (m) => m.visibleText === "echo: still there?", 15_000);
   }, 30_000);

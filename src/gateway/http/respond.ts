@@ -22,6 +22,7 @@ const STATUS_BY_CODE: Partial<Record<SwitchboardErrorCode, number>> = {
   version_conflict: 409,
   idempotency_conflict: 409,
   unauthorized: 401,
+  platform_unavailable: 503,
 };
 
 /**

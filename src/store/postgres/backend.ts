@@ -15,12 +15,6 @@ const CHANGES_CHANNEL = "switchboard_changes";
 export interface PostgresOpenOptions {
   /** Create or migrate the schema (the gateway, the terminal chat); else require this build's. */
   migrate: boolean;
-  /**
-   * The gateway: refuse to open while another gateway works on the database. At start a gateway
-   * takes over every send and lease a dead process left, which would break a live one's.
-   * `onLost`: another gateway took the lock after this one's connection to it died.
-   */
-  exclusive?: { onLost: (error: SwitchboardError) => void };
 }
 
 /**
@@ -37,7 +31,6 @@ export async function openPostgresBackend(
   try {
     if (options.migrate) await migrate(sql);
     else await requireCurrentSchema(sql, location);
-    if (options.exclusive) lock = await takeGatewayLock(sql, location, options.exclusive.onLost);
   } catch (error) {
     await sql.close();
     if (isSwitchboardError(error)) throw error;
@@ -57,6 +50,9 @@ export async function openPostgresBackend(
     operator: createPostgresOperatorQueries({ sql, schedules }),
     async commitAnswerDelivery(tx, delivery, nowMs) {
       await commitAnswerDelivery(tx as TransactionSQL, delivery, nowMs);
+    },
+    async becomeActiveGateway(gateway) {
+      lock ??= await takeGatewayLock(sql, location, gateway);
     },
     gauges: () => storeGauges(sql),
     async ping() {

@@ -1,28 +1,45 @@
 import type { ReservedSQL, SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
+import type { ActiveGatewayOptions } from "../backend.ts";
 
-/** Held by the one gateway process working on a database, for as long as its connection lives. */
+/** Held by the one active gateway process on a database, for as long as its connection lives. */
 const TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held";
-/** How often the lock's connection is checked, and the lock taken again after the connection died. */
-const CHECK_MS = 5000;
+/** How often the holder checks the lock's connection, and takes the lock again after it died. */
+const CHECK_MS = 2000;
+/** A check that takes longer counts as a dead connection. */
+const CHECK_TIMEOUT_MS = 1500;
+/** How often a standby tries for the lock. */
+const STANDBY_POLL_MS = 1000;
+/**
+ * A standby that gets the lock waits this long before it acts. The lock is free either because
+ * the holder died or because only its lock connection did; in the second case the holder notices
+ * within one check (plus its timeout) and exits, and must be gone before this one takes over its
+ * runs and sends.
+ */
+const TAKEOVER_DELAY_MS = CHECK_MS + CHECK_TIMEOUT_MS + 500;
 
 export interface GatewayLock {
   release(): void;
 }
 
 /**
- * Takes the gateway lock on its own connection, or throws naming the other gateway. A session
- * lock dies with its connection (a server restart, a terminated backend), so the connection is
- * checked every few seconds and the lock taken again on a new one; `onLost` hears when another
- * gateway took it in between (two gateways now share the database: this one must stop).
+ * Takes the gateway lock on its own connection. Without `standby` it throws naming the other
+ * gateway when the lock is held; with it, it waits until the lock is free (the active gateway
+ * stopped or died), then waits out the takeover delay. A session lock dies with its connection (a
+ * server restart, a terminated backend), so the holder checks the connection every few seconds
+ * and takes the lock again on a new one; `onLost` hears when another gateway took it in between
+ * (two gateways now share the database: this one must stop).
  */
 export async function takeGatewayLock(
   sql: SQL,
   location: string,
-  onLost: (error: SwitchboardError) => void,
+  options: ActiveGatewayOptions,
 ): Promise<GatewayLock> {
   let connection: ReservedSQL | null = await tryLock(sql);
-  if (connection === null) throw heldElsewhere(location);
+  if (connection === null) {
+    if (!options.standby) throw heldElsewhere(location);
+    connection = await waitForLock(sql, options.standby);
+  }
   let checking = false;
   const timer = setInterval(async () => {
     if (checking) return;
@@ -35,7 +52,7 @@ export async function takeGatewayLock(
       connection = await tryLock(sql).catch(() => null);
       if (connection === null && (await lockedByOther(sql))) {
         clearInterval(timer);
-        onLost(heldElsewhere(location));
+        options.onLost(heldElsewhere(location));
       }
     } finally {
       checking = false;
@@ -49,6 +66,44 @@ export async function takeGatewayLock(
       connection = null;
     },
   };
+}
+
+async function waitForLock(
+  sql: SQL,
+  standby: NonNullable<ActiveGatewayOptions["standby"]>,
+): Promise<ReservedSQL> {
+  await standby.onWaiting();
+  for (;;) {
+    await pause(STANDBY_POLL_MS, standby.signal);
+    // A server that is down now may be back at the next try.
+    const connection = await tryLock(sql).catch(() => null);
+    if (connection === null) continue;
+    try {
+      await pause(TAKEOVER_DELAY_MS, standby.signal);
+    } catch (error) {
+      connection.release();
+      throw error;
+    }
+    return connection;
+  }
+}
+
+/** Resolves after `ms`, or rejects as soon as `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const stopped = () =>
+      new SwitchboardError("runtime_closed", "The standby gateway was stopped before it became active.");
+    if (signal.aborted) return reject(stopped());
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(stopped());
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 async function tryLock(sql: SQL): Promise<ReservedSQL | null> {
@@ -65,11 +120,18 @@ async function tryLock(sql: SQL): Promise<ReservedSQL | null> {
 }
 
 async function alive(connection: ReservedSQL): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    await connection.unsafe("SELECT 1");
-    return true;
+    return await Promise.race([
+      connection.unsafe("SELECT 1").then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
+      }),
+    ]);
   } catch {
     return false;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -88,6 +150,6 @@ async function lockedByOther(sql: SQL): Promise<boolean> {
 function heldElsewhere(location: string): SwitchboardError {
   return new SwitchboardError(
     "config_invalid",
-    `Another switchboard gateway is already running on ${location}. One gateway process per database is supported for now: stop the other one, or give this one its own database.`,
+    `Another switchboard gateway is already active on ${location}. Stop the other one, give this one its own database, or set SWITCHBOARD_STANDBY=on to run this one as a standby that takes over when the active gateway stops.`,
   );
 }

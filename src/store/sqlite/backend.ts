@@ -21,6 +21,8 @@ export function openSqliteBackend(path: string): StoreBackend {
     commitAnswerDelivery(tx, delivery, nowMs) {
       commitAnswerDeliverySync(tx as typeof db, delivery, nowMs);
     },
+    // Nothing to take: the file belongs to the one gateway process started on it.
+    becomeActiveGateway: async () => {},
     gauges: async () => storeGauges(db),
     ping: async () => {
       db.query("SELECT 1").get();
