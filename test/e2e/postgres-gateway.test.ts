@@ -14,7 +14,12 @@ import {
   user,
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { closeAdminConnection, createDatabase } from "../support/postgres.ts";
+import {
+  closeAdminConnection,
+  createDatabase,
+  gatewayLockHolder,
+  queryDatabase,
+} from "../support/postgres.ts";
 import { tempDir } from "../support/runtime.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
@@ -55,16 +60,6 @@ const botTexts = (chatId: number) =>
     .filter((m) => m.fromBot)
     .map((m) => m.visibleText);
 
-/** Reads the gateway's database from outside, as an operator with psql would. */
-async function query<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const sql = new SQL(database.url, { max: 1 });
-  try {
-    return (await sql.unsafe(text, params)) as T[];
-  } finally {
-    await sql.close();
-  }
-}
-
 beforeAll(async () => {
   llm = startFakeLlmServer();
   telegram = startTelegramEmulator();
@@ -87,11 +82,13 @@ describe("a gateway on PostgreSQL", () => {
     expect(String(started?.database)).toStartWith("postgres://");
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "hello postgres" });
     await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: hello postgres", 15_000);
-    const [version] = await query<{ value: string }>(
+    const [version] = await queryDatabase<{ value: string }>(
+      database.url,
       "SELECT value FROM switchboard_meta WHERE key = 'schema_version'",
     );
     expect(Number(version!.value)).toBeGreaterThanOrEqual(5);
-    const outbox = await query<{ state: string }>(
+    const outbox = await queryDatabase<{ state: string }>(
+      database.url,
       "SELECT state FROM outbox WHERE markdown = 'echo: hello postgres'",
     );
     expect(outbox).toEqual([{ state: "delivered" }]);
@@ -222,7 +219,8 @@ describe("a gateway on PostgreSQL", () => {
   }, 20_000);
 
   test("every connection of the gateway is cut, as a server restart would: the next message is still answered", async () => {
-    await query(
+    await queryDatabase(
+      database.url,
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
        WHERE datname = current_database() AND pid <> pg_backend_pid()`,
     );
@@ -234,14 +232,14 @@ describe("a gateway on PostgreSQL", () => {
 
   test("the lock's connection dies: the gateway takes the lock again, and a second gateway is still refused", async () => {
     const before = await eventually(
-      async () => (await gatewayLockHolder()) ?? undefined,
+      async () => (await gatewayLockHolder(database.url)) ?? undefined,
       15_000,
       "a lock holder",
     );
-    await query("SELECT pg_terminate_backend($1)", [before]);
+    await queryDatabase(database.url, "SELECT pg_terminate_backend($1)", [before]);
     const after = await eventually(
       async () => {
-        const pid = await gatewayLockHolder();
+        const pid = await gatewayLockHolder(database.url);
         return pid !== null && pid !== before ? pid : undefined;
       },
       15_000,
@@ -254,14 +252,14 @@ describe("a gateway on PostgreSQL", () => {
 
   test("another gateway takes the lock while this one's connection is down: this one stops at once", async () => {
     const holder = await eventually(
-      async () => (await gatewayLockHolder()) ?? undefined,
+      async () => (await gatewayLockHolder(database.url)) ?? undefined,
       15_000,
       "a lock holder",
     );
     const intruder = new SQL(database.url, { max: 1 });
     try {
       const session = await intruder.reserve();
-      await query("SELECT pg_terminate_backend($1)", [holder]);
+      await queryDatabase(database.url, "SELECT pg_terminate_backend($1)", [holder]);
       await session.unsafe("SELECT pg_advisory_lock(hashtext('switchboard:gateway'))");
       expect(await gateway.exited).toBe(1);
       expect(gateway.events().some((e) => e.event === "gateway.exclusive_lock_lost")).toBe(true);
@@ -271,13 +269,3 @@ describe("a gateway on PostgreSQL", () => {
     }
   }, 30_000);
 });
-
-/** The server process holding this database's gateway lock, or null. */
-async function gatewayLockHolder(): Promise<number | null> {
-  const [row] = await query<{ pid: number }>(
-    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-       AND objid = hashtext('switchboard:gateway')::oid
-       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-  );
-  return row?.pid ?? null;
-}

@@ -5,7 +5,6 @@
  * LLM, real processes.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SQL } from "bun";
 import {
   privateChat,
   startTelegramEmulator,
@@ -13,7 +12,12 @@ import {
   user,
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { closeAdminConnection, createDatabase } from "../support/postgres.ts";
+import {
+  closeAdminConnection,
+  createDatabase,
+  gatewayLockHolder,
+  queryDatabase,
+} from "../support/postgres.ts";
 import { tempDir } from "../support/runtime.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import {
@@ -196,11 +200,11 @@ describe("a standby gateway on PostgreSQL", () => {
       let exitCode: number | null = null;
       for (let attempt = 0; attempt < 6 && exitCode === null; attempt++) {
         const holder = await eventually(
-          async () => (await gatewayLockHolder()) ?? undefined,
+          async () => (await gatewayLockHolder(database.url)) ?? undefined,
           10_000,
           "a lock holder",
         );
-        await query("SELECT pg_terminate_backend($1)", [holder]);
+        await queryDatabase(database.url, "SELECT pg_terminate_backend($1)", [holder]);
         exitCode = await Promise.race([second.exited, Bun.sleep(5_000).then(() => null)]);
       }
       expect(exitCode).toBe(1);
@@ -234,22 +238,3 @@ describe("a standby gateway on PostgreSQL", () => {
     await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: still answered", 15_000);
   }, 30_000);
 });
-
-async function query<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const sql = new SQL(database.url, { max: 1 });
-  try {
-    return (await sql.unsafe(text, params)) as T[];
-  } finally {
-    await sql.close();
-  }
-}
-
-/** The server process holding this database's gateway lock, or null. */
-async function gatewayLockHolder(): Promise<number | null> {
-  const [row] = await query<{ pid: number }>(
-    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-       AND objid = hashtext('switchboard:gateway')::oid
-       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-  );
-  return row?.pid ?? null;
-}

@@ -67,3 +67,24 @@ export async function withDatabase(fn: (url: string) => Promise<void>): Promise<
     await db.drop();
   }
 }
+
+/** Runs one query on the database at `url` over a connection of its own, as psql would. */
+export async function queryDatabase<T>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const sql = new SQL(url, { max: 1 });
+  try {
+    return (await sql.unsafe(text, params)) as T[];
+  } finally {
+    await sql.close();
+  }
+}
+
+/** The server process holding the gateway lock of the database at `url`, or null. */
+export async function gatewayLockHolder(url: string): Promise<number | null> {
+  const [row] = await queryDatabase<{ pid: number }>(
+    url,
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+       AND objid = hashtext('switchboard:gateway')::oid
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+  );
+  return row?.pid ?? null;
+}
