@@ -4,6 +4,7 @@ import type { StoreBackend } from "../store/backend.ts";
 import { systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { GatewayConfig } from "./config.ts";
+import { apiError } from "./http/respond.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { createMetrics } from "./metrics.ts";
 import { createOperatorService } from "./operator.ts";
@@ -15,8 +16,9 @@ const STANDBY_DETAIL =
  * What a standby gateway serves while it waits: liveness, readiness that says 503 (so a load
  * balancer sends webhooks and chat to the active gateway), metrics with
  * `switchboard_gateway_active 0`, and the operator API and console on the shared database. An
- * operator change made here is announced, so the active gateway acts on it at once. Chat and event
- * streams need the runtime, which only the active gateway runs: they answer 503.
+ * operator change made here is announced, so the active gateway acts on it at once. Chat, event
+ * streams and webhooks need the runtime and channels, which only the active gateway runs: they
+ * answer 503.
  */
 export function startStandbyHttp(
   config: GatewayConfig,
@@ -57,5 +59,14 @@ export function startStandbyHttp(
       web: createWebChannel({}),
       operatorToken: config.operatorToken,
     },
+    // A webhook that reaches the standby (no load balancer in front, or a stale one) is refused
+    // with a status the platforms retry, never a 404 they may take as final.
+    unmatched: () =>
+      apiError(
+        503,
+        "platform_unavailable",
+        `This gateway is a ${STANDBY_DETAIL}. Send this to the active gateway (route on /readyz).`,
+        { "retry-after": "5" },
+      ),
   });
 }

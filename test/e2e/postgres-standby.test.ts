@@ -111,6 +111,10 @@ describe("a standby gateway on PostgreSQL", () => {
     const events = await fetch(`${second.url}/api/conversations/${conversation!.id}/events`, authorized);
     expect(events.status).toBe(503);
     expect(((await events.json()) as { error: { message: string } }).error.message).toContain("standby");
+    // A webhook sent to the standby is refused with a status platforms retry.
+    const webhook = await fetch(`${second.url}/telegram/webhook`, { method: "POST", body: "{}" });
+    expect(webhook.status).toBe(503);
+    expect(webhook.headers.get("retry-after")).toBe("5");
     expect(second.events().some((e) => e.event === "gateway.started")).toBe(false);
   }, 30_000);
 

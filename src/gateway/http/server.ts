@@ -28,6 +28,8 @@ export interface HttpServerOptions {
   maxRequestBodyBytes?: number;
   /** Comment line on quiet event streams this often; default 15 000 ms. */
   sseHeartbeatMs?: number;
+  /** Answers requests outside `/api` that match no route (default: 404). */
+  unmatched?: (request: Request) => Response;
 }
 
 export interface HttpServer {
@@ -99,8 +101,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       const refused = checkOperatorAuth(request, services.operatorToken);
       if (refused) return refused;
     }
-    if (match.kind === "not_found")
+    if (match.kind === "not_found") {
+      if (options.unmatched && !isApiPath) return options.unmatched(request);
       return apiError(404, "not_found", `No route for ${request.method} ${url.pathname}.`);
+    }
     if (match.kind === "method_not_allowed")
       return apiError(
         405,
