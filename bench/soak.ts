@@ -1,16 +1,18 @@
 /**
- * The long chaos soak: `npm run soak -- --minutes 30 [--seed N] [--fault-rate R] [--engine sqlite|postgres]`.
+ * The long chaos soak: `npm run soak -- --minutes 30 [--seed N] [--fault-rate R] [--engine sqlite|postgres] [--standby]`.
  * The fault rate is per platform call (default 0.2); the outbox gives up on a record after 8
  * failed attempts, so rates much above 0.3 make a `failed` record (a violation) likely in long runs.
  * Runs the chaos driver (test/chaos/driver.ts) with traffic for the given minutes, prints the
  * counts and every violation, and exits 1 on any violation (2 on bad arguments). With
  * `--engine postgres` the gateway runs on a fresh database on the test server
- * (SWITCHBOARD_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres).
+ * (SWITCHBOARD_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres); with
+ * `--standby` as well, a second gateway always waits as a standby and takes over after each death.
  */
 import { type ChaosOptions, runChaos } from "../test/chaos/driver.ts";
 import { formatReport } from "../test/chaos/report.ts";
 
-const USAGE = "usage: npm run soak -- --minutes N [--seed N] [--fault-rate 0..1] [--engine sqlite|postgres]";
+const USAGE =
+  "usage: npm run soak -- --minutes N [--seed N] [--fault-rate 0..1] [--engine sqlite|postgres] [--standby]";
 
 function flag(name: string): string | undefined {
   const index = process.argv.indexOf(`--${name}`);
@@ -36,6 +38,13 @@ if (engine !== "sqlite" && engine !== "postgres") {
   process.stderr.write(`--engine ${engine} is not valid.\n${USAGE}\n`);
   process.exit(2);
 }
+const standby = process.argv.includes("--standby");
+if (standby && engine !== "postgres") {
+  process.stderr.write(
+    `--standby needs --engine postgres: gateways share a PostgreSQL database.\n${USAGE}\n`,
+  );
+  process.exit(2);
+}
 const trafficMs = Math.round(minutes * 60_000);
 
 const options: ChaosOptions = {
@@ -55,11 +64,12 @@ const options: ChaosOptions = {
   // Someone watches the ambiguous list once a minute; each ambiguous record holds back its chat.
   operatorEveryMs: 60_000,
   engine,
+  standby,
   log: (line) => process.stdout.write(`[${new Date().toISOString()}] ${line}\n`),
 };
 
 process.stdout.write(
-  `chaos soak: ${minutes} min of traffic, seed ${seed}, fault rate ${faultRate}, ${engine}\n`,
+  `chaos soak: ${minutes} min of traffic, seed ${seed}, fault rate ${faultRate}, ${engine}${standby ? " with a standby" : ""}\n`,
 );
 const report = await runChaos(options);
 process.stdout.write(formatReport(report));

@@ -1,8 +1,9 @@
 /**
  * The short chaos run (about 2 minutes, fixed seed), once on SQLite and once on PostgreSQL: a real
  * gateway process against the Telegram and Discord emulators and the fake LLM, SIGKILLed at every
- * named kill point and at random, with platform faults, duplicates and replays. The long run is
- * `npm run soak -- --minutes 30 [--engine postgres]`.
+ * named kill point and at random, with platform faults, duplicates and replays. On PostgreSQL a
+ * second gateway always waits as a standby and takes over after each death that is not followed
+ * by an armed start. The long run is `npm run soak -- --minutes 30 [--engine postgres [--standby]]`.
  */
 import { expect, test } from "bun:test";
 import type { ChaosEngine } from "./database.ts";
@@ -12,14 +13,16 @@ import { formatReport } from "./report.ts";
 const SEED = 20_261_130;
 
 for (const engine of ["sqlite", "postgres"] satisfies ChaosEngine[]) {
-  test(`chaos on ${engine}: every promise holds through kills at each kill point, faults and duplicates`, async () => {
+  test(`chaos on ${engine}${engine === "postgres" ? " with a standby taking over" : ""}: every promise holds through kills at each kill point, faults and duplicates`, async () => {
     await chaosRound(engine);
   }, 240_000);
 }
 
 async function chaosRound(engine: ChaosEngine): Promise<void> {
+  const standby = engine === "postgres";
   const report = await runChaos({
     engine,
+    standby,
     seed: SEED,
     trafficMs: 60_000,
     messages: 45,
@@ -41,4 +44,5 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.faults.total).toBeGreaterThan(0);
   expect(report.duplicates.immediate + report.duplicates.replays).toBeGreaterThan(0);
   expect(report.messages.schedules).toBeGreaterThanOrEqual(2);
+  if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

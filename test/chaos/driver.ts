@@ -50,18 +50,26 @@ export interface ChaosOptions {
   operatorEveryMs?: number;
   /** The gateway's database engine. Default SQLite; PostgreSQL gets a fresh database on the test server. */
   engine?: ChaosEngine;
+  /**
+   * PostgreSQL only: a second gateway always waits as a standby, and after each death it is the
+   * standby that takes over (a new one then waits), instead of a fresh start.
+   */
+  standby?: boolean;
   log?: (line: string) => void;
 }
 
 export interface ChaosReport {
   seed: number;
   engine: ChaosEngine;
+  standby: boolean;
   messages: { answerable: number; ignorable: number; schedules: number };
   kills: {
     sigkills: number;
     killPoints: Record<string, number>;
     killPointsMissed: string[];
     restarts: number;
+    /** Deaths after which the waiting standby took over (standby mode). */
+    takeovers: number;
   };
   faults: FaultCounts & { total: number };
   duplicates: { immediate: number; replays: number; discordRedeliveries: number };
@@ -98,6 +106,10 @@ interface Peers {
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const log = options.log ?? (() => {});
+  if (options.standby && options.engine !== "postgres")
+    throw new Error(
+      "A chaos run with a standby needs engine postgres: gateways share a PostgreSQL database.",
+    );
   const random = seededRandom(options.seed);
   const dir = tempDir("switchboard-chaos-");
   const peers: Peers = {
@@ -125,7 +137,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     DISCORD_API_URL: peers.discord.apiUrl,
     DISCORD_ALLOWED_USERS: cast.discordAllowed,
   });
-  const supervisor = new GatewaySupervisor(env, dir.path);
+  const supervisor = new GatewaySupervisor(env, dir.path, { standby: options.standby === true });
   const faults = new FaultInjector(peers.telegram, peers.discord, random, options.faultRate);
   const traffic = new Traffic(cast, peers, random, options);
   let keptDir: string | null = null;
@@ -185,6 +197,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     return {
       seed: options.seed,
       engine: database.engine,
+      standby: options.standby === true,
       messages: {
         answerable: traffic.sent.filter((s) => s.expect === "answer").length,
         ignorable: traffic.sent.filter((s) => s.expect === "ignored").length,
@@ -195,6 +208,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         killPoints: { ...fired },
         killPointsMissed: KILL_POINTS.filter((p) => !fired[p]),
         restarts: supervisor.stats.starts - 1,
+        takeovers: supervisor.stats.takeovers,
       },
       faults: { ...faults.counts, total: faults.total },
       duplicates: { ...traffic.duplicates },
@@ -306,9 +320,12 @@ async function runKills(
     const arm = { point: episode.point, at: episode.point === "schedule.claimed" ? 1 : random.int(1, 2) };
     log(`armed ${arm.point} (pass ${arm.at}) at +${Date.now() - trafficStart} ms`);
     await restart(supervisor, traffic, arm);
-    // Make sure the point is passed even when the traffic is thin: a message (or schedule) of its own per pass.
+    // Make sure the point is passed even when the traffic is thin: a message (or schedule) of its own per
+    // pass. A send point gets one in every place, since an ambiguous reply may hold back a chat's sends.
     for (let pass = 0; pass < arm.at; pass += 1) {
       if (arm.point === "schedule.claimed") traffic.postSchedule();
+      else if (arm.point.startsWith("outbox."))
+        for (const place of traffic.places) traffic.postAnswerable(place);
       else traffic.postAnswerable();
     }
     if (supervisor.armed && !(await supervisor.waitForDeath(options.armedWindowMs))) {
@@ -435,6 +452,10 @@ class Traffic {
     private readonly options: ChaosOptions,
   ) {}
 
+  get places(): readonly Place[] {
+    return this.cast.places;
+  }
+
   async run(startMs: number): Promise<void> {
     const scheduleSlots = new Set(
       Array.from({ length: Math.max(0, this.options.schedules - 1) }, () =>
@@ -480,9 +501,9 @@ class Traffic {
     this.redeliveries.push({ atMs: Date.now(), sinceMs: deathAtMs, ids });
   }
 
-  postAnswerable(): void {
+  /** An answerable message in `place` (default: a random one). */
+  postAnswerable(place: Place = this.random.pick(this.cast.places)): void {
     const id = this.id("q");
-    const place = this.random.pick(this.cast.places);
     const speaker = this.random.pick(place.speakers);
     this.script(id);
     const updateKey = place.post(speaker, `${id} ${this.words(this.random.int(2, 6))}`, place.needsMention);

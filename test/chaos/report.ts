@@ -7,11 +7,13 @@ export function formatReport(report: ChaosReport): string {
     .join(", ");
   const f = report.faults;
   const lines = [
-    `seed ${report.seed} on ${report.engine}, ${(report.elapsedMs / 1000).toFixed(1)} s, settled: ${report.settled ? "yes" : "NO"}`,
+    `seed ${report.seed} on ${report.engine}${report.standby ? " with a standby" : ""}, ${(report.elapsedMs / 1000).toFixed(1)} s, settled: ${report.settled ? "yes" : "NO"}`,
     `messages: ${report.messages.answerable} answerable, ${report.messages.ignorable} ignorable, ${report.messages.schedules} schedules`,
     `kills: ${report.kills.sigkills} SIGKILLs by the driver, kill points fired: ${points || "none"}${
       report.kills.killPointsMissed.length > 0 ? ` (missed: ${report.kills.killPointsMissed.join(", ")})` : ""
-    }; ${report.kills.restarts} restarts`,
+    }; ${report.kills.restarts} processes started${
+      report.kills.takeovers > 0 ? `, ${report.kills.takeovers} standby takeovers` : ""
+    }`,
     `faults: ${f.total} (${f.rateLimited} rate limits, ${f.serverErrors} 5xx, ${f.resets} resets, ${f.hangs} hangs)`,
     `duplicates: ${report.duplicates.immediate} immediate, ${report.duplicates.replays} replays, ${report.duplicates.discordRedeliveries} Discord redeliveries after restarts`,
     `model calls: ${report.modelCalls} (${report.repeatedModelCalls} for resumed runs; ${report.resumedRuns} runs resumed), ${report.housekeepingModelCalls} for compaction`,

@@ -1,7 +1,8 @@
 /**
  * Keeps one real gateway process alive through a chaos run: starts it (optionally with a kill
  * point armed), SIGKILLs it, notices when it killed itself at its kill point, and tells a planned
- * death from a crash.
+ * death from a crash. With `standby` (PostgreSQL), a second process always waits as a standby
+ * (SWITCHBOARD_STANDBY=on): after a death it is the one that takes over, and a new one waits.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,6 +27,8 @@ export interface KillPointArm {
 
 export interface SupervisorStats {
   starts: number;
+  /** Standbys that took over from a dead gateway (standby mode). */
+  takeovers: number;
   /** SIGKILLs the driver sent. */
   sigkills: number;
   /** Kill points that fired, by point (during startup recovery too). */
@@ -38,7 +41,13 @@ const KILL_POINT_LOG = '"event":"test.kill_point"';
 const LOG_TAIL_LINES = 40;
 
 export class GatewaySupervisor {
-  readonly stats: SupervisorStats = { starts: 0, sigkills: 0, killPointsFired: {}, crashes: [] };
+  readonly stats: SupervisorStats = {
+    starts: 0,
+    takeovers: 0,
+    sigkills: 0,
+    killPointsFired: {},
+    crashes: [],
+  };
   /** What happened when (wall clock), kept with a failed run's files. */
   readonly timeline: Array<{ atMs: number; event: string }> = [];
   /** When the last process died (wall clock), or null while none has. */
@@ -49,11 +58,14 @@ export class GatewaySupervisor {
   private currentArm: KillPointArm | undefined;
   private expectingDeath = false;
   private deathListeners: Array<() => void> = [];
+  /** Standby mode: the process waiting to take over, and whether its end is planned. */
+  private spare: { process: GatewayProcess; n: number; retiring: boolean } | null = null;
 
   constructor(
     private readonly env: () => Record<string, string>,
     /** Each process's log is written here as gateway-<n>.log when it ends. */
     private readonly logDir: string,
+    private readonly options: { standby?: boolean } = {},
   ) {}
 
   get url(): string | null {
@@ -75,6 +87,9 @@ export class GatewaySupervisor {
    */
   async start(arm?: KillPointArm): Promise<void> {
     if (this.current) throw new Error("the gateway is already running");
+    if (this.spare && arm === undefined && (await this.adoptSpare())) return;
+    // An armed start needs a process of its own: the waiting standby makes way.
+    await this.retireSpare();
     let armed = arm;
     for (;;) {
       this.stats.starts += 1;
@@ -82,17 +97,19 @@ export class GatewaySupervisor {
         atMs: Date.now(),
         event: `start #${this.stats.starts}${armed ? ` armed ${armed.point}@${armed.at}` : ""}`,
       });
+      const base = this.options.standby ? { ...this.env(), SWITCHBOARD_STANDBY: "on" } : this.env();
       const env = armed
         ? {
-            ...this.env(),
+            ...base,
             SWITCHBOARD_TEST_KILL_POINT: armed.point,
             SWITCHBOARD_TEST_KILL_AT: String(armed.at),
           }
-        : this.env();
+        : base;
       try {
         this.watch(await startGatewayProcess(env, 30_000), armed);
         this.lastStartedAtMs = Date.now();
         this.timeline.push({ atMs: this.lastStartedAtMs, event: `started #${this.stats.starts}` });
+        await this.spawnSpare();
         return;
       } catch (error) {
         const message = String((error as Error).message);
@@ -122,6 +139,7 @@ export class GatewaySupervisor {
 
   /** Graceful stop at the end of a run. */
   async stop(): Promise<void> {
+    await this.retireSpare();
     const child = this.current;
     if (!child) return;
     this.expectingDeath = true;
@@ -140,22 +158,81 @@ export class GatewaySupervisor {
     return new Promise((resolve) => this.deathListeners.push(resolve));
   }
 
+  /** Standby mode: starts the process that waits to take over from the running one. */
+  private async spawnSpare(): Promise<void> {
+    if (!this.options.standby || this.spare) return;
+    this.stats.starts += 1;
+    const n = this.stats.starts;
+    // With the running gateway already dead (a kill point that fired at once), it is active at once.
+    const process = await startGatewayProcess({ ...this.env(), SWITCHBOARD_STANDBY: "on" }, 30_000, [
+      "gateway.standby",
+      "gateway.started",
+    ]);
+    const spare = { process, n, retiring: false };
+    this.spare = spare;
+    this.timeline.push({ atMs: Date.now(), event: `standby #${n} waiting` });
+    void process.exited.then(async (exitCode) => {
+      if (this.current?.logs === process.logs) return; // it took over: watch() follows it now
+      await Bun.sleep(200);
+      this.keepLog(n, process);
+      if (!spare.retiring)
+        this.stats.crashes.push({ exitCode, logTail: process.logs.slice(-LOG_TAIL_LINES) });
+      if (this.spare === spare) this.spare = null;
+      this.timeline.push({ atMs: Date.now(), event: `standby #${n} ended, exit ${exitCode}` });
+    });
+  }
+
+  /**
+   * The gateway died: the waiting standby takes over by itself (a few seconds after the lock is
+   * free). Waits for that and follows it as the running gateway; false when it did not.
+   */
+  private async adoptSpare(): Promise<boolean> {
+    const spare = this.spare;
+    if (!spare) return false;
+    const deadline = Date.now() + 30_000;
+    let started: Record<string, unknown> | undefined;
+    while (!started && Date.now() < deadline && this.spare === spare) {
+      started = spare.process.events().find((e) => e.event === "gateway.started");
+      if (!started) await Bun.sleep(50);
+    }
+    if (!started || this.spare !== spare) return false;
+    this.spare = null;
+    this.stats.takeovers += 1;
+    this.watch({ ...spare.process, url: String(started.url) }, undefined, spare.n);
+    this.lastStartedAtMs = Date.now();
+    this.timeline.push({ atMs: this.lastStartedAtMs, event: "standby took over" });
+    await this.spawnSpare();
+    return true;
+  }
+
+  /** Stops the waiting standby on purpose (SIGTERM; a standby exits 0 at once). */
+  private async retireSpare(): Promise<void> {
+    const spare = this.spare;
+    if (!spare) return;
+    spare.retiring = true;
+    this.spare = null;
+    await spare.process.kill("SIGTERM");
+  }
+
+  private keepLog(n: number, child: GatewayProcess): void {
+    try {
+      writeFileSync(join(this.logDir, `gateway-${n}.log`), `${child.logs.join("\n")}\n`);
+    } catch {
+      // The run's folder is already gone (a run that ended with an error): nothing to keep.
+    }
+  }
+
   private fired(point: KillPoint): void {
     this.stats.killPointsFired[point] = (this.stats.killPointsFired[point] ?? 0) + 1;
   }
 
-  private watch(child: GatewayProcess, arm: KillPointArm | undefined): void {
+  private watch(child: GatewayProcess, arm: KillPointArm | undefined, n = this.stats.starts): void {
     this.current = child;
     this.currentArm = arm;
     this.expectingDeath = false;
-    const n = this.stats.starts;
     void child.exited.then(async (exitCode) => {
       await Bun.sleep(200); // let the log pumps read the last lines (the kill point's)
-      try {
-        writeFileSync(join(this.logDir, `gateway-${n}.log`), `${child.logs.join("\n")}\n`);
-      } catch {
-        // The run's folder is already gone (a run that ended with an error): nothing to keep.
-      }
+      this.keepLog(n, child);
       const byKillPoint =
         arm !== undefined &&
         !this.expectingDeath &&

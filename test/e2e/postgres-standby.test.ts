@@ -71,7 +71,7 @@ beforeAll(async () => {
   second = await startGatewayProcess(
     env({ SWITCHBOARD_HTTP_PORT: String(secondPort) }),
     GATEWAY_START_TIMEOUT_MS,
-    "gateway.standby",
+    ["gateway.standby"],
   );
 }, 2 * GATEWAY_START_TIMEOUT_MS);
 
@@ -197,7 +197,7 @@ describe("a standby gateway on PostgreSQL", () => {
   }, 60_000);
 
   test("only the active gateway's lock connection dies and a standby takes the lock: the old one stops before the new one acts", async () => {
-    const third = await startGatewayProcess(env(), GATEWAY_START_TIMEOUT_MS, "gateway.standby");
+    const third = await startGatewayProcess(env(), GATEWAY_START_TIMEOUT_MS, ["gateway.standby"]);
     try {
       // Whoever asks first after the cut gets the lock: the old gateway, taking it again (then
       // nothing changes; cut again), or the standby (then the old one must stop).
@@ -235,7 +235,7 @@ describe("a standby gateway on PostgreSQL", () => {
   }, 45_000);
 
   test("a standby stopped with SIGTERM while it waits exits 0 and never becomes active", async () => {
-    const third = await startGatewayProcess(env(), GATEWAY_START_TIMEOUT_MS, "gateway.standby");
+    const third = await startGatewayProcess(env(), GATEWAY_START_TIMEOUT_MS, ["gateway.standby"]);
     expect(await third.kill("SIGTERM")).toBe(0);
     expect(third.events().some((e) => e.event === "gateway.started")).toBe(false);
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "still answered" });

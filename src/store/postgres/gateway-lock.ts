@@ -3,7 +3,8 @@ import { SwitchboardError } from "../../errors.ts";
 import type { ActiveGatewayOptions } from "../backend.ts";
 
 /** Held by the one active gateway process on a database, for as long as its connection lives. */
-const TRY_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held";
+const TRY_LOCK_SQL =
+  "SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held, pg_backend_pid() AS pid";
 /** How often the holder checks the lock's connection, and takes the lock again after it died. */
 const CHECK_MS = 2000;
 /** A check that takes longer counts as a dead connection. */
@@ -35,10 +36,21 @@ export async function takeGatewayLock(
   location: string,
   options: ActiveGatewayOptions,
 ): Promise<GatewayLock> {
-  let connection: ReservedSQL | null = await tryLock(sql);
+  // Server processes that held the lock for this gateway. A connection whose check timed out goes
+  // back to the pool and may hold the lock still: that is not another gateway's.
+  const ownPids = new Set<number>();
+  const take = async () => {
+    const taken = await tryLock(sql);
+    if (taken === null) return null;
+    ownPids.add(taken.pid);
+    return taken.connection;
+  };
+  let connection: ReservedSQL | null = await take();
   if (connection === null) {
     if (!options.standby) throw heldElsewhere(location);
-    connection = await waitForLock(sql, options.standby);
+    const taken = await waitForLock(sql, options.standby);
+    ownPids.add(taken.pid);
+    connection = taken.connection;
   }
   let checking = false;
   const timer = setInterval(async () => {
@@ -49,8 +61,8 @@ export async function takeGatewayLock(
       connection?.release();
       connection = null;
       // The server may still be down: the next check tries again.
-      connection = await tryLock(sql).catch(() => null);
-      if (connection === null && (await lockedByOther(sql))) {
+      connection = await take().catch(() => null);
+      if (connection === null && (await lockedByOther(sql, ownPids))) {
         clearInterval(timer);
         options.onLost(heldElsewhere(location));
       }
@@ -68,23 +80,21 @@ export async function takeGatewayLock(
   };
 }
 
-async function waitForLock(
-  sql: SQL,
-  standby: NonNullable<ActiveGatewayOptions["standby"]>,
-): Promise<ReservedSQL> {
+async function waitForLock(sql: SQL, standby: NonNullable<ActiveGatewayOptions["standby"]>): Promise<Held> {
   await standby.onWaiting();
   for (;;) {
     await pause(STANDBY_POLL_MS, standby.signal);
     // A server that is down now may be back at the next try.
-    const connection = await tryLock(sql).catch(() => null);
-    if (connection === null) continue;
+    const taken = await tryLock(sql).catch(() => null);
+    if (taken === null) continue;
     try {
       await pause(TAKEOVER_DELAY_MS, standby.signal);
     } catch (error) {
-      connection.release();
+      // The lock goes with the pool, which the caller closes.
+      taken.connection.release();
       throw error;
     }
-    return connection;
+    return taken;
   }
 }
 
@@ -106,11 +116,17 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-async function tryLock(sql: SQL): Promise<ReservedSQL | null> {
+/** A connection holding the lock, and its server process. */
+interface Held {
+  connection: ReservedSQL;
+  pid: number;
+}
+
+async function tryLock(sql: SQL): Promise<Held | null> {
   const connection = await sql.reserve();
   try {
-    const [row] = (await connection.unsafe(TRY_LOCK_SQL)) as Array<{ held: boolean }>;
-    if (row?.held) return connection;
+    const [row] = (await connection.unsafe(TRY_LOCK_SQL)) as Array<{ held: boolean; pid: number }>;
+    if (row?.held) return { connection, pid: Number(row.pid) };
   } catch (error) {
     connection.release();
     throw error;
@@ -135,13 +151,14 @@ async function alive(connection: ReservedSQL): Promise<boolean> {
   }
 }
 
-/** True when the server answers and says another session holds the lock. */
-async function lockedByOther(sql: SQL): Promise<boolean> {
+/** True when the server answers and says a session other than `ownPids` holds the lock. */
+async function lockedByOther(sql: SQL, ownPids: ReadonlySet<number>): Promise<boolean> {
   try {
-    const [row] = (await sql.unsafe(
-      "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext('switchboard:gateway')::oid AND granted",
-    )) as Array<{ n: string | number }>;
-    return Number(row?.n ?? 0) > 0;
+    const rows = (await sql.unsafe(
+      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext('switchboard:gateway')::oid
+         AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    )) as Array<{ pid: number }>;
+    return rows.some((row) => !ownPids.has(Number(row.pid)));
   } catch {
     return false;
   }

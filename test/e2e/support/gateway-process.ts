@@ -27,13 +27,13 @@ export function freePort(): number {
 
 /**
  * Starts `switchboard start` as a real child process with `env` and waits until it logs
- * `gateway.started` (or `until`, e.g. `gateway.standby`; the event must carry the `url`). Fails
- * with the process's logs if it exits or takes too long.
+ * `gateway.started` (or the first of `until`, e.g. `gateway.standby`; the event must carry the
+ * `url`). Fails with the process's logs if it exits or takes too long.
  */
 export async function startGatewayProcess(
   env: Record<string, string>,
   timeoutMs = 15_000,
-  until = "gateway.started",
+  until: readonly string[] = ["gateway.started"],
 ): Promise<GatewayProcess> {
   const child = Bun.spawn([process.execPath, CLI, "start"], {
     cwd: ROOT,
@@ -62,7 +62,7 @@ export async function startGatewayProcess(
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
         logs.push(line);
-        if (line.includes(`"event":"${until}"`)) {
+        if (until.some((event) => line.includes(`"event":"${event}"`))) {
           try {
             started?.((JSON.parse(line) as { url: string }).url);
           } catch {}
