@@ -3,8 +3,10 @@ import { SwitchboardError } from "../../errors.ts";
 import type { ActiveGatewayOptions } from "../backend.ts";
 
 /** Held by the one active gateway process on a database, for as long as its connection lives. */
-const TRY_LOCK_SQL =
-  "SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held, pg_backend_pid() AS pid";
+/** A server process, named by pid and start time: a pid alone can be reused by another session. */
+const SESSION_SQL =
+  "pg_backend_pid()::text || '@' || (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())::text";
+const TRY_LOCK_SQL = `SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held, ${SESSION_SQL} AS session`;
 /** How often the holder checks the lock's connection, and takes the lock again after it died. */
 const CHECK_MS = 2000;
 /** A check that takes longer counts as a dead connection. */
@@ -36,20 +38,20 @@ export async function takeGatewayLock(
   location: string,
   options: ActiveGatewayOptions,
 ): Promise<GatewayLock> {
-  // Server processes that held the lock for this gateway. A connection whose check timed out goes
+  // Server sessions that held the lock for this gateway. A connection whose check timed out goes
   // back to the pool and may hold the lock still: that is not another gateway's.
-  const ownPids = new Set<number>();
+  const ownSessions = new Set<string>();
   const take = async () => {
     const taken = await tryLock(sql);
     if (taken === null) return null;
-    ownPids.add(taken.pid);
+    ownSessions.add(taken.session);
     return taken.connection;
   };
   let connection: ReservedSQL | null = await take();
   if (connection === null) {
     if (!options.standby) throw heldElsewhere(location);
     const taken = await waitForLock(sql, options.standby);
-    ownPids.add(taken.pid);
+    ownSessions.add(taken.session);
     connection = taken.connection;
   }
   let checking = false;
@@ -62,7 +64,7 @@ export async function takeGatewayLock(
       connection = null;
       // The server may still be down: the next check tries again.
       connection = await take().catch(() => null);
-      if (connection === null && (await lockedByOther(sql, ownPids))) {
+      if (connection === null && (await lockedByOther(sql, ownSessions))) {
         clearInterval(timer);
         options.onLost(heldElsewhere(location));
       }
@@ -116,17 +118,17 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** A connection holding the lock, and its server process. */
+/** A connection holding the lock, and its server session. */
 interface Held {
   connection: ReservedSQL;
-  pid: number;
+  session: string;
 }
 
 async function tryLock(sql: SQL): Promise<Held | null> {
   const connection = await sql.reserve();
   try {
-    const [row] = (await connection.unsafe(TRY_LOCK_SQL)) as Array<{ held: boolean; pid: number }>;
-    if (row?.held) return { connection, pid: Number(row.pid) };
+    const [row] = (await connection.unsafe(TRY_LOCK_SQL)) as Array<{ held: boolean; session: string }>;
+    if (row?.held) return { connection, session: row.session };
   } catch (error) {
     connection.release();
     throw error;
@@ -151,14 +153,16 @@ async function alive(connection: ReservedSQL): Promise<boolean> {
   }
 }
 
-/** True when the server answers and says a session other than `ownPids` holds the lock. */
-async function lockedByOther(sql: SQL, ownPids: ReadonlySet<number>): Promise<boolean> {
+/** True when the server answers and says a session other than `ownSessions` holds the lock. */
+async function lockedByOther(sql: SQL, ownSessions: ReadonlySet<string>): Promise<boolean> {
   try {
     const rows = (await sql.unsafe(
-      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = hashtext('switchboard:gateway')::oid
-         AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-    )) as Array<{ pid: number }>;
-    return rows.some((row) => !ownPids.has(Number(row.pid)));
+      `SELECT l.pid::text || '@' || a.backend_start::text AS session
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+       WHERE l.locktype = 'advisory' AND l.objid = hashtext('switchboard:gateway')::oid AND l.granted
+         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    )) as Array<{ session: string }>;
+    return rows.some((row) => !ownSessions.has(row.session));
   } catch {
     return false;
   }
