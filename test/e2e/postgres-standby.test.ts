@@ -241,4 +241,35 @@ describe("a standby gateway on PostgreSQL", () => {
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "still answered" });
     await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: still answered", 15_000);
   }, 30_000);
+
+  test("the active gateway stopped with SIGTERM (a deploy): it finishes its answer, and the standby takes over", async () => {
+    const next = await startGatewayProcess(env(), GATEWAY_START_TIMEOUT_MS, ["gateway.standby"]);
+    llm.addRules([
+      {
+        match: { lastUserContains: "slow before the deploy" },
+        reply: { kind: "text", text: "finished before the deploy", chunks: 4, chunkDelayMs: 300 },
+      },
+    ]);
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "slow before the deploy" });
+    await eventually(
+      () => llm.requestsContaining("slow before the deploy").length === 1,
+      10_000,
+      "the model call",
+    );
+    expect(await second.kill("SIGTERM")).toBe(0);
+    second = next;
+    await telegram.waitForMessage(alice.id, (m) => m.visibleText === "finished before the deploy", 10_000);
+    await eventually(
+      () => next.events().find((e) => e.event === "gateway.started"),
+      20_000,
+      "the standby to take over",
+    );
+    telegram.incoming({ chat: privateChat(alice), from: alice, text: "after the deploy" });
+    await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: after the deploy", 15_000);
+    const texts = botTexts();
+    expect(texts.filter((t) => t === "finished before the deploy")).toHaveLength(1);
+    expect(texts.filter((t) => t === "echo: after the deploy")).toHaveLength(1);
+    // The stopped gateway finished its run; the new one had nothing to resume.
+    expect(llm.requestsContaining("slow before the deploy")).toHaveLength(1);
+  }, 45_000);
 });
