@@ -2,10 +2,10 @@ import type { ReservedSQL, SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
 import type { ActiveGatewayOptions } from "../backend.ts";
 
-/** Held by the one active gateway process on a database, for as long as its connection lives. */
-/** A server process, named by pid and start time: a pid alone can be reused by another session. */
+/** A server session, named by pid and start time: a pid alone can be reused by another session. */
 const SESSION_SQL =
   "pg_backend_pid()::text || '@' || (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())::text";
+/** Held by the one active gateway process on a database, for as long as its connection lives. */
 const TRY_LOCK_SQL = `SELECT pg_try_advisory_lock(hashtext('switchboard:gateway')) AS held, ${SESSION_SQL} AS session`;
 /** How often the holder checks the lock's connection, and takes the lock again after it died. */
 const CHECK_MS = 2000;
