@@ -49,8 +49,8 @@ export interface StoreBackend {
   commitAnswerDelivery(tx: unknown, delivery: AnswerDelivery, nowMs: number): void | Promise<void>;
   /**
    * Makes this process the database's one active gateway, which recovers every run and send a
-   * dead process left. PostgreSQL holds a session advisory lock until `close()`; a SQLite file
-   * has nothing to take (one gateway process per file).
+   * dead process left. PostgreSQL holds a session advisory lock until `close()`; SQLite claims
+   * the file with a row its gateway refreshes (a live gateway's claim refuses a second one).
    */
   becomeActiveGateway(options: ActiveGatewayOptions): Promise<void>;
   gauges(): Promise<StoreGauges>;

@@ -157,6 +157,17 @@ describe("a gateway with nothing configured", () => {
     expect(runs.length).toBeGreaterThan(0);
   }, 20_000);
 
+  test("a second gateway on the same SQLite file refuses to start and names the one running; the first keeps answering", async () => {
+    const second = await cli(["start"], { SWITCHBOARD_DB: dbPath, SWITCHBOARD_HTTP_PORT: "0" });
+    expect(second.code).toBe(78);
+    expect(second.stderr).toContain(`Another switchboard gateway (pid `);
+    expect(second.stderr).toContain(`is already running on ${dbPath}`);
+    expect(second.stderr).toContain("SWITCHBOARD_STANDBY=on");
+    const sent = await say(gateway.url, sessionId(7), "still here?", "message-0007");
+    expect(sent.status).toBe(202);
+    await waitForReply(gateway.url, sessionId(7), (t) => t.includes("still here?"), 15_000);
+  }, 30_000);
+
   test("the CLI reads the same database and prints JSON", async () => {
     const result = await cli(["runs", "list", "--json"], { SWITCHBOARD_DB: dbPath });
     expect(result.code).toBe(0);

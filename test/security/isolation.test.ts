@@ -7,7 +7,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
-import { type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
+import { eventually, type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
 import {
   privateChat,
   startTelegramEmulator,
@@ -159,6 +159,12 @@ describe("operator API", () => {
       "POST",
       `/api/schedules/${aliceScheduleId}/${verb}`,
     ]);
+    // The previous test's last edit may still be on its way: compare from a quiet outbox.
+    await eventually(
+      () => !/"state":"(pending|sending)"/.test(mutableState()),
+      10_000,
+      "the outbox to finish its sends",
+    );
     const before = mutableState();
     for (const [method, path] of [...routes, ...scheduleRoutes]) {
       for (const [what, headers] of wrongAuthorizations) {

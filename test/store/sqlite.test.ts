@@ -1,6 +1,8 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { hostname } from "node:os";
 import { join } from "node:path";
+import { openSqliteBackend } from "../../src/store/sqlite/backend.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { watchExternalCommits } from "../../src/store/sqlite/external-commits.ts";
 import { MIGRATIONS, openSqliteStores } from "../../src/store/sqlite/index.ts";
@@ -171,6 +173,58 @@ describe("migration 8: the event ledger is stored by rowid", () => {
       ).toThrow(/UNIQUE/);
       stores.close();
     } finally {
+      dir.cleanup();
+    }
+  });
+});
+
+describe("the gateway's claim on a SQLite file", () => {
+  const claimOf = (pid: number, heartbeatAtMs: number) =>
+    JSON.stringify({ pid, host: hostname(), startedAtMs: heartbeatAtMs, heartbeatAtMs });
+  const claimHolder = (file: string): number | null => {
+    const db = new Database(file, { readonly: true });
+    const row = db.query("SELECT value FROM switchboard_meta WHERE key = 'gateway'").get() as {
+      value: string;
+    } | null;
+    db.close();
+    return row ? (JSON.parse(row.value) as { pid: number }).pid : null;
+  };
+  const plant = (file: string, value: string) => {
+    const db = new Database(file);
+    db.query("INSERT INTO switchboard_meta (key, value) VALUES ('gateway', ?)").run(value);
+    db.close();
+  };
+
+  test("a live gateway's fresh claim refuses a second one; a dead or silent one's does not", async () => {
+    const dir = tempDir();
+    const live = Bun.spawn(["sleep", "30"]);
+    const dead = Bun.spawn(["true"]);
+    await dead.exited;
+    try {
+      const cases: Array<[string, string, boolean]> = [
+        ["live and fresh", claimOf(live.pid, Date.now()), true],
+        ["live but silent for a minute (its pid reused)", claimOf(live.pid, Date.now() - 60_000), false],
+        ["dead", claimOf(dead.pid, Date.now()), false],
+        ["unreadable", "not json", false],
+      ];
+      for (const [name, value, refused] of cases) {
+        const file = join(dir.path, `${name}.sqlite`);
+        openSqliteStores(file).close();
+        plant(file, value);
+        const backend = openSqliteBackend(file);
+        const taking = backend.becomeActiveGateway({ onLost: () => {} });
+        if (refused) {
+          await expect(taking).rejects.toThrow(`Another switchboard gateway (pid ${live.pid}`);
+        } else {
+          await taking;
+          expect(claimHolder(file)).toBe(process.pid);
+        }
+        await backend.close();
+        // Closing gives the file up; a refused start leaves the other's claim alone.
+        expect(claimHolder(file)).toBe(refused ? live.pid : null);
+      }
+    } finally {
+      live.kill();
       dir.cleanup();
     }
   });

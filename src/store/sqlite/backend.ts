@@ -1,5 +1,6 @@
 import type { StoreBackend } from "../backend.ts";
 import { watchExternalCommits } from "./external-commits.ts";
+import { claimGatewayFile, type GatewayClaim } from "./gateway-claim.ts";
 import { openSqliteStores } from "./index.ts";
 import { storeGauges } from "./metrics.ts";
 import { commitAnswerDeliverySync } from "./outbox.ts";
@@ -11,6 +12,7 @@ const EXTERNAL_COMMIT_CHECK_MS = 1000;
 export function openSqliteBackend(path: string): StoreBackend {
   const stores = openSqliteStores(path);
   const { db } = stores;
+  let claim: GatewayClaim | null = null;
   return {
     engine: "sqlite",
     location: path,
@@ -21,8 +23,10 @@ export function openSqliteBackend(path: string): StoreBackend {
     commitAnswerDelivery(tx, delivery, nowMs) {
       commitAnswerDeliverySync(tx as typeof db, delivery, nowMs);
     },
-    // Nothing to take: the file belongs to the one gateway process started on it.
-    becomeActiveGateway: async () => {},
+    // A standby needs PostgreSQL (the configuration refuses it here), so a claimed file refuses.
+    becomeActiveGateway: async () => {
+      claim ??= claimGatewayFile(db, path);
+    },
     gauges: async () => storeGauges(db),
     ping: async () => {
       db.query("SELECT 1").get();
@@ -30,6 +34,10 @@ export function openSqliteBackend(path: string): StoreBackend {
     announceChange: async () => {},
     watchExternalCommits: (onCommit, onError) =>
       watchExternalCommits(db, { intervalMs: EXTERNAL_COMMIT_CHECK_MS, onCommit, onError }),
-    close: async () => stores.close(),
+    close: async () => {
+      claim?.release();
+      claim = null;
+      stores.close();
+    },
   };
 }
