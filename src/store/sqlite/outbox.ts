@@ -50,12 +50,6 @@ export const OUTBOX_SCHEMA_VERSION = 1;
  * The outbox table. `ordinal` is the causal order within (channel, account, target); the partial
  * index serves "head of each target" over the records that still block their target.
  */
-/**
- * Migration 7: an ambiguous record's `next_attempt_at_ms` says until when it holds back its chat.
- * Records already ambiguous were left to an operator, so they keep holding until one decides.
- */
-export const AMBIGUOUS_HOLDS_SQL = `UPDATE outbox SET next_attempt_at_ms = ${HOLD_FOREVER_MS} WHERE state = 'ambiguous';`;
-
 export const OUTBOX_SCHEMA_SQL = `
 CREATE TABLE outbox (
   id TEXT PRIMARY KEY,
@@ -89,6 +83,12 @@ CREATE INDEX outbox_by_conversation ON outbox (conversation_id, state);
 CREATE INDEX outbox_by_run ON outbox (run_id);
 CREATE INDEX outbox_sending ON outbox (state) WHERE state = 'sending';
 `;
+
+/**
+ * Migration 7: an ambiguous record's `next_attempt_at_ms` says until when it holds back its chat.
+ * Records already ambiguous were left to an operator, so they keep holding until one decides.
+ */
+export const AMBIGUOUS_HOLDS_SQL = `UPDATE outbox SET next_attempt_at_ms = ${HOLD_FOREVER_MS} WHERE state = 'ambiguous';`;
 
 function getRow(db: Database, idOrKey: string): OutboxRow | null {
   return db.query("SELECT * FROM outbox WHERE id = ? OR key = ?").get(idOrKey, idOrKey) as OutboxRow | null;
