@@ -97,9 +97,8 @@ export function promptTurns(
   return runs.map((run) => {
     const own = messages.filter((m) => m.runId === run.id);
     const answer = own.find((m) => m.role === "assistant");
-    const joinedOfTurn = answer
-      ? joined.filter((m) => answer.parts.some((p) => p.type === "joined-input" && p.messageId === m.id))
-      : [];
+    const joinedIds = new Set(answer ? joinedInputIds(answer.parts) : []);
+    const joinedOfTurn = joined.filter((m) => joinedIds.has(m.id));
     return {
       runId: run.id,
       state: run.state as RunState,

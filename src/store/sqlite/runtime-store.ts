@@ -644,16 +644,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
     return this.read(() => {
       const run = this.runRow(runId);
       if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
-      const byIds = (ids: readonly string[]): Message[] => {
-        if (ids.length === 0) return [];
-        const marks = placeholders(ids.length);
-        return (
-          this.db
-            .query(`SELECT * FROM messages WHERE id IN (${marks}) ORDER BY ord`)
-            .all(...ids) as MessageRow[]
-        ).map(toMessage);
-      };
-      const inputs = byIds(run.inputMessageIds);
+      const inputs = this.messagesByIds(run.inputMessageIds);
       const assistantRow = this.db
         .query("SELECT * FROM messages WHERE id = ?")
         .get(run.assistantMessageId) as MessageRow | null;
@@ -674,7 +665,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
           .all(run.conversationId, run.queueSeq) as RunRow[]
       )
         .map(toRun)
-        .flatMap((r) => byIds(r.inputMessageIds).map((message) => ({ runId: r.id, message })));
+        .flatMap((r) => this.messagesByIds(r.inputMessageIds).map((message) => ({ runId: r.id, message })));
 
       return {
         run,
