@@ -17,6 +17,7 @@ import { type RunContext, readRunContext } from "./context.ts";
 import { createDeliveryWriter, wireDelivery } from "./delivery.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
+import { databaseReadiness } from "./readiness.ts";
 
 export interface GatewayDeps {
   /** The opened database (`openStoreBackend`); the gateway closes it when it stops. */
@@ -235,13 +236,9 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return { runsSettled: closed.settled, runsRemaining: closed.remaining, outboxDrained, waitingReplies };
     },
     async readiness() {
-      const checks: Record<string, { ok: boolean; detail?: string }> = {};
-      try {
-        await stores.ping();
-        checks.database = { ok: true };
-      } catch (error) {
-        checks.database = { ok: false, detail: (error as Error).message };
-      }
+      const checks: Record<string, { ok: boolean; detail?: string }> = {
+        database: await databaseReadiness(stores),
+      };
       for (const [name, adapter] of adapters) checks[`channel:${name}`] = { ok: adapter.isConnected() };
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     },

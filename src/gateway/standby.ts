@@ -8,6 +8,7 @@ import { apiError } from "./http/respond.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { createMetrics } from "./metrics.ts";
 import { createOperatorService } from "./operator.ts";
+import { databaseReadiness } from "./readiness.ts";
 
 const STANDBY_DETAIL =
   "standby: another gateway is active on this database; this one takes over when it stops";
@@ -43,15 +44,10 @@ export function startStandbyHttp(
       follow() {
         throw new SwitchboardError("platform_unavailable", `This gateway is a ${STANDBY_DETAIL}.`);
       },
-      async readiness() {
-        let database: { ok: boolean; detail?: string } = { ok: true };
-        try {
-          await stores.ping();
-        } catch (error) {
-          database = { ok: false, detail: (error as Error).message };
-        }
-        return { ready: false, checks: { database, role: { ok: false, detail: STANDBY_DETAIL } } };
-      },
+      readiness: async () => ({
+        ready: false,
+        checks: { database: await databaseReadiness(stores), role: { ok: false, detail: STANDBY_DETAIL } },
+      }),
       metrics: async () =>
         metrics.render(await stores.gauges(), { lanes: 0, nowMs: systemClock.now(), active: false }),
       routes: [],

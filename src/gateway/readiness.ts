@@ -1,0 +1,12 @@
+import type { StoreBackend } from "../store/backend.ts";
+import type { ReadinessCheck } from "./http/types.ts";
+
+/** The database's line in `/readyz`: ok when it answers a trivial query, else the driver's error. */
+export async function databaseReadiness(stores: Pick<StoreBackend, "ping">): Promise<ReadinessCheck> {
+  try {
+    await stores.ping();
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, detail: (error as Error).message };
+  }
+}
