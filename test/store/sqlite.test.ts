@@ -3,6 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { openSqliteBackend } from "../../src/store/sqlite/backend.ts";
+import { readProcStat } from "../../src/store/sqlite/claim-holder.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { watchExternalCommits } from "../../src/store/sqlite/external-commits.ts";
 import { MIGRATIONS, openSqliteStores } from "../../src/store/sqlite/index.ts";
@@ -179,32 +180,57 @@ describe("migration 8: the event ledger is stored by rowid", () => {
 });
 
 describe("the gateway's claim on a SQLite file", () => {
-  const claimOf = (pid: number, heartbeatAtMs: number) =>
-    JSON.stringify({ pid, host: hostname(), startedAtMs: heartbeatAtMs, heartbeatAtMs });
-  const claimHolder = (file: string): number | null => {
+  const claimOf = (pid: number, heartbeatAtMs: number, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ pid, host: hostname(), startedAtMs: heartbeatAtMs, heartbeatAtMs, ...extra });
+  const readClaim = (file: string): { pid: number; heartbeatAtMs: number } | null => {
     const db = new Database(file, { readonly: true });
     const row = db.query("SELECT value FROM switchboard_meta WHERE key = 'gateway'").get() as {
       value: string;
     } | null;
     db.close();
-    return row ? (JSON.parse(row.value) as { pid: number }).pid : null;
+    return row ? (JSON.parse(row.value) as { pid: number; heartbeatAtMs: number }) : null;
   };
+  const claimHolder = (file: string): number | null => readClaim(file)?.pid ?? null;
   const plant = (file: string, value: string) => {
     const db = new Database(file);
-    db.query("INSERT INTO switchboard_meta (key, value) VALUES ('gateway', ?)").run(value);
+    db.query(
+      "INSERT INTO switchboard_meta (key, value) VALUES ('gateway', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    ).run(value);
     db.close();
   };
 
-  test("a live gateway's fresh claim refuses a second one; a dead or silent one's does not", async () => {
+  /** A child that exits at once under a parent that never reaps it: a zombie for as long as `sleep 30` runs. */
+  async function spawnZombie(): Promise<{ zombiePid: number; parent: Bun.Subprocess }> {
+    const parent = Bun.spawn(["sh", "-c", "sleep 0.3 & echo $!; exec sleep 30"], { stdout: "pipe" });
+    const reader = parent.stdout.getReader();
+    const { value } = await reader.read();
+    reader.releaseLock();
+    const zombiePid = Number(new TextDecoder().decode(value).trim());
+    for (let i = 0; i < 100 && readProcStat(zombiePid)?.state !== "Z"; i++) await Bun.sleep(10);
+    expect(readProcStat(zombiePid)?.state).toBe("Z");
+    return { zombiePid, parent };
+  }
+
+  test("a live gateway's fresh claim refuses a second one; a dead, zombie, reused or silent one's does not", async () => {
     const dir = tempDir();
     const live = Bun.spawn(["sleep", "30"]);
     const dead = Bun.spawn(["true"]);
     await dead.exited;
+    const { zombiePid, parent } = await spawnZombie();
+    const liveStart = readProcStat(live.pid)?.start;
+    expect(liveStart).toBeNumber();
     try {
+      const now = Date.now();
       const cases: Array<[string, string, boolean]> = [
-        ["live and fresh", claimOf(live.pid, Date.now()), true],
-        ["live but silent for a minute (its pid reused)", claimOf(live.pid, Date.now() - 60_000), false],
-        ["dead", claimOf(dead.pid, Date.now()), false],
+        ["live and fresh", claimOf(live.pid, now, { procStart: liveStart }), true],
+        ["live but silent for a minute", claimOf(live.pid, now - 60_000, { procStart: liveStart }), false],
+        [
+          "its pid reused by another process",
+          claimOf(live.pid, now, { procStart: (liveStart ?? 0) - 1 }),
+          false,
+        ],
+        ["a zombie with a fresh heartbeat", claimOf(zombiePid, now, { procStart: 1 }), false],
+        ["dead", claimOf(dead.pid, now), false],
         ["unreadable", "not json", false],
       ];
       for (const [name, value, refused] of cases) {
@@ -212,12 +238,15 @@ describe("the gateway's claim on a SQLite file", () => {
         openSqliteStores(file).close();
         plant(file, value);
         const backend = openSqliteBackend(file);
+        const began = Date.now();
         const taking = backend.becomeActiveGateway({ onLost: () => {} });
         if (refused) {
           await expect(taking).rejects.toThrow(`Another switchboard gateway (pid ${live.pid}`);
         } else {
           await taking;
           expect(claimHolder(file)).toBe(process.pid);
+          // Judged at once: no waiting for the heartbeat to go stale.
+          expect(Date.now() - began).toBeLessThan(2000);
         }
         await backend.close();
         // Closing gives the file up; a refused start leaves the other's claim alone.
@@ -225,9 +254,51 @@ describe("the gateway's claim on a SQLite file", () => {
       }
     } finally {
       live.kill();
+      parent.kill();
       dir.cleanup();
     }
   });
+
+  test("a holder that cannot be judged (another host) is waited for: a stale heartbeat is taken, a beating one refuses", async () => {
+    const dir = tempDir();
+    try {
+      const quiet = join(dir.path, "quiet.sqlite");
+      openSqliteStores(quiet).close();
+      // Last beat 8.5 s ago: stale 1.5 s from now.
+      plant(
+        quiet,
+        JSON.stringify({ pid: 4242, host: "elsewhere", startedAtMs: 0, heartbeatAtMs: Date.now() - 8500 }),
+      );
+      const waiting = openSqliteBackend(quiet);
+      const began = Date.now();
+      await waiting.becomeActiveGateway({ onLost: () => {} });
+      expect(Date.now() - began).toBeGreaterThanOrEqual(1000);
+      expect(claimHolder(quiet)).toBe(process.pid);
+      await waiting.close();
+
+      const beating = join(dir.path, "beating.sqlite");
+      openSqliteStores(beating).close();
+      const beat = () =>
+        plant(
+          beating,
+          JSON.stringify({ pid: 4242, host: "elsewhere", startedAtMs: 0, heartbeatAtMs: Date.now() }),
+        );
+      beat();
+      const timer = setInterval(beat, 300);
+      const refused = openSqliteBackend(beating);
+      try {
+        await expect(refused.becomeActiveGateway({ onLost: () => {} })).rejects.toThrow(
+          "Another switchboard gateway (pid 4242 on elsewhere)",
+        );
+      } finally {
+        clearInterval(timer);
+        await refused.close();
+      }
+      expect(readClaim(beating)?.pid).toBe(4242);
+    } finally {
+      dir.cleanup();
+    }
+  }, 20_000);
 });
 
 describe("external commit watch", () => {

@@ -25,7 +25,7 @@ export function openSqliteBackend(path: string): StoreBackend {
     },
     // A standby needs PostgreSQL (the configuration refuses it here), so a claimed file refuses.
     becomeActiveGateway: async () => {
-      claim ??= claimGatewayFile(db, path);
+      claim ??= await claimGatewayFile(db, path);
     },
     gauges: async () => storeGauges(db),
     ping: async () => {

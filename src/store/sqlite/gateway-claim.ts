@@ -1,19 +1,20 @@
 import type { Database } from "bun:sqlite";
 import { hostname } from "node:os";
 import { SwitchboardError } from "../../errors.ts";
+import {
+  type Claim,
+  type HolderVerdict,
+  judgeHolder,
+  readBootId,
+  readProcStat,
+  sightProcess,
+} from "./claim-holder.ts";
 
 /** How often the gateway working on a file refreshes its claim. */
 const HEARTBEAT_MS = 2000;
-/** A claim not refreshed for this long is a dead gateway's, even if its pid now names another process. */
-const STALE_MS = 10_000;
+/** How often a start that cannot judge the holder looks at its heartbeat again. */
+const RECHECK_MS = 250;
 const CLAIM_KEY = "gateway";
-
-interface Claim {
-  pid: number;
-  host: string;
-  startedAtMs: number;
-  heartbeatAtMs: number;
-}
 
 export interface GatewayClaim {
   release(): void;
@@ -22,32 +23,50 @@ export interface GatewayClaim {
 /**
  * Claims a SQLite file for this gateway process, or throws naming the gateway already working on
  * it. At start a gateway takes over every send and lease a dead process left, which would break a
- * live one's. The claim is a row in switchboard's meta table, refreshed every few seconds; it is
- * another gateway's while that process lives (checked by pid on the same host) and has refreshed
- * it recently, so a SIGKILLed gateway never blocks the next start.
+ * live one's. The claim is a row in switchboard's meta table, refreshed every few seconds. Its
+ * holder is judged by pid, process start time and state (a zombie is dead, a reused pid is not
+ * the holder); when it cannot be judged (another host, no procfs), the start waits to see whether
+ * the heartbeat moves on (alive) or goes stale (dead), so a killed gateway never blocks a restart.
  */
-export function claimGatewayFile(db: Database, path: string): GatewayClaim {
+export async function claimGatewayFile(db: Database, path: string): Promise<GatewayClaim> {
   const write = db.query(
     `INSERT INTO switchboard_meta (key, value) VALUES (?, ?)
      ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
   );
+  const here = { pid: process.pid, host: hostname(), bootId: readBootId() };
   const startedAtMs = Date.now();
+  const procStart = readProcStat(process.pid)?.start;
   const claim = (nowMs: number) =>
-    JSON.stringify({ pid: process.pid, host: hostname(), startedAtMs, heartbeatAtMs: nowMs } satisfies Claim);
-  db.transaction(() => {
-    const row = db.query("SELECT value FROM switchboard_meta WHERE key = ?").get(CLAIM_KEY) as {
-      value: string;
-    } | null;
-    const holder = row ? parseClaim(row.value) : null;
-    if (holder && holdsFile(holder, startedAtMs)) {
-      throw new SwitchboardError(
-        "config_invalid",
-        `Another switchboard gateway (pid ${holder.pid} on ${holder.host}) is already running on ${path}. ` +
-          "Stop it first: one gateway process works on a SQLite file. For a standby that takes over when the active gateway stops, keep the data on PostgreSQL (SWITCHBOARD_DATABASE_URL) and set SWITCHBOARD_STANDBY=on.",
-      );
-    }
-    write.run(CLAIM_KEY, claim(startedAtMs));
-  }).immediate();
+    JSON.stringify({
+      ...here,
+      bootId: here.bootId ?? undefined,
+      startedAtMs,
+      heartbeatAtMs: nowMs,
+      procStart,
+    } satisfies Claim);
+  // The heartbeat of an unjudgeable holder as first seen: a later, different one proves it alive.
+  let firstBeat: number | null = null;
+  for (;;) {
+    const outcome = db
+      .transaction((): { taken: true } | { taken: false; holder: Claim; verdict: HolderVerdict } => {
+        const row = db.query("SELECT value FROM switchboard_meta WHERE key = ?").get(CLAIM_KEY) as {
+          value: string;
+        } | null;
+        const holder = row ? parseClaim(row.value) : null;
+        const verdict = holder ? judgeHolder(holder, here, Date.now(), sightProcess) : "dead";
+        if (!holder || verdict === "dead" || verdict === "self") {
+          write.run(CLAIM_KEY, claim(Date.now()));
+          return { taken: true };
+        }
+        return { taken: false, holder, verdict };
+      })
+      .immediate();
+    if (outcome.taken) break;
+    const { holder, verdict } = outcome;
+    firstBeat ??= holder.heartbeatAtMs;
+    if (verdict === "alive" || holder.heartbeatAtMs !== firstBeat) throw fileTaken(holder, path);
+    await Bun.sleep(RECHECK_MS);
+  }
   const timer = setInterval(() => {
     try {
       write.run(CLAIM_KEY, claim(Date.now()));
@@ -67,21 +86,12 @@ export function claimGatewayFile(db: Database, path: string): GatewayClaim {
   };
 }
 
-function holdsFile(holder: Claim, nowMs: number): boolean {
-  if (holder.pid === process.pid && holder.host === hostname()) return false;
-  if (nowMs - holder.heartbeatAtMs >= STALE_MS) return false;
-  // On another host (a shared disk) only the heartbeat can tell.
-  return holder.host !== hostname() || processExists(holder.pid);
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, under another user.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
+function fileTaken(holder: Claim, path: string): SwitchboardError {
+  return new SwitchboardError(
+    "config_invalid",
+    `Another switchboard gateway (pid ${holder.pid} on ${holder.host}) is already running on ${path}. ` +
+      "Stop it first: one gateway process works on a SQLite file. For a standby that takes over when the active gateway stops, keep the data on PostgreSQL (SWITCHBOARD_DATABASE_URL) and set SWITCHBOARD_STANDBY=on.",
+  );
 }
 
 function parseClaim(value: string): Claim | null {

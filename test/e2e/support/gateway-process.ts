@@ -9,6 +9,8 @@ export interface GatewayProcess {
   /** Parsed JSON log lines. */
   events(): Array<Record<string, unknown>>;
   kill(signal?: "SIGKILL" | "SIGTERM" | "SIGINT"): Promise<number>;
+  /** The pid of the started command (the shell, when it was started through one). */
+  pid: number;
   exited: Promise<number>;
 }
 
@@ -34,8 +36,9 @@ export async function startGatewayProcess(
   env: Record<string, string>,
   timeoutMs = 15_000,
   until: readonly string[] = ["gateway.started"],
+  command: readonly string[] = [process.execPath, CLI, "start"],
 ): Promise<GatewayProcess> {
-  const child = Bun.spawn([process.execPath, CLI, "start"], {
+  const child = Bun.spawn([...command], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? "",
@@ -93,6 +96,7 @@ export async function startGatewayProcess(
   return {
     url,
     logs,
+    pid: child.pid,
     exited: child.exited,
     events: () =>
       logs.flatMap((line) => {
