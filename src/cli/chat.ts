@@ -36,34 +36,35 @@ export async function runChat(env: Record<string, string | undefined>): Promise<
     if (event.type === "assistant-delta") out.write(event.delta);
     if (event.type === "attempt-reset") out.write("\n[retrying]\n");
   });
-  out.write(`switchboard chat — model ${registry.describe()}. /new starts over, /exit quits.\n`);
+  out.write(`switchboard chat — ${registry.describe()}. /new starts over, /exit quits.\n`);
   const rl = createInterface({ input: process.stdin, output: out, terminal: process.stdin.isTTY ?? false });
+  const prompt = () => {
+    if (process.stdin.isTTY) out.write("> ");
+  };
   try {
-    for (;;) {
-      let line: string;
-      try {
-        line = (await rl.question("> ")).trim();
-      } catch {
-        break;
-      }
+    prompt();
+    // The async iterator buffers lines typed (or piped) while an answer is written: none is lost,
+    // and the end of input ends the chat.
+    for await (const raw of rl) {
+      const line = raw.trim();
       if (line === "/exit" || line === "/quit") break;
-      if (line === "") continue;
       if (line === "/new") {
         await stores.runtime.rotateConversationKey(key, Date.now());
         out.write("Started a new conversation.\n");
-        continue;
+      } else if (line !== "") {
+        const ticket = runtime.submit({
+          conversationKey: key,
+          idempotencyKey: newId("cli"),
+          parts: [{ type: "text", text: line }],
+        });
+        const result = await ticket.result;
+        out.write(
+          result.state === "completed"
+            ? "\n"
+            : `\n[${result.state}${result.error ? `: ${result.error}` : ""}]\n`,
+        );
       }
-      const ticket = runtime.submit({
-        conversationKey: key,
-        idempotencyKey: newId("cli"),
-        parts: [{ type: "text", text: line }],
-      });
-      const result = await ticket.result;
-      out.write(
-        result.state === "completed"
-          ? "\n"
-          : `\n[${result.state}${result.error ? `: ${result.error}` : ""}]\n`,
-      );
+      prompt();
     }
   } finally {
     rl.close();

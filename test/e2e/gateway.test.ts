@@ -358,29 +358,36 @@ describe("graceful shutdown", () => {
 });
 
 describe("the terminal chat and a second signal", () => {
-  test("`switchboard chat` answers on the same runtime", async () => {
-    const child = Bun.spawn(
-      [process.execPath, join(import.meta.dir, "..", "..", "src", "cli", "main.ts"), "chat"],
-      {
-        env: {
-          PATH: process.env.PATH ?? "",
-          HOME: "/tmp",
-          USER: "tester",
-          SWITCHBOARD_DB: join(dir.path, "chat.sqlite"),
-        },
-        stdin: "pipe",
-        stdout: "pipe",
-        stderr: "pipe",
+  const chat = (stdin: "pipe" | Blob) =>
+    Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "src", "cli", "main.ts"), "chat"], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: "/tmp",
+        USER: "tester",
+        SWITCHBOARD_DB: join(dir.path, "chat.sqlite"),
       },
-    );
-    child.stdin.write("hello from the terminal\n");
-    await Bun.sleep(1500);
-    child.stdin.write("/exit\n");
-    child.stdin.end();
+      stdin,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+
+  test("`switchboard chat` answers every line, also those typed while it answers, and exits 0 at the end of input", async () => {
+    const child = chat("pipe");
+    const stdin = child.stdin as import("bun").FileSink;
+    stdin.write("hello from the terminal\nand a second line right away\n");
+    stdin.end();
     const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
     expect(code).toBe(0);
+    expect(stdout).toContain("switchboard chat — model: offline");
+    expect(stdout).not.toContain("model model");
     expect(stdout).toContain("offline");
     expect(stdout).toContain("hello from the terminal");
+    expect(stdout).toContain("and a second line right away");
+  }, 30_000);
+
+  test("`switchboard chat < /dev/null` exits 0", async () => {
+    const child = chat(new Blob([]));
+    expect(await child.exited).toBe(0);
   }, 30_000);
 
   test("a second SIGTERM exits at once instead of waiting for the grace period", async () => {
