@@ -4,7 +4,7 @@
  * a Bearer header and never appears in an error message.
  */
 import { SwitchboardError, type SwitchboardErrorCode } from "../errors.ts";
-import type { OperatorService } from "../gateway/operator-types.ts";
+import type { OperatorService } from "../operator/types.ts";
 
 export interface ApiClientOptions {
   /** The gateway's base URL (`http://127.0.0.1:8080`); a path prefix is kept. */

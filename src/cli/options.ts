@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import { userInfo } from "node:os";
 import { SwitchboardError } from "../errors.ts";
-import { checkActor, type OperatorActor } from "../gateway/operator/validate.ts";
+import { checkActor, type OperatorActor } from "../operator/validate.ts";
 import type { CliIo, ParsedCommand } from "./spec.ts";
 
 export const DEFAULT_DB_PATH = "./data/switchboard.sqlite";

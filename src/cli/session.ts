@@ -3,7 +3,7 @@
  * operator API (`--url` / SWITCHBOARD_URL). Commands get an OperatorService either way.
  */
 import { isSwitchboardError, SwitchboardError } from "../errors.ts";
-import type { OperatorService } from "../gateway/operator-types.ts";
+import type { OperatorService } from "../operator/types.ts";
 import type { SqliteStores } from "../store/sqlite/index.ts";
 import { systemClock } from "../util/clock.ts";
 import { createApiOperatorService } from "./api-client.ts";
@@ -48,7 +48,7 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
   // Store code loads only in database mode; API mode needs none of it.
   const [{ openExistingStores }, { createOperatorService }] = await Promise.all([
     import("../store/sqlite/operator.ts"),
-    import("../gateway/operator.ts"),
+    import("../operator/service.ts"),
   ]);
   let stores: SqliteStores;
   try {
@@ -73,7 +73,7 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
 async function openPostgresSession(url: string): Promise<OperatorSession> {
   const [{ openPostgresBackend }, { createOperatorService }] = await Promise.all([
     import("../store/postgres/backend.ts"),
-    import("../gateway/operator.ts"),
+    import("../operator/service.ts"),
   ]);
   const backend = await openPostgresBackend(url, { migrate: false });
   const pendingAnnouncements: Promise<void>[] = [];

@@ -4,9 +4,9 @@ import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { RuntimeStore } from "../store/types.ts";
+import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
-import { shortHash } from "./ingress.ts";
+import { shortHash } from "../util/ids.ts";
 
 const OWN_COMMANDS = ["new", "stop", "status", "start", "help"] as const;
 type CommandName = (typeof OWN_COMMANDS)[number] | (typeof SCHEDULE_COMMANDS)[number];

@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { SwitchboardError } from "../errors.ts";
 import type { InputPolicy } from "../runtime/types.ts";
+import type { DatabaseConfig } from "../store/open-backend.ts";
 import type { LogLevel } from "../util/log.ts";
 
 /** What a new message does to a running answer, and how the answer is delivered, per surface. */
@@ -92,15 +93,6 @@ export interface SlackSettings {
   apiUrl?: string;
   allowed: AllowList;
 }
-
-/** Where everything durable lives: a SQLite file (the embedded default) or a PostgreSQL server. */
-/**
- * Where the gateway keeps its data. `standby` (PostgreSQL only): while another gateway is active on
- * the database, wait and take over when it stops, instead of refusing to start.
- */
-export type DatabaseConfig =
-  | { engine: "sqlite"; path: string }
-  | { engine: "postgres"; url: string; standby: boolean };
 
 export interface GatewayConfig {
   database: DatabaseConfig;

@@ -1,9 +1,8 @@
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { InboundMessage, IngressOutcome } from "../../channels/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
+import type { RuntimeStore } from "../runtime/store.ts";
 import type { InputPart } from "../runtime/types.ts";
-import type { RuntimeStore } from "../store/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
@@ -173,9 +172,4 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
 function isAllowed(list: AllowList | undefined, userId: string): boolean {
   if (!list) return false;
   return list.kind === "everyone" || list.ids.has(userId);
-}
-
-/** Stable short id for synthetic records (command replies). */
-export function shortHash(value: string): string {
-  return createHash("sha256").update(value).digest("hex").slice(0, 20);
 }

@@ -1,12 +1,12 @@
 import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
+import { createOperatorService } from "../operator/service.ts";
 import { openStoreBackend } from "../store/open-backend.ts";
 import { systemClock } from "../util/clock.ts";
 import { createLogger, type Logger } from "../util/log.ts";
 import { createGateway, type Gateway } from "./app.ts";
 import { type GatewayConfig, loadConfig, redactSecrets } from "./config.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
-import { createOperatorService } from "./operator.ts";
 import { startStandbyHttp } from "./standby.ts";
 
 export interface RunningGateway {

@@ -1,5 +1,6 @@
 import { createWebChannel } from "../../channels/web/index.ts";
 import { SwitchboardError } from "../errors.ts";
+import { createOperatorService } from "../operator/service.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import { systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
@@ -7,7 +8,6 @@ import type { GatewayConfig } from "./config.ts";
 import { apiError } from "./http/respond.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { createMetrics } from "./metrics.ts";
-import { createOperatorService } from "./operator.ts";
 import { databaseReadiness } from "./readiness.ts";
 
 const STANDBY_DETAIL =

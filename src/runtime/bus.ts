@@ -1,5 +1,5 @@
-import type { RuntimeStore } from "../store/types.ts";
 import type { DurableEvent, RuntimeEvent } from "./events.ts";
+import type { RuntimeStore } from "./store.ts";
 
 export type Listener = (event: RuntimeEvent) => void;
 

@@ -1,9 +1,9 @@
 import { generateText, type ModelMessage } from "ai";
-import type { RuntimeStore } from "../store/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { projectTurn } from "./project.ts";
 import type { ModelEntry } from "./step.ts";
+import type { RuntimeStore } from "./store.ts";
 
 /** Writes the new summary from the previous one and the turns it now covers. */
 export type Summarizer = (input: {

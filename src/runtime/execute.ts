@@ -1,6 +1,5 @@
 import type { ToolSet } from "ai";
 import { isSwitchboardError } from "../errors.ts";
-import type { AcquiredRun, DeliveryWriter, Fence, RunRecord, RuntimeStore } from "../store/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
@@ -8,6 +7,7 @@ import type { RuntimeEvent } from "./events.ts";
 import { buildPrompt } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ModelEntry, runStep, type UsageReader } from "./step.ts";
+import type { AcquiredRun, DeliveryWriter, Fence, RunRecord, RuntimeStore } from "./store.ts";
 import type { Message, MessagePart, StopReason, TerminalRunState, Usage } from "./types.ts";
 
 /** What a tool factory gets: the run's identity and a fence to check before any write. */

@@ -1,7 +1,7 @@
-import type { AcquiredRun, RuntimeStore } from "../store/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { ExecutionEnd } from "./execute.ts";
+import type { AcquiredRun, RuntimeStore } from "./store.ts";
 import type { StopReason } from "./types.ts";
 
 export interface LaneOptions {

@@ -1,5 +1,5 @@
 import type { AssistantContent, ModelMessage, ToolContent, UserContent } from "ai";
-import type { PromptTurn } from "../store/types.ts";
+import type { PromptTurn } from "./store.ts";
 import type { Message, MessagePart } from "./types.ts";
 
 /** What the model reads after an interrupted turn's partial text. */

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import type { ToolSet } from "ai";
 import { SwitchboardError } from "../errors.ts";
 import { toUsage } from "../models/usage.ts";
-import type { AdmitResult, DeliveryWriter, RunRecord, RuntimeStore } from "../store/types.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
@@ -13,6 +12,7 @@ import { type ExecutionEnd, RunExecutor, type StopPolicy, type ToolContext } fro
 import { Lane } from "./lane.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
+import type { AdmitResult, DeliveryWriter, RunRecord, RuntimeStore } from "./store.ts";
 import {
   answerText,
   type InputPart,

@@ -1,9 +1,9 @@
 import type { OutboxRepository } from "../../outbox/types.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { SwitchboardError } from "../errors.ts";
-import type { OperatorQueries } from "../gateway/operator/queries.ts";
+import type { OperatorQueries } from "../operator/queries.ts";
+import type { RuntimeStore } from "../runtime/store.ts";
 import type { AnswerDelivery } from "./sqlite/outbox.ts";
-import type { RuntimeStore } from "./types.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
 export interface StoreGauges {

@@ -1,5 +1,13 @@
-import type { DatabaseConfig } from "../gateway/config.ts";
 import type { StoreBackend } from "./backend.ts";
+
+/**
+ * Where everything durable lives: a SQLite file (the embedded default) or a PostgreSQL server.
+ * `standby` (PostgreSQL only): while another gateway is active on the database, wait and take over
+ * when it stops, instead of refusing to start.
+ */
+export type DatabaseConfig =
+  | { engine: "sqlite"; path: string }
+  | { engine: "postgres"; url: string; standby: boolean };
 
 /**
  * Opens (creating and migrating as needed) the configured database. The PostgreSQL code loads

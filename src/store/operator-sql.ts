@@ -9,7 +9,7 @@ import {
   type ScheduleRepository,
   type ScheduleState,
 } from "../../schedules/types.ts";
-import type { ConversationSummary } from "../gateway/operator-types.ts";
+import type { ConversationSummary } from "../operator/types.ts";
 import { ACTIVE_RUN_STATES } from "../runtime/types.ts";
 import type { Integer } from "./rows.ts";
 

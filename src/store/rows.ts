@@ -1,5 +1,5 @@
+import type { RunRecord } from "../runtime/store.ts";
 import type { Message, MessagePart, MessageStatus, RunState, StopReason, Usage } from "../runtime/types.ts";
-import type { RunRecord } from "./types.ts";
 
 /**
  * An integer column as a backend returns it: bun:sqlite gives numbers, Bun's PostgreSQL client

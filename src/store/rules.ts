@@ -1,4 +1,5 @@
 import { SwitchboardError } from "../errors.ts";
+import type { AdmitRequest, Fence, PromptTurn, RunRecord } from "../runtime/store.ts";
 import type {
   Message,
   MessagePart,
@@ -7,7 +8,6 @@ import type {
   StopReason,
   TerminalRunState,
 } from "../runtime/types.ts";
-import type { AdmitRequest, Fence, PromptTurn, RunRecord } from "./types.ts";
 
 /** Rules every store backend applies the same way. */
 

@@ -1,4 +1,4 @@
-import { randomFillSync } from "node:crypto";
+import { createHash, randomFillSync } from "node:crypto";
 
 let lastMs = 0;
 let lastTime = "000000000";
@@ -30,4 +30,9 @@ export function newId(prefix: string, nowMs: number = Date.now()): string {
   }
   const seq = counter.toString(36).padStart(4, "0");
   return `${prefix}_${lastTime}${seq}${randomHex()}`;
+}
+
+/** A stable short id derived from `value`, for synthetic records (command replies, notices). */
+export function shortHash(value: string): string {
+  return createHash("sha256").update(value).digest("hex").slice(0, 20);
 }

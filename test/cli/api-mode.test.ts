@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { OutboxRecord } from "../../outbox/types.ts";
-import { createOperatorService, type OperatorService } from "../../src/gateway/operator.ts";
+import { createOperatorService, type OperatorService } from "../../src/operator/service.ts";
 import { systemClock } from "../../src/util/clock.ts";
 import { type Seed, seedDatabase } from "../operator/support/seed.ts";
 import { tempDir } from "../support/runtime.ts";

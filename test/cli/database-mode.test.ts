@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { OutboxRecord } from "../../outbox/types.ts";
 import type { Schedule } from "../../schedules/types.ts";
-import { createOperatorService, type OperatorService } from "../../src/gateway/operator.ts";
+import { createOperatorService, type OperatorService } from "../../src/operator/service.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/store/sqlite/index.ts";
 import {

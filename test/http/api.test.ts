@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createApiOperatorService } from "../../src/cli/api-client.ts";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
-import { createOperatorService } from "../../src/gateway/operator.ts";
-import type { OperatorService } from "../../src/gateway/operator-types.ts";
+import { createOperatorService } from "../../src/operator/service.ts";
+import type { OperatorService } from "../../src/operator/types.ts";
 import { type Seed, seedDatabase } from "../operator/support/seed.ts";
 import { tempDir } from "../support/runtime.ts";
 import {

@@ -9,7 +9,7 @@ import type { Browser, Page } from "playwright-core";
 import type { InboundMessage } from "../../channels/types.ts";
 import { createWebChannel, type WebChannel } from "../../channels/web/index.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
-import { createOperatorService } from "../../src/gateway/operator.ts";
+import { createOperatorService } from "../../src/operator/service.ts";
 import { EventBus } from "../../src/runtime/bus.ts";
 import { type Seed, seedDatabase } from "../operator/support/seed.ts";
 import { tempDir } from "../support/runtime.ts";

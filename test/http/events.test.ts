@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
-import { createOperatorService } from "../../src/gateway/operator.ts";
+import { createOperatorService } from "../../src/operator/service.ts";
 import type { RuntimeEvent } from "../../src/runtime/events.ts";
 import { systemClock } from "../../src/util/clock.ts";
 import { createHarness, type RuntimeHarness, text } from "../support/runtime.ts";

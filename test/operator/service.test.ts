@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { isSwitchboardError, type SwitchboardErrorCode } from "../../src/errors.ts";
-import { createOperatorService, type OperatorService } from "../../src/gateway/operator.ts";
+import { createOperatorService, type OperatorService } from "../../src/operator/service.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { MIGRATIONS, openSqliteStores } from "../../src/store/sqlite/index.ts";
 import {

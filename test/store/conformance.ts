@@ -3,8 +3,8 @@
  * `runStoreConformance(name, open)`; `open` returns a fresh, empty store.
  */
 import { describe, expect, test } from "bun:test";
+import type { AdmitRequest, RuntimeStore } from "../../src/runtime/store.ts";
 import type { InputPolicy } from "../../src/runtime/types.ts";
-import type { AdmitRequest, RuntimeStore } from "../../src/store/types.ts";
 
 let counter = 0;
 const T0 = 1_700_000_000_000;

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { SQL, type TransactionSQL } from "bun";
 import type { SwitchboardError } from "../../src/errors.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
+import type { AdmitRequest, DeliveryWriter, Fence, RuntimeStore } from "../../src/runtime/store.ts";
 import type { MessagePart, TerminalRunState } from "../../src/runtime/types.ts";
 import {
   openPostgresRuntimeStore,
@@ -10,7 +11,6 @@ import {
 } from "../../src/store/postgres/runtime-store.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "../../src/store/postgres/schema.ts";
 import { openSqliteStores } from "../../src/store/sqlite/index.ts";
-import type { AdmitRequest, DeliveryWriter, Fence, RuntimeStore } from "../../src/store/types.ts";
 import { adminConnection, closeAdminConnection, createDatabase, withDatabase } from "../support/postgres.ts";
 import { tempDir } from "../support/runtime.ts";
 import { admitRequest, runStoreConformance } from "./conformance.ts";

@@ -1,8 +1,8 @@
 import { SwitchboardError } from "../../errors.ts";
-import { OPERATOR_LIMITS } from "../../gateway/operator/limits.ts";
-import type { ConversationSummary } from "../../gateway/operator-types.ts";
+import { OPERATOR_LIMITS } from "../../operator/limits.ts";
+import type { ConversationSummary } from "../../operator/types.ts";
+import type { MessagePageItem } from "../../runtime/store.ts";
 import type { Message } from "../../runtime/types.ts";
-import type { MessagePageItem } from "../../store/types.ts";
 import { fields, isoTime, orDash, preview, table } from "../format.ts";
 import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
 import { print, withOperator } from "./shared.ts";

@@ -1,7 +1,7 @@
 import type { OutboxRecord } from "../../../outbox/types.ts";
 import { SwitchboardError } from "../../errors.ts";
-import { OPERATOR_LIMITS } from "../../gateway/operator/limits.ts";
-import { OUTBOX_STATES } from "../../gateway/operator/validate.ts";
+import { OPERATOR_LIMITS } from "../../operator/limits.ts";
+import { OUTBOX_STATES } from "../../operator/validate.ts";
 import { fields, isoTime, orDash, preview, table } from "../format.ts";
 import { actorOf } from "../options.ts";
 import {

@@ -1,8 +1,8 @@
 import { SwitchboardError } from "../../errors.ts";
-import { OPERATOR_LIMITS } from "../../gateway/operator/limits.ts";
-import { RUN_STATES } from "../../gateway/operator/validate.ts";
+import { OPERATOR_LIMITS } from "../../operator/limits.ts";
+import { RUN_STATES } from "../../operator/validate.ts";
+import type { RunRecord } from "../../runtime/store.ts";
 import type { Usage } from "../../runtime/types.ts";
-import type { RunRecord } from "../../store/types.ts";
 import { fields, isoTime, orDash, table } from "../format.ts";
 import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
 import { print, withOperator } from "./shared.ts";

@@ -1,5 +1,5 @@
 import type { Occurrence, Schedule } from "../../../schedules/types.ts";
-import { OPERATOR_LIMITS } from "../../gateway/operator/limits.ts";
+import { OPERATOR_LIMITS } from "../../operator/limits.ts";
 import { duration, isoTime, orDash, preview, table } from "../format.ts";
 import type { CliIo } from "../spec.ts";
 import {

@@ -1,4 +1,4 @@
-import type { OperatorService } from "../../gateway/operator-types.ts";
+import type { OperatorService } from "../../operator/types.ts";
 import type { CliIo, ParsedCommand } from "../spec.ts";
 
 /**

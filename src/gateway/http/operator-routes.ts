@@ -1,7 +1,7 @@
 /** The operator API under /api: thin HTTP over OperatorService, every input validated with zod. */
 import type { z } from "zod";
 import { SwitchboardError } from "../../errors.ts";
-import type { OperatorService } from "../operator-types.ts";
+import type { OperatorService } from "../../operator/types.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import {
   actorHeader,

@@ -1,8 +1,8 @@
 import type { HttpRoute } from "../../../channels/types.ts";
 import type { WebChannel } from "../../../channels/web/index.ts";
 import type { SwitchboardErrorCode } from "../../errors.ts";
+import type { OperatorService } from "../../operator/types.ts";
 import type { RuntimeEvent } from "../../runtime/events.ts";
-import type { OperatorService } from "../operator-types.ts";
 
 export interface ReadinessCheck {
   ok: boolean;

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { ScheduleRepository } from "../../../schedules/types.ts";
-import type { OperatorQueries } from "../../gateway/operator/queries.ts";
+import type { OperatorQueries } from "../../operator/queries.ts";
 import {
   type ConversationSummaryRow,
   conversationSummarySql,

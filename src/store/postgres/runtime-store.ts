@@ -1,27 +1,6 @@
 import type { SQL, TransactionSQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
-import {
-  answerText,
-  type Message,
-  type MessagePart,
-  type RunState,
-  type StopReason,
-  type TerminalRunState,
-  type Usage,
-} from "../../runtime/types.ts";
-import { newId } from "../../util/ids.ts";
-import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
-import {
-  answerStatus,
-  checkFence,
-  coalescingTarget,
-  idempotencyConflict,
-  isOwned,
-  joinedInputIds,
-  promptTurns,
-  stopReasonFor,
-} from "../rules.ts";
 import type {
   AcquiredRun,
   AcquireRequest,
@@ -45,7 +24,28 @@ import type {
   SummarySaveResult,
   TerminalRequest,
   TerminalResult,
-} from "../types.ts";
+} from "../../runtime/store.ts";
+import {
+  answerText,
+  type Message,
+  type MessagePart,
+  type RunState,
+  type StopReason,
+  type TerminalRunState,
+  type Usage,
+} from "../../runtime/types.ts";
+import { newId } from "../../util/ids.ts";
+import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
+import {
+  answerStatus,
+  checkFence,
+  coalescingTarget,
+  idempotencyConflict,
+  isOwned,
+  joinedInputIds,
+  promptTurns,
+  stopReasonFor,
+} from "../rules.ts";
 import { sumUsage } from "../usage.ts";
 import { openMigratedPool } from "./schema.ts";
 

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { OperatorQueries } from "../../gateway/operator/queries.ts";
+import type { OperatorQueries } from "../../operator/queries.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import { AMBIGUOUS_HOLDS_SQL, OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";

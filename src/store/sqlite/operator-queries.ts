@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { ScheduleRepository } from "../../../schedules/types.ts";
-import type { OperatorQueries } from "../../gateway/operator/queries.ts";
+import type { OperatorQueries } from "../../operator/queries.ts";
 import {
   type ConversationSummaryRow,
   conversationSummarySql,

@@ -1,26 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { SwitchboardError } from "../../errors.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
-import {
-  answerText,
-  type Message,
-  type MessagePart,
-  type RunState,
-  type StopReason,
-  type TerminalRunState,
-  type Usage,
-} from "../../runtime/types.ts";
-import { newId } from "../../util/ids.ts";
-import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
-import {
-  answerStatus,
-  checkFence,
-  coalescingTarget,
-  idempotencyConflict,
-  joinedInputIds,
-  promptTurns,
-  stopReasonFor,
-} from "../rules.ts";
 import type {
   AcquiredRun,
   AcquireRequest,
@@ -44,7 +24,27 @@ import type {
   SummarySaveResult,
   TerminalRequest,
   TerminalResult,
-} from "../types.ts";
+} from "../../runtime/store.ts";
+import {
+  answerText,
+  type Message,
+  type MessagePart,
+  type RunState,
+  type StopReason,
+  type TerminalRunState,
+  type Usage,
+} from "../../runtime/types.ts";
+import { newId } from "../../util/ids.ts";
+import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
+import {
+  answerStatus,
+  checkFence,
+  coalescingTarget,
+  idempotencyConflict,
+  joinedInputIds,
+  promptTurns,
+  stopReasonFor,
+} from "../rules.ts";
 import { sumUsage } from "../usage.ts";
 import { placeholders } from "./database.ts";
 

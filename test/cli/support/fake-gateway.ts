@@ -3,7 +3,7 @@
  * OperatorService. It records every request so tests can check what the CLI sent.
  */
 import { isSwitchboardError } from "../../../src/errors.ts";
-import type { OperatorService } from "../../../src/gateway/operator-types.ts";
+import type { OperatorService } from "../../../src/operator/types.ts";
 
 export interface RecordedRequest {
   method: string;

@@ -1,7 +1,7 @@
 /** Builds HttpServices for tests around a given operator service, recording what the server did. */
 import { createWebChannel, type WebChannel } from "../../../channels/web/index.ts";
 import type { HttpServices, Readiness } from "../../../src/gateway/http/types.ts";
-import type { OperatorService } from "../../../src/gateway/operator-types.ts";
+import type { OperatorService } from "../../../src/operator/types.ts";
 import type { RuntimeEvent } from "../../../src/runtime/events.ts";
 import { createLogger, type Logger } from "../../../src/util/log.ts";
 

@@ -5,10 +5,10 @@
  */
 import type { OutboxRecord, OutboxState } from "../../../../outbox/types.ts";
 import type { Schedule } from "../../../../schedules/types.ts";
+import type { ConversationSummary } from "../../../operator/types.ts";
 import type { RuntimeEvent } from "../../../runtime/events.ts";
+import type { MessagePageItem } from "../../../runtime/store.ts";
 import type { MessagePart, RunState } from "../../../runtime/types.ts";
-import type { MessagePageItem } from "../../../store/types.ts";
-import type { ConversationSummary } from "../../operator-types.ts";
 import { byId, formatTime, h, preview } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 

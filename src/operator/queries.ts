@@ -1,7 +1,7 @@
-import type { Schedule } from "../../../schedules/types.ts";
-import type { RunState } from "../../runtime/types.ts";
-import type { RunRecord } from "../../store/types.ts";
-import type { ConversationSummary } from "../operator-types.ts";
+import type { Schedule } from "../../schedules/types.ts";
+import type { RunRecord } from "../runtime/store.ts";
+import type { RunState } from "../runtime/types.ts";
+import type { ConversationSummary } from "./types.ts";
 
 /**
  * Read-only views across conversations that only operators need (the runtime, outbox and schedule

@@ -2,10 +2,10 @@
  * Checks on operator input that arrives as loose strings (HTTP query strings, CLI flags) before it
  * reaches a store. Each failure is `input_invalid` naming the field, the value and what is allowed.
  */
-import { OUTBOX_TRANSITIONS } from "../../../outbox/transitions.ts";
-import type { OutboxState } from "../../../outbox/types.ts";
-import { SwitchboardError } from "../../errors.ts";
-import { ACTIVE_RUN_STATES, type RunState, TERMINAL_RUN_STATES } from "../../runtime/types.ts";
+import { OUTBOX_TRANSITIONS } from "../../outbox/transitions.ts";
+import type { OutboxState } from "../../outbox/types.ts";
+import { SwitchboardError } from "../errors.ts";
+import { ACTIVE_RUN_STATES, type RunState, TERMINAL_RUN_STATES } from "../runtime/types.ts";
 
 export const RUN_STATES: readonly RunState[] = [...ACTIVE_RUN_STATES, ...TERMINAL_RUN_STATES];
 export const OUTBOX_STATES = Object.keys(OUTBOX_TRANSITIONS) as OutboxState[];

@@ -1,7 +1,7 @@
 import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
+import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
-import type { MessagePageItem, RunRecord } from "../store/types.ts";
 
 /**
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every

@@ -1,4 +1,4 @@
-import type { DurableEvent } from "../runtime/events.ts";
+import type { DurableEvent } from "./events.ts";
 import type {
   InputPart,
   InputPolicy,
@@ -9,7 +9,7 @@ import type {
   StopReason,
   TerminalRunState,
   Usage,
-} from "../runtime/types.ts";
+} from "./types.ts";
 
 /**
  * The runtime's persistence boundary. Every method is one atomic transaction unless its doc says

@@ -3,7 +3,8 @@ import { SwitchboardError } from "../errors.ts";
 import { answerText } from "../runtime/types.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
-import { OPERATOR_LIMITS } from "./operator/limits.ts";
+import { OPERATOR_LIMITS } from "./limits.ts";
+import type { OperatorService } from "./types.ts";
 import {
   checkActor,
   checkCursor,
@@ -12,11 +13,10 @@ import {
   checkOneOf,
   OUTBOX_STATES,
   RUN_STATES,
-} from "./operator/validate.ts";
-import type { OperatorService } from "./operator-types.ts";
+} from "./validate.ts";
 
-export { OPERATOR_LIMITS } from "./operator/limits.ts";
-export type { ConversationSummary, OperatorService } from "./operator-types.ts";
+export { OPERATOR_LIMITS } from "./limits.ts";
+export type { ConversationSummary, OperatorService } from "./types.ts";
 
 export interface OperatorServiceOptions {
   /** The opened stores; the caller closes them. */
