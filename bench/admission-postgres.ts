@@ -6,6 +6,7 @@
  * Server: SWITCHBOARD_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres.
  */
 import { SQL } from "bun";
+import { toUsage } from "../src/models/usage.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { openPostgresRuntimeStore } from "../src/store/postgres/runtime-store.ts";
 import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
@@ -45,6 +46,7 @@ async function submits(n: number, inFlight: number): Promise<number> {
   const runtime = new Runtime({
     store,
     models: [{ label: "unused", model: createScriptedModel([]) }],
+    readUsage: toUsage,
     executeRuns: false,
   });
   try {

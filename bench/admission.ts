@@ -5,6 +5,7 @@
  */
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
+import { toUsage } from "../src/models/usage.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { applyPragmas } from "../src/store/sqlite/database.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
@@ -35,6 +36,7 @@ async function submits(n: number, inFlight: number, name: string): Promise<numbe
   const runtime = new Runtime({
     store: stores.runtime,
     models: [{ label: "unused", model: createScriptedModel([]) }],
+    readUsage: toUsage,
     executeRuns: false,
   });
   const start = performance.now();

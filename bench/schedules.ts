@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { createScheduleService } from "../schedules/service.ts";
 import { systemTimer, type Timer } from "../schedules/timer.ts";
 import type { ScheduleRepository } from "../schedules/types.ts";
+import { toUsage } from "../src/models/usage.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
 import { systemClock } from "../src/util/clock.ts";
@@ -37,6 +38,7 @@ const stores = openSqliteStores(join(dir.path, "schedules.sqlite"));
 const runtime = new Runtime({
   store: stores.runtime,
   models: [{ label: "unused", model: createScriptedModel([]) }],
+  readUsage: toUsage,
   executeRuns: false,
 });
 

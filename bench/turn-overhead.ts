@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { type LanguageModelV4, unavailableUsage } from "../src/models/language-model-v4.ts";
+import { toUsage } from "../src/models/usage.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
 import { tempDir } from "../test/support/runtime.ts";
@@ -82,7 +83,11 @@ async function setup(priorMessages: number) {
   const stores = openSqliteStores(join(dir.path, `turns-${priorMessages}.sqlite`));
   await seed(stores.runtime, "bench", priorMessages);
   const model = zeroLatencyModel();
-  const runtime = new Runtime({ store: stores.runtime, models: [{ label: "zero-latency", model }] });
+  const runtime = new Runtime({
+    store: stores.runtime,
+    models: [{ label: "zero-latency", model }],
+    readUsage: toUsage,
+  });
   let next = 0;
   const turn = () =>
     runtime.submit({

@@ -3,6 +3,7 @@ import { isSwitchboardError } from "../errors.ts";
 import { instructionsFor } from "../gateway/app.ts";
 import { loadConfig } from "../gateway/config.ts";
 import { createModelRegistry } from "../models/registry.ts";
+import { toUsage } from "../models/usage.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import { openStoreBackend } from "../store/open-backend.ts";
 import { newId } from "../util/ids.ts";
@@ -27,6 +28,7 @@ export async function runChat(env: Record<string, string | undefined>): Promise<
   const runtime = new Runtime({
     store: stores.runtime,
     models: registry.chain,
+    readUsage: toUsage,
     inputPolicy: "queue",
     instructions: ({ nowMs }) => instructionsFor(config, null, nowMs),
   });

@@ -4,6 +4,7 @@ import { createScheduleService, type ScheduleService } from "../../schedules/ser
 import { createScheduleTools } from "../../schedules/tools.ts";
 import { SwitchboardError } from "../errors.ts";
 import { createModelRegistry } from "../models/registry.ts";
+import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
@@ -67,6 +68,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const runtime = new Runtime({
     store: stores.runtime,
     models: registry.chain,
+    readUsage: toUsage,
     clock,
     logger: logger.child({ component: "runtime" }),
     owner,

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ToolSet } from "ai";
 import { SwitchboardError } from "../errors.ts";
-import { toUsage } from "../models/usage.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
@@ -86,7 +85,8 @@ export interface RuntimeOptions {
   tools?: (context: ToolContext) => ToolSet;
   /** Written with the terminal commit (the outbox). */
   deliveries?: DeliveryWriter;
-  readUsage?: UsageReader;
+  /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
+  readUsage: UsageReader;
   loop?: {
     /** Step ceiling; reaching it ends the run `policy_stop`. Default 8. */
     maxSteps?: number;
@@ -169,7 +169,7 @@ export class Runtime {
       ...(options.instructions ? { instructions: options.instructions } : {}),
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.deliveries ? { deliveries: options.deliveries } : {}),
-      readUsage: options.readUsage ?? toUsage,
+      readUsage: options.readUsage,
       emit: (event) => this.bus.emit(event),
       nextSequence: (runId) => {
         const next = (this.sequences.get(runId) ?? 0) + 1;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { toUsage } from "../../src/models/usage.ts";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import type { ModelEntry } from "../../src/runtime/step.ts";
 import { openSqliteStores, type SqliteStores } from "../../src/store/sqlite/index.ts";
@@ -35,6 +36,7 @@ export function createHarness(
     ...options,
     store: stores.runtime,
     models: [{ label: "scripted", model }, ...(options.extraModels ?? [])],
+    readUsage: options.readUsage ?? toUsage,
   });
   return {
     runtime,

@@ -10,6 +10,7 @@
  */
 import { appendFileSync } from "node:fs";
 import { createScheduleService } from "../../../schedules/service.ts";
+import { toUsage } from "../../../src/models/usage.ts";
 import { Runtime } from "../../../src/runtime/runtime.ts";
 import { openSqliteStores } from "../../../src/store/sqlite/index.ts";
 import { systemClock } from "../../../src/util/clock.ts";
@@ -28,6 +29,7 @@ const stores = openSqliteStores(file);
 const runtime = new Runtime({
   store: stores.runtime,
   models: [{ label: "unused", model: createScriptedModel([]) }],
+  readUsage: toUsage,
   executeRuns: false,
 });
 const service = createScheduleService({
