@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import packageJson from "../../package.json" with { type: "json" };
 import { isSwitchboardError } from "../errors.ts";
+import { didYouMean } from "../util/suggest.ts";
 import { CONVERSATIONS_COMMANDS, CONVERSATIONS_GROUP } from "./commands/conversations.ts";
 import { DB_COMMANDS, DB_GROUP } from "./commands/db.ts";
 import { OUTBOX_COMMANDS, OUTBOX_GROUP } from "./commands/outbox.ts";
@@ -11,7 +12,6 @@ import { SCHEDULES_COMMANDS, SCHEDULES_GROUP } from "./commands/schedules.ts";
 import { EXIT, type ExitCode, exitCodeFor } from "./exit-codes.ts";
 import { commandHelp, groupHelp, shortUsage, topLevelHelp } from "./help.ts";
 import { type CliIo, type CommandSpec, type GroupSpec, type OptionSpec, ParsedCommand } from "./spec.ts";
-import { didYouMean } from "./suggest.ts";
 import { CliUsageError } from "./usage-error.ts";
 
 export const VERSION = packageJson.version;

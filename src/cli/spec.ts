@@ -1,5 +1,5 @@
 /** How a command is declared: its words, arguments, flags and handler. Help and parsing read this. */
-import { didYouMean } from "./suggest.ts";
+import { didYouMean } from "../util/suggest.ts";
 import { CliUsageError } from "./usage-error.ts";
 
 export interface OptionSpec {

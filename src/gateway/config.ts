@@ -5,6 +5,7 @@ import { SwitchboardError } from "../errors.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import type { LogLevel } from "../util/log.ts";
+import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
 
 /** What a new message does to a running answer, and how the answer is delivered, per surface. */
 export interface SurfacePolicy {
@@ -35,17 +36,23 @@ const surfaceOverride = z
   })
   .strict();
 
-const SURFACE_KEY = /^(telegram|discord|slack|web|\*):(dm|group|thread|\*)$/;
+/** Every key of `surfaces`: a channel (or `*`) and a kind of chat (or `*`). */
+export const SURFACE_KEYS = ["telegram", "discord", "slack", "web", "*"].flatMap((channel) =>
+  ["dm", "group", "thread", "*"].map((surface) => `${channel}:${surface}`),
+);
+const SURFACE_KEY_HINT =
+  'a surface key is "<channel>:<surface>" with channel telegram, discord, slack, web or *, and surface dm, group, thread or * (e.g. "telegram:dm", "*:group")';
 
 /** The JSON file named by SWITCHBOARD_CONFIG. Versioned so its meaning can evolve. */
 const fileSchema = z
   .object({
-    version: z.literal(1, { error: 'set "version": 1 (the only config format so far)' }),
+    /** The config format; 1, the only one so far, when absent. */
+    version: z.literal(1).default(1),
     instructions: z.string().max(50_000).optional(),
     instructionsFile: z.string().optional(),
     surfaces: z
       .record(
-        z.string().regex(SURFACE_KEY, 'surface keys look like "telegram:dm", "slack:thread" or "*:group"'),
+        z.string().refine((key) => SURFACE_KEYS.includes(key), SURFACE_KEY_HINT),
         surfaceOverride,
       )
       .default({}),
@@ -192,7 +199,26 @@ function parseDatabase(env: Record<string, string | undefined>, secrets: string[
   return { engine: "postgres", url, standby: standbyRaw === "on" };
 }
 
-function parseAllowList(env: Record<string, string | undefined>, name: string): AllowList {
+/** What a platform's user ids look like, for refusing a user name where an id belongs. */
+const USER_ID = {
+  telegram: { pattern: /^\d{1,20}$/, what: "Telegram user ids are numbers", example: "12345678" },
+  discord: {
+    pattern: /^[A-Za-z0-9_.:@-]{1,64}$/,
+    what: "Discord user ids are numbers",
+    example: "123456789012345678",
+  },
+  slack: {
+    pattern: /^[A-Za-z0-9_.:@-]{1,64}$/,
+    what: "Slack user ids look like U012AB3CD",
+    example: "U012AB3CD",
+  },
+} as const;
+
+function parseAllowList(
+  env: Record<string, string | undefined>,
+  name: string,
+  platform: keyof typeof USER_ID,
+): AllowList {
   const raw = nonEmpty(env, name);
   if (!raw) return { kind: "ids", ids: new Set() };
   const items = raw
@@ -200,9 +226,14 @@ function parseAllowList(env: Record<string, string | undefined>, name: string): 
     .map((s) => s.trim())
     .filter(Boolean);
   if (items.includes("*")) return { kind: "everyone" };
+  const ids = USER_ID[platform];
   for (const item of items) {
-    if (!/^[A-Za-z0-9_.:@-]{1,64}$/.test(item))
-      fail(name, `has an invalid user id "${item}"`, `${name}=12345,67890 or ${name}=*`);
+    if (!ids.pattern.test(item))
+      fail(
+        name,
+        `has "${item}", which is not a user id (${ids.what}; the log line ingress.denied shows the id of a refused user)`,
+        `${name}=${ids.example} or ${name}=*`,
+      );
   }
   return { kind: "ids", ids: new Set(items) };
 }
@@ -233,7 +264,7 @@ function parseTimezone(value: string, variable: string): string {
 }
 
 function readFileConfig(path: string | undefined): { file: FileConfig; baseDir: string } {
-  if (!path) return { file: fileSchema.parse({ version: 1 }), baseDir: process.cwd() };
+  if (!path) return { file: fileSchema.parse({}), baseDir: process.cwd() };
   const full = resolve(path);
   if (!existsSync(full))
     fail(
@@ -241,24 +272,18 @@ function readFileConfig(path: string | undefined): { file: FileConfig; baseDir: 
       `points at ${full}, which does not exist`,
       "SWITCHBOARD_CONFIG=./switchboard.json",
     );
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(full, "utf8"));
-  } catch (error) {
+  const json = parseConfigJson(readFileSync(full, "utf8"));
+  if (!json.ok)
     fail(
       "SWITCHBOARD_CONFIG",
-      `is not valid JSON (${(error as Error).message})`,
+      `(${full}) is not valid JSON: ${json.problem}`,
       'a file containing {"version": 1}',
     );
-  }
-  const parsed = fileSchema.safeParse(json);
+  const parsed = fileSchema.safeParse(json.value, { reportInput: true });
   if (!parsed.success) {
-    const problems = parsed.error.issues
-      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-      .join("; ");
     fail(
       "SWITCHBOARD_CONFIG",
-      `(${full}) is invalid: ${problems}`,
+      `(${full}) is invalid: ${describeConfigIssues(fileSchema, parsed.error.issues, () => SURFACE_KEYS).join("; ")}`,
       'see docs/configuration.md; e.g. {"version":1,"surfaces":{"telegram:dm":{"inputPolicy":"queue"}}}',
     );
   }
@@ -370,7 +395,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
         : {}),
       ...(webhookUrl ? { webhookUrl, webhookPath: new URL(webhookUrl).pathname } : {}),
       ...(webhookSecret ? { webhookSecret } : {}),
-      allowed: parseAllowList(env, "TELEGRAM_ALLOWED_USERS"),
+      allowed: parseAllowList(env, "TELEGRAM_ALLOWED_USERS", "telegram"),
     };
   }
 
@@ -381,7 +406,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
         ...(parseUrl(env, "DISCORD_API_URL", "http://127.0.0.1:3000/api")
           ? { apiUrl: parseUrl(env, "DISCORD_API_URL", "")! }
           : {}),
-        allowed: parseAllowList(env, "DISCORD_ALLOWED_USERS"),
+        allowed: parseAllowList(env, "DISCORD_ALLOWED_USERS", "discord"),
       }
     : null;
 
@@ -404,7 +429,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       ...(appToken ? { appToken } : {}),
       ...(signingSecret ? { signingSecret } : {}),
       ...(apiUrl ? { apiUrl: `${apiUrl}/` } : {}),
-      allowed: parseAllowList(env, "SLACK_ALLOWED_USERS"),
+      allowed: parseAllowList(env, "SLACK_ALLOWED_USERS", "slack"),
     };
   }
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secret(name);

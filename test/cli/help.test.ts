@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { EXIT } from "../../src/cli/exit-codes.ts";
 import { COMMANDS, GROUPS, runCli, VERSION } from "../../src/cli/run.ts";
-import { closest } from "../../src/cli/suggest.ts";
+import { closest } from "../../src/util/suggest.ts";
 import { cli, ROOT } from "./support/cli.ts";
 
 /** runCli in-process with captured output; no database or network is touched by --help. */

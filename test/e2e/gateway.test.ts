@@ -242,7 +242,7 @@ describe("configuration errors stop startup with a message and exit code 78", ()
     [
       "bad allow list",
       { DISCORD_BOT_TOKEN: "abc", DISCORD_ALLOWED_USERS: "ok,not valid!" },
-      /DISCORD_ALLOWED_USERS has an invalid user id/,
+      /DISCORD_ALLOWED_USERS has "not valid!", which is not a user id/,
     ],
   ];
   for (const [name, env, message] of cases) {
