@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { createOperatorService } from "../operator/service.ts";
@@ -8,6 +10,7 @@ import { createGateway, type Gateway } from "./app.ts";
 import { type GatewayConfig, loadConfig, redactSecrets } from "./config.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { startStandbyHttp } from "./standby.ts";
+import { explainStartFailure } from "./start-failure.ts";
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -27,7 +30,13 @@ export async function startGateway(
   standbySignal: AbortSignal = new AbortController().signal,
 ): Promise<RunningGateway> {
   const web = config.web ? createWebChannel({}) : null;
+  const missingDirectory = missingSqliteDirectory(config);
   const stores = await openStoreBackend(config.database);
+  if (missingDirectory)
+    logger.info("store.directory_created", {
+      directory: missingDirectory,
+      hint: "SWITCHBOARD_DB names a file in a directory that did not exist, so it was created",
+    });
   // Set by the standby wait's callback (a plain `let` would stay `null` to the type checker).
   const standby: { http: HttpServer | null } = { http: null };
   try {
@@ -191,9 +200,23 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
       logger.info("gateway.stopped", { role: "standby" });
       process.exit(0);
     }
+    const explained = isSwitchboardError(error, "config_invalid")
+      ? error
+      : explainStartFailure(error, config);
+    if (explained) {
+      process.stderr.write(`switchboard: configuration error: ${redactSecrets(explained.message, env)}\n`);
+      process.exit(78);
+    }
     logger.error("gateway.start_failed", { error });
-    process.exit(isSwitchboardError(error, "config_invalid") ? 78 : 1);
+    process.exit(1);
   }
   // A signal came during start-up, when no standby wait was there to end it: shut down now.
   if (standbyWait.signal.aborted) shutDown(running);
+}
+
+/** The directory of the SQLite file when it does not exist yet (opening the database creates it). */
+function missingSqliteDirectory(config: GatewayConfig): string | null {
+  if (config.database.engine !== "sqlite") return null;
+  const directory = dirname(resolve(config.database.path));
+  return existsSync(directory) ? null : directory;
 }

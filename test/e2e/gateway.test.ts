@@ -125,6 +125,10 @@ describe("a gateway with nothing configured", () => {
     const hints = gateway.events().filter((e) => e.event === "gateway.channel_not_configured");
     expect(hints.map((e) => e.channel).sort()).toEqual(["discord", "slack", "telegram"]);
     expect(gateway.events().some((e) => e.event === "gateway.offline_model")).toBe(true);
+    // The database's directory did not exist: it was created, and the log says so.
+    expect(gateway.events().find((e) => e.event === "store.directory_created")?.directory).toBe(
+      join(dir.path, "fresh"),
+    );
   }, 30_000);
 
   test("health, readiness and metrics", async () => {
@@ -245,10 +249,33 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       /DISCORD_ALLOWED_USERS has "not valid!", which is not a user id/,
     ],
   ];
+  const holder = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  afterAll(() => holder.stop(true));
+  cases.push(
+    [
+      "a host that is no address of this machine",
+      { SWITCHBOARD_HTTP_HOST: "no-such-host.invalid" },
+      /^switchboard: configuration error: SWITCHBOARD_HTTP_HOST "no-such-host.invalid" is not an address of this machine/m,
+    ],
+    [
+      "a port another program listens on",
+      { SWITCHBOARD_HTTP_PORT: String(holder.port) },
+      new RegExp(
+        `^switchboard: configuration error: SWITCHBOARD_HTTP_PORT ${holder.port} is already in use on 127.0.0.1`,
+        "m",
+      ),
+    ],
+    [
+      "a database path that is a directory",
+      { SWITCHBOARD_DB: dir.path },
+      /^switchboard: configuration error: SWITCHBOARD_DB names \/tmp\/.* which cannot be opened as a database file/m,
+    ],
+  );
   for (const [name, env, message] of cases) {
     test(name, async () => {
       const result = await cli(["start"], {
         SWITCHBOARD_DB: join(dir.path, "cfg", `${name}.sqlite`),
+        SWITCHBOARD_HTTP_PORT: "0",
         ...env,
       });
       expect(result.code).toBe(78);
