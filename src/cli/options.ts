@@ -1,6 +1,5 @@
 /** Reading the options most commands share (--db, --actor) without loading any store code. */
 import { existsSync } from "node:fs";
-import { userInfo } from "node:os";
 import { SwitchboardError } from "../errors.ts";
 import { checkActor, type OperatorActor } from "../operator/validate.ts";
 import type { CliIo, ParsedCommand } from "./spec.ts";
@@ -38,28 +37,16 @@ export function requireDatabaseFile(path: string): void {
   if (!existsSync(path)) throw missingDatabase(path);
 }
 
-/** `--actor NAME` (or `operator:NAME`), else $USER, $LOGNAME or the login name, as `operator:NAME`. */
+/**
+ * `--actor NAME` (or `operator:NAME`), else $USER or $LOGNAME, else `cli` (a container or a cron
+ * job often sets neither), as `operator:NAME`.
+ */
 export function actorOf(command: ParsedCommand, env: CliIo["env"]): OperatorActor {
-  const given = command.string("actor") ?? (env.USER || env.LOGNAME || safeLoginName());
-  if (!given) {
-    throw command.usageError(
-      "Cannot tell who you are: pass --actor NAME (recorded in the record's history).",
-    );
-  }
+  const given = command.string("actor") ?? (env.USER || env.LOGNAME || "cli");
   const actor = given.startsWith("operator:") ? given : `operator:${given}`;
   try {
     return checkActor(actor);
   } catch (error) {
     throw command.usageError(error instanceof Error ? error.message : String(error));
-  }
-}
-
-function safeLoginName(): string | undefined {
-  try {
-    const name = userInfo().username;
-    // Bun answers "unknown" when it cannot look the user up; that would name nobody in the history.
-    return name && name !== "unknown" ? name : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -69,7 +69,8 @@ export const ACTOR_OPTION: Record<string, OptionSpec> = {
   actor: {
     type: "string",
     valueName: "NAME",
-    description: "Who you are in the record's history, as operator:NAME. Default: $USER (or $LOGNAME).",
+    description:
+      "Who you are in the record's history, as operator:NAME. Default: $USER, else $LOGNAME, else cli.",
   },
 };
 

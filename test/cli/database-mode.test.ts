@@ -222,6 +222,18 @@ describe("changing", () => {
       expect(shown.state).toBe("cancelled");
       expect(shown.history.at(-1)).toMatchObject({ actor: "operator:bob", action: "cancel" });
 
+      // Without $USER or $LOGNAME (a container, a cron job) the actor is operator:cli.
+      const anonymous = await cli(["outbox", "cancel", seed.failed.outboxId!, "--json"], {
+        SWITCHBOARD_DB: dbPath,
+        USER: "",
+        LOGNAME: "",
+      });
+      expect(anonymous.code).toBe(0);
+      expect(json<OutboxRecord>(anonymous).history.at(-1)).toMatchObject({
+        actor: "operator:cli",
+        action: "cancel",
+      });
+
       expect((await sb("outbox", "cancel", seed.delivered.outboxId!)).code).toBe(4);
       expect((await sb("outbox", "retry", "obx_missing")).code).toBe(3);
     },
