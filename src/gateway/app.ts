@@ -11,11 +11,13 @@ import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
+import { ChannelStarter } from "./channel-starter.ts";
 import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
 import { type GatewayConfig, surfacePolicy } from "./config.ts";
 import { type RunContext, readRunContext } from "./context.ts";
 import { createDeliveryWriter, wireDelivery } from "./delivery.ts";
+import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { databaseReadiness } from "./readiness.ts";
@@ -181,6 +183,17 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   runtime.subscribe((event) => {
     if (event.type === "checkpoint") metrics.stepLatency(event.durationMs);
   });
+  const channels = new ChannelStarter(
+    adapters,
+    async (name, adapter) => {
+      await adapter.start(guardedIngress, {
+        sessionRenewed: () => void catchUpChannel(name, adapter, stores, logger),
+      });
+      logger.info("channel.started", { channel: name, account: adapter.account });
+      await catchUpChannel(name, adapter, stores, logger);
+    },
+    logger,
+  );
 
   return {
     config,
@@ -201,13 +214,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       }
       unwire = wireDelivery({ runtime, store: stores.runtime, worker, adapters, clock, logger });
       await runtime.recover({ takeOverLeases: true });
-      for (const [name, adapter] of adapters) {
-        await adapter.start(guardedIngress, {
-          sessionRenewed: () => void catchUpChannel(name, adapter, stores, logger),
-        });
-        logger.info("channel.started", { channel: name, account: adapter.account });
-      }
-      for (const [name, adapter] of adapters) await catchUpChannel(name, adapter, stores, logger);
+      await channels.startAll();
       // One gateway per SQLite file: a claim left by a dead process fires now, not when its lease ends.
       await schedules.start({ takeOverLeases: true });
       // Without this an operator's `outbox retry` or `schedules resume` on the file waits for an
@@ -223,6 +230,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     async stop(options = {}) {
       const graceMs = options.graceMs ?? config.shutdownGraceMs;
       accepting = false;
+      channels.stop();
       externalCommits?.stop();
       await schedules.stop();
       const closed = await runtime.close({ gracePeriodMs: graceMs, forceTimeoutMs: 3000 });
@@ -238,11 +246,11 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return { runsSettled: closed.settled, runsRemaining: closed.remaining, outboxDrained, waitingReplies };
     },
     async readiness() {
-      const checks: Record<string, { ok: boolean; detail?: string }> = {
+      const checks: Record<string, ReadinessCheck> = {
         database: await databaseReadiness(stores),
       };
-      for (const [name, adapter] of adapters) checks[`channel:${name}`] = { ok: adapter.isConnected() };
-      return { ready: Object.values(checks).every((c) => c.ok), checks };
+      for (const [name, adapter] of adapters) checks[`channel:${name}`] = channels.check(name, adapter);
+      return { ready: Object.values(checks).every((c) => c.ok || c.degraded), checks };
     },
     async renderMetrics() {
       return metrics.render(await stores.gauges(), {

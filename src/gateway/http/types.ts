@@ -6,6 +6,8 @@ import type { RuntimeEvent } from "../../runtime/events.ts";
 
 export interface ReadinessCheck {
   ok: boolean;
+  /** Down, while the gateway serves everything else (a platform unreachable): still ready. */
+  degraded?: boolean;
   detail?: string;
 }
 
