@@ -53,8 +53,8 @@ function postMessage(url: string, body: Record<string, unknown>) {
 }
 
 async function openStream(url: string, sessionId = SESSION): Promise<SseReader> {
-  const response = await fetch(`${url}/web/api/stream?sessionId=${sessionId}`, {
-    headers: { accept: "text/event-stream" },
+  const response = await fetch(`${url}/web/api/stream`, {
+    headers: { accept: "text/event-stream", "x-switchboard-session": sessionId },
   });
   expect(response.status).toBe(200);
   return new SseReader(response);
@@ -142,7 +142,11 @@ describe("POST /web/api/messages", () => {
       (await postMessage(url, { sessionId: SESSION, clientMessageId: "cm_00000001", text: "x".repeat(50) }))
         .status,
     ).toBe(202);
-    const notJson = await fetch(`${url}/web/api/messages`, { method: "POST", body: "text=hi" });
+    const notJson = await fetch(`${url}/web/api/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "text=hi",
+    });
     expect(notJson.status).toBe(400);
     expect(received.length).toBe(1);
   });
