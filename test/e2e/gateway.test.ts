@@ -43,8 +43,8 @@ async function waitForReply(
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
-    const response = await fetch(`${url}/web/api/stream?sessionId=${session}`, {
-      headers: { accept: "text/event-stream" },
+    const response = await fetch(`${url}/web/api/stream`, {
+      headers: { accept: "text/event-stream", "x-switchboard-session": session },
       signal: abort.signal,
     });
     const reader = response.body!.getReader();
@@ -237,6 +237,16 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       "a standby setting that is not on or off",
       { SWITCHBOARD_STANDBY: "yes" },
       /SWITCHBOARD_STANDBY must be on or off \(got "yes"\)/,
+    ],
+    [
+      "the web chat forced on where other machines reach it, without a token",
+      { SWITCHBOARD_HTTP_HOST: "0.0.0.0", SWITCHBOARD_WEB: "on" },
+      /SWITCHBOARD_WEB_TOKEN must be set for SWITCHBOARD_WEB=on because SWITCHBOARD_HTTP_HOST=0.0.0.0/,
+    ],
+    [
+      "a public URL with a path",
+      { SWITCHBOARD_PUBLIC_URL: "https://chat.example.com/bot" },
+      /SWITCHBOARD_PUBLIC_URL must be an origin/,
     ],
     [
       "bad ambiguous hold",
