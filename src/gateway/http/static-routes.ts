@@ -19,7 +19,7 @@ const PAGE_HEADERS = {
   "cache-control": "no-cache",
 };
 
-const SCRIPTS = ["chat", "console", "markdown", "dom"] as const;
+const SCRIPTS = ["chat", "console", "markdown", "dom", "event-stream"] as const;
 
 interface Asset {
   body: string;
