@@ -94,14 +94,8 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         text: body.text,
         atMs: nowMs,
       });
-      if (outcome.kind === "command") {
-        deps.transcripts.append(body.sessionId, {
-          messageId: `reply-${body.clientMessageId}`,
-          role: "assistant",
-          text: outcome.reply,
-          atMs: nowMs,
-        });
-      }
+      // A command's reply is in the outcome too, but it reaches the page the way every answer does:
+      // ingress enqueued it, and the outbox sends it here. Showing it now would show it twice.
       return Response.json(outcome, { status: 202 });
     },
   };

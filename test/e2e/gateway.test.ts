@@ -93,6 +93,32 @@ async function waitForReply(
   }
 }
 
+/** The transcript the web channel replays to a page that connects now. */
+async function firstSnapshot(url: string, session: string) {
+  const response = await fetch(`${url}/web/api/stream`, {
+    headers: { accept: "text/event-stream", "x-switchboard-session": session },
+  });
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  const dataLine = () =>
+    buffered
+      .split("\n")
+      .find((line) => line.startsWith("data:") && buffered.includes("\n\n", buffered.indexOf(line)));
+  try {
+    while (dataLine() === undefined) {
+      const read = await reader.read();
+      if (read.done) throw new Error("stream ended before its snapshot");
+      buffered += read.value;
+    }
+  } finally {
+    await reader.cancel();
+  }
+  const data = dataLine()!.slice(5).trim();
+  const event = JSON.parse(data) as { type: string; messages: Array<{ role: string; text: string }> };
+  expect(event.type).toBe("snapshot");
+  return event.messages;
+}
+
 const cli = async (args: string[], env: Record<string, string>) => {
   const { exitCode, stdout, stderr } = await runCli(args, env);
   return { code: exitCode, stdout, stderr };
@@ -129,6 +155,21 @@ describe("a gateway with nothing configured", () => {
     expect(gateway.events().find((e) => e.event === "store.directory_created")?.directory).toBe(
       join(dir.path, "fresh"),
     );
+  }, 30_000);
+
+  test("a chat command is answered once, through the outbox", async () => {
+    const session = sessionId(5);
+    const sent = await say(gateway.url, session, "/help", "message-0005");
+    expect(sent.body.kind).toBe("command");
+    await waitForReply(gateway.url, session, (t) => t.startsWith("I'm an AI assistant"), 15_000);
+    await Bun.sleep(1500);
+    const snapshot = await firstSnapshot(gateway.url, session);
+    const replies = snapshot.filter((m) => m.role === "assistant").map((m) => m.text);
+    expect(replies).toHaveLength(1);
+    const outbox = (await (
+      await fetch(`${gateway.url}/api/outbox?limit=200`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json()) as Array<{ target: string; state: string }>;
+    expect(outbox.filter((r) => r.target === session).map((r) => r.state)).toEqual(["delivered"]);
   }, 30_000);
 
   test("health, readiness and metrics", async () => {
