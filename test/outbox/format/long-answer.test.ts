@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { type FormatPlatform as AnyPlatform, renderForPlatform } from "../../../outbox/format/index.ts";
+import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.ts";
 
 /** The platforms whose markup the shared pipeline writes (the web's is tested in web.test.ts). */
 type FormatPlatform = Exclude<AnyPlatform, "web">;
-import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.ts";
 
 /** A long, realistic model answer: sections with prose, lists, quotes, links and code. */
 function longAnswer(): string {
