@@ -149,7 +149,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
       transcripts.typing(sessionOf(target), clock.now());
     },
 
-    // The page renders a safe Markdown subset itself (src/gateway/http/assets/markdown.ts).
+    // The page renders Markdown itself, sanitised (src/gateway/http/assets/markdown.ts).
     render: (markdown: string) => markdown,
   };
 }

@@ -108,8 +108,7 @@ function render(): void {
 
 function bubble(role: WebTranscriptEntry["role"], id: string, text: string, meta: string): HTMLElement {
   const body = h("div", { class: "bubble-text" });
-  // Safe: renderMarkdown escapes all HTML before applying its own small set of tags.
-  body.innerHTML = renderMarkdown(text);
+  renderMarkdown(body, text);
   return h(
     "article",
     { class: `bubble ${role}`, "data-message-id": id },

@@ -193,7 +193,7 @@ function renderMessages(container: HTMLElement, items: MessagePageItem[]): void 
   const nodes = items.map((item) => {
     const setAside = SET_ASIDE.includes(item.runState);
     const body = h("div", { class: "bubble-text" });
-    body.innerHTML = renderMarkdown(partsText(item.message.parts) || "(no text)");
+    renderMarkdown(body, partsText(item.message.parts) || "(no text)");
     return h(
       "article",
       {
