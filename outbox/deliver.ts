@@ -223,7 +223,18 @@ export async function settleFailure(
   if (decision.retry) {
     await deps.repo.scheduleRetry(record.id, nowMs + decision.delayMs, reason, nowMs);
   } else if (decision.outcome === "failed") {
-    await deps.repo.markFailed(record.id, `${error.operation} failed: ${decision.reason}`, nowMs);
+    const failure = `${error.operation} failed: ${decision.reason}`;
+    await deps.repo.markFailed(record.id, failure, nowMs);
+    // Never the reply's text: the record id leads to it (`outbox show`), for those allowed to read it.
+    deps.logger.warn("delivery failed permanently; see `outbox show` and retry after fixing the cause", {
+      recordId: record.id,
+      conversationId: record.conversationId,
+      channel: record.channel,
+      account: record.account,
+      target: record.target,
+      attempts: record.attempts,
+      reason: failure,
+    });
   } else {
     deps.logger.warn("delivery outcome unknown; left for an operator", { recordId: record.id, reason });
     await deps.repo.markAmbiguous(

@@ -1,6 +1,6 @@
 import type { ChannelName } from "../channels/types.ts";
 import { isSwitchboardError } from "../src/errors.ts";
-import { renderForPlatform, renderPlain } from "./format/index.ts";
+import { type FormatPlatform, renderForPlatform, renderPlain } from "./format/index.ts";
 import type { RenderedText } from "./types.ts";
 
 /** Markdown → platform chunks. Injectable so the worker does not depend on one renderer. */
@@ -12,9 +12,9 @@ const FORMAT_PLATFORM = {
   telegram: "telegram",
   discord: "discord",
   slack: "slack",
-  // The web client renders CommonMark itself; Discord's dialect leaves it as written.
-  web: "discord",
-} as const satisfies Record<ChannelName, "telegram" | "slack" | "discord" | "plain">;
+  // The page renders CommonMark itself (outbox/format/web.ts).
+  web: "web",
+} as const satisfies Record<ChannelName, FormatPlatform>;
 
 export const formatRenderer: Renderer = {
   render(markdown, channel, format, maxChars) {

@@ -47,6 +47,8 @@ export interface WebChannelOptions {
   maxSessions?: number;
   /** Comment line on a quiet stream this often; default 15 000 ms. */
   heartbeatMs?: number;
+  /** Messages one browser session may post per minute; default 30. */
+  messagesPerSessionPerMinute?: number;
 }
 
 /** The web channel: every optional capability of ChannelAdapter is present. */
@@ -87,6 +89,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     transcripts,
     maxMessageChars,
     heartbeatMs: options.heartbeatMs ?? 15_000,
+    messagesPerSessionPerMinute: options.messagesPerSessionPerMinute ?? 30,
     receive,
     stopSignal: () => stopping.signal,
   });
@@ -146,7 +149,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
       transcripts.typing(sessionOf(target), clock.now());
     },
 
-    // The page renders a safe Markdown subset itself (src/gateway/http/assets/markdown.ts).
+    // The page renders Markdown itself, sanitised (src/gateway/http/assets/markdown.ts).
     render: (markdown: string) => markdown,
   };
 }

@@ -2,12 +2,19 @@
 import { isSwitchboardError } from "../../src/errors.ts";
 import type { Clock } from "../../src/util/clock.ts";
 import { eventStreamResponse } from "../../src/util/event-stream.ts";
+import { KeyedRateLimiter } from "../../src/util/rate-limit.ts";
+import { PayloadTooLargeError, readBodyText } from "../../src/util/read-body.ts";
 import type { HttpRoute, InboundMessage, IngressOutcome } from "../types.ts";
 import { isSessionId, toInboundMessage, webMessageBodySchema } from "./inbound.ts";
 import type { WebTranscripts } from "./transcript.ts";
 
 export const WEB_MESSAGES_PATH = "/web/api/messages";
 export const WEB_STREAM_PATH = "/web/api/stream";
+/**
+ * Carries the session id on the stream request. A header, not the query string, because proxies
+ * and browser history keep URLs, and the session id is the only key to its transcript.
+ */
+export const WEB_SESSION_HEADER = "x-switchboard-session";
 
 /** A message of 8000 characters is at most 32 KiB of UTF-8; the JSON around it is small. */
 const MAX_BODY_BYTES = 64 * 1024;
@@ -17,6 +24,8 @@ export interface WebRoutesDeps {
   transcripts: WebTranscripts;
   maxMessageChars: number;
   heartbeatMs: number;
+  /** Messages one session may post per minute (a burst of that many, then that rate). */
+  messagesPerSessionPerMinute: number;
   /** Hands the message to ingress; rejects when it is not accepting or ingress failed. */
   receive(message: InboundMessage): Promise<IngressOutcome>;
   /** Aborts when the channel stops, ending every open stream. */
@@ -25,17 +34,20 @@ export interface WebRoutesDeps {
 
 export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
   const bodySchema = webMessageBodySchema(deps.maxMessageChars);
+  const messagesPerSession = new KeyedRateLimiter({ perMinute: deps.messagesPerSessionPerMinute });
 
   const postMessage: HttpRoute = {
     method: "POST",
     path: WEB_MESSAGES_PATH,
     handle: async function handleWebMessage(request: Request): Promise<Response> {
-      const declared = Number(request.headers.get("content-length") ?? "0");
-      if (declared > MAX_BODY_BYTES)
-        return problem(413, "payload_too_large", "The message body is over 64 KiB.");
-      const raw = await request.text();
-      if (new TextEncoder().encode(raw).byteLength > MAX_BODY_BYTES)
-        return problem(413, "payload_too_large", "The message body is over 64 KiB.");
+      let raw: string;
+      try {
+        raw = await readBodyText(request, MAX_BODY_BYTES);
+      } catch (error) {
+        if (error instanceof PayloadTooLargeError)
+          return problem(413, "payload_too_large", "The message body is over 64 KiB.");
+        throw error;
+      }
       let json: unknown;
       try {
         json = JSON.parse(raw);
@@ -49,6 +61,16 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         return problem(400, "input_invalid", `${field}: ${issue?.message ?? "invalid"}`);
       }
       const body = parsed.data;
+      const decision = messagesPerSession.take(body.sessionId, deps.clock.now());
+      if (!decision.allowed) {
+        const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+        return problem(
+          429,
+          "rate_limited",
+          `Too many messages from this session; wait ${seconds} s and send it again.`,
+          { "retry-after": String(seconds) },
+        );
+      }
       let outcome: IngressOutcome;
       try {
         outcome = await deps.receive(toInboundMessage(body, deps.clock.now()));
@@ -72,14 +94,8 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         text: body.text,
         atMs: nowMs,
       });
-      if (outcome.kind === "command") {
-        deps.transcripts.append(body.sessionId, {
-          messageId: `reply-${body.clientMessageId}`,
-          role: "assistant",
-          text: outcome.reply,
-          atMs: nowMs,
-        });
-      }
+      // A command's reply is in the outcome too, but it reaches the page the way every answer does:
+      // ingress enqueued it, and the outbox sends it here. Showing it now would show it twice.
       return Response.json(outcome, { status: 202 });
     },
   };
@@ -88,9 +104,13 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     method: "GET",
     path: WEB_STREAM_PATH,
     handle: async function handleWebStream(request: Request): Promise<Response> {
-      const sessionId = new URL(request.url).searchParams.get("sessionId") ?? "";
+      const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
       if (!isSessionId(sessionId))
-        return problem(400, "input_invalid", "sessionId must be 16-128 characters of A-Z a-z 0-9 _ -.");
+        return problem(
+          400,
+          "input_invalid",
+          `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -), never in the URL.`,
+        );
       return eventStreamResponse({
         signal: AbortSignal.any([request.signal, deps.stopSignal()]),
         heartbeatMs: deps.heartbeatMs,
@@ -105,6 +125,9 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
   return [postMessage, stream];
 }
 
-function problem(status: number, code: string, message: string): Response {
-  return Response.json({ error: { code, message } }, { status });
+function problem(status: number, code: string, message: string, headers?: Record<string, string>): Response {
+  return Response.json(
+    { error: { code, message } },
+    { status, headers: { "cache-control": "no-store", ...headers } },
+  );
 }

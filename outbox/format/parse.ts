@@ -6,10 +6,12 @@ import { type Block, type HeadingDepth, type Inline, inlineText, type ListItem }
  * on odd input: anything the model writes renders as something.
  */
 export function parseMarkdown(markdown: string): Block[] {
-  const tokens = new Lexer({ gfm: true, breaks: false, tokenizer: new SetextCheckingTokenizer() }).lex(
-    markdown,
-  );
-  return toBlocks(tokens);
+  return toBlocks(lexMarkdown(markdown));
+}
+
+/** marked's top-level tokens (GFM); their `raw` texts put together are `markdown` again. */
+export function lexMarkdown(markdown: string): Token[] {
+  return new Lexer({ gfm: true, breaks: false, tokenizer: new SetextCheckingTokenizer() }).lex(markdown);
 }
 
 /**

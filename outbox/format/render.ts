@@ -6,8 +6,9 @@ import { parseMarkdown } from "./parse.ts";
 import { plainDialect } from "./plain.ts";
 import { slackDialect } from "./slack.ts";
 import { telegramDialect } from "./telegram.ts";
+import { renderWeb } from "./web.ts";
 
-export type FormatPlatform = "telegram" | "slack" | "discord" | "plain";
+export type FormatPlatform = "telegram" | "slack" | "discord" | "web" | "plain";
 
 export interface RenderOptions {
   /** The platform's message limit in characters (Telegram 4096, Discord 2000, Slack 4000); at least 32. */
@@ -21,7 +22,7 @@ export interface RenderedMessage {
   format: "rich" | "plain";
 }
 
-const DIALECTS: Readonly<Record<FormatPlatform, Dialect>> = {
+const DIALECTS: Readonly<Record<Exclude<FormatPlatform, "web">, Dialect>> = {
   telegram: telegramDialect,
   slack: slackDialect,
   discord: discordDialect,
@@ -34,6 +35,7 @@ export function renderForPlatform(
   platform: FormatPlatform,
   options: RenderOptions,
 ): RenderedMessage {
+  if (platform === "web") return { chunks: renderWeb(markdown, options.maxChars), format: "rich" };
   const atoms = layoutDocument(parseMarkdown(markdown), DIALECTS[platform]);
   return { chunks: chunkAtoms(atoms, options.maxChars), format: platform === "plain" ? "plain" : "rich" };
 }

@@ -6,6 +6,7 @@ import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import type { LogLevel } from "../util/log.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
+import { isLoopbackHost, type WebAccessPolicy, webAccessPolicy } from "./http/web-guard.ts";
 
 /** What a new message does to a running answer, and how the answer is delivered, per surface. */
 export interface SurfacePolicy {
@@ -101,9 +102,23 @@ export interface SlackSettings {
   allowed: AllowList;
 }
 
+/** The web chat (channels/web) and who may reach it; docs/operators.md "Exposure". */
+export interface WebChatConfig {
+  enabled: boolean;
+  /** Why it is off although SWITCHBOARD_WEB did not say so, for the startup log. */
+  offReason?: string;
+  /** SWITCHBOARD_WEB_TOKEN: the bearer token the chat API requires; null: none. */
+  token: string | null;
+  /** Messages one browser session may post per minute (SWITCHBOARD_WEB_MESSAGES_PER_MINUTE). */
+  messagesPerSessionPerMinute: number;
+  /** Chat API requests per client address per minute (SWITCHBOARD_WEB_REQUESTS_PER_MINUTE). */
+  requestsPerIpPerMinute: number;
+}
+
 export interface GatewayConfig {
   database: DatabaseConfig;
-  http: { host: string; port: number };
+  /** `publicUrl`: SWITCHBOARD_PUBLIC_URL, the origin browsers use (no trailing slash); null if unset. */
+  http: { host: string; port: number; publicUrl: string | null };
   logLevel: LogLevel;
   operatorToken: string | null;
   timezone: string;
@@ -115,7 +130,7 @@ export interface GatewayConfig {
   telegram: TelegramSettings | null;
   discord: DiscordSettings | null;
   slack: SlackSettings | null;
-  web: boolean;
+  web: WebChatConfig;
   /** Every secret value, so the logger can scrub them from any line. */
   secrets: string[];
   /** Environment passed through to the model registry. */
@@ -133,6 +148,7 @@ export const SECRET_VARIABLES = [
   "OPENROUTER_API_KEY",
   "OPENAI_COMPATIBLE_API_KEY",
   "SWITCHBOARD_OPERATOR_TOKEN",
+  "SWITCHBOARD_WEB_TOKEN",
 ] as const;
 
 /** `text` with every secret value of `env` replaced by "[redacted]" (config errors echo values). */
@@ -252,6 +268,79 @@ function parseUrl(
     fail(name, `is not an http(s) URL ("${raw}")`, `${name}=${example}`);
   }
   return raw.replace(/\/+$/, "");
+}
+
+function parsePositiveInteger(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+): number {
+  const raw = nonEmpty(env, name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1)
+    fail(name, `must be a whole number of at least 1 (got "${raw}")`, `${name}=${fallback}`);
+  return value;
+}
+
+/** SWITCHBOARD_PUBLIC_URL: an origin only, since the pages call the gateway at absolute paths. */
+function parsePublicUrl(env: Record<string, string | undefined>): string | null {
+  const example = "https://chat.example.com";
+  const raw = parseUrl(env, "SWITCHBOARD_PUBLIC_URL", example);
+  if (raw === undefined) return null;
+  const url = new URL(raw);
+  if (url.pathname !== "/" || url.search || url.hash || url.username || url.password)
+    fail(
+      "SWITCHBOARD_PUBLIC_URL",
+      `must be an origin (scheme, host and optional port), without a path, query or credentials (got "${raw}")`,
+      `SWITCHBOARD_PUBLIC_URL=${example}`,
+    );
+  return url.origin;
+}
+
+/**
+ * The web chat is on by default only where nobody else can reach it: a gateway listening on a
+ * non-loopback address, or published at a non-loopback SWITCHBOARD_PUBLIC_URL, needs
+ * SWITCHBOARD_WEB_TOKEN for it; without one it is off, and SWITCHBOARD_WEB=on is an error.
+ */
+function parseWebChat(
+  env: Record<string, string | undefined>,
+  listenHost: string,
+  publicUrl: string | null,
+  token: string | null,
+): WebChatConfig {
+  const switchRaw = nonEmpty(env, "SWITCHBOARD_WEB");
+  if (switchRaw !== undefined && switchRaw !== "on" && switchRaw !== "off")
+    fail("SWITCHBOARD_WEB", `must be on or off (got "${switchRaw}")`, "SWITCHBOARD_WEB=on");
+  if (token !== null && token.length < 16)
+    fail(
+      "SWITCHBOARD_WEB_TOKEN",
+      "must be at least 16 characters",
+      "SWITCHBOARD_WEB_TOKEN=$(openssl rand -hex 24)",
+    );
+  const limits = {
+    token,
+    messagesPerSessionPerMinute: parsePositiveInteger(env, "SWITCHBOARD_WEB_MESSAGES_PER_MINUTE", 30),
+    requestsPerIpPerMinute: parsePositiveInteger(env, "SWITCHBOARD_WEB_REQUESTS_PER_MINUTE", 120),
+  };
+  if (switchRaw === "off") return { enabled: false, ...limits };
+  const exposedBy = !isLoopbackHost(listenHost)
+    ? `SWITCHBOARD_HTTP_HOST=${listenHost} is reachable from other machines`
+    : publicUrl !== null && !isLoopbackHost(new URL(publicUrl).hostname)
+      ? `SWITCHBOARD_PUBLIC_URL=${publicUrl} publishes it`
+      : null;
+  if (exposedBy === null || token !== null) return { enabled: true, ...limits };
+  if (switchRaw === "on")
+    fail(
+      "SWITCHBOARD_WEB_TOKEN",
+      `must be set for SWITCHBOARD_WEB=on because ${exposedBy}; anyone who reaches the page could otherwise talk to the agent on your credits`,
+      "SWITCHBOARD_WEB_TOKEN=$(openssl rand -hex 24)",
+    );
+  return {
+    enabled: false,
+    offReason: `${exposedBy} and SWITCHBOARD_WEB_TOKEN is not set; set it (or SWITCHBOARD_WEB=off to silence this)`,
+    ...limits,
+  };
 }
 
 function parseTimezone(value: string, variable: string): string {
@@ -435,13 +524,13 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secret(name);
   if (operatorToken) secrets.push(operatorToken);
 
-  const webRaw = nonEmpty(env, "SWITCHBOARD_WEB") ?? "on";
-  if (!["on", "off"].includes(webRaw))
-    fail("SWITCHBOARD_WEB", `must be on or off (got "${webRaw}")`, "SWITCHBOARD_WEB=on");
+  const host = nonEmpty(env, "SWITCHBOARD_HTTP_HOST") ?? "127.0.0.1";
+  const publicUrl = parsePublicUrl(env);
+  const web = parseWebChat(env, host, publicUrl, secret("SWITCHBOARD_WEB_TOKEN") ?? null);
 
   return {
     database,
-    http: { host: nonEmpty(env, "SWITCHBOARD_HTTP_HOST") ?? "127.0.0.1", port },
+    http: { host, port, publicUrl },
     logLevel,
     operatorToken,
     timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
@@ -452,7 +541,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     telegram,
     discord,
     slack,
-    web: webRaw === "on",
+    web,
     secrets,
     modelEnv: {
       SWITCHBOARD_MODEL: env.SWITCHBOARD_MODEL,
@@ -463,6 +552,15 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       OPENAI_COMPATIBLE_API_KEY: env.OPENAI_COMPATIBLE_API_KEY,
     },
   };
+}
+
+/** Who may use the web chat, for the HTTP server. */
+export function webAccessFor(config: GatewayConfig): WebAccessPolicy {
+  return webAccessPolicy({
+    listenHost: config.http.host,
+    publicUrl: config.http.publicUrl,
+    token: config.web.token,
+  });
 }
 
 /** The policy for `channel:surface`: exact key, then `channel:*`, then `*:surface`, over the defaults. */

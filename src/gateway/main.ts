@@ -7,7 +7,7 @@ import { openStoreBackend } from "../store/open-backend.ts";
 import { systemClock } from "../util/clock.ts";
 import { createLogger, type Logger } from "../util/log.ts";
 import { createGateway, type Gateway } from "./app.ts";
-import { type GatewayConfig, loadConfig, redactSecrets } from "./config.ts";
+import { type GatewayConfig, loadConfig, redactSecrets, webAccessFor } from "./config.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { startStandbyHttp } from "./standby.ts";
 import { explainStartFailure } from "./start-failure.ts";
@@ -29,7 +29,9 @@ export async function startGateway(
   logger: Logger,
   standbySignal: AbortSignal = new AbortController().signal,
 ): Promise<RunningGateway> {
-  const web = config.web ? createWebChannel({}) : null;
+  const web = config.web.enabled
+    ? createWebChannel({ messagesPerSessionPerMinute: config.web.messagesPerSessionPerMinute })
+    : null;
   const missingDirectory = missingSqliteDirectory(config);
   const stores = await openStoreBackend(config.database);
   if (missingDirectory)
@@ -84,6 +86,8 @@ export async function startGateway(
     host: config.http.host,
     port: config.http.port,
     logger: logger.child({ component: "http" }),
+    webAccess: webAccessFor(config),
+    webRequestsPerIpPerMinute: config.web.requestsPerIpPerMinute,
     services: {
       operator,
       follow: (conversationId, afterSeq, signal) => gateway.runtime.follow(conversationId, afterSeq, signal),
@@ -119,8 +123,14 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
     channels,
     model: gateway.runtime.models.map((m) => m.label).join(" -> "),
   });
-  if (config.web)
-    logger.info("gateway.web_chat", { url: `${url}/`, hint: "open this in a browser to talk to the agent" });
+  if (config.web.enabled)
+    logger.info("gateway.web_chat", {
+      url: `${config.http.publicUrl ?? url}/`,
+      hint: config.web.token
+        ? "open this in a browser and enter SWITCHBOARD_WEB_TOKEN to talk to the agent"
+        : "open this in a browser to talk to the agent",
+    });
+  else if (config.web.offReason) logger.warn("gateway.web_chat_off", { hint: config.web.offReason });
   if (!config.operatorToken) {
     logger.warn("gateway.operator_api_disabled", {
       hint: "set SWITCHBOARD_OPERATOR_TOKEN (16+ characters) to enable /api and the console at /console",

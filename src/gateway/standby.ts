@@ -4,7 +4,7 @@ import { createOperatorService } from "../operator/service.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import { systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import type { GatewayConfig } from "./config.ts";
+import { type GatewayConfig, webAccessFor } from "./config.ts";
 import { apiError } from "./http/respond.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { createMetrics } from "./metrics.ts";
@@ -34,6 +34,8 @@ export function startStandbyHttp(
     host: config.http.host,
     port: config.http.port,
     logger: logger.child({ component: "http" }),
+    webAccess: webAccessFor(config),
+    webRequestsPerIpPerMinute: config.web.requestsPerIpPerMinute,
     services: {
       operator: createOperatorService({
         stores,

@@ -43,8 +43,8 @@ async function waitForReply(
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
-    const response = await fetch(`${url}/web/api/stream?sessionId=${session}`, {
-      headers: { accept: "text/event-stream" },
+    const response = await fetch(`${url}/web/api/stream`, {
+      headers: { accept: "text/event-stream", "x-switchboard-session": session },
       signal: abort.signal,
     });
     const reader = response.body!.getReader();
@@ -93,6 +93,32 @@ async function waitForReply(
   }
 }
 
+/** The transcript the web channel replays to a page that connects now. */
+async function firstSnapshot(url: string, session: string) {
+  const response = await fetch(`${url}/web/api/stream`, {
+    headers: { accept: "text/event-stream", "x-switchboard-session": session },
+  });
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  const dataLine = () =>
+    buffered
+      .split("\n")
+      .find((line) => line.startsWith("data:") && buffered.includes("\n\n", buffered.indexOf(line)));
+  try {
+    while (dataLine() === undefined) {
+      const read = await reader.read();
+      if (read.done) throw new Error("stream ended before its snapshot");
+      buffered += read.value;
+    }
+  } finally {
+    await reader.cancel();
+  }
+  const data = dataLine()!.slice(5).trim();
+  const event = JSON.parse(data) as { type: string; messages: Array<{ role: string; text: string }> };
+  expect(event.type).toBe("snapshot");
+  return event.messages;
+}
+
 const cli = async (args: string[], env: Record<string, string>) => {
   const { exitCode, stdout, stderr } = await runCli(args, env);
   return { code: exitCode, stdout, stderr };
@@ -129,6 +155,22 @@ describe("a gateway with nothing configured", () => {
     expect(gateway.events().find((e) => e.event === "store.directory_created")?.directory).toBe(
       join(dir.path, "fresh"),
     );
+  }, 30_000);
+
+  test("a chat command is answered once, through the outbox", async () => {
+    const session = sessionId(5);
+    const sent = await say(gateway.url, session, "/help", "message-0005");
+    expect(sent.body.kind).toBe("command");
+    // The web dialect sends the Markdown as written: `/every 0 9 * * 1-5` keeps its asterisks.
+    await waitForReply(gateway.url, session, (t) => t === sent.body.reply, 15_000);
+    await Bun.sleep(1500);
+    const snapshot = await firstSnapshot(gateway.url, session);
+    const replies = snapshot.filter((m) => m.role === "assistant").map((m) => m.text);
+    expect(replies).toEqual([sent.body.reply as string]);
+    const outbox = (await (
+      await fetch(`${gateway.url}/api/outbox?limit=200`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json()) as Array<{ target: string; state: string }>;
+    expect(outbox.filter((r) => r.target === session).map((r) => r.state)).toEqual(["delivered"]);
   }, 30_000);
 
   test("health, readiness and metrics", async () => {
@@ -237,6 +279,16 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       "a standby setting that is not on or off",
       { SWITCHBOARD_STANDBY: "yes" },
       /SWITCHBOARD_STANDBY must be on or off \(got "yes"\)/,
+    ],
+    [
+      "the web chat forced on where other machines reach it, without a token",
+      { SWITCHBOARD_HTTP_HOST: "0.0.0.0", SWITCHBOARD_WEB: "on" },
+      /SWITCHBOARD_WEB_TOKEN must be set for SWITCHBOARD_WEB=on because SWITCHBOARD_HTTP_HOST=0.0.0.0/,
+    ],
+    [
+      "a public URL with a path",
+      { SWITCHBOARD_PUBLIC_URL: "https://chat.example.com/bot" },
+      /SWITCHBOARD_PUBLIC_URL must be an origin/,
     ],
     [
       "bad ambiguous hold",

@@ -16,6 +16,7 @@ import { tempDir } from "../support/runtime.ts";
 import { ARTIFACT_DIR, launchChromium } from "./support/browser.ts";
 import { decodePng, distinctColours, dominantColour, near } from "./support/png.ts";
 import { capturingLogger, type RecordedCall, recordingOperator, testServices } from "./support/services.ts";
+import { XSS_PAYLOADS } from "./support/xss-corpus.ts";
 
 const TOKEN = "browser-token-91c2e7aa55";
 const USER_BUBBLE = [47, 91, 211]; // --user in style.css
@@ -122,6 +123,107 @@ describe("the web chat page", () => {
       const bubble = await elementColour(page, ".bubble.user");
       expect(near(bubble.rgb, USER_BUBBLE)).toBe(true);
       expect(bubble.share).toBeGreaterThan(0.5);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+});
+
+describe("Markdown in the web chat", () => {
+  /** Opens the chat and returns its session id (the reply target the outbox would use). */
+  async function openChat(page: Page): Promise<string> {
+    await page.goto(`${server.url}/`);
+    await page.locator('#connection[data-state="online"]').waitFor();
+    return (await page.evaluate(() => localStorage.getItem("switchboard.sessionId")))!;
+  }
+
+  test("renders lists, headings, tables, quotes, code and links with parentheses", async () => {
+    const page = await newPage();
+    try {
+      const session = await openChat(page);
+      const markdown = [
+        "#### Steps",
+        "1. set OPENROUTER_API_KEY\n2. run `/every 0 9 * * 1-5 summarise`",
+        "- one\n- two",
+        "| name | value |\n|---|---:|\n| a | 1 |",
+        "> a quote",
+        "```ts\nconst x = 1 < 2;\n```",
+        "See [Foo](https://en.wikipedia.org/wiki/Foo_(bar)) and https://example.org/a_(b).",
+      ].join("\n\n");
+      await web.send(session, { text: markdown, format: "rich", idempotencyKey: "markdown:1" });
+      const reply = page.locator(".bubble.assistant", { hasText: "Steps" });
+      await reply.waitFor();
+      expect(await reply.locator("h4").textContent()).toBe("Steps");
+      expect(await reply.locator("ol > li").count()).toBe(2);
+      expect(await reply.locator("ol > li").first().textContent()).toBe("set OPENROUTER_API_KEY");
+      expect(await reply.locator("ol code").textContent()).toBe("/every 0 9 * * 1-5 summarise");
+      expect(await reply.locator("ul > li").count()).toBe(2);
+      expect(await reply.locator("table th").allTextContents()).toEqual(["name", "value"]);
+      expect(await reply.locator("table td").allTextContents()).toEqual(["a", "1"]);
+      expect(await reply.locator("blockquote").textContent()).toContain("a quote");
+      expect(await reply.locator("pre code").textContent()).toBe("const x = 1 < 2;\n");
+      const links = await reply
+        .locator("a")
+        .evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href"), a.getAttribute("rel")]));
+      expect(links).toEqual([
+        ["Foo", "https://en.wikipedia.org/wiki/Foo_(bar)", "noopener noreferrer"],
+        ["https://example.org/a_(b)", "https://example.org/a_(b)", "noopener noreferrer"],
+      ]);
+      await page.screenshot({ path: join(ARTIFACT_DIR, "web-chat-markdown.png") });
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("no payload of the XSS corpus runs or leaves markup of its own", async () => {
+    const page = await newPage();
+    try {
+      const session = await openChat(page);
+      for (const [index, payload] of XSS_PAYLOADS.entries())
+        await web.send(session, { text: payload, format: "rich", idempotencyKey: `xss:${index}` });
+      // Also typed by the user, rendered from the page's own copy.
+      await page.fill("#input", XSS_PAYLOADS.slice(0, 5).join("\n\n"));
+      await page.press("#input", "Enter");
+      await page
+        .locator(".bubble.assistant")
+        .nth(XSS_PAYLOADS.length - 1)
+        .waitFor();
+      await page.waitForTimeout(500);
+      const found = await page.evaluate(() => {
+        const root = document.getElementById("transcript")!;
+        const elements = Array.from(root.querySelectorAll("*"));
+        return {
+          xss: (window as unknown as { __xss?: unknown }).__xss ?? null,
+          foreign: elements
+            .map((e) => e.localName)
+            .filter((tag) =>
+              [
+                "script",
+                "img",
+                "iframe",
+                "svg",
+                "math",
+                "object",
+                "form",
+                "input",
+                "style",
+                "details",
+              ].includes(tag),
+            ),
+          handlers: elements.flatMap((e) =>
+            e.getAttributeNames().filter((n) => n.startsWith("on") || n === "style"),
+          ),
+          hrefs: Array.from(root.querySelectorAll("a")).map((a) => a.getAttribute("href") ?? ""),
+        };
+      });
+      expect(found.xss).toBeNull();
+      expect(found.foreign).toEqual([]);
+      expect(found.handlers).toEqual([]);
+      for (const href of found.hrefs) expect(href).toMatch(/^(?:https?:\/\/|mailto:)/);
+      // The payloads are shown as text.
+      expect(
+        await page.locator(".bubble.assistant", { hasText: "<script>window.__xss=1</script>" }).count(),
+      ).toBeGreaterThan(0);
     } finally {
       await page.close();
     }

@@ -79,6 +79,9 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       SWITCHBOARD_DB: dbPath,
       SWITCHBOARD_CONFIG: config,
       SWITCHBOARD_LOG_LEVEL: "info",
+      // One client address posting for 500 sessions: lift the web chat's abuse limits.
+      SWITCHBOARD_WEB_MESSAGES_PER_MINUTE: "1000000",
+      SWITCHBOARD_WEB_REQUESTS_PER_MINUTE: "1000000",
       SWITCHBOARD_MODEL: "openai-compatible:test-model",
       OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
     });

@@ -17,6 +17,7 @@ import { messageInsert } from "./support/records.ts";
 const quietLogger: OutboxLogger = { info: () => {}, warn: () => {} };
 
 interface Setup {
+  logger?: OutboxLogger;
   capabilities?: Partial<ChannelCapabilities>;
   limits?: Partial<ChannelLimits>;
   maxAttempts?: number;
@@ -50,7 +51,7 @@ function setup(options: Setup = {}) {
     adapters: new Map([["telegram", adapter]]),
     clock,
     random: () => 0,
-    logger: quietLogger,
+    logger: options.logger ?? quietLogger,
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
     ...(options.callTimeoutMs ? { callTimeoutMs: options.callTimeoutMs } : {}),
   });
@@ -124,7 +125,10 @@ describe("order and retries", () => {
   });
 
   test("a rejected answer fails at once with the platform's reason and does not block the chat", async () => {
-    const { clock, adapter, repo, worker } = setup();
+    const warnings: Array<[string, Record<string, unknown> | undefined]> = [];
+    const { clock, adapter, repo, worker } = setup({
+      logger: { info: () => {}, warn: (message, fields) => warnings.push([message, fields]) },
+    });
     adapter.fail("send", rejected("chat not found"));
     const [bad, good] = await enqueue(repo, clock, ["chat-a", "doomed"], ["chat-a", "fine"]);
     await worker.start();
@@ -133,10 +137,27 @@ describe("order and retries", () => {
     expect(failed?.state).toBe("failed");
     expect(failed?.lastError).toMatch(/send failed: 400 Bad Request: chat not found/);
     expect(await stateOf(repo, good!)).toBe("delivered");
+    // One warn line with the record, the chat and the platform's reason, never the text.
+    const failures = warnings.filter(([message]) => message.startsWith("delivery failed permanently"));
+    expect(failures).toHaveLength(1);
+    expect(failures[0]![1]).toMatchObject({
+      recordId: bad,
+      channel: "telegram",
+      target: "chat-a",
+      reason: expect.stringContaining("chat not found"),
+    });
+    expect(JSON.stringify(warnings)).not.toContain("doomed");
   });
 
   test("transient failures give up after maxAttempts; an operator retry delivers it, recorded in history", async () => {
-    const { clock, adapter, repo, worker } = setup({ maxAttempts: 3 });
+    const warnings: Array<Record<string, unknown> | undefined> = [];
+    const { clock, adapter, repo, worker } = setup({
+      maxAttempts: 3,
+      logger: {
+        info: () => {},
+        warn: (message, fields) => message.includes("permanently") && warnings.push(fields),
+      },
+    });
     adapter.fail("send", unavailable(), 3);
     const [id] = await enqueue(repo, clock, ["chat-a", "persistent"]);
     await worker.start();
@@ -146,6 +167,10 @@ describe("order and retries", () => {
     expect(failed?.state).toBe("failed");
     expect(failed?.lastError).toMatch(/gave up after 3 attempts: 500/);
     expect(adapter.visible("chat-a")).toEqual([]);
+    expect(warnings).toEqual([
+      expect.objectContaining({ recordId: id, reason: expect.stringMatching(/gave up after 3 attempts/) }),
+    ]);
+    expect(JSON.stringify(warnings)).not.toContain("persistent");
 
     await repo.retry(id!, "operator:ann", clock.now(), "platform is back");
     worker.notify();

@@ -1,4 +1,4 @@
-/** Bearer-token check for the operator API and console. */
+/** Bearer-token checks: the operator API and console, and the web chat when it has a token. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { apiError } from "./respond.ts";
 
@@ -15,13 +15,12 @@ export function checkOperatorAuth(request: Request, operatorToken: string | null
       "forbidden",
       `The operator API is disabled: set ${OPERATOR_TOKEN_ENV} and restart the gateway to enable it.`,
     );
-  const header = request.headers.get("authorization");
-  const match = header === null ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match?.[1])
+  const presented = bearerToken(request);
+  if (presented === null)
     return apiError(401, "unauthorized", "Send the operator token as 'Authorization: Bearer <token>'.", {
       "www-authenticate": 'Bearer realm="switchboard"',
     });
-  if (!timingSafeEqual(digest(match[1]), digest(operatorToken)))
+  if (!sameToken(presented, operatorToken))
     return apiError(
       401,
       "unauthorized",
@@ -31,6 +30,18 @@ export function checkOperatorAuth(request: Request, operatorToken: string | null
       },
     );
   return null;
+}
+
+/** The token of an `Authorization: Bearer <token>` header; null when there is none. */
+export function bearerToken(request: Request): string | null {
+  const header = request.headers.get("authorization");
+  const match = header === null ? null : /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1] ?? null;
+}
+
+/** Compares digests, so the time taken says nothing about the expected token or its length. */
+export function sameToken(presented: string, expected: string): boolean {
+  return timingSafeEqual(digest(presented), digest(expected));
 }
 
 function digest(value: string): Buffer {

@@ -1,34 +1,9 @@
 /** Reading request bodies within a size limit, and validating input with zod. */
 import type { z } from "zod";
 import { SwitchboardError } from "../../errors.ts";
+import { readBodyText } from "../../util/read-body.ts";
 
-export class PayloadTooLargeError extends Error {
-  constructor(readonly limitBytes: number) {
-    super(`The request body is larger than ${limitBytes} bytes.`);
-    this.name = "PayloadTooLargeError";
-  }
-}
-
-/** The body as text, refusing more than `maxBytes` whether or not Content-Length says so. */
-export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (Number.isFinite(declared) && declared > maxBytes) throw new PayloadTooLargeError(maxBytes);
-  if (!request.body) return "";
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => {});
-      throw new PayloadTooLargeError(maxBytes);
-    }
-    chunks.push(value);
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks));
-}
+export { PayloadTooLargeError, readBodyText } from "../../util/read-body.ts";
 
 /** An empty body counts as `{}` so POSTs whose fields are all optional need none. */
 export async function readJsonBody<S extends z.ZodType>(

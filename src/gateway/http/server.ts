@@ -5,6 +5,8 @@
 import type { HttpRoute } from "../../../channels/types.ts";
 import { newId } from "../../util/ids.ts";
 import type { Logger } from "../../util/log.ts";
+import { KeyedRateLimiter } from "../../util/rate-limit.ts";
+import { isServerBodyLimitError } from "../../util/read-body.ts";
 import { checkOperatorAuth } from "./auth.ts";
 import { PayloadTooLargeError } from "./body.ts";
 import { eventRoutes } from "./event-routes.ts";
@@ -14,6 +16,7 @@ import { apiError, errorToResponse } from "./respond.ts";
 import { type Route, Router } from "./router.ts";
 import { loadAssets, staticRoutes } from "./static-routes.ts";
 import type { HttpServices } from "./types.ts";
+import { checkWebRequest, isWebChatPath, type WebAccessPolicy, webAccessPolicy } from "./web-guard.ts";
 
 export interface HttpServerOptions {
   /** Interface to listen on, e.g. "127.0.0.1". */
@@ -28,6 +31,10 @@ export interface HttpServerOptions {
   maxRequestBodyBytes?: number;
   /** Comment line on quiet event streams this often; default 15 000 ms. */
   sseHeartbeatMs?: number;
+  /** Who may use the web chat (`/`, `/web/*`); default: loopback host names, no token. */
+  webAccess?: WebAccessPolicy;
+  /** Web chat API requests (`/web/api/*`) per client address per minute; default 120. */
+  webRequestsPerIpPerMinute?: number;
   /** Answers requests outside `/api` that match no route (default: 404). */
   unmatched?: (request: Request) => Response;
 }
@@ -43,6 +50,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const { services, logger } = options;
   const maxBodyBytes = options.maxBodyBytes ?? 64 * 1024;
   const openStreams = new Set<AbortController>();
+  const webAccess =
+    options.webAccess ?? webAccessPolicy({ listenHost: options.host, publicUrl: null, token: null });
+  const webRequestsPerIp = new KeyedRateLimiter({ perMinute: options.webRequestsPerIpPerMinute ?? 120 });
   const router = new Router([
     ...healthRoutes(services),
     ...staticRoutes(await loadAssets(), services.operatorToken),
@@ -74,7 +84,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       const url = new URL(request.url);
       // Event streams stay open for as long as the client wants; heartbeats keep them busy.
       if (request.headers.get("accept")?.includes("text/event-stream")) bunServer.timeout(request, 0);
-      const response = await route(request, url, requestId);
+      const clientAddress = bunServer.requestIP(request)?.address ?? "unknown";
+      const response = await route(request, url, requestId, clientAddress);
       const fields = {
         requestId,
         method: request.method,
@@ -87,12 +98,29 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return response;
     },
     error(error) {
+      if (isServerBodyLimitError(error)) {
+        logger.debug("http.body_too_large", { limitBytes: options.maxRequestBodyBytes ?? 1024 * 1024 });
+        return apiError(413, "payload_too_large", "The request body is too large.");
+      }
       logger.error("http.unhandled", { error });
       return apiError(500, "internal", "The gateway failed to handle this request; see its log.");
     },
   });
 
-  async function route(request: Request, url: URL, requestId: string): Promise<Response> {
+  async function route(
+    request: Request,
+    url: URL,
+    requestId: string,
+    clientAddress: string,
+  ): Promise<Response> {
+    if (isWebChatPath(url.pathname)) {
+      const refused = checkWebRequest(request, webAccess);
+      if (refused) return refused;
+      if (url.pathname.startsWith("/web/api/")) {
+        const decision = webRequestsPerIp.take(clientAddress, Date.now());
+        if (!decision.allowed) return tooManyRequests(decision.retryAfterMs, "from this address");
+      }
+    }
     const match = router.match(request.method, url.pathname);
     const isApiPath = url.pathname === "/api" || url.pathname.startsWith("/api/");
     // Without the token the API answers nothing, not even "no such route".
@@ -116,6 +144,9 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return await match.route.handle({ request, url, params: match.params, requestId });
     } catch (error) {
       if (error instanceof PayloadTooLargeError) return apiError(413, "payload_too_large", error.message);
+      // Past Bun's own limit Bun has already answered 413; the client sent too much, nothing failed.
+      if (isServerBodyLimitError(error))
+        return apiError(413, "payload_too_large", "The request body is too large.");
       const response = errorToResponse(error, requestId);
       if (response.status >= 500)
         logger.error("http.handler_failed", { requestId, method: request.method, path: url.pathname, error });
@@ -130,6 +161,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       await server.stop(true);
     },
   };
+}
+
+/** 429 with Retry-After in whole seconds (at least 1). */
+function tooManyRequests(retryAfterMs: number, from: string): Response {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return apiError(429, "rate_limited", `Too many requests ${from}; wait ${seconds} s and try again.`, {
+    "retry-after": String(seconds),
+  });
 }
 
 function mountAdapterRoute(route: HttpRoute): Route {

@@ -1,7 +1,8 @@
 /**
  * The web chat page (`/`), the operator console (`/console`) and their assets. Browser code is
  * written in TypeScript next to this file (type-checked with the repo) and served with its types
- * stripped by Bun's transpiler at startup: no bundler, no build step, no external resources.
+ * stripped by Bun's transpiler at startup: no bundler, no build step, no external resources. The
+ * one package the pages use, marked, is served from node_modules as /assets/marked.js.
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -19,7 +20,7 @@ const PAGE_HEADERS = {
   "cache-control": "no-cache",
 };
 
-const SCRIPTS = ["chat", "console", "markdown", "dom"] as const;
+const SCRIPTS = ["chat", "console", "markdown", "dom", "event-stream"] as const;
 
 interface Asset {
   body: string;
@@ -34,10 +35,21 @@ export async function loadAssets(): Promise<Map<string, Asset>> {
   assets.set("/console", { body: await text("console.html"), contentType: "text/html; charset=utf-8" });
   assets.set("/assets/style.css", { body: await text("style.css"), contentType: "text/css; charset=utf-8" });
   for (const name of SCRIPTS) {
-    const body = transpiler.transformSync(await text(`${name}.ts`));
+    const body = linkPackages(transpiler.transformSync(await text(`${name}.ts`)));
     assets.set(`/assets/${name}.js`, { body, contentType: "text/javascript; charset=utf-8" });
   }
+  // marked's own ESM build, from node_modules: self-contained, no CDN.
+  const markedSource = await readFile(Bun.resolveSync("marked", import.meta.dir), "utf8");
+  assets.set("/assets/marked.js", {
+    body: markedSource.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n"),
+    contentType: "text/javascript; charset=utf-8",
+  });
   return assets;
+}
+
+/** Package imports the browser cannot resolve, pointed at the copies this server serves. */
+function linkPackages(script: string): string {
+  return script.replace(/(from\s*|import\s*)(["'])marked\2/g, "$1$2/assets/marked.js$2");
 }
 
 export function staticRoutes(assets: Map<string, Asset>, operatorToken: string | null): Route[] {

@@ -40,6 +40,7 @@ export type ApiErrorCode =
   | "payload_too_large"
   | "method_not_allowed"
   | "unsupported_media_type"
+  | "rate_limited"
   | "internal";
 
 export interface ApiErrorBody {

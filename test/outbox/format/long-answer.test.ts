@@ -1,6 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { type FormatPlatform, renderForPlatform } from "../../../outbox/format/index.ts";
+import { type FormatPlatform as AnyPlatform, renderForPlatform } from "../../../outbox/format/index.ts";
 import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.ts";
+
+/** The platforms whose markup the shared pipeline writes (the web's is tested in web.test.ts). */
+type FormatPlatform = Exclude<AnyPlatform, "web">;
 
 /** A long, realistic model answer: sections with prose, lists, quotes, links and code. */
 function longAnswer(): string {

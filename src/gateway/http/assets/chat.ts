@@ -2,14 +2,20 @@
  * The web chat page. The browser keeps a random session id in localStorage; messages are POSTed
  * with a client message id (a retry reuses it, so ingress dedupes), answers arrive on the
  * session's event stream and are rendered by message id, so edits of a streaming reply replace
- * its text in place.
+ * its text in place. The session id travels in a header, never in a URL, and when the gateway
+ * asks for the web chat token (401) the page asks the user for it and keeps it in localStorage.
  */
 import type { IngressOutcome } from "../../../../channels/types.ts";
 import type { WebStreamEvent, WebTranscriptEntry } from "../../../../channels/web/transcript.ts";
 import { byId, formatTime, h, randomId } from "./dom.js";
+import { readEventStream } from "./event-stream.js";
 import { renderMarkdown } from "./markdown.js";
 
 const SESSION_KEY = "switchboard.sessionId";
+const TOKEN_KEY = "switchboard.webToken";
+/** Must match WEB_SESSION_HEADER in channels/web/routes.ts. */
+const SESSION_HEADER = "x-switchboard-session";
+const RECONNECT_DELAY_MS = 2000;
 const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000];
 const TYPING_SHOWN_MS = 6000;
 
@@ -21,6 +27,8 @@ const typing = byId("typing");
 const connection = byId("connection");
 const banner = byId("banner");
 const input = byId<HTMLTextAreaElement>("input");
+const tokenForm = byId<HTMLFormElement>("token-form");
+const tokenInput = byId<HTMLInputElement>("token");
 
 /** Confirmed messages in arrival order, by id. */
 const messages = new Map<string, WebTranscriptEntry>();
@@ -34,6 +42,37 @@ function loadSessionId(): string {
   const fresh = randomId(24);
   localStorage.setItem(SESSION_KEY, fresh);
   return fresh;
+}
+
+/** Headers every chat API request carries: the session id and, once entered, the token. */
+function apiHeaders(extra: Record<string, string> = {}): Record<string, string> {
+  const token = localStorage.getItem(TOKEN_KEY);
+  return { [SESSION_HEADER]: sessionId, ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+}
+
+/** Resolves once the user has entered a token (after the gateway refused the one it had). */
+let tokenEntered: Promise<void> | null = null;
+function askForToken(): Promise<void> {
+  tokenEntered ??= new Promise<void>((resolve) => {
+    setConnection("offline", "needs the token");
+    banner.hidden = false;
+    banner.textContent = localStorage.getItem(TOKEN_KEY)
+      ? "The gateway refused the web chat token; enter the current one."
+      : "This web chat needs its token (SWITCHBOARD_WEB_TOKEN); ask whoever runs the gateway.";
+    tokenForm.hidden = false;
+    tokenInput.focus();
+    tokenForm.onsubmit = (event) => {
+      event.preventDefault();
+      const value = tokenInput.value.trim();
+      if (value === "") return;
+      localStorage.setItem(TOKEN_KEY, value);
+      tokenInput.value = "";
+      tokenForm.hidden = true;
+      tokenEntered = null;
+      resolve();
+    };
+  });
+  return tokenEntered;
 }
 
 function render(): void {
@@ -69,8 +108,7 @@ function render(): void {
 
 function bubble(role: WebTranscriptEntry["role"], id: string, text: string, meta: string): HTMLElement {
   const body = h("div", { class: "bubble-text" });
-  // Safe: renderMarkdown escapes all HTML before applying its own small set of tags.
-  body.innerHTML = renderMarkdown(text);
+  renderMarkdown(body, text);
   return h(
     "article",
     { class: `bubble ${role}`, "data-message-id": id },
@@ -115,12 +153,29 @@ function hideTyping(): void {
   typing.hidden = true;
 }
 
-function connect(): void {
-  const stream = new EventSource(`/web/api/stream?sessionId=${encodeURIComponent(sessionId)}`);
-  stream.onopen = () => setConnection("online", "connected");
-  stream.onmessage = (message) => apply(JSON.parse(message.data) as WebStreamEvent);
-  // EventSource reconnects by itself; the server replays the transcript on every connect.
-  stream.onerror = () => setConnection("offline", "reconnecting…");
+/** Follows the session's event stream, reconnecting; the server replays the transcript each time. */
+async function connect(): Promise<void> {
+  for (;;) {
+    try {
+      const response = await fetch("/web/api/stream", {
+        headers: apiHeaders({ accept: "text/event-stream" }),
+        cache: "no-store",
+      });
+      if (response.status === 401) {
+        await askForToken();
+        continue;
+      }
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      setConnection("online", "connected");
+      await readEventStream(response, (frame) => {
+        if (frame.data !== null) apply(JSON.parse(frame.data) as WebStreamEvent);
+      });
+    } catch {
+      // Reconnect below.
+    }
+    setConnection("offline", "reconnecting…");
+    await new Promise((resolve) => setTimeout(resolve, RECONNECT_DELAY_MS));
+  }
 }
 
 function setConnection(state: "online" | "offline", label: string): void {
@@ -153,33 +208,46 @@ async function post(item: Pending): Promise<void> {
       render();
       return;
     }
+    if (result.kind === "unauthorized") {
+      await askForToken();
+      continue;
+    }
     if (result.kind === "rejected" || attempt >= RETRY_DELAYS_MS.length) {
       item.state = "failed";
       item.error = result.message;
       render();
       return;
     }
-    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS_MS[attempt]));
+    const waitMs =
+      result.kind === "retry" && result.afterMs !== undefined ? result.afterMs : RETRY_DELAYS_MS[attempt];
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
   }
 }
 
-type PostResult = { kind: "done"; outcome: IngressOutcome } | { kind: "retry" | "rejected"; message: string };
+type PostResult =
+  | { kind: "done"; outcome: IngressOutcome }
+  | { kind: "unauthorized" }
+  | { kind: "retry"; message: string; afterMs?: number }
+  | { kind: "rejected"; message: string };
 
 async function attemptPost(item: Pending): Promise<PostResult> {
   let response: Response;
   try {
     response = await fetch("/web/api/messages", {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: apiHeaders({ "content-type": "application/json" }),
       body: JSON.stringify({ sessionId, clientMessageId: item.clientMessageId, text: item.text }),
     });
   } catch {
     return { kind: "retry", message: "The gateway did not answer." };
   }
   if (response.status === 202) return { kind: "done", outcome: (await response.json()) as IngressOutcome };
+  if (response.status === 401) return { kind: "unauthorized" };
   const body = (await response.json().catch(() => null)) as { error?: { message?: string } } | null;
   const message = body?.error?.message ?? `The gateway answered ${response.status}.`;
-  return { kind: response.status >= 500 ? "retry" : "rejected", message };
+  if (response.status === 429)
+    return { kind: "retry", message, afterMs: 1000 * Number(response.headers.get("retry-after") ?? "5") };
+  return response.status >= 500 ? { kind: "retry", message } : { kind: "rejected", message };
 }
 
 function submit(event: Event): void {
@@ -197,4 +265,4 @@ input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) submit(event);
 });
 render();
-connect();
+void connect();

@@ -10,6 +10,7 @@ import type { RuntimeEvent } from "../../../runtime/events.ts";
 import type { MessagePageItem } from "../../../runtime/store.ts";
 import type { MessagePart, RunState } from "../../../runtime/types.ts";
 import { byId, formatTime, h, preview } from "./dom.js";
+import { readEventStream } from "./event-stream.js";
 import { renderMarkdown } from "./markdown.js";
 
 type Tab = "conversations" | "outbox" | "schedules";
@@ -192,7 +193,7 @@ function renderMessages(container: HTMLElement, items: MessagePageItem[]): void 
   const nodes = items.map((item) => {
     const setAside = SET_ASIDE.includes(item.runState);
     const body = h("div", { class: "bubble-text" });
-    body.innerHTML = renderMarkdown(partsText(item.message.parts) || "(no text)");
+    renderMarkdown(body, partsText(item.message.parts) || "(no text)");
     return h(
       "article",
       {
@@ -268,7 +269,7 @@ async function followEvents(
   signal: AbortSignal,
   onEvent: (event: RuntimeEvent) => void,
 ): Promise<void> {
-  let lastEventId: string | null = null;
+  let lastEventId = null as string | null;
   while (!signal.aborted) {
     try {
       const response = await fetch(`/api/conversations/${encodeURIComponent(id)}/events`, {
@@ -281,36 +282,15 @@ async function followEvents(
       });
       if (response.status === 401) return signOut("The operator token was refused.");
       if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
-      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = "";
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buffer += value;
-        let end = buffer.indexOf("\n\n");
-        while (end >= 0) {
-          const frame = parseFrame(buffer.slice(0, end));
-          buffer = buffer.slice(end + 2);
-          if (frame.id !== null) lastEventId = frame.id;
-          if (frame.data !== null) onEvent(JSON.parse(frame.data) as RuntimeEvent);
-          end = buffer.indexOf("\n\n");
-        }
-      }
+      await readEventStream(response, (frame) => {
+        if (frame.id !== null) lastEventId = frame.id;
+        if (frame.data !== null) onEvent(JSON.parse(frame.data) as RuntimeEvent);
+      });
     } catch {
       if (signal.aborted) return;
     }
     await new Promise((resolve) => setTimeout(resolve, 2000));
   }
-}
-
-function parseFrame(frame: string): { id: string | null; data: string | null } {
-  let id: string | null = null;
-  const data: string[] = [];
-  for (const line of frame.split("\n")) {
-    if (line.startsWith("id:")) id = line.slice(3).trim();
-    else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-  }
-  return { id, data: data.length ? data.join("\n") : null };
 }
 
 // ---------- outbox ----------

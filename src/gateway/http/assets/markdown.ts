@@ -1,8 +1,14 @@
 /**
- * A safe Markdown subset for the browser: everything is HTML-escaped first, then fenced and inline
- * code, links (http, https, mailto only; rel="noopener noreferrer"), bold and italic are applied
- * to the escaped text. Nothing the model writes can become markup of its own.
+ * Markdown for the chat page and the console: marked (CommonMark + GFM: lists, headings, tables,
+ * quotes, autolinks, links with parentheses) turns it into HTML, then a sanitiser keeps only an
+ * allow-list of elements and attributes. Two layers, so neither alone has to be perfect:
+ *
+ * 1. `markdownToHtml`: raw HTML in the text is shown as text, links and images keep only http(s)
+ *    and mailto targets, images become links (the page loads nothing from elsewhere).
+ * 2. `sanitizeHtml`: parses that HTML in an inert <template> and rebuilds it from allowed
+ *    elements (attributes checked one by one); anything else leaves only its text.
  */
+import { Marked, type Tokens } from "marked";
 
 const ESCAPES: Record<string, string> = {
   "&": "&amp;",
@@ -16,45 +22,137 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
-/** Renders `markdown` to an HTML string that is safe to assign to innerHTML. */
-export function renderMarkdown(markdown: string): string {
-  const html: string[] = [];
-  // An unclosed fence (a reply still streaming) is shown as code up to the end.
-  const fence = /```([^\n`]*)\n?([\s\S]*?)(?:```|$)/g;
-  let last = 0;
-  for (let match = fence.exec(markdown); match !== null; match = fence.exec(markdown)) {
-    html.push(renderBlocks(markdown.slice(last, match.index)));
-    html.push(`<pre><code>${escapeHtml(match[2] ?? "")}</code></pre>`);
-    last = fence.lastIndex;
+/** http, https and mailto only; anything else (javascript:, data:, relative paths) is no link. */
+export function safeHref(href: string): string | null {
+  const trimmed = href.trim();
+  return /^(?:https?:\/\/|mailto:)[^\s<>"]+$/i.test(trimmed) ? trimmed : null;
+}
+
+const marked = new Marked({
+  gfm: true,
+  // Chat messages mean their line breaks.
+  breaks: true,
+  async: false,
+  renderer: {
+    html(token: Tokens.HTML | Tokens.Tag): string {
+      return escapeHtml(token.text);
+    },
+    link(
+      this: { parser: { parseInline(tokens: Tokens.Link["tokens"]): string } },
+      token: Tokens.Link,
+    ): string {
+      const text = this.parser.parseInline(token.tokens);
+      const href = safeHref(token.href);
+      if (href === null) return text;
+      return `<a href="${escapeHtml(href)}" target="_blank" rel="noopener noreferrer">${text}</a>`;
+    },
+    image(token: Tokens.Image): string {
+      const href = safeHref(token.href);
+      const label = escapeHtml(token.text || token.href);
+      return href === null
+        ? label
+        : `<a href="${escapeHtml(href)}" target="_blank" rel="noopener noreferrer">${label}</a>`;
+    },
+  },
+});
+
+/** Markdown → HTML in which every tag is marked's own and every link target is checked. */
+export function markdownToHtml(markdown: string): string {
+  return marked.parse(markdown, { async: false });
+}
+
+/** Elements kept, each with the attributes it may keep. */
+const ALLOWED: Readonly<Record<string, readonly string[]>> = {
+  p: [],
+  br: [],
+  hr: [],
+  strong: [],
+  em: [],
+  del: [],
+  code: ["class"],
+  pre: [],
+  blockquote: [],
+  ul: [],
+  ol: ["start"],
+  li: [],
+  h1: [],
+  h2: [],
+  h3: [],
+  h4: [],
+  h5: [],
+  h6: [],
+  table: [],
+  thead: [],
+  tbody: [],
+  tr: [],
+  th: ["align"],
+  td: ["align"],
+  a: ["href"],
+};
+
+/** Dropped with their content (their text is not prose). */
+const DROPPED = new Set([
+  "script",
+  "style",
+  "template",
+  "iframe",
+  "object",
+  "embed",
+  "svg",
+  "math",
+  "noscript",
+]);
+
+const ATTRIBUTE_VALUE: Readonly<Record<string, RegExp>> = {
+  class: /^language-[\w+-]{1,40}$/,
+  start: /^\d{1,9}$/,
+  align: /^(?:left|right|center)$/,
+};
+
+/** A fragment holding only allowed elements and attributes, built in `doc` (the page's document). */
+export function sanitizeHtml(html: string, doc: Document): DocumentFragment {
+  const template = doc.createElement("template");
+  template.innerHTML = html;
+  const out = doc.createDocumentFragment();
+  copyChildren(template.content, out, doc);
+  return out;
+}
+
+function copyChildren(from: Node, to: Node, doc: Document): void {
+  for (const child of Array.from(from.childNodes)) {
+    if (child.nodeType === Node.TEXT_NODE) {
+      to.appendChild(doc.createTextNode(child.textContent ?? ""));
+      continue;
+    }
+    if (child.nodeType !== Node.ELEMENT_NODE) continue;
+    const element = child as Element;
+    const tag = element.localName;
+    if (DROPPED.has(tag) || element.namespaceURI !== "http://www.w3.org/1999/xhtml") continue;
+    const allowed = ALLOWED[tag];
+    if (allowed === undefined) {
+      copyChildren(element, to, doc);
+      continue;
+    }
+    const copy = doc.createElement(tag);
+    for (const name of allowed) {
+      const value = element.getAttribute(name);
+      if (value === null) continue;
+      if (name === "href") {
+        const href = safeHref(value);
+        if (href === null) continue;
+        copy.setAttribute("href", href);
+        copy.setAttribute("target", "_blank");
+        copy.setAttribute("rel", "noopener noreferrer");
+      } else if (ATTRIBUTE_VALUE[name]?.test(value)) {
+        copy.setAttribute(name, value);
+      }
+    }
+    copyChildren(element, copy, doc);
+    to.appendChild(copy);
   }
-  html.push(renderBlocks(markdown.slice(last)));
-  return html.join("");
 }
 
-function renderBlocks(text: string): string {
-  return text
-    .split(/\n{2,}/)
-    .map((block) => block.trim())
-    .filter((block) => block !== "")
-    .map((block) => `<p>${renderInline(block)}</p>`)
-    .join("");
-}
-
-function renderInline(text: string): string {
-  const codeSpans: string[] = [];
-  // Code spans are set aside first so nothing inside them is formatted.
-  let html = escapeHtml(text).replace(/`([^`\n]+)`/g, (_all, code: string) => {
-    codeSpans.push(`<code>${code}</code>`);
-    return `\uE000${codeSpans.length - 1}\uE001`;
-  });
-  html = html
-    .replace(
-      /\[([^\]\n]+)\]\(((?:https?:\/\/|mailto:)[^\s)]+)\)/g,
-      '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>',
-    )
-    .replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^*\w])\*([^*\n]+)\*(?!\w)/g, "$1<em>$2</em>")
-    .replace(/(^|[^\w])_([^_\n]+)_(?!\w)/g, "$1<em>$2</em>")
-    .replace(/\n/g, "<br>");
-  return html.replace(/\uE000(\d+)\uE001/g, (_all, index: string) => codeSpans[Number(index)] ?? "");
+/** Shows `markdown` as the content of `element`. */
+export function renderMarkdown(element: HTMLElement, markdown: string): void {
+  element.replaceChildren(sanitizeHtml(markdownToHtml(markdown), element.ownerDocument));
 }
