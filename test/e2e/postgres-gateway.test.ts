@@ -87,9 +87,17 @@ describe("a gateway on PostgreSQL", () => {
       "SELECT value FROM switchboard_meta WHERE key = 'schema_version'",
     );
     expect(Number(version!.value)).toBeGreaterThanOrEqual(5);
-    const outbox = await queryDatabase<{ state: string }>(
-      database.url,
-      "SELECT state FROM outbox WHERE markdown = 'echo: hello postgres'",
+    // The platform shows the reply a moment before its receipt is committed (T3).
+    const outbox = await eventually(
+      async () => {
+        const rows = await queryDatabase<{ state: string }>(
+          database.url,
+          "SELECT state FROM outbox WHERE markdown = 'echo: hello postgres'",
+        );
+        return rows[0]?.state === "sending" ? undefined : rows;
+      },
+      10_000,
+      "the reply's receipt",
     );
     expect(outbox).toEqual([{ state: "delivered" }]);
 
