@@ -32,7 +32,7 @@ export function assertTransition(recordId: string, from: OutboxState, to: Outbox
   if (canTransition(from, to)) return;
   const allowed = OUTBOX_TRANSITIONS[from];
   throw new SwitchboardError(
-    "input_invalid",
+    "state_conflict",
     `Outbox record ${recordId} is ${from} and cannot become ${to}; ` +
       (allowed.length === 0
         ? `${from} is final.`

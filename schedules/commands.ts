@@ -51,7 +51,10 @@ export async function runScheduleCommand(command: ScheduleCommand, scope: Comman
         return `Time zone set to ${command.timezone}.`;
     }
   } catch (error) {
-    if (isSwitchboardError(error) && (error.code === "input_invalid" || error.code === "not_found")) {
+    if (
+      isSwitchboardError(error) &&
+      (error.code === "input_invalid" || error.code === "state_conflict" || error.code === "not_found")
+    ) {
       const hint = typeof error.details?.hint === "string" ? ` ${error.details.hint}` : "";
       return `${error.message}${hint}`;
     }

@@ -209,12 +209,10 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
   }
 
   function wrongState(schedule: Schedule, action: string): SwitchboardError {
-    return refuse(
+    return new SwitchboardError(
+      "state_conflict",
       `Schedule ${schedule.id} is ${schedule.state}; it cannot be ${action}.`,
-      "List schedules with /schedules.",
-      {
-        state: schedule.state,
-      },
+      { details: { hint: "List schedules with /schedules.", state: schedule.state } },
     );
   }
 
@@ -298,6 +296,9 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
     },
 
     async pause(id) {
+      const current = await load(id);
+      // Pausing twice (a double click, a retried request) changes nothing and is no error.
+      if (current.state === "paused") return current;
       const paused = await repository.pause(id, clock.now());
       if (!paused) throw wrongState(await load(id), "paused");
       return afterWrite(paused);

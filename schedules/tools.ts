@@ -61,7 +61,10 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
     try {
       return await write();
     } catch (error) {
-      if (isSwitchboardError(error) && (error.code === "input_invalid" || error.code === "not_found")) {
+      if (
+        isSwitchboardError(error) &&
+        (error.code === "input_invalid" || error.code === "state_conflict" || error.code === "not_found")
+      ) {
         const hint =
           typeof error.details?.hint === "string" ? error.details.hint : "Correct the input and try again.";
         return { ok: false, error: error.message, hint };

@@ -5,6 +5,8 @@
 export type SwitchboardErrorCode =
   | "config_invalid"
   | "input_invalid"
+  /** The record is in a state that does not allow the change (HTTP 409). */
+  | "state_conflict"
   | "idempotency_conflict"
   | "version_conflict"
   | "fence_lost"

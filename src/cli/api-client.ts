@@ -30,6 +30,7 @@ interface RequestOptions {
 const FORWARDED_CODES = new Set<SwitchboardErrorCode>([
   "not_found",
   "input_invalid",
+  "state_conflict",
   "version_conflict",
   "unauthorized",
   "schema_unsupported",
@@ -40,7 +41,8 @@ const FORWARDED_CODES = new Set<SwitchboardErrorCode>([
 function codeForStatus(status: number): SwitchboardErrorCode {
   if (status === 401 || status === 403) return "unauthorized";
   if (status === 404) return "not_found";
-  if (status === 400 || status === 409 || status === 422) return "input_invalid";
+  if (status === 409) return "state_conflict";
+  if (status === 400 || status === 422) return "input_invalid";
   return "platform_unavailable";
 }
 

@@ -21,6 +21,7 @@ export const EXIT_CODES_HELP =
 
 const REFUSALS: readonly SwitchboardErrorCode[] = [
   "input_invalid",
+  "state_conflict",
   "version_conflict",
   "idempotency_conflict",
   "fence_lost",

@@ -264,7 +264,7 @@ export function checkOperatorAction(
   // An operator acts on records waiting for them; a `sending` record belongs to the worker.
   if (row.state === "sending") {
     throw new SwitchboardError(
-      "input_invalid",
+      "state_conflict",
       `Outbox record ${row.id} is being sent right now; wait for the attempt to end, then try again.`,
     );
   }

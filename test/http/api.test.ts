@@ -83,6 +83,17 @@ describe("health, readiness and metrics", () => {
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.get("allow")).toBe("POST");
   });
+
+  test("HEAD answers where GET does, without a body, as uptime checkers expect", async () => {
+    for (const path of ["/healthz", "/readyz", "/metrics"]) {
+      const head = await fetch(`${server.url}${path}`, { method: "HEAD" });
+      expect(head.status).toBe(200);
+      expect(await head.text()).toBe("");
+    }
+    const wrongMethod = await fetch(`${server.url}/healthz`, { method: "POST" });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("allow")).toBe("GET, HEAD");
+  });
 });
 
 describe("operator authentication", () => {
@@ -326,8 +337,8 @@ describe("operator mutations", () => {
 
     // A refused change maps the service's error and does not count as an action.
     const again = await post(`/api/outbox/${seed.delivered.outboxId}/retry`);
-    expect(again.status).toBe(400);
-    expect((await errorOf(again)).code).toBe("input_invalid");
+    expect(again.status).toBe(409);
+    expect((await errorOf(again)).code).toBe("state_conflict");
     const missing = await post("/api/outbox/obx_nope/cancel");
     expect(missing.status).toBe(404);
     expect(test_.operatorActions.count).toBe(3);

@@ -182,7 +182,7 @@ describe("outbox", () => {
   test("refusals change nothing and do not wake the worker", async () => {
     await refusal(
       operator.outbox.resolve(seed.delivered.outboxId!, "failed", "operator:ann", "oops"),
-      "input_invalid",
+      "state_conflict",
       /is delivered and cannot become failed; delivered is final/,
     );
     await refusal(operator.outbox.retry("obx_nope", "operator:ann"), "not_found", /outbox list/);
@@ -215,14 +215,18 @@ describe("schedules", () => {
   test("pause, resume and cancel; refusals name the state; unknown ids are not_found", async () => {
     const { daily, paused, cancelled } = seed.schedules;
     expect((await operator.schedules.pause(daily.id)).state).toBe("paused");
+    // Pausing twice changes nothing and is no error.
+    const pausedOnce = (await operator.schedules.list({})).find((s) => s.id === daily.id);
+    expect(await operator.schedules.pause(daily.id)).toEqual(pausedOnce!);
     expect((await operator.schedules.resume(daily.id)).state).toBe("active");
     expect((await operator.schedules.resume(paused.id)).state).toBe("active");
     expect((await operator.schedules.cancel(daily.id)).state).toBe("cancelled");
-    // Each change nudges the scheduler (a resumed slot may be due now); a refusal or a read does not.
-    expect(scheduleNudges).toBe(4);
+    // Each change (and the repeated pause) nudges the scheduler (a resumed slot may be due now); a
+    // refusal or a read does not.
+    expect(scheduleNudges).toBe(5);
     await refusal(
       operator.schedules.pause(cancelled.id),
-      "input_invalid",
+      "state_conflict",
       /is cancelled; it cannot be paused/,
     );
     await refusal(operator.schedules.pause("sch_nope"), "not_found", /schedules list --all/);

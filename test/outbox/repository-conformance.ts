@@ -82,20 +82,20 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
         await repo.markDelivered(id!, { messageIds: ["1"] }, T0);
         await expectError(
           repo.retry(id!, "operator:ann", T0),
-          "input_invalid",
+          "state_conflict",
           /is delivered .*delivered is final/,
         );
-        await expectError(repo.cancel(id!, "operator:ann", T0), "input_invalid", /cannot become cancelled/);
+        await expectError(repo.cancel(id!, "operator:ann", T0), "state_conflict", /cannot become cancelled/);
         const [pendingId] = await repo.insert([messageInsert("chat-a", "two")], T0);
         await expectError(
           repo.resolve(pendingId!, "delivered", "operator:ann", "looked", T0),
-          "input_invalid",
+          "state_conflict",
           /is pending and cannot become delivered; from pending it can only become sending or cancelled/,
         );
         await repo.markSending(pendingId!, T0);
         await expectError(
           repo.cancel(pendingId!, "operator:ann", T0),
-          "input_invalid",
+          "state_conflict",
           /being sent right now/,
         );
         await expectError(repo.retry("obx_missing", "operator:ann", T0), "not_found", /outbox list/);

@@ -480,6 +480,8 @@ describe("pause, resume, cancel, edit", () => {
     });
     const paused = await service.pause(created.id);
     expect(paused).toMatchObject({ state: "paused" });
+    // A second pause (a double click, a retried request) is a no-op, not a refusal.
+    expect(await service.pause(created.id)).toEqual(paused);
     expect(time.pendingAt()).toEqual([]);
     await time.advance(3 * HOUR + 10 * MINUTE);
     expect(dispatcher.requests).toHaveLength(0);

@@ -19,6 +19,7 @@ export function apiError(
 const STATUS_BY_CODE: Partial<Record<SwitchboardErrorCode, number>> = {
   not_found: 404,
   input_invalid: 400,
+  state_conflict: 409,
   version_conflict: 409,
   idempotency_conflict: 409,
   unauthorized: 401,

@@ -48,14 +48,17 @@ export class Router {
 
   /** Literal segments win over `:params`, so `/api/outbox/x` never shadows a fixed path. */
   match(method: string, pathname: string): RouteMatch {
+    // HEAD is GET without the body (Bun leaves the body out), as uptime checkers expect.
+    const wanted = method === "HEAD" ? "GET" : method;
     const segments = split(pathname);
     const allowed = new Set<string>();
     let best: { route: Route; params: Record<string, string>; literals: number } | null = null;
     for (const { route, segments: pattern } of this.routes) {
       const params = matchSegments(pattern, segments);
       if (!params) continue;
-      if (route.method !== method) {
+      if (route.method !== wanted) {
         allowed.add(route.method);
+        if (route.method === "GET") allowed.add("HEAD");
         continue;
       }
       const literals = pattern.filter((s) => !s.startsWith(":")).length;

@@ -30,6 +30,7 @@ type Handler = (
 const STATUS: Record<string, number> = {
   not_found: 404,
   input_invalid: 400,
+  state_conflict: 409,
   version_conflict: 409,
   unauthorized: 401,
 };
