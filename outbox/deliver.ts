@@ -8,6 +8,7 @@ import { isFormattingRejection, type Renderer } from "./render.ts";
 import { createRetryPolicy, type RetryPolicyOptions } from "./retry-policy.ts";
 import { type ShownMessages, syncMessages } from "./sync-messages.ts";
 import type {
+  DeliveryObserver,
   OutboxLogger,
   OutboxMessageRecord,
   OutboxRecord,
@@ -23,6 +24,7 @@ export interface DeliveryDeps {
   limiter: DeliveryRateLimiter;
   renderer: Renderer;
   logger: OutboxLogger;
+  observer: DeliveryObserver;
   callTimeoutMs: number;
   retry: Omit<RetryPolicyOptions, "idempotentSend">;
   /** Shutdown: stops waiting for rate limits. A platform call already made runs to its end. */
@@ -72,9 +74,16 @@ async function deliverMessage(
       ...(index === 0 && record.replyTo !== null ? { replyTo: record.replyTo } : {}),
     };
     let sent: string[];
+    let startedAtMs = 0;
     try {
-      sent = (await call("send", () => adapter.send(record.target, message))).messageIds;
+      sent = (
+        await call("send", () => {
+          startedAtMs = deps.clock.now();
+          return adapter.send(record.target, message);
+        })
+      ).messageIds;
       killPoint("outbox.platform-accepted");
+      if (index === 0) deps.observer.firstChunkSent?.(record, startedAtMs, deps.clock.now());
     } catch (error) {
       // Fall back to plain text once, and only while nothing of this answer is visible yet:
       // plain chunks do not line up with rich ones already shown.
@@ -189,8 +198,9 @@ export async function syncStream(
 }
 
 /**
- * Persists what a failed attempt means: retry later, failed, or ambiguous. A 429 also holds back
- * the chat (and the account, when the adapter marks it `details.global`).
+ * Persists what a failed attempt means: retry later, failed, or ambiguous. A 429 is counted and
+ * holds back the chat, and the whole account when the adapter marks it `details.global` (Telegram
+ * applies every retry_after to the bot).
  */
 export async function settleFailure(
   deps: DeliveryDeps,
@@ -213,6 +223,7 @@ export async function settleFailure(
     deps.limiter.block(lane.chatKey, nowMs + cause.retryAfterMs);
     if (cause.details?.global === true) deps.limiter.block(lane.accountKey, nowMs + cause.retryAfterMs);
   }
+  if (isSwitchboardError(cause, "platform_rate_limited")) deps.observer.rateLimited?.(record.channel);
   // Edits and deletes can be repeated safely; only a repeated send can show a message twice.
   const policy = createRetryPolicy({
     ...deps.retry,

@@ -230,6 +230,17 @@ export interface OutboxRepository {
   counts(conversationId: string): Promise<OutboxCounts>;
 }
 
+/** What delivery reports for metrics; called synchronously, so keep it cheap. */
+export interface DeliveryObserver {
+  /** The platform answered 429 to a call on `channel`; the whole account waits its `retryAfterMs`. */
+  rateLimited?(channel: ChannelName): void;
+  /**
+   * A message record's first chunk reached the platform: the call started at `startedAtMs`
+   * (after the rate limiter let it go) and the platform answered at `answeredAtMs`.
+   */
+  firstChunkSent?(record: OutboxMessageRecord, startedAtMs: number, answeredAtMs: number): void;
+}
+
 export interface OutboxLogger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;

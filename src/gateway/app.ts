@@ -105,6 +105,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     adapters,
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
+    observer: { rateLimited: (channel) => metrics.outboxRateLimited(channel) },
     logger: {
       info: (message, fields) => logger.info(`outbox.${message}`, fields),
       warn: (message, fields) => logger.warn(`outbox.${message}`, fields),

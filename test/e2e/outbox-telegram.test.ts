@@ -17,6 +17,7 @@ import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-
 import { tempDir } from "../support/runtime.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
+import { metricValue } from "./support/metrics.ts";
 import {
   eventually,
   GATEWAY_START_TIMEOUT_MS,
@@ -96,6 +97,10 @@ describe("terminal replies", () => {
     // retry_after was honoured (the emulator stamps whole milliseconds; allow a little jitter).
     expect(sends[1]!.atMs - sends[0]!.atMs).toBeGreaterThanOrEqual(990);
     expect(String(sends[2]!.params.text)).toBe("echo: first of two");
+    // Counted, so an operator sees the platform pushing back (our own limiter should never draw one).
+    expect(
+      await metricValue(gateway!.url, "switchboard_outbox_rate_limited_total", { channel: "telegram" }),
+    ).toBe(1);
   }, 30_000);
 
   test("a hung send interrupted by SIGKILL becomes ambiguous; the operator resolves it and nothing is resent", async () => {
