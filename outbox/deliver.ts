@@ -74,16 +74,15 @@ async function deliverMessage(
       ...(index === 0 && record.replyTo !== null ? { replyTo: record.replyTo } : {}),
     };
     let sent: string[];
-    let startedAtMs = 0;
     try {
       sent = (
         await call("send", () => {
-          startedAtMs = deps.clock.now();
+          if (index === 0) deps.observer.firstSendStarted?.(record);
           return adapter.send(record.target, message);
         })
       ).messageIds;
       killPoint("outbox.platform-accepted");
-      if (index === 0) deps.observer.firstChunkSent?.(record, startedAtMs, deps.clock.now());
+      if (index === 0) deps.observer.firstSendAnswered?.(record);
     } catch (error) {
       // Fall back to plain text once, and only while nothing of this answer is visible yet:
       // plain chunks do not line up with rich ones already shown.

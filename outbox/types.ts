@@ -234,11 +234,10 @@ export interface OutboxRepository {
 export interface DeliveryObserver {
   /** The platform answered 429 to a call on `channel`; the whole account waits its `retryAfterMs`. */
   rateLimited?(channel: ChannelName): void;
-  /**
-   * A message record's first chunk reached the platform: the call started at `startedAtMs`
-   * (after the rate limiter let it go) and the platform answered at `answeredAtMs`.
-   */
-  firstChunkSent?(record: OutboxMessageRecord, startedAtMs: number, answeredAtMs: number): void;
+  /** The platform call of a message record's first chunk starts now (the rate limiter let it go). */
+  firstSendStarted?(record: OutboxMessageRecord): void;
+  /** The platform accepted that first chunk now. */
+  firstSendAnswered?(record: OutboxMessageRecord): void;
 }
 
 export interface OutboxLogger {

@@ -55,8 +55,8 @@ function setup(options: Setup = {}) {
     logger: quietLogger,
     observer: {
       rateLimited: (channel) => observed.rateLimited.push(channel),
-      firstChunkSent: (record, startedAtMs) =>
-        observed.firstSends.push({ key: record.key, queuedMs: startedAtMs - record.createdAtMs }),
+      firstSendStarted: (record) =>
+        observed.firstSends.push({ key: record.key, queuedMs: clock.now() - record.createdAtMs }),
     },
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
     ...(options.callTimeoutMs ? { callTimeoutMs: options.callTimeoutMs } : {}),
