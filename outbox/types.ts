@@ -234,7 +234,7 @@ export interface OutboxRepository {
 export interface DeliveryObserver {
   /** The platform answered 429 to a call on `channel`; the whole account waits its `retryAfterMs`. */
   rateLimited?(channel: ChannelName): void;
-  /** The platform call of a message record's first chunk starts now (the rate limiter let it go). */
+  /** A platform call of a message record's first chunk starts now (the rate limiter let it go); again on a retry. */
   firstSendStarted?(record: OutboxMessageRecord): void;
   /** The platform accepted that first chunk now. */
   firstSendAnswered?(record: OutboxMessageRecord): void;

@@ -75,8 +75,10 @@ export function createReplyTimeline(
       firstSendStarted(record) {
         const stamps = runs.get(record.runId);
         if (stamps?.terminalAtMs === undefined) return;
+        // A retry times only its own call: the wait for it is the retry's, not the outbox's.
+        const first = stamps.sendStartedAtMs === undefined;
         stamps.sendStartedAtMs = nowMs();
-        observe("to_send", stamps.sendStartedAtMs - stamps.terminalAtMs);
+        if (first) observe("to_send", stamps.sendStartedAtMs - stamps.terminalAtMs);
       },
       firstSendAnswered(record) {
         const stamps = runs.get(record.runId);

@@ -74,9 +74,10 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
     const onRunAbort = () => attemptAbort.abort(input.signal.reason);
     input.signal.addEventListener("abort", onRunAbort, { once: true });
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    // Re-armed on every stream part: refresh() restarts the one timer instead of making a new one.
     const armIdle = () => {
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => attemptAbort.abort(new IdleTimeout()), input.idleTimeoutMs);
+      if (idleTimer) idleTimer.refresh();
+      else idleTimer = setTimeout(() => attemptAbort.abort(new IdleTimeout()), input.idleTimeoutMs);
     };
     const parts: MessagePart[] = [];
     let toolCalled = false;

@@ -41,7 +41,7 @@ test("each stage is timed from the end of the one before; the model call is left
   ]);
 });
 
-test("a later step's model call, an input joined to a running run and a recovered reply time nothing twice", () => {
+test("a later step's model call, a joined input, a recovered reply and a retried send time nothing twice", () => {
   const { timeline, observed, at, record } = setup();
   timeline.admitted("run_1", timeline.received(), true);
   timeline.modelCalls.started("run_1");
@@ -52,5 +52,18 @@ test("a later step's model call, an input joined to a running run and a recovere
   timeline.modelCalls.started("run_1");
   timeline.delivery.firstSendStarted(record("run_other")); // sent by a process that did not run it
   timeline.delivery.firstSendAnswered(record("run_other"));
-  expect(observed.map(([stage]) => stage)).toEqual(["admit", "to_model", "admit"]);
+  timeline.terminalCommitted("run_1");
+  timeline.delivery.firstSendStarted(record("run_1")); // answered 429
+  at(1005);
+  timeline.delivery.firstSendStarted(record("run_1")); // the retry
+  at(1007);
+  timeline.delivery.firstSendAnswered(record("run_1"));
+  expect(observed).toEqual([
+    ["admit", 0],
+    ["to_model", 0],
+    ["admit", 0],
+    ["to_terminal", 5],
+    ["to_send", 0],
+    ["send", 2],
+  ]);
 });
