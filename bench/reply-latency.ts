@@ -29,7 +29,8 @@ const messages = argInt("--messages", 60);
 const chats = argInt("--chats", 20);
 const perChat = argInt("--per-chat", 10);
 const pauseMs = argInt("--pause-ms", 1000);
-const STAGES = ["admit", "to_model", "to_terminal", "to_send", "send"] as const;
+/** The reply stages, and the model call between to_model and to_terminal (buckets from 5 ms). */
+const STAGES = ["admit", "to_model", "model", "to_terminal", "to_send", "send"] as const;
 const FIRST_USER_ID = 910_001;
 const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
 
@@ -165,12 +166,12 @@ function quantile(values: (number | null)[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 }
 
-/** Cumulative bucket counts of one stage from Prometheus text: [le, count][]. */
+/** Cumulative bucket counts of one stage ("model": the step histogram) from Prometheus text. */
 function stageBuckets(text: string, stage: string): [number, number][] {
-  const pattern = new RegExp(
-    `^switchboard_reply_stage_ms_bucket\\{stage="${stage}",le="([^"]+)"\\} (\\d+)$`,
-    "gm",
-  );
+  const pattern =
+    stage === "model"
+      ? /^switchboard_step_latency_ms_bucket\{le="([^"]+)"\} (\d+)$/gm
+      : new RegExp(`^switchboard_reply_stage_ms_bucket\\{stage="${stage}",le="([^"]+)"\\} (\\d+)$`, "gm");
   return [...text.matchAll(pattern)].map((m) => [m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2])]);
 }
 
@@ -266,7 +267,9 @@ for (const [label, key, n] of [
   if (stages) {
     console.log("    switchboard stage medians (from /metrics):");
     for (const [i, stage] of STAGES.entries())
-      console.log(`      ${stage.padEnd(12)} ${fmt(stages[i] ?? null)}`);
+      console.log(
+        `      ${stage.padEnd(12)} ${fmt(stages[i] ?? null)}${stage === "model" ? "   (the model call; 5 ms buckets, coarse)" : ""}`,
+      );
   }
 }
 if (oneLine) {
