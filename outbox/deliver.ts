@@ -8,6 +8,7 @@ import { isFormattingRejection, type Renderer } from "./render.ts";
 import { createRetryPolicy, type RetryPolicyOptions } from "./retry-policy.ts";
 import { type ShownMessages, syncMessages } from "./sync-messages.ts";
 import type {
+  DeliveryObserver,
   OutboxLogger,
   OutboxMessageRecord,
   OutboxRecord,
@@ -23,6 +24,7 @@ export interface DeliveryDeps {
   limiter: DeliveryRateLimiter;
   renderer: Renderer;
   logger: OutboxLogger;
+  observer: DeliveryObserver;
   callTimeoutMs: number;
   retry: Omit<RetryPolicyOptions, "idempotentSend">;
   /** Shutdown: stops waiting for rate limits. A platform call already made runs to its end. */
@@ -73,8 +75,14 @@ async function deliverMessage(
     };
     let sent: string[];
     try {
-      sent = (await call("send", () => adapter.send(record.target, message))).messageIds;
+      sent = (
+        await call("send", () => {
+          if (index === 0) deps.observer.firstSendStarted?.(record);
+          return adapter.send(record.target, message);
+        })
+      ).messageIds;
       killPoint("outbox.platform-accepted");
+      if (index === 0) deps.observer.firstSendAnswered?.(record);
     } catch (error) {
       // Fall back to plain text once, and only while nothing of this answer is visible yet:
       // plain chunks do not line up with rich ones already shown.
@@ -189,8 +197,9 @@ export async function syncStream(
 }
 
 /**
- * Persists what a failed attempt means: retry later, failed, or ambiguous. A 429 also holds back
- * the chat (and the account, when the adapter marks it `details.global`).
+ * Persists what a failed attempt means: retry later, failed, or ambiguous. A 429 is counted and
+ * holds back the chat, and the whole account when the adapter marks it `details.global` (Telegram
+ * applies every retry_after to the bot).
  */
 export async function settleFailure(
   deps: DeliveryDeps,
@@ -213,6 +222,7 @@ export async function settleFailure(
     deps.limiter.block(lane.chatKey, nowMs + cause.retryAfterMs);
     if (cause.details?.global === true) deps.limiter.block(lane.accountKey, nowMs + cause.retryAfterMs);
   }
+  if (isSwitchboardError(cause, "platform_rate_limited")) deps.observer.rateLimited?.(record.channel);
   // Edits and deletes can be repeated safely; only a repeated send can show a message twice.
   const policy = createRetryPolicy({
     ...deps.retry,

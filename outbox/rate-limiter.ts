@@ -2,59 +2,67 @@ import type { ChannelLimits } from "../channels/types.ts";
 import type { Clock } from "../src/util/clock.ts";
 
 /**
- * At most `limit` calls in any `windowMs`, the way platforms count (Telegram: 1 per second per
- * chat, 30 per second per bot; a sliding window, so a burst is never followed by an early refill).
+ * Added to every window: the clock reads whole milliseconds while the platform counts finer, so a
+ * call timed exactly one window after the last could reach it a fraction of a millisecond early.
+ * A few milliseconds per window cost under 0.5% of the rate and take every rounding off the edge.
+ */
+export const RATE_WINDOW_MARGIN_MS = 3;
+
+/**
+ * At most `limit` calls in any `windowMs` (plus the margin), the way platforms count (Telegram: 1
+ * per second per chat, 30 per second per bot; a sliding window, so a burst is never followed by an
+ * early refill). A call counts from its end; while in flight it stays in the window however long it
+ * takes, since the platform may count it at any moment until it answers.
  */
 class SlidingWindow {
-  /** When each counted call may have reached the platform, latest known; unsorted after restamps. */
+  /** Counted calls: ended ones by their end, in-flight ones with `atMs` null. */
   private readonly slots: Slot[] = [];
-  /** Calls taken and not yet ended; the window is kept while any is in flight. */
-  private inFlight = 0;
+  private readonly spanMs: number;
 
   constructor(
     private readonly limit: number,
-    private readonly windowMs: number,
-  ) {}
+    windowMs: number,
+  ) {
+    this.spanMs = windowMs + RATE_WINDOW_MARGIN_MS;
+  }
 
-  /** Milliseconds until one more call fits (0: now). */
+  /** Milliseconds until one more call fits (0: now). An in-flight call leaves no sooner than a span from now. */
   waitMs(nowMs: number): number {
     this.prune(nowMs);
     if (this.slots.length < this.limit) return 0;
     // The call that frees room is the (excess + 1)-th to leave the window.
-    const leaving = this.slots.map((slot) => slot.atMs).sort((a, b) => a - b);
-    return leaving[this.slots.length - this.limit]! + this.windowMs - nowMs;
+    const leaving = this.slots.map((slot) => (slot.atMs ?? nowMs) + this.spanMs).sort((a, b) => a - b);
+    return Math.max(0, leaving[this.slots.length - this.limit]! - nowMs);
   }
 
-  take(nowMs: number): Slot {
-    const slot = { atMs: nowMs };
+  take(): Slot {
+    const slot: Slot = { atMs: null };
     this.slots.push(slot);
-    this.inFlight += 1;
     return slot;
   }
 
-  /** The call of `slot` ended at `nowMs`: it counts from then (again, if it had left the window). */
+  /** The call of `slot` ended at `nowMs`: it counts from then. */
   end(slot: Slot, nowMs: number): void {
-    this.inFlight -= 1;
-    if (nowMs <= slot.atMs) return;
     slot.atMs = nowMs;
-    if (!this.slots.includes(slot)) this.slots.push(slot);
   }
 
   /** True when nothing is in flight or left in the window, so the window can be forgotten. */
   isIdle(nowMs: number): boolean {
     this.prune(nowMs);
-    return this.slots.length === 0 && this.inFlight === 0;
+    return this.slots.length === 0;
   }
 
   private prune(nowMs: number): void {
     for (let i = this.slots.length - 1; i >= 0; i--) {
-      if (this.slots[i]!.atMs + this.windowMs <= nowMs) this.slots.splice(i, 1);
+      const atMs = this.slots[i]!.atMs;
+      if (atMs !== null && atMs + this.spanMs <= nowMs) this.slots.splice(i, 1);
     }
   }
 }
 
 interface Slot {
-  atMs: number;
+  /** When the call ended; null while it is in flight. */
+  atMs: number | null;
 }
 
 /** One ordered delivery lane: a chat (target) of one bot account. `chatKey` is the outbox target key. */
@@ -67,9 +75,9 @@ export interface RateLane {
 /** A call's place in its windows; report the call's end so the platform's counting is covered. */
 export interface RatePermit {
   /**
-   * The call ended (answered or failed): its slots move to now. The platform counted the call at
+   * The call ended (answered or failed): its slots count from now. The platform counted the call at
    * some moment between its start and now, so only from now is its window certain to be over.
-   * Without it, a slot counts from the call's start.
+   * Until then the call holds its slots.
    */
   ended(): void;
 }
@@ -78,7 +86,8 @@ export interface RatePermit {
  * Spaces platform calls per chat (one per `perChatIntervalMs`) and per account
  * (`perAccountPerSecond` in any second), and holds back a chat or a whole account that the
  * platform told to wait (429). Windows are measured from each call's end, not its start, so
- * network delay cannot squeeze two calls into one of the platform's windows.
+ * network delay cannot squeeze two calls into one of the platform's windows, and each is
+ * `RATE_WINDOW_MARGIN_MS` longer than the platform's.
  */
 export class DeliveryRateLimiter {
   private readonly windows = new Map<string, SlidingWindow>();
@@ -98,9 +107,7 @@ export class DeliveryRateLimiter {
         (this.blockedUntilMs.get(lane.accountKey) ?? 0) - nowMs,
       );
       if (waitMs <= 0) {
-        const taken = [chat, account].flatMap((window) =>
-          window ? [{ window, slot: window.take(nowMs) }] : [],
-        );
+        const taken = [chat, account].flatMap((window) => (window ? [{ window, slot: window.take() }] : []));
         let ended = false;
         return {
           ended: () => {

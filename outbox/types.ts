@@ -230,6 +230,16 @@ export interface OutboxRepository {
   counts(conversationId: string): Promise<OutboxCounts>;
 }
 
+/** What delivery reports for metrics; called synchronously, so keep it cheap. */
+export interface DeliveryObserver {
+  /** The platform answered 429 to a call on `channel`; the whole account waits its `retryAfterMs`. */
+  rateLimited?(channel: ChannelName): void;
+  /** A platform call of a message record's first chunk starts now (the rate limiter let it go); again on a retry. */
+  firstSendStarted?(record: OutboxMessageRecord): void;
+  /** The platform accepted that first chunk now. */
+  firstSendAnswered?(record: OutboxMessageRecord): void;
+}
+
 export interface OutboxLogger {
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;

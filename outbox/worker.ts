@@ -7,6 +7,7 @@ import { formatRenderer, type Renderer } from "./render.ts";
 import { createStreamReply, type StreamReply, type StreamReplyTarget } from "./stream.ts";
 import {
   consoleLogger,
+  type DeliveryObserver,
   type OutboxLogger,
   type OutboxRepository,
   type RecoverySummary,
@@ -20,6 +21,8 @@ export interface DeliveryWorkerOptions {
   /** Uniform in [0, 1) for backoff jitter. Default Math.random. */
   random?: () => number;
   logger?: OutboxLogger;
+  /** Told of 429s and of each reply's first send, for metrics. Default: nothing. */
+  observer?: DeliveryObserver;
   /** Targets delivered to at the same time (each target is still strictly ordered). Default 4. */
   concurrency?: number;
   /** Past this a platform call counts as hung. Default 30 s. */
@@ -73,6 +76,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     limiter: new DeliveryRateLimiter(clock),
     renderer: options.renderer ?? formatRenderer,
     logger,
+    observer: options.observer ?? {},
     callTimeoutMs: options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
     retry: {
       ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),

@@ -3,7 +3,7 @@
  * scoped to that one conversation: another conversation's schedule id is answered exactly like an
  * unknown one. Refusals are tool outputs `{ ok: false, error, hint }` the model can act on.
  */
-import { tool } from "ai";
+import { tool, zodSchema } from "ai";
 import { z } from "zod";
 import { isSwitchboardError } from "../src/errors.ts";
 import { describeTiming } from "./format.ts";
@@ -53,6 +53,36 @@ const promptField = z
     "What to do when it fires, written as an instruction to yourself, e.g. 'Summarise my unread email.'",
   );
 
+// Built once per process: the AI SDK converts a schema to JSON Schema on first use and keeps it,
+// so tools built per run reuse the conversion instead of redoing it on every model call.
+const afterInput = zodSchema(
+  z.object({
+    seconds: z.number().int().positive().describe("Delay in seconds from now, e.g. 600 for ten minutes."),
+    prompt: promptField,
+  }),
+);
+const atInput = zodSchema(
+  z.object({
+    at: z
+      .string()
+      .describe(
+        "ISO 8601 date-time, best with a UTC offset: 2026-12-01T09:00:00+01:00. Without an offset it is read in the conversation's time zone.",
+      ),
+    prompt: promptField,
+  }),
+);
+const everyInput = zodSchema(
+  z.object({
+    cron: z.string().describe("5 cron fields, e.g. '0 9 * * 1-5' for weekdays at 09:00."),
+    timezone: z.string().describe("IANA time zone the cron fields are read in, e.g. Europe/Berlin."),
+    prompt: promptField,
+  }),
+);
+const listInput = zodSchema(z.object({}));
+const cancelInput = zodSchema(
+  z.object({ id: z.string().min(1).describe("A schedule id from schedule_list.") }),
+);
+
 export function createScheduleTools(options: ScheduleToolsOptions) {
   const { service, conversation, fence } = options;
 
@@ -90,24 +120,14 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
   return {
     schedule_after: tool({
       description: "Run a prompt once in this conversation after a delay.",
-      inputSchema: z.object({
-        seconds: z.number().int().positive().describe("Delay in seconds from now, e.g. 600 for ten minutes."),
-        prompt: promptField,
-      }),
+      inputSchema: afterInput,
       execute: ({ seconds, prompt }) =>
         createFor({ kind: "after", delayMs: seconds * 1000 }, prompt, options.timezone ?? undefined),
     }),
 
     schedule_at: tool({
       description: "Run a prompt once in this conversation at a date and time.",
-      inputSchema: z.object({
-        at: z
-          .string()
-          .describe(
-            "ISO 8601 date-time, best with a UTC offset: 2026-12-01T09:00:00+01:00. Without an offset it is read in the conversation's time zone.",
-          ),
-        prompt: promptField,
-      }),
+      inputSchema: atInput,
       execute: async ({ at, prompt }) => {
         const resolved = parseDateTimeMs(at, options.timezone ?? null);
         if (!resolved.ok) {
@@ -128,18 +148,14 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
     schedule_every: tool({
       description:
         "Run a prompt repeatedly in this conversation on a 5-field cron schedule (minute hour day-of-month month day-of-week) in an IANA time zone.",
-      inputSchema: z.object({
-        cron: z.string().describe("5 cron fields, e.g. '0 9 * * 1-5' for weekdays at 09:00."),
-        timezone: z.string().describe("IANA time zone the cron fields are read in, e.g. Europe/Berlin."),
-        prompt: promptField,
-      }),
+      inputSchema: everyInput,
       execute: ({ cron, timezone, prompt }) =>
         createFor({ kind: "cron", expression: cron }, prompt, timezone),
     }),
 
     schedule_list: tool({
       description: "List this conversation's active and paused schedules.",
-      inputSchema: z.object({}),
+      inputSchema: listInput,
       execute: async () => {
         const schedules = await service.list(conversation.conversationId);
         return { ok: true as const, schedules: schedules.map(toView) };
@@ -148,7 +164,7 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
 
     schedule_cancel: tool({
       description: "Cancel one of this conversation's schedules by id.",
-      inputSchema: z.object({ id: z.string().min(1).describe("A schedule id from schedule_list.") }),
+      inputSchema: cancelInput,
       execute: async ({ id }) => {
         const schedule = await service.get(id);
         if (schedule?.conversationId !== conversation.conversationId) return notInConversation(id);

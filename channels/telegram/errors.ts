@@ -56,10 +56,16 @@ function fromApiError(error: GrammyError, method: string): SwitchboardError {
   const details: Record<string, unknown> = { method, errorCode: code, description };
   if (code === 429) {
     const retryAfterSeconds = error.parameters.retry_after ?? 1;
+    // Telegram holds back the whole bot for retry_after, not only the chat that drew it.
     return new SwitchboardError(
       "platform_rate_limited",
       `Telegram rate-limited ${method}: retry after ${retryAfterSeconds} s (${description}).`,
-      { retryable: true, retryAfterMs: retryAfterSeconds * 1000, cause: error, details },
+      {
+        retryable: true,
+        retryAfterMs: retryAfterSeconds * 1000,
+        cause: error,
+        details: { ...details, global: true },
+      },
     );
   }
   if (code >= 500) {

@@ -21,6 +21,7 @@ import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { databaseReadiness } from "./readiness.ts";
+import { createReplyTimeline } from "./reply-timeline.ts";
 
 export interface GatewayDeps {
   /** The opened database (`openStoreBackend`); the gateway closes it when it stops. */
@@ -62,6 +63,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const owner = newId("gw");
   const { stores } = deps;
   const metrics = createMetrics();
+  const timeline = createReplyTimeline((stage, ms) => metrics.replyStage(stage, ms));
   const registry = createModelRegistry(config.modelEnv);
   const { adapters, allowLists } = buildChannels(config, { clock, logger });
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
@@ -75,6 +77,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     logger: logger.child({ component: "runtime" }),
     owner,
     deliveries: createDeliveryWriter(stores, clock),
+    modelCalls: timeline.modelCalls,
     // Summaries from the offline model would be noise; any real model folds long conversations.
     ...(registry.chain[0].spec === "offline"
       ? {}
@@ -105,6 +108,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     adapters,
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
+    observer: { rateLimited: (channel) => metrics.outboxRateLimited(channel), ...timeline.delivery },
     logger: {
       info: (message, fields) => logger.info(`outbox.${message}`, fields),
       warn: (message, fields) => logger.warn(`outbox.${message}`, fields),
@@ -162,6 +166,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     allowLists,
     commands,
     metrics,
+    timeline,
     clock,
     logger: logger.child({ component: "ingress" }),
   });
@@ -182,6 +187,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         );
   runtime.subscribe((event) => {
     if (event.type === "checkpoint") metrics.stepLatency(event.durationMs);
+    else if (event.type === "terminal") timeline.terminalCommitted(event.runId);
   });
   const channels = new ChannelStarter(
     adapters,

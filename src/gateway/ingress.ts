@@ -10,6 +10,7 @@ import type { ChatCommands } from "./commands.ts";
 import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
 import type { RunContext } from "./context.ts";
 import type { Metrics } from "./metrics.ts";
+import type { ReplyTimeline } from "./reply-timeline.ts";
 
 /** Longest input text admitted to the model, in characters. */
 export const MAX_INPUT_CHARS = 16_000;
@@ -52,6 +53,8 @@ export interface IngressOptions {
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
   commands: ChatCommands;
   metrics: Metrics;
+  /** Times each admission and marks the run for the later reply stages. */
+  timeline?: Pick<ReplyTimeline, "received" | "admitted">;
   clock: Clock;
   logger: Logger;
 }
@@ -72,6 +75,7 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
   };
 
   return async function ingest(candidate: InboundMessage): Promise<IngressOutcome> {
+    const receivedAtMs = options.timeline?.received();
     const parsed = inboundSchema.safeParse(candidate);
     if (!parsed.success) {
       logger.warn("ingress.malformed", { issues: parsed.error.issues.map((i) => i.path.join(".")) });
@@ -165,6 +169,9 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       return { kind: "duplicate", runId: admission.runId, conversationId: admission.conversationId };
     }
     metrics.inboundAccepted(message.channel);
+    if (receivedAtMs !== undefined) {
+      options.timeline?.admitted(admission.runId, receivedAtMs, admission.outcome === "admitted");
+    }
     return { kind: "admitted", runId: admission.runId, conversationId: admission.conversationId };
   };
 }

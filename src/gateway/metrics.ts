@@ -7,18 +7,35 @@ import type { StoreGauges } from "../store/backend.ts";
 type Labels = Record<string, string>;
 
 const BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
+/** The reply stages are mostly well under 5 ms, so their buckets start at a quarter millisecond. */
+const STAGE_BUCKETS_MS = [0.25, 0.5, 1, 2, 3, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000];
 
 class Histogram {
-  readonly counts = new Array<number>(BUCKETS_MS.length + 1).fill(0);
+  readonly counts: number[];
   sum = 0;
   total = 0;
+  constructor(readonly buckets: readonly number[]) {
+    this.counts = new Array<number>(buckets.length + 1).fill(0);
+  }
   observe(valueMs: number): void {
-    const i = BUCKETS_MS.findIndex((b) => valueMs <= b);
-    this.counts[i === -1 ? BUCKETS_MS.length : i]! += 1;
+    const i = this.buckets.findIndex((b) => valueMs <= b);
+    this.counts[i === -1 ? this.buckets.length : i]! += 1;
     this.sum += valueMs;
     this.total += 1;
   }
 }
+
+/**
+ * The stages of one reply, each timed from the end of the one before (the model call itself is
+ * left out):
+ * - `admit`: update received → admitted (T1 committed);
+ * - `to_model`: admitted → model request sent;
+ * - `to_terminal`: model finished → terminal committed (T2);
+ * - `to_send`: T2 → the first send started;
+ * - `send`: send started → the platform answered.
+ */
+export const REPLY_STAGES = ["admit", "to_model", "to_terminal", "to_send", "send"] as const;
+export type ReplyStage = (typeof REPLY_STAGES)[number];
 
 export interface Metrics {
   inboundAccepted(channel: string): void;
@@ -26,6 +43,10 @@ export interface Metrics {
   inboundIgnored(channel: string, reason: string): void;
   stepLatency(ms: number): void;
   scheduleLateness(ms: number): void;
+  /** One reply spent `ms` in `stage`. */
+  replyStage(stage: ReplyStage, ms: number): void;
+  /** The platform answered a delivery 429 (our limiter should never let that happen). */
+  outboxRateLimited(channel: string): void;
   render(gauges: StoreGauges, process: ProcessGauges): string;
 }
 
@@ -41,17 +62,24 @@ export interface ProcessGauges {
 
 export function createMetrics(): Metrics {
   const counters = new Map<string, { help: string; values: Map<string, number> }>();
-  const histograms = new Map<string, { help: string; histogram: Histogram }>();
+  /** By name, then by formatted labels. */
+  const histograms = new Map<string, { help: string; byLabels: Map<string, Histogram> }>();
   const count = (name: string, help: string, labels: Labels) => {
     const entry = counters.get(name) ?? { help, values: new Map() };
     counters.set(name, entry);
     const key = formatLabels(labels);
     entry.values.set(key, (entry.values.get(key) ?? 0) + 1);
   };
-  const observe = (name: string, help: string, ms: number) => {
-    const entry = histograms.get(name) ?? { help, histogram: new Histogram() };
+  const observe = (name: string, help: string, ms: number, labels: Labels = {}, buckets = BUCKETS_MS) => {
+    const entry = histograms.get(name) ?? { help, byLabels: new Map() };
     histograms.set(name, entry);
-    entry.histogram.observe(ms);
+    const key = formatLabels(labels);
+    let histogram = entry.byLabels.get(key);
+    if (!histogram) {
+      histogram = new Histogram(buckets);
+      entry.byLabels.set(key, histogram);
+    }
+    histogram.observe(ms);
   };
   return {
     inboundAccepted: (channel) =>
@@ -74,6 +102,20 @@ export function createMetrics(): Metrics {
     stepLatency: (ms) => observe("switchboard_step_latency_ms", "Duration of one model step.", ms),
     scheduleLateness: (ms) =>
       observe("switchboard_schedule_lateness_ms", "How late schedule occurrences fired.", ms),
+    replyStage: (stage, ms) =>
+      observe(
+        "switchboard_reply_stage_ms",
+        "Time a reply spent in each stage: admit (update received to T1 committed), to_model (to the model request), to_terminal (model finished to T2 committed), to_send (T2 to the send), send (the platform call).",
+        ms,
+        { stage },
+        STAGE_BUCKETS_MS,
+      ),
+    outboxRateLimited: (channel) =>
+      count(
+        "switchboard_outbox_rate_limited_total",
+        "Deliveries the platform answered 429 (the account then waits retry_after). Should stay 0.",
+        { channel },
+      ),
     render(gauges, live) {
       const lines: string[] = [];
       const memory = process.memoryUsage();
@@ -123,18 +165,21 @@ export function createMetrics(): Metrics {
         for (const [state, value] of Object.entries(byState))
           lines.push(`${name}${formatLabels({ state })} ${value}`);
       }
-      for (const [name, { help, histogram }] of histograms) {
+      for (const [name, { help, byLabels }] of histograms) {
         lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
-        let cumulative = 0;
-        BUCKETS_MS.forEach((bound, i) => {
-          cumulative += histogram.counts[i]!;
-          lines.push(`${name}_bucket{le="${bound}"} ${cumulative}`);
-        });
-        lines.push(
-          `${name}_bucket{le="+Inf"} ${histogram.total}`,
-          `${name}_sum ${histogram.sum}`,
-          `${name}_count ${histogram.total}`,
-        );
+        for (const [labels, histogram] of byLabels) {
+          const withLe = (le: string) => (labels ? `${labels.slice(0, -1)},le="${le}"}` : `{le="${le}"}`);
+          let cumulative = 0;
+          histogram.buckets.forEach((bound, i) => {
+            cumulative += histogram.counts[i]!;
+            lines.push(`${name}_bucket${withLe(String(bound))} ${cumulative}`);
+          });
+          lines.push(
+            `${name}_bucket${withLe("+Inf")} ${histogram.total}`,
+            `${name}_sum${labels} ${histogram.sum}`,
+            `${name}_count${labels} ${histogram.total}`,
+          );
+        }
       }
       return `${lines.join("\n")}\n`;
     },

@@ -8,7 +8,14 @@ import { buildPrompt } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ModelEntry, runStep, type UsageReader } from "./step.ts";
 import type { AcquiredRun, DeliveryWriter, Fence, RunRecord, RuntimeStore } from "./store.ts";
-import type { Message, MessagePart, StopReason, TerminalRunState, Usage } from "./types.ts";
+import type {
+  Message,
+  MessagePart,
+  ModelCallObserver,
+  StopReason,
+  TerminalRunState,
+  Usage,
+} from "./types.ts";
 
 /** What a tool factory gets: the run's identity and a fence to check before any write. */
 export interface ToolContext {
@@ -41,6 +48,7 @@ export interface ExecutorOptions {
   tools?: (context: ToolContext) => ToolSet;
   deliveries?: DeliveryWriter;
   readUsage: UsageReader;
+  modelCalls?: ModelCallObserver;
   emit: (event: RuntimeEvent) => void;
   nextSequence: (runId: string) => number;
 }
@@ -145,6 +153,7 @@ export class RunExecutor {
           signal,
           clock,
           readUsage: this.options.readUsage,
+          ...(this.options.modelCalls ? { modelCalls: this.options.modelCalls } : {}),
           emit: this.options.emit,
           nextSequence: () => this.options.nextSequence(runId),
         });

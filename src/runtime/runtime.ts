@@ -17,6 +17,7 @@ import {
   type InputPart,
   type InputPolicy,
   isTerminalState,
+  type ModelCallObserver,
   type RunState,
   type StopReason,
   type Usage,
@@ -87,6 +88,8 @@ export interface RuntimeOptions {
   deliveries?: DeliveryWriter;
   /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
   readUsage: UsageReader;
+  /** Told when each model call starts and ends (latency metrics). */
+  modelCalls?: ModelCallObserver;
   loop?: {
     /** Step ceiling; reaching it ends the run `policy_stop`. Default 8. */
     maxSteps?: number;
@@ -170,6 +173,7 @@ export class Runtime {
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.deliveries ? { deliveries: options.deliveries } : {}),
       readUsage: options.readUsage,
+      ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),
       emit: (event) => this.bus.emit(event),
       nextSequence: (runId) => {
         const next = (this.sequences.get(runId) ?? 0) + 1;

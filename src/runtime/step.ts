@@ -11,7 +11,7 @@ import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { decideRetry, type RetryPolicy } from "./retry.ts";
-import type { MessagePart, StopReason, Usage } from "./types.ts";
+import type { MessagePart, ModelCallObserver, StopReason, Usage } from "./types.ts";
 
 export interface ModelEntry {
   /** Human-readable name used in logs, step records and /status (e.g. `openrouter:x/y`). */
@@ -38,6 +38,7 @@ export interface StepInput {
   signal: AbortSignal;
   clock: Clock;
   readUsage: UsageReader;
+  modelCalls?: ModelCallObserver;
   emit: (event: RuntimeEvent) => void;
   nextSequence: () => number;
 }
@@ -73,9 +74,10 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
     const onRunAbort = () => attemptAbort.abort(input.signal.reason);
     input.signal.addEventListener("abort", onRunAbort, { once: true });
     let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    // Re-armed on every stream part: refresh() restarts the one timer instead of making a new one.
     const armIdle = () => {
-      clearTimeout(idleTimer);
-      idleTimer = setTimeout(() => attemptAbort.abort(new IdleTimeout()), input.idleTimeoutMs);
+      if (idleTimer) idleTimer.refresh();
+      else idleTimer = setTimeout(() => attemptAbort.abort(new IdleTimeout()), input.idleTimeoutMs);
     };
     const parts: MessagePart[] = [];
     let toolCalled = false;
@@ -89,6 +91,7 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
     };
     try {
       armIdle();
+      input.modelCalls?.started(input.runId);
       const result = streamText({
         model: entry.model,
         instructions: input.instructions,
@@ -155,6 +158,7 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
     } catch (error) {
       failure = error;
     } finally {
+      input.modelCalls?.finished(input.runId);
       clearTimeout(idleTimer);
       input.signal.removeEventListener("abort", onRunAbort);
     }

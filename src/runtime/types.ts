@@ -77,3 +77,11 @@ export interface StepRecord {
   startedAtMs: number;
   finishedAtMs: number;
 }
+
+/** Told when each model call of a run starts and ends (for latency metrics); called inline, keep it cheap. */
+export interface ModelCallObserver {
+  /** The call is about to be made: the prompt and tools are built. */
+  started(runId: string): void;
+  /** The model's stream ended (finished, failed or stopped). */
+  finished(runId: string): void;
+}

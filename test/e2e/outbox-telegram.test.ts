@@ -23,6 +23,7 @@ import {
   type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
+import { metricValue } from "./support/metrics.ts";
 
 const dir = tempDir("switchboard-e2e-outbox-tg-");
 let llm: FakeLlmServer;
@@ -31,6 +32,7 @@ const alice = user(2001, "Alice");
 const bob = user(2002, "Bob");
 const carol = user(2003, "Carol");
 const dave = user(2004, "Dave");
+const erin = user(2005, "Erin");
 
 /** Gateway environment; `delivery` applies to Telegram DMs, whose messages queue (none is superseded). */
 function env(dbName: string, delivery: "terminal" | "stream"): Record<string, string> {
@@ -43,7 +45,7 @@ function env(dbName: string, delivery: "terminal" | "stream"): Record<string, st
     extra: {
       TELEGRAM_BOT_TOKEN: telegram.token,
       TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id, dave.id].join(","),
+      TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id, dave.id, erin.id].join(","),
     },
   });
 }
@@ -76,6 +78,24 @@ describe("terminal replies", () => {
     await gateway?.kill("SIGTERM");
   }, GATEWAY_START_TIMEOUT_MS);
 
+  test("every reply stage gets an observation in /metrics", async () => {
+    const stages = ["admit", "to_model", "to_terminal", "to_send", "send"];
+    const counts = async () =>
+      Promise.all(
+        stages.map((stage) => metricValue(gateway!.url, "switchboard_reply_stage_ms_count", { stage })),
+      );
+    const before = await counts();
+    telegram.incoming({ chat: privateChat(erin), from: erin, text: "time me" });
+    await telegram.waitForMessage(erin.id, (m) => m.visibleText === "echo: time me", 20_000);
+    const added = async () => (await counts()).map((n, i) => n - before[i]!);
+    // The reply is visible before the gateway reads the platform's answer: give it a moment.
+    await eventually(async () => (await added()).every((n) => n === 1), 5_000, "one observation per stage");
+    expect(await added()).toEqual([1, 1, 1, 1, 1]);
+    const metrics = await (await fetch(`${gateway!.url}/metrics`)).text();
+    expect(metrics).toContain("# TYPE switchboard_reply_stage_ms histogram");
+    expect(metrics).toMatch(/^switchboard_reply_stage_ms_bucket\{stage="send",le="\+Inf"\} \d+$/m);
+  }, 30_000);
+
   test("429 with retry_after, then 500, then success: delivered exactly once, two replies in order", async () => {
     telegram.injectFault("sendMessage", { kind: "rate_limited", retryAfterSeconds: 1 });
     telegram.injectFault("sendMessage", { kind: "server_error", status: 500 });
@@ -96,6 +116,10 @@ describe("terminal replies", () => {
     // retry_after was honoured (the emulator stamps whole milliseconds; allow a little jitter).
     expect(sends[1]!.atMs - sends[0]!.atMs).toBeGreaterThanOrEqual(990);
     expect(String(sends[2]!.params.text)).toBe("echo: first of two");
+    // Counted, so an operator sees the platform pushing back (our own limiter should never draw one).
+    expect(
+      await metricValue(gateway!.url, "switchboard_outbox_rate_limited_total", { channel: "telegram" }),
+    ).toBe(1);
   }, 30_000);
 
   test("a hung send interrupted by SIGKILL becomes ambiguous; the operator resolves it and nothing is resent", async () => {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { ChannelCapabilities, ChannelLimits } from "../../channels/types.ts";
+import { RATE_WINDOW_MARGIN_MS } from "../../outbox/rate-limiter.ts";
 import type { OutboxLogger, OutboxRecord } from "../../outbox/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import type { SqliteOutboxRepository } from "../../src/store/sqlite/outbox.ts";
@@ -46,17 +47,23 @@ function setup(options: Setup = {}) {
     ...(options.firstMessageId ? { firstMessageId: options.firstMessageId } : {}),
   });
   const repo = db.repository();
+  const observed = { rateLimited: [] as string[], firstSends: [] as { key: string; queuedMs: number }[] };
   const worker = createDeliveryWorker({
     repo,
     adapters: new Map([["telegram", adapter]]),
     clock,
     random: () => 0,
     logger: options.logger ?? quietLogger,
+    observer: {
+      rateLimited: (channel) => observed.rateLimited.push(channel),
+      firstSendStarted: (record) =>
+        observed.firstSends.push({ key: record.key, queuedMs: clock.now() - record.createdAtMs }),
+    },
     ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
     ...(options.callTimeoutMs ? { callTimeoutMs: options.callTimeoutMs } : {}),
   });
   running.push(worker);
-  return { clock, adapter, repo, worker };
+  return { clock, adapter, repo, worker, observed };
 }
 
 async function enqueue(repo: SqliteOutboxRepository, clock: FakeClock, ...items: [string, string][]) {
@@ -220,7 +227,7 @@ describe("rate limits", () => {
     all.forEach((atMs, i) => {
       if (i >= 2) expect(atMs).toBeGreaterThanOrEqual((i - 1) * 500);
     });
-    expect(all.at(-1)).toBeLessThanOrEqual(4000);
+    expect(all.at(-1)).toBeLessThanOrEqual(4 * (1000 + RATE_WINDOW_MARGIN_MS));
   });
 
   test("no more than the account's rate in any one second (the platform's sliding window)", async () => {
@@ -255,11 +262,11 @@ describe("rate limits", () => {
     await clock.runUntil(() => adapter.callsOf("send").length === 9, "nine sends");
     const sentAt = (text: string) => adapter.callsOf("send").find((c) => c.text === text)!.atMs - t0;
     expect(sentAt("late-1")).toBe(0);
-    for (const chat of busy) expect(sentAt(`${chat}-2`)).toBe(1000);
+    for (const chat of busy) expect(sentAt(`${chat}-2`)).toBe(1000 + RATE_WINDOW_MARGIN_MS);
   });
 
-  test("a global 429 holds back the whole account until retryAfterMs", async () => {
-    const { clock, adapter, repo, worker } = setup({
+  test("a global 429 holds back the whole account until retryAfterMs, and is counted", async () => {
+    const { clock, adapter, repo, worker, observed } = setup({
       limits: { perChatIntervalMs: 0, perAccountPerSecond: 100 },
     });
     adapter.fail("send", rateLimited(5000, true), 1, "chat-a");
@@ -273,6 +280,13 @@ describe("rate limits", () => {
     expect(clock.now() - t0).toBe(5000);
     await clock.runUntil(() => adapter.visible("chat-a").length === 1, "a1 visible");
     expect(adapter.callsOf("send").map((c) => c.atMs - t0)).toEqual([5000, 5000]);
+    expect(observed.rateLimited).toEqual(["telegram"]);
+    // Every attempt at a reply's first chunk is reported: a1 at once (429), then both at 5 s.
+    expect(observed.firstSends.map((s) => `${s.key} ${s.queuedMs}`).sort()).toEqual([
+      expect.stringMatching(/ 0$/),
+      expect.stringMatching(/ 5000$/),
+      expect.stringMatching(/ 5000$/),
+    ]);
   });
 });
 

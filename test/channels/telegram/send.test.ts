@@ -109,10 +109,15 @@ describe("Telegram adapter, sending", () => {
     expect(emulator.messages(1001)).toEqual([]);
   });
 
-  test("429 with retry_after → platform_rate_limited, retryable, retryAfterMs", async () => {
+  test("429 with retry_after → platform_rate_limited, retryable, retryAfterMs, for the whole bot", async () => {
     emulator.injectFault("sendMessage", { kind: "rate_limited", retryAfterSeconds: 7 });
     const error = await failureOf(adapter.send("1001", out("hi")));
-    expect(error).toMatchObject({ code: "platform_rate_limited", retryable: true, retryAfterMs: 7_000 });
+    expect(error).toMatchObject({
+      code: "platform_rate_limited",
+      retryable: true,
+      retryAfterMs: 7_000,
+      details: { global: true },
+    });
     expect(emulator.messages(1001)).toEqual([]);
   });
 

@@ -16,6 +16,7 @@ import { type ChatState, ChatStore, type VisibleMessage } from "./chats.ts";
 import { handleControlRequest } from "./control.ts";
 import { type Fault, FaultPlan } from "./faults.ts";
 import {
+  preciseNow,
   type RateLimitConfig,
   RateLimiter,
   type RateLimitStats,
@@ -33,7 +34,10 @@ export interface TelegramEmulatorOptions {
   rateLimits?: boolean | Partial<RateLimitConfig>;
   webhook?: Partial<WebhookDeliveryOptions>;
   firstUpdateId?: number;
-  /** Milliseconds since epoch; used for dates, the transcript and rate limits. */
+  /**
+   * Milliseconds since epoch; used for dates, the transcript and rate limits. Default `Date.now`,
+   * and `preciseNow` (sub-millisecond) for the rate limits.
+   */
   now?: () => number;
 }
 
@@ -63,6 +67,8 @@ export class TelegramEmulator {
   private readonly webhook: WebhookDelivery;
   private readonly api: BotApi;
   private readonly now: () => number;
+  /** The flood limiter's clock: `now` when given, else sub-millisecond wall time (like Telegram's). */
+  private readonly rateNow: () => number;
   private readonly rateLimitConfig: RateLimitConfig;
   private limiter: RateLimiter | null;
   private server: ReturnType<typeof Bun.serve> | null = null;
@@ -73,6 +79,7 @@ export class TelegramEmulator {
     this.bot =
       options.bot ?? botUser(Number(this.token.split(":")[0]), "switchboard_test_bot", "Switchboard");
     this.now = options.now ?? Date.now;
+    this.rateNow = options.now ?? preciseNow;
     this.queue = new UpdateQueue(options.firstUpdateId ?? 100_001);
     this.webhook = new WebhookDelivery(
       this.queue,
@@ -81,7 +88,7 @@ export class TelegramEmulator {
     );
     const custom = typeof options.rateLimits === "object" ? options.rateLimits : {};
     this.rateLimitConfig = { ...TELEGRAM_RATE_LIMITS, ...custom };
-    this.limiter = options.rateLimits ? new RateLimiter(this.rateLimitConfig, this.now) : null;
+    this.limiter = options.rateLimits ? new RateLimiter(this.rateLimitConfig, this.rateNow) : null;
     this.api = new BotApi({
       bot: this.bot,
       chats: this.chats,
@@ -238,7 +245,7 @@ export class TelegramEmulator {
   }
 
   setRateLimits(enabled: boolean): void {
-    this.limiter = enabled ? (this.limiter ?? new RateLimiter(this.rateLimitConfig, this.now)) : null;
+    this.limiter = enabled ? (this.limiter ?? new RateLimiter(this.rateLimitConfig, this.rateNow)) : null;
   }
 
   rateLimitStats(): RateLimitStats | null {

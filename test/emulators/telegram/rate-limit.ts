@@ -1,8 +1,18 @@
 /**
  * Optional flood control modelled on Telegram's published limits, as sliding windows: about one
  * message per second in a chat, 20 per minute in a group, 30 per second per bot overall. A call
- * over a limit is answered 429 with retry_after (whole seconds until a slot frees up).
+ * over a limit is answered 429 with retry_after (whole seconds until a slot frees up). Calls are
+ * timed with sub-millisecond precision (`preciseNow`) unless the emulator is given a `now`.
  */
+
+/**
+ * Wall time in milliseconds with sub-millisecond precision. Telegram does not round a call's arrival
+ * to the millisecond, so a sender whose windows are 999.6 ms apart must see its 429: `Date.now()`
+ * would round both ends and could call them 1000 ms apart.
+ */
+export function preciseNow(): number {
+  return performance.timeOrigin + performance.now();
+}
 
 export interface Window {
   limit: number;

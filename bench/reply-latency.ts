@@ -1,0 +1,281 @@
+/**
+ * Reply latency, switchboard against a minimal grammY + AI SDK bot (bench/support/baseline-bot.ts,
+ * no database), in one run. Each bot is its own process facing the product's Telegram emulator
+ * (Telegram's flood limits on, sub-millisecond stamps) and the fake LLM server, which answers at
+ * once. Users are paced: each chat sends its next message `--pause-ms` after its previous reply
+ * appeared. Latency is from the emulator queueing the update to the emulator receiving the reply.
+ * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
+ *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
+ * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
+ * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
+ * own /metrics histograms (interpolated within buckets), and the prompt it sends for a one-line
+ * message.
+ */
+import { join } from "node:path";
+import { e2eGatewayEnv } from "../test/e2e/support/gateway-env.ts";
+import { type GatewayProcess, startGatewayProcess } from "../test/e2e/support/gateway-process.ts";
+import {
+  preciseNow,
+  privateChat,
+  startTelegramEmulator,
+  type TelegramEmulator,
+  user,
+} from "../test/emulators/telegram/index.ts";
+import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
+import { tempDir } from "../test/support/runtime.ts";
+import { argInt } from "./util.ts";
+
+const messages = argInt("--messages", 60);
+const chats = argInt("--chats", 20);
+const perChat = argInt("--per-chat", 10);
+const pauseMs = argInt("--pause-ms", 1000);
+/** The reply stages, and the model call between to_model and to_terminal (buckets from 5 ms). */
+const STAGES = ["admit", "to_model", "model", "to_terminal", "to_send", "send"] as const;
+const FIRST_USER_ID = 910_001;
+const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
+
+const dir = tempDir("switchboard-bench-latency-");
+const llm = startFakeLlmServer();
+
+interface Bot {
+  emulator: TelegramEmulator;
+  /** Prometheus text, for the product only. */
+  metrics?: () => Promise<string>;
+  stop(): Promise<void>;
+}
+
+function newEmulator(): TelegramEmulator {
+  const emulator = startTelegramEmulator({ rateLimits: true, now: preciseNow });
+  for (const id of userIds) emulator.addChat(privateChat(user(id, `Reader ${id}`)));
+  return emulator;
+}
+
+async function startProduct(): Promise<Bot> {
+  const emulator = newEmulator();
+  const gateway: GatewayProcess = await startGatewayProcess(
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      // One message per reply, as the baseline sends (the default for DMs streams by edits).
+      surfaces: { "telegram:dm": { delivery: "terminal" } },
+      extra: {
+        TELEGRAM_BOT_TOKEN: emulator.token,
+        TELEGRAM_API_ROOT: emulator.url,
+        TELEGRAM_ALLOWED_USERS: userIds.join(","),
+      },
+    }),
+  );
+  return {
+    emulator,
+    metrics: async () => (await fetch(`${gateway.url}/metrics`)).text(),
+    async stop() {
+      await gateway.kill("SIGTERM");
+      await emulator.close();
+    },
+  };
+}
+
+async function startBaseline(): Promise<Bot> {
+  const emulator = newEmulator();
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "support/baseline-bot.ts")], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      BOT_TOKEN: emulator.token,
+      TELEGRAM_API_ROOT: emulator.url,
+      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+    },
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const reader = child.stdout.getReader();
+  let out = "";
+  while (!out.includes("ready")) {
+    const read = await reader.read();
+    if (read.done) throw new Error(`The baseline bot exited before polling (exit ${await child.exited}).`);
+    out += new TextDecoder().decode(read.value);
+  }
+  return {
+    emulator,
+    async stop() {
+      child.kill("SIGTERM");
+      await child.exited;
+      await emulator.close();
+    },
+  };
+}
+
+/** One chat's paced conversation: each reply's latency in ms, or null for a reply lost to a 429. */
+async function pacedChat(
+  emulator: TelegramEmulator,
+  userId: number,
+  count: number,
+): Promise<(number | null)[]> {
+  const latencies: (number | null)[] = [];
+  const from = user(userId, `Reader ${userId}`);
+  for (let i = 0; i < count; i++) {
+    const text = `ping ${userId} ${i}`;
+    const seen = emulator.calls.length;
+    const sentAtMs = preciseNow();
+    emulator.incoming({ chat: privateChat(from), from, text });
+    const reply = await emulator.waitFor(
+      () =>
+        emulator.calls
+          .slice(seen)
+          .find(
+            (call) =>
+              call.method === "sendMessage" &&
+              Number(call.params.chat_id) === userId &&
+              String(call.params.text).includes(text) &&
+              call.response !== undefined,
+          ),
+      30_000,
+      `the reply to "${text}"`,
+    );
+    // The baseline does not retry a 429: that reply is lost. Switchboard retries, so a rejected
+    // attempt is followed by an accepted one.
+    const accepted = reply.response?.ok
+      ? reply
+      : await emulator
+          .waitFor(
+            () =>
+              emulator.calls
+                .slice(seen)
+                .find(
+                  (call) =>
+                    call.method === "sendMessage" &&
+                    Number(call.params.chat_id) === userId &&
+                    String(call.params.text).includes(text) &&
+                    call.response?.ok === true,
+                ),
+            5_000,
+          )
+          .catch(() => null);
+    latencies.push(accepted ? accepted.atMs - sentAtMs : null);
+    await Bun.sleep(pauseMs);
+  }
+  return latencies;
+}
+
+async function workload(bot: Bot, chatCount: number, count: number): Promise<(number | null)[]> {
+  const all = await Promise.all(userIds.slice(0, chatCount).map((id) => pacedChat(bot.emulator, id, count)));
+  return all.flat();
+}
+
+function quantile(values: (number | null)[], q: number): number {
+  const sorted = values.filter((v) => v !== null).sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+/** Cumulative bucket counts of one stage ("model": the step histogram) from Prometheus text. */
+function stageBuckets(text: string, stage: string): [number, number][] {
+  const pattern =
+    stage === "model"
+      ? /^switchboard_step_latency_ms_bucket\{le="([^"]+)"\} (\d+)$/gm
+      : new RegExp(`^switchboard_reply_stage_ms_bucket\\{stage="${stage}",le="([^"]+)"\\} (\\d+)$`, "gm");
+  return [...text.matchAll(pattern)].map((m) => [m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2])]);
+}
+
+/** The median of the observations between two scrapes, interpolated linearly within its bucket. */
+function stageMedian(before: string, after: string, stage: string): number | null {
+  const a = stageBuckets(after, stage);
+  const b = new Map(stageBuckets(before, stage));
+  const delta = a.map(([le, n]): [number, number] => [le, n - (b.get(le) ?? 0)]);
+  const total = delta.at(-1)?.[1] ?? 0;
+  if (total === 0) return null;
+  let lower = 0;
+  let below = 0;
+  for (const [le, cumulative] of delta) {
+    if (cumulative >= total / 2) {
+      if (!Number.isFinite(le)) return lower;
+      return lower + ((le - lower) * (total / 2 - below)) / Math.max(1, cumulative - below);
+    }
+    lower = le;
+    below = cumulative;
+  }
+  return null;
+}
+
+const fmt = (ms: number | null) => (ms === null ? "    –" : `${ms.toFixed(1).padStart(5)} ms`);
+
+interface Run {
+  oneChat: (number | null)[];
+  manyChats: (number | null)[];
+  stages?: { oneChat: (number | null)[]; manyChats: (number | null)[] };
+}
+
+async function measure(bot: Bot): Promise<Run> {
+  // A short warm-up in every chat: first connections, JIT, prepared statements.
+  await workload(bot, chats, 1);
+  const s0 = await bot.metrics?.();
+  const oneChat = await workload(bot, 1, messages);
+  const s1 = await bot.metrics?.();
+  const manyChats = await workload(bot, chats, perChat);
+  const s2 = await bot.metrics?.();
+  const stats = bot.emulator.rateLimitStats();
+  if (stats && stats.rejected > 0) console.error(`  note: ${stats.rejected} sends were answered 429`);
+  return {
+    oneChat,
+    manyChats,
+    ...(s0 !== undefined && s1 !== undefined && s2 !== undefined
+      ? {
+          stages: {
+            oneChat: STAGES.map((stage) => stageMedian(s0, s1, stage)),
+            manyChats: STAGES.map((stage) => stageMedian(s1, s2, stage)),
+          },
+        }
+      : {}),
+  };
+}
+
+console.error(
+  `switchboard: ${messages} paced messages in one chat, then ${perChat} in each of ${chats} chats`,
+);
+const product = await startProduct();
+llm.reset();
+const productRun = await measure(product);
+const oneLine = llm.requests().find((request) => request.lastUserText.startsWith("ping "));
+await product.stop();
+
+console.error("baseline (grammY + AI SDK, no database): the same workloads");
+const baseline = await startBaseline();
+const baselineRun = await measure(baseline);
+await baseline.stop();
+await llm.stop();
+dir.cleanup();
+
+console.log(`\nreply latency, paced (${pauseMs} ms after each reply), instant model, Telegram emulator`);
+for (const [label, key, n] of [
+  ["one chat", "oneChat", messages],
+  [`${chats} chats`, "manyChats", chats * perChat],
+] as const) {
+  const p = (run: Run, q: number) => quantile(run[key], q);
+  const lost = (run: Run) => run[key].filter((v) => v === null).length;
+  console.log(
+    `\n  ${label} (${n} replies; lost to 429s: switchboard ${lost(productRun)}, baseline ${lost(baselineRun)})`,
+  );
+  console.log("                           p50       p90       p99");
+  console.log(
+    `    switchboard          ${fmt(p(productRun, 0.5))}  ${fmt(p(productRun, 0.9))}  ${fmt(p(productRun, 0.99))}`,
+  );
+  console.log(
+    `    baseline             ${fmt(p(baselineRun, 0.5))}  ${fmt(p(baselineRun, 0.9))}  ${fmt(p(baselineRun, 0.99))}`,
+  );
+  console.log(
+    `    overhead             ${fmt(p(productRun, 0.5) - p(baselineRun, 0.5))}            ${fmt(p(productRun, 0.99) - p(baselineRun, 0.99))}   (target ≤ 3 ms p50, ≤ 10 ms p99)`,
+  );
+  const stages = productRun.stages?.[key];
+  if (stages) {
+    console.log("    switchboard stage medians (from /metrics):");
+    for (const [i, stage] of STAGES.entries())
+      console.log(
+        `      ${stage.padEnd(12)} ${fmt(stages[i] ?? null)}${stage === "model" ? "   (the model call; 5 ms buckets, coarse)" : ""}`,
+      );
+  }
+}
+if (oneLine) {
+  const body = JSON.stringify(oneLine.body);
+  const tools = JSON.stringify(oneLine.body.tools ?? []);
+  console.log(
+    `\n  prompt for a one-line message: ${body.length} bytes of request body, ≈${Math.ceil(body.length / 4)} tokens (chars/4), of which tools ${tools.length} bytes (${oneLine.toolNames.length} tools), messages ${oneLine.messages.length}`,
+  );
+}
