@@ -8,6 +8,7 @@ import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
+import { McpTools } from "../tools/mcp/tools.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -40,6 +41,7 @@ export interface Gateway {
   readonly adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
   readonly metrics: Metrics;
   readonly ingress: ReturnType<typeof createIngress>;
+  readonly mcp: McpTools;
   /** Recovers, then starts delivery, channels and schedules. */
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
@@ -67,6 +69,12 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
 
   let schedules: ScheduleService | null = null;
+  const mcp = new McpTools({
+    servers: config.file.mcpServers,
+    env: config.mcpEnv,
+    logger: logger.child({ component: "mcp" }),
+    reserved: new Set(SCHEDULE_TOOL_NAMES),
+  });
   const runtime = new Runtime({
     store: stores.runtime,
     models: registry.chain,
@@ -87,16 +95,19 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
-      return createScheduleTools({
-        service: schedules,
-        conversation: {
-          conversationId: ctx.conversationId,
-          replyTarget: context.target,
-          channel: context.channel,
-        },
-        fence: ctx.assertOwned,
-        timezone: config.timezone,
-      });
+      return {
+        ...mcp.toolSet().tools,
+        ...createScheduleTools({
+          service: schedules,
+          conversation: {
+            conversationId: ctx.conversationId,
+            replyTarget: context.target,
+            channel: context.channel,
+          },
+          fence: ctx.assertOwned,
+          timezone: config.timezone,
+        }),
+      };
     },
   });
 
@@ -204,7 +215,11 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     adapters,
     metrics,
     ingress,
+    mcp,
     async start() {
+      // Before recovery: a resumed run may call these tools. A server that fails stays down and
+      // retries; only colliding tool names (a configuration error) stop the start.
+      await mcp.start();
       const recovered = await worker.start();
       if (recovered.ambiguous.length > 0) {
         logger.warn("outbox.ambiguous_after_restart", {
@@ -234,6 +249,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       externalCommits?.stop();
       await schedules.stop();
       const closed = await runtime.close({ gracePeriodMs: graceMs, forceTimeoutMs: 3000 });
+      await mcp.stop();
       const outboxDrained = await worker.drain(Math.max(1000, Math.min(5000, graceMs)));
       for (const [name, adapter] of adapters) {
         await adapter.stop().catch((error) => logger.warn("channel.stop_failed", { channel: name, error }));
@@ -250,6 +266,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         database: await databaseReadiness(stores),
       };
       for (const [name, adapter] of adapters) checks[`channel:${name}`] = channels.check(name, adapter);
+      // A failed MCP server only takes its own tools away: degraded, still ready.
+      for (const server of mcp.statuses()) {
+        checks[`mcp:${server.name}`] =
+          server.state === "up"
+            ? { ok: true }
+            : { ok: false, degraded: true, detail: server.error ?? server.state };
+      }
       return { ready: Object.values(checks).every((c) => c.ok || c.degraded), checks };
     },
     async renderMetrics() {
@@ -257,10 +280,20 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         lanes: runtime.lanesHeld,
         nowMs: clock.now(),
         active: true,
+        mcpServers: mcp.statuses().map((s) => ({ name: s.name, up: s.state === "up" })),
       });
     },
   };
 }
+
+/** The gateway's own tool names, which no MCP tool may take. */
+const SCHEDULE_TOOL_NAMES = [
+  "schedule_after",
+  "schedule_at",
+  "schedule_every",
+  "schedule_list",
+  "schedule_cancel",
+];
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;
