@@ -92,6 +92,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           },
         }),
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
+    // schedule_list only reads; the MCP tools a server's config lists under "idempotent".
+    idempotent: (name) => name === "schedule_list" || mcp.isIdempotent(name),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};

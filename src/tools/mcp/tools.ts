@@ -66,6 +66,13 @@ export class McpTools {
     await Promise.all(this.servers.map((server) => server.stop()));
   }
 
+  /** Whether `name` (as the model sees it) is a tool its server declares safe to run again. */
+  isIdempotent(name: string): boolean {
+    const named = this.names.find((n) => n.name === name);
+    const server = named && this.servers.find((s) => s.name === named.server);
+    return server?.config.idempotent.includes(named!.tool) ?? false;
+  }
+
   statuses(): ServerStatus[] {
     return this.servers.map((server) => {
       const status = server.status();
