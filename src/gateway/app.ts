@@ -9,6 +9,7 @@ import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
+import { createWebFetchTool, WEB_FETCH } from "../tools/web/tool.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -73,7 +74,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     servers: config.file.mcpServers,
     env: config.mcpEnv,
     logger: logger.child({ component: "mcp" }),
-    reserved: new Set(SCHEDULE_TOOL_NAMES),
+    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH]),
   });
   const runtime = new Runtime({
     store: stores.runtime,
@@ -92,13 +93,16 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           },
         }),
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
-    // schedule_list only reads; the MCP tools a server's config lists under "idempotent".
-    idempotent: (name) => name === "schedule_list" || mcp.isIdempotent(name),
+    // schedule_list and web_fetch only read; the MCP tools a server's config lists as idempotent.
+    idempotent: (name) => name === "schedule_list" || name === WEB_FETCH || mcp.isIdempotent(name),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
       return {
         ...mcp.toolSet().tools,
+        ...(config.webFetch.enabled
+          ? createWebFetchTool({ allowPrivate: config.webFetch.allowPrivate })
+          : {}),
         ...createScheduleTools({
           service: schedules,
           conversation: {

@@ -137,6 +137,8 @@ export interface GatewayConfig {
   secrets: string[];
   /** Environment passed through to the model registry. */
   modelEnv: Record<string, string | undefined>;
+  /** The built-in web_fetch tool: offered, and whether it may reach private addresses. */
+  webFetch: { enabled: boolean; allowPrivate: boolean };
   /** The variables MCP server headers reference as ${VAR} (their values are also in `secrets`). */
   mcpEnv: Record<string, string | undefined>;
 }
@@ -548,6 +550,10 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     web,
     secrets,
     mcpEnv: referencedVariables(file, env, secrets),
+    webFetch: {
+      enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
+      allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
+    },
     modelEnv: {
       SWITCHBOARD_MODEL: env.SWITCHBOARD_MODEL,
       SWITCHBOARD_FALLBACK_MODELS: env.SWITCHBOARD_FALLBACK_MODELS,
@@ -566,6 +572,14 @@ export function webAccessFor(config: GatewayConfig): WebAccessPolicy {
     publicUrl: config.http.publicUrl,
     token: config.web.token,
   });
+}
+
+function onOff(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const raw = nonEmpty(env, name);
+  if (raw === undefined) return fallback;
+  if (raw !== "on" && raw !== "off")
+    fail(name, `must be on or off (got "${raw}")`, `${name}=${fallback ? "off" : "on"}`);
+  return raw === "on";
 }
 
 /** The ${VAR}s MCP headers name, with their values kept as secrets so no log line shows them. */

@@ -114,6 +114,23 @@ test("a call that hangs past timeoutMs reaches the model as a failed call, and t
   expect(answer.visibleText).toMatch(/timed out/i);
 }, 30_000);
 
+test("web_fetch is offered, and a private address is refused by default", async () => {
+  llm.setRules([
+    {
+      match: { lastUserContains: "read the local page", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "web_fetch", input: { url: `${llm.url}/anything` } },
+    },
+    { match: { lastRole: "tool" }, reply: { kind: "text", text: "Fetch said: {{lastToolResult}}" } },
+  ]);
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "read the local page" });
+  const answer = await telegram.waitForMessage(
+    alice.id,
+    (m) => m.fromBot && m.visibleText.includes("Fetch said"),
+    15_000,
+  );
+  expect(answer.visibleText).toContain("a private, loopback or link-local address: refused");
+}, 30_000);
+
 test("/readyz stays 200 and lists the failed server as degraded; the metric reads 0 for it and 1 for the other", async () => {
   const response = await fetch(`${gateway!.url}/readyz`);
   expect(response.status).toBe(200);
