@@ -8,6 +8,8 @@ import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
+import { McpTools } from "../tools/mcp/tools.ts";
+import { createWebFetchTool, WEB_FETCH } from "../tools/web/tool.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -41,6 +43,7 @@ export interface Gateway {
   readonly adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
   readonly metrics: Metrics;
   readonly ingress: ReturnType<typeof createIngress>;
+  readonly mcp: McpTools;
   /** Recovers, then starts delivery, channels and schedules. */
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
@@ -69,6 +72,12 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
 
   let schedules: ScheduleService | null = null;
+  const mcp = new McpTools({
+    servers: config.file.mcpServers,
+    env: config.mcpEnv,
+    logger: logger.child({ component: "mcp" }),
+    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH]),
+  });
   const runtime = new Runtime({
     store: stores.runtime,
     models: registry.chain,
@@ -87,19 +96,27 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           },
         }),
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
+    // schedule_list and web_fetch only read; the MCP tools a server's config lists as idempotent.
+    idempotent: (name) => name === "schedule_list" || name === WEB_FETCH || mcp.isIdempotent(name),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
-      return createScheduleTools({
-        service: schedules,
-        conversation: {
-          conversationId: ctx.conversationId,
-          replyTarget: context.target,
-          channel: context.channel,
-        },
-        fence: ctx.assertOwned,
-        timezone: config.timezone,
-      });
+      return {
+        ...mcp.toolSet().tools,
+        ...(config.webFetch.enabled
+          ? createWebFetchTool({ allowPrivate: config.webFetch.allowPrivate })
+          : {}),
+        ...createScheduleTools({
+          service: schedules,
+          conversation: {
+            conversationId: ctx.conversationId,
+            replyTarget: context.target,
+            channel: context.channel,
+          },
+          fence: ctx.assertOwned,
+          timezone: config.timezone,
+        }),
+      };
     },
   });
 
@@ -210,7 +227,11 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     adapters,
     metrics,
     ingress,
+    mcp,
     async start() {
+      // Before recovery: a resumed run may call these tools. A server that fails stays down and
+      // retries; only colliding tool names (a configuration error) stop the start.
+      await mcp.start();
       const recovered = await worker.start();
       if (recovered.ambiguous.length > 0) {
         logger.warn("outbox.ambiguous_after_restart", {
@@ -240,6 +261,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       externalCommits?.stop();
       await schedules.stop();
       const closed = await runtime.close({ gracePeriodMs: graceMs, forceTimeoutMs: 3000 });
+      await mcp.stop();
       const outboxDrained = await worker.drain(Math.max(1000, Math.min(5000, graceMs)));
       for (const [name, adapter] of adapters) {
         await adapter.stop().catch((error) => logger.warn("channel.stop_failed", { channel: name, error }));
@@ -256,6 +278,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         database: await databaseReadiness(stores),
       };
       for (const [name, adapter] of adapters) checks[`channel:${name}`] = channels.check(name, adapter);
+      // A failed MCP server only takes its own tools away: degraded, still ready.
+      for (const server of mcp.statuses()) {
+        checks[`mcp:${server.name}`] =
+          server.state === "up"
+            ? { ok: true }
+            : { ok: false, degraded: true, detail: server.error ?? server.state };
+      }
       return { ready: Object.values(checks).every((c) => c.ok || c.degraded), checks };
     },
     async renderMetrics() {
@@ -263,10 +292,20 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         lanes: runtime.lanesHeld,
         nowMs: clock.now(),
         active: true,
+        mcpServers: mcp.statuses().map((s) => ({ name: s.name, up: s.state === "up" })),
       });
     },
   };
 }
+
+/** The gateway's own tool names, which no MCP tool may take. */
+const SCHEDULE_TOOL_NAMES = [
+  "schedule_after",
+  "schedule_at",
+  "schedule_every",
+  "schedule_list",
+  "schedule_cancel",
+];
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { SwitchboardError } from "../errors.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
+import { mcpServersSchema } from "../tools/mcp/config.ts";
 import type { LogLevel } from "../util/log.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
 import { isLoopbackHost, type WebAccessPolicy, webAccessPolicy } from "./http/web-guard.ts";
@@ -69,6 +70,7 @@ const fileSchema = z
       .object({ groupSessions: z.enum(["shared", "per-user"]).optional() })
       .strict()
       .default({}),
+    mcpServers: mcpServersSchema,
   })
   .strict();
 
@@ -135,6 +137,10 @@ export interface GatewayConfig {
   secrets: string[];
   /** Environment passed through to the model registry. */
   modelEnv: Record<string, string | undefined>;
+  /** The built-in web_fetch tool: offered, and whether it may reach private addresses. */
+  webFetch: { enabled: boolean; allowPrivate: boolean };
+  /** The variables MCP server headers reference as ${VAR} (their values are also in `secrets`). */
+  mcpEnv: Record<string, string | undefined>;
 }
 
 /** Variables whose values are secrets: never written to a log line or an error message. */
@@ -543,6 +549,11 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     slack,
     web,
     secrets,
+    mcpEnv: referencedVariables(file, env, secrets),
+    webFetch: {
+      enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
+      allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
+    },
     modelEnv: {
       SWITCHBOARD_MODEL: env.SWITCHBOARD_MODEL,
       SWITCHBOARD_FALLBACK_MODELS: env.SWITCHBOARD_FALLBACK_MODELS,
@@ -561,6 +572,33 @@ export function webAccessFor(config: GatewayConfig): WebAccessPolicy {
     publicUrl: config.http.publicUrl,
     token: config.web.token,
   });
+}
+
+function onOff(env: Record<string, string | undefined>, name: string, fallback: boolean): boolean {
+  const raw = nonEmpty(env, name);
+  if (raw === undefined) return fallback;
+  if (raw !== "on" && raw !== "off")
+    fail(name, `must be on or off (got "${raw}")`, `${name}=${fallback ? "off" : "on"}`);
+  return raw === "on";
+}
+
+/** The ${VAR}s MCP headers name, with their values kept as secrets so no log line shows them. */
+function referencedVariables(
+  file: FileConfig,
+  env: Record<string, string | undefined>,
+  secrets: string[],
+): Record<string, string | undefined> {
+  const picked: Record<string, string | undefined> = {};
+  for (const server of Object.values(file.mcpServers)) {
+    if (!("headers" in server)) continue;
+    for (const value of Object.values(server.headers)) {
+      for (const [, name] of value.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) {
+        picked[name!] = env[name!];
+        if (env[name!]) secrets.push(env[name!]!);
+      }
+    }
+  }
+  return picked;
 }
 
 /** The policy for `channel:surface`: exact key, then `channel:*`, then `*:surface`, over the defaults. */

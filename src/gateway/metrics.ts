@@ -58,6 +58,8 @@ export interface ProcessGauges {
   nowMs: number;
   /** False while this process waits as a standby for the active gateway to stop. */
   active: boolean;
+  /** Configured MCP servers and whether each is connected. */
+  mcpServers?: ReadonlyArray<{ name: string; up: boolean }>;
 }
 
 export function createMetrics(): Metrics {
@@ -141,6 +143,15 @@ export function createMetrics(): Metrics {
         ],
       ] as const) {
         lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);
+      }
+      if (live.mcpServers && live.mcpServers.length > 0) {
+        const name = "switchboard_mcp_server_up";
+        lines.push(
+          `# HELP ${name} 1 when the MCP server is connected and its tools are offered; 0 when down.`,
+        );
+        lines.push(`# TYPE ${name} gauge`);
+        for (const server of live.mcpServers)
+          lines.push(`${name}${formatLabels({ server: server.name })} ${server.up ? 1 : 0}`);
       }
       if (gauges.deliveryLatencyMs) {
         const name = "switchboard_delivery_latency_ms";

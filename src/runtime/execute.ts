@@ -8,6 +8,13 @@ import { buildPrompt } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ModelEntry, runStep, type UsageReader } from "./step.ts";
 import type { AcquiredRun, DeliveryWriter, Fence, RunRecord, RuntimeStore } from "./store.ts";
+import {
+  decidePending,
+  OUTCOME_UNKNOWN,
+  type ToolCallPart,
+  unresolvedCalls,
+  withUnknownOutcomeNotices,
+} from "./tool-calls.ts";
 import type {
   Message,
   MessagePart,
@@ -46,6 +53,8 @@ export interface ExecutorOptions {
   stopPolicies: readonly StopPolicy[];
   instructions?: (input: { conversationId: string; context: unknown; nowMs: number }) => string | undefined;
   tools?: (context: ToolContext) => ToolSet;
+  /** Tools safe to run a second time when a crash cut a call short (default: none). */
+  idempotent?: (toolName: string) => boolean;
   deliveries?: DeliveryWriter;
   readUsage: UsageReader;
   modelCalls?: ModelCallObserver;
@@ -73,16 +82,20 @@ const STOP_STATES: Record<StopReason, TerminalRunState> = {
  * before the next begins; every continuation decision is taken between steps where it is durable.
  */
 export class RunExecutor {
+  /** The conversation of each run this executor is executing, for tool events. */
+  private readonly conversationOf = new Map<string, string>();
+
   constructor(private readonly options: ExecutorOptions) {}
 
   async execute(acquired: AcquiredRun, signal: AbortSignal): Promise<ExecutionEnd> {
     const { store, clock } = this.options;
     const fence = acquired.fence;
     const runId = fence.runId;
+    this.conversationOf.set(runId, acquired.run.conversationId);
     let parts: MessagePart[] = [];
     let lost = false;
     // Built once per execution: tool schemas are costly to create and do not change between steps.
-    let tools: ToolSet | undefined;
+    let tools: PreparedTools | undefined;
     const renew = setInterval(
       () => {
         void store.renewLease(fence, clock.now(), this.options.leaseMs).then(
@@ -113,6 +126,12 @@ export class RunExecutor {
             `step ceiling of ${this.options.maxSteps} reached`,
           );
         }
+        tools ??= this.tools(run, fence);
+        const pending = unresolvedCalls(parts);
+        if (pending.length > 0) {
+          await this.resolveCalls(fence, parts, pending, tools);
+          continue;
+        }
         const policy = this.options.stopPolicies.find((p) => p.when({ run, parts, steps: run.steps }));
         if (policy) return await this.finish(fence, "policy_stop", parts, `stop policy ${policy.name}`);
 
@@ -133,7 +152,6 @@ export class RunExecutor {
           },
           ...joinable,
         ];
-        tools ??= this.tools(run, fence);
         const outcome = await runStep({
           conversationId: run.conversationId,
           runId,
@@ -146,7 +164,7 @@ export class RunExecutor {
             ctx.summary?.text,
           ),
           messages: buildPrompt(ctx.history, current, this.options.maxHistoryTokens),
-          tools,
+          tools: tools?.offered,
           models: this.options.models,
           retry: this.options.retry,
           idleTimeoutMs: this.options.idleTimeoutMs,
@@ -192,10 +210,15 @@ export class RunExecutor {
       throw error;
     } finally {
       clearInterval(renew);
+      this.conversationOf.delete(runId);
     }
   }
 
-  private tools(run: RunRecord, fence: Fence): ToolSet | undefined {
+  /**
+   * The tools offered to the model, without their `execute`: the model step stops at its tool
+   * calls, and the runtime runs them itself (see resolveCalls), so each is durable before it runs.
+   */
+  private tools(run: RunRecord, fence: Fence): PreparedTools | undefined {
     if (!this.options.tools) return undefined;
     const assertOwned = () => this.options.store.assertFence(fence);
     const tools = this.options.tools({
@@ -204,20 +227,89 @@ export class RunExecutor {
       context: run.context,
       assertOwned,
     });
-    const fencedTools: ToolSet = {};
+    const offered: ToolSet = {};
+    const execute = new Map<string, ToolExecute>();
     for (const [name, definition] of Object.entries(tools)) {
-      const execute = definition.execute;
-      fencedTools[name] = execute
-        ? ({
-            ...definition,
-            execute: async (input: unknown, options: never) => {
-              await assertOwned();
-              return execute(input as never, options);
-            },
-          } as typeof definition)
-        : definition;
+      const { execute: run, ...rest } = definition;
+      offered[name] = rest as typeof definition;
+      if (run) {
+        execute.set(name, async (input, toolCallId) => {
+          await assertOwned();
+          return run(input as never, { toolCallId, messages: [] } as never);
+        });
+      }
     }
-    return fencedTools;
+    return { offered, execute };
+  }
+
+  /**
+   * Runs the calls the last step made, in order, each marked started (a fenced save) before it
+   * runs and saved with its result after. A call found started without a result was cut short
+   * by a crash: `decidePending` says whether it runs again or is reported as unknown.
+   */
+  private async resolveCalls(
+    fence: Fence,
+    parts: MessagePart[],
+    pending: ToolCallPart[],
+    tools: PreparedTools | undefined,
+  ): Promise<void> {
+    const { store, clock, logger } = this.options;
+    for (const call of pending) {
+      const decision = decidePending(call, this.options.idempotent?.(call.toolName) ?? false);
+      if (decision.kind === "unknown") {
+        logger.warn("tool.outcome_unknown", {
+          runId: fence.runId,
+          tool: call.toolName,
+          toolCallId: call.toolCallId,
+        });
+        parts.push({
+          type: "tool-result",
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          output: OUTCOME_UNKNOWN,
+          isError: true,
+          finishedAtMs: clock.now(),
+        });
+        await store.saveToolProgress(fence, parts, clock.now());
+        this.emitTool(fence.runId, call, "failed");
+        continue;
+      }
+      if (decision.attempt > 1) {
+        logger.warn("tool.run_again", {
+          runId: fence.runId,
+          tool: call.toolName,
+          toolCallId: call.toolCallId,
+        });
+      }
+      parts[parts.indexOf(call)] = { ...call, startedAtMs: clock.now(), attempts: decision.attempt };
+      await store.saveToolProgress(fence, parts, clock.now());
+      killPoint("tool.started");
+      const result = await runTool(tools, call);
+      parts.push({
+        type: "tool-result",
+        toolCallId: call.toolCallId,
+        toolName: call.toolName,
+        ...result,
+        finishedAtMs: clock.now(),
+      });
+      await store.saveToolProgress(fence, parts, clock.now());
+      this.emitTool(fence.runId, call, result.isError ? "failed" : "completed");
+    }
+  }
+
+  private emitTool(runId: string, call: ToolCallPart, status: "completed" | "failed"): void {
+    const conversationId = this.conversationOf.get(runId);
+    if (!conversationId) return;
+    this.options.emit({
+      type: "tool-status",
+      durable: false,
+      conversationId,
+      runId,
+      sequence: this.options.nextSequence(runId),
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      status,
+    });
   }
 
   private async finish(
@@ -228,7 +320,9 @@ export class RunExecutor {
   ): Promise<ExecutionEnd> {
     // Joined inputs are absorbed only by a completed run; otherwise their own runs answer them,
     // so they must not also appear inside this turn.
-    const assistantParts = state === "completed" ? parts : parts.filter((p) => p.type !== "joined-input");
+    const assistantParts = withUnknownOutcomeNotices(
+      state === "completed" ? parts : parts.filter((p) => p.type !== "joined-input"),
+    );
     const result = await this.options.store.commitTerminal({
       fence,
       state,
@@ -244,6 +338,33 @@ export class RunExecutor {
   private async release(fence: Fence): Promise<ExecutionEnd> {
     await this.options.store.releaseRun(fence, this.options.clock.now());
     return { kind: "released" };
+  }
+}
+
+type ToolExecute = (input: unknown, toolCallId: string) => Promise<unknown>;
+
+interface PreparedTools {
+  offered: ToolSet;
+  execute: Map<string, ToolExecute>;
+}
+
+/** One call's result; a thrown error is the model's to see, except losing the run's fence. */
+async function runTool(
+  tools: PreparedTools | undefined,
+  call: ToolCallPart,
+): Promise<{ output: unknown; isError: boolean }> {
+  const execute = tools?.execute.get(call.toolName);
+  if (!execute) {
+    return {
+      output: `tool ${call.toolName} is not available now (its server may be down); try again later or answer without it`,
+      isError: true,
+    };
+  }
+  try {
+    return { output: (await execute(call.input, call.toolCallId)) ?? null, isError: false };
+  } catch (error) {
+    if (isSwitchboardError(error, "fence_lost")) throw error;
+    return { output: error instanceof Error ? error.message : String(error), isError: true };
   }
 }
 

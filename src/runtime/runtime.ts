@@ -84,6 +84,11 @@ export interface RuntimeOptions {
   coalescePending?: boolean | ((request: SubmitRequest) => boolean);
   instructions?: (input: { conversationId: string; context: unknown; nowMs: number }) => string | undefined;
   tools?: (context: ToolContext) => ToolSet;
+  /**
+   * Tools safe to run again when a crash cut a call short; any other such call is reported to the
+   * model and the user as of unknown outcome and never run again.
+   */
+  idempotent?: (toolName: string) => boolean;
   /** Written with the terminal commit (the outbox). */
   deliveries?: DeliveryWriter;
   /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
@@ -171,6 +176,7 @@ export class Runtime {
       stopPolicies: options.loop?.stopPolicies ?? [],
       ...(options.instructions ? { instructions: options.instructions } : {}),
       ...(options.tools ? { tools: options.tools } : {}),
+      ...(options.idempotent ? { idempotent: options.idempotent } : {}),
       ...(options.deliveries ? { deliveries: options.deliveries } : {}),
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),

@@ -68,6 +68,12 @@ export interface RuntimeStore {
   checkpoint(request: CheckpointRequest): Promise<{ seq: number }>;
 
   /**
+   * Saves the assistant message so far between steps, without a step record or an event: a tool
+   * call marked started before it runs, then its result. Throws `fence_lost` for a stale owner.
+   */
+  saveToolProgress(fence: Fence, assistantParts: MessagePart[], nowMs: number): Promise<void>;
+
+  /**
    * Durably asks a running run to stop (commits `interrupt_requested`). Returns false when the run
    * is not active. A queued run is ended at once with the reason.
    */

@@ -3,8 +3,24 @@
 export type MessagePart =
   | { type: "text"; text: string }
   | { type: "reasoning"; text: string }
-  | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }
-  | { type: "tool-result"; toolCallId: string; toolName: string; output: unknown; isError: boolean }
+  | {
+      type: "tool-call";
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      /** Set (durably) just before the runtime runs the call; absent: it never started. */
+      startedAtMs?: number;
+      /** How many times the call was started (2: run again once after a crash). */
+      attempts?: number;
+    }
+  | {
+      type: "tool-result";
+      toolCallId: string;
+      toolName: string;
+      output: unknown;
+      isError: boolean;
+      finishedAtMs?: number;
+    }
   | { type: "file"; ref: string; mediaType?: string; name?: string; sizeBytes?: number }
   /** An input injected into this run at a step boundary; projected as a user message there. */
   | { type: "joined-input"; messageId: string };

@@ -7,6 +7,7 @@ export type KillPoint =
   | "ingress.admitted"
   | "step.streaming"
   | "step.persisted"
+  | "tool.started"
   | "run.terminal-committed"
   | "outbox.sending-persisted"
   | "outbox.platform-accepted"

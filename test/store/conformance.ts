@@ -160,6 +160,44 @@ export function runStoreConformance(
     );
 
     test(
+      "tool progress is saved between steps, fenced, without a step or an event",
+      withStore(async (store) => {
+        const a = await store.admit(admitRequest("c", "a"));
+        const first = await store.acquireRun({ runId: a.runId, owner: "w1", nowMs: T0, leaseMs: 100 });
+        const call = {
+          type: "tool-call" as const,
+          toolCallId: "call-1",
+          toolName: "notes_append",
+          input: { text: "x" },
+          startedAtMs: T0,
+          attempts: 1,
+        };
+        const eventsBefore = (await store.readEvents("c", 0, 100)).length;
+        await store.saveToolProgress(first!.fence, [call], T0);
+        const ctx = await store.loadPromptContext(a.runId, { maxTurns: 10 });
+        expect(ctx.assistant?.parts).toEqual([call]);
+        expect(ctx.run.steps).toBe(0);
+        expect((await store.readEvents("c", 0, 100)).length).toBe(eventsBefore);
+        const second = await store.acquireRun({ runId: a.runId, owner: "w2", nowMs: T0 + 200, leaseMs: 100 });
+        await expect(store.saveToolProgress(first!.fence, [], T0 + 200)).rejects.toMatchObject({
+          code: "fence_lost",
+        });
+        const result = {
+          type: "tool-result" as const,
+          toolCallId: "call-1",
+          toolName: "notes_append",
+          output: "ok",
+          isError: false,
+        };
+        await store.saveToolProgress(second!.fence, [call, result], T0 + 200);
+        expect((await store.loadPromptContext(a.runId, { maxTurns: 10 })).assistant?.parts).toEqual([
+          call,
+          result,
+        ]);
+      }),
+    );
+
+    test(
       "terminal race: only one commit wins",
       withStore(async (store) => {
         const a = await store.admit(admitRequest("c", "a"));

@@ -691,6 +691,17 @@ export class PostgresRuntimeStore implements RuntimeStore {
     });
   }
 
+  saveToolProgress(fence: Fence, assistantParts: MessagePart[], nowMs: number): Promise<void> {
+    return this.write(async (tx) => {
+      const run = await this.fenced(tx, fence);
+      await tx.sql`
+        INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+        VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
+          ${JSON.stringify(assistantParts)}, 'streaming', ${nowMs})
+        ON CONFLICT (id) DO UPDATE SET parts = excluded.parts`;
+    });
+  }
+
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
     return this.write(async (tx) => {
       const run = await this.lockRun(tx, runId);

@@ -733,6 +733,19 @@ export class SqliteRuntimeStore implements RuntimeStore {
     });
   }
 
+  saveToolProgress(fence: Fence, assistantParts: MessagePart[], nowMs: number): Promise<void> {
+    return this.write(() => {
+      const run = this.fenced(fence);
+      this.db
+        .query(
+          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+           VALUES (?, ?, ?, 'assistant', ?, 'streaming', ?)
+           ON CONFLICT(id) DO UPDATE SET parts = excluded.parts`,
+        )
+        .run(run.assistantMessageId, run.conversationId, run.id, JSON.stringify(assistantParts), nowMs);
+    });
+  }
+
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
     return this.write(() => {
       const run = this.runRow(runId);

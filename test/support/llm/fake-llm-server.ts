@@ -7,6 +7,7 @@ import {
   type FakeReply,
   fakeLlmRulesBodySchema,
   lastUserTextOf,
+  messageText,
   ruleMatches,
 } from "./fake-llm-rules.ts";
 
@@ -17,6 +18,7 @@ export type { FakeLlmRequest, FakeLlmRule, FakeReply } from "./fake-llm-rules.ts
  * `POST /v1/chat/completions` (OpenAI-compatible base URL `${url}/v1`) and
  * `POST /api/v1/chat/completions` (OpenRouter base URL `${url}/api/v1`), streaming (SSE) and not.
  * Answers follow the first matching unexpired rule; with none, it echoes "echo: <last user text>".
+ * A rule's text may contain `{{lastToolResult}}`: the text of the request's last tool message.
  *
  * Control over HTTP, for a gateway running in another process:
  * - `POST /__control/rules` `{ rules, append? }` replaces (or extends) the rules;
@@ -71,7 +73,7 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
       if (active.rule.times !== undefined && active.used >= active.rule.times) continue;
       if (!ruleMatches(active.rule, request)) continue;
       active.used += 1;
-      return { reply: active.rule.reply, ruleIndex: index };
+      return { reply: withToolResult(active.rule.reply, request.messages), ruleIndex: index };
     }
     return { reply: { kind: "text", text: `echo: ${request.lastUserText}` }, ruleIndex: null };
   };
@@ -177,6 +179,14 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
     },
   };
   return server;
+}
+
+/** `{{lastToolResult}}` in a text reply becomes the text of the request's last tool message. */
+function withToolResult(reply: FakeReply, messages: ChatMessage[]): FakeReply {
+  if (reply.kind !== "text" || !reply.text.includes("{{lastToolResult}}")) return reply;
+  const lastTool = messages.findLast((message) => message.role === "tool");
+  const result = lastTool ? messageText(lastTool) : "(no tool result)";
+  return { ...reply, text: reply.text.replaceAll("{{lastToolResult}}", result) };
 }
 
 function parseRules(rules: FakeLlmRule[]): FakeLlmRule[] {

@@ -1,0 +1,53 @@
+import type { MessagePart } from "./types.ts";
+
+/*
+ * Effects survive crashes: each tool call is marked started (durably) before it runs and its result
+ * is saved after. After a crash, a call that started and has no result is decided here.
+ */
+
+export type ToolCallPart = Extract<MessagePart, { type: "tool-call" }>;
+
+export const OUTCOME_UNKNOWN =
+  "outcome unknown: the gateway restarted while this call was running; it may or may not have taken effect";
+
+/** Tool calls of the assistant message that have no result yet, in order. */
+export function unresolvedCalls(parts: readonly MessagePart[]): ToolCallPart[] {
+  const answered = new Set(parts.flatMap((p) => (p.type === "tool-result" ? [p.toolCallId] : [])));
+  return parts.filter((p): p is ToolCallPart => p.type === "tool-call" && !answered.has(p.toolCallId));
+}
+
+export type PendingDecision =
+  /** Start the call (the first time, or once more for an idempotent tool). */
+  | { kind: "run"; attempt: number }
+  /** It may have had its effect: do not run it again; tell the model and the user. */
+  | { kind: "unknown" };
+
+/**
+ * A call never started runs. One that started without a result was cut short by a crash: an
+ * idempotent tool runs again, once; any other is reported as unknown and never run again.
+ */
+export function decidePending(call: ToolCallPart, idempotent: boolean): PendingDecision {
+  if (call.startedAtMs === undefined) return { kind: "run", attempt: 1 };
+  const attempts = call.attempts ?? 1;
+  if (idempotent && attempts < 2) return { kind: "run", attempt: attempts + 1 };
+  return { kind: "unknown" };
+}
+
+/**
+ * The answer as the user gets it: after each call whose outcome is unknown, a line saying so, so
+ * the user learns it whatever the model wrote. Added at the end only: the model's prompt ends
+ * with the tool result, as providers expect.
+ */
+export function withUnknownOutcomeNotices(parts: readonly MessagePart[]): MessagePart[] {
+  return parts.flatMap((part): MessagePart[] =>
+    part.type === "tool-result" && part.output === OUTCOME_UNKNOWN
+      ? [
+          part,
+          {
+            type: "text",
+            text: `⚠️ ${part.toolName}: the gateway restarted while this call was running, so it may or may not have taken effect; it was not run again.\n\n`,
+          },
+        ]
+      : [part],
+  );
+}

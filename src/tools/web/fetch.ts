@@ -1,0 +1,155 @@
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
+import { Readability } from "@mozilla/readability";
+import { parseHTML } from "linkedom";
+import TurndownService from "turndown";
+import { isPrivateAddress } from "./address.ts";
+
+export interface WebFetchOptions {
+  /** Allow private, loopback and link-local addresses (SWITCHBOARD_FETCH_ALLOW_PRIVATE=on). */
+  allowPrivate: boolean;
+  /** Bytes of the response body read at most. */
+  maxBytes?: number;
+  /** Characters of Markdown returned at most. */
+  maxChars?: number;
+  /** The whole fetch, redirects and body included. */
+  timeoutMs?: number;
+  maxRedirects?: number;
+  /** Which resolved addresses are refused (tests narrow it); default: private ones. */
+  isBlocked?: (address: string) => boolean;
+  resolve?: (hostname: string) => Promise<string[]>;
+}
+
+export interface WebPage {
+  url: string;
+  title: string | null;
+  markdown: string;
+  truncated: boolean;
+}
+
+/** A refusal or failure the model can act on; the message says what and why. */
+export class WebFetchError extends Error {}
+
+const DEFAULTS = { maxBytes: 2_000_000, maxChars: 20_000, timeoutMs: 15_000, maxRedirects: 5 };
+
+const systemResolve = async (hostname: string) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
+
+/**
+ * GETs an http(s) page and returns its readable part as Markdown. Every hop (the URL and each
+ * redirect) is checked after DNS resolution: a name resolving to a refused address is refused.
+ */
+export async function webFetch(rawUrl: string, options: WebFetchOptions): Promise<WebPage> {
+  const settings = { ...DEFAULTS, ...options };
+  const signal = AbortSignal.timeout(settings.timeoutMs);
+  let url = parseUrl(rawUrl);
+  try {
+    for (let hop = 0; ; hop++) {
+      await checkDestination(url, settings);
+      const response = await fetch(url, {
+        redirect: "manual",
+        signal,
+        headers: {
+          accept: "text/html, text/plain;q=0.9, */*;q=0.1",
+          "user-agent": "switchboard-web-fetch/1",
+        },
+      });
+      const location = response.headers.get("location");
+      if (response.status >= 300 && response.status < 400 && location) {
+        await response.body?.cancel();
+        if (hop >= settings.maxRedirects)
+          throw new WebFetchError(`more than ${settings.maxRedirects} redirects from ${rawUrl}`);
+        url = parseUrl(new URL(location, url).href);
+        continue;
+      }
+      if (!response.ok) {
+        await response.body?.cancel();
+        throw new WebFetchError(`${url.href} answered HTTP ${response.status}`);
+      }
+      const { text, truncated } = await readBounded(response, settings.maxBytes);
+      const type = response.headers.get("content-type") ?? "";
+      const page = toMarkdown(url.href, text, type);
+      const cut = page.markdown.length > settings.maxChars;
+      return {
+        ...page,
+        markdown: cut ? `${page.markdown.slice(0, settings.maxChars)}\n\n[truncated]` : page.markdown,
+        truncated: truncated || cut,
+      };
+    }
+  } catch (error) {
+    if (error instanceof WebFetchError) throw error;
+    if (signal.aborted) throw new WebFetchError(`${url.href} did not answer within ${settings.timeoutMs} ms`);
+    throw new WebFetchError(`fetching ${url.href} failed: ${(error as Error).message}`);
+  }
+}
+
+function parseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new WebFetchError(
+      `"${raw}" is not a URL; give a full http(s) URL such as https://example.com/page`,
+    );
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new WebFetchError(`only http and https URLs can be fetched (got ${url.protocol})`);
+  if (url.username || url.password) throw new WebFetchError("URLs with credentials are not fetched");
+  return url;
+}
+
+async function checkDestination(url: URL, settings: WebFetchOptions & typeof DEFAULTS): Promise<void> {
+  if (settings.allowPrivate) return;
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const addresses = isIP(host)
+    ? [host]
+    : await (settings.resolve ?? systemResolve)(host).catch(() => {
+        throw new WebFetchError(`${host} does not resolve`);
+      });
+  const blocked = settings.isBlocked ?? isPrivateAddress;
+  const refused = addresses.find(blocked);
+  if (refused !== undefined || addresses.length === 0) {
+    throw new WebFetchError(
+      `${url.host} resolves to ${refused ?? "no address"}, a private, loopback or link-local address: refused (an operator can allow these with SWITCHBOARD_FETCH_ALLOW_PRIVATE=on)`,
+    );
+  }
+}
+
+async function readBounded(
+  response: Response,
+  maxBytes: number,
+): Promise<{ text: string; truncated: boolean }> {
+  const reader = response.body?.getReader();
+  if (!reader) return { text: "", truncated: false };
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+    if (size >= maxBytes) {
+      truncated = true;
+      await reader.cancel();
+      break;
+    }
+  }
+  const bytes = Buffer.concat(chunks).subarray(0, maxBytes);
+  return { text: new TextDecoder().decode(bytes), truncated };
+}
+
+const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced" });
+turndown.remove(["script", "style", "noscript"]);
+
+/** HTML: Readability's article (or the body when it finds none) as Markdown; plain text as is. */
+export function toMarkdown(url: string, body: string, contentType: string): Omit<WebPage, "truncated"> {
+  if (/^text\/plain|^text\/markdown|json/.test(contentType)) return { url, title: null, markdown: body };
+  if (!/html|xml/.test(contentType) && contentType !== "") {
+    throw new WebFetchError(`${url} is ${contentType.split(";")[0]}, not a page web_fetch can read`);
+  }
+  const { document } = parseHTML(body);
+  const article = new Readability(document as unknown as Document).parse();
+  const html = article?.content ?? document.body?.innerHTML ?? body;
+  return { url, title: article?.title || document.title || null, markdown: turndown.turndown(html).trim() };
+}

@@ -1,0 +1,138 @@
+/**
+ * Effects survive crashes: a real gateway process is SIGKILLed while an MCP tool call runs, then
+ * started again on the same SQLite file. A non-idempotent call is not run again and the model and
+ * the user are told its outcome is unknown; an idempotent one is run again, once.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  privateChat,
+  startTelegramEmulator,
+  type TelegramEmulator,
+  user,
+} from "../emulators/telegram/index.ts";
+import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import { tempDir } from "../support/runtime.ts";
+import { e2eGatewayEnv } from "./support/gateway-env.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./support/gateway-process.ts";
+
+const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
+const dir = tempDir("switchboard-e2e-tool-crash-");
+const notes = join(dir.path, "notes.txt");
+const alice = user(1001, "Alice");
+let llm: FakeLlmServer;
+let telegram: TelegramEmulator;
+const gateways: GatewayProcess[] = [];
+
+const server = (extra: Record<string, unknown>) => ({
+  command: process.execPath,
+  args: [STDIO_SERVER],
+  env: { NOTES_FILE: notes },
+  approval: "never",
+  ...extra,
+});
+
+function env(): Record<string, string> {
+  const config = join(dir.path, "switchboard.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      version: 1,
+      surfaces: { "telegram:dm": { delivery: "terminal", inputPolicy: "queue" } },
+      mcpServers: { notes: server({}), safe: server({ idempotent: ["slow_append"] }) },
+    }),
+  );
+  return {
+    ...e2eGatewayEnv({ dir: dir.path, llm }),
+    SWITCHBOARD_CONFIG: config,
+    TELEGRAM_BOT_TOKEN: telegram.token,
+    TELEGRAM_API_ROOT: telegram.url,
+    TELEGRAM_ALLOWED_USERS: String(alice.id),
+  };
+}
+
+async function start(): Promise<GatewayProcess> {
+  const gateway = await startGatewayProcess(env(), GATEWAY_START_TIMEOUT_MS);
+  gateways.push(gateway);
+  return gateway;
+}
+
+beforeAll(() => {
+  llm = startFakeLlmServer();
+  telegram = startTelegramEmulator();
+});
+afterAll(async () => {
+  for (const gateway of gateways) await gateway.kill("SIGKILL");
+  await telegram.close();
+  await llm.stop();
+  dir.cleanup();
+});
+
+const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n") : []);
+const count = (line: string) => lines(notes).filter((l) => l === line).length;
+
+function slowCall(prompt: string, toolName: string, text: string, ms: number) {
+  llm.setRules([
+    {
+      match: { lastUserContains: prompt, lastRole: "user" },
+      reply: { kind: "tool-call", toolName, input: { text, ms } },
+    },
+    { match: { lastRole: "tool" }, reply: { kind: "text", text: "Answer: {{lastToolResult}}" } },
+  ]);
+}
+
+/** Sends `prompt`, SIGKILLs the gateway once the tool has begun, and starts it again. */
+async function crashDuringCall(prompt: string, text: string): Promise<GatewayProcess> {
+  const first = await start();
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: prompt });
+  await eventually(() => count(`begin ${text}`) === 1, 15_000, `the tool to begin "${text}"`);
+  await first.kill("SIGKILL");
+  return start();
+}
+
+test("SIGKILL during a non-idempotent call: it is not run again, and the model and the user are told", async () => {
+  slowCall("risky write", "notes_slow_append", "risky", 4000);
+  const second = await crashDuringCall("please do the risky write", "risky");
+  const answer = await telegram.waitForMessage(
+    alice.id,
+    (m) => m.fromBot && m.visibleText.includes("Answer:"),
+    20_000,
+  );
+  expect(answer.visibleText).toContain("outcome unknown: the gateway restarted while this call was running");
+  expect(answer.visibleText).toContain(
+    "notes_slow_append: the gateway restarted while this call was running",
+  );
+  await Bun.sleep(4500);
+  expect(count("begin risky")).toBe(1);
+  expect(count("end risky")).toBe(0);
+  const toModel = llm.requests().find((r) => r.messages.at(-1)?.role === "tool");
+  expect(JSON.stringify(toModel?.messages.at(-1))).toContain("outcome unknown");
+  expect(
+    second.events().some((e) => e.event === "tool.outcome_unknown" && e.tool === "notes_slow_append"),
+  ).toBe(true);
+  await second.kill("SIGKILL");
+}, 60_000);
+
+test("SIGKILL during an idempotent call: it is run again, once, and the answer has its result", async () => {
+  llm.reset();
+  slowCall("safe write", "safe_slow_append", "safe", 2000);
+  const second = await crashDuringCall("please do the safe write", "safe");
+  const answer = await telegram.waitForMessage(
+    alice.id,
+    (m) => m.fromBot && m.visibleText.includes('slowly appended "safe"'),
+    20_000,
+  );
+  expect(answer.visibleText).not.toContain("outcome unknown");
+  expect(count("begin safe")).toBe(2);
+  expect(count("end safe")).toBe(1);
+  expect(second.events().some((e) => e.event === "tool.run_again" && e.tool === "safe_slow_append")).toBe(
+    true,
+  );
+  await second.kill("SIGKILL");
+}, 60_000);

@@ -1,0 +1,51 @@
+import { expect, test } from "bun:test";
+import {
+  decidePending,
+  OUTCOME_UNKNOWN,
+  type ToolCallPart,
+  unresolvedCalls,
+  withUnknownOutcomeNotices,
+} from "../../src/runtime/tool-calls.ts";
+import type { MessagePart } from "../../src/runtime/types.ts";
+
+const call = (id: string, extra: Partial<ToolCallPart> = {}): ToolCallPart => ({
+  type: "tool-call",
+  toolCallId: id,
+  toolName: "notes_append",
+  input: {},
+  ...extra,
+});
+const result = (id: string, output: unknown = "ok"): MessagePart => ({
+  type: "tool-result",
+  toolCallId: id,
+  toolName: "notes_append",
+  output,
+  isError: false,
+});
+
+test("unresolved calls are those without a result, in order", () => {
+  const parts: MessagePart[] = [call("a"), result("a"), call("b"), { type: "text", text: "x" }, call("c")];
+  expect(unresolvedCalls(parts).map((c) => c.toolCallId)).toEqual(["b", "c"]);
+  expect(unresolvedCalls([call("a"), result("a")])).toEqual([]);
+});
+
+test("a call never started runs; one cut short runs again once only when idempotent", () => {
+  expect(decidePending(call("a"), false)).toEqual({ kind: "run", attempt: 1 });
+  expect(decidePending(call("a"), true)).toEqual({ kind: "run", attempt: 1 });
+  const started = call("a", { startedAtMs: 1, attempts: 1 });
+  expect(decidePending(started, false)).toEqual({ kind: "unknown" });
+  expect(decidePending(started, true)).toEqual({ kind: "run", attempt: 2 });
+  expect(decidePending(call("a", { startedAtMs: 1, attempts: 2 }), true)).toEqual({ kind: "unknown" });
+  // Recorded before `attempts` existed: counts as one start.
+  expect(decidePending(call("a", { startedAtMs: 1 }), true)).toEqual({ kind: "run", attempt: 2 });
+});
+
+test("the answer gets a notice after each call of unknown outcome, and nothing else changes", () => {
+  const parts: MessagePart[] = [call("a"), result("a", OUTCOME_UNKNOWN), { type: "text", text: "Sorry." }];
+  const shown = withUnknownOutcomeNotices(parts);
+  expect(shown).toHaveLength(4);
+  expect(shown[2]).toMatchObject({ type: "text" });
+  expect((shown[2] as { text: string }).text).toContain("notes_append: the gateway restarted");
+  const fine: MessagePart[] = [call("a"), result("a")];
+  expect(withUnknownOutcomeNotices(fine)).toEqual(fine);
+});
