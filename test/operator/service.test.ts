@@ -232,7 +232,7 @@ describe("schedules", () => {
     await refusal(operator.schedules.pause("sch_nope"), "not_found", /schedules list --all/);
     await refusal(operator.schedules.runs("sch_nope"), "not_found", /No schedule sch_nope/);
     expect(await operator.schedules.runs(daily.id)).toEqual([]);
-    expect(scheduleNudges).toBe(4);
+    expect(scheduleNudges).toBe(5);
   });
 });
 
