@@ -7,11 +7,17 @@ import { type Logger, silentLogger } from "../util/log.ts";
 import { EventBus, type Listener } from "./bus.ts";
 import { type CompactionPolicy, compactConversation } from "./compaction.ts";
 import type { RuntimeEvent } from "./events.ts";
-import { type ExecutionEnd, RunExecutor, type StopPolicy, type ToolContext } from "./execute.ts";
+import {
+  type AnswerDeliveryFor,
+  type ExecutionEnd,
+  RunExecutor,
+  type StopPolicy,
+  type ToolContext,
+} from "./execute.ts";
 import { Lane } from "./lane.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
-import type { AdmitResult, DeliveryWriter, RunRecord, RuntimeStore } from "./store.ts";
+import type { AdmitResult, RunRecord, RuntimeStore } from "./store.ts";
 import {
   answerText,
   type InputPart,
@@ -83,8 +89,11 @@ export interface RuntimeOptions {
   coalescePending?: boolean | ((request: SubmitRequest) => boolean);
   instructions?: (input: { conversationId: string; context: unknown; nowMs: number }) => string | undefined;
   tools?: (context: ToolContext) => ToolSet;
-  /** Written with the terminal commit (the outbox). */
-  deliveries?: DeliveryWriter;
+  /**
+   * What a finished run's chat must show; the store writes it with the terminal commit (the
+   * outbox record). Without it, or when it answers null, a run delivers nothing.
+   */
+  answerDelivery?: AnswerDeliveryFor;
   /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
   readUsage: UsageReader;
   loop?: {
@@ -168,7 +177,7 @@ export class Runtime {
       stopPolicies: options.loop?.stopPolicies ?? [],
       ...(options.instructions ? { instructions: options.instructions } : {}),
       ...(options.tools ? { tools: options.tools } : {}),
-      ...(options.deliveries ? { deliveries: options.deliveries } : {}),
+      ...(options.answerDelivery ? { answerDelivery: options.answerDelivery } : {}),
       readUsage: options.readUsage,
       emit: (event) => this.bus.emit(event),
       nextSequence: (runId) => {

@@ -25,35 +25,30 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import {
-  answerText,
-  type Message,
-  type MessagePart,
-  type RunState,
-  type StopReason,
-  type TerminalRunState,
-  type Usage,
-} from "../../runtime/types.ts";
+import type { Message, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import { answerText } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
-import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
+import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
+import { type Integer, type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
 import {
+  absorbedRuns,
+  acquisition,
   answerStatus,
   checkFence,
-  coalescingTarget,
-  idempotencyConflict,
-  isOwned,
+  type EventBody,
+  joinableInputs,
   joinedInputIds,
+  mayAbsorb,
+  nextRunnable,
   promptTurns,
-  stopReasonFor,
+  purgeRefusal,
+  releasedState,
+  stopDecision,
+  terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
+import { commitAnswerDelivery } from "./outbox.ts";
 import { openMigratedPool } from "./schema.ts";
-
-type EventBody = DurableEvent extends infer E
-  ? E extends DurableEvent
-    ? Omit<E, "seq" | "durable">
-    : never
-  : never;
 
 interface HeadRow {
   id: string;
@@ -309,17 +304,10 @@ export class PostgresRuntimeStore implements RuntimeStore {
       WHERE id = ${run.id}`;
     const [answer] = await tx.sql<Array<{ parts: string }>>`
       UPDATE messages SET status = ${answerStatus(state)} WHERE id = ${run.assistantMessageId} RETURNING parts`;
+    const parts = answer ? (JSON.parse(answer.parts) as MessagePart[]) : [];
     const { seq } = await this.appendEvent(
       tx,
-      {
-        type: "terminal",
-        conversationId: run.conversationId,
-        runId: run.id,
-        state,
-        text: answer ? answerText(JSON.parse(answer.parts) as MessagePart[]) : "",
-        usage: run.usage,
-        ...(absorbedInto ? { absorbedInto } : {}),
-      },
+      terminalEvent(run, state, parts, { usage: run.usage, ...(absorbedInto ? { absorbedInto } : {}) }),
       nowMs,
     );
     return seq;
@@ -415,152 +403,66 @@ export class PostgresRuntimeStore implements RuntimeStore {
    * receipt.
    */
   admit(request: AdmitRequest): Promise<AdmitResult> {
-    return this.write(async (tx) => {
-      if (request.ingress) {
-        await this.lockIngress(tx, request.ingress.source, request.ingress.key);
-        const duplicate = await this.ingressDuplicate(tx, request.ingress);
-        if (duplicate) return duplicate;
-      }
-      const conversationId =
-        "id" in request.conversation
-          ? request.conversation.id
-          : await this.resolveKey(tx, request.conversation.key, request.nowMs);
-      const head = await this.lockHead(tx, conversationId, request.nowMs);
-      const prior = await this.priorAdmission(tx, conversationId, request);
-      if (prior) return { ...prior, version: head.version };
-      return this.admitNew(tx, conversationId, request);
-    });
+    return this.write((tx) => admitAsync(request, this.admissionSteps(tx)));
   }
 
-  /** The admission an ingress identity already led to, or null when it led to none. */
-  private async ingressDuplicate(
-    tx: Tx,
-    ingress: { source: string; key: string },
-  ): Promise<AdmitResult | null> {
-    const [seen] = await tx.sql<
-      Array<{ conversation_id: string | null; run_id: string | null; input_message_id: string | null }>
-    >`
-      SELECT conversation_id, run_id, input_message_id FROM ingress_receipts
-      WHERE source = ${ingress.source} AND key = ${ingress.key}`;
-    if (!seen?.run_id || !seen.conversation_id || !seen.input_message_id) return null;
+  /** Admission's reads and writes in transaction `tx` (see admission.ts for the algorithm). */
+  private admissionSteps(tx: Tx): AsyncSteps<AdmissionSteps> {
     return {
-      outcome: "duplicate",
-      conversationId: seen.conversation_id,
-      runId: seen.run_id,
-      inputMessageId: seen.input_message_id,
-      version: await this.version(tx.sql, seen.conversation_id),
+      receipt: async (ingress) => {
+        await this.lockIngress(tx, ingress.source, ingress.key);
+        const [seen] = await tx.sql<
+          Array<{ conversation_id: string | null; run_id: string | null; input_message_id: string | null }>
+        >`
+          SELECT conversation_id, run_id, input_message_id FROM ingress_receipts
+          WHERE source = ${ingress.source} AND key = ${ingress.key}`;
+        return seen ?? null;
+      },
+      resolveKey: (key, nowMs) => this.resolveKey(tx, key, nowMs),
+      enterConversation: async (conversationId, nowMs) => {
+        await this.lockHead(tx, conversationId, nowMs);
+      },
+      priorInput: async (conversationId, idempotencyKey) => {
+        const [prior] = await tx.sql<Array<{ fingerprint: string; run_id: string; id: string }>>`
+          SELECT fingerprint, run_id, id FROM messages
+          WHERE conversation_id = ${conversationId} AND idempotency_key = ${idempotencyKey}`;
+        return prior ?? null;
+      },
+      version: (conversationId) => this.version(tx.sql, conversationId),
+      activeRuns: (conversationId) => this.activeRuns(tx.sql, conversationId),
+      endRun: (run, state, nowMs) => this.endWithoutOwner(tx, run, state, nowMs),
+      markStopRequested: async (runId, reason) => {
+        await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
+      },
+      appendEvent: (body, nowMs) => this.appendEvent(tx, body, nowMs),
+      joinRun: async (run, inputMessageId) => {
+        await tx.sql`
+          UPDATE runs SET input_message_ids = ${JSON.stringify([...run.inputMessageIds, inputMessageId])}
+          WHERE id = ${run.id}`;
+      },
+      insertRun: async ({ id, conversationId, priority, request }) => {
+        await tx.sql`
+          INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
+            assistant_message_id, context, created_at_ms)
+          VALUES (${id}, ${conversationId}, 'queued', ${priority}, ${request.policy},
+            ${JSON.stringify([request.proposedIds.messageId])}, ${newId("msg", request.nowMs)},
+            ${JSON.stringify(request.context ?? null)}, ${request.nowMs})`;
+      },
+      insertInput: async ({ id, conversationId, runId, request }) => {
+        await tx.sql`
+          INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
+          VALUES (${id}, ${conversationId}, ${runId}, 'user', ${JSON.stringify(request.parts)}, 'complete',
+            ${request.nowMs}, ${request.idempotencyKey}, ${request.fingerprint})`;
+      },
+      recordReceipt: async ({ ingress, conversationId, runId, inputMessageId, nowMs }) => {
+        await tx.sql`
+          INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
+          VALUES (${ingress.source}, ${ingress.key}, ${conversationId}, ${runId}, ${inputMessageId}, 'admitted',
+            ${JSON.stringify(ingress.payload ?? null)}, ${nowMs})
+          ON CONFLICT (source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
+            input_message_id = excluded.input_message_id, outcome = excluded.outcome`;
+      },
     };
-  }
-
-  /**
-   * The admission this idempotency key already made in the conversation, or null. Throws
-   * `idempotency_conflict` when the key was used with other input.
-   */
-  private async priorAdmission(
-    tx: Tx,
-    conversationId: string,
-    request: AdmitRequest,
-  ): Promise<Omit<Extract<AdmitResult, { outcome: "duplicate" }>, "version"> | null> {
-    const [prior] = await tx.sql<Array<{ fingerprint: string; run_id: string; id: string }>>`
-      SELECT fingerprint, run_id, id FROM messages
-      WHERE conversation_id = ${conversationId} AND idempotency_key = ${request.idempotencyKey}`;
-    if (!prior) return null;
-    if (prior.fingerprint !== request.fingerprint)
-      throw idempotencyConflict(request.idempotencyKey, conversationId);
-    return { outcome: "duplicate", conversationId, runId: prior.run_id, inputMessageId: prior.id };
-  }
-
-  /** Admits new input into a conversation whose head this transaction holds. */
-  private async admitNew(tx: Tx, conversationId: string, request: AdmitRequest): Promise<AdmitResult> {
-    const { nowMs } = request;
-    // Queue-without-coalescing touches no earlier run, so it need not read them.
-    const needsActive = request.policy !== "queue" || request.coalescePending;
-    const active = needsActive ? await this.activeRuns(tx.sql, conversationId) : [];
-    const { stopRequested, superseded } = await this.applyPolicy(tx, active, request);
-
-    const messageId = request.proposedIds.messageId;
-    const pending = coalescingTarget(active, request, superseded);
-
-    let runId: string;
-    if (pending) {
-      runId = pending.id;
-      await tx.sql`
-        UPDATE runs SET input_message_ids = ${JSON.stringify([...pending.inputMessageIds, messageId])}
-        WHERE id = ${runId}`;
-    } else {
-      runId = request.proposedIds.runId;
-      await tx.sql`
-        INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
-          assistant_message_id, context, created_at_ms)
-        VALUES (${runId}, ${conversationId}, 'queued', ${request.policy === "interrupt-next" ? "urgent" : "normal"},
-          ${request.policy}, ${JSON.stringify([messageId])}, ${newId("msg", nowMs)},
-          ${JSON.stringify(request.context ?? null)}, ${nowMs})`;
-    }
-    await tx.sql`
-      INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
-      VALUES (${messageId}, ${conversationId}, ${runId}, 'user', ${JSON.stringify(request.parts)}, 'complete', ${nowMs},
-        ${request.idempotencyKey}, ${request.fingerprint})`;
-    if (request.ingress) {
-      await tx.sql`
-        INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
-        VALUES (${request.ingress.source}, ${request.ingress.key}, ${conversationId}, ${runId}, ${messageId}, 'admitted',
-          ${JSON.stringify(request.ingress.payload ?? null)}, ${nowMs})
-        ON CONFLICT (source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
-          input_message_id = excluded.input_message_id, outcome = excluded.outcome`;
-    }
-    const outcome = pending ? "coalesced" : "admitted";
-    const { seq, version } = await this.appendEvent(
-      tx,
-      { type: "admission", conversationId, runId, inputMessageId: messageId, outcome },
-      nowMs,
-    );
-    return {
-      outcome,
-      conversationId,
-      runId,
-      inputMessageId: messageId,
-      version,
-      seq,
-      stopRequested,
-      superseded,
-    };
-  }
-
-  /** Applies the input policy to the conversation's earlier active runs. */
-  private async applyPolicy(
-    tx: Tx,
-    active: readonly RunRecord[],
-    request: AdmitRequest,
-  ): Promise<{ stopRequested: Array<{ runId: string; reason: StopReason }>; superseded: string[] }> {
-    const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
-    const superseded: string[] = [];
-    const stopReason = stopReasonFor(request.policy);
-    if (!stopReason) return { stopRequested, superseded };
-    for (const run of active) {
-      if (run.state === "queued") {
-        if (stopReason === "superseded") {
-          await this.endWithoutOwner(tx, run, "superseded", request.nowMs);
-          superseded.push(run.id);
-        }
-        continue;
-      }
-      const reason = run.stopReason === "superseded" ? "superseded" : stopReason;
-      await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${run.id}`;
-      if (run.state === "running") {
-        await this.appendEvent(
-          tx,
-          {
-            type: "run-state",
-            conversationId: run.conversationId,
-            runId: run.id,
-            state: "interrupt_requested",
-          },
-          request.nowMs,
-        );
-      }
-      stopRequested.push({ runId: run.id, reason });
-    }
-    return { stopRequested, superseded };
   }
 
   loadRun(runId: string): Promise<RunView | null> {
@@ -576,10 +478,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   async nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
-    const active = await this.activeRuns(this.sql, conversationId);
-    const owned = active.find(isOwned);
-    if (owned) return (owned.leaseExpiresAtMs ?? 0) <= nowMs ? owned : null;
-    return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
+    return nextRunnable(await this.activeRuns(this.sql, conversationId), nowMs);
   }
 
   acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
@@ -587,26 +486,19 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return this.write(async (tx) => {
       const run = await this.lockRun(tx, request.runId);
       if (!run) return null;
-      if (run.state === "queued") {
-        const busy = (await this.activeRuns(tx.sql, run.conversationId)).some(
-          (r) => isOwned(r) && (r.leaseExpiresAtMs ?? 0) > nowMs,
-        );
-        if (busy) return null;
-      } else if (!isOwned(run) || (run.leaseExpiresAtMs ?? 0) > nowMs) {
-        return null;
-      }
-      const state: RunState = run.state === "interrupt_requested" ? "interrupt_requested" : "running";
-      const token = run.fencingToken + 1;
+      const active = run.state === "queued" ? await this.activeRuns(tx.sql, run.conversationId) : [];
+      const taken = acquisition(run, active, nowMs);
+      if (!taken) return null;
       const [row] = await tx.sql<RunRow[]>`
-        UPDATE runs SET state = ${state}, owner = ${request.owner}, fencing_token = ${token},
+        UPDATE runs SET state = ${taken.state}, owner = ${request.owner}, fencing_token = ${taken.fencingToken},
           lease_expires_at_ms = ${nowMs + request.leaseMs}, started_at_ms = COALESCE(started_at_ms, ${nowMs})
         WHERE id = ${run.id} RETURNING *`;
       const { seq } = await this.appendEvent(
         tx,
-        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
         nowMs,
       );
-      return { run: toRun(row!), fence: { runId: run.id, fencingToken: token }, seq };
+      return { run: toRun(row!), fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
     });
   }
 
@@ -640,14 +532,12 @@ export class PostgresRuntimeStore implements RuntimeStore {
           SELECT * FROM runs WHERE conversation_id = ${run.conversationId} AND state = 'queued' AND policy = 'inject'
           AND priority = 'normal' AND steps = 0 AND queue_seq > ${run.queueSeq} ORDER BY queue_seq`
       ).map(toRun);
-      const joinableInputs = await this.messagesByIds(
-        sql,
-        joinableRuns.flatMap((r) => r.inputMessageIds),
-      );
-      const joinable = joinableRuns.flatMap((r) =>
-        joinableInputs
-          .filter((m) => r.inputMessageIds.includes(m.id))
-          .map((message) => ({ runId: r.id, message })),
+      const joinable = joinableInputs(
+        joinableRuns,
+        await this.messagesByIds(
+          sql,
+          joinableRuns.flatMap((r) => r.inputMessageIds),
+        ),
       );
       return { run, summary, history, inputs, assistant, joinable };
     });
@@ -694,18 +584,12 @@ export class PostgresRuntimeStore implements RuntimeStore {
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
     return this.write(async (tx) => {
       const run = await this.lockRun(tx, runId);
-      if (!run) return { outcome: "not_active" } as const;
-      if (run.state === "queued") {
-        const seq = await this.endWithoutOwner(
-          tx,
-          run,
-          reason === "superseded" ? "superseded" : "cancelled",
-          nowMs,
-        );
-        return { outcome: "ended", seq } as const;
+      const decision = stopDecision(run, reason);
+      if (!run || decision.kind === "not_active") return { outcome: "not_active" } as const;
+      if (decision.kind === "end") {
+        return { outcome: "ended", seq: await this.endWithoutOwner(tx, run, decision.state, nowMs) } as const;
       }
-      if (!isOwned(run)) return { outcome: "not_active" } as const;
-      if (run.state === "running") {
+      if (decision.mark) {
         await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
       }
       const { seq } = await this.appendEvent(
@@ -717,67 +601,38 @@ export class PostgresRuntimeStore implements RuntimeStore {
     });
   }
 
-  /**
-   * `deliveries` gets this transaction's `TransactionSQL` and is awaited: Bun's queries are lazy
-   * and run only when awaited, so a PostgreSQL writer returns the promise of its queries.
-   */
   commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
-    const { nowMs, state } = request;
+    const { nowMs, state, assistantParts } = request;
     return this.write(async (tx) => {
       const run = await this.fenced(tx, request.fence);
       const [answerRow] = await tx.sql<MessageRow[]>`
         INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
         VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
-          ${JSON.stringify(request.assistantParts)}, ${answerStatus(state)}, ${nowMs})
+          ${JSON.stringify(assistantParts)}, ${answerStatus(state)}, ${nowMs})
         ON CONFLICT (id) DO UPDATE SET parts = excluded.parts, status = excluded.status
         RETURNING *`;
       const [runRow] = await tx.sql<RunRow[]>`
         UPDATE runs SET state = ${state}, finished_at_ms = ${nowMs}, finish_seq = nextval('run_finish_seqs'),
           owner = NULL, lease_expires_at_ms = NULL, error = ${request.error ?? null}
         WHERE id = ${run.id} RETURNING *`;
-      const absorbed =
-        state === "completed" ? await this.absorbJoined(tx, run, request.assistantParts, nowMs) : [];
+      const absorbed = absorbedRuns(
+        state,
+        assistantParts,
+        mayAbsorb(state, assistantParts) ? await this.activeRuns(tx.sql, run.conversationId) : [],
+      );
+      for (const candidate of absorbed) await this.endWithoutOwner(tx, candidate, "absorbed", nowMs, run.id);
       const finalRun = toRun(runRow!);
-      const answer = toMessage(answerRow!);
-      await request.deliveries?.(tx.sql, finalRun, answer);
+      if (request.delivery) await commitAnswerDelivery(tx.sql, request.delivery, nowMs);
       const { seq } = await this.appendEvent(
         tx,
-        {
-          type: "terminal",
-          conversationId: run.conversationId,
-          runId: run.id,
-          state,
-          text: answerText(request.assistantParts),
+        terminalEvent(run, state, assistantParts, {
           usage: finalRun.usage,
           ...(request.error ? { error: request.error } : {}),
-        },
+        }),
         nowMs,
       );
-      return { seq, run: finalRun, answer, absorbed };
+      return { seq, run: finalRun, answer: toMessage(answerRow!), absorbed: absorbed.map((r) => r.id) };
     });
-  }
-
-  /** Ends `absorbed` the queued inject runs whose every input joined the completed `run`. */
-  private async absorbJoined(
-    tx: Tx,
-    run: RunRecord,
-    parts: readonly MessagePart[],
-    nowMs: number,
-  ): Promise<string[]> {
-    const joined = new Set(joinedInputIds(parts));
-    if (joined.size === 0) return [];
-    const absorbed: string[] = [];
-    for (const candidate of await this.activeRuns(tx.sql, run.conversationId)) {
-      if (
-        candidate.state === "queued" &&
-        candidate.policy === "inject" &&
-        candidate.inputMessageIds.every((id) => joined.has(id))
-      ) {
-        await this.endWithoutOwner(tx, candidate, "absorbed", nowMs, run.id);
-        absorbed.push(candidate.id);
-      }
-    }
-    return absorbed;
   }
 
   /**
@@ -799,7 +654,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   releaseRun(fence: Fence, nowMs: number): Promise<void> {
     return this.write(async (tx) => {
       const run = await this.fenced(tx, fence);
-      const state: RunState = run.state === "running" ? "queued" : run.state;
+      const state = releasedState(run);
       await tx.sql`UPDATE runs SET state = ${state}, owner = NULL, lease_expires_at_ms = NULL WHERE id = ${run.id}`;
       await this.appendEvent(
         tx,
@@ -830,12 +685,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const rows = await this.sql<Array<MessageRow & { run_state: string }>>`
       SELECT m.*, r.state AS run_state FROM messages m JOIN runs r ON r.id = m.run_id
       WHERE m.conversation_id = ${conversationId} AND m.ord > ${page.afterOrder} ORDER BY m.ord LIMIT ${page.limit + 1}`;
-    const items = rows.slice(0, page.limit).map((row) => ({
-      order: Number(row.ord),
-      message: toMessage(row),
-      runState: row.run_state as RunState,
-    }));
-    return { items, nextAfterOrder: rows.length > page.limit ? (items.at(-1)?.order ?? null) : null };
+    return toMessagePage(rows, page.limit);
   }
 
   resolveConversationKey(key: string, nowMs: number): Promise<string> {
@@ -866,12 +716,12 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const { expectedVersion, nowMs } = options;
     return this.write<PurgeResult>(async (tx) => {
       const head = await this.lockHead(tx, conversationId, nowMs);
-      const active = await this.activeRuns(tx.sql, conversationId);
-      if (active.length > 0) return { outcome: "active", runIds: active.map((r) => r.id) };
-      if (expectedVersion !== undefined && expectedVersion !== head.version) {
+      const active = (await this.activeRuns(tx.sql, conversationId)).map((r) => r.id);
+      const refusal = purgeRefusal(active, expectedVersion, head.version);
+      if (refusal) {
         // A head inserted only to take the lock must not outlive a purge that did not happen.
         if (head.created) await tx.sql`DELETE FROM conversations WHERE id = ${conversationId}`;
-        return { outcome: "conflict", actualVersion: head.version };
+        return refusal;
       }
       await tx.sql`
         DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ${conversationId})`;
@@ -908,10 +758,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return rows.map((row) => ({ replyTarget: row.target, updateKey: row.key }));
   }
 
-  /**
-   * Holds the identity's lock, as an admission does. `write` gets this transaction's
-   * `TransactionSQL` and is awaited (see commitTerminal).
-   */
+  /** Holds the identity's lock, as an admission does. */
   claimIngress(
     request: IngressClaim,
   ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
@@ -924,7 +771,6 @@ export class PostgresRuntimeStore implements RuntimeStore {
         INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
         VALUES (${request.source}, ${request.key}, ${request.conversationId ?? null}, ${request.outcome},
           ${JSON.stringify(request.payload ?? null)}, ${request.nowMs})`;
-      await request.write?.(tx.sql);
       return { fresh: true, previousOutcome: null, runId: null };
     });
   }

@@ -25,36 +25,33 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import {
-  answerText,
-  type Message,
-  type MessagePart,
-  type RunState,
-  type StopReason,
-  type TerminalRunState,
-  type Usage,
-} from "../../runtime/types.ts";
+import type { Message, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import { answerText } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
-import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
+import { type AdmissionSteps, admitSync } from "../admission.ts";
+import { type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
 import {
+  absorbedRuns,
+  acquisition,
   answerStatus,
   checkFence,
-  coalescingTarget,
-  idempotencyConflict,
+  type EventBody,
+  joinableInputs,
   joinedInputIds,
+  mayAbsorb,
+  nextRunnable,
   promptTurns,
-  stopReasonFor,
+  purgeRefusal,
+  releasedState,
+  stopDecision,
+  summaryConflict,
+  terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
 import { placeholders } from "./database.ts";
+import { commitAnswerDeliverySync } from "./outbox.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
-
-type EventBody = DurableEvent extends infer E
-  ? E extends DurableEvent
-    ? Omit<E, "seq" | "durable">
-    : never
-  : never;
 
 interface PendingAdmission {
   request: AdmitRequest;
@@ -225,22 +222,12 @@ export class SqliteRuntimeStore implements RuntimeStore {
          absorbed_into = ? WHERE id = ?`,
       )
       .run(state, nowMs, this.nextFinishSeq(), absorbedInto ?? null, run.id);
-    this.db
-      .query("UPDATE messages SET status = ? WHERE id = ?")
-      .run(answerStatus(state), run.assistantMessageId);
-    const answer = this.db.query("SELECT parts FROM messages WHERE id = ?").get(run.assistantMessageId) as {
-      parts: string;
-    } | null;
+    const answer = this.db
+      .query("UPDATE messages SET status = ? WHERE id = ? RETURNING parts")
+      .get(answerStatus(state), run.assistantMessageId) as { parts: string } | null;
+    const parts = answer ? (JSON.parse(answer.parts) as MessagePart[]) : [];
     return this.appendEvent(
-      {
-        type: "terminal",
-        conversationId: run.conversationId,
-        runId: run.id,
-        state,
-        text: answer ? answerText(JSON.parse(answer.parts) as MessagePart[]) : "",
-        usage: run.usage,
-        ...(absorbedInto ? { absorbedInto } : {}),
-      },
+      terminalEvent(run, state, parts, { usage: run.usage, ...(absorbedInto ? { absorbedInto } : {}) }),
       nowMs,
     );
   }
@@ -326,12 +313,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
     return this.write(() => {
       const current = this.summaryRow(request.conversationId);
       const actual = current?.version ?? 0;
-      if (
-        actual !== request.expectedVersion ||
-        (current && request.throughFinishSeq <= current.throughFinishSeq)
-      ) {
-        return { outcome: "conflict", actualVersion: actual } as const;
-      }
+      if (summaryConflict(current, request)) return { outcome: "conflict", actualVersion: actual } as const;
       this.db
         .query(
           `INSERT INTO conversation_summaries (conversation_id, text, through_finish_seq, version, updated_at_ms)
@@ -410,161 +392,93 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   private admitOne(request: AdmitRequest): AdmitResult {
-    {
-      const { nowMs } = request;
-      if (request.ingress) {
-        const seen = this.db
-          .query(
-            "SELECT conversation_id, run_id, input_message_id FROM ingress_receipts WHERE source = ? AND key = ?",
-          )
-          .get(request.ingress.source, request.ingress.key) as {
-          conversation_id: string | null;
-          run_id: string | null;
-          input_message_id: string | null;
-        } | null;
-        if (seen?.run_id && seen.conversation_id && seen.input_message_id) {
-          return {
-            outcome: "duplicate",
-            conversationId: seen.conversation_id,
-            runId: seen.run_id,
-            inputMessageId: seen.input_message_id,
-            version: this.version(seen.conversation_id),
-          } as const;
-        }
-      }
-      const conversationId =
-        "id" in request.conversation
-          ? request.conversation.id
-          : this.resolveKey(request.conversation.key, nowMs);
+    return admitSync(request, this.admissionSteps);
+  }
 
-      const prior = this.db
+  /** Admission's reads and writes on this connection (see admission.ts for the algorithm). */
+  private readonly admissionSteps: AdmissionSteps = {
+    receipt: (ingress) =>
+      this.db
+        .query(
+          "SELECT conversation_id, run_id, input_message_id FROM ingress_receipts WHERE source = ? AND key = ?",
+        )
+        .get(ingress.source, ingress.key) as ReturnType<AdmissionSteps["receipt"]>,
+    resolveKey: (key, nowMs) => this.resolveKey(key, nowMs),
+    // The connection is the database's one writer; the head is created by the first event.
+    enterConversation: () => {},
+    priorInput: (conversationId, idempotencyKey) =>
+      this.db
         .query(
           "SELECT fingerprint, run_id, id FROM messages WHERE conversation_id = ? AND idempotency_key = ?",
         )
-        .get(conversationId, request.idempotencyKey) as {
-        fingerprint: string;
-        run_id: string;
-        id: string;
-      } | null;
-      if (prior) {
-        if (prior.fingerprint !== request.fingerprint) {
-          throw idempotencyConflict(request.idempotencyKey, conversationId);
-        }
-        return {
-          outcome: "duplicate",
+        .get(conversationId, idempotencyKey) as ReturnType<AdmissionSteps["priorInput"]>,
+    version: (conversationId) => this.version(conversationId),
+    activeRuns: (conversationId) => this.activeRuns(conversationId),
+    endRun: (run, state, nowMs) => this.endWithoutOwner(run, state, nowMs),
+    markStopRequested: (runId, reason) => {
+      this.db
+        .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
+        .run(reason, runId);
+    },
+    appendEvent: (body, nowMs) => ({ seq: this.appendEvent(body, nowMs), version: this.lastVersion }),
+    joinRun: (run, inputMessageId) => {
+      this.db
+        .query("UPDATE runs SET input_message_ids = ? WHERE id = ?")
+        .run(JSON.stringify([...run.inputMessageIds, inputMessageId]), run.id);
+    },
+    insertRun: ({ id, conversationId, priority, request }) => {
+      // queue_seq is the rowid: SQLite assigns max + 1, the run's place in durable order.
+      this.db
+        .query(
+          `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
+           assistant_message_id, context, created_at_ms) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(
+          id,
           conversationId,
-          runId: prior.run_id,
-          inputMessageId: prior.id,
-          version: this.version(conversationId),
-        } as const;
-      }
-
-      // Queue-without-coalescing touches no earlier run, so it need not read them.
-      const needsActive = request.policy !== "queue" || request.coalescePending;
-      const active = needsActive ? this.activeRuns(conversationId) : [];
-      const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
-      const superseded: string[] = [];
-      const stopReason = stopReasonFor(request.policy);
-      if (stopReason) {
-        for (const run of active) {
-          if (run.state === "queued") {
-            if (stopReason === "superseded") {
-              this.endWithoutOwner(run, "superseded", nowMs);
-              superseded.push(run.id);
-            }
-            continue;
-          }
-          const reason = run.stopReason === "superseded" ? "superseded" : stopReason;
-          this.db
-            .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
-            .run(reason, run.id);
-          if (run.state === "running") {
-            this.appendEvent(
-              { type: "run-state", conversationId, runId: run.id, state: "interrupt_requested" },
-              nowMs,
-            );
-          }
-          stopRequested.push({ runId: run.id, reason });
-        }
-      }
-
-      const messageId = request.proposedIds.messageId;
-      const pending = coalescingTarget(active, request, superseded);
-
-      let runId: string;
-      if (pending) {
-        runId = pending.id;
-        this.db
-          .query("UPDATE runs SET input_message_ids = ? WHERE id = ?")
-          .run(JSON.stringify([...pending.inputMessageIds, messageId]), runId);
-      } else {
-        runId = request.proposedIds.runId;
-        // queue_seq is the rowid: SQLite assigns max + 1, the run's place in durable order.
-        this.db
-          .query(
-            `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
-             assistant_message_id, context, created_at_ms) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(
-            runId,
-            conversationId,
-            request.policy === "interrupt-next" ? "urgent" : "normal",
-            request.policy,
-            JSON.stringify([messageId]),
-            newId("msg", nowMs),
-            JSON.stringify(request.context ?? null),
-            nowMs,
-          );
-      }
+          priority,
+          request.policy,
+          JSON.stringify([request.proposedIds.messageId]),
+          newId("msg", request.nowMs),
+          JSON.stringify(request.context ?? null),
+          request.nowMs,
+        );
+    },
+    insertInput: ({ id, conversationId, runId, request }) => {
       this.db
         .query(
           `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
            VALUES (?, ?, ?, 'user', ?, 'complete', ?, ?, ?)`,
         )
         .run(
-          messageId,
+          id,
           conversationId,
           runId,
           JSON.stringify(request.parts),
-          nowMs,
+          request.nowMs,
           request.idempotencyKey,
           request.fingerprint,
         );
-      if (request.ingress) {
-        this.db
-          .query(
-            `INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
-             VALUES (?, ?, ?, ?, ?, 'admitted', ?, ?)
-             ON CONFLICT(source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
-               input_message_id = excluded.input_message_id, outcome = excluded.outcome`,
-          )
-          .run(
-            request.ingress.source,
-            request.ingress.key,
-            conversationId,
-            runId,
-            messageId,
-            JSON.stringify(request.ingress.payload ?? null),
-            nowMs,
-          );
-      }
-      const outcome = pending ? "coalesced" : "admitted";
-      const seq = this.appendEvent(
-        { type: "admission", conversationId, runId, inputMessageId: messageId, outcome },
-        nowMs,
-      );
-      return {
-        outcome,
-        conversationId,
-        runId,
-        inputMessageId: messageId,
-        version: this.lastVersion,
-        seq,
-        stopRequested,
-        superseded,
-      } as const;
-    }
-  }
+    },
+    recordReceipt: ({ ingress, conversationId, runId, inputMessageId, nowMs }) => {
+      this.db
+        .query(
+          `INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
+           VALUES (?, ?, ?, ?, ?, 'admitted', ?, ?)
+           ON CONFLICT(source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
+             input_message_id = excluded.input_message_id, outcome = excluded.outcome`,
+        )
+        .run(
+          ingress.source,
+          ingress.key,
+          conversationId,
+          runId,
+          inputMessageId,
+          JSON.stringify(ingress.payload ?? null),
+          nowMs,
+        );
+    },
+  };
 
   loadRun(runId: string): Promise<RunView | null> {
     return this.read(() => {
@@ -582,43 +496,31 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
-    return this.read(() => {
-      const active = this.activeRuns(conversationId);
-      const owned = active.find((r) => r.state === "running" || r.state === "interrupt_requested");
-      if (owned) return (owned.leaseExpiresAtMs ?? 0) <= nowMs ? owned : null;
-      return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
-    });
+    return this.read(() => nextRunnable(this.activeRuns(conversationId), nowMs));
   }
 
   acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
+    const { nowMs } = request;
     return this.write(() => {
       const run = this.runRow(request.runId);
       if (!run) return null;
-      const leaseExpired = (run.leaseExpiresAtMs ?? 0) <= request.nowMs;
-      if (run.state === "queued") {
-        const busy = this.activeRuns(run.conversationId).some(
-          (r) =>
-            (r.state === "running" || r.state === "interrupt_requested") &&
-            (r.leaseExpiresAtMs ?? 0) > request.nowMs,
-        );
-        if (busy) return null;
-      } else if (!(run.state === "running" || run.state === "interrupt_requested") || !leaseExpired) {
-        return null;
-      }
-      const state: RunState = run.state === "interrupt_requested" ? "interrupt_requested" : "running";
-      const token = run.fencingToken + 1;
+      const taken = acquisition(
+        run,
+        run.state === "queued" ? this.activeRuns(run.conversationId) : [],
+        nowMs,
+      );
+      if (!taken) return null;
       this.db
         .query(
           `UPDATE runs SET state = ?, owner = ?, fencing_token = ?, lease_expires_at_ms = ?,
            started_at_ms = COALESCE(started_at_ms, ?) WHERE id = ?`,
         )
-        .run(state, request.owner, token, request.nowMs + request.leaseMs, request.nowMs, run.id);
+        .run(taken.state, request.owner, taken.fencingToken, nowMs + request.leaseMs, nowMs, run.id);
       const seq = this.appendEvent(
-        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
-        request.nowMs,
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
+        nowMs,
       );
-      const updated = this.runRow(run.id)!;
-      return { run: updated, fence: { runId: run.id, fencingToken: token }, seq };
+      return { run: this.runRow(run.id)!, fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
     });
   }
 
@@ -656,16 +558,18 @@ export class SqliteRuntimeStore implements RuntimeStore {
         newest: true,
       });
 
-      const joinable = (
+      const joinableRuns = (
         this.db
           .query(
             `SELECT * FROM runs WHERE conversation_id = ? AND state = 'queued' AND policy = 'inject'
              AND priority = 'normal' AND steps = 0 AND queue_seq > ? ORDER BY queue_seq`,
           )
           .all(run.conversationId, run.queueSeq) as RunRow[]
-      )
-        .map(toRun)
-        .flatMap((r) => this.messagesByIds(r.inputMessageIds).map((message) => ({ runId: r.id, message })));
+      ).map(toRun);
+      const joinable = joinableInputs(
+        joinableRuns,
+        this.messagesByIds(joinableRuns.flatMap((r) => r.inputMessageIds)),
+      );
 
       return {
         run,
@@ -736,91 +640,67 @@ export class SqliteRuntimeStore implements RuntimeStore {
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
     return this.write(() => {
       const run = this.runRow(runId);
-      if (!run) return { outcome: "not_active" } as const;
-      if (run.state === "queued") {
-        const seq = this.endWithoutOwner(run, reason === "superseded" ? "superseded" : "cancelled", nowMs);
-        return { outcome: "ended", seq } as const;
+      const decision = stopDecision(run, reason);
+      if (!run || decision.kind === "not_active") return { outcome: "not_active" } as const;
+      if (decision.kind === "end") {
+        return { outcome: "ended", seq: this.endWithoutOwner(run, decision.state, nowMs) } as const;
       }
-      if (run.state === "running" || run.state === "interrupt_requested") {
-        if (run.state === "running") {
-          this.db
-            .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
-            .run(reason, runId);
-        }
-        const seq = this.appendEvent(
-          { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
-          nowMs,
-        );
-        return { outcome: "requested", seq } as const;
+      if (decision.mark) {
+        this.db
+          .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
+          .run(reason, runId);
       }
-      return { outcome: "not_active" } as const;
+      const seq = this.appendEvent(
+        { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
+        nowMs,
+      );
+      return { outcome: "requested", seq } as const;
     });
   }
 
   commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
+    const { nowMs, state, assistantParts } = request;
     return this.write(() => {
       const run = this.fenced(request.fence);
-      const { nowMs, state } = request;
-      const status = answerStatus(state);
-      this.db
-        .query(
-          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-           VALUES (?, ?, ?, 'assistant', ?, ?, ?)
-           ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status`,
-        )
-        .run(
-          run.assistantMessageId,
-          run.conversationId,
-          run.id,
-          JSON.stringify(request.assistantParts),
-          status,
-          nowMs,
-        );
-      this.db
-        .query(
-          `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
-           error = ? WHERE id = ?`,
-        )
-        .run(state, nowMs, this.nextFinishSeq(), request.error ?? null, run.id);
-
-      const absorbed: string[] = [];
-      if (state === "completed") {
-        const joined = new Set(joinedInputIds(request.assistantParts));
-        if (joined.size > 0) {
-          for (const candidate of this.activeRuns(run.conversationId)) {
-            if (
-              candidate.state === "queued" &&
-              candidate.policy === "inject" &&
-              candidate.inputMessageIds.every((id) => joined.has(id))
-            ) {
-              this.endWithoutOwner(candidate, "absorbed", nowMs, run.id);
-              absorbed.push(candidate.id);
-            }
-          }
-        }
-      }
-      const finalRun = this.runRow(run.id)!;
       const answer = toMessage(
-        this.db.query("SELECT * FROM messages WHERE id = ?").get(run.assistantMessageId) as MessageRow,
+        this.db
+          .query(
+            `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+             VALUES (?, ?, ?, 'assistant', ?, ?, ?)
+             ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status RETURNING *`,
+          )
+          .get(
+            run.assistantMessageId,
+            run.conversationId,
+            run.id,
+            JSON.stringify(assistantParts),
+            answerStatus(state),
+            nowMs,
+          ) as MessageRow,
       );
-      if (request.deliveries?.(this.db, finalRun, answer) instanceof Promise) {
-        throw new Error(
-          "A SQLite delivery writer must finish synchronously, inside the terminal transaction.",
-        );
-      }
+      const finalRun = toRun(
+        this.db
+          .query(
+            `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
+             error = ? WHERE id = ? RETURNING *`,
+          )
+          .get(state, nowMs, this.nextFinishSeq(), request.error ?? null, run.id) as RunRow,
+      );
+      const absorbed = absorbedRuns(
+        state,
+        assistantParts,
+        mayAbsorb(state, assistantParts) ? this.activeRuns(run.conversationId) : [],
+      );
+      for (const candidate of absorbed) this.endWithoutOwner(candidate, "absorbed", nowMs, run.id);
+      if (request.delivery) commitAnswerDeliverySync(this.db, request.delivery, nowMs);
       const seq = this.appendEvent(
-        {
-          type: "terminal",
-          conversationId: run.conversationId,
-          runId: run.id,
-          state,
-          text: answerText(request.assistantParts),
+        terminalEvent(run, state, assistantParts, {
           usage: finalRun.usage,
           ...(request.error ? { error: request.error } : {}),
-        },
+        }),
         nowMs,
       );
-      return { seq, run: finalRun, answer, absorbed };
+      return { seq, run: finalRun, answer, absorbed: absorbed.map((r) => r.id) };
     });
   }
 
@@ -839,7 +719,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   releaseRun(fence: Fence, nowMs: number): Promise<void> {
     return this.write(() => {
       const run = this.fenced(fence);
-      const state: RunState = run.state === "running" ? "queued" : run.state;
+      const state = releasedState(run);
       this.db
         .query("UPDATE runs SET state = ?, owner = NULL, lease_expires_at_ms = NULL WHERE id = ?")
         .run(state, run.id);
@@ -878,12 +758,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
            WHERE m.conversation_id = ? AND m.ord > ? ORDER BY m.ord LIMIT ?`,
         )
         .all(conversationId, page.afterOrder, page.limit + 1) as Array<MessageRow & { run_state: string }>;
-      const items = rows.slice(0, page.limit).map((row) => ({
-        order: Number(row.ord),
-        message: toMessage(row),
-        runState: row.run_state as RunState,
-      }));
-      return { items, nextAfterOrder: rows.length > page.limit ? (items.at(-1)?.order ?? null) : null };
+      return toMessagePage(rows, page.limit);
     });
   }
 
@@ -916,12 +791,9 @@ export class SqliteRuntimeStore implements RuntimeStore {
         .query("SELECT 1 FROM conversation_tombstones WHERE conversation_id = ?")
         .get(conversationId);
       if (tomb) return { outcome: "already_purged" } as const;
-      const active = this.activeRuns(conversationId);
-      if (active.length > 0) return { outcome: "active", runIds: active.map((r) => r.id) } as const;
-      const version = this.version(conversationId);
-      if (expectedVersion !== undefined && expectedVersion !== version) {
-        return { outcome: "conflict", actualVersion: version } as const;
-      }
+      const active = this.activeRuns(conversationId).map((r) => r.id);
+      const refusal = purgeRefusal(active, expectedVersion, this.version(conversationId));
+      if (refusal) return refusal;
       this.db
         .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
         .run(conversationId);
@@ -983,7 +855,6 @@ export class SqliteRuntimeStore implements RuntimeStore {
           JSON.stringify(request.payload ?? null),
           request.nowMs,
         );
-      request.write?.(this.db);
       return { fresh: true, previousOutcome: null, runId: null };
     });
   }
