@@ -106,7 +106,7 @@ export interface RuntimeStore {
   loadCompactionCandidates(
     conversationId: string,
     options: { keepTurns: number; maxTurns: number },
-  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }>;
+  ): Promise<CompactionCandidates>;
 
   /**
    * Replaces the conversation's summary, compare-and-set on its version: `conflict` when another
@@ -168,6 +168,14 @@ export interface RuntimeStore {
   onCommitted(listener: (events: DurableEvent[]) => void): () => void;
 
   close(): Promise<void>;
+}
+
+export interface CompactionCandidates {
+  summary: ConversationSummary | null;
+  /** Oldest first, at most `maxTurns`. */
+  turns: PromptTurn[];
+  /** How many finished turns beyond the kept ones are not yet summarised. */
+  pending: number;
 }
 
 /** What summarising compaction left in place of the turns up to `throughFinishSeq`. */

@@ -14,6 +14,7 @@ import {
   type MessagePart,
   type MessageStatus,
   type RunState,
+  type StepRecord,
   type StopReason,
   type TerminalRunState,
   type Usage,
@@ -287,6 +288,18 @@ export function absorbedRuns(
   return active.filter(
     (r) => r.state === "queued" && r.policy === "inject" && r.inputMessageIds.every((id) => joined.has(id)),
   );
+}
+
+/** The ledger's `checkpoint` event of a completed step; `parts` is the answer so far. */
+export function checkpointEvent(run: RunRecord, step: StepRecord, parts: readonly MessagePart[]): EventBody {
+  return {
+    type: "checkpoint",
+    conversationId: run.conversationId,
+    runId: run.id,
+    step: step.step,
+    durationMs: step.finishedAtMs - step.startedAtMs,
+    text: answerText(parts),
+  };
 }
 
 /** The ledger's `terminal` event of a run ending in `state` with answer `parts`. */

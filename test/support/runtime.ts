@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { toUsage } from "../../src/models/usage.ts";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import type { ModelEntry } from "../../src/runtime/step.ts";
+import type { RuntimeStore } from "../../src/runtime/store.ts";
 import { openPostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
 import { openSqliteStores, type SqliteStores } from "../../src/store/sqlite/index.ts";
-import type { RuntimeStore } from "../../src/store/types.ts";
 import { createScriptedModel, type Script, type ScriptedModel } from "./llm/scripted-model.ts";
 import { createDatabase } from "./postgres.ts";
 
@@ -89,7 +89,12 @@ export async function createEngineHarness(
     throw error;
   }
   const model = createScriptedModel(script);
-  const runtime = new Runtime({ ...options, store, models: [{ label: "scripted", model }] });
+  const runtime = new Runtime({
+    ...options,
+    store,
+    models: [{ label: "scripted", model }],
+    readUsage: options.readUsage ?? toUsage,
+  });
   return {
     runtime,
     store,

@@ -7,14 +7,13 @@ import type {
   AdmitRequest,
   AdmitResult,
   CheckpointRequest,
+  CompactionCandidates,
   ConversationHead,
   ConversationSettings,
-  ConversationSummary,
   Fence,
   IngressClaim,
   MessagePage,
   PromptContext,
-  PromptTurn,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -25,8 +24,7 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import type { Message, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
-import { answerText } from "../../runtime/types.ts";
+import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -35,19 +33,19 @@ import {
   acquisition,
   answerStatus,
   checkFence,
+  checkpointEvent,
   type EventBody,
-  joinableInputs,
-  joinedInputIds,
   mayAbsorb,
   nextRunnable,
-  promptTurns,
   purgeRefusal,
   releasedState,
   stopDecision,
   terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
+import { CommitPublisher } from "./commit-publisher.ts";
 import { commitAnswerDelivery } from "./outbox.ts";
+import { compactionCandidates, messageById, promptContext, summaryOf } from "./prompt-reads.ts";
 import { openMigratedPool } from "./schema.ts";
 
 interface HeadRow {
@@ -67,48 +65,6 @@ interface LockedHead {
 interface Tx {
   sql: TransactionSQL;
   events: DurableEvent[];
-}
-
-/**
- * Calls listeners with each committed transaction's events, in commit order. A transaction takes
- * its turn when its work is done, just before COMMIT. Two transactions that append to one
- * conversation both update its head row, so the second cannot finish its work before the first
- * committed: their turns follow commit order. A turn's events go out once it and every earlier
- * turn settled.
- */
-class CommitPublisher {
-  private readonly listeners = new Set<(events: DurableEvent[]) => void>();
-  private readonly turns: Array<{ events: DurableEvent[]; settled: boolean }> = [];
-
-  subscribe(listener: (events: DurableEvent[]) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  /** Takes the next turn; call the returned function once the transaction committed or failed. */
-  enqueue(events: DurableEvent[]): (committed: boolean) => void {
-    const turn = { events, settled: false };
-    this.turns.push(turn);
-    return (committed) => {
-      turn.settled = true;
-      if (!committed) turn.events = [];
-      this.drain();
-    };
-  }
-
-  private drain(): void {
-    while (this.turns[0]?.settled) {
-      const { events } = this.turns.shift()!;
-      if (events.length === 0) continue;
-      for (const listener of this.listeners) {
-        try {
-          listener(events);
-        } catch {
-          // An observer's failure must not undo or hide a committed mutation.
-        }
-      }
-    }
-  }
 }
 
 /**
@@ -176,18 +132,6 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const [row] = await sql<Array<{ version: Integer }>>`
       SELECT version FROM conversations WHERE id = ${conversationId}`;
     return row ? Number(row.version) : 0;
-  }
-
-  private async message(sql: SQL, messageId: string): Promise<Message | null> {
-    const [row] = await sql<MessageRow[]>`SELECT * FROM messages WHERE id = ${messageId}`;
-    return row ? toMessage(row) : null;
-  }
-
-  private async messagesByIds(sql: SQL, ids: readonly string[]): Promise<Message[]> {
-    if (ids.length === 0) return [];
-    const rows = await sql<MessageRow[]>`
-      SELECT * FROM messages WHERE id = ANY(${sql.array([...ids], "TEXT")}) ORDER BY ord`;
-    return rows.map(toMessage);
   }
 
   private async assertNotPurged(sql: SQL, conversationId: string): Promise<void> {
@@ -313,66 +257,13 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return seq;
   }
 
-  /**
-   * Finished turns (superseded and absorbed excluded) after `afterFinishSeq`, oldest first: the
-   * newest `limit` of them, or the oldest `limit` when `newest` is false.
-   */
-  private async turns(
-    sql: SQL,
-    conversationId: string,
-    options: { afterFinishSeq: number; limit: number; newest: boolean },
-  ): Promise<PromptTurn[]> {
-    const rows = await sql.unsafe<RunRow[]>(
-      `SELECT * FROM runs WHERE conversation_id = $1 AND finish_seq > $2
-       AND state NOT IN ('superseded', 'absorbed', 'cancelled')
-       ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT $3`,
-      [conversationId, options.afterFinishSeq, options.limit],
-    );
-    if (options.newest) rows.reverse();
-    if (rows.length === 0) return [];
-    const runIds = rows.map((r) => r.id);
-    const messageRows = await sql<MessageRow[]>`
-      SELECT * FROM messages WHERE run_id = ANY(${sql.array(runIds, "TEXT")}) ORDER BY ord`;
-    const messages = messageRows.map(toMessage);
-    const joined = await this.messagesByIds(sql, joinedInputIds(messages.flatMap((m) => m.parts)));
-    return promptTurns(
-      rows.map((row) => ({ id: row.id, state: row.state, finishSeq: Number(row.finish_seq) })),
-      messages,
-      joined,
-    );
-  }
-
-  private async summaryRow(sql: SQL, conversationId: string): Promise<ConversationSummary | null> {
-    const [row] = await sql<Array<{ text: string; through_finish_seq: Integer; version: Integer }>>`
-      SELECT text, through_finish_seq, version FROM conversation_summaries WHERE conversation_id = ${conversationId}`;
-    return row
-      ? { text: row.text, throughFinishSeq: Number(row.through_finish_seq), version: Number(row.version) }
-      : null;
-  }
-
   // ---- RuntimeStore ----
 
   loadCompactionCandidates(
     conversationId: string,
     options: { keepTurns: number; maxTurns: number },
-  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }> {
-    return this.read(async (sql) => {
-      const summary = await this.summaryRow(sql, conversationId);
-      const after = summary?.throughFinishSeq ?? 0;
-      const [count] = await sql<Array<{ n: Integer }>>`
-        SELECT count(*) AS n FROM runs WHERE conversation_id = ${conversationId} AND finish_seq > ${after}
-        AND state NOT IN ('superseded', 'absorbed', 'cancelled')`;
-      const pending = Math.max(0, Number(count!.n) - options.keepTurns);
-      const turns =
-        pending === 0
-          ? []
-          : await this.turns(sql, conversationId, {
-              afterFinishSeq: after,
-              limit: Math.min(pending, options.maxTurns),
-              newest: false,
-            });
-      return { summary, turns, pending };
-    });
+  ): Promise<CompactionCandidates> {
+    return this.read((sql) => compactionCandidates(sql, conversationId, options));
   }
 
   /** A compare-and-set in one statement; the conflict read runs only when it matched nothing. */
@@ -392,7 +283,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
                 AND through_finish_seq < ${throughFinishSeq}
               RETURNING version`;
       if (saved[0]) return { outcome: "saved", version: Number(saved[0].version) } as const;
-      const current = await this.summaryRow(tx.sql, conversationId);
+      const current = await summaryOf(tx.sql, conversationId);
       return { outcome: "conflict", actualVersion: current?.version ?? 0 } as const;
     });
   }
@@ -469,7 +360,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return this.read(async (sql) => {
       const run = await this.runRow(sql, runId);
       if (!run) return null;
-      return { run, answer: await this.message(sql, run.assistantMessageId) };
+      return { run, answer: await messageById(sql, run.assistantMessageId) };
     });
   }
 
@@ -516,31 +407,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
-    return this.read(async (sql) => {
-      const run = await this.runRow(sql, runId);
-      if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
-      const inputs = await this.messagesByIds(sql, run.inputMessageIds);
-      const assistant = await this.message(sql, run.assistantMessageId);
-      const summary = await this.summaryRow(sql, run.conversationId);
-      const history = await this.turns(sql, run.conversationId, {
-        afterFinishSeq: summary?.throughFinishSeq ?? 0,
-        limit: options.maxTurns,
-        newest: true,
-      });
-      const joinableRuns = (
-        await sql<RunRow[]>`
-          SELECT * FROM runs WHERE conversation_id = ${run.conversationId} AND state = 'queued' AND policy = 'inject'
-          AND priority = 'normal' AND steps = 0 AND queue_seq > ${run.queueSeq} ORDER BY queue_seq`
-      ).map(toRun);
-      const joinable = joinableInputs(
-        joinableRuns,
-        await this.messagesByIds(
-          sql,
-          joinableRuns.flatMap((r) => r.inputMessageIds),
-        ),
-      );
-      return { run, summary, history, inputs, assistant, joinable };
-    });
+    return this.read((sql) => promptContext(sql, runId, options));
   }
 
   checkpoint(request: CheckpointRequest): Promise<{ seq: number }> {
@@ -565,18 +432,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
         UPDATE runs SET steps = ${step.step + 1}, usage = ${JSON.stringify(total.usage)},
           cost_complete = ${total.costComplete}
         WHERE id = ${run.id}`;
-      const { seq } = await this.appendEvent(
-        tx,
-        {
-          type: "checkpoint",
-          conversationId: run.conversationId,
-          runId: run.id,
-          step: step.step,
-          durationMs: step.finishedAtMs - step.startedAtMs,
-          text: answerText(request.assistantParts),
-        },
-        nowMs,
-      );
+      const { seq } = await this.appendEvent(tx, checkpointEvent(run, step, request.assistantParts), nowMs);
       return { seq };
     });
   }

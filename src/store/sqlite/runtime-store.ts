@@ -7,14 +7,13 @@ import type {
   AdmitRequest,
   AdmitResult,
   CheckpointRequest,
+  CompactionCandidates,
   ConversationHead,
   ConversationSettings,
-  ConversationSummary,
   Fence,
   IngressClaim,
   MessagePage,
   PromptContext,
-  PromptTurn,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -25,8 +24,7 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import type { Message, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
-import { answerText } from "../../runtime/types.ts";
+import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
 import { type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -35,12 +33,10 @@ import {
   acquisition,
   answerStatus,
   checkFence,
+  checkpointEvent,
   type EventBody,
-  joinableInputs,
-  joinedInputIds,
   mayAbsorb,
   nextRunnable,
-  promptTurns,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -48,18 +44,11 @@ import {
   terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
-import { placeholders } from "./database.ts";
+import { GroupCommit, type Outcome } from "./group-commit.ts";
 import { commitAnswerDeliverySync } from "./outbox.ts";
+import { compactionCandidates, promptContext, summaryOf } from "./prompt-reads.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
-
-interface PendingAdmission {
-  request: AdmitRequest;
-  resolve: (result: AdmitResult) => void;
-  reject: (error: unknown) => void;
-}
-
-type AdmissionOutcome = { ok: true; value: AdmitResult } | { ok: false; error: unknown };
 
 /**
  * The runtime store on bun:sqlite. Mutations run in `BEGIN IMMEDIATE` transactions, reads in
@@ -72,7 +61,6 @@ export class SqliteRuntimeStore implements RuntimeStore {
   private lastVersion = 0;
   /** Events appended by the transaction in progress; published only after it commits. */
   private appended: DurableEvent[] = [];
-  private admissionBatch: PendingAdmission[] = [];
 
   constructor(readonly db: Database) {}
 
@@ -236,82 +224,18 @@ export class SqliteRuntimeStore implements RuntimeStore {
     return checkFence(this.runRow(fence.runId), fence);
   }
 
-  private messagesByIds(ids: readonly string[]): Message[] {
-    if (ids.length === 0) return [];
-    const marks = placeholders(ids.length);
-    return (
-      this.db.query(`SELECT * FROM messages WHERE id IN (${marks}) ORDER BY ord`).all(...ids) as MessageRow[]
-    ).map(toMessage);
-  }
-
-  /**
-   * Finished turns (superseded and absorbed excluded) after `afterFinishSeq`, oldest first: the
-   * newest `limit` of them, or the oldest `limit` when `newest` is false.
-   */
-  private turns(
-    conversationId: string,
-    options: { afterFinishSeq: number; limit: number; newest: boolean },
-  ): PromptTurn[] {
-    const rows = this.db
-      .query(
-        `SELECT * FROM runs WHERE conversation_id = ? AND finish_seq > ?
-         AND state NOT IN ('superseded', 'absorbed', 'cancelled')
-         ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT ?`,
-      )
-      .all(conversationId, options.afterFinishSeq, options.limit) as Array<RunRow & { finish_seq: number }>;
-    if (options.newest) rows.reverse();
-    if (rows.length === 0) return [];
-    const marks = placeholders(rows.length);
-    const messages = (
-      this.db
-        .query(`SELECT * FROM messages WHERE run_id IN (${marks}) ORDER BY ord`)
-        .all(...rows.map((r) => r.id)) as MessageRow[]
-    ).map(toMessage);
-    return promptTurns(
-      rows.map((row) => ({ id: row.id, state: row.state, finishSeq: row.finish_seq })),
-      messages,
-      this.messagesByIds(joinedInputIds(messages.flatMap((m) => m.parts))),
-    );
-  }
-
-  private summaryRow(conversationId: string): ConversationSummary | null {
-    const row = this.db
-      .query("SELECT text, through_finish_seq, version FROM conversation_summaries WHERE conversation_id = ?")
-      .get(conversationId) as { text: string; through_finish_seq: number; version: number } | null;
-    return row ? { text: row.text, throughFinishSeq: row.through_finish_seq, version: row.version } : null;
-  }
-
   // ---- RuntimeStore ----
 
   loadCompactionCandidates(
     conversationId: string,
     options: { keepTurns: number; maxTurns: number },
-  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }> {
-    return this.read(() => {
-      const summary = this.summaryRow(conversationId);
-      const after = summary?.throughFinishSeq ?? 0;
-      const count = this.db
-        .query(
-          `SELECT count(*) AS n FROM runs WHERE conversation_id = ? AND finish_seq > ?
-           AND state NOT IN ('superseded', 'absorbed', 'cancelled')`,
-        )
-        .get(conversationId, after) as { n: number };
-      const pending = Math.max(0, count.n - options.keepTurns);
-      const turns =
-        pending === 0
-          ? []
-          : this.turns(conversationId, {
-              afterFinishSeq: after,
-              limit: Math.min(pending, options.maxTurns),
-              newest: false,
-            });
-      return { summary, turns, pending };
-    });
+  ): Promise<CompactionCandidates> {
+    return this.read(() => compactionCandidates(this.db, conversationId, options));
   }
 
   saveSummary(request: SummarySave): Promise<SummarySaveResult> {
     return this.write(() => {
-      const current = this.summaryRow(request.conversationId);
+      const current = summaryOf(this.db, request.conversationId);
       const actual = current?.version ?? 0;
       if (summaryConflict(current, request)) return { outcome: "conflict", actualVersion: actual } as const;
       this.db
@@ -332,50 +256,27 @@ export class SqliteRuntimeStore implements RuntimeStore {
    * promise settles only after the shared commit.
    */
   admit(request: AdmitRequest): Promise<AdmitResult> {
-    return new Promise((resolve, reject) => {
-      this.admissionBatch.push({ request, resolve, reject });
-      if (this.admissionBatch.length === 1) queueMicrotask(() => this.flushAdmissions());
-    });
+    return this.admissions.submit(request);
   }
 
-  private flushAdmissions(): void {
-    const batch = this.admissionBatch;
-    this.admissionBatch = [];
-    let outcomes: AdmissionOutcome[];
-    try {
-      outcomes = this.commitAdmissions(batch, false);
-    } catch (error) {
-      // One refused admission (a key conflict, a purged conversation) rolled back the whole
-      // batch; replay it with each admission in its own savepoint so only that one fails.
-      try {
-        if (batch.length === 1) throw error;
-        outcomes = this.commitAdmissions(batch, true);
-      } catch (fatal) {
-        for (const item of batch) item.reject(fatal);
-        return;
-      }
-    }
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
-    });
-  }
+  private readonly admissions = new GroupCommit<AdmitRequest, AdmitResult>((requests, isolate) =>
+    this.commitAdmissions(requests, isolate),
+  );
 
-  private commitAdmissions(batch: readonly PendingAdmission[], isolate: boolean): AdmissionOutcome[] {
-    const outcomes: AdmissionOutcome[] = [];
+  private commitAdmissions(requests: readonly AdmitRequest[], isolate: boolean): Array<Outcome<AdmitResult>> {
+    const outcomes: Array<Outcome<AdmitResult>> = [];
     this.appended = [];
     try {
       this.db
         .transaction(() => {
-          for (const item of batch) {
+          for (const request of requests) {
             if (!isolate) {
-              outcomes.push({ ok: true, value: this.admitOne(item.request) });
+              outcomes.push({ ok: true, value: this.admitOne(request) });
               continue;
             }
             const mark = this.appended.length;
             try {
-              outcomes.push({ ok: true, value: this.db.transaction(() => this.admitOne(item.request))() });
+              outcomes.push({ ok: true, value: this.db.transaction(() => this.admitOne(request))() });
             } catch (error) {
               this.appended.length = mark;
               outcomes.push({ ok: false, error });
@@ -543,43 +444,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
-    return this.read(() => {
-      const run = this.runRow(runId);
-      if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
-      const inputs = this.messagesByIds(run.inputMessageIds);
-      const assistantRow = this.db
-        .query("SELECT * FROM messages WHERE id = ?")
-        .get(run.assistantMessageId) as MessageRow | null;
-
-      const summary = this.summaryRow(run.conversationId);
-      const history = this.turns(run.conversationId, {
-        afterFinishSeq: summary?.throughFinishSeq ?? 0,
-        limit: options.maxTurns,
-        newest: true,
-      });
-
-      const joinableRuns = (
-        this.db
-          .query(
-            `SELECT * FROM runs WHERE conversation_id = ? AND state = 'queued' AND policy = 'inject'
-             AND priority = 'normal' AND steps = 0 AND queue_seq > ? ORDER BY queue_seq`,
-          )
-          .all(run.conversationId, run.queueSeq) as RunRow[]
-      ).map(toRun);
-      const joinable = joinableInputs(
-        joinableRuns,
-        this.messagesByIds(joinableRuns.flatMap((r) => r.inputMessageIds)),
-      );
-
-      return {
-        run,
-        summary,
-        history,
-        inputs,
-        assistant: assistantRow ? toMessage(assistantRow) : null,
-        joinable,
-      };
-    });
+    return this.read(() => promptContext(this.db, runId, options));
   }
 
   checkpoint(request: CheckpointRequest): Promise<{ seq: number }> {
@@ -622,17 +487,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       this.db
         .query("UPDATE runs SET steps = ?, usage = ?, cost_complete = ? WHERE id = ?")
         .run(step.step + 1, JSON.stringify(total.usage), total.costComplete ? 1 : 0, run.id);
-      const seq = this.appendEvent(
-        {
-          type: "checkpoint",
-          conversationId: run.conversationId,
-          runId: run.id,
-          step: step.step,
-          durationMs: step.finishedAtMs - step.startedAtMs,
-          text: answerText(request.assistantParts),
-        },
-        nowMs,
-      );
+      const seq = this.appendEvent(checkpointEvent(run, step, request.assistantParts), nowMs);
       return { seq };
     });
   }
