@@ -57,6 +57,12 @@ export interface AdmissionSteps {
   }): void;
 }
 
+/** The steps an engine takes through its store's ledger (events, conversation keys, run ends). */
+export type LedgerSteps = Pick<
+  AdmissionSteps,
+  "resolveKey" | "version" | "activeRuns" | "endRun" | "appendEvent"
+>;
+
 /** The same steps, each answering a promise (an engine whose queries are asynchronous). */
 export type AsyncSteps<T> = {
   [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<R> : never;

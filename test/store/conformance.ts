@@ -2,7 +2,7 @@
  * The contract every RuntimeStore backend must honour. Run it against a backend with
  * `runStoreConformance(name, open)`; `open` returns a fresh, empty store.
  */
-import { describe, expect, test } from "bun:test";
+import { test as bunTest, describe, expect } from "bun:test";
 import type { OutboxRepository } from "../../outbox/types.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
 import type { AdmitRequest, RuntimeStore } from "../../src/runtime/store.ts";
@@ -31,6 +31,9 @@ export function admitRequest(
     ...overrides,
   };
 }
+
+/** A PostgreSQL test creates a database first: on a loaded machine that alone may take seconds. */
+const test = (name: string, fn: () => Promise<void>) => bunTest(name, fn, 20_000);
 
 const step = (n: number) => ({
   step: n,

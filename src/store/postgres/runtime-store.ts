@@ -43,6 +43,7 @@ import {
   terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
+import { postgresAdmissionSteps } from "./admission-steps.ts";
 import { CommitPublisher } from "./commit-publisher.ts";
 import { commitAnswerDelivery } from "./outbox.ts";
 import { compactionCandidates, messageById, promptContext, summaryOf } from "./prompt-reads.ts";
@@ -299,61 +300,17 @@ export class PostgresRuntimeStore implements RuntimeStore {
 
   /** Admission's reads and writes in transaction `tx` (see admission.ts for the algorithm). */
   private admissionSteps(tx: Tx): AsyncSteps<AdmissionSteps> {
-    return {
-      receipt: async (ingress) => {
-        await this.lockIngress(tx, ingress.source, ingress.key);
-        const [seen] = await tx.sql<
-          Array<{ conversation_id: string | null; run_id: string | null; input_message_id: string | null }>
-        >`
-          SELECT conversation_id, run_id, input_message_id FROM ingress_receipts
-          WHERE source = ${ingress.source} AND key = ${ingress.key}`;
-        return seen ?? null;
-      },
-      resolveKey: (key, nowMs) => this.resolveKey(tx, key, nowMs),
+    return postgresAdmissionSteps(tx.sql, {
+      lockIngress: (ingress) => this.lockIngress(tx, ingress.source, ingress.key),
       enterConversation: async (conversationId, nowMs) => {
         await this.lockHead(tx, conversationId, nowMs);
       },
-      priorInput: async (conversationId, idempotencyKey) => {
-        const [prior] = await tx.sql<Array<{ fingerprint: string; run_id: string; id: string }>>`
-          SELECT fingerprint, run_id, id FROM messages
-          WHERE conversation_id = ${conversationId} AND idempotency_key = ${idempotencyKey}`;
-        return prior ?? null;
-      },
+      resolveKey: (key, nowMs) => this.resolveKey(tx, key, nowMs),
       version: (conversationId) => this.version(tx.sql, conversationId),
       activeRuns: (conversationId) => this.activeRuns(tx.sql, conversationId),
       endRun: (run, state, nowMs) => this.endWithoutOwner(tx, run, state, nowMs),
-      markStopRequested: async (runId, reason) => {
-        await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
-      },
       appendEvent: (body, nowMs) => this.appendEvent(tx, body, nowMs),
-      joinRun: async (run, inputMessageId) => {
-        await tx.sql`
-          UPDATE runs SET input_message_ids = ${JSON.stringify([...run.inputMessageIds, inputMessageId])}
-          WHERE id = ${run.id}`;
-      },
-      insertRun: async ({ id, conversationId, priority, request }) => {
-        await tx.sql`
-          INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
-            assistant_message_id, context, created_at_ms)
-          VALUES (${id}, ${conversationId}, 'queued', ${priority}, ${request.policy},
-            ${JSON.stringify([request.proposedIds.messageId])}, ${newId("msg", request.nowMs)},
-            ${JSON.stringify(request.context ?? null)}, ${request.nowMs})`;
-      },
-      insertInput: async ({ id, conversationId, runId, request }) => {
-        await tx.sql`
-          INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
-          VALUES (${id}, ${conversationId}, ${runId}, 'user', ${JSON.stringify(request.parts)}, 'complete',
-            ${request.nowMs}, ${request.idempotencyKey}, ${request.fingerprint})`;
-      },
-      recordReceipt: async ({ ingress, conversationId, runId, inputMessageId, nowMs }) => {
-        await tx.sql`
-          INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
-          VALUES (${ingress.source}, ${ingress.key}, ${conversationId}, ${runId}, ${inputMessageId}, 'admitted',
-            ${JSON.stringify(ingress.payload ?? null)}, ${nowMs})
-          ON CONFLICT (source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
-            input_message_id = excluded.input_message_id, outcome = excluded.outcome`;
-      },
-    };
+    });
   }
 
   loadRun(runId: string): Promise<RunView | null> {

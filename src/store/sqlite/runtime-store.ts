@@ -44,6 +44,7 @@ import {
   terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
+import { sqliteAdmissionSteps } from "./admission-steps.ts";
 import { GroupCommit, type Outcome } from "./group-commit.ts";
 import { commitAnswerDeliverySync } from "./outbox.ts";
 import { compactionCandidates, promptContext, summaryOf } from "./prompt-reads.ts";
@@ -62,7 +63,18 @@ export class SqliteRuntimeStore implements RuntimeStore {
   /** Events appended by the transaction in progress; published only after it commits. */
   private appended: DurableEvent[] = [];
 
-  constructor(readonly db: Database) {}
+  /** Admission's reads and writes on this connection (see admission.ts for the algorithm). */
+  private readonly admissionSteps: AdmissionSteps;
+
+  constructor(readonly db: Database) {
+    this.admissionSteps = sqliteAdmissionSteps(db, {
+      resolveKey: (key, nowMs) => this.resolveKey(key, nowMs),
+      version: (conversationId) => this.version(conversationId),
+      activeRuns: (conversationId) => this.activeRuns(conversationId),
+      endRun: (run, state, nowMs) => this.endWithoutOwner(run, state, nowMs),
+      appendEvent: (body, nowMs) => ({ seq: this.appendEvent(body, nowMs), version: this.lastVersion }),
+    });
+  }
 
   onCommitted(listener: (events: DurableEvent[]) => void): () => void {
     this.listeners.add(listener);
@@ -295,91 +307,6 @@ export class SqliteRuntimeStore implements RuntimeStore {
   private admitOne(request: AdmitRequest): AdmitResult {
     return admitSync(request, this.admissionSteps);
   }
-
-  /** Admission's reads and writes on this connection (see admission.ts for the algorithm). */
-  private readonly admissionSteps: AdmissionSteps = {
-    receipt: (ingress) =>
-      this.db
-        .query(
-          "SELECT conversation_id, run_id, input_message_id FROM ingress_receipts WHERE source = ? AND key = ?",
-        )
-        .get(ingress.source, ingress.key) as ReturnType<AdmissionSteps["receipt"]>,
-    resolveKey: (key, nowMs) => this.resolveKey(key, nowMs),
-    // The connection is the database's one writer; the head is created by the first event.
-    enterConversation: () => {},
-    priorInput: (conversationId, idempotencyKey) =>
-      this.db
-        .query(
-          "SELECT fingerprint, run_id, id FROM messages WHERE conversation_id = ? AND idempotency_key = ?",
-        )
-        .get(conversationId, idempotencyKey) as ReturnType<AdmissionSteps["priorInput"]>,
-    version: (conversationId) => this.version(conversationId),
-    activeRuns: (conversationId) => this.activeRuns(conversationId),
-    endRun: (run, state, nowMs) => this.endWithoutOwner(run, state, nowMs),
-    markStopRequested: (runId, reason) => {
-      this.db
-        .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
-        .run(reason, runId);
-    },
-    appendEvent: (body, nowMs) => ({ seq: this.appendEvent(body, nowMs), version: this.lastVersion }),
-    joinRun: (run, inputMessageId) => {
-      this.db
-        .query("UPDATE runs SET input_message_ids = ? WHERE id = ?")
-        .run(JSON.stringify([...run.inputMessageIds, inputMessageId]), run.id);
-    },
-    insertRun: ({ id, conversationId, priority, request }) => {
-      // queue_seq is the rowid: SQLite assigns max + 1, the run's place in durable order.
-      this.db
-        .query(
-          `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
-           assistant_message_id, context, created_at_ms) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          id,
-          conversationId,
-          priority,
-          request.policy,
-          JSON.stringify([request.proposedIds.messageId]),
-          newId("msg", request.nowMs),
-          JSON.stringify(request.context ?? null),
-          request.nowMs,
-        );
-    },
-    insertInput: ({ id, conversationId, runId, request }) => {
-      this.db
-        .query(
-          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
-           VALUES (?, ?, ?, 'user', ?, 'complete', ?, ?, ?)`,
-        )
-        .run(
-          id,
-          conversationId,
-          runId,
-          JSON.stringify(request.parts),
-          request.nowMs,
-          request.idempotencyKey,
-          request.fingerprint,
-        );
-    },
-    recordReceipt: ({ ingress, conversationId, runId, inputMessageId, nowMs }) => {
-      this.db
-        .query(
-          `INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
-           VALUES (?, ?, ?, ?, ?, 'admitted', ?, ?)
-           ON CONFLICT(source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
-             input_message_id = excluded.input_message_id, outcome = excluded.outcome`,
-        )
-        .run(
-          ingress.source,
-          ingress.key,
-          conversationId,
-          runId,
-          inputMessageId,
-          JSON.stringify(ingress.payload ?? null),
-          nowMs,
-        );
-    },
-  };
 
   loadRun(runId: string): Promise<RunView | null> {
     return this.read(() => {
