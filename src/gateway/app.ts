@@ -18,7 +18,7 @@ import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
 import { type GatewayConfig, surfacePolicy } from "./config.ts";
 import { type RunContext, readRunContext } from "./context.ts";
-import { createDeliveryWriter, wireDelivery } from "./delivery.ts";
+import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
@@ -85,7 +85,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     logger: logger.child({ component: "runtime" }),
     owner,
-    deliveries: createDeliveryWriter(stores, clock),
+    answerDelivery: answerDeliveryFor,
     modelCalls: timeline.modelCalls,
     // Summaries from the offline model would be noise; any real model folds long conversations.
     ...(registry.chain[0].spec === "offline"

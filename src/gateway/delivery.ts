@@ -5,39 +5,33 @@ import { createTypingIndicator } from "../../outbox/typing.ts";
 import type { DeliveryWorker } from "../../outbox/worker.ts";
 import type { RuntimeEvent } from "../runtime/events.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { DeliveryWriter, RuntimeStore } from "../runtime/store.ts";
-import { answerText, isTerminalState } from "../runtime/types.ts";
-import type { StoreBackend } from "../store/backend.ts";
+import type { AnswerDelivery, RunRecord, RuntimeStore } from "../runtime/store.ts";
+import type { TerminalRunState } from "../runtime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { readRunContext } from "./context.ts";
 
 /**
- * T2's delivery half: inside the terminal transaction, the run's answer becomes its outbox record
- * (or finalises the stream record it already has). Runs without a channel context deliver nothing.
+ * T2's delivery half, as data: what the chat of a run ending in `state` must show. The runtime
+ * hands it to the terminal commit, which writes it as the run's outbox record (or finalises its
+ * stream record) in the same transaction. Runs without a channel context deliver nothing.
  */
-export function createDeliveryWriter(
-  stores: Pick<StoreBackend, "commitAnswerDelivery">,
-  clock: Clock,
-): DeliveryWriter {
-  return (tx, run, answer) => {
-    const context = readRunContext(run.context);
-    const state = run.state;
-    if (!context || state === "absorbed" || !isTerminalState(state)) return;
-    return stores.commitAnswerDelivery(
-      tx,
-      {
-        runId: run.id,
-        conversationId: run.conversationId,
-        channel: context.channel,
-        account: context.account,
-        target: context.target,
-        ...(context.replyTo ? { replyTo: context.replyTo } : {}),
-        state,
-        text: answerText(answer.parts),
-      },
-      clock.now(),
-    );
+export function answerDeliveryFor(
+  run: RunRecord,
+  state: TerminalRunState,
+  text: string,
+): AnswerDelivery | null {
+  const context = readRunContext(run.context);
+  if (!context || state === "absorbed") return null;
+  return {
+    runId: run.id,
+    conversationId: run.conversationId,
+    channel: context.channel,
+    account: context.account,
+    target: context.target,
+    ...(context.replyTo ? { replyTo: context.replyTo } : {}),
+    state,
+    text,
   };
 }
 

@@ -7,7 +7,7 @@ import type { RuntimeEvent } from "./events.ts";
 import { buildPrompt } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ModelEntry, runStep, type UsageReader } from "./step.ts";
-import type { AcquiredRun, DeliveryWriter, Fence, RunRecord, RuntimeStore } from "./store.ts";
+import type { AcquiredRun, AnswerDelivery, Fence, RunRecord, RuntimeStore } from "./store.ts";
 import {
   decidePending,
   OUTCOME_UNKNOWN,
@@ -15,13 +15,14 @@ import {
   unresolvedCalls,
   withUnknownOutcomeNotices,
 } from "./tool-calls.ts";
-import type {
-  Message,
-  MessagePart,
-  ModelCallObserver,
-  StopReason,
-  TerminalRunState,
-  Usage,
+import {
+  answerText,
+  type Message,
+  type MessagePart,
+  type ModelCallObserver,
+  type StopReason,
+  type TerminalRunState,
+  type Usage,
 } from "./types.ts";
 
 /** What a tool factory gets: the run's identity and a fence to check before any write. */
@@ -55,12 +56,22 @@ export interface ExecutorOptions {
   tools?: (context: ToolContext) => ToolSet;
   /** Tools safe to run a second time when a crash cut a call short (default: none). */
   idempotent?: (toolName: string) => boolean;
-  deliveries?: DeliveryWriter;
+  answerDelivery?: AnswerDeliveryFor;
   readUsage: UsageReader;
   modelCalls?: ModelCallObserver;
   emit: (event: RuntimeEvent) => void;
   nextSequence: (runId: string) => number;
 }
+
+/**
+ * What the chat of `run`, ending in `state` with answer `text`, must show; null when the run
+ * delivers nothing (it did not come from a channel). Pure: it runs before the terminal commit.
+ */
+export type AnswerDeliveryFor = (
+  run: RunRecord,
+  state: TerminalRunState,
+  text: string,
+) => AnswerDelivery | null;
 
 /** How one execution of a run ended, from this worker's point of view. */
 export type ExecutionEnd =
@@ -116,10 +127,16 @@ export class RunExecutor {
         const requested = signal.aborted ? (signal.reason as StopReason) : null;
         if (requested === "shutdown") return await this.release(fence);
         if (run.state === "interrupt_requested" || requested) {
-          return await this.finish(fence, STOP_STATES[run.stopReason ?? requested ?? "interrupted"], parts);
+          return await this.finish(
+            run,
+            fence,
+            STOP_STATES[run.stopReason ?? requested ?? "interrupted"],
+            parts,
+          );
         }
         if (run.steps >= this.options.maxSteps) {
           return await this.finish(
+            run,
             fence,
             "policy_stop",
             parts,
@@ -133,7 +150,7 @@ export class RunExecutor {
           continue;
         }
         const policy = this.options.stopPolicies.find((p) => p.when({ run, parts, steps: run.steps }));
-        if (policy) return await this.finish(fence, "policy_stop", parts, `stop policy ${policy.name}`);
+        if (policy) return await this.finish(run, fence, "policy_stop", parts, `stop policy ${policy.name}`);
 
         const alreadyJoined = new Set(parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])));
         const joinable = ctx.joinable.map((j) => j.message);
@@ -179,10 +196,10 @@ export class RunExecutor {
           if (outcome.reason === "shutdown") return await this.release(fence);
           const stopped = await store.loadRun(runId);
           const reason = stopped?.run.stopReason ?? outcome.reason;
-          return await this.finish(fence, STOP_STATES[reason], [...parts, ...outcome.partial]);
+          return await this.finish(run, fence, STOP_STATES[reason], [...parts, ...outcome.partial]);
         }
         if (outcome.kind === "failed") {
-          return await this.finish(fence, "failed", parts, outcome.error);
+          return await this.finish(run, fence, "failed", parts, outcome.error);
         }
         parts.push(...outcome.parts);
         await store.checkpoint({
@@ -200,7 +217,7 @@ export class RunExecutor {
           nowMs: clock.now(),
         });
         killPoint("step.persisted");
-        if (outcome.finishReason !== "tool-calls") return await this.finish(fence, "completed", parts);
+        if (outcome.finishReason !== "tool-calls") return await this.finish(run, fence, "completed", parts);
       }
     } catch (error) {
       if (isSwitchboardError(error, "fence_lost")) {
@@ -313,6 +330,7 @@ export class RunExecutor {
   }
 
   private async finish(
+    run: RunRecord,
     fence: Fence,
     state: TerminalRunState,
     parts: MessagePart[],
@@ -323,12 +341,13 @@ export class RunExecutor {
     const assistantParts = withUnknownOutcomeNotices(
       state === "completed" ? parts : parts.filter((p) => p.type !== "joined-input"),
     );
+    const delivery = this.options.answerDelivery?.(run, state, answerText(assistantParts)) ?? null;
     const result = await this.options.store.commitTerminal({
       fence,
       state,
       assistantParts,
       ...(error === undefined ? {} : { error }),
-      ...(this.options.deliveries ? { deliveries: this.options.deliveries } : {}),
+      ...(delivery ? { delivery } : {}),
       nowMs: this.options.clock.now(),
     });
     killPoint("run.terminal-committed");

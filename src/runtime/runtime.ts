@@ -7,11 +7,17 @@ import { type Logger, silentLogger } from "../util/log.ts";
 import { EventBus, type Listener } from "./bus.ts";
 import { type CompactionPolicy, compactConversation } from "./compaction.ts";
 import type { RuntimeEvent } from "./events.ts";
-import { type ExecutionEnd, RunExecutor, type StopPolicy, type ToolContext } from "./execute.ts";
+import {
+  type AnswerDeliveryFor,
+  type ExecutionEnd,
+  RunExecutor,
+  type StopPolicy,
+  type ToolContext,
+} from "./execute.ts";
 import { Lane } from "./lane.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
-import type { AdmitResult, DeliveryWriter, RunRecord, RuntimeStore } from "./store.ts";
+import type { AdmitResult, RunRecord, RuntimeStore } from "./store.ts";
 import {
   answerText,
   type InputPart,
@@ -89,8 +95,11 @@ export interface RuntimeOptions {
    * model and the user as of unknown outcome and never run again.
    */
   idempotent?: (toolName: string) => boolean;
-  /** Written with the terminal commit (the outbox). */
-  deliveries?: DeliveryWriter;
+  /**
+   * What a finished run's chat must show; the store writes it with the terminal commit (the
+   * outbox record). Without it, or when it answers null, a run delivers nothing.
+   */
+  answerDelivery?: AnswerDeliveryFor;
   /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
   readUsage: UsageReader;
   /** Told when each model call starts and ends (latency metrics). */
@@ -177,7 +186,7 @@ export class Runtime {
       ...(options.instructions ? { instructions: options.instructions } : {}),
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.idempotent ? { idempotent: options.idempotent } : {}),
-      ...(options.deliveries ? { deliveries: options.deliveries } : {}),
+      ...(options.answerDelivery ? { answerDelivery: options.answerDelivery } : {}),
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),
       emit: (event) => this.bus.emit(event),

@@ -80,7 +80,7 @@ export interface RuntimeStore {
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult>;
 
   /**
-   * Ends a run: its state, its final assistant message and the delivery rows for its answer in one
+   * Ends a run: its state, its final assistant message and its answer's `delivery` in one
    * transaction, fenced. When it completes, queued runs whose every input joined it end
    * `absorbed`. Throws `fence_lost` for a stale owner; a run already terminal also throws it.
    */
@@ -112,7 +112,7 @@ export interface RuntimeStore {
   loadCompactionCandidates(
     conversationId: string,
     options: { keepTurns: number; maxTurns: number },
-  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }>;
+  ): Promise<CompactionCandidates>;
 
   /**
    * Replaces the conversation's summary, compare-and-set on its version: `conflict` when another
@@ -147,9 +147,8 @@ export interface RuntimeStore {
 
   /**
    * Records an ingress identity for an input that is not admitted as a run (a chat command, an
-   * ignored update) so a redelivery is recognised. `write` runs inside the same transaction (e.g.
-   * to enqueue the command's reply). `fresh` is false when the identity was already recorded; then
-   * `write` is not called.
+   * ignored update) so a redelivery is recognised. `fresh` is false when the identity was already
+   * recorded; then nothing is written.
    */
   claimIngress(
     request: IngressClaim,
@@ -177,6 +176,14 @@ export interface RuntimeStore {
   close(): Promise<void>;
 }
 
+export interface CompactionCandidates {
+  summary: ConversationSummary | null;
+  /** Oldest first, at most `maxTurns`. */
+  turns: PromptTurn[];
+  /** How many finished turns beyond the kept ones are not yet summarised. */
+  pending: number;
+}
+
 /** What summarising compaction left in place of the turns up to `throughFinishSeq`. */
 export interface ConversationSummary {
   text: string;
@@ -192,8 +199,6 @@ export interface IngressClaim {
   outcome: string;
   payload: unknown;
   conversationId?: string;
-  /** Runs inside the claiming transaction, only when the claim is fresh. */
-  write?: (tx: unknown) => void;
   nowMs: number;
 }
 
@@ -349,16 +354,27 @@ export interface TerminalRequest {
   assistantParts: MessagePart[];
   error?: string;
   /**
-   * Writes the delivery rows inside the terminal transaction. The SQLite store passes its
-   * connection and cannot wait: the callback must finish synchronously (a returned promise is
-   * refused). The PostgreSQL store passes the transaction and awaits the callback.
+   * What the run's chat must show of its answer; the store writes it as the run's outbox record
+   * (or finalises the stream record the run already has) inside this terminal transaction, so the
+   * answer and its delivery commit together. Absent: the run delivers nothing.
    */
-  deliveries?: DeliveryWriter;
+  delivery?: AnswerDelivery;
   nowMs: number;
 }
 
-/** Opaque hook the store calls inside the terminal transaction (see outbox/plan.ts). */
-export type DeliveryWriter = (tx: unknown, run: RunRecord, answer: Message) => void | Promise<void>;
+/** A finished run's answer as its chat must show it. The runtime knows channels only by name. */
+export interface AnswerDelivery {
+  runId: string;
+  conversationId: string;
+  /** The channel's name (`telegram`, `web`…), as the run's context carries it. */
+  channel: string;
+  account: string;
+  target: string;
+  replyTo?: string;
+  state: TerminalRunState;
+  /** The canonical answer (the terminal event's text). */
+  text: string;
+}
 
 export interface TerminalResult {
   seq: number;

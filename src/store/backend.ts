@@ -3,7 +3,6 @@ import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
-import type { AnswerDelivery } from "./sqlite/outbox.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
 export interface StoreGauges {
@@ -42,11 +41,6 @@ export interface StoreBackend {
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;
-  /**
-   * T2's delivery half, called with the terminal transaction the runtime store hands its
-   * `deliveries` hook: the answer becomes the run's outbox record in that same transaction.
-   */
-  commitAnswerDelivery(tx: unknown, delivery: AnswerDelivery, nowMs: number): void | Promise<void>;
   /**
    * Makes this process the database's one active gateway, which recovers every run and send a
    * dead process left. PostgreSQL holds a session advisory lock until `close()`; SQLite claims

@@ -11,8 +11,10 @@ import type {
   RenderedText,
 } from "../../outbox/types.ts";
 import { SwitchboardError } from "../errors.ts";
-import type { TerminalRunState } from "../runtime/types.ts";
+import type { AnswerDelivery } from "../runtime/store.ts";
 import type { Integer } from "./rows.ts";
+
+export type { AnswerDelivery };
 
 /**
  * What every outbox backend shares: the row and its conversion, the history it writes, and the
@@ -174,19 +176,6 @@ export const streamKey = (runId: string): string => `${runId}:stream`;
 
 // ---- the terminal commit ----
 
-/** What a finished run must show in its chat. */
-export interface AnswerDelivery {
-  runId: string;
-  conversationId: string;
-  channel: ChannelName;
-  account: string;
-  target: string;
-  replyTo?: string;
-  state: TerminalRunState;
-  /** The canonical answer (the terminal event's text). */
-  text: string;
-}
-
 export type AnswerDeliveryResult = "stream-finalized" | "enqueued" | "nothing-to-send";
 
 export const answerMarkdown = (answer: AnswerDelivery): string =>
@@ -198,7 +187,8 @@ export function answerInsert(answer: AnswerDelivery, markdown: string): OutboxIn
     key: `${answer.runId}:0`,
     runId: answer.runId,
     conversationId: answer.conversationId,
-    channel: answer.channel,
+    // The gateway named the channel from the run's validated context.
+    channel: answer.channel as ChannelName,
     account: answer.account,
     target: answer.target,
     ...(answer.replyTo === undefined ? {} : { replyTo: answer.replyTo }),

@@ -1,4 +1,4 @@
-import type { RunRecord } from "../runtime/store.ts";
+import type { MessagePage, RunRecord } from "../runtime/store.ts";
 import type { Message, MessagePart, MessageStatus, RunState, StopReason, Usage } from "../runtime/types.ts";
 
 /**
@@ -82,4 +82,20 @@ export function toMessage(row: MessageRow): Message {
     status: row.status as MessageStatus,
     createdAtMs: Number(row.created_at_ms),
   };
+}
+
+/**
+ * One page of a conversation's messages from up to `limit + 1` rows in order (the extra row only
+ * tells that another page follows), each with its run's state.
+ */
+export function toMessagePage(
+  rows: ReadonlyArray<MessageRow & { run_state: string }>,
+  limit: number,
+): MessagePage {
+  const items = rows.slice(0, limit).map((row) => ({
+    order: Number(row.ord),
+    message: toMessage(row),
+    runState: row.run_state as RunState,
+  }));
+  return { items, nextAfterOrder: rows.length > limit ? (items.at(-1)?.order ?? null) : null };
 }

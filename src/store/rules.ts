@@ -1,15 +1,38 @@
 import { SwitchboardError } from "../errors.ts";
-import type { AdmitRequest, Fence, PromptTurn, RunRecord } from "../runtime/store.ts";
+import type { DurableEvent } from "../runtime/events.ts";
 import type {
-  Message,
-  MessagePart,
-  MessageStatus,
-  RunState,
-  StopReason,
-  TerminalRunState,
+  AdmitRequest,
+  AdmitResult,
+  Fence,
+  PromptTurn,
+  PurgeResult,
+  RunRecord,
+} from "../runtime/store.ts";
+import {
+  answerText,
+  type Message,
+  type MessagePart,
+  type MessageStatus,
+  type RunState,
+  type StepRecord,
+  type StopReason,
+  type TerminalRunState,
+  type Usage,
 } from "../runtime/types.ts";
 
-/** Rules every store backend applies the same way. */
+/**
+ * The runtime store's decisions, which every backend applies the same way. Engines read rows, ask
+ * these functions what to do, and write what they answer: nothing here touches a database.
+ */
+
+/** A durable event before the store gives it its place (`seq`) in the conversation's ledger. */
+export type EventBody = DurableEvent extends infer E
+  ? E extends DurableEvent
+    ? Omit<E, "seq" | "durable">
+    : never
+  : never;
+
+// ---- run states and fencing ----
 
 /** Message status an assistant message takes when its run ends in `state`. */
 export function answerStatus(state: TerminalRunState): MessageStatus {
@@ -30,7 +53,16 @@ export function isOwned(run: RunRecord): boolean {
   return run.state === "running" || run.state === "interrupt_requested";
 }
 
-/** Returns `run` if it is still owned under the fence's token; throws `fence_lost` otherwise. */
+/** An owned run whose owner's lease has not run out at `nowMs`. */
+export function isLeaseLive(run: RunRecord, nowMs: number): boolean {
+  return isOwned(run) && (run.leaseExpiresAtMs ?? 0) > nowMs;
+}
+
+/**
+ * Returns `run` if it is still owned under the fence's token; throws `fence_lost` otherwise. A
+ * run already terminal is not owned, so of two terminal commits racing on one fence the second
+ * is refused here.
+ */
 export function checkFence(run: RunRecord | null, fence: Fence): RunRecord {
   if (!run || run.fencingToken !== fence.fencingToken || !isOwned(run)) {
     throw new SwitchboardError(
@@ -40,6 +72,154 @@ export function checkFence(run: RunRecord | null, fence: Fence): RunRecord {
     );
   }
   return run;
+}
+
+/**
+ * Whether `run` may be acquired at `nowMs`, and as what. A queued run only while no other run of
+ * its conversation (`active`, its queued and owned runs) is held under a live lease; an owned run
+ * only once its lease expired (resumption, which keeps a pending stop request). Null: refuse.
+ * The new owner's fencing token is always one more than the last.
+ */
+export function acquisition(
+  run: RunRecord,
+  active: readonly RunRecord[],
+  nowMs: number,
+): { state: "running" | "interrupt_requested"; fencingToken: number } | null {
+  if (run.state === "queued") {
+    if (active.some((r) => isLeaseLive(r, nowMs))) return null;
+  } else if (!isOwned(run) || isLeaseLive(run, nowMs)) {
+    return null;
+  }
+  return {
+    state: run.state === "interrupt_requested" ? "interrupt_requested" : "running",
+    fencingToken: run.fencingToken + 1,
+  };
+}
+
+/**
+ * The run a conversation executes next among its `active` runs (in durable order), or null. A
+ * held run blocks the conversation until its lease expires, and is then resumed first; otherwise
+ * urgent queued runs go first, then ordinary ones, each in durable order.
+ */
+export function nextRunnable(active: readonly RunRecord[], nowMs: number): RunRecord | null {
+  const owned = active.find(isOwned);
+  if (owned) return isLeaseLive(owned, nowMs) ? null : owned;
+  return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
+}
+
+/** What a stop request does to `run`: end it now (never started), ask its owner, or nothing. */
+export type StopDecision =
+  | { kind: "end"; state: TerminalRunState }
+  /** `mark`: the run is running and becomes `interrupt_requested`; a repeated request only announces. */
+  | { kind: "request"; mark: boolean }
+  | { kind: "not_active" };
+
+export function stopDecision(run: RunRecord | null, reason: StopReason): StopDecision {
+  if (!run) return { kind: "not_active" };
+  if (run.state === "queued")
+    return { kind: "end", state: reason === "superseded" ? "superseded" : "cancelled" };
+  if (isOwned(run)) return { kind: "request", mark: run.state === "running" };
+  return { kind: "not_active" };
+}
+
+/** The state a run given back on shutdown takes: running → queued; a stop request stays pending. */
+export function releasedState(run: RunRecord): RunState {
+  return run.state === "running" ? "queued" : run.state;
+}
+
+// ---- admission ----
+
+export function idempotencyConflict(idempotencyKey: string, conversationId: string): SwitchboardError {
+  return new SwitchboardError(
+    "idempotency_conflict",
+    `Idempotency key ${idempotencyKey} was already used with different input in conversation ${conversationId}. Use a new key for new input.`,
+  );
+}
+
+type Duplicate = Omit<Extract<AdmitResult, { outcome: "duplicate" }>, "version">;
+
+/** The admission an ingress receipt records, or null when the identity led to no run. */
+export function receiptDuplicate(
+  receipt: { conversation_id: string | null; run_id: string | null; input_message_id: string | null } | null,
+): Duplicate | null {
+  if (!receipt?.run_id || !receipt.conversation_id || !receipt.input_message_id) return null;
+  return {
+    outcome: "duplicate",
+    conversationId: receipt.conversation_id,
+    runId: receipt.run_id,
+    inputMessageId: receipt.input_message_id,
+  };
+}
+
+/**
+ * The admission this idempotency key already made in the conversation (`prior`, its input
+ * message), or null for new input. Throws `idempotency_conflict` when the key came with other input.
+ */
+export function priorDuplicate(
+  prior: { fingerprint: string; run_id: string; id: string } | null,
+  request: Pick<AdmitRequest, "idempotencyKey" | "fingerprint">,
+  conversationId: string,
+): Duplicate | null {
+  if (!prior) return null;
+  if (prior.fingerprint !== request.fingerprint) {
+    throw idempotencyConflict(request.idempotencyKey, conversationId);
+  }
+  return { outcome: "duplicate", conversationId, runId: prior.run_id, inputMessageId: prior.id };
+}
+
+/** Whether admission must read the conversation's active runs: queue-without-coalescing touches none. */
+export function needsActiveRuns(request: Pick<AdmitRequest, "policy" | "coalescePending">): boolean {
+  return request.policy !== "queue" || request.coalescePending;
+}
+
+/** What an admission under `policy` asks of the runs already active; null: nothing (queue, inject). */
+export function stopReasonFor(policy: AdmitRequest["policy"]): StopReason | null {
+  if (policy === "supersede") return "superseded";
+  if (policy === "interrupt" || policy === "interrupt-next") return "interrupted";
+  return null;
+}
+
+/**
+ * What an admission does to one earlier active run, in durable order: end a queued run
+ * `superseded`, or ask an owned run to stop (`announce`: it was running, so the ledger records
+ * that it is now `interrupt_requested`). A run already asked to stop for being superseded keeps
+ * that reason.
+ */
+export type PolicyEffect =
+  | { kind: "supersede"; run: RunRecord }
+  | { kind: "stop"; run: RunRecord; reason: StopReason; announce: boolean };
+
+/** How an admission lands: the policy's effects on `active`, then the run its input joins or starts. */
+export interface AdmissionPlan {
+  effects: PolicyEffect[];
+  /** The pending run the input joins (coalescing); null: the input starts a new run. */
+  join: RunRecord | null;
+  /** A new run's priority: interrupt-next input jumps the queue. */
+  priority: "urgent" | "normal";
+}
+
+export function planAdmission(
+  request: Pick<AdmitRequest, "policy" | "coalescePending">,
+  active: readonly RunRecord[],
+): AdmissionPlan {
+  const effects: PolicyEffect[] = [];
+  const stopReason = stopReasonFor(request.policy);
+  if (stopReason) {
+    for (const run of active) {
+      if (run.state === "queued") {
+        if (stopReason === "superseded") effects.push({ kind: "supersede", run });
+        continue;
+      }
+      const reason = run.stopReason === "superseded" ? "superseded" : stopReason;
+      effects.push({ kind: "stop", run, reason, announce: run.state === "running" });
+    }
+  }
+  const superseded = effects.flatMap((e) => (e.kind === "supersede" ? [e.run.id] : []));
+  return {
+    effects,
+    join: coalescingTarget(active, request, superseded) ?? null,
+    priority: request.policy === "interrupt-next" ? "urgent" : "normal",
+  };
 }
 
 /**
@@ -66,24 +246,100 @@ export function coalescingTarget(
   );
 }
 
-/** What an admission under `policy` asks of the runs already active; null: nothing (queue, inject). */
-export function stopReasonFor(policy: AdmitRequest["policy"]): StopReason | null {
-  if (policy === "supersede") return "superseded";
-  if (policy === "interrupt" || policy === "interrupt-next") return "interrupted";
-  return null;
+/** The result of an admission that went through `plan`. */
+export function admitted(
+  plan: AdmissionPlan,
+  landed: { conversationId: string; runId: string; inputMessageId: string; version: number; seq: number },
+): AdmitResult {
+  return {
+    outcome: plan.join ? "coalesced" : "admitted",
+    ...landed,
+    stopRequested: plan.effects.flatMap((e) =>
+      e.kind === "stop" ? [{ runId: e.run.id, reason: e.reason }] : [],
+    ),
+    superseded: plan.effects.flatMap((e) => (e.kind === "supersede" ? [e.run.id] : [])),
+  };
 }
 
-export function idempotencyConflict(idempotencyKey: string, conversationId: string): SwitchboardError {
-  return new SwitchboardError(
-    "idempotency_conflict",
-    `Idempotency key ${idempotencyKey} was already used with different input in conversation ${conversationId}. Use a new key for new input.`,
-  );
-}
+// ---- the terminal commit ----
 
 /** Ids of the inputs that joined an answer, from its `joined-input` parts. */
 export function joinedInputIds(parts: readonly MessagePart[]): string[] {
   return parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : []));
 }
+
+/** Whether a run ending in `state` with answer `parts` can absorb any run (else skip reading them). */
+export function mayAbsorb(state: TerminalRunState, parts: readonly MessagePart[]): boolean {
+  return state === "completed" && parts.some((p) => p.type === "joined-input");
+}
+
+/**
+ * The queued `inject` runs a run ending in `state` absorbs: only a completed answer absorbs, and
+ * only runs whose every input joined it. The others' inputs are answered by their own runs.
+ */
+export function absorbedRuns(
+  state: TerminalRunState,
+  parts: readonly MessagePart[],
+  active: readonly RunRecord[],
+): RunRecord[] {
+  if (state !== "completed") return [];
+  const joined = new Set(joinedInputIds(parts));
+  if (joined.size === 0) return [];
+  return active.filter(
+    (r) => r.state === "queued" && r.policy === "inject" && r.inputMessageIds.every((id) => joined.has(id)),
+  );
+}
+
+/** The ledger's `checkpoint` event of a completed step; `parts` is the answer so far. */
+export function checkpointEvent(run: RunRecord, step: StepRecord, parts: readonly MessagePart[]): EventBody {
+  return {
+    type: "checkpoint",
+    conversationId: run.conversationId,
+    runId: run.id,
+    step: step.step,
+    durationMs: step.finishedAtMs - step.startedAtMs,
+    text: answerText(parts),
+  };
+}
+
+/** The ledger's `terminal` event of a run ending in `state` with answer `parts`. */
+export function terminalEvent(
+  run: RunRecord,
+  state: TerminalRunState,
+  parts: readonly MessagePart[],
+  extra: { usage: Usage; error?: string; absorbedInto?: string },
+): EventBody {
+  return {
+    type: "terminal",
+    conversationId: run.conversationId,
+    runId: run.id,
+    state,
+    text: answerText(parts),
+    usage: extra.usage,
+    ...(extra.absorbedInto ? { absorbedInto: extra.absorbedInto } : {}),
+    ...(extra.error ? { error: extra.error } : {}),
+  };
+}
+
+// ---- purge ----
+
+/**
+ * Why a purge of a live (not yet purged) conversation must not happen, or null to purge: runs
+ * still active, or an expected version that is no longer the conversation's.
+ */
+export function purgeRefusal(
+  activeRunIds: readonly string[],
+  expectedVersion: number | undefined,
+  actualVersion: number,
+): Extract<PurgeResult, { outcome: "active" | "conflict" }> | null {
+  if (activeRunIds.length > 0) return { outcome: "active", runIds: [...activeRunIds] };
+  if (expectedVersion !== undefined && expectedVersion !== actualVersion) {
+    return { outcome: "conflict", actualVersion };
+  }
+  return null;
+}
+
+// ---- reads ----
 
 /**
  * Prompt turns of finished `runs`, in their order: each run's inputs, its answer, then the inputs
@@ -106,4 +362,25 @@ export function promptTurns(
       messages: [...own.filter((m) => m.role === "user"), ...(answer ? [answer] : []), ...joinedOfTurn],
     };
   });
+}
+
+/** The joinable inputs of queued inject `runs`, in their order, each with its run's id. */
+export function joinableInputs(
+  runs: readonly RunRecord[],
+  inputs: readonly Message[],
+): Array<{ runId: string; message: Message }> {
+  return runs.flatMap((r) =>
+    inputs.filter((m) => r.inputMessageIds.includes(m.id)).map((message) => ({ runId: r.id, message })),
+  );
+}
+
+/** A compaction save is refused unless it names the current version and moves the summary forward. */
+export function summaryConflict(
+  current: { version: number; throughFinishSeq: number } | null,
+  request: { expectedVersion: number; throughFinishSeq: number },
+): boolean {
+  return (
+    (current?.version ?? 0) !== request.expectedVersion ||
+    (current !== null && request.throughFinishSeq <= current.throughFinishSeq)
+  );
 }

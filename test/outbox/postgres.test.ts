@@ -208,30 +208,27 @@ describe("postgres outbox: the terminal transaction", () => {
           state: "completed" as const,
           text: "the answer",
         };
-        const results: string[] = [];
-        const terminal = (after: () => void) =>
+        const terminal = () =>
           store.commitTerminal({
             fence: owned.fence,
             state: "completed",
             assistantParts: [{ type: "text", text: "the answer" }],
-            deliveries: async (tx) => {
-              results.push(await commitAnswerDelivery(tx as TransactionSQL, answer, T0));
-              after();
-            },
+            delivery: answer,
             nowMs: T0,
           });
 
-        await expect(
-          terminal(() => {
-            throw new Error("fence lost after the outbox write");
-          }),
-        ).rejects.toThrow("fence lost after the outbox write");
-        expect(results).toEqual(["enqueued"]);
+        // The terminal event is written after the outbox record: failing it must take the record back.
+        await sql.unsafe(`
+          CREATE FUNCTION refuse_terminal() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN RAISE EXCEPTION 'ledger refused the terminal event'; END $$;
+          CREATE TRIGGER refuse_terminal BEFORE INSERT ON events FOR EACH ROW
+            WHEN (NEW.type = 'terminal') EXECUTE FUNCTION refuse_terminal();`);
+        await expect(terminal()).rejects.toThrow("ledger refused the terminal event");
         expect(await outbox.list({})).toEqual([]);
         expect((await store.loadRun(admitted.runId))?.run.state).toBe("running");
 
-        await terminal(() => {});
-        expect(results).toEqual(["enqueued", "enqueued"]);
+        await sql.unsafe("DROP TRIGGER refuse_terminal ON events");
+        await terminal();
         expect(await outbox.show(`${admitted.runId}:0`)).toMatchObject({
           state: "pending",
           markdown: "the answer",

@@ -2,7 +2,9 @@
  * The contract every RuntimeStore backend must honour. Run it against a backend with
  * `runStoreConformance(name, open)`; `open` returns a fresh, empty store.
  */
-import { describe, expect, test } from "bun:test";
+import { test as bunTest, describe, expect } from "bun:test";
+import type { OutboxRepository } from "../../outbox/types.ts";
+import type { DurableEvent } from "../../src/runtime/events.ts";
 import type { AdmitRequest, RuntimeStore } from "../../src/runtime/store.ts";
 import type { InputPolicy } from "../../src/runtime/types.ts";
 
@@ -30,6 +32,9 @@ export function admitRequest(
   };
 }
 
+/** A PostgreSQL test creates a database first: on a loaded machine that alone may take seconds. */
+const test = (name: string, fn: () => Promise<void>) => bunTest(name, fn, 20_000);
+
 const step = (n: number) => ({
   step: n,
   model: "m",
@@ -39,19 +44,37 @@ const step = (n: number) => ({
   finishedAtMs: T0,
 });
 
-export function runStoreConformance(
-  name: string,
-  open: () => Promise<{ store: RuntimeStore; close: () => Promise<void> }>,
-) {
+/** A fresh, empty store, and the outbox on the same database (where terminal deliveries land). */
+export interface OpenedStore {
+  store: RuntimeStore;
+  outbox: OutboxRepository;
+  close: () => Promise<void>;
+}
+
+export function runStoreConformance(name: string, open: () => Promise<OpenedStore>) {
   describe(`RuntimeStore conformance: ${name}`, () => {
-    const withStore = (fn: (store: RuntimeStore) => Promise<void>) => async () => {
-      const { store, close } = await open();
+    const withStores = (fn: (opened: OpenedStore) => Promise<void>) => async () => {
+      const opened = await open();
       try {
-        await fn(store);
+        await fn(opened);
       } finally {
-        await close();
+        await opened.close();
       }
     };
+    const withStore = (fn: (store: RuntimeStore) => Promise<void>) => withStores(({ store }) => fn(store));
+    const owned = async (store: RuntimeStore, conversationId: string, key: string, owner = "w") => {
+      const admitted = await store.admit(admitRequest(conversationId, key));
+      const acquired = await store.acquireRun({ runId: admitted.runId, owner, nowMs: T0, leaseMs: 1000 });
+      if (!acquired) throw new Error(`could not acquire ${admitted.runId}`);
+      return { admitted, acquired };
+    };
+    const complete = (store: RuntimeStore, fence: { runId: string; fencingToken: number }, text: string) =>
+      store.commitTerminal({
+        fence,
+        state: "completed",
+        assistantParts: [{ type: "text", text }],
+        nowMs: T0,
+      });
 
     test(
       "duplicate admission returns the original run",
@@ -330,6 +353,291 @@ export function runStoreConformance(
         expect(ctx.history.at(-1)?.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
         const view = await store.loadRun(last.runId);
         expect(view?.run.state).toBe("queued");
+      }),
+    );
+
+    test(
+      "a lease is renewed and a fence asserted only under the current token",
+      withStore(async (store) => {
+        const { acquired } = await owned(store, "c", "a");
+        expect(await store.renewLease(acquired.fence, T0 + 500, 1000)).toBe(true);
+        expect((await store.loadRun(acquired.fence.runId))?.run.leaseExpiresAtMs).toBe(T0 + 1500);
+        await store.assertFence(acquired.fence);
+        const stale = { ...acquired.fence, fencingToken: acquired.fence.fencingToken - 1 };
+        await expect(store.assertFence(stale)).rejects.toMatchObject({ code: "fence_lost" });
+        expect(await store.renewLease(stale, T0 + 500, 1000)).toBe(false);
+        await complete(store, acquired.fence, "done");
+        await expect(store.assertFence(acquired.fence)).rejects.toMatchObject({ code: "fence_lost" });
+        expect(await store.renewLease(acquired.fence, T0 + 600, 1000)).toBe(false);
+      }),
+    );
+
+    test(
+      "a released run queues again with its progress; expiring leases frees only other owners' runs",
+      withStore(async (store) => {
+        const { acquired } = await owned(store, "c", "a");
+        await store.checkpoint({
+          fence: acquired.fence,
+          assistantParts: [{ type: "text", text: "half" }],
+          step: step(0),
+          joinedInputIds: [],
+          nowMs: T0,
+        });
+        await store.releaseRun(acquired.fence, T0 + 1);
+        const released = (await store.loadRun(acquired.fence.runId))!;
+        expect(released.run).toMatchObject({
+          state: "queued",
+          owner: null,
+          leaseExpiresAtMs: null,
+          steps: 1,
+        });
+        expect(released.answer?.parts).toEqual([{ type: "text", text: "half" }]);
+        await expect(store.releaseRun(acquired.fence, T0 + 2)).rejects.toMatchObject({ code: "fence_lost" });
+
+        const mine = await owned(store, "m", "x", "me");
+        const theirs = await owned(store, "t", "y", "dead");
+        expect(await store.expireLeases({ exceptOwner: "me", nowMs: T0 + 3 })).toBe(1);
+        expect((await store.loadRun(theirs.admitted.runId))?.run.leaseExpiresAtMs).toBe(T0 + 3);
+        expect((await store.loadRun(mine.admitted.runId))?.run.leaseExpiresAtMs).toBe(T0 + 1000);
+        expect((await store.nextRunnable("t", T0 + 3))?.id).toBe(theirs.admitted.runId);
+      }),
+    );
+
+    test(
+      "a checkpoint keeps the answer so far and totals the steps' usage",
+      withStore(async (store) => {
+        const { acquired } = await owned(store, "c", "a");
+        const usage = (costUsd?: number) => ({
+          inputTokens: 2,
+          outputTokens: 1,
+          ...(costUsd ? { costUsd } : {}),
+        });
+        const first = await store.checkpoint({
+          fence: acquired.fence,
+          assistantParts: [{ type: "text", text: "one" }],
+          step: { ...step(0), usage: usage(0.5) },
+          joinedInputIds: [],
+          nowMs: T0,
+        });
+        await store.checkpoint({
+          fence: acquired.fence,
+          assistantParts: [{ type: "text", text: "one two" }],
+          step: { ...step(1), usage: usage() },
+          joinedInputIds: [],
+          nowMs: T0,
+        });
+        const view = (await store.loadRun(acquired.fence.runId))!;
+        expect(view.run).toMatchObject({
+          steps: 2,
+          usage: { inputTokens: 4, outputTokens: 2 },
+          costComplete: false,
+        });
+        expect(view.answer).toMatchObject({
+          status: "streaming",
+          parts: [{ type: "text", text: "one two" }],
+        });
+        const events = await store.readEvents("c", first.seq - 1, 10);
+        expect(events.map((e) => e.type)).toEqual(["checkpoint", "checkpoint"]);
+      }),
+    );
+
+    test(
+      "a stop request ends a queued run, asks a running one, and leaves a finished or unknown one alone",
+      withStore(async (store) => {
+        const { acquired } = await owned(store, "c", "a");
+        const queued = await store.admit(admitRequest("c", "b"));
+        expect(await store.requestStop(acquired.fence.runId, "interrupted", T0)).toMatchObject({
+          outcome: "requested",
+        });
+        expect((await store.loadRun(acquired.fence.runId))?.run).toMatchObject({
+          state: "interrupt_requested",
+          stopReason: "interrupted",
+        });
+        expect(await store.requestStop(queued.runId, "superseded", T0)).toMatchObject({ outcome: "ended" });
+        expect((await store.loadRun(queued.runId))?.run.state).toBe("superseded");
+        expect(await store.requestStop(queued.runId, "interrupted", T0)).toEqual({ outcome: "not_active" });
+        expect(await store.requestStop("nope", "interrupted", T0)).toEqual({ outcome: "not_active" });
+      }),
+    );
+
+    test(
+      "the answer's delivery commits with the terminal state, once; a fenced-out commit writes none",
+      withStores(async ({ store, outbox }) => {
+        const { acquired } = await owned(store, "c", "a");
+        const delivery = {
+          runId: acquired.fence.runId,
+          conversationId: "c",
+          channel: "web",
+          account: "local",
+          target: "t1",
+          state: "completed" as const,
+          text: "the answer",
+        };
+        const terminal = () =>
+          store.commitTerminal({
+            fence: acquired.fence,
+            state: "completed",
+            assistantParts: [{ type: "text", text: "the answer" }],
+            delivery,
+            nowMs: T0,
+          });
+        const done = await terminal();
+        expect(done.run.state).toBe("completed");
+        expect(await outbox.show(`${acquired.fence.runId}:0`)).toMatchObject({
+          state: "pending",
+          markdown: "the answer",
+          channel: "web",
+          target: "t1",
+        });
+        await expect(terminal()).rejects.toMatchObject({ code: "fence_lost" });
+        expect((await outbox.list({})).length).toBe(1);
+
+        const silent = await owned(store, "d", "b");
+        await complete(store, silent.acquired.fence, "no chat");
+        expect(await outbox.show(`${silent.acquired.fence.runId}:0`)).toBeNull();
+      }),
+    );
+
+    test(
+      "messages page in order with their run's state",
+      withStore(async (store) => {
+        const { acquired } = await owned(store, "c", "a");
+        await complete(store, acquired.fence, "answer a");
+        await store.admit(admitRequest("c", "b"));
+        const first = await store.listMessages("c", { afterOrder: 0, limit: 2 });
+        expect(first.items.map((i) => [i.message.role, i.runState])).toEqual([
+          ["user", "completed"],
+          ["assistant", "completed"],
+        ]);
+        expect(first.nextAfterOrder).toBe(first.items[1]!.order);
+        const rest = await store.listMessages("c", { afterOrder: first.nextAfterOrder!, limit: 2 });
+        expect(rest.items.map((i) => [i.message.role, i.runState])).toEqual([["user", "queued"]]);
+        expect(rest.nextAfterOrder).toBeNull();
+        expect((await store.listMessages("none", { afterOrder: 0, limit: 5 })).items).toEqual([]);
+      }),
+    );
+
+    test(
+      "compaction: candidates beyond the kept turns, a summary saved by compare-and-set, prompts after it",
+      withStore(async (store) => {
+        for (const key of ["a", "b", "c"]) {
+          const { acquired } = await owned(store, "conv", key);
+          await complete(store, acquired.fence, `answer ${key}`);
+        }
+        const candidates = await store.loadCompactionCandidates("conv", { keepTurns: 1, maxTurns: 10 });
+        expect(candidates.summary).toBeNull();
+        expect(candidates.pending).toBe(2);
+        expect(candidates.turns.map((t) => t.messages.map((m) => m.role))).toEqual([
+          ["user", "assistant"],
+          ["user", "assistant"],
+        ]);
+        const through = candidates.turns.at(-1)!.finishSeq;
+        const save = (expectedVersion: number, throughFinishSeq: number) =>
+          store.saveSummary({
+            conversationId: "conv",
+            text: "summary",
+            throughFinishSeq,
+            expectedVersion,
+            nowMs: T0,
+          });
+        expect(await save(0, through)).toEqual({ outcome: "saved", version: 1 });
+        expect(await save(0, through + 1)).toEqual({ outcome: "conflict", actualVersion: 1 });
+        expect(await save(1, through)).toEqual({ outcome: "conflict", actualVersion: 1 });
+        const after = await store.loadCompactionCandidates("conv", { keepTurns: 0, maxTurns: 10 });
+        expect(after.summary).toMatchObject({ text: "summary", throughFinishSeq: through, version: 1 });
+        expect(after.pending).toBe(1);
+        const next = await store.admit(admitRequest("conv", "d"));
+        const ctx = await store.loadPromptContext(next.runId, { maxTurns: 10 });
+        expect(ctx.summary?.text).toBe("summary");
+        expect(ctx.history.length).toBe(1);
+        expect(ctx.inputs.map((m) => m.id)).toEqual([next.inputMessageId]);
+        expect(ctx.assistant).toBeNull();
+        await expect(store.loadPromptContext("nope", { maxTurns: 1 })).rejects.toMatchObject({
+          code: "not_found",
+        });
+      }),
+    );
+
+    test(
+      "conversation keys: one conversation per key until rotated; the old one stays readable",
+      withStore(async (store) => {
+        const first = await store.resolveConversationKey("chat-1", T0);
+        expect(await store.resolveConversationKey("chat-1", T0 + 1)).toBe(first);
+        const byKey = await store.admit({ ...admitRequest("unused", "k"), conversation: { key: "chat-1" } });
+        expect(byKey.conversationId).toBe(first);
+        const rotated = await store.rotateConversationKey("chat-1", T0 + 2);
+        expect(rotated).not.toBe(first);
+        expect(await store.resolveConversationKey("chat-1", T0 + 3)).toBe(rotated);
+        expect((await store.loadConversation(rotated))?.version).toBe(0);
+        expect((await store.listActiveRuns(first)).map((r) => r.id)).toEqual([byKey.runId]);
+      }),
+    );
+
+    test(
+      "ingress claims record an identity once; the latest identity per reply target",
+      withStore(async (store) => {
+        const claim = (key: string, replyTarget: string, nowMs: number) =>
+          store.claimIngress({
+            source: "chat:acct",
+            key,
+            outcome: "command",
+            payload: { replyTarget },
+            nowMs,
+          });
+        expect(await claim("100", "t1", T0)).toEqual({ fresh: true, previousOutcome: null, runId: null });
+        expect(await claim("100", "t1", T0 + 1)).toEqual({
+          fresh: false,
+          previousOutcome: "command",
+          runId: null,
+        });
+        const ingress = { source: "chat:acct", key: "101", payload: { replyTarget: "t2" } };
+        const admitted = await store.admit(admitRequest("c", "a", { ingress, nowMs: T0 + 2 }));
+        expect(await claim("101", "t2", T0 + 3)).toEqual({
+          fresh: false,
+          previousOutcome: "admitted",
+          runId: admitted.runId,
+        });
+        await claim("99", "t1", T0 + 4);
+        expect(await store.latestIngressPerTarget("chat:acct", 10)).toEqual([
+          { replyTarget: "t1", updateKey: "99" },
+          { replyTarget: "t2", updateKey: "101" },
+        ]);
+        expect(await store.latestIngressPerTarget("chat:acct", 1)).toEqual([
+          { replyTarget: "t1", updateKey: "99" },
+        ]);
+        expect(await store.latestIngressPerTarget("other", 10)).toEqual([]);
+      }),
+    );
+
+    test(
+      "conversation settings merge; none is an empty object",
+      withStore(async (store) => {
+        expect(await store.loadConversationSettings("c")).toEqual({});
+        await store.saveConversationSettings("c", { timezone: "Asia/Tokyo" }, T0);
+        await store.saveConversationSettings("c", {}, T0 + 1);
+        expect(await store.loadConversationSettings("c")).toEqual({ timezone: "Asia/Tokyo" });
+        await store.saveConversationSettings("c", { timezone: "UTC" }, T0 + 2);
+        expect(await store.loadConversationSettings("c")).toEqual({ timezone: "UTC" });
+      }),
+    );
+
+    test(
+      "listeners get each committed mutation's events in order, never a refused one's, until unsubscribed",
+      withStore(async (store) => {
+        const seen: DurableEvent[][] = [];
+        const stop = store.onCommitted((events) => seen.push(events));
+        const a = await store.admit(admitRequest("c", "a"));
+        await expect(store.admit({ ...admitRequest("c", "a"), fingerprint: "other" })).rejects.toMatchObject({
+          code: "idempotency_conflict",
+        });
+        const acquired = await store.acquireRun({ runId: a.runId, owner: "w", nowMs: T0, leaseMs: 1000 });
+        stop();
+        await complete(store, acquired!.fence, "done");
+        expect(seen.map((events) => events.map((e) => [e.type, e.seq]))).toEqual([
+          [["admission", 1]],
+          [["run-state", 2]],
+        ]);
+        expect((await store.loadConversation("c"))?.lastSeq).toBe(3);
       }),
     );
   });

@@ -1,10 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { SQL, type TransactionSQL } from "bun";
+import { SQL } from "bun";
 import type { SwitchboardError } from "../../src/errors.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
-import type { AdmitRequest, DeliveryWriter, Fence, RuntimeStore } from "../../src/runtime/store.ts";
+import type { AdmitRequest, Fence, RuntimeStore } from "../../src/runtime/store.ts";
 import type { MessagePart, TerminalRunState } from "../../src/runtime/types.ts";
+import { openPostgresBackend } from "../../src/store/postgres/backend.ts";
 import {
   openPostgresRuntimeStore,
   type PostgresRuntimeStore,
@@ -40,11 +41,12 @@ test("the PostgreSQL test server is reachable", async () => {
 runStoreConformance("postgres", async () => {
   const db = await createDatabase();
   try {
-    const store = await openPostgresRuntimeStore(db.url);
+    const backend = await openPostgresBackend(db.url);
     return {
-      store,
+      store: backend.runtime,
+      outbox: backend.outbox,
       close: async () => {
-        await store.close();
+        await backend.close();
         await db.drop();
       },
     };
@@ -229,59 +231,6 @@ describe("postgres: two processes on one database", () => {
         outcome: "conflict",
         actualVersion: 1,
       });
-    });
-  });
-});
-
-describe("postgres: writers inside a store transaction", () => {
-  test("deliveries and claim writers run in the transaction, awaited; a failing one rolls it back", async () => {
-    await withDatabase(async (url) => {
-      const store = await openPostgresRuntimeStore(url);
-      const raw = new SQL(url);
-      await raw`CREATE TABLE written (what TEXT NOT NULL)`;
-      try {
-        const record = (what: string) => async (tx: unknown) => {
-          await (tx as TransactionSQL)`INSERT INTO written (what) VALUES (${what})`;
-        };
-        const admitted = await store.admit(admitRequest("c", "a"));
-        const owned = (await store.acquireRun({
-          runId: admitted.runId,
-          owner: "w",
-          nowMs: T0,
-          leaseMs: 1000,
-        }))!;
-        const terminal = (deliveries: DeliveryWriter) =>
-          store.commitTerminal({
-            fence: owned.fence,
-            state: "completed",
-            assistantParts: [],
-            deliveries,
-            nowMs: T0,
-          });
-        await expect(
-          terminal(async () => {
-            throw new Error("outbox full");
-          }),
-        ).rejects.toThrow("outbox full");
-        expect((await store.loadRun(admitted.runId))?.run.state).toBe("running");
-        await terminal(record("reply"));
-        const claim = {
-          source: "s",
-          key: "k",
-          outcome: "command",
-          payload: {},
-          nowMs: T0,
-          write: record("ack"),
-        };
-        expect((await store.claimIngress(claim)).fresh).toBe(true);
-        expect((await store.claimIngress(claim)).fresh).toBe(false);
-        expect(
-          (await raw`SELECT what FROM written ORDER BY what`).map((r: { what: string }) => r.what),
-        ).toEqual(["ack", "reply"]);
-      } finally {
-        await store.close();
-        await raw.close();
-      }
     });
   });
 });

@@ -15,6 +15,7 @@ runStoreConformance("sqlite", async () => {
   const stores = openSqliteStores(join(dir.path, "s.sqlite"));
   return {
     store: stores.runtime,
+    outbox: stores.outbox,
     close: async () => {
       stores.close();
       dir.cleanup();

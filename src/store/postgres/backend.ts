@@ -1,10 +1,10 @@
-import { SQL, type TransactionSQL } from "bun";
+import { SQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { StoreBackend } from "../backend.ts";
 import { type GatewayLock, takeGatewayLock } from "./gateway-lock.ts";
 import { storeGauges } from "./metrics.ts";
 import { createPostgresOperatorQueries } from "./operator-queries.ts";
-import { commitAnswerDelivery, PostgresOutboxRepository } from "./outbox.ts";
+import { PostgresOutboxRepository } from "./outbox.ts";
 import { PostgresRuntimeStore } from "./runtime-store.ts";
 import { createPostgresScheduleRepository } from "./schedules.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./schema.ts";
@@ -48,9 +48,6 @@ export async function openPostgresBackend(
     outbox: new PostgresOutboxRepository(sql),
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),
-    async commitAnswerDelivery(tx, delivery, nowMs) {
-      await commitAnswerDelivery(tx as TransactionSQL, delivery, nowMs);
-    },
     async becomeActiveGateway(gateway) {
       lock ??= await takeGatewayLock(sql, location, gateway);
     },

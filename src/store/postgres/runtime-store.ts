@@ -7,14 +7,13 @@ import type {
   AdmitRequest,
   AdmitResult,
   CheckpointRequest,
+  CompactionCandidates,
   ConversationHead,
   ConversationSettings,
-  ConversationSummary,
   Fence,
   IngressClaim,
   MessagePage,
   PromptContext,
-  PromptTurn,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -25,35 +24,30 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import {
-  answerText,
-  type Message,
-  type MessagePart,
-  type RunState,
-  type StopReason,
-  type TerminalRunState,
-  type Usage,
-} from "../../runtime/types.ts";
+import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
-import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
+import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
+import { type Integer, type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
 import {
+  absorbedRuns,
+  acquisition,
   answerStatus,
   checkFence,
-  coalescingTarget,
-  idempotencyConflict,
-  isOwned,
-  joinedInputIds,
-  promptTurns,
-  stopReasonFor,
+  checkpointEvent,
+  type EventBody,
+  mayAbsorb,
+  nextRunnable,
+  purgeRefusal,
+  releasedState,
+  stopDecision,
+  terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
+import { postgresAdmissionSteps } from "./admission-steps.ts";
+import { CommitPublisher } from "./commit-publisher.ts";
+import { commitAnswerDelivery } from "./outbox.ts";
+import { compactionCandidates, messageById, promptContext, summaryOf } from "./prompt-reads.ts";
 import { openMigratedPool } from "./schema.ts";
-
-type EventBody = DurableEvent extends infer E
-  ? E extends DurableEvent
-    ? Omit<E, "seq" | "durable">
-    : never
-  : never;
 
 interface HeadRow {
   id: string;
@@ -72,48 +66,6 @@ interface LockedHead {
 interface Tx {
   sql: TransactionSQL;
   events: DurableEvent[];
-}
-
-/**
- * Calls listeners with each committed transaction's events, in commit order. A transaction takes
- * its turn when its work is done, just before COMMIT. Two transactions that append to one
- * conversation both update its head row, so the second cannot finish its work before the first
- * committed: their turns follow commit order. A turn's events go out once it and every earlier
- * turn settled.
- */
-class CommitPublisher {
-  private readonly listeners = new Set<(events: DurableEvent[]) => void>();
-  private readonly turns: Array<{ events: DurableEvent[]; settled: boolean }> = [];
-
-  subscribe(listener: (events: DurableEvent[]) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
-  }
-
-  /** Takes the next turn; call the returned function once the transaction committed or failed. */
-  enqueue(events: DurableEvent[]): (committed: boolean) => void {
-    const turn = { events, settled: false };
-    this.turns.push(turn);
-    return (committed) => {
-      turn.settled = true;
-      if (!committed) turn.events = [];
-      this.drain();
-    };
-  }
-
-  private drain(): void {
-    while (this.turns[0]?.settled) {
-      const { events } = this.turns.shift()!;
-      if (events.length === 0) continue;
-      for (const listener of this.listeners) {
-        try {
-          listener(events);
-        } catch {
-          // An observer's failure must not undo or hide a committed mutation.
-        }
-      }
-    }
-  }
 }
 
 /**
@@ -181,18 +133,6 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const [row] = await sql<Array<{ version: Integer }>>`
       SELECT version FROM conversations WHERE id = ${conversationId}`;
     return row ? Number(row.version) : 0;
-  }
-
-  private async message(sql: SQL, messageId: string): Promise<Message | null> {
-    const [row] = await sql<MessageRow[]>`SELECT * FROM messages WHERE id = ${messageId}`;
-    return row ? toMessage(row) : null;
-  }
-
-  private async messagesByIds(sql: SQL, ids: readonly string[]): Promise<Message[]> {
-    if (ids.length === 0) return [];
-    const rows = await sql<MessageRow[]>`
-      SELECT * FROM messages WHERE id = ANY(${sql.array([...ids], "TEXT")}) ORDER BY ord`;
-    return rows.map(toMessage);
   }
 
   private async assertNotPurged(sql: SQL, conversationId: string): Promise<void> {
@@ -309,57 +249,13 @@ export class PostgresRuntimeStore implements RuntimeStore {
       WHERE id = ${run.id}`;
     const [answer] = await tx.sql<Array<{ parts: string }>>`
       UPDATE messages SET status = ${answerStatus(state)} WHERE id = ${run.assistantMessageId} RETURNING parts`;
+    const parts = answer ? (JSON.parse(answer.parts) as MessagePart[]) : [];
     const { seq } = await this.appendEvent(
       tx,
-      {
-        type: "terminal",
-        conversationId: run.conversationId,
-        runId: run.id,
-        state,
-        text: answer ? answerText(JSON.parse(answer.parts) as MessagePart[]) : "",
-        usage: run.usage,
-        ...(absorbedInto ? { absorbedInto } : {}),
-      },
+      terminalEvent(run, state, parts, { usage: run.usage, ...(absorbedInto ? { absorbedInto } : {}) }),
       nowMs,
     );
     return seq;
-  }
-
-  /**
-   * Finished turns (superseded and absorbed excluded) after `afterFinishSeq`, oldest first: the
-   * newest `limit` of them, or the oldest `limit` when `newest` is false.
-   */
-  private async turns(
-    sql: SQL,
-    conversationId: string,
-    options: { afterFinishSeq: number; limit: number; newest: boolean },
-  ): Promise<PromptTurn[]> {
-    const rows = await sql.unsafe<RunRow[]>(
-      `SELECT * FROM runs WHERE conversation_id = $1 AND finish_seq > $2
-       AND state NOT IN ('superseded', 'absorbed', 'cancelled')
-       ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT $3`,
-      [conversationId, options.afterFinishSeq, options.limit],
-    );
-    if (options.newest) rows.reverse();
-    if (rows.length === 0) return [];
-    const runIds = rows.map((r) => r.id);
-    const messageRows = await sql<MessageRow[]>`
-      SELECT * FROM messages WHERE run_id = ANY(${sql.array(runIds, "TEXT")}) ORDER BY ord`;
-    const messages = messageRows.map(toMessage);
-    const joined = await this.messagesByIds(sql, joinedInputIds(messages.flatMap((m) => m.parts)));
-    return promptTurns(
-      rows.map((row) => ({ id: row.id, state: row.state, finishSeq: Number(row.finish_seq) })),
-      messages,
-      joined,
-    );
-  }
-
-  private async summaryRow(sql: SQL, conversationId: string): Promise<ConversationSummary | null> {
-    const [row] = await sql<Array<{ text: string; through_finish_seq: Integer; version: Integer }>>`
-      SELECT text, through_finish_seq, version FROM conversation_summaries WHERE conversation_id = ${conversationId}`;
-    return row
-      ? { text: row.text, throughFinishSeq: Number(row.through_finish_seq), version: Number(row.version) }
-      : null;
   }
 
   // ---- RuntimeStore ----
@@ -367,24 +263,8 @@ export class PostgresRuntimeStore implements RuntimeStore {
   loadCompactionCandidates(
     conversationId: string,
     options: { keepTurns: number; maxTurns: number },
-  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }> {
-    return this.read(async (sql) => {
-      const summary = await this.summaryRow(sql, conversationId);
-      const after = summary?.throughFinishSeq ?? 0;
-      const [count] = await sql<Array<{ n: Integer }>>`
-        SELECT count(*) AS n FROM runs WHERE conversation_id = ${conversationId} AND finish_seq > ${after}
-        AND state NOT IN ('superseded', 'absorbed', 'cancelled')`;
-      const pending = Math.max(0, Number(count!.n) - options.keepTurns);
-      const turns =
-        pending === 0
-          ? []
-          : await this.turns(sql, conversationId, {
-              afterFinishSeq: after,
-              limit: Math.min(pending, options.maxTurns),
-              newest: false,
-            });
-      return { summary, turns, pending };
-    });
+  ): Promise<CompactionCandidates> {
+    return this.read((sql) => compactionCandidates(sql, conversationId, options));
   }
 
   /** A compare-and-set in one statement; the conflict read runs only when it matched nothing. */
@@ -404,7 +284,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
                 AND through_finish_seq < ${throughFinishSeq}
               RETURNING version`;
       if (saved[0]) return { outcome: "saved", version: Number(saved[0].version) } as const;
-      const current = await this.summaryRow(tx.sql, conversationId);
+      const current = await summaryOf(tx.sql, conversationId);
       return { outcome: "conflict", actualVersion: current?.version ?? 0 } as const;
     });
   }
@@ -415,159 +295,29 @@ export class PostgresRuntimeStore implements RuntimeStore {
    * receipt.
    */
   admit(request: AdmitRequest): Promise<AdmitResult> {
-    return this.write(async (tx) => {
-      if (request.ingress) {
-        await this.lockIngress(tx, request.ingress.source, request.ingress.key);
-        const duplicate = await this.ingressDuplicate(tx, request.ingress);
-        if (duplicate) return duplicate;
-      }
-      const conversationId =
-        "id" in request.conversation
-          ? request.conversation.id
-          : await this.resolveKey(tx, request.conversation.key, request.nowMs);
-      const head = await this.lockHead(tx, conversationId, request.nowMs);
-      const prior = await this.priorAdmission(tx, conversationId, request);
-      if (prior) return { ...prior, version: head.version };
-      return this.admitNew(tx, conversationId, request);
+    return this.write((tx) => admitAsync(request, this.admissionSteps(tx)));
+  }
+
+  /** Admission's reads and writes in transaction `tx` (see admission.ts for the algorithm). */
+  private admissionSteps(tx: Tx): AsyncSteps<AdmissionSteps> {
+    return postgresAdmissionSteps(tx.sql, {
+      lockIngress: (ingress) => this.lockIngress(tx, ingress.source, ingress.key),
+      enterConversation: async (conversationId, nowMs) => {
+        await this.lockHead(tx, conversationId, nowMs);
+      },
+      resolveKey: (key, nowMs) => this.resolveKey(tx, key, nowMs),
+      version: (conversationId) => this.version(tx.sql, conversationId),
+      activeRuns: (conversationId) => this.activeRuns(tx.sql, conversationId),
+      endRun: (run, state, nowMs) => this.endWithoutOwner(tx, run, state, nowMs),
+      appendEvent: (body, nowMs) => this.appendEvent(tx, body, nowMs),
     });
-  }
-
-  /** The admission an ingress identity already led to, or null when it led to none. */
-  private async ingressDuplicate(
-    tx: Tx,
-    ingress: { source: string; key: string },
-  ): Promise<AdmitResult | null> {
-    const [seen] = await tx.sql<
-      Array<{ conversation_id: string | null; run_id: string | null; input_message_id: string | null }>
-    >`
-      SELECT conversation_id, run_id, input_message_id FROM ingress_receipts
-      WHERE source = ${ingress.source} AND key = ${ingress.key}`;
-    if (!seen?.run_id || !seen.conversation_id || !seen.input_message_id) return null;
-    return {
-      outcome: "duplicate",
-      conversationId: seen.conversation_id,
-      runId: seen.run_id,
-      inputMessageId: seen.input_message_id,
-      version: await this.version(tx.sql, seen.conversation_id),
-    };
-  }
-
-  /**
-   * The admission this idempotency key already made in the conversation, or null. Throws
-   * `idempotency_conflict` when the key was used with other input.
-   */
-  private async priorAdmission(
-    tx: Tx,
-    conversationId: string,
-    request: AdmitRequest,
-  ): Promise<Omit<Extract<AdmitResult, { outcome: "duplicate" }>, "version"> | null> {
-    const [prior] = await tx.sql<Array<{ fingerprint: string; run_id: string; id: string }>>`
-      SELECT fingerprint, run_id, id FROM messages
-      WHERE conversation_id = ${conversationId} AND idempotency_key = ${request.idempotencyKey}`;
-    if (!prior) return null;
-    if (prior.fingerprint !== request.fingerprint)
-      throw idempotencyConflict(request.idempotencyKey, conversationId);
-    return { outcome: "duplicate", conversationId, runId: prior.run_id, inputMessageId: prior.id };
-  }
-
-  /** Admits new input into a conversation whose head this transaction holds. */
-  private async admitNew(tx: Tx, conversationId: string, request: AdmitRequest): Promise<AdmitResult> {
-    const { nowMs } = request;
-    // Queue-without-coalescing touches no earlier run, so it need not read them.
-    const needsActive = request.policy !== "queue" || request.coalescePending;
-    const active = needsActive ? await this.activeRuns(tx.sql, conversationId) : [];
-    const { stopRequested, superseded } = await this.applyPolicy(tx, active, request);
-
-    const messageId = request.proposedIds.messageId;
-    const pending = coalescingTarget(active, request, superseded);
-
-    let runId: string;
-    if (pending) {
-      runId = pending.id;
-      await tx.sql`
-        UPDATE runs SET input_message_ids = ${JSON.stringify([...pending.inputMessageIds, messageId])}
-        WHERE id = ${runId}`;
-    } else {
-      runId = request.proposedIds.runId;
-      await tx.sql`
-        INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
-          assistant_message_id, context, created_at_ms)
-        VALUES (${runId}, ${conversationId}, 'queued', ${request.policy === "interrupt-next" ? "urgent" : "normal"},
-          ${request.policy}, ${JSON.stringify([messageId])}, ${newId("msg", nowMs)},
-          ${JSON.stringify(request.context ?? null)}, ${nowMs})`;
-    }
-    await tx.sql`
-      INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
-      VALUES (${messageId}, ${conversationId}, ${runId}, 'user', ${JSON.stringify(request.parts)}, 'complete', ${nowMs},
-        ${request.idempotencyKey}, ${request.fingerprint})`;
-    if (request.ingress) {
-      await tx.sql`
-        INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
-        VALUES (${request.ingress.source}, ${request.ingress.key}, ${conversationId}, ${runId}, ${messageId}, 'admitted',
-          ${JSON.stringify(request.ingress.payload ?? null)}, ${nowMs})
-        ON CONFLICT (source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
-          input_message_id = excluded.input_message_id, outcome = excluded.outcome`;
-    }
-    const outcome = pending ? "coalesced" : "admitted";
-    const { seq, version } = await this.appendEvent(
-      tx,
-      { type: "admission", conversationId, runId, inputMessageId: messageId, outcome },
-      nowMs,
-    );
-    return {
-      outcome,
-      conversationId,
-      runId,
-      inputMessageId: messageId,
-      version,
-      seq,
-      stopRequested,
-      superseded,
-    };
-  }
-
-  /** Applies the input policy to the conversation's earlier active runs. */
-  private async applyPolicy(
-    tx: Tx,
-    active: readonly RunRecord[],
-    request: AdmitRequest,
-  ): Promise<{ stopRequested: Array<{ runId: string; reason: StopReason }>; superseded: string[] }> {
-    const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
-    const superseded: string[] = [];
-    const stopReason = stopReasonFor(request.policy);
-    if (!stopReason) return { stopRequested, superseded };
-    for (const run of active) {
-      if (run.state === "queued") {
-        if (stopReason === "superseded") {
-          await this.endWithoutOwner(tx, run, "superseded", request.nowMs);
-          superseded.push(run.id);
-        }
-        continue;
-      }
-      const reason = run.stopReason === "superseded" ? "superseded" : stopReason;
-      await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${run.id}`;
-      if (run.state === "running") {
-        await this.appendEvent(
-          tx,
-          {
-            type: "run-state",
-            conversationId: run.conversationId,
-            runId: run.id,
-            state: "interrupt_requested",
-          },
-          request.nowMs,
-        );
-      }
-      stopRequested.push({ runId: run.id, reason });
-    }
-    return { stopRequested, superseded };
   }
 
   loadRun(runId: string): Promise<RunView | null> {
     return this.read(async (sql) => {
       const run = await this.runRow(sql, runId);
       if (!run) return null;
-      return { run, answer: await this.message(sql, run.assistantMessageId) };
+      return { run, answer: await messageById(sql, run.assistantMessageId) };
     });
   }
 
@@ -576,10 +326,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   async nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
-    const active = await this.activeRuns(this.sql, conversationId);
-    const owned = active.find(isOwned);
-    if (owned) return (owned.leaseExpiresAtMs ?? 0) <= nowMs ? owned : null;
-    return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
+    return nextRunnable(await this.activeRuns(this.sql, conversationId), nowMs);
   }
 
   acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
@@ -587,26 +334,19 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return this.write(async (tx) => {
       const run = await this.lockRun(tx, request.runId);
       if (!run) return null;
-      if (run.state === "queued") {
-        const busy = (await this.activeRuns(tx.sql, run.conversationId)).some(
-          (r) => isOwned(r) && (r.leaseExpiresAtMs ?? 0) > nowMs,
-        );
-        if (busy) return null;
-      } else if (!isOwned(run) || (run.leaseExpiresAtMs ?? 0) > nowMs) {
-        return null;
-      }
-      const state: RunState = run.state === "interrupt_requested" ? "interrupt_requested" : "running";
-      const token = run.fencingToken + 1;
+      const active = run.state === "queued" ? await this.activeRuns(tx.sql, run.conversationId) : [];
+      const taken = acquisition(run, active, nowMs);
+      if (!taken) return null;
       const [row] = await tx.sql<RunRow[]>`
-        UPDATE runs SET state = ${state}, owner = ${request.owner}, fencing_token = ${token},
+        UPDATE runs SET state = ${taken.state}, owner = ${request.owner}, fencing_token = ${taken.fencingToken},
           lease_expires_at_ms = ${nowMs + request.leaseMs}, started_at_ms = COALESCE(started_at_ms, ${nowMs})
         WHERE id = ${run.id} RETURNING *`;
       const { seq } = await this.appendEvent(
         tx,
-        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
         nowMs,
       );
-      return { run: toRun(row!), fence: { runId: run.id, fencingToken: token }, seq };
+      return { run: toRun(row!), fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
     });
   }
 
@@ -624,33 +364,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
-    return this.read(async (sql) => {
-      const run = await this.runRow(sql, runId);
-      if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
-      const inputs = await this.messagesByIds(sql, run.inputMessageIds);
-      const assistant = await this.message(sql, run.assistantMessageId);
-      const summary = await this.summaryRow(sql, run.conversationId);
-      const history = await this.turns(sql, run.conversationId, {
-        afterFinishSeq: summary?.throughFinishSeq ?? 0,
-        limit: options.maxTurns,
-        newest: true,
-      });
-      const joinableRuns = (
-        await sql<RunRow[]>`
-          SELECT * FROM runs WHERE conversation_id = ${run.conversationId} AND state = 'queued' AND policy = 'inject'
-          AND priority = 'normal' AND steps = 0 AND queue_seq > ${run.queueSeq} ORDER BY queue_seq`
-      ).map(toRun);
-      const joinableInputs = await this.messagesByIds(
-        sql,
-        joinableRuns.flatMap((r) => r.inputMessageIds),
-      );
-      const joinable = joinableRuns.flatMap((r) =>
-        joinableInputs
-          .filter((m) => r.inputMessageIds.includes(m.id))
-          .map((message) => ({ runId: r.id, message })),
-      );
-      return { run, summary, history, inputs, assistant, joinable };
-    });
+    return this.read((sql) => promptContext(sql, runId, options));
   }
 
   checkpoint(request: CheckpointRequest): Promise<{ seq: number }> {
@@ -675,18 +389,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
         UPDATE runs SET steps = ${step.step + 1}, usage = ${JSON.stringify(total.usage)},
           cost_complete = ${total.costComplete}
         WHERE id = ${run.id}`;
-      const { seq } = await this.appendEvent(
-        tx,
-        {
-          type: "checkpoint",
-          conversationId: run.conversationId,
-          runId: run.id,
-          step: step.step,
-          durationMs: step.finishedAtMs - step.startedAtMs,
-          text: answerText(request.assistantParts),
-        },
-        nowMs,
-      );
+      const { seq } = await this.appendEvent(tx, checkpointEvent(run, step, request.assistantParts), nowMs);
       return { seq };
     });
   }
@@ -705,18 +408,12 @@ export class PostgresRuntimeStore implements RuntimeStore {
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
     return this.write(async (tx) => {
       const run = await this.lockRun(tx, runId);
-      if (!run) return { outcome: "not_active" } as const;
-      if (run.state === "queued") {
-        const seq = await this.endWithoutOwner(
-          tx,
-          run,
-          reason === "superseded" ? "superseded" : "cancelled",
-          nowMs,
-        );
-        return { outcome: "ended", seq } as const;
+      const decision = stopDecision(run, reason);
+      if (!run || decision.kind === "not_active") return { outcome: "not_active" } as const;
+      if (decision.kind === "end") {
+        return { outcome: "ended", seq: await this.endWithoutOwner(tx, run, decision.state, nowMs) } as const;
       }
-      if (!isOwned(run)) return { outcome: "not_active" } as const;
-      if (run.state === "running") {
+      if (decision.mark) {
         await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
       }
       const { seq } = await this.appendEvent(
@@ -728,67 +425,38 @@ export class PostgresRuntimeStore implements RuntimeStore {
     });
   }
 
-  /**
-   * `deliveries` gets this transaction's `TransactionSQL` and is awaited: Bun's queries are lazy
-   * and run only when awaited, so a PostgreSQL writer returns the promise of its queries.
-   */
   commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
-    const { nowMs, state } = request;
+    const { nowMs, state, assistantParts } = request;
     return this.write(async (tx) => {
       const run = await this.fenced(tx, request.fence);
       const [answerRow] = await tx.sql<MessageRow[]>`
         INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
         VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
-          ${JSON.stringify(request.assistantParts)}, ${answerStatus(state)}, ${nowMs})
+          ${JSON.stringify(assistantParts)}, ${answerStatus(state)}, ${nowMs})
         ON CONFLICT (id) DO UPDATE SET parts = excluded.parts, status = excluded.status
         RETURNING *`;
       const [runRow] = await tx.sql<RunRow[]>`
         UPDATE runs SET state = ${state}, finished_at_ms = ${nowMs}, finish_seq = nextval('run_finish_seqs'),
           owner = NULL, lease_expires_at_ms = NULL, error = ${request.error ?? null}
         WHERE id = ${run.id} RETURNING *`;
-      const absorbed =
-        state === "completed" ? await this.absorbJoined(tx, run, request.assistantParts, nowMs) : [];
+      const absorbed = absorbedRuns(
+        state,
+        assistantParts,
+        mayAbsorb(state, assistantParts) ? await this.activeRuns(tx.sql, run.conversationId) : [],
+      );
+      for (const candidate of absorbed) await this.endWithoutOwner(tx, candidate, "absorbed", nowMs, run.id);
       const finalRun = toRun(runRow!);
-      const answer = toMessage(answerRow!);
-      await request.deliveries?.(tx.sql, finalRun, answer);
+      if (request.delivery) await commitAnswerDelivery(tx.sql, request.delivery, nowMs);
       const { seq } = await this.appendEvent(
         tx,
-        {
-          type: "terminal",
-          conversationId: run.conversationId,
-          runId: run.id,
-          state,
-          text: answerText(request.assistantParts),
+        terminalEvent(run, state, assistantParts, {
           usage: finalRun.usage,
           ...(request.error ? { error: request.error } : {}),
-        },
+        }),
         nowMs,
       );
-      return { seq, run: finalRun, answer, absorbed };
+      return { seq, run: finalRun, answer: toMessage(answerRow!), absorbed: absorbed.map((r) => r.id) };
     });
-  }
-
-  /** Ends `absorbed` the queued inject runs whose every input joined the completed `run`. */
-  private async absorbJoined(
-    tx: Tx,
-    run: RunRecord,
-    parts: readonly MessagePart[],
-    nowMs: number,
-  ): Promise<string[]> {
-    const joined = new Set(joinedInputIds(parts));
-    if (joined.size === 0) return [];
-    const absorbed: string[] = [];
-    for (const candidate of await this.activeRuns(tx.sql, run.conversationId)) {
-      if (
-        candidate.state === "queued" &&
-        candidate.policy === "inject" &&
-        candidate.inputMessageIds.every((id) => joined.has(id))
-      ) {
-        await this.endWithoutOwner(tx, candidate, "absorbed", nowMs, run.id);
-        absorbed.push(candidate.id);
-      }
-    }
-    return absorbed;
   }
 
   /**
@@ -810,7 +478,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
   releaseRun(fence: Fence, nowMs: number): Promise<void> {
     return this.write(async (tx) => {
       const run = await this.fenced(tx, fence);
-      const state: RunState = run.state === "running" ? "queued" : run.state;
+      const state = releasedState(run);
       await tx.sql`UPDATE runs SET state = ${state}, owner = NULL, lease_expires_at_ms = NULL WHERE id = ${run.id}`;
       await this.appendEvent(
         tx,
@@ -841,12 +509,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const rows = await this.sql<Array<MessageRow & { run_state: string }>>`
       SELECT m.*, r.state AS run_state FROM messages m JOIN runs r ON r.id = m.run_id
       WHERE m.conversation_id = ${conversationId} AND m.ord > ${page.afterOrder} ORDER BY m.ord LIMIT ${page.limit + 1}`;
-    const items = rows.slice(0, page.limit).map((row) => ({
-      order: Number(row.ord),
-      message: toMessage(row),
-      runState: row.run_state as RunState,
-    }));
-    return { items, nextAfterOrder: rows.length > page.limit ? (items.at(-1)?.order ?? null) : null };
+    return toMessagePage(rows, page.limit);
   }
 
   resolveConversationKey(key: string, nowMs: number): Promise<string> {
@@ -877,12 +540,12 @@ export class PostgresRuntimeStore implements RuntimeStore {
     const { expectedVersion, nowMs } = options;
     return this.write<PurgeResult>(async (tx) => {
       const head = await this.lockHead(tx, conversationId, nowMs);
-      const active = await this.activeRuns(tx.sql, conversationId);
-      if (active.length > 0) return { outcome: "active", runIds: active.map((r) => r.id) };
-      if (expectedVersion !== undefined && expectedVersion !== head.version) {
+      const active = (await this.activeRuns(tx.sql, conversationId)).map((r) => r.id);
+      const refusal = purgeRefusal(active, expectedVersion, head.version);
+      if (refusal) {
         // A head inserted only to take the lock must not outlive a purge that did not happen.
         if (head.created) await tx.sql`DELETE FROM conversations WHERE id = ${conversationId}`;
-        return { outcome: "conflict", actualVersion: head.version };
+        return refusal;
       }
       await tx.sql`
         DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ${conversationId})`;
@@ -919,10 +582,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return rows.map((row) => ({ replyTarget: row.target, updateKey: row.key }));
   }
 
-  /**
-   * Holds the identity's lock, as an admission does. `write` gets this transaction's
-   * `TransactionSQL` and is awaited (see commitTerminal).
-   */
+  /** Holds the identity's lock, as an admission does. */
   claimIngress(
     request: IngressClaim,
   ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
@@ -935,7 +595,6 @@ export class PostgresRuntimeStore implements RuntimeStore {
         INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
         VALUES (${request.source}, ${request.key}, ${request.conversationId ?? null}, ${request.outcome},
           ${JSON.stringify(request.payload ?? null)}, ${request.nowMs})`;
-      await request.write?.(tx.sql);
       return { fresh: true, previousOutcome: null, runId: null };
     });
   }

@@ -3,7 +3,6 @@ import { watchExternalCommits } from "./external-commits.ts";
 import { claimGatewayFile, type GatewayClaim } from "./gateway-claim.ts";
 import { openSqliteStores } from "./index.ts";
 import { storeGauges } from "./metrics.ts";
-import { commitAnswerDeliverySync } from "./outbox.ts";
 
 /** How soon a gateway notices an operator's change made on the file by another process. */
 const EXTERNAL_COMMIT_CHECK_MS = 1000;
@@ -20,9 +19,6 @@ export function openSqliteBackend(path: string): StoreBackend {
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,
-    commitAnswerDelivery(tx, delivery, nowMs) {
-      commitAnswerDeliverySync(tx as typeof db, delivery, nowMs);
-    },
     // A standby needs PostgreSQL (the configuration refuses it here), so a claimed file refuses.
     becomeActiveGateway: async () => {
       claim ??= await claimGatewayFile(db, path);

@@ -7,14 +7,13 @@ import type {
   AdmitRequest,
   AdmitResult,
   CheckpointRequest,
+  CompactionCandidates,
   ConversationHead,
   ConversationSettings,
-  ConversationSummary,
   Fence,
   IngressClaim,
   MessagePage,
   PromptContext,
-  PromptTurn,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -25,44 +24,32 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import {
-  answerText,
-  type Message,
-  type MessagePart,
-  type RunState,
-  type StopReason,
-  type TerminalRunState,
-  type Usage,
-} from "../../runtime/types.ts";
+import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
-import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
+import { type AdmissionSteps, admitSync } from "../admission.ts";
+import { type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
 import {
+  absorbedRuns,
+  acquisition,
   answerStatus,
   checkFence,
-  coalescingTarget,
-  idempotencyConflict,
-  joinedInputIds,
-  promptTurns,
-  stopReasonFor,
+  checkpointEvent,
+  type EventBody,
+  mayAbsorb,
+  nextRunnable,
+  purgeRefusal,
+  releasedState,
+  stopDecision,
+  summaryConflict,
+  terminalEvent,
 } from "../rules.ts";
 import { sumUsage } from "../usage.ts";
-import { placeholders } from "./database.ts";
+import { sqliteAdmissionSteps } from "./admission-steps.ts";
+import { GroupCommit, type Outcome } from "./group-commit.ts";
+import { commitAnswerDeliverySync } from "./outbox.ts";
+import { compactionCandidates, promptContext, summaryOf } from "./prompt-reads.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
-
-type EventBody = DurableEvent extends infer E
-  ? E extends DurableEvent
-    ? Omit<E, "seq" | "durable">
-    : never
-  : never;
-
-interface PendingAdmission {
-  request: AdmitRequest;
-  resolve: (result: AdmitResult) => void;
-  reject: (error: unknown) => void;
-}
-
-type AdmissionOutcome = { ok: true; value: AdmitResult } | { ok: false; error: unknown };
 
 /**
  * The runtime store on bun:sqlite. Mutations run in `BEGIN IMMEDIATE` transactions, reads in
@@ -75,9 +62,19 @@ export class SqliteRuntimeStore implements RuntimeStore {
   private lastVersion = 0;
   /** Events appended by the transaction in progress; published only after it commits. */
   private appended: DurableEvent[] = [];
-  private admissionBatch: PendingAdmission[] = [];
 
-  constructor(readonly db: Database) {}
+  /** Admission's reads and writes on this connection (see admission.ts for the algorithm). */
+  private readonly admissionSteps: AdmissionSteps;
+
+  constructor(readonly db: Database) {
+    this.admissionSteps = sqliteAdmissionSteps(db, {
+      resolveKey: (key, nowMs) => this.resolveKey(key, nowMs),
+      version: (conversationId) => this.version(conversationId),
+      activeRuns: (conversationId) => this.activeRuns(conversationId),
+      endRun: (run, state, nowMs) => this.endWithoutOwner(run, state, nowMs),
+      appendEvent: (body, nowMs) => ({ seq: this.appendEvent(body, nowMs), version: this.lastVersion }),
+    });
+  }
 
   onCommitted(listener: (events: DurableEvent[]) => void): () => void {
     this.listeners.add(listener);
@@ -225,22 +222,12 @@ export class SqliteRuntimeStore implements RuntimeStore {
          absorbed_into = ? WHERE id = ?`,
       )
       .run(state, nowMs, this.nextFinishSeq(), absorbedInto ?? null, run.id);
-    this.db
-      .query("UPDATE messages SET status = ? WHERE id = ?")
-      .run(answerStatus(state), run.assistantMessageId);
-    const answer = this.db.query("SELECT parts FROM messages WHERE id = ?").get(run.assistantMessageId) as {
-      parts: string;
-    } | null;
+    const answer = this.db
+      .query("UPDATE messages SET status = ? WHERE id = ? RETURNING parts")
+      .get(answerStatus(state), run.assistantMessageId) as { parts: string } | null;
+    const parts = answer ? (JSON.parse(answer.parts) as MessagePart[]) : [];
     return this.appendEvent(
-      {
-        type: "terminal",
-        conversationId: run.conversationId,
-        runId: run.id,
-        state,
-        text: answer ? answerText(JSON.parse(answer.parts) as MessagePart[]) : "",
-        usage: run.usage,
-        ...(absorbedInto ? { absorbedInto } : {}),
-      },
+      terminalEvent(run, state, parts, { usage: run.usage, ...(absorbedInto ? { absorbedInto } : {}) }),
       nowMs,
     );
   }
@@ -249,89 +236,20 @@ export class SqliteRuntimeStore implements RuntimeStore {
     return checkFence(this.runRow(fence.runId), fence);
   }
 
-  private messagesByIds(ids: readonly string[]): Message[] {
-    if (ids.length === 0) return [];
-    const marks = placeholders(ids.length);
-    return (
-      this.db.query(`SELECT * FROM messages WHERE id IN (${marks}) ORDER BY ord`).all(...ids) as MessageRow[]
-    ).map(toMessage);
-  }
-
-  /**
-   * Finished turns (superseded and absorbed excluded) after `afterFinishSeq`, oldest first: the
-   * newest `limit` of them, or the oldest `limit` when `newest` is false.
-   */
-  private turns(
-    conversationId: string,
-    options: { afterFinishSeq: number; limit: number; newest: boolean },
-  ): PromptTurn[] {
-    const rows = this.db
-      .query(
-        `SELECT * FROM runs WHERE conversation_id = ? AND finish_seq > ?
-         AND state NOT IN ('superseded', 'absorbed', 'cancelled')
-         ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT ?`,
-      )
-      .all(conversationId, options.afterFinishSeq, options.limit) as Array<RunRow & { finish_seq: number }>;
-    if (options.newest) rows.reverse();
-    if (rows.length === 0) return [];
-    const marks = placeholders(rows.length);
-    const messages = (
-      this.db
-        .query(`SELECT * FROM messages WHERE run_id IN (${marks}) ORDER BY ord`)
-        .all(...rows.map((r) => r.id)) as MessageRow[]
-    ).map(toMessage);
-    return promptTurns(
-      rows.map((row) => ({ id: row.id, state: row.state, finishSeq: row.finish_seq })),
-      messages,
-      this.messagesByIds(joinedInputIds(messages.flatMap((m) => m.parts))),
-    );
-  }
-
-  private summaryRow(conversationId: string): ConversationSummary | null {
-    const row = this.db
-      .query("SELECT text, through_finish_seq, version FROM conversation_summaries WHERE conversation_id = ?")
-      .get(conversationId) as { text: string; through_finish_seq: number; version: number } | null;
-    return row ? { text: row.text, throughFinishSeq: row.through_finish_seq, version: row.version } : null;
-  }
-
   // ---- RuntimeStore ----
 
   loadCompactionCandidates(
     conversationId: string,
     options: { keepTurns: number; maxTurns: number },
-  ): Promise<{ summary: ConversationSummary | null; turns: PromptTurn[]; pending: number }> {
-    return this.read(() => {
-      const summary = this.summaryRow(conversationId);
-      const after = summary?.throughFinishSeq ?? 0;
-      const count = this.db
-        .query(
-          `SELECT count(*) AS n FROM runs WHERE conversation_id = ? AND finish_seq > ?
-           AND state NOT IN ('superseded', 'absorbed', 'cancelled')`,
-        )
-        .get(conversationId, after) as { n: number };
-      const pending = Math.max(0, count.n - options.keepTurns);
-      const turns =
-        pending === 0
-          ? []
-          : this.turns(conversationId, {
-              afterFinishSeq: after,
-              limit: Math.min(pending, options.maxTurns),
-              newest: false,
-            });
-      return { summary, turns, pending };
-    });
+  ): Promise<CompactionCandidates> {
+    return this.read(() => compactionCandidates(this.db, conversationId, options));
   }
 
   saveSummary(request: SummarySave): Promise<SummarySaveResult> {
     return this.write(() => {
-      const current = this.summaryRow(request.conversationId);
+      const current = summaryOf(this.db, request.conversationId);
       const actual = current?.version ?? 0;
-      if (
-        actual !== request.expectedVersion ||
-        (current && request.throughFinishSeq <= current.throughFinishSeq)
-      ) {
-        return { outcome: "conflict", actualVersion: actual } as const;
-      }
+      if (summaryConflict(current, request)) return { outcome: "conflict", actualVersion: actual } as const;
       this.db
         .query(
           `INSERT INTO conversation_summaries (conversation_id, text, through_finish_seq, version, updated_at_ms)
@@ -350,50 +268,27 @@ export class SqliteRuntimeStore implements RuntimeStore {
    * promise settles only after the shared commit.
    */
   admit(request: AdmitRequest): Promise<AdmitResult> {
-    return new Promise((resolve, reject) => {
-      this.admissionBatch.push({ request, resolve, reject });
-      if (this.admissionBatch.length === 1) queueMicrotask(() => this.flushAdmissions());
-    });
+    return this.admissions.submit(request);
   }
 
-  private flushAdmissions(): void {
-    const batch = this.admissionBatch;
-    this.admissionBatch = [];
-    let outcomes: AdmissionOutcome[];
-    try {
-      outcomes = this.commitAdmissions(batch, false);
-    } catch (error) {
-      // One refused admission (a key conflict, a purged conversation) rolled back the whole
-      // batch; replay it with each admission in its own savepoint so only that one fails.
-      try {
-        if (batch.length === 1) throw error;
-        outcomes = this.commitAdmissions(batch, true);
-      } catch (fatal) {
-        for (const item of batch) item.reject(fatal);
-        return;
-      }
-    }
-    batch.forEach((item, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) item.resolve(outcome.value);
-      else item.reject(outcome.error);
-    });
-  }
+  private readonly admissions = new GroupCommit<AdmitRequest, AdmitResult>((requests, isolate) =>
+    this.commitAdmissions(requests, isolate),
+  );
 
-  private commitAdmissions(batch: readonly PendingAdmission[], isolate: boolean): AdmissionOutcome[] {
-    const outcomes: AdmissionOutcome[] = [];
+  private commitAdmissions(requests: readonly AdmitRequest[], isolate: boolean): Array<Outcome<AdmitResult>> {
+    const outcomes: Array<Outcome<AdmitResult>> = [];
     this.appended = [];
     try {
       this.db
         .transaction(() => {
-          for (const item of batch) {
+          for (const request of requests) {
             if (!isolate) {
-              outcomes.push({ ok: true, value: this.admitOne(item.request) });
+              outcomes.push({ ok: true, value: this.admitOne(request) });
               continue;
             }
             const mark = this.appended.length;
             try {
-              outcomes.push({ ok: true, value: this.db.transaction(() => this.admitOne(item.request))() });
+              outcomes.push({ ok: true, value: this.db.transaction(() => this.admitOne(request))() });
             } catch (error) {
               this.appended.length = mark;
               outcomes.push({ ok: false, error });
@@ -410,160 +305,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   private admitOne(request: AdmitRequest): AdmitResult {
-    {
-      const { nowMs } = request;
-      if (request.ingress) {
-        const seen = this.db
-          .query(
-            "SELECT conversation_id, run_id, input_message_id FROM ingress_receipts WHERE source = ? AND key = ?",
-          )
-          .get(request.ingress.source, request.ingress.key) as {
-          conversation_id: string | null;
-          run_id: string | null;
-          input_message_id: string | null;
-        } | null;
-        if (seen?.run_id && seen.conversation_id && seen.input_message_id) {
-          return {
-            outcome: "duplicate",
-            conversationId: seen.conversation_id,
-            runId: seen.run_id,
-            inputMessageId: seen.input_message_id,
-            version: this.version(seen.conversation_id),
-          } as const;
-        }
-      }
-      const conversationId =
-        "id" in request.conversation
-          ? request.conversation.id
-          : this.resolveKey(request.conversation.key, nowMs);
-
-      const prior = this.db
-        .query(
-          "SELECT fingerprint, run_id, id FROM messages WHERE conversation_id = ? AND idempotency_key = ?",
-        )
-        .get(conversationId, request.idempotencyKey) as {
-        fingerprint: string;
-        run_id: string;
-        id: string;
-      } | null;
-      if (prior) {
-        if (prior.fingerprint !== request.fingerprint) {
-          throw idempotencyConflict(request.idempotencyKey, conversationId);
-        }
-        return {
-          outcome: "duplicate",
-          conversationId,
-          runId: prior.run_id,
-          inputMessageId: prior.id,
-          version: this.version(conversationId),
-        } as const;
-      }
-
-      // Queue-without-coalescing touches no earlier run, so it need not read them.
-      const needsActive = request.policy !== "queue" || request.coalescePending;
-      const active = needsActive ? this.activeRuns(conversationId) : [];
-      const stopRequested: Array<{ runId: string; reason: StopReason }> = [];
-      const superseded: string[] = [];
-      const stopReason = stopReasonFor(request.policy);
-      if (stopReason) {
-        for (const run of active) {
-          if (run.state === "queued") {
-            if (stopReason === "superseded") {
-              this.endWithoutOwner(run, "superseded", nowMs);
-              superseded.push(run.id);
-            }
-            continue;
-          }
-          const reason = run.stopReason === "superseded" ? "superseded" : stopReason;
-          this.db
-            .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
-            .run(reason, run.id);
-          if (run.state === "running") {
-            this.appendEvent(
-              { type: "run-state", conversationId, runId: run.id, state: "interrupt_requested" },
-              nowMs,
-            );
-          }
-          stopRequested.push({ runId: run.id, reason });
-        }
-      }
-
-      const messageId = request.proposedIds.messageId;
-      const pending = coalescingTarget(active, request, superseded);
-
-      let runId: string;
-      if (pending) {
-        runId = pending.id;
-        this.db
-          .query("UPDATE runs SET input_message_ids = ? WHERE id = ?")
-          .run(JSON.stringify([...pending.inputMessageIds, messageId]), runId);
-      } else {
-        runId = request.proposedIds.runId;
-        // queue_seq is the rowid: SQLite assigns max + 1, the run's place in durable order.
-        this.db
-          .query(
-            `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids,
-             assistant_message_id, context, created_at_ms) VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(
-            runId,
-            conversationId,
-            request.policy === "interrupt-next" ? "urgent" : "normal",
-            request.policy,
-            JSON.stringify([messageId]),
-            newId("msg", nowMs),
-            JSON.stringify(request.context ?? null),
-            nowMs,
-          );
-      }
-      this.db
-        .query(
-          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
-           VALUES (?, ?, ?, 'user', ?, 'complete', ?, ?, ?)`,
-        )
-        .run(
-          messageId,
-          conversationId,
-          runId,
-          JSON.stringify(request.parts),
-          nowMs,
-          request.idempotencyKey,
-          request.fingerprint,
-        );
-      if (request.ingress) {
-        this.db
-          .query(
-            `INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)
-             VALUES (?, ?, ?, ?, ?, 'admitted', ?, ?)
-             ON CONFLICT(source, key) DO UPDATE SET conversation_id = excluded.conversation_id, run_id = excluded.run_id,
-               input_message_id = excluded.input_message_id, outcome = excluded.outcome`,
-          )
-          .run(
-            request.ingress.source,
-            request.ingress.key,
-            conversationId,
-            runId,
-            messageId,
-            JSON.stringify(request.ingress.payload ?? null),
-            nowMs,
-          );
-      }
-      const outcome = pending ? "coalesced" : "admitted";
-      const seq = this.appendEvent(
-        { type: "admission", conversationId, runId, inputMessageId: messageId, outcome },
-        nowMs,
-      );
-      return {
-        outcome,
-        conversationId,
-        runId,
-        inputMessageId: messageId,
-        version: this.lastVersion,
-        seq,
-        stopRequested,
-        superseded,
-      } as const;
-    }
+    return admitSync(request, this.admissionSteps);
   }
 
   loadRun(runId: string): Promise<RunView | null> {
@@ -582,43 +324,31 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
-    return this.read(() => {
-      const active = this.activeRuns(conversationId);
-      const owned = active.find((r) => r.state === "running" || r.state === "interrupt_requested");
-      if (owned) return (owned.leaseExpiresAtMs ?? 0) <= nowMs ? owned : null;
-      return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
-    });
+    return this.read(() => nextRunnable(this.activeRuns(conversationId), nowMs));
   }
 
   acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
+    const { nowMs } = request;
     return this.write(() => {
       const run = this.runRow(request.runId);
       if (!run) return null;
-      const leaseExpired = (run.leaseExpiresAtMs ?? 0) <= request.nowMs;
-      if (run.state === "queued") {
-        const busy = this.activeRuns(run.conversationId).some(
-          (r) =>
-            (r.state === "running" || r.state === "interrupt_requested") &&
-            (r.leaseExpiresAtMs ?? 0) > request.nowMs,
-        );
-        if (busy) return null;
-      } else if (!(run.state === "running" || run.state === "interrupt_requested") || !leaseExpired) {
-        return null;
-      }
-      const state: RunState = run.state === "interrupt_requested" ? "interrupt_requested" : "running";
-      const token = run.fencingToken + 1;
+      const taken = acquisition(
+        run,
+        run.state === "queued" ? this.activeRuns(run.conversationId) : [],
+        nowMs,
+      );
+      if (!taken) return null;
       this.db
         .query(
           `UPDATE runs SET state = ?, owner = ?, fencing_token = ?, lease_expires_at_ms = ?,
            started_at_ms = COALESCE(started_at_ms, ?) WHERE id = ?`,
         )
-        .run(state, request.owner, token, request.nowMs + request.leaseMs, request.nowMs, run.id);
+        .run(taken.state, request.owner, taken.fencingToken, nowMs + request.leaseMs, nowMs, run.id);
       const seq = this.appendEvent(
-        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
-        request.nowMs,
+        { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
+        nowMs,
       );
-      const updated = this.runRow(run.id)!;
-      return { run: updated, fence: { runId: run.id, fencingToken: token }, seq };
+      return { run: this.runRow(run.id)!, fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
     });
   }
 
@@ -641,41 +371,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   }
 
   loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
-    return this.read(() => {
-      const run = this.runRow(runId);
-      if (!run) throw new SwitchboardError("not_found", `Run ${runId} does not exist.`);
-      const inputs = this.messagesByIds(run.inputMessageIds);
-      const assistantRow = this.db
-        .query("SELECT * FROM messages WHERE id = ?")
-        .get(run.assistantMessageId) as MessageRow | null;
-
-      const summary = this.summaryRow(run.conversationId);
-      const history = this.turns(run.conversationId, {
-        afterFinishSeq: summary?.throughFinishSeq ?? 0,
-        limit: options.maxTurns,
-        newest: true,
-      });
-
-      const joinable = (
-        this.db
-          .query(
-            `SELECT * FROM runs WHERE conversation_id = ? AND state = 'queued' AND policy = 'inject'
-             AND priority = 'normal' AND steps = 0 AND queue_seq > ? ORDER BY queue_seq`,
-          )
-          .all(run.conversationId, run.queueSeq) as RunRow[]
-      )
-        .map(toRun)
-        .flatMap((r) => this.messagesByIds(r.inputMessageIds).map((message) => ({ runId: r.id, message })));
-
-      return {
-        run,
-        summary,
-        history,
-        inputs,
-        assistant: assistantRow ? toMessage(assistantRow) : null,
-        joinable,
-      };
-    });
+    return this.read(() => promptContext(this.db, runId, options));
   }
 
   checkpoint(request: CheckpointRequest): Promise<{ seq: number }> {
@@ -718,17 +414,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       this.db
         .query("UPDATE runs SET steps = ?, usage = ?, cost_complete = ? WHERE id = ?")
         .run(step.step + 1, JSON.stringify(total.usage), total.costComplete ? 1 : 0, run.id);
-      const seq = this.appendEvent(
-        {
-          type: "checkpoint",
-          conversationId: run.conversationId,
-          runId: run.id,
-          step: step.step,
-          durationMs: step.finishedAtMs - step.startedAtMs,
-          text: answerText(request.assistantParts),
-        },
-        nowMs,
-      );
+      const seq = this.appendEvent(checkpointEvent(run, step, request.assistantParts), nowMs);
       return { seq };
     });
   }
@@ -749,91 +435,67 @@ export class SqliteRuntimeStore implements RuntimeStore {
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
     return this.write(() => {
       const run = this.runRow(runId);
-      if (!run) return { outcome: "not_active" } as const;
-      if (run.state === "queued") {
-        const seq = this.endWithoutOwner(run, reason === "superseded" ? "superseded" : "cancelled", nowMs);
-        return { outcome: "ended", seq } as const;
+      const decision = stopDecision(run, reason);
+      if (!run || decision.kind === "not_active") return { outcome: "not_active" } as const;
+      if (decision.kind === "end") {
+        return { outcome: "ended", seq: this.endWithoutOwner(run, decision.state, nowMs) } as const;
       }
-      if (run.state === "running" || run.state === "interrupt_requested") {
-        if (run.state === "running") {
-          this.db
-            .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
-            .run(reason, runId);
-        }
-        const seq = this.appendEvent(
-          { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
-          nowMs,
-        );
-        return { outcome: "requested", seq } as const;
+      if (decision.mark) {
+        this.db
+          .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
+          .run(reason, runId);
       }
-      return { outcome: "not_active" } as const;
+      const seq = this.appendEvent(
+        { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
+        nowMs,
+      );
+      return { outcome: "requested", seq } as const;
     });
   }
 
   commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
+    const { nowMs, state, assistantParts } = request;
     return this.write(() => {
       const run = this.fenced(request.fence);
-      const { nowMs, state } = request;
-      const status = answerStatus(state);
-      this.db
-        .query(
-          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-           VALUES (?, ?, ?, 'assistant', ?, ?, ?)
-           ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status`,
-        )
-        .run(
-          run.assistantMessageId,
-          run.conversationId,
-          run.id,
-          JSON.stringify(request.assistantParts),
-          status,
-          nowMs,
-        );
-      this.db
-        .query(
-          `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
-           error = ? WHERE id = ?`,
-        )
-        .run(state, nowMs, this.nextFinishSeq(), request.error ?? null, run.id);
-
-      const absorbed: string[] = [];
-      if (state === "completed") {
-        const joined = new Set(joinedInputIds(request.assistantParts));
-        if (joined.size > 0) {
-          for (const candidate of this.activeRuns(run.conversationId)) {
-            if (
-              candidate.state === "queued" &&
-              candidate.policy === "inject" &&
-              candidate.inputMessageIds.every((id) => joined.has(id))
-            ) {
-              this.endWithoutOwner(candidate, "absorbed", nowMs, run.id);
-              absorbed.push(candidate.id);
-            }
-          }
-        }
-      }
-      const finalRun = this.runRow(run.id)!;
       const answer = toMessage(
-        this.db.query("SELECT * FROM messages WHERE id = ?").get(run.assistantMessageId) as MessageRow,
+        this.db
+          .query(
+            `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+             VALUES (?, ?, ?, 'assistant', ?, ?, ?)
+             ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status RETURNING *`,
+          )
+          .get(
+            run.assistantMessageId,
+            run.conversationId,
+            run.id,
+            JSON.stringify(assistantParts),
+            answerStatus(state),
+            nowMs,
+          ) as MessageRow,
       );
-      if (request.deliveries?.(this.db, finalRun, answer) instanceof Promise) {
-        throw new Error(
-          "A SQLite delivery writer must finish synchronously, inside the terminal transaction.",
-        );
-      }
+      const finalRun = toRun(
+        this.db
+          .query(
+            `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
+             error = ? WHERE id = ? RETURNING *`,
+          )
+          .get(state, nowMs, this.nextFinishSeq(), request.error ?? null, run.id) as RunRow,
+      );
+      const absorbed = absorbedRuns(
+        state,
+        assistantParts,
+        mayAbsorb(state, assistantParts) ? this.activeRuns(run.conversationId) : [],
+      );
+      for (const candidate of absorbed) this.endWithoutOwner(candidate, "absorbed", nowMs, run.id);
+      if (request.delivery) commitAnswerDeliverySync(this.db, request.delivery, nowMs);
       const seq = this.appendEvent(
-        {
-          type: "terminal",
-          conversationId: run.conversationId,
-          runId: run.id,
-          state,
-          text: answerText(request.assistantParts),
+        terminalEvent(run, state, assistantParts, {
           usage: finalRun.usage,
           ...(request.error ? { error: request.error } : {}),
-        },
+        }),
         nowMs,
       );
-      return { seq, run: finalRun, answer, absorbed };
+      return { seq, run: finalRun, answer, absorbed: absorbed.map((r) => r.id) };
     });
   }
 
@@ -852,7 +514,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
   releaseRun(fence: Fence, nowMs: number): Promise<void> {
     return this.write(() => {
       const run = this.fenced(fence);
-      const state: RunState = run.state === "running" ? "queued" : run.state;
+      const state = releasedState(run);
       this.db
         .query("UPDATE runs SET state = ?, owner = NULL, lease_expires_at_ms = NULL WHERE id = ?")
         .run(state, run.id);
@@ -891,12 +553,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
            WHERE m.conversation_id = ? AND m.ord > ? ORDER BY m.ord LIMIT ?`,
         )
         .all(conversationId, page.afterOrder, page.limit + 1) as Array<MessageRow & { run_state: string }>;
-      const items = rows.slice(0, page.limit).map((row) => ({
-        order: Number(row.ord),
-        message: toMessage(row),
-        runState: row.run_state as RunState,
-      }));
-      return { items, nextAfterOrder: rows.length > page.limit ? (items.at(-1)?.order ?? null) : null };
+      return toMessagePage(rows, page.limit);
     });
   }
 
@@ -929,12 +586,9 @@ export class SqliteRuntimeStore implements RuntimeStore {
         .query("SELECT 1 FROM conversation_tombstones WHERE conversation_id = ?")
         .get(conversationId);
       if (tomb) return { outcome: "already_purged" } as const;
-      const active = this.activeRuns(conversationId);
-      if (active.length > 0) return { outcome: "active", runIds: active.map((r) => r.id) } as const;
-      const version = this.version(conversationId);
-      if (expectedVersion !== undefined && expectedVersion !== version) {
-        return { outcome: "conflict", actualVersion: version } as const;
-      }
+      const active = this.activeRuns(conversationId).map((r) => r.id);
+      const refusal = purgeRefusal(active, expectedVersion, this.version(conversationId));
+      if (refusal) return refusal;
       this.db
         .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
         .run(conversationId);
@@ -996,7 +650,6 @@ export class SqliteRuntimeStore implements RuntimeStore {
           JSON.stringify(request.payload ?? null),
           request.nowMs,
         );
-      request.write?.(this.db);
       return { fresh: true, previousOutcome: null, runId: null };
     });
   }

@@ -8,7 +8,6 @@ import type { ChannelName } from "../../../channels/types.ts";
 import { createScheduleService } from "../../../schedules/service.ts";
 import type { Schedule } from "../../../schedules/types.ts";
 import { openSqliteStores, type SqliteStores } from "../../../src/store/sqlite/index.ts";
-import { commitAnswerDeliverySync } from "../../../src/store/sqlite/outbox.ts";
 import type { Clock } from "../../../src/util/clock.ts";
 
 export const T0 = Date.parse("2026-03-01T09:00:00Z");
@@ -85,20 +84,14 @@ async function complete(
     fence: acquired.fence,
     state: "completed",
     assistantParts: [{ type: "text", text: answer }],
-    deliveries: (tx) => {
-      commitAnswerDeliverySync(
-        tx as Database,
-        {
-          runId: run.runId,
-          conversationId: run.conversationId,
-          channel,
-          account: "bot-1",
-          target,
-          state: "completed",
-          text: answer,
-        },
-        clock.now(),
-      );
+    delivery: {
+      runId: run.runId,
+      conversationId: run.conversationId,
+      channel,
+      account: "bot-1",
+      target,
+      state: "completed",
+      text: answer,
     },
     nowMs: clock.now(),
   });

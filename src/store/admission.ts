@@ -1,0 +1,177 @@
+import type { AdmitRequest, AdmitResult, RunRecord } from "../runtime/store.ts";
+import type { StopReason, TerminalRunState } from "../runtime/types.ts";
+import {
+  admitted,
+  type EventBody,
+  needsActiveRuns,
+  planAdmission,
+  priorDuplicate,
+  receiptDuplicate,
+} from "./rules.ts";
+
+/**
+ * The reads and writes admission needs from an engine, each inside the admitting transaction.
+ * SQLite implements them synchronously; PostgreSQL as promises of the same ({@link AsyncSteps}).
+ */
+export interface AdmissionSteps {
+  /** The admission an ingress identity already led to. PostgreSQL first locks the identity. */
+  receipt(ingress: { source: string; key: string }): {
+    conversation_id: string | null;
+    run_id: string | null;
+    input_message_id: string | null;
+  } | null;
+  /** The conversation mapped to `key`, creating it when new. */
+  resolveKey(key: string, nowMs: number): string;
+  /**
+   * Makes this transaction the conversation's one writer until it ends (PostgreSQL locks its
+   * head, creating it when new; SQLite's connection is the one writer already). Throws
+   * `conversation_purged` for a purged conversation.
+   */
+  enterConversation(conversationId: string, nowMs: number): void;
+  /** The input message this idempotency key already made in the conversation. */
+  priorInput(
+    conversationId: string,
+    idempotencyKey: string,
+  ): { fingerprint: string; run_id: string; id: string } | null;
+  version(conversationId: string): number;
+  activeRuns(conversationId: string): RunRecord[];
+  /** Ends a run without its owner (see the stores' endWithoutOwner); returns the event's seq. */
+  endRun(run: RunRecord, state: TerminalRunState, nowMs: number): number;
+  markStopRequested(runId: string, reason: StopReason): void;
+  appendEvent(body: EventBody, nowMs: number): { seq: number; version: number };
+  /** Adds the input to a queued run's inputs. */
+  joinRun(run: RunRecord, inputMessageId: string): void;
+  insertRun(run: {
+    id: string;
+    conversationId: string;
+    priority: "urgent" | "normal";
+    request: AdmitRequest;
+  }): void;
+  insertInput(input: { id: string; conversationId: string; runId: string; request: AdmitRequest }): void;
+  recordReceipt(receipt: {
+    ingress: NonNullable<AdmitRequest["ingress"]>;
+    conversationId: string;
+    runId: string;
+    inputMessageId: string;
+    nowMs: number;
+  }): void;
+}
+
+/** The steps an engine takes through its store's ledger (events, conversation keys, run ends). */
+export type LedgerSteps = Pick<
+  AdmissionSteps,
+  "resolveKey" | "version" | "activeRuns" | "endRun" | "appendEvent"
+>;
+
+/** The same steps, each answering a promise (an engine whose queries are asynchronous). */
+export type AsyncSteps<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<R> : never;
+};
+
+/** One step the algorithm asks its engine to take: a method of the steps and its arguments. */
+export interface StepCall {
+  name: keyof AdmissionSteps;
+  args: unknown[];
+}
+
+type Admission = Generator<StepCall, AdmitResult, unknown>;
+
+/** What the engine answers to a step `K`: the algorithm reads each answer as `Answer<K>`. */
+type Answer<K extends keyof AdmissionSteps> = ReturnType<AdmissionSteps[K]>;
+
+/**
+ * The step `name` with its arguments, typed as the steps declare. The algorithm yields these
+ * directly: delegating to a generator per step (`yield*`) cost several times more per admission.
+ */
+function call<K extends keyof AdmissionSteps>(name: K, ...args: Parameters<AdmissionSteps[K]>): StepCall {
+  return { name, args };
+}
+
+/**
+ * Durable, idempotent admission, written once for every engine: a repeated ingress identity or
+ * idempotency key answers `duplicate` (or throws `idempotency_conflict`); otherwise the input's
+ * policy acts on the conversation's active runs in durable order, the input joins the pending run
+ * it coalesces with or starts its own, and the ledger records the admission.
+ */
+export function* admission(request: AdmitRequest): Admission {
+  const { nowMs } = request;
+  if (request.ingress) {
+    const duplicate = receiptDuplicate((yield call("receipt", request.ingress)) as Answer<"receipt">);
+    if (duplicate) {
+      return {
+        ...duplicate,
+        version: (yield call("version", duplicate.conversationId)) as Answer<"version">,
+      };
+    }
+  }
+  const conversationId =
+    "id" in request.conversation
+      ? request.conversation.id
+      : ((yield call("resolveKey", request.conversation.key, nowMs)) as Answer<"resolveKey">);
+  yield call("enterConversation", conversationId, nowMs);
+  const prior = priorDuplicate(
+    (yield call("priorInput", conversationId, request.idempotencyKey)) as Answer<"priorInput">,
+    request,
+    conversationId,
+  );
+  if (prior) return { ...prior, version: (yield call("version", conversationId)) as Answer<"version"> };
+
+  const active = needsActiveRuns(request)
+    ? ((yield call("activeRuns", conversationId)) as Answer<"activeRuns">)
+    : [];
+  const plan = planAdmission(request, active);
+  for (const effect of plan.effects) {
+    if (effect.kind === "supersede") {
+      yield call("endRun", effect.run, "superseded", nowMs);
+      continue;
+    }
+    yield call("markStopRequested", effect.run.id, effect.reason);
+    if (effect.announce) {
+      const body: EventBody = {
+        type: "run-state",
+        conversationId,
+        runId: effect.run.id,
+        state: "interrupt_requested",
+      };
+      yield call("appendEvent", body, nowMs);
+    }
+  }
+
+  const inputMessageId = request.proposedIds.messageId;
+  const runId = plan.join?.id ?? request.proposedIds.runId;
+  if (plan.join) yield call("joinRun", plan.join, inputMessageId);
+  else yield call("insertRun", { id: runId, conversationId, priority: plan.priority, request });
+  yield call("insertInput", { id: inputMessageId, conversationId, runId, request });
+  if (request.ingress) {
+    yield call("recordReceipt", { ingress: request.ingress, conversationId, runId, inputMessageId, nowMs });
+  }
+  const outcome = plan.join ? "coalesced" : "admitted";
+  const body: EventBody = { type: "admission", conversationId, runId, inputMessageId, outcome };
+  const { seq, version } = (yield call("appendEvent", body, nowMs)) as Answer<"appendEvent">;
+  return admitted(plan, { conversationId, runId, inputMessageId, version, seq });
+}
+
+/** Runs an admission on an engine whose steps answer at once (inside a synchronous transaction). */
+export function admitSync(request: AdmitRequest, steps: AdmissionSteps): AdmitResult {
+  const run = admission(request);
+  let next = run.next();
+  while (!next.done) {
+    const { name, args } = next.value;
+    next = run.next((steps[name] as (...a: unknown[]) => unknown)(...args));
+  }
+  return next.value;
+}
+
+/** Runs an admission on an engine whose steps answer promises. */
+export async function admitAsync(
+  request: AdmitRequest,
+  steps: AsyncSteps<AdmissionSteps>,
+): Promise<AdmitResult> {
+  const run = admission(request);
+  let next = run.next();
+  while (!next.done) {
+    const { name, args } = next.value;
+    next = run.next(await (steps[name] as (...a: unknown[]) => Promise<unknown>)(...args));
+  }
+  return next.value;
+}
