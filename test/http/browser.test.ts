@@ -1,5 +1,5 @@
 /**
- * The web chat page and the operator console in a real browser (Debian's Chromium through
+ * The web chat page and the operator console in a real browser (the system or the packaged Chromium through
  * playwright-core), against the real HTTP server. Screenshots are saved under test/.artifacts/
  * and decoded to check what they show.
  */
