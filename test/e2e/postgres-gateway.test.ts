@@ -14,12 +14,8 @@ import {
   user,
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import {
-  closeAdminConnection,
-  createDatabase,
-  gatewayLockHolder,
-  queryDatabase,
-} from "../support/postgres.ts";
+import { createDatabase, gatewayLockHolder, queryDatabase } from "../support/postgres.ts";
+import { useTestServer } from "../support/postgres-hooks.ts";
 import { tempDir } from "../support/runtime.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
@@ -60,6 +56,8 @@ const botTexts = (chatId: number) =>
     .filter((m) => m.fromBot)
     .map((m) => m.visibleText);
 
+useTestServer();
+
 beforeAll(async () => {
   llm = startFakeLlmServer();
   telegram = startTelegramEmulator();
@@ -72,7 +70,6 @@ afterAll(async () => {
   await telegram.close();
   await llm.stop();
   await database?.drop();
-  await closeAdminConnection();
   dir.cleanup();
 }, GATEWAY_STOP_TIMEOUT_MS);
 

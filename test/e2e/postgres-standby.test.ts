@@ -12,12 +12,8 @@ import {
   user,
 } from "../emulators/telegram/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import {
-  closeAdminConnection,
-  createDatabase,
-  gatewayLockHolder,
-  queryDatabase,
-} from "../support/postgres.ts";
+import { createDatabase, gatewayLockHolder, queryDatabase } from "../support/postgres.ts";
+import { useTestServer } from "../support/postgres-hooks.ts";
 import { tempDir } from "../support/runtime.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import {
@@ -62,6 +58,8 @@ const botTexts = () =>
     .map((m) => m.visibleText);
 const authorized = { headers: { authorization: `Bearer ${TOKEN}` } };
 
+useTestServer();
+
 beforeAll(async () => {
   llm = startFakeLlmServer();
   telegram = startTelegramEmulator();
@@ -80,7 +78,6 @@ afterAll(async () => {
   await telegram.close();
   await llm.stop();
   await database?.drop();
-  await closeAdminConnection();
   dir.cleanup();
 }, GATEWAY_STOP_TIMEOUT_MS);
 

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { SQL, type TransactionSQL } from "bun";
 import { type OutboxLogger, type OutboxRecord, targetKey } from "../../outbox/types.ts";
 import { createDeliveryWorker } from "../../outbox/worker.ts";
@@ -11,7 +11,8 @@ import {
 import { openPostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
 import { openMigratedPool } from "../../src/store/postgres/schema.ts";
 import { admitRequest } from "../store/conformance.ts";
-import { closeAdminConnection, createDatabase, withDatabase } from "../support/postgres.ts";
+import { createDatabase, withDatabase } from "../support/postgres.ts";
+import { useTestServer } from "../support/postgres-hooks.ts";
 import { type OutboxBackend, runOutboxRepositoryConformance } from "./repository-conformance.ts";
 import { FakeAdapter } from "./support/fake-adapter.ts";
 import { FakeClock } from "./support/fake-clock.ts";
@@ -19,7 +20,7 @@ import { messageInsert } from "./support/records.ts";
 
 const T0 = 1_700_000_000_000;
 
-afterAll(closeAdminConnection);
+useTestServer();
 
 /** A pool on `url` with the schema migrated, as one gateway process has it. */
 const connect = openMigratedPool;

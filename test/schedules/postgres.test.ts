@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { createScheduleService } from "../../schedules/service.ts";
 import type { ScheduleEvent, ScheduleRepository } from "../../schedules/types.ts";
 import { createPostgresScheduleRepository } from "../../src/store/postgres/schedules.ts";
 import { migrate } from "../../src/store/postgres/schema.ts";
-import { closeAdminConnection, createDatabase } from "../support/postgres.ts";
+import { createDatabase } from "../support/postgres.ts";
+import { useTestServer } from "../support/postgres-hooks.ts";
 import { oneOff, runScheduleRepositoryConformance, T0 } from "./repository-conformance.ts";
 import { recordingDispatch } from "./support/dispatcher.ts";
 import { FakeTime } from "./support/fake-time.ts";
@@ -14,7 +15,7 @@ import { waitUntil } from "./support/wait.ts";
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
-afterAll(closeAdminConnection);
+useTestServer();
 
 /**
  * A fresh, migrated database. `connect()` opens a further connection pool on it, as another

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { SQL } from "bun";
 import type { SwitchboardError } from "../../src/errors.ts";
@@ -12,13 +12,14 @@ import {
 } from "../../src/store/postgres/runtime-store.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "../../src/store/postgres/schema.ts";
 import { openSqliteStores } from "../../src/store/sqlite/index.ts";
-import { adminConnection, closeAdminConnection, createDatabase, withDatabase } from "../support/postgres.ts";
+import { adminConnection, createDatabase, withDatabase } from "../support/postgres.ts";
+import { useTestServer } from "../support/postgres-hooks.ts";
 import { tempDir } from "../support/runtime.ts";
 import { admitRequest, runStoreConformance } from "./conformance.ts";
 
 const T0 = 1_700_000_000_000;
 
-afterAll(closeAdminConnection);
+useTestServer();
 
 /** Runs `fn` with two stores on one fresh database: two connection pools, as two processes have. */
 async function withTwoProcesses(

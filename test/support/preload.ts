@@ -1,0 +1,8 @@
+/**
+ * Preloaded by `bun test` (bunfig.toml): hooks for the whole run, across all test files.
+ * A throwaway PostgreSQL started for the run (test/support/postgres.ts) stops once every file is done.
+ */
+import { afterAll } from "bun:test";
+import { stopTestServer } from "./postgres.ts";
+
+afterAll(stopTestServer);
