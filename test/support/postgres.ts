@@ -262,8 +262,9 @@ export async function createDatabase(): Promise<{ url: string; drop: () => Promi
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
+    // A fresh look-up: the file's maintenance connection may have been closed since.
     drop: async () => {
-      await sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await (await adminConnection()).unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
 }
