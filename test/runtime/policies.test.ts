@@ -1,15 +1,16 @@
-import { afterAll, afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { INTERRUPTED_MARKER } from "../../src/runtime/project.ts";
 import type { Script } from "../support/llm/scripted-model.ts";
-import { closeAdminConnection } from "../support/postgres.ts";
+import { useTestServer } from "../support/postgres-hooks.ts";
 import { createEngineHarness, ENGINES, type EngineHarness, text } from "../support/runtime.ts";
+
+useTestServer();
 
 let harness: EngineHarness | undefined;
 afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
-afterAll(closeAdminConnection);
 
 const slow = (value: string, delayMs = 40) => ({ type: "text" as const, text: value, deltas: 4, delayMs });
 
