@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { SQL, type TransactionSQL } from "bun";
+import { SQL } from "bun";
 import { type OutboxLogger, type OutboxRecord, targetKey } from "../../outbox/types.ts";
 import { createDeliveryWorker } from "../../outbox/worker.ts";
 import {

@@ -1,9 +1,3 @@
-/**
- * A small but realistic switchboard database, written through the real stores: two conversations
- * mapped from channel keys, runs admitted → acquired → committed with their answers enqueued in
- * the terminal transaction, outbox records in every state an operator meets, and schedules.
- */
-import type { Database } from "bun:sqlite";
 import type { ChannelName } from "../../../channels/types.ts";
 import { createScheduleService } from "../../../schedules/service.ts";
 import type { Schedule } from "../../../schedules/types.ts";
