@@ -1,5 +1,5 @@
 import type { APIMessage, APIUser } from "discord.js";
-import type { SnowflakeGenerator } from "./snowflake.ts";
+import { type SnowflakeGenerator, snowflakeTimeMs } from "./snowflake.ts";
 
 /** Discord channel type numbers on the wire. */
 export const CHANNEL_TYPE = { text: 0, dm: 1, thread: 11 } as const;
@@ -253,12 +253,14 @@ export class World {
     replyTo: string | undefined,
   ): GatewayMessage {
     const referenced = replyTo === undefined ? undefined : this.messagesById.get(replyTo);
+    const id = this.ids.next();
     const message: GatewayMessage = {
-      id: this.ids.next(),
+      id,
       channel_id: channel.id,
       author,
       content,
-      timestamp: new Date(this.now()).toISOString(),
+      // As on Discord, the creation time is the one the id encodes (a second clock read can differ).
+      timestamp: new Date(snowflakeTimeMs(id)).toISOString(),
       edited_timestamp: null,
       tts: false,
       mention_everyone: false,
