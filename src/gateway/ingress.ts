@@ -1,5 +1,4 @@
-import { z } from "zod";
-import type { InboundMessage, IngressOutcome } from "../../channels/types.ts";
+import { type InboundMessage, type IngressOutcome, inboundMessageSchema } from "../../channels/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { InputPart } from "../runtime/types.ts";
@@ -14,37 +13,6 @@ import type { ReplyTimeline } from "./reply-timeline.ts";
 
 /** Longest input text admitted to the model, in characters. */
 export const MAX_INPUT_CHARS = 16_000;
-
-/** What ingress accepts from an adapter's parser; anything else is ignored as malformed. */
-export const inboundSchema = z.object({
-  channel: z.enum(["telegram", "discord", "slack", "web"]),
-  account: z.string().min(1).max(200),
-  updateKey: z.string().min(1).max(300),
-  principal: z.object({
-    id: z.string().min(1).max(200),
-    name: z.string().max(500).optional(),
-    isBot: z.boolean(),
-  }),
-  conversationKey: z.string().min(1).max(500),
-  replyTarget: z.string().min(1).max(500),
-  surface: z.enum(["dm", "group", "thread"]),
-  text: z.string(),
-  replyTo: z.string().max(200).optional(),
-  messageId: z.string().max(200).optional(),
-  addressedToBot: z.boolean(),
-  attachments: z
-    .array(
-      z.object({
-        kind: z.string(),
-        ref: z.string(),
-        name: z.string().optional(),
-        mediaType: z.string().optional(),
-        sizeBytes: z.number().optional(),
-      }),
-    )
-    .max(20),
-  receivedAtMs: z.number(),
-});
 
 export interface IngressOptions {
   runtime: Runtime;
@@ -76,13 +44,13 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
 
   return async function ingest(candidate: InboundMessage): Promise<IngressOutcome> {
     const receivedAtMs = options.timeline?.received();
-    const parsed = inboundSchema.safeParse(candidate);
+    const parsed = inboundMessageSchema.safeParse(candidate);
     if (!parsed.success) {
       logger.warn("ingress.malformed", { issues: parsed.error.issues.map((i) => i.path.join(".")) });
       metrics.inboundIgnored(String((candidate as { channel?: unknown })?.channel ?? "unknown"), "malformed");
       return { kind: "ignored", reason: "malformed" };
     }
-    const message = candidate;
+    const message = parsed.data;
     const source = `${message.channel}:${message.account}`;
 
     if (message.principal.isBot && !file.allowBots) return ignore(message, "from a bot");
