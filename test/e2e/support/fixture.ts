@@ -5,6 +5,7 @@ import type { FakeLlmRule } from "../../support/llm/fake-llm-rules.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../../support/llm/fake-llm-server.ts";
 import { tempDir } from "../../support/runtime.ts";
 import { e2eGatewayEnv, type SurfaceSettings } from "./gateway-env.ts";
+import { GATEWAY_STOP_TIMEOUT_MS, type GatewayProcess, startGatewayProcess } from "./gateway-process.ts";
 
 /** What one end-to-end test file shares: a temp directory, the fake model and one platform emulator. */
 export interface E2eFixture<Platform> {
@@ -12,12 +13,17 @@ export interface E2eFixture<Platform> {
   readonly dir: { path: string };
   readonly llm: FakeLlmServer;
   readonly platform: Platform;
+  /**
+   * Starts `switchboard start` with `env` (see startGatewayProcess); the fixture stops it with
+   * SIGTERM after the file's tests, before it closes the emulator.
+   */
+  startGateway(env: Record<string, string>, timeoutMs?: number): Promise<GatewayProcess>;
 }
 
 /**
  * The setup every gateway end-to-end file repeats: a temp directory, the fake LLM server and a
  * platform emulator (`startPlatform`), started when the file loads, so the file can destructure
- * them, and closed by an afterAll hook after its tests.
+ * them; an afterAll hook stops the gateways started through the fixture, then closes them.
  */
 export function useE2eFixture<Platform extends { close(): Promise<void> | void }>(
   prefix: string,
@@ -26,12 +32,23 @@ export function useE2eFixture<Platform extends { close(): Promise<void> | void }
   const dir = tempDir(prefix);
   const llm = startFakeLlmServer();
   const platform = startPlatform();
+  const gateways: GatewayProcess[] = [];
   afterAll(async () => {
+    await Promise.all(gateways.map((gateway) => gateway.kill("SIGTERM")));
     await platform.close();
     await llm.stop();
     dir.cleanup();
-  });
-  return { dir, llm, platform };
+  }, GATEWAY_STOP_TIMEOUT_MS);
+  return {
+    dir,
+    llm,
+    platform,
+    async startGateway(env, timeoutMs) {
+      const gateway = await startGatewayProcess(env, timeoutMs);
+      gateways.push(gateway);
+      return gateway;
+    },
+  };
 }
 
 export interface PlatformEnvOptions {
