@@ -66,16 +66,10 @@ export function telegramGatewayEnv(
   fixture: E2eFixture<TelegramEmulator>,
   options: PlatformEnvOptions,
 ): Record<string, string> {
-  return e2eGatewayEnv({
-    dir: fixture.dir.path,
-    llm: fixture.llm,
-    ...pick(options),
-    extra: {
-      TELEGRAM_BOT_TOKEN: fixture.platform.token,
-      TELEGRAM_API_ROOT: fixture.platform.url,
-      TELEGRAM_ALLOWED_USERS: options.allowed.join(","),
-      ...options.extra,
-    },
+  return platformGatewayEnv(fixture, options, {
+    TELEGRAM_BOT_TOKEN: fixture.platform.token,
+    TELEGRAM_API_ROOT: fixture.platform.url,
+    TELEGRAM_ALLOWED_USERS: options.allowed.join(","),
   });
 }
 
@@ -84,25 +78,26 @@ export function discordGatewayEnv(
   fixture: E2eFixture<DiscordEmulator>,
   options: PlatformEnvOptions,
 ): Record<string, string> {
-  return e2eGatewayEnv({
-    dir: fixture.dir.path,
-    llm: fixture.llm,
-    ...pick(options),
-    extra: {
-      DISCORD_BOT_TOKEN: fixture.platform.token,
-      DISCORD_API_URL: fixture.platform.apiUrl,
-      DISCORD_ALLOWED_USERS: options.allowed.join(","),
-      ...options.extra,
-    },
+  return platformGatewayEnv(fixture, options, {
+    DISCORD_BOT_TOKEN: fixture.platform.token,
+    DISCORD_API_URL: fixture.platform.apiUrl,
+    DISCORD_ALLOWED_USERS: options.allowed.join(","),
   });
 }
 
-function pick(options: PlatformEnvOptions) {
-  return {
+function platformGatewayEnv(
+  fixture: E2eFixture<unknown>,
+  options: PlatformEnvOptions,
+  platformVariables: Record<string, string>,
+): Record<string, string> {
+  return e2eGatewayEnv({
+    dir: fixture.dir.path,
+    llm: fixture.llm,
     ...(options.surfaces ? { surfaces: options.surfaces } : {}),
     ...(options.dbFile ? { dbFile: options.dbFile } : {}),
     ...(options.configFile ? { configFile: options.configFile } : {}),
-  };
+    extra: { ...platformVariables, ...options.extra },
+  });
 }
 
 /**
