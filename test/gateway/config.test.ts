@@ -18,7 +18,7 @@ describe("loadConfig: the environment", () => {
   test("nothing set: SQLite, loopback, the web chat and no platform", () => {
     const config = loadConfig({});
     expect(config.database).toEqual({ engine: "sqlite", path: "./data/switchboard.sqlite" });
-    expect(config.http).toEqual({ host: "127.0.0.1", port: 8787 });
+    expect(config.http).toEqual({ host: "127.0.0.1", port: 8787, publicUrl: null });
     expect(config).toMatchObject({
       logLevel: "info",
       operatorToken: null,
@@ -28,9 +28,9 @@ describe("loadConfig: the environment", () => {
       telegram: null,
       discord: null,
       slack: null,
-      web: true,
       secrets: [],
     });
+    expect(config.web.enabled).toBe(true);
   });
 
   test("each bad value names its variable, the problem and an example", () => {
