@@ -6,6 +6,7 @@
  * Prints the achieved rate as a fraction of the allowed one (target ≥ 0.95), duplicates (must be
  * 0) and the 429s received after the first (target 0). Exits 1 when a reply is lost or duplicated.
  */
+
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { encodeTarget, TelegramAdapter } from "../channels/telegram/index.ts";
@@ -14,6 +15,7 @@ import type { OutboxInsert } from "../outbox/types.ts";
 import { createDeliveryWorker } from "../outbox/worker.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
 import { systemClock } from "../src/util/clock.ts";
+import { createLogger } from "../src/util/log.ts";
 import {
   privateChat,
   startTelegramEmulator,
@@ -60,12 +62,11 @@ const worker = createDeliveryWorker({
   repo: stores.outbox,
   adapters: new Map<ChannelName, ChannelAdapter>([["telegram", adapter]]),
   clock: systemClock,
-  logger: {
-    info: () => {},
-    warn: () => {
-      warnings += 1;
+  logger: createLogger({
+    write: (line) => {
+      if ((JSON.parse(line) as { level: string }).level === "warn") warnings += 1;
     },
-  },
+  }),
 });
 
 const startMs = systemClock.now();

@@ -4,48 +4,67 @@
  * made them encodes and decodes.
  */
 
-export type ChannelName = "telegram" | "discord" | "slack" | "web";
+import { z } from "zod";
+
+/** Every channel switchboard speaks, in one list: schemas, config keys and stored rows derive from it. */
+export const CHANNEL_NAMES = ["telegram", "discord", "slack", "web"] as const;
+export const channelNameSchema = z.enum(CHANNEL_NAMES);
+export type ChannelName = z.infer<typeof channelNameSchema>;
 
 /** Where on the platform the message was written; chooses the per-surface policy. */
-export type SurfaceKind = "dm" | "group" | "thread";
+export const SURFACE_KINDS = ["dm", "group", "thread"] as const;
+export const surfaceKindSchema = z.enum(SURFACE_KINDS);
+export type SurfaceKind = z.infer<typeof surfaceKindSchema>;
 
-export interface InboundAttachment {
-  kind: "photo" | "file" | "audio" | "video" | "voice" | "sticker" | "other";
+export const inboundAttachmentSchema = z.object({
+  kind: z.enum(["photo", "file", "audio", "video", "voice", "sticker", "other"]),
   /** Platform file id or URL; never downloaded at ingress. */
-  ref: string;
-  name?: string;
-  mediaType?: string;
-  sizeBytes?: number;
-}
+  ref: z.string(),
+  name: z.string().optional(),
+  mediaType: z.string().optional(),
+  sizeBytes: z.number().optional(),
+});
+export type InboundAttachment = z.infer<typeof inboundAttachmentSchema>;
 
-/** One platform update, normalised. Produced by an adapter's parser; consumed by ingress. */
-export interface InboundMessage {
-  channel: ChannelName;
+/** Most attachments one inbound message may carry. */
+export const MAX_INBOUND_ATTACHMENTS = 20;
+
+/**
+ * One platform update, normalised: produced by an adapter's parser, validated by ingress with
+ * this schema before anything else looks at it (a message that fails it is ignored as malformed).
+ */
+export const inboundMessageSchema = z.object({
+  channel: channelNameSchema,
   /** The bot account that received it (bot id, application id, team+app id). */
-  account: string;
+  account: z.string().min(1).max(200),
   /**
    * Unique per (channel, account) for this delivery's content: Telegram update_id (edits:
    * `edit:<chat>:<message>:<edit_date>`), Discord message id, Slack event_id (or channel+ts).
    */
-  updateKey: string;
+  updateKey: z.string().min(1).max(300),
   /** The platform user who wrote it. */
-  principal: { id: string; name?: string; isBot: boolean };
+  principal: z.object({
+    id: z.string().min(1).max(200),
+    name: z.string().max(500).optional(),
+    isBot: z.boolean(),
+  }),
   /** Opaque key naming the conversation: one DM, one group, one thread/topic. */
-  conversationKey: string;
+  conversationKey: z.string().min(1).max(500),
   /** Opaque key the adapter decodes to send the answer to the right chat/thread. */
-  replyTarget: string;
-  surface: SurfaceKind;
-  text: string;
+  replyTarget: z.string().min(1).max(500),
+  surface: surfaceKindSchema,
+  text: z.string(),
   /** Platform id of the message this one replies to, if any. */
-  replyTo?: string;
+  replyTo: z.string().max(200).optional(),
   /** Platform id of this message (to reply to it). */
-  messageId?: string;
+  messageId: z.string().max(200).optional(),
   /** True when the bot was mentioned, replied to, or the thread is the bot's. */
-  addressedToBot: boolean;
-  attachments: InboundAttachment[];
+  addressedToBot: z.boolean(),
+  attachments: z.array(inboundAttachmentSchema).max(MAX_INBOUND_ATTACHMENTS),
   /** Milliseconds since epoch, from the platform when it says, else when received. */
-  receivedAtMs: number;
-}
+  receivedAtMs: z.number(),
+});
+export type InboundMessage = z.infer<typeof inboundMessageSchema>;
 
 /** What ingress made of an inbound message. The adapter acknowledges the platform after any of these. */
 export type IngressOutcome =

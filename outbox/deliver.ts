@@ -2,6 +2,7 @@ import type { ChannelAdapter, OutgoingMessage } from "../channels/types.ts";
 import { isSwitchboardError } from "../src/errors.ts";
 import type { Clock } from "../src/util/clock.ts";
 import { killPoint } from "../src/util/kill-point.ts";
+import type { Logger } from "../src/util/log.ts";
 import { createPlatformCaller, PlatformCallError, type PlatformCaller, rateLaneOf } from "./platform-call.ts";
 import type { DeliveryRateLimiter } from "./rate-limiter.ts";
 import { isFormattingRejection, type Renderer } from "./render.ts";
@@ -9,7 +10,6 @@ import { createRetryPolicy, type RetryPolicyOptions } from "./retry-policy.ts";
 import { type ShownMessages, syncMessages } from "./sync-messages.ts";
 import type {
   DeliveryObserver,
-  OutboxLogger,
   OutboxMessageRecord,
   OutboxRecord,
   OutboxRepository,
@@ -23,7 +23,7 @@ export interface DeliveryDeps {
   clock: Clock;
   limiter: DeliveryRateLimiter;
   renderer: Renderer;
-  logger: OutboxLogger;
+  logger: Logger;
   observer: DeliveryObserver;
   callTimeoutMs: number;
   retry: Omit<RetryPolicyOptions, "idempotentSend">;
@@ -89,7 +89,7 @@ async function deliverMessage(
       if (current.format === "rich" && index === 0 && isFormattingRejection(causeOf(error))) {
         const plain = deps.renderer.render(record.markdown, record.channel, "plain", maxChars);
         if (!(await deps.repo.replaceRendered(record.id, plain, deps.clock.now()))) return;
-        deps.logger.warn("platform rejected the formatting; sending plain text", { recordId: record.id });
+        deps.logger.warn("outbox.formatting_fallback", { recordId: record.id, sending: "plain text" });
         current = plain;
         continue;
       }
@@ -186,7 +186,7 @@ export async function syncStream(
       return format;
     } catch (error) {
       if (format === "rich" && isFormattingRejection(causeOf(error))) {
-        deps.logger.warn("platform rejected the formatting; streaming plain text", { recordId: record.id });
+        deps.logger.warn("outbox.formatting_fallback", { recordId: record.id, streaming: "plain text" });
         format = "plain";
         continue;
       }
@@ -236,7 +236,7 @@ export async function settleFailure(
     const failure = `${error.operation} failed: ${decision.reason}`;
     await deps.repo.markFailed(record.id, failure, nowMs);
     // Never the reply's text: the record id leads to it (`outbox show`), for those allowed to read it.
-    deps.logger.warn("delivery failed permanently; see `outbox show` and retry after fixing the cause", {
+    deps.logger.warn("outbox.delivery_failed", {
       recordId: record.id,
       conversationId: record.conversationId,
       channel: record.channel,
@@ -244,9 +244,14 @@ export async function settleFailure(
       target: record.target,
       attempts: record.attempts,
       reason: failure,
+      hint: "see `switchboard outbox show` and retry after fixing the cause",
     });
   } else {
-    deps.logger.warn("delivery outcome unknown; left for an operator", { recordId: record.id, reason });
+    deps.logger.warn("outbox.outcome_unknown", {
+      recordId: record.id,
+      reason,
+      hint: "left ambiguous for an operator: check the chat, then `switchboard outbox resolve`",
+    });
     await deps.repo.markAmbiguous(
       record.id,
       `${error.operation}: ${decision.reason}`,

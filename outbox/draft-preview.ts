@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { RuntimeEvent } from "../src/runtime/events.ts";
 import type { Clock } from "../src/util/clock.ts";
-import type { OutboxLogger } from "./types.ts";
+import type { Logger } from "../src/util/log.ts";
 
 export interface DraftPreview {
   /** Feed the run's events in order; deltas update the draft, terminal ends it. */
@@ -25,7 +25,7 @@ export function createDraftPreview(options: {
   clock: Clock;
   intervalMs: number;
   maxChars: number;
-  logger: OutboxLogger;
+  logger: Logger;
 }): DraftPreview {
   const draftId = draftIdFor(options.runId);
   let text = "";
@@ -56,7 +56,7 @@ export function createDraftPreview(options: {
         },
         (error: unknown) => {
           stopped = true;
-          options.logger.warn("native draft preview failed; the answer arrives as one message", {
+          options.logger.warn("outbox.draft_preview_failed", {
             runId: options.runId,
             error: error instanceof Error ? error.message : String(error),
           });

@@ -1,5 +1,5 @@
 import type { ChannelName } from "../channels/types.ts";
-import { isSwitchboardError } from "../src/errors.ts";
+import { isPlatformRejection } from "../src/errors.ts";
 import { type FormatPlatform, renderForPlatform, renderPlain } from "./format/index.ts";
 import type { RenderedText } from "./types.ts";
 
@@ -27,15 +27,12 @@ export const formatRenderer: Renderer = {
   },
 };
 
-const FORMATTING_REJECTION =
-  /parse entities|can't find end of|unsupported start tag|invalid[ _]blocks|invalid[ _]markup|invalid[ _]formatting/i;
-
 /** The platform refused the rich markup itself (so the same text as plain would go through). */
 export function isFormattingRejection(error: unknown): boolean {
-  return isSwitchboardError(error, "platform_rejected") && FORMATTING_REJECTION.test(error.message);
+  return isPlatformRejection(error, "markup");
 }
 
-/** An edit to the text the message already shows (Telegram answers 400 "message is not modified"). */
+/** An edit to the text the message already shows. */
 export function isNotModified(error: unknown): boolean {
-  return isSwitchboardError(error, "platform_rejected") && /not modified/i.test(error.message);
+  return isPlatformRejection(error, "unchanged");
 }

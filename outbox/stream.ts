@@ -140,13 +140,11 @@ class LiveStreamReply implements StreamReply {
     void this.pump()
       .catch((error: unknown) => {
         this.phase = "done";
-        this.options.logger.warn(
-          "stream reply stopped by an unexpected error; the record is recovered on restart",
-          {
-            runId: this.options.target.runId,
-            error: error instanceof Error ? error.message : String(error),
-          },
-        );
+        this.options.logger.warn("outbox.stream_stopped", {
+          runId: this.options.target.runId,
+          error: error instanceof Error ? error.message : String(error),
+          hint: "an unexpected error stopped this streamed reply; the record is recovered on restart",
+        });
       })
       .finally(() => {
         this.pumping = false;

@@ -240,16 +240,6 @@ export interface DeliveryObserver {
   firstSendAnswered?(record: OutboxMessageRecord): void;
 }
 
-export interface OutboxLogger {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-}
-
-export const consoleLogger: OutboxLogger = {
-  info: (message, fields) => console.info(`[outbox] ${message}`, fields ?? ""),
-  warn: (message, fields) => console.warn(`[outbox] ${message}`, fields ?? ""),
-};
-
 /** Key of one rate-limited, ordered delivery lane. */
 export function targetKey(record: Pick<OutboxRecord, "channel" | "account" | "target">): string {
   return `${record.channel}\u0000${record.account}\u0000${record.target}`;

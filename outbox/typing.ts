@@ -1,6 +1,6 @@
 import type { ChannelAdapter } from "../channels/types.ts";
 import type { Clock } from "../src/util/clock.ts";
-import type { OutboxLogger } from "./types.ts";
+import type { Logger } from "../src/util/log.ts";
 
 /** Platforms show "typing…" for about 5 s after one call; repeating a little sooner keeps it steady. */
 export const DEFAULT_TYPING_INTERVAL_MS = 4000;
@@ -13,7 +13,7 @@ export interface TypingIndicator {
 export interface TypingIndicatorOptions {
   clock: Clock;
   intervalMs?: number;
-  logger?: OutboxLogger;
+  logger: Logger;
 }
 
 /**
@@ -39,7 +39,7 @@ export function createTypingIndicator(
       } catch (error) {
         if (!warned) {
           warned = true;
-          options.logger?.warn("typing indicator failed; continuing without it", {
+          options.logger.warn("outbox.typing_failed", {
             channel: adapter.channel,
             error: error instanceof Error ? error.message : String(error),
           });

@@ -1,18 +1,12 @@
 import type { ChannelAdapter, ChannelName } from "../channels/types.ts";
 import type { Clock } from "../src/util/clock.ts";
+import type { Logger } from "../src/util/log.ts";
 import { ambiguousHoldUntil, type DeliveryDeps, deliverRecord } from "./deliver.ts";
 import { DEFAULT_CALL_TIMEOUT_MS } from "./platform-call.ts";
 import { DeliveryRateLimiter } from "./rate-limiter.ts";
 import { formatRenderer, type Renderer } from "./render.ts";
 import { createStreamReply, type StreamReply, type StreamReplyTarget } from "./stream.ts";
-import {
-  consoleLogger,
-  type DeliveryObserver,
-  type OutboxLogger,
-  type OutboxRepository,
-  type RecoverySummary,
-  targetKey,
-} from "./types.ts";
+import { type DeliveryObserver, type OutboxRepository, type RecoverySummary, targetKey } from "./types.ts";
 
 export interface DeliveryWorkerOptions {
   repo: OutboxRepository;
@@ -20,7 +14,8 @@ export interface DeliveryWorkerOptions {
   clock: Clock;
   /** Uniform in [0, 1) for backoff jitter. Default Math.random. */
   random?: () => number;
-  logger?: OutboxLogger;
+  /** Where delivery problems are reported (the gateway's redacting logger). */
+  logger: Logger;
   /** Told of 429s and of each reply's first send, for metrics. Default: nothing. */
   observer?: DeliveryObserver;
   /** Targets delivered to at the same time (each target is still strictly ordered). Default 4. */
@@ -66,7 +61,7 @@ export interface DeliveryWorker {
  */
 export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { repo, adapters, clock } = options;
-  const logger = options.logger ?? consoleLogger;
+  const { logger } = options;
   const concurrency = options.concurrency ?? 4;
   const channels = [...adapters.keys()];
   const shutdown = new AbortController();
@@ -105,9 +100,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const key = targetKey(record);
     const lane = deliverRecord(deps, adapter, record)
       .catch((error: unknown) => {
-        logger.warn("delivery lane stopped by an unexpected error; the record is recovered on restart", {
+        logger.warn("outbox.lane_stopped", {
           recordId: record.id,
           error: error instanceof Error ? error.message : String(error),
+          hint: "an unexpected error stopped this delivery; the record is recovered on restart",
         });
       })
       .finally(() => {
@@ -160,8 +156,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         }
         await waitForWake(wakeAtMs);
       } catch (error) {
-        logger.warn("outbox query failed; retrying in 1 s", {
+        logger.warn("outbox.query_failed", {
           error: error instanceof Error ? error.message : String(error),
+          retryInMs: 1000,
         });
         await clock.sleep(1000, shutdown.signal).catch(() => {});
       }
@@ -183,8 +180,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       const nowMs = clock.now();
       const summary = await repo.recoverInterrupted(idempotent, nowMs, ambiguousHoldUntil(deps, nowMs));
       if (summary.ambiguous.length > 0) {
-        logger.warn("interrupted sends with unknown outcome; see `outbox list --state ambiguous`", {
+        logger.warn("outbox.interrupted_sends_ambiguous", {
           ambiguous: summary.ambiguous,
+          hint: "their outcome is unknown; see `switchboard outbox list --state ambiguous`",
         });
       }
       accepting = true;

@@ -1,5 +1,7 @@
 /** Validation of schedule requests: input schemas, limits, and turning a request into stored timing. */
+
 import { z } from "zod";
+import { channelNameSchema } from "../channels/types.ts";
 import { SwitchboardError } from "../src/errors.ts";
 import { cronExpressionProblem, nextSlotAfter, shortestGapMs } from "./cadence.ts";
 import { canonicalTimeZone } from "./timezone.ts";
@@ -23,8 +25,6 @@ export const DEFAULT_SCHEDULE_LIMITS: ScheduleLimits = {
 
 /** Beyond this, a time is more likely a unit mistake than a plan (and leaves Date's range sooner or later). */
 export const MAX_AHEAD_MS = 10 * 366 * 86_400_000;
-
-const channelSchema = z.enum(["telegram", "discord", "slack", "web"]);
 
 /** When a new schedule fires. `after` is stored as an `at`; recurring kinds need `timezone`. */
 export const scheduleWhenSchema = z.discriminatedUnion("kind", [
@@ -51,7 +51,7 @@ export const createScheduleInputSchema = z.object({
     .optional(),
   conversationId: z.string().min(1),
   replyTarget: z.string().min(1),
-  channel: channelSchema,
+  channel: channelNameSchema,
   createdBy: z.enum(SCHEDULE_CREATORS),
   prompt: z.string().trim().min(1, "the prompt is empty: say what should happen when it fires"),
   when: scheduleWhenSchema,

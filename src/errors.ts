@@ -21,8 +21,18 @@ export type SwitchboardErrorCode =
   | "platform_timeout"
   | "unauthorized";
 
+/**
+ * Why a platform refused a request, for the refusals the core answers differently: `markup`, the
+ * rich formatting itself was refused (the same text as plain would go through); `unchanged`, an
+ * edit to the text the message already shows. Set by the adapter's errors.ts, the one place that
+ * reads the platform's error codes and text.
+ */
+export type PlatformRejection = "markup" | "unchanged";
+
 export interface SwitchboardErrorOptions {
   cause?: unknown;
+  /** Only with `platform_rejected`. */
+  rejection?: PlatformRejection;
   retryable?: boolean;
   retryAfterMs?: number;
   details?: Record<string, unknown>;
@@ -33,6 +43,7 @@ export class SwitchboardError extends Error {
   readonly retryable: boolean;
   readonly retryAfterMs: number | undefined;
   readonly details: Record<string, unknown> | undefined;
+  readonly rejection: PlatformRejection | undefined;
 
   constructor(code: SwitchboardErrorCode, message: string, options: SwitchboardErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -41,9 +52,15 @@ export class SwitchboardError extends Error {
     this.retryable = options.retryable ?? false;
     this.retryAfterMs = options.retryAfterMs;
     this.details = options.details;
+    this.rejection = options.rejection;
   }
 }
 
 export function isSwitchboardError(error: unknown, code?: SwitchboardErrorCode): error is SwitchboardError {
   return error instanceof SwitchboardError && (code === undefined || error.code === code);
+}
+
+/** A `platform_rejected` error whose adapter tagged it with `rejection`. */
+export function isPlatformRejection(error: unknown, rejection: PlatformRejection): error is SwitchboardError {
+  return isSwitchboardError(error, "platform_rejected") && error.rejection === rejection;
 }

@@ -1,6 +1,7 @@
 import { Client, Events, GatewayIntentBits, type Message, Partials, Status } from "discord.js";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
+import type { Logger } from "../../src/util/log.ts";
 import type {
   CatchUpCursor,
   CatchUpReport,
@@ -35,13 +36,10 @@ export const DISCORD_LIMITS: ChannelLimits = {
   editIntervalMs: 1000,
 };
 
-export type DiscordLogLevel = "info" | "warn" | "error";
-/** Receives operational events; fields never contain the token. */
-export type DiscordLog = (level: DiscordLogLevel, message: string, fields?: Record<string, unknown>) => void;
-
 export interface DiscordAdapterOptions {
   clock?: Clock;
-  log?: DiscordLog;
+  /** Operational events (`discord.*`); fields never contain the token. */
+  logger: Logger;
   /**
    * Pauses between attempts to hand one message to ingress. Discord never redelivers a
    * MESSAGE_CREATE, so a message whose ingress keeps failing is lost after the last attempt.
@@ -49,10 +47,6 @@ export interface DiscordAdapterOptions {
    */
   ingressRetryDelaysMs?: readonly number[];
 }
-
-const defaultLog: DiscordLog = (level, message, fields) => {
-  if (level !== "info") console.error(`[discord] ${message}`, fields ?? "");
-};
 
 type Lifecycle = "idle" | "starting" | "running" | "stopped";
 
@@ -64,7 +58,7 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly client: Client;
   private readonly sender: DiscordSender;
   private readonly clock: Clock;
-  private readonly log: DiscordLog;
+  private readonly logger: Logger;
   private readonly retryDelaysMs: readonly number[];
   private lifecycle: Lifecycle = "idle";
   private botUserId: string | null = null;
@@ -76,10 +70,10 @@ export class DiscordAdapter implements ChannelAdapter {
 
   constructor(
     private readonly config: DiscordConfig,
-    options: DiscordAdapterOptions = {},
+    options: DiscordAdapterOptions,
   ) {
     this.clock = options.clock ?? systemClock;
-    this.log = options.log ?? defaultLog;
+    this.logger = options.logger;
     this.retryDelaysMs = options.ingressRetryDelaysMs ?? [250, 1000, 4000];
     this.client = new Client({
       intents: [
@@ -102,15 +96,20 @@ export class DiscordAdapter implements ChannelAdapter {
     this.client.rest.setToken(config.token);
     this.sender = new DiscordSender(this.client.rest, config.requestTimeoutMs);
     this.client.on(Events.Error, (error) =>
-      this.log("error", "discord.js client error", { error: error.message }),
+      this.logger.error("discord.client_error", { error: error.message }),
     );
     this.client.on(Events.ShardError, (error) =>
-      this.log("warn", "gateway connection error", { error: error.message }),
+      this.logger.warn("discord.gateway_error", { error: error.message }),
     );
-    this.client.on(Events.ShardReconnecting, () => this.log("info", "gateway reconnecting"));
-    this.client.on(Events.ShardResume, (_id, replayed) => this.log("info", "gateway resumed", { replayed }));
+    this.client.on(Events.ShardReconnecting, () => this.logger.info("discord.gateway_reconnecting"));
+    this.client.on(Events.ShardResume, (_id, replayed) =>
+      this.logger.info("discord.gateway_resumed", { replayed }),
+    );
     this.client.on(Events.ShardDisconnect, (event) =>
-      this.log("error", "gateway closed for good; restart the adapter", { closeCode: event.code }),
+      this.logger.error("discord.gateway_closed", {
+        closeCode: event.code,
+        hint: "the gateway connection closed for good; restart switchboard",
+      }),
     );
   }
 
@@ -147,7 +146,9 @@ export class DiscordAdapter implements ChannelAdapter {
     // only in the channels' history now.
     this.client.on(Events.ShardReady, () => {
       if (this.lifecycle !== "running") return;
-      this.log("warn", "gateway session renewed without replay; catching up from history");
+      this.logger.warn("discord.session_renewed", {
+        hint: "Discord did not replay what was sent meanwhile; catching up from channel history",
+      });
       events.sessionRenewed?.();
     });
     try {
@@ -255,10 +256,11 @@ export class DiscordAdapter implements ChannelAdapter {
           await this.clock.sleep(error.retryAfterMs);
           continue;
         }
-        this.log("warn", "catch-up skipped a target; messages missed there while down stay unanswered", {
+        this.logger.warn("discord.catch_up_target_skipped", {
           target: cursor.target,
           afterMessageId: cursor.afterMessageId,
           error: error.message,
+          hint: "messages missed in this channel while down stay unanswered",
         });
         return null;
       }
@@ -308,14 +310,13 @@ export class DiscordAdapter implements ChannelAdapter {
         };
         const delayMs = this.retryDelaysMs[attempt];
         if (delayMs === undefined) {
-          this.log(
-            "error",
-            "ingress kept failing; Discord will not redeliver this message, so it is lost",
-            fields,
-          );
+          this.logger.error("discord.message_lost", {
+            ...fields,
+            hint: "ingress kept failing and Discord never redelivers a message; check the database",
+          });
           return;
         }
-        this.log("warn", `ingress failed; retrying in ${delayMs} ms`, fields);
+        this.logger.warn("discord.ingress_retry", { ...fields, retryInMs: delayMs });
         await this.clock.sleep(delayMs);
       }
     }
@@ -325,7 +326,7 @@ export class DiscordAdapter implements ChannelAdapter {
 /** Validates `config` and builds the adapter; call start() to connect. */
 export function createDiscordAdapter(
   config: DiscordConfigInput,
-  options: DiscordAdapterOptions = {},
+  options: DiscordAdapterOptions,
 ): DiscordAdapter {
   return new DiscordAdapter(parseDiscordConfig(config), options);
 }

@@ -4,8 +4,6 @@ export {
   DISCORD_LIMITS,
   DiscordAdapter,
   type DiscordAdapterOptions,
-  type DiscordLog,
-  type DiscordLogLevel,
 } from "./adapter.ts";
 export { CATCH_UP_MAX_MESSAGES_PER_CHANNEL, CATCH_UP_MAX_TARGETS, fetchMessagesAfter } from "./catch-up.ts";
 export {

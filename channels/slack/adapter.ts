@@ -1,6 +1,7 @@
-import { type Logger, LogLevel, SocketModeReceiver } from "@slack/bolt";
+import { SocketModeReceiver } from "@slack/bolt";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
+import type { Logger } from "../../src/util/log.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
@@ -12,6 +13,7 @@ import type {
   SendReceipt,
 } from "../types.ts";
 import { AckAfterListenersApp, GatewayHttpReceiver } from "./bolt-app.ts";
+import { boltLogger } from "./bolt-logger.ts";
 import { parseSlackConfig, type SlackConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { createEventsRoute } from "./http-route.ts";
@@ -38,8 +40,8 @@ export const SLACK_CAPABILITIES: ChannelCapabilities = {
 export interface SlackAdapterOptions {
   /** Time for signature windows and fallbacks. Default: the system clock. */
   clock?: Clock;
-  /** Receives Bolt's, web-api's and Socket Mode's logs. Default: console at WARN. */
-  logger?: Logger;
+  /** The adapter's own events (`slack.*`) and, bridged, Bolt's, web-api's and Socket Mode's logs. */
+  logger: Logger;
   /** Told about every event acknowledged without reaching ingress (own messages, junk, unknown kinds). */
   onSkip?: (skip: SlackSkip) => void;
 }
@@ -72,6 +74,7 @@ export class SlackAdapter implements ChannelAdapter {
   readonly #config: SlackConfig;
   readonly #clock: Clock;
   readonly #onSkip: (skip: SlackSkip) => void;
+  readonly #logger: Logger;
   readonly #app: AckAfterListenersApp;
   readonly #receiver: SocketModeReceiver | GatewayHttpReceiver;
   readonly #sender: SlackSender;
@@ -80,11 +83,12 @@ export class SlackAdapter implements ChannelAdapter {
   #accepting = false;
   #socketConnected = false;
 
-  constructor(config: SlackConfig, options: SlackAdapterOptions = {}) {
+  constructor(config: SlackConfig, options: SlackAdapterOptions) {
     this.#config = config;
     this.#clock = options.clock ?? systemClock;
     this.#onSkip = options.onSkip ?? (() => {});
-    const logging = options.logger === undefined ? { logLevel: LogLevel.WARN } : { logger: options.logger };
+    this.#logger = options.logger;
+    const logging = { logger: boltLogger(options.logger) };
     const clientOptions = {
       slackApiUrl: config.apiUrl,
       // The outbox owns retries; web-api's default would retry a call for about 30 minutes.
@@ -101,8 +105,11 @@ export class SlackAdapter implements ChannelAdapter {
             installerOptions: {
               clientOptions: { ...clientOptions, retryConfig: { retries: 3, maxTimeout: 5000 } },
             },
-            processEventErrorHandler: async ({ error, logger }) => {
-              logger.warn(`Slack event not acknowledged; Slack will redeliver it (${describe(error)})`);
+            processEventErrorHandler: async ({ error }) => {
+              this.#logger.warn("slack.event_not_acknowledged", {
+                error: describe(error),
+                hint: "Slack redelivers it",
+              });
               return false;
             },
           })
@@ -200,7 +207,7 @@ export class SlackAdapter implements ChannelAdapter {
         clock: this.#clock,
         isAccepting: () => this.#accepting,
         onDispatchError: (error) =>
-          this.#app.logger.warn(`Slack event answered 500; Slack will retry it (${describe(error)})`),
+          this.#logger.warn("slack.event_answered_500", { error: describe(error), hint: "Slack retries it" }),
         dispatch: (body, retryNum, retryReason) => receiver.dispatch(body, retryNum, retryReason),
       }),
     ];
@@ -286,7 +293,7 @@ export class SlackAdapter implements ChannelAdapter {
 }
 
 /** Validates `config` (see parseSlackConfig) and builds the adapter. */
-export function createSlackAdapter(config: unknown, options: SlackAdapterOptions = {}): SlackAdapter {
+export function createSlackAdapter(config: unknown, options: SlackAdapterOptions): SlackAdapter {
   return new SlackAdapter(parseSlackConfig(config), options);
 }
 

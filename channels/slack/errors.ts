@@ -9,6 +9,9 @@ const TRANSIENT_PLATFORM_ERRORS = new Set([
   "team_added_to_org",
 ]);
 
+/** Slack `{ok:false, error}` codes that refuse the message's formatting, not the message. */
+const MARKUP_ERRORS = new Set(["invalid_blocks", "invalid_blocks_format"]);
+
 /**
  * Maps anything a web-api call threw to a SwitchboardError, the one place that knows Slack's
  * failure shapes:
@@ -17,7 +20,8 @@ const TRANSIENT_PLATFORM_ERRORS = new Set([
  * - our request timeout or Slack's `request_timeout` → platform_timeout (retryable; the call may
  *   have taken effect)
  * - every other `{ok:false}` code (channel_not_found, not_in_channel, is_archived, invalid_auth,
- *   msg_too_long, …) and other HTTP statuses → platform_rejected (not retryable)
+ *   msg_too_long, …) and other HTTP statuses → platform_rejected (not retryable); the codes that
+ *   refuse the formatting (invalid_blocks …) are tagged `rejection: "markup"`
  */
 export function toSwitchboardError(error: unknown, method: string): SwitchboardError {
   if (error instanceof SwitchboardError) return error;
@@ -71,6 +75,7 @@ export function toSwitchboardError(error: unknown, method: string): SwitchboardE
         cause: error,
         retryable: false,
         details: withCode,
+        ...(MARKUP_ERRORS.has(code) ? { rejection: "markup" as const } : {}),
       },
     );
   }

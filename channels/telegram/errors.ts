@@ -3,7 +3,7 @@
  * decides from. Messages carry the method and Telegram's description, never the token.
  */
 import { GrammyError, HttpError } from "grammy";
-import { SwitchboardError } from "../../src/errors.ts";
+import { type PlatformRejection, SwitchboardError } from "../../src/errors.ts";
 
 export interface TelegramCallContext {
   /** Bot API method, e.g. "sendMessage". */
@@ -95,10 +95,22 @@ function fromApiError(error: GrammyError, method: string): SwitchboardError {
       { cause: error, details },
     );
   }
+  const rejection = rejectionOf(description);
   return new SwitchboardError("platform_rejected", `Telegram refused ${method} (${code}): ${description}`, {
     cause: error,
     details,
+    ...(rejection === undefined ? {} : { rejection }),
   });
+}
+
+/**
+ * Telegram names the reason for a 400 only in its description: "can't parse entities: …" (HTML
+ * parse_mode), "can't find end of the entity …" (Markdown), "message is not modified: …".
+ */
+function rejectionOf(description: string): PlatformRejection | undefined {
+  if (/can't parse entities|can't find end of/i.test(description)) return "markup";
+  if (/message is not modified/i.test(description)) return "unchanged";
+  return undefined;
 }
 
 /**

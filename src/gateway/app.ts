@@ -126,10 +126,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
     observer: { rateLimited: (channel) => metrics.outboxRateLimited(channel), ...timeline.delivery },
-    logger: {
-      info: (message, fields) => logger.info(`outbox.${message}`, fields),
-      warn: (message, fields) => logger.warn(`outbox.${message}`, fields),
-    },
+    logger,
   });
 
   schedules = createScheduleService({

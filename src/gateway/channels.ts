@@ -1,5 +1,3 @@
-import type { Logger as BoltLogger } from "@slack/bolt";
-import { LogLevel } from "@slack/bolt";
 import { createDiscordAdapter } from "../../channels/discord/index.ts";
 import { createSlackAdapter } from "../../channels/slack/index.ts";
 import { TelegramAdapter } from "../../channels/telegram/index.ts";
@@ -67,7 +65,7 @@ export function buildChannels(
           allowBots: config.file.allowBots,
           ...(config.file.discord.groupSessions ? { groupSessions: config.file.discord.groupSessions } : {}),
         },
-        { clock, log: (level, message, fields) => logger[level](`discord.${message}`, fields) },
+        { clock, logger },
       ),
     );
     allowLists.discord = d.allowed;
@@ -86,7 +84,7 @@ export function buildChannels(
         },
         {
           clock,
-          logger: boltLogger(logger.child({ channel: "slack" })),
+          logger,
           onSkip: (skip) => logger.debug("slack.event_skipped", { ...skip }),
         },
       ),
@@ -94,24 +92,4 @@ export function buildChannels(
     allowLists.slack = s.allowed;
   }
   return { adapters, allowLists };
-}
-
-/** Bolt's logger interface over our structured logger (Bolt's debug chatter stays out). */
-function boltLogger(logger: Logger): BoltLogger {
-  let level = LogLevel.WARN;
-  const text = (args: unknown[]) => args.map((a) => (a instanceof Error ? a.message : String(a))).join(" ");
-  return {
-    debug: () => {},
-    info: (...args) => {
-      if (level === LogLevel.INFO || level === LogLevel.DEBUG)
-        logger.info("slack.bolt", { message: text(args) });
-    },
-    warn: (...args) => logger.warn("slack.bolt", { message: text(args) }),
-    error: (...args) => logger.error("slack.bolt", { message: text(args) }),
-    setLevel: (next) => {
-      level = next;
-    },
-    getLevel: () => level,
-    setName: () => {},
-  };
 }

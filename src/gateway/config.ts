@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
+import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../channels/types.ts";
 import { SwitchboardError } from "../errors.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
@@ -22,7 +23,7 @@ export interface SurfacePolicy {
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
-export const DEFAULT_SURFACES: Record<"dm" | "group" | "thread", SurfacePolicy> = {
+export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
   dm: { inputPolicy: "supersede", delivery: "stream", requireMention: false, nativeStreaming: false },
   group: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
   thread: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
@@ -39,11 +40,10 @@ const surfaceOverride = z
   .strict();
 
 /** Every key of `surfaces`: a channel (or `*`) and a kind of chat (or `*`). */
-export const SURFACE_KEYS = ["telegram", "discord", "slack", "web", "*"].flatMap((channel) =>
-  ["dm", "group", "thread", "*"].map((surface) => `${channel}:${surface}`),
+export const SURFACE_KEYS = [...CHANNEL_NAMES, "*"].flatMap((channel) =>
+  [...SURFACE_KINDS, "*"].map((surface) => `${channel}:${surface}`),
 );
-const SURFACE_KEY_HINT =
-  'a surface key is "<channel>:<surface>" with channel telegram, discord, slack, web or *, and surface dm, group, thread or * (e.g. "telegram:dm", "*:group")';
+const SURFACE_KEY_HINT = `a surface key is "<channel>:<surface>" with channel ${CHANNEL_NAMES.join(", ")} or *, and surface ${SURFACE_KINDS.join(", ")} or * (e.g. "telegram:dm", "*:group")`;
 
 /** The JSON file named by SWITCHBOARD_CONFIG. Versioned so its meaning can evolve. */
 const fileSchema = z
@@ -602,11 +602,7 @@ function referencedVariables(
 }
 
 /** The policy for `channel:surface`: exact key, then `channel:*`, then `*:surface`, over the defaults. */
-export function surfacePolicy(
-  file: FileConfig,
-  channel: string,
-  surface: "dm" | "group" | "thread",
-): SurfacePolicy {
+export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: SurfaceKind): SurfacePolicy {
   const base = DEFAULT_SURFACES[surface];
   const overrides = [
     file.surfaces[`*:${surface}`],

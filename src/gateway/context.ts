@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { channelNameSchema, surfaceKindSchema } from "../../channels/types.ts";
 
 /**
  * What a run carries about where it came from: enough to deliver its answer (channel, account,
@@ -6,11 +7,11 @@ import { z } from "zod";
  * restart needs nothing else.
  */
 export const runContextSchema = z.object({
-  channel: z.enum(["telegram", "discord", "slack", "web"]),
+  channel: channelNameSchema,
   account: z.string(),
   target: z.string(),
   replyTo: z.string().optional(),
-  surface: z.enum(["dm", "group", "thread"]),
+  surface: surfaceKindSchema,
   delivery: z.enum(["terminal", "stream"]),
   /** Stream with the platform's native drafts where the target supports them, else edits. */
   nativeStreaming: z.boolean().optional(),

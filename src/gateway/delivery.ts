@@ -77,10 +77,7 @@ export function wireDelivery(options: {
         clock,
         intervalMs: adapter.limits.editIntervalMs,
         maxChars: adapter.limits.maxMessageChars,
-        logger: {
-          info: (m, f) => logger.info(`outbox.${m}`, f),
-          warn: (m, f) => logger.warn(`outbox.${m}`, f),
-        },
+        logger,
       });
       for (const event of entry.buffered) entry.draft.handle(event);
       entry.buffered = [];
@@ -101,7 +98,7 @@ export function wireDelivery(options: {
       entry.buffered = [];
       void entry.stream.settled.finally(() => live.delete(runId));
     } else if (adapter.typing && adapter.capabilities.typing) {
-      entry.typing = createTypingIndicator(adapter, context.target, { clock });
+      entry.typing = createTypingIndicator(adapter, context.target, { clock, logger });
     }
   };
 

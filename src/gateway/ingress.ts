@@ -1,50 +1,16 @@
-import { z } from "zod";
-import type { InboundMessage, IngressOutcome } from "../../channels/types.ts";
+import { type InboundMessage, type IngressOutcome, inboundMessageSchema } from "../../channels/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
-import type { InputPart } from "../runtime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import type { ChatCommands } from "./commands.ts";
-import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
-import type { RunContext } from "./context.ts";
+import type { AllowList, FileConfig } from "./config.ts";
+import { decideIngress } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
 
-/** Longest input text admitted to the model, in characters. */
-export const MAX_INPUT_CHARS = 16_000;
-
-/** What ingress accepts from an adapter's parser; anything else is ignored as malformed. */
-export const inboundSchema = z.object({
-  channel: z.enum(["telegram", "discord", "slack", "web"]),
-  account: z.string().min(1).max(200),
-  updateKey: z.string().min(1).max(300),
-  principal: z.object({
-    id: z.string().min(1).max(200),
-    name: z.string().max(500).optional(),
-    isBot: z.boolean(),
-  }),
-  conversationKey: z.string().min(1).max(500),
-  replyTarget: z.string().min(1).max(500),
-  surface: z.enum(["dm", "group", "thread"]),
-  text: z.string(),
-  replyTo: z.string().max(200).optional(),
-  messageId: z.string().max(200).optional(),
-  addressedToBot: z.boolean(),
-  attachments: z
-    .array(
-      z.object({
-        kind: z.string(),
-        ref: z.string(),
-        name: z.string().optional(),
-        mediaType: z.string().optional(),
-        sizeBytes: z.number().optional(),
-      }),
-    )
-    .max(20),
-  receivedAtMs: z.number(),
-});
+export { MAX_INPUT_CHARS } from "./ingress-decision.ts";
 
 export interface IngressOptions {
   runtime: Runtime;
@@ -76,90 +42,62 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
 
   return async function ingest(candidate: InboundMessage): Promise<IngressOutcome> {
     const receivedAtMs = options.timeline?.received();
-    const parsed = inboundSchema.safeParse(candidate);
+    const parsed = inboundMessageSchema.safeParse(candidate);
     if (!parsed.success) {
       logger.warn("ingress.malformed", { issues: parsed.error.issues.map((i) => i.path.join(".")) });
       metrics.inboundIgnored(String((candidate as { channel?: unknown })?.channel ?? "unknown"), "malformed");
       return { kind: "ignored", reason: "malformed" };
     }
-    const message = candidate;
+    const message = parsed.data;
     const source = `${message.channel}:${message.account}`;
+    const decision = decideIngress(message, {
+      file,
+      allowLists: options.allowLists,
+      matchCommand: (text) => options.commands.match(text),
+    });
 
-    if (message.principal.isBot && !file.allowBots) return ignore(message, "from a bot");
-    const allowed =
-      message.channel === "web" || isAllowed(options.allowLists[message.channel], message.principal.id);
-    if (!allowed) {
-      logger.info("ingress.denied", {
-        channel: message.channel,
-        user: message.principal.id,
-        hint: `add this id to ${message.channel.toUpperCase()}_ALLOWED_USERS to let this user talk to the agent`,
-      });
-      return ignore(message, "user not allowed");
-    }
-    const policy = surfacePolicy(file, message.channel, message.surface);
-    if (message.surface !== "dm" && policy.requireMention && !message.addressedToBot) {
-      return ignore(message, "not addressed to the bot");
-    }
-
-    const text = message.text.trim();
-    const command = options.commands.match(text);
-    if (command) {
-      const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
-      const reply = await options.commands.run(command, { message, conversationId, source });
-      if (reply.duplicate) {
-        metrics.inboundDuplicate(message.channel);
-        return { kind: "duplicate", runId: null, conversationId };
+    switch (decision.kind) {
+      case "ignore":
+        if (decision.reason === "user not allowed") {
+          logger.info("ingress.denied", {
+            channel: message.channel,
+            user: message.principal.id,
+            hint: `add this id to ${message.channel.toUpperCase()}_ALLOWED_USERS to let this user talk to the agent`,
+          });
+        }
+        return ignore(message, decision.reason);
+      case "command": {
+        const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+        const reply = await options.commands.run(decision.name, { message, conversationId, source });
+        if (reply.duplicate) {
+          metrics.inboundDuplicate(message.channel);
+          return { kind: "duplicate", runId: null, conversationId };
+        }
+        metrics.inboundAccepted(message.channel);
+        return { kind: "command", reply: reply.text };
       }
-      metrics.inboundAccepted(message.channel);
-      return { kind: "command", reply: reply.text };
+      case "oversized": {
+        const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+        const reply = await options.commands.notice(
+          { message, conversationId, source },
+          `Your message is too long (${decision.chars.toLocaleString("en")} characters; the limit is ${decision.limitChars.toLocaleString("en")}). Please shorten it or split it.`,
+          "oversized",
+        );
+        return reply.duplicate
+          ? { kind: "duplicate", runId: null, conversationId }
+          : ignore(message, "oversized");
+      }
+      case "admit":
+        break;
     }
 
-    if (text.length > MAX_INPUT_CHARS) {
-      const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
-      const reply = await options.commands.notice(
-        { message, conversationId, source },
-        `Your message is too long (${text.length.toLocaleString("en")} characters; the limit is ${MAX_INPUT_CHARS.toLocaleString("en")}). Please shorten it or split it.`,
-        "oversized",
-      );
-      return reply.duplicate
-        ? { kind: "duplicate", runId: null, conversationId }
-        : ignore(message, "oversized");
-    }
-    if (text === "" && message.attachments.length === 0) return ignore(message, "empty");
-
-    const parts: InputPart[] = [];
-    if (text !== "") parts.push({ type: "text", text });
-    for (const a of message.attachments) {
-      parts.push({
-        type: "file",
-        ref: a.ref,
-        ...(a.mediaType ? { mediaType: a.mediaType } : {}),
-        ...(a.name ? { name: a.name } : {}),
-        ...(a.sizeBytes === undefined ? {} : { sizeBytes: a.sizeBytes }),
-      });
-    }
-    const context: RunContext = {
-      channel: message.channel,
-      account: message.account,
-      target: message.replyTarget,
-      ...(message.messageId ? { replyTo: message.messageId } : {}),
-      surface: message.surface,
-      delivery: policy.delivery,
-      ...(policy.nativeStreaming ? { nativeStreaming: true } : {}),
-      conversationKey: message.conversationKey,
-      principal: {
-        id: message.principal.id,
-        ...(message.principal.name ? { name: message.principal.name } : {}),
-      },
-      origin: "user",
-    };
     const ticket = runtime.submit({
       conversationKey: message.conversationKey,
       idempotencyKey: `${source}:${message.updateKey}`,
-      parts,
-      context,
+      parts: decision.parts,
+      context: decision.context,
       surface: `${message.channel}:${message.surface}`,
-      policy: policy.inputPolicy,
+      policy: decision.policy.inputPolicy,
       ingress: { source, key: message.updateKey, payload: message },
     });
     const admission = await ticket.admission;
@@ -174,9 +112,4 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     }
     return { kind: "admitted", runId: admission.runId, conversationId: admission.conversationId };
   };
-}
-
-function isAllowed(list: AllowList | undefined, userId: string): boolean {
-  if (!list) return false;
-  return list.kind === "everyone" || list.ids.has(userId);
 }

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { CHANNEL_NAMES, type ChannelName } from "../../channels/types.ts";
 import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { createOperatorService } from "../operator/service.ts";
@@ -143,18 +144,12 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
       hint: "set OPENROUTER_API_KEY (or SWITCHBOARD_MODEL) to connect a real model",
     });
   }
-  const missing = [
-    ["telegram", "TELEGRAM_BOT_TOKEN (from @BotFather)"],
-    ["discord", "DISCORD_BOT_TOKEN (Discord developer portal; enable the Message Content intent)"],
-    ["slack", "SLACK_BOT_TOKEN plus SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP)"],
-  ].filter(([name]) => !channels.includes(name as never));
-  for (const [name, how] of missing)
-    logger.info("gateway.channel_not_configured", { channel: name, hint: `set ${how}` });
-  for (const [name, list] of [
-    ["telegram", config.telegram?.allowed],
-    ["discord", config.discord?.allowed],
-    ["slack", config.slack?.allowed],
-  ] as const) {
+  for (const name of PLATFORM_CHANNELS) {
+    if (!channels.includes(name)) {
+      logger.info("gateway.channel_not_configured", { channel: name, hint: `set ${HOW_TO_CONNECT[name]}` });
+      continue;
+    }
+    const list = config[name]?.allowed;
     if (list && list.kind === "ids" && list.ids.size === 0) {
       logger.warn("gateway.nobody_allowed", {
         channel: name,
@@ -163,6 +158,17 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
     }
   }
 }
+
+type PlatformChannel = Exclude<ChannelName, "web">;
+
+/** The channels configured from the environment; the web chat has no token and no allowlist. */
+const PLATFORM_CHANNELS = CHANNEL_NAMES.filter((name): name is PlatformChannel => name !== "web");
+
+const HOW_TO_CONNECT: Record<PlatformChannel, string> = {
+  telegram: "TELEGRAM_BOT_TOKEN (from @BotFather)",
+  discord: "DISCORD_BOT_TOKEN (Discord developer portal; enable the Message Content intent)",
+  slack: "SLACK_BOT_TOKEN plus SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP)",
+};
 
 /**
  * `switchboard start`: reads the environment (Bun loads .env), starts the gateway and shuts it

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { channelNameSchema } from "../../channels/types.ts";
 import {
   MISSED_POLICIES,
   OCCURRENCE_STATES,
@@ -58,8 +59,6 @@ export interface OccurrenceRow {
   updated_at_ms: number;
 }
 
-const CHANNELS = ["telegram", "discord", "slack", "web"] as const;
-
 /** An integer column: a number (SQLite, PostgreSQL INTEGER) or a decimal string (PostgreSQL BIGINT). */
 const integer = (check = z.number().int()) =>
   z
@@ -76,7 +75,7 @@ const scheduleRowSchema = z.object({
   id: z.string(),
   conversation_id: z.string(),
   reply_target: z.string(),
-  channel: z.enum(CHANNELS),
+  channel: channelNameSchema,
   created_by: z.enum(SCHEDULE_CREATORS),
   prompt: z.string(),
   kind: z.enum(["at", "every"]),

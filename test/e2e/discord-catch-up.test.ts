@@ -4,12 +4,9 @@
  * start and answered once each, in order; what was answered before the crash is not answered again.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { APIUser } from "discord.js";
-import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
+import { afterAll, describe, expect, test } from "bun:test";
+import { startDiscordEmulator } from "../emulators/discord/index.ts";
+import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import {
   eventually,
   GATEWAY_STOP_TIMEOUT_MS,
@@ -17,27 +14,20 @@ import {
   startGatewayProcess,
 } from "./support/gateway-process.ts";
 
-const dir = tempDir("switchboard-e2e-dc-catch-up-");
-let llm: FakeLlmServer;
-let discord: DiscordEmulator;
-let alice: APIUser;
-let otherBot: APIUser;
+const fixture = useE2eFixture("switchboard-e2e-dc-catch-up-", startDiscordEmulator);
+const { llm, platform: discord } = fixture;
+const alice = discord.createUser("alice");
+const otherBot = discord.createUser("otherbot", { bot: true });
 let gateway: GatewayProcess | undefined;
 
 function env(): Record<string, string> {
   // Queue, not supersede: every message written while down deserves its own answer.
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
+  return discordGatewayEnv(fixture, {
     surfaces: {
       "discord:dm": { inputPolicy: "queue", delivery: "terminal" },
       "discord:group": { inputPolicy: "queue", delivery: "terminal" },
     },
-    extra: {
-      DISCORD_BOT_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_ALLOWED_USERS: `${alice.id},${otherBot.id}`,
-    },
+    allowed: [alice.id, otherBot.id],
   });
 }
 
@@ -54,20 +44,12 @@ function waitForBotReply(channelId: string, text: string, timeoutMs: number) {
   );
 }
 
-beforeAll(() => {
-  llm = startFakeLlmServer();
-  discord = startDiscordEmulator();
-  alice = discord.createUser("alice");
-  otherBot = discord.createUser("otherbot", { bot: true });
-});
-afterAll(async () => {
-  await gateway?.kill("SIGTERM");
-  await discord.close();
-  await llm.stop();
-  dir.cleanup();
-}, GATEWAY_STOP_TIMEOUT_MS);
-
 describe("discord catch-up after downtime", () => {
+  // Inside the describe, so it runs before the fixture's hook closes the emulator.
+  afterAll(async () => {
+    await gateway?.kill("SIGTERM");
+  }, GATEWAY_STOP_TIMEOUT_MS);
+
   test("messages written while the gateway was down are answered once each, in order", async () => {
     gateway = await startGatewayProcess(env());
     const dmChannel = discord.dmChannelId(alice.id);

@@ -4,11 +4,8 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { APIUser } from "discord.js";
-import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
+import { startDiscordEmulator } from "../emulators/discord/index.ts";
+import { discordGatewayEnv, slowAnswerRule, useE2eFixture } from "./support/fixture.ts";
 import {
   eventually,
   GATEWAY_START_TIMEOUT_MS,
@@ -18,26 +15,19 @@ import {
 } from "./support/gateway-process.ts";
 import { metricValue } from "./support/metrics.ts";
 
-const dir = tempDir("switchboard-e2e-dc-");
-let llm: FakeLlmServer;
-let discord: DiscordEmulator;
-let alice: APIUser;
-let bob: APIUser;
-let mallory: APIUser;
+const fixture = useE2eFixture("switchboard-e2e-dc-", startDiscordEmulator);
+const { llm, platform: discord } = fixture;
+const alice = discord.createUser("alice");
+const bob = discord.createUser("bob");
+const mallory = discord.createUser("mallory");
 
 function env(): Record<string, string> {
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
+  return discordGatewayEnv(fixture, {
     surfaces: {
       "discord:dm": { inputPolicy: "supersede", delivery: "terminal" },
       "discord:group": { inputPolicy: "queue", delivery: "terminal" },
     },
-    extra: {
-      DISCORD_BOT_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_ALLOWED_USERS: `${alice.id},${bob.id}`,
-    },
+    allowed: [alice.id, bob.id],
   });
 }
 
@@ -56,19 +46,6 @@ function waitForBotReply(channelId: string, text: string, timeoutMs: number) {
     `a bot reply containing "${text}" in channel ${channelId}`,
   );
 }
-
-beforeAll(() => {
-  llm = startFakeLlmServer();
-  discord = startDiscordEmulator();
-  alice = discord.createUser("alice");
-  bob = discord.createUser("bob");
-  mallory = discord.createUser("mallory");
-});
-afterAll(async () => {
-  await discord.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 describe("discord end to end", () => {
   let gateway: GatewayProcess;
@@ -120,15 +97,12 @@ describe("discord end to end", () => {
 
   test("supersede in a DM: only the latest is answered and the first is absent from its prompt", async () => {
     llm.addRules([
-      {
-        match: { lastUserContains: "first slow thought" },
-        reply: {
-          kind: "text",
-          text: "slow answer one two three four",
-          chunks: SLOW_CHUNKS,
-          chunkDelayMs: SLOW_CHUNK_DELAY_MS,
-        },
-      },
+      slowAnswerRule(
+        "first slow thought",
+        "slow answer one two three four",
+        SLOW_CHUNKS,
+        SLOW_CHUNK_DELAY_MS,
+      ),
     ]);
     const dmChannel = discord.dmChannelId(alice.id);
     discord.sendDm(alice.id, "first slow thought");

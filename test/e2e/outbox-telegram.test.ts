@@ -7,16 +7,9 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { OutboxRecord } from "../../outbox/types.ts";
-import {
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import {
   eventually,
   GATEWAY_START_TIMEOUT_MS,
@@ -25,9 +18,8 @@ import {
 } from "./support/gateway-process.ts";
 import { metricValue } from "./support/metrics.ts";
 
-const dir = tempDir("switchboard-e2e-outbox-tg-");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
+const fixture = useE2eFixture("switchboard-e2e-outbox-tg-", startTelegramEmulator);
+const { llm, platform: telegram } = fixture;
 const alice = user(2001, "Alice");
 const bob = user(2002, "Bob");
 const carol = user(2003, "Carol");
@@ -36,17 +28,11 @@ const erin = user(2005, "Erin");
 
 /** Gateway environment; `delivery` applies to Telegram DMs, whose messages queue (none is superseded). */
 function env(dbName: string, delivery: "terminal" | "stream"): Record<string, string> {
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
+  return telegramGatewayEnv(fixture, {
     dbFile: `${dbName}.sqlite`,
     configFile: `${dbName}.json`,
     surfaces: { "telegram:dm": { inputPolicy: "queue", delivery } },
-    extra: {
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: [alice.id, bob.id, carol.id, dave.id, erin.id].join(","),
-    },
+    allowed: [alice.id, bob.id, carol.id, dave.id, erin.id],
   });
 }
 
@@ -57,16 +43,6 @@ const botTexts = (chatId: number) =>
     .map((m) => m.visibleText);
 const callsTo = (method: string, chatId: number) =>
   telegram.callsOf(method).filter((call) => Number(call.params.chat_id) === chatId);
-
-beforeAll(() => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
-});
-afterAll(async () => {
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 describe("terminal replies", () => {
   let gateway: GatewayProcess | undefined;

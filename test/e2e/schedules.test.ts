@@ -7,37 +7,23 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import {
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCli } from "./support/cli.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
-const dir = tempDir("switchboard-e2e-schedules-");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
+const fixture = useE2eFixture("switchboard-e2e-schedules-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const carol = user(2001, "Carol");
 const dave = user(2002, "Dave");
 const erin = user(2003, "Erin");
 
 function env(dbName: string): Record<string, string> {
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
+  return telegramGatewayEnv(fixture, {
     dbFile: dbName,
     surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
-    extra: {
-      SWITCHBOARD_LOG_LEVEL: "debug",
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: [carol.id, dave.id, erin.id].join(","),
-    },
+    allowed: [carol.id, dave.id, erin.id],
+    extra: { SWITCHBOARD_LOG_LEVEL: "debug" },
   });
 }
 
@@ -102,16 +88,6 @@ const scheduledRuns = (dbName: string, conversationId: string) =>
       )
       .all(conversationId),
   );
-
-beforeAll(() => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
-});
-afterAll(async () => {
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 describe("schedules through the gateway", () => {
   const dbName = "schedules.sqlite";

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { postEvent, type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
+import { slowAnswerRule } from "./support/fixture.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import {
   eventually,
@@ -129,15 +130,12 @@ describe("slack end to end (Socket Mode)", () => {
 
   test("supersede in a DM: only the latest is answered and the first is absent from its prompt", async () => {
     llm.addRules([
-      {
-        match: { lastUserContains: "first slow thought" },
-        reply: {
-          kind: "text",
-          text: "slow answer one two three four",
-          chunks: SLOW_CHUNKS,
-          chunkDelayMs: SLOW_CHUNK_DELAY_MS,
-        },
-      },
+      slowAnswerRule(
+        "first slow thought",
+        "slow answer one two three four",
+        SLOW_CHUNKS,
+        SLOW_CHUNK_DELAY_MS,
+      ),
     ]);
     slack.pushEvent(slack.events.dm({ user: ALICE, text: "first slow thought" }));
     await eventually(

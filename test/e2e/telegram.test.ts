@@ -6,54 +6,29 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import {
-  groupChat,
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
+import { groupChat, privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, freePort, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
 
-const dir = tempDir("switchboard-e2e-tg-");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
+const fixture = useE2eFixture("switchboard-e2e-tg-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const alice = user(1001, "Alice");
 const bob = user(1002, "Bob");
 const mallory = user(6666, "Mallory");
 const group = groupChat(-5001, "Team");
 
 function env(extra: Record<string, string> = {}): Record<string, string> {
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
+  return telegramGatewayEnv(fixture, {
     surfaces: {
       "telegram:dm": { inputPolicy: "supersede", delivery: "terminal" },
       "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
     },
-    extra: {
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id},1003,1004`,
-      ...extra,
-    },
+    allowed: [alice.id, bob.id, 1003, 1004],
+    extra,
   });
 }
 
 const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);
-
-beforeAll(() => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
-});
-afterAll(async () => {
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 describe("telegram end to end (polling)", () => {
   let gateway: GatewayProcess;

@@ -11,8 +11,7 @@ import type { Update } from "grammy/types";
 import { type DiscordMessageFacts, toInbound } from "../../channels/discord/index.ts";
 import { parseSlackEvent, type ParseContext as SlackParseContext } from "../../channels/slack/parse.ts";
 import { parseUpdate, type ParseContext as TelegramParseContext } from "../../channels/telegram/parse.ts";
-import type { InboundAttachment } from "../../channels/types.ts";
-import { inboundSchema } from "../../src/gateway/ingress.ts";
+import { type InboundAttachment, inboundMessageSchema } from "../../channels/types.ts";
 import {
   botUser,
   editedMessageUpdate,
@@ -33,7 +32,7 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 1500);
 
 /** Fails with ingress's own complaint, so a counterexample says which field was wrong. */
 function expectIngressAccepts(message: unknown): void {
-  const parsed = inboundSchema.safeParse(message);
+  const parsed = inboundMessageSchema.safeParse(message);
   if (!parsed.success) {
     const issues = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
     throw new Error(`ingress would drop this parsed message as malformed (${issues})`);

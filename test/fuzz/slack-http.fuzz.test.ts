@@ -3,38 +3,29 @@
  * Web API calls to the Slack emulator). Correctly signed junk is answered 4xx or skipped with a
  * log line; nothing is stored, nothing reaches the model, and the gateway keeps answering.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import fc from "fast-check";
 import { parseSlackEvent } from "../../channels/slack/parse.ts";
 import { MAX_INPUT_CHARS } from "../../src/gateway/ingress.ts";
+import { useE2eFixture } from "../e2e/support/fixture.ts";
 import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
-import {
-  postEvent,
-  type SlackEmulator,
-  signSlackRequest,
-  startSlackEmulator,
-} from "../emulators/slack/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
+import { eventually, type GatewayProcess } from "../e2e/support/gateway-process.ts";
+import { postEvent, signSlackRequest, startSlackEmulator } from "../emulators/slack/index.ts";
 import { isHealthy, storedCounts } from "./support/gateway-db.ts";
 import { hostilePayload } from "./support/mutate.ts";
 
 const SIGNING_SECRET = "fuzz-slack-signing-secret-0123456789";
 const ALICE = "U0ALICE";
 const MALLORY = "U0MALLORY";
-const dir = tempDir("switchboard-fuzz-slack-");
+const fixture = useE2eFixture("switchboard-fuzz-slack-", startSlackEmulator);
+const { dir, llm, platform: slack } = fixture;
 const dbPath = join(dir.path, "gateway.sqlite");
-let llm: FakeLlmServer;
-let slack: SlackEmulator;
 let gateway: GatewayProcess;
 let eventsUrl: string;
 
 beforeAll(async () => {
-  llm = startFakeLlmServer();
-  slack = startSlackEmulator();
-  gateway = await startGatewayProcess(
+  gateway = await fixture.startGateway(
     e2eGatewayEnv({
       dir: dir.path,
       llm,
@@ -49,13 +40,6 @@ beforeAll(async () => {
   );
   eventsUrl = `${gateway.url}/slack/events`;
 }, 20_000);
-
-afterAll(async () => {
-  await gateway?.kill("SIGTERM");
-  await slack.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 /** Signs `body` (the exact bytes sent) like Slack and posts it once, without Slack's retries. */
 function postSigned(body: string | Uint8Array): Promise<Response> {

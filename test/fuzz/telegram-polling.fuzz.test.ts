@@ -3,51 +3,24 @@
  * update the parser cannot read must be skipped and confirmed, not retried forever while every
  * update behind it waits (polling confirms updates strictly in order).
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
-import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
-import { type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
-import {
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  type UpdateBody,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
+import { telegramGatewayEnv, useE2eFixture } from "../e2e/support/fixture.ts";
+import type { GatewayProcess } from "../e2e/support/gateway-process.ts";
+import { privateChat, startTelegramEmulator, type UpdateBody, user } from "../emulators/telegram/index.ts";
 import { isHealthy, storedCounts } from "./support/gateway-db.ts";
 
 const alice = user(1001, "Alice");
-const dir = tempDir("switchboard-fuzz-tgpoll-");
+const fixture = useE2eFixture("switchboard-fuzz-tgpoll-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const dbPath = join(dir.path, "gateway.sqlite");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
 let gateway: GatewayProcess;
 
 beforeAll(async () => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
-  gateway = await startGatewayProcess(
-    e2eGatewayEnv({
-      dir: dir.path,
-      llm,
-      extra: {
-        SWITCHBOARD_LOG_LEVEL: "debug",
-        TELEGRAM_BOT_TOKEN: telegram.token,
-        TELEGRAM_API_ROOT: telegram.url,
-        TELEGRAM_ALLOWED_USERS: String(alice.id),
-      },
-    }),
+  gateway = await fixture.startGateway(
+    telegramGatewayEnv(fixture, { allowed: [alice.id], extra: { SWITCHBOARD_LOG_LEVEL: "debug" } }),
   );
 }, 20_000);
-
-afterAll(async () => {
-  await gateway?.kill("SIGTERM");
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 const chat = { id: alice.id, type: "private", first_name: "Alice" };
 // Every body keeps a chat object: the emulator files pushed updates under their chat. Bodies with

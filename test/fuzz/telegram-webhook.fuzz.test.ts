@@ -4,60 +4,45 @@
  * answers 4xx or skips it with a log line; nothing is stored, nothing reaches the model, the
  * process stays up and a valid message afterwards is answered.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import fc from "fast-check";
 import { parseUpdate } from "../../channels/telegram/parse.ts";
 import { SECRET_HEADER } from "../../channels/telegram/webhook.ts";
 import { MAX_INPUT_CHARS } from "../../src/gateway/ingress.ts";
-import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
-import {
-  eventually,
-  freePort,
-  type GatewayProcess,
-  startGatewayProcess,
-} from "../e2e/support/gateway-process.ts";
+import { telegramGatewayEnv, useE2eFixture } from "../e2e/support/fixture.ts";
+import { eventually, freePort, type GatewayProcess } from "../e2e/support/gateway-process.ts";
 import {
   groupChat,
   message,
   messageUpdate,
   privateChat,
   startTelegramEmulator,
-  type TelegramEmulator,
   user,
 } from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
 import { isHealthy, storedCounts } from "./support/gateway-db.ts";
 import { hostilePayload } from "./support/mutate.ts";
 
 const SECRET = "fuzz-webhook-secret-0123456789abcdef";
 const alice = user(1001, "Alice");
 const mallory = user(6666, "Mallory");
-const dir = tempDir("switchboard-fuzz-tg-");
+const fixture = useE2eFixture("switchboard-fuzz-tg-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const dbPath = join(dir.path, "gateway.sqlite");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
 let gateway: GatewayProcess;
 let webhookUrl: string;
 
 beforeAll(async () => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
   // Updates posted straight to the webhook bypass the emulator, which must still know the chat.
   telegram.addChat(privateChat(alice));
   const port = freePort();
-  gateway = await startGatewayProcess(
-    e2eGatewayEnv({
-      dir: dir.path,
-      llm,
+  gateway = await fixture.startGateway(
+    telegramGatewayEnv(fixture, {
       surfaces: { "telegram:dm": { delivery: "terminal" } },
+      allowed: [alice.id],
       extra: {
         SWITCHBOARD_HTTP_PORT: String(port),
         SWITCHBOARD_LOG_LEVEL: "debug",
-        TELEGRAM_BOT_TOKEN: telegram.token,
-        TELEGRAM_API_ROOT: telegram.url,
-        TELEGRAM_ALLOWED_USERS: String(alice.id),
         TELEGRAM_MODE: "webhook",
         TELEGRAM_WEBHOOK_URL: `http://127.0.0.1:${port}/telegram/webhook`,
         TELEGRAM_WEBHOOK_SECRET: SECRET,
@@ -66,13 +51,6 @@ beforeAll(async () => {
   );
   webhookUrl = `${gateway.url}/telegram/webhook`;
 }, 20_000);
-
-afterAll(async () => {
-  await gateway?.kill("SIGTERM");
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 function post(body: string | Uint8Array, headers: Record<string, string> = {}): Promise<Response> {
   return fetch(webhookUrl, {

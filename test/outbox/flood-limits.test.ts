@@ -14,6 +14,7 @@ import type { OutboxInsert } from "../../outbox/types.ts";
 import { createDeliveryWorker } from "../../outbox/worker.ts";
 import { openSqliteStores } from "../../src/store/sqlite/index.ts";
 import { systemClock } from "../../src/util/clock.ts";
+import { silentLogger } from "../../src/util/log.ts";
 import {
   privateChat,
   startTelegramEmulator,
@@ -47,7 +48,7 @@ function setup(chats: number) {
     repo,
     adapters: new Map<ChannelName, ChannelAdapter>([["telegram", adapter]]),
     clock: systemClock,
-    logger: { info: () => {}, warn: () => {} },
+    logger: silentLogger,
     observer: { rateLimited: (channel) => rateLimited.push(channel) },
   });
   cleanup = async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { type OutboxLogger, type OutboxRecord, targetKey } from "../../outbox/types.ts";
+import { type OutboxRecord, targetKey } from "../../outbox/types.ts";
 import { createDeliveryWorker } from "../../outbox/worker.ts";
 import {
   commitAnswerDelivery,
@@ -10,6 +10,7 @@ import {
 } from "../../src/store/postgres/outbox.ts";
 import { openPostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
 import { openMigratedPool } from "../../src/store/postgres/schema.ts";
+import { silentLogger } from "../../src/util/log.ts";
 import { admitRequest } from "../store/conformance.ts";
 import { createDatabase, withDatabase } from "../support/postgres.ts";
 import { useTestServer } from "../support/postgres-hooks.ts";
@@ -248,7 +249,6 @@ describe("postgres outbox: the delivery worker", () => {
   test("answers to one chat are each delivered once, in order", async () => {
     await withDatabase(async (url) => {
       const sql = await connect(url);
-      const quiet: OutboxLogger = { info: () => {}, warn: () => {} };
       const clock = new FakeClock();
       const adapter = new FakeAdapter({ clock });
       const repo = new PostgresOutboxRepository(sql);
@@ -257,7 +257,7 @@ describe("postgres outbox: the delivery worker", () => {
         adapters: new Map([["telegram", adapter]]),
         clock,
         random: () => 0,
-        logger: quiet,
+        logger: silentLogger,
       });
       try {
         const ids = await repo.insert(

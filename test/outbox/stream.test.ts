@@ -1,17 +1,16 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { ChannelCapabilities, ChannelLimits } from "../../channels/types.ts";
 import type { StreamReply } from "../../outbox/stream.ts";
-import type { OutboxLogger } from "../../outbox/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import type { RuntimeEvent } from "../../src/runtime/events.ts";
 import type { TerminalRunState } from "../../src/runtime/types.ts";
 import { commitAnswerDeliverySync } from "../../src/store/sqlite/outbox.ts";
+import { silentLogger } from "../../src/util/log.ts";
 import { FakeAdapter, formattingRejected, unavailable } from "./support/fake-adapter.ts";
 import { FakeClock, settle } from "./support/fake-clock.ts";
 import { OutboxDb } from "./support/outbox-db.ts";
 import { messageInsert } from "./support/records.ts";
 
-const quietLogger: OutboxLogger = { info: () => {}, warn: () => {} };
 const TARGET = "chat-s";
 const CONVERSATION = "conv-s";
 
@@ -48,7 +47,7 @@ async function setup(options: Setup = {}) {
     adapters: new Map([["telegram", adapter]]),
     clock,
     random: () => 0,
-    logger: quietLogger,
+    logger: silentLogger,
   });
   running.push(worker);
   const recovery = await worker.start();

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createTypingIndicator } from "../../outbox/typing.ts";
+import { silentLogger } from "../../src/util/log.ts";
+import { recordingLogger } from "../support/logger.ts";
 import { FakeAdapter, unavailable } from "./support/fake-adapter.ts";
 import { FakeClock, settle } from "./support/fake-clock.ts";
 
@@ -8,12 +10,9 @@ describe("typing indicator", () => {
     const clock = new FakeClock();
     const adapter = new FakeAdapter({ clock });
     adapter.fail("typing", unavailable());
-    const warnings: string[] = [];
+    const logger = recordingLogger();
     const t0 = clock.now();
-    const indicator = createTypingIndicator(adapter, "chat-a", {
-      clock,
-      logger: { info: () => {}, warn: (message) => warnings.push(message) },
-    });
+    const indicator = createTypingIndicator(adapter, "chat-a", { clock, logger });
     await clock.advance(10_000);
     indicator.stop();
     await clock.advance(20_000);
@@ -22,13 +21,15 @@ describe("typing indicator", () => {
       ["typing", "chat-a", 4000, "ok"],
       ["typing", "chat-a", 8000, "ok"],
     ]);
-    expect(warnings).toHaveLength(1);
+    expect(logger.records).toEqual([
+      expect.objectContaining({ level: "warn", event: "outbox.typing_failed", channel: adapter.channel }),
+    ]);
   });
 
   test("does nothing for a platform without typing", async () => {
     const clock = new FakeClock();
     const adapter = new FakeAdapter({ clock, capabilities: { typing: false } });
-    const indicator = createTypingIndicator(adapter, "chat-a", { clock });
+    const indicator = createTypingIndicator(adapter, "chat-a", { clock, logger: silentLogger });
     await settle();
     indicator.stop();
     expect(adapter.calls).toEqual([]);

@@ -1,9 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { ChannelCapabilities, ChannelLimits } from "../../channels/types.ts";
 import { RATE_WINDOW_MARGIN_MS } from "../../outbox/rate-limiter.ts";
-import type { OutboxLogger, OutboxRecord } from "../../outbox/types.ts";
+import type { OutboxRecord } from "../../outbox/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import type { SqliteOutboxRepository } from "../../src/store/sqlite/outbox.ts";
+import { type Logger, silentLogger } from "../../src/util/log.ts";
+import { recordingLogger } from "../support/logger.ts";
 import {
   FakeAdapter,
   formattingRejected,
@@ -15,10 +17,8 @@ import { FakeClock, settle } from "./support/fake-clock.ts";
 import { OutboxDb } from "./support/outbox-db.ts";
 import { messageInsert } from "./support/records.ts";
 
-const quietLogger: OutboxLogger = { info: () => {}, warn: () => {} };
-
 interface Setup {
-  logger?: OutboxLogger;
+  logger?: Logger;
   capabilities?: Partial<ChannelCapabilities>;
   limits?: Partial<ChannelLimits>;
   maxAttempts?: number;
@@ -53,7 +53,7 @@ function setup(options: Setup = {}) {
     adapters: new Map([["telegram", adapter]]),
     clock,
     random: () => 0,
-    logger: options.logger ?? quietLogger,
+    logger: options.logger ?? silentLogger,
     observer: {
       rateLimited: (channel) => observed.rateLimited.push(channel),
       firstSendStarted: (record) =>
@@ -132,10 +132,8 @@ describe("order and retries", () => {
   });
 
   test("a rejected answer fails at once with the platform's reason and does not block the chat", async () => {
-    const warnings: Array<[string, Record<string, unknown> | undefined]> = [];
-    const { clock, adapter, repo, worker } = setup({
-      logger: { info: () => {}, warn: (message, fields) => warnings.push([message, fields]) },
-    });
+    const logger = recordingLogger();
+    const { clock, adapter, repo, worker } = setup({ logger });
     adapter.fail("send", rejected("chat not found"));
     const [bad, good] = await enqueue(repo, clock, ["chat-a", "doomed"], ["chat-a", "fine"]);
     await worker.start();
@@ -145,26 +143,21 @@ describe("order and retries", () => {
     expect(failed?.lastError).toMatch(/send failed: 400 Bad Request: chat not found/);
     expect(await stateOf(repo, good!)).toBe("delivered");
     // One warn line with the record, the chat and the platform's reason, never the text.
-    const failures = warnings.filter(([message]) => message.startsWith("delivery failed permanently"));
+    const failures = logger.records.filter((record) => record.event === "outbox.delivery_failed");
     expect(failures).toHaveLength(1);
-    expect(failures[0]![1]).toMatchObject({
+    expect(failures[0]).toMatchObject({
+      level: "warn",
       recordId: bad,
       channel: "telegram",
       target: "chat-a",
       reason: expect.stringContaining("chat not found"),
     });
-    expect(JSON.stringify(warnings)).not.toContain("doomed");
+    expect(logger.lines.join("\n")).not.toContain("doomed");
   });
 
   test("transient failures give up after maxAttempts; an operator retry delivers it, recorded in history", async () => {
-    const warnings: Array<Record<string, unknown> | undefined> = [];
-    const { clock, adapter, repo, worker } = setup({
-      maxAttempts: 3,
-      logger: {
-        info: () => {},
-        warn: (message, fields) => message.includes("permanently") && warnings.push(fields),
-      },
-    });
+    const logger = recordingLogger();
+    const { clock, adapter, repo, worker } = setup({ maxAttempts: 3, logger });
     adapter.fail("send", unavailable(), 3);
     const [id] = await enqueue(repo, clock, ["chat-a", "persistent"]);
     await worker.start();
@@ -174,10 +167,10 @@ describe("order and retries", () => {
     expect(failed?.state).toBe("failed");
     expect(failed?.lastError).toMatch(/gave up after 3 attempts: 500/);
     expect(adapter.visible("chat-a")).toEqual([]);
-    expect(warnings).toEqual([
+    expect(logger.records.filter((record) => record.event === "outbox.delivery_failed")).toEqual([
       expect.objectContaining({ recordId: id, reason: expect.stringMatching(/gave up after 3 attempts/) }),
     ]);
-    expect(JSON.stringify(warnings)).not.toContain("persistent");
+    expect(logger.lines.join("\n")).not.toContain("persistent");
 
     await repo.retry(id!, "operator:ann", clock.now(), "platform is back");
     worker.notify();

@@ -4,53 +4,30 @@
  * user's schedules from another user's conversation, by chat command and by the agent's tools.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { e2eGatewayEnv } from "../e2e/support/gateway-env.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
-import {
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
+import { telegramGatewayEnv, useE2eFixture } from "../e2e/support/fixture.ts";
+import { eventually, type GatewayProcess } from "../e2e/support/gateway-process.ts";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 
 const OPERATOR_TOKEN = "operator-token-for-isolation-0123456789";
 const alice = user(1001, "Alice");
 const bob = user(1002, "Bob");
-const dir = tempDir("switchboard-sec-iso-");
+const fixture = useE2eFixture("switchboard-sec-iso-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const dbPath = join(dir.path, "gateway.sqlite");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
 let gateway: GatewayProcess;
 /** Alice's reminder, created in the first test. */
 let aliceScheduleId = "";
 
 beforeAll(async () => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
-  gateway = await startGatewayProcess(
-    e2eGatewayEnv({
-      dir: dir.path,
-      llm,
-      extra: {
-        SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
-        TELEGRAM_BOT_TOKEN: telegram.token,
-        TELEGRAM_API_ROOT: telegram.url,
-        TELEGRAM_ALLOWED_USERS: `${alice.id},${bob.id}`,
-      },
+  gateway = await fixture.startGateway(
+    telegramGatewayEnv(fixture, {
+      allowed: [alice.id, bob.id],
+      extra: { SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN },
     }),
   );
 }, 20_000);
-
-afterAll(async () => {
-  await gateway?.kill("SIGTERM");
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 /** Sends `text` as `from` in their DM and returns the bot's next reply there. */
 async function say(from: typeof alice, text: string): Promise<string> {

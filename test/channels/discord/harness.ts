@@ -1,22 +1,20 @@
 import type { DiscordConfigInput } from "../../../channels/discord/config.ts";
-import {
-  createDiscordAdapter,
-  type DiscordAdapter,
-  type DiscordLogLevel,
-} from "../../../channels/discord/index.ts";
+import { createDiscordAdapter, type DiscordAdapter } from "../../../channels/discord/index.ts";
 import type { InboundMessage, IngressOutcome } from "../../../channels/types.ts";
 import {
   type DiscordEmulator,
   type DiscordEmulatorOptions,
   startDiscordEmulator,
 } from "../../emulators/discord/index.ts";
+import { type LogRecord, recordingLogger } from "../../support/logger.ts";
 
 export interface Harness {
   emulator: DiscordEmulator;
   adapter: DiscordAdapter;
   /** Every message the adapter handed to ingress, in order. */
   received: InboundMessage[];
-  logs: Array<{ level: DiscordLogLevel; message: string; fields?: Record<string, unknown> }>;
+  /** What the adapter logged, through the project's logger. */
+  logs: LogRecord[];
   /** Resolves with the first received message matching `predicate`. */
   nextInbound(predicate: (message: InboundMessage) => boolean, timeoutMs?: number): Promise<InboundMessage>;
   close(): Promise<void>;
@@ -35,7 +33,7 @@ export interface HarnessOptions {
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const emulator = startDiscordEmulator(options.emulator);
   const received: InboundMessage[] = [];
-  const logs: Harness["logs"] = [];
+  const logger = recordingLogger();
   const adapter = createDiscordAdapter(
     {
       token: emulator.token,
@@ -45,7 +43,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...options.config,
     },
     {
-      log: (level, message, fields) => logs.push({ level, message, ...(fields ? { fields } : {}) }),
+      logger,
       ...(options.ingressRetryDelaysMs ? { ingressRetryDelaysMs: options.ingressRetryDelaysMs } : {}),
     },
   );
@@ -65,7 +63,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     emulator,
     adapter,
     received,
-    logs,
+    logs: logger.records,
     nextInbound: (predicate, timeoutMs = 2000) =>
       poll(() => received.find(predicate), timeoutMs, "an inbound message"),
     close: async () => {

@@ -1,29 +1,6 @@
-import type { Logger } from "@slack/bolt";
-import { LogLevel } from "@slack/bolt";
-import type { HttpRoute, InboundMessage, Ingress, IngressOutcome } from "../../../channels/types.ts";
+export { recordingLogger } from "../../support/logger.ts";
 
-/** A Bolt logger that keeps warnings and errors for assertions instead of printing them. */
-export function recordingLogger(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  let level = LogLevel.WARN;
-  const keep =
-    (prefix: string) =>
-    (...messages: unknown[]) => {
-      lines.push(`${prefix} ${messages.map(String).join(" ")}`);
-    };
-  return {
-    lines,
-    debug: () => {},
-    info: () => {},
-    warn: keep("warn"),
-    error: keep("error"),
-    setLevel: (next: LogLevel) => {
-      level = next;
-    },
-    getLevel: () => level,
-    setName: () => {},
-  };
-}
+import type { HttpRoute, InboundMessage, Ingress, IngressOutcome } from "../../../channels/types.ts";
 
 /**
  * An ingress double: records every message, and answers with `decide` (admitted by default).

@@ -143,7 +143,10 @@ describe("Slack adapter, Events API over HTTP (real Bolt)", () => {
     const failed = await postEvent(eventsUrl(), body, { signingSecret, maxRetries: 0 });
     expect(failed.status).toBe(500);
     expect(
-      logger.lines.some((line) => line.includes("answered 500") && line.includes("store unavailable")),
+      logger.records.some(
+        (record) =>
+          record.event === "slack.event_answered_500" && String(record.error).includes("store unavailable"),
+      ),
     ).toBe(true);
 
     failIngress = false;

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createSlackAdapter, type SlackAdapter } from "../../../channels/slack/adapter.ts";
 import type { OutgoingMessage } from "../../../channels/types.ts";
+import { isFormattingRejection } from "../../../outbox/render.ts";
 import { isSwitchboardError, type SwitchboardError } from "../../../src/errors.ts";
 import { type SlackEmulator, startSlackEmulator } from "../../emulators/slack/index.ts";
 import { recordingIngress, recordingLogger } from "./helpers.ts";
@@ -145,6 +146,24 @@ describe("Slack adapter sends through Bolt's WebClient", () => {
       expect(error.message).toContain(slackError);
       expect(error.message).not.toContain(emulator.botToken);
     }
+  });
+
+  test("a refused formatting (invalid_blocks) is tagged rejection: markup; other refusals carry no tag", async () => {
+    emulator.failNext("chat.postMessage", { kind: "platform_error", error: "invalid_blocks" });
+    const markup = await failure(adapter.send("C0SEND0001", outgoing("*x*")));
+    expect(markup).toMatchObject({ code: "platform_rejected", rejection: "markup", retryable: false });
+    expect(isFormattingRejection(markup)).toBe(true);
+
+    emulator.failNext("chat.update", { kind: "platform_error", error: "invalid_blocks_format" });
+    const sent = await adapter.send("C0SEND0001", outgoing("draft"));
+    const editError = await failure(adapter.edit("C0SEND0001", sent.messageIds[0] ?? "", outgoing("*y*")));
+    expect(editError).toMatchObject({ code: "platform_rejected", rejection: "markup" });
+
+    emulator.setChannelState("C0ARCHIVE2", { archived: true });
+    const archived = await failure(adapter.send("C0ARCHIVE2", outgoing("x")));
+    expect(archived).toMatchObject({ code: "platform_rejected" });
+    expect(archived.rejection).toBeUndefined();
+    expect(isFormattingRejection(archived)).toBe(false);
   });
 
   test("transient Slack errors (internal_error) → platform_unavailable", async () => {

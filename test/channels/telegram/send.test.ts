@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { Api, GrammyError } from "grammy";
 import { TelegramAdapter } from "../../../channels/telegram/adapter.ts";
+import { toSwitchboardError } from "../../../channels/telegram/errors.ts";
 import type { OutgoingMessage } from "../../../channels/types.ts";
+import { isFormattingRejection, isNotModified } from "../../../outbox/render.ts";
 import { isSwitchboardError } from "../../../src/errors.ts";
 import {
   privateChat,
@@ -161,6 +164,39 @@ describe("Telegram adapter, sending", () => {
     const tooLong = await failureOf(adapter.send("1001", out("x".repeat(4097))));
     expect(tooLong.message).toContain("message is too long");
     await adapter.send("1001", out("x".repeat(4096)));
+  });
+
+  test("a refused markup is tagged rejection: markup, for send and edit; other refusals carry no tag", async () => {
+    const badSend = await failureOf(adapter.send("1001", out("<b>open", { format: "rich" })));
+    expect(badSend).toMatchObject({ code: "platform_rejected", rejection: "markup", retryable: false });
+    expect(isFormattingRejection(badSend)).toBe(true);
+
+    const id = (await adapter.send("1001", out("draft"))).messageIds[0] ?? "";
+    const badEdit = await failureOf(adapter.edit("1001", id, out("<i>x</b>", { format: "rich" })));
+    expect(badEdit).toMatchObject({ code: "platform_rejected", rejection: "markup" });
+
+    // The same unbalanced text as plain goes through: that is what the outbox's fallback relies on.
+    await adapter.send("1001", out("<b>open"));
+
+    const tooLong = await failureOf(adapter.send("1001", out("x".repeat(4097))));
+    expect(tooLong.rejection).toBeUndefined();
+    expect(isFormattingRejection(tooLong)).toBe(false);
+    const notFound = await failureOf(adapter.send("424242", out("hi")));
+    expect(notFound.rejection).toBeUndefined();
+  });
+
+  test("Telegram's 400 for an edit to the same text maps to rejection: unchanged", async () => {
+    const id = Number((await adapter.send("1001", out("same"))).messageIds[0]);
+    const api = new Api(emulator.token, { apiRoot: emulator.url });
+    const answer = await api.editMessageText(1001, id, "same").then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(answer).toBeInstanceOf(GrammyError);
+    const mapped = toSwitchboardError(answer, { method: "editMessageText" });
+    expect(mapped).toMatchObject({ code: "platform_rejected", rejection: "unchanged" });
+    expect(isNotModified(mapped)).toBe(true);
+    expect(isFormattingRejection(mapped)).toBe(false);
   });
 
   test("a malformed target or message id is input_invalid before any call", async () => {

@@ -45,11 +45,15 @@ export const rateLimited = (retryAfterMs: number, global = false) =>
 export const unavailable = () =>
   new SwitchboardError("platform_unavailable", "500 Internal Server Error", { retryable: true });
 export const formattingRejected = () =>
-  new SwitchboardError("platform_rejected", "400 Bad Request: can't parse entities: unsupported start tag");
+  new SwitchboardError("platform_rejected", "400 Bad Request: can't parse entities: unsupported start tag", {
+    rejection: "markup",
+  });
 export const rejected = (reason: string) =>
   new SwitchboardError("platform_rejected", `400 Bad Request: ${reason}`);
 export const notModified = () =>
-  new SwitchboardError("platform_rejected", "400 Bad Request: message is not modified");
+  new SwitchboardError("platform_rejected", "400 Bad Request: message is not modified", {
+    rejection: "unchanged",
+  });
 
 export interface FakeAdapterOptions {
   clock: Clock;

@@ -1,0 +1,90 @@
+import type { InboundMessage } from "../../channels/types.ts";
+import type { InputPart } from "../runtime/types.ts";
+import { type AllowList, type FileConfig, type SurfacePolicy, surfacePolicy } from "./config.ts";
+import type { RunContext } from "./context.ts";
+
+/** Longest input text admitted to the model, in characters. */
+export const MAX_INPUT_CHARS = 16_000;
+
+/** Why ingress let an update go without a run; counted in /metrics by this text. */
+export type IgnoreReason = "from a bot" | "user not allowed" | "not addressed to the bot" | "empty";
+
+/** What ingress does with one valid inbound message, decided before anything is written. */
+export type IngressDecision<Command extends string = string> =
+  | { kind: "ignore"; reason: IgnoreReason }
+  | { kind: "command"; name: Command }
+  | { kind: "oversized"; chars: number; limitChars: number }
+  | { kind: "admit"; parts: InputPart[]; context: RunContext; policy: SurfacePolicy };
+
+export interface IngressRules<Command extends string = string> {
+  file: FileConfig;
+  allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
+  /** The chat command the text names, or null for input to the model. */
+  matchCommand(text: string): Command | null;
+}
+
+/**
+ * The gatekeeping of ingress, in order: bots (unless allowed), users off the allowlist (the web
+ * chat has none), group and thread messages not addressed to the bot where the surface requires a
+ * mention, then commands, oversized text and empty messages. What is left is admitted with its
+ * input parts and the context its answer is delivered by.
+ */
+export function decideIngress<Command extends string>(
+  message: InboundMessage,
+  rules: IngressRules<Command>,
+): IngressDecision<Command> {
+  if (message.principal.isBot && !rules.file.allowBots) return { kind: "ignore", reason: "from a bot" };
+  if (message.channel !== "web" && !isAllowed(rules.allowLists[message.channel], message.principal.id)) {
+    return { kind: "ignore", reason: "user not allowed" };
+  }
+  const policy = surfacePolicy(rules.file, message.channel, message.surface);
+  if (message.surface !== "dm" && policy.requireMention && !message.addressedToBot) {
+    return { kind: "ignore", reason: "not addressed to the bot" };
+  }
+  const text = message.text.trim();
+  const command = rules.matchCommand(text);
+  if (command !== null) return { kind: "command", name: command };
+  if (text.length > MAX_INPUT_CHARS)
+    return { kind: "oversized", chars: text.length, limitChars: MAX_INPUT_CHARS };
+  if (text === "" && message.attachments.length === 0) return { kind: "ignore", reason: "empty" };
+  return { kind: "admit", parts: inputParts(text, message), context: runContext(message, policy), policy };
+}
+
+function isAllowed(list: AllowList | undefined, userId: string): boolean {
+  if (!list) return false;
+  return list.kind === "everyone" || list.ids.has(userId);
+}
+
+/** The trimmed text, then one file part per attachment (by reference; nothing is downloaded). */
+function inputParts(text: string, message: InboundMessage): InputPart[] {
+  const parts: InputPart[] = [];
+  if (text !== "") parts.push({ type: "text", text });
+  for (const a of message.attachments) {
+    parts.push({
+      type: "file",
+      ref: a.ref,
+      ...(a.mediaType ? { mediaType: a.mediaType } : {}),
+      ...(a.name ? { name: a.name } : {}),
+      ...(a.sizeBytes === undefined ? {} : { sizeBytes: a.sizeBytes }),
+    });
+  }
+  return parts;
+}
+
+function runContext(message: InboundMessage, policy: SurfacePolicy): RunContext {
+  return {
+    channel: message.channel,
+    account: message.account,
+    target: message.replyTarget,
+    ...(message.messageId ? { replyTo: message.messageId } : {}),
+    surface: message.surface,
+    delivery: policy.delivery,
+    ...(policy.nativeStreaming ? { nativeStreaming: true } : {}),
+    conversationKey: message.conversationKey,
+    principal: {
+      id: message.principal.id,
+      ...(message.principal.name ? { name: message.principal.name } : {}),
+    },
+    origin: "user",
+  };
+}

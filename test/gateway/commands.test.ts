@@ -1,0 +1,154 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import type { InboundMessage } from "../../channels/types.ts";
+import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
+import { type ChatCommands, type CommandScope, createChatCommands } from "../../src/gateway/commands.ts";
+import { systemClock } from "../../src/util/clock.ts";
+import { createHarness, type RuntimeHarness } from "../support/runtime.ts";
+
+let harness: RuntimeHarness;
+let schedules: ScheduleService;
+let commands: ChatCommands;
+let notified = 0;
+
+beforeEach(() => {
+  harness = createHarness([]);
+  schedules = createScheduleService({
+    repository: harness.stores.schedules,
+    clock: systemClock,
+    dispatch: async () => ({ status: "retry", reason: "not dispatched in these tests" }),
+  });
+  notified = 0;
+  commands = createChatCommands({
+    runtime: harness.runtime,
+    store: harness.stores.runtime,
+    outbox: harness.stores.outbox,
+    schedules,
+    defaultTimezone: "Europe/Berlin",
+    clock: systemClock,
+    notify: () => {
+      notified += 1;
+    },
+  });
+});
+
+afterEach(async () => {
+  await schedules.stop();
+  await harness.close();
+});
+
+let updates = 0;
+async function scope(text: string, updateKey = `u${++updates}`): Promise<CommandScope> {
+  const message: InboundMessage = {
+    channel: "telegram",
+    account: "bot1",
+    updateKey,
+    principal: { id: "alice", isBot: false },
+    conversationKey: "tg:dm:1001",
+    replyTarget: "1001",
+    surface: "dm",
+    text,
+    messageId: "77",
+    addressedToBot: true,
+    attachments: [],
+    receivedAtMs: Date.now(),
+  };
+  const conversationId = await harness.stores.runtime.resolveConversationKey(
+    message.conversationKey,
+    Date.now(),
+  );
+  return { message, conversationId, source: "telegram:bot1" };
+}
+
+describe("chat commands: matching", () => {
+  test("own and schedule commands, with a bot suffix, any case; anything else is input", () => {
+    expect(commands.match("/stop")).toBe("stop");
+    expect(commands.match("/STATUS please")).toBe("status");
+    expect(commands.match("/new@switchboard_bot")).toBe("new");
+    expect(commands.match("/in 10m stretch")).toBe("in");
+    expect(commands.match("/stopwatch")).toBeNull();
+    expect(commands.match("/unknown")).toBeNull();
+    expect(commands.match("stop")).toBeNull();
+    expect(commands.match("hello /stop")).toBeNull();
+  });
+});
+
+describe("chat commands: running", () => {
+  test("a reply is enqueued once per update, to the message's chat, and the worker is woken", async () => {
+    const first = await scope("/help", "u-help");
+    const reply = await commands.run("help", first);
+    expect(reply.duplicate).toBe(false);
+    expect(reply.text).toContain("/new");
+    const record = await harness.stores.outbox.show("notice:telegram:bot1:u-help");
+    expect(record).toMatchObject({
+      channel: "telegram",
+      account: "bot1",
+      target: "1001",
+      replyTo: "77",
+      conversationId: first.conversationId,
+      markdown: reply.text,
+    });
+    expect(notified).toBe(1);
+
+    expect(await commands.run("help", await scope("/help", "u-help"))).toEqual({ duplicate: true, text: "" });
+    expect(notified).toBe(1);
+  });
+
+  test("a receipt whose reply was never written (a crash in between) runs the command again", async () => {
+    const claimed = await scope("/help", "u-crashed");
+    await harness.stores.runtime.claimIngress({
+      source: claimed.source,
+      key: claimed.message.updateKey,
+      outcome: "command:help",
+      payload: claimed.message,
+      conversationId: claimed.conversationId,
+      nowMs: Date.now(),
+    });
+    const reply = await commands.run("help", claimed);
+    expect(reply.duplicate).toBe(false);
+    expect(await harness.stores.outbox.show("notice:telegram:bot1:u-crashed")).not.toBeNull();
+  });
+
+  test("/stop with nothing running says so; /status reports model, runs, replies and time zone", async () => {
+    expect((await commands.run("stop", await scope("/stop"))).text).toBe("Nothing is running right now.");
+    const status = (await commands.run("status", await scope("/status"))).text;
+    expect(status).toContain("Model: scripted");
+    expect(status).toContain("Answers: 0 running, 0 queued");
+    // The /stop reply above is still waiting for a worker.
+    expect(status).toContain("Replies: 1 waiting to be delivered, 0 ambiguous");
+    expect(status).toContain("time zone Europe/Berlin");
+  });
+
+  test("/new maps the chat to a fresh conversation; the old one keeps its id", async () => {
+    const before = await scope("/new");
+    await commands.run("new", before);
+    const after = await harness.stores.runtime.resolveConversationKey("tg:dm:1001", Date.now());
+    expect(after).not.toBe(before.conversationId);
+  });
+
+  test("schedule commands go through the schedule service with an id derived from the update", async () => {
+    const created = await commands.run("in", await scope("/in 10m stretch", "u-in"));
+    expect(created.duplicate).toBe(false);
+    const conversationId = (await scope("noop")).conversationId;
+    const list = await schedules.list(conversationId);
+    expect(list).toHaveLength(1);
+    expect(list[0]).toMatchObject({ prompt: "stretch", channel: "telegram", replyTarget: "1001" });
+    expect(list[0]?.id).toMatch(/^sch_[0-9a-f]{20}$/);
+
+    const bad = await commands.run("in", await scope("/in soon stretch"));
+    expect(bad.text).toContain("Example:");
+    expect(await schedules.list(conversationId)).toHaveLength(1);
+  });
+
+  test("a notice (too long) is enqueued once per update", async () => {
+    const notice = await scope("x", "u-long");
+    expect(await commands.notice(notice, "Your message is too long", "oversized")).toEqual({
+      duplicate: false,
+    });
+    expect(await commands.notice(notice, "Your message is too long", "oversized")).toEqual({
+      duplicate: true,
+    });
+    expect((await harness.stores.outbox.show("notice:telegram:bot1:u-long"))?.markdown).toBe(
+      "Your message is too long",
+    );
+  });
+});
