@@ -2,54 +2,21 @@
  * One platform's outage is not the gateway's: a channel whose API fails at start is reported as
  * degraded while the rest of the gateway serves, and is started again with backoff.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import {
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
+import { expect, test } from "bun:test";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  type GatewayProcess,
-  startGatewayProcess,
-} from "./support/gateway-process.ts";
+import { eventually, GATEWAY_START_TIMEOUT_MS } from "./support/gateway-process.ts";
 
-const dir = tempDir("switchboard-e2e-outage-");
+const fixture = useE2eFixture("switchboard-e2e-outage-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const alice = user(1001, "Alice");
 const TOKEN = "operator-token-for-tests-0123456789";
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
-let gateway: GatewayProcess | null = null;
-
-beforeAll(() => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
-});
-afterAll(async () => {
-  await gateway?.kill("SIGTERM");
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 test("Telegram failing at start: the gateway starts, /readyz says degraded, and Telegram is started again once it answers", async () => {
   telegram.faults.add("getMe", { kind: "server_error", status: 502, description: "Bad Gateway" }, 2);
-  gateway = await startGatewayProcess(
-    e2eGatewayEnv({
-      dir: dir.path,
-      llm,
-      extra: {
-        TELEGRAM_BOT_TOKEN: telegram.token,
-        TELEGRAM_API_ROOT: telegram.url,
-        TELEGRAM_ALLOWED_USERS: String(alice.id),
-        SWITCHBOARD_OPERATOR_TOKEN: TOKEN,
-      },
-    }),
+  const gateway = await fixture.startGateway(
+    telegramGatewayEnv(fixture, { allowed: [alice.id], extra: { SWITCHBOARD_OPERATOR_TOKEN: TOKEN } }),
     GATEWAY_START_TIMEOUT_MS,
   );
   const failed = gateway.events().find((e) => e.event === "channel.start_failed");
@@ -64,9 +31,8 @@ test("Telegram failing at start: the gateway starts, /readyz says degraded, and 
   const runs = await fetch(`${gateway.url}/api/runs`, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(runs.status).toBe(200);
 
-  const running = gateway;
   await eventually(
-    () => running.events().some((e) => e.event === "channel.recovered"),
+    () => gateway.events().some((e) => e.event === "channel.recovered"),
     15_000,
     "Telegram to start",
   );
@@ -83,7 +49,7 @@ test("Telegram failing at start: the gateway starts, /readyz says degraded, and 
 }, 60_000);
 
 test("Discord and Slack unreachable at start: the gateway starts and reports both as degraded", async () => {
-  const other = await startGatewayProcess(
+  const other = await fixture.startGateway(
     e2eGatewayEnv({
       dir: dir.path,
       llm,
@@ -100,19 +66,15 @@ test("Discord and Slack unreachable at start: the gateway starts and reports bot
     }),
     GATEWAY_START_TIMEOUT_MS,
   );
-  try {
-    const ready = await fetch(`${other.url}/readyz`);
-    expect(ready.status).toBe(200);
-    const body = (await ready.json()) as { checks: Record<string, { ok: boolean; degraded?: boolean }> };
-    expect(body.checks["channel:discord"]).toMatchObject({ ok: false, degraded: true });
-    expect(body.checks["channel:slack"]).toMatchObject({ ok: false, degraded: true });
-    expect(
-      other
-        .events()
-        .filter((e) => e.event === "channel.start_failed")
-        .map((e) => e.channel),
-    ).toEqual(expect.arrayContaining(["discord", "slack"]));
-  } finally {
-    await other.kill("SIGTERM");
-  }
+  const ready = await fetch(`${other.url}/readyz`);
+  expect(ready.status).toBe(200);
+  const body = (await ready.json()) as { checks: Record<string, { ok: boolean; degraded?: boolean }> };
+  expect(body.checks["channel:discord"]).toMatchObject({ ok: false, degraded: true });
+  expect(body.checks["channel:slack"]).toMatchObject({ ok: false, degraded: true });
+  expect(
+    other
+      .events()
+      .filter((e) => e.event === "channel.start_failed")
+      .map((e) => e.channel),
+  ).toEqual(expect.arrayContaining(["discord", "slack"]));
 }, 30_000);
