@@ -2,32 +2,19 @@
  * MCP servers as agent tools, end to end: a real gateway process with a stdio MCP server from
  * test/fixtures/mcp, grammY against the Telegram emulator, the model behind the fake LLM server.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  type GatewayProcess,
-  startGatewayProcess,
-} from "./support/gateway-process.ts";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
 
 const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
-const dir = tempDir("switchboard-e2e-mcp-");
+const fixture = useE2eFixture("switchboard-e2e-mcp-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const notes = join(dir.path, "notes.txt");
 const pids = join(dir.path, "pids.txt");
 const alice = user(1001, "Alice");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
 let gateway: GatewayProcess | null = null;
 
 const server = (extra: Record<string, unknown> = {}) => ({
@@ -39,8 +26,6 @@ const server = (extra: Record<string, unknown> = {}) => ({
 });
 
 beforeAll(async () => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
   const config = join(dir.path, "switchboard.json");
   writeFileSync(
     config,
@@ -53,24 +38,11 @@ beforeAll(async () => {
       },
     }),
   );
-  gateway = await startGatewayProcess(
-    {
-      ...e2eGatewayEnv({ dir: dir.path, llm }),
-      SWITCHBOARD_CONFIG: config,
-      TELEGRAM_BOT_TOKEN: telegram.token,
-      TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: String(alice.id),
-    },
+  gateway = await fixture.startGateway(
+    { ...telegramGatewayEnv(fixture, { allowed: [alice.id] }), SWITCHBOARD_CONFIG: config },
     GATEWAY_START_TIMEOUT_MS,
   );
 }, GATEWAY_START_TIMEOUT_MS + 5000);
-
-afterAll(async () => {
-  await gateway?.kill("SIGKILL");
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n") : []);
 

@@ -3,32 +3,18 @@
  * started again on the same SQLite file. A non-idempotent call is not run again and the model and
  * the user are told its outcome is unknown; an idempotent one is run again, once.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../emulators/telegram/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  type GatewayProcess,
-  startGatewayProcess,
-} from "./support/gateway-process.ts";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
 
 const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
-const dir = tempDir("switchboard-e2e-tool-crash-");
+const fixture = useE2eFixture("switchboard-e2e-tool-crash-", startTelegramEmulator);
+const { dir, llm, platform: telegram } = fixture;
 const notes = join(dir.path, "notes.txt");
 const alice = user(1001, "Alice");
-let llm: FakeLlmServer;
-let telegram: TelegramEmulator;
-const gateways: GatewayProcess[] = [];
 
 const server = (extra: Record<string, unknown>) => ({
   command: process.execPath,
@@ -48,31 +34,10 @@ function env(): Record<string, string> {
       mcpServers: { notes: server({}), safe: server({ idempotent: ["slow_append"] }) },
     }),
   );
-  return {
-    ...e2eGatewayEnv({ dir: dir.path, llm }),
-    SWITCHBOARD_CONFIG: config,
-    TELEGRAM_BOT_TOKEN: telegram.token,
-    TELEGRAM_API_ROOT: telegram.url,
-    TELEGRAM_ALLOWED_USERS: String(alice.id),
-  };
+  return { ...telegramGatewayEnv(fixture, { allowed: [alice.id] }), SWITCHBOARD_CONFIG: config };
 }
 
-async function start(): Promise<GatewayProcess> {
-  const gateway = await startGatewayProcess(env(), GATEWAY_START_TIMEOUT_MS);
-  gateways.push(gateway);
-  return gateway;
-}
-
-beforeAll(() => {
-  llm = startFakeLlmServer();
-  telegram = startTelegramEmulator();
-});
-afterAll(async () => {
-  for (const gateway of gateways) await gateway.kill("SIGKILL");
-  await telegram.close();
-  await llm.stop();
-  dir.cleanup();
-});
+const start = (): Promise<GatewayProcess> => fixture.startGateway(env(), GATEWAY_START_TIMEOUT_MS);
 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n") : []);
 const count = (line: string) => lines(notes).filter((l) => l === line).length;
