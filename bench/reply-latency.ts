@@ -117,38 +117,24 @@ async function pacedChat(
     const seen = emulator.calls.length;
     const sentAtMs = preciseNow();
     emulator.incoming({ chat: privateChat(from), from, text });
-    const reply = await emulator.waitFor(
-      () =>
-        emulator.calls
-          .slice(seen)
-          .find(
-            (call) =>
-              call.method === "sendMessage" &&
-              Number(call.params.chat_id) === userId &&
-              String(call.params.text).includes(text) &&
-              call.response !== undefined,
-          ),
-      30_000,
-      `the reply to "${text}"`,
-    );
+    // The reply's sendMessage, answered (`accepted`: answered ok).
+    const replyCall = (accepted: boolean) =>
+      emulator.calls
+        .slice(seen)
+        .find(
+          (call) =>
+            call.method === "sendMessage" &&
+            Number(call.params.chat_id) === userId &&
+            String(call.params.text).includes(text) &&
+            (accepted ? call.response?.ok === true : call.response !== undefined),
+        );
+    const reply = await emulator.waitFor(() => replyCall(false), 30_000, `the reply to "${text}"`);
     // The baseline does not retry a 429: that reply is lost. Switchboard retries, so a rejected
     // attempt is followed by an accepted one.
     const accepted = reply.response?.ok
       ? reply
       : await emulator
-          .waitFor(
-            () =>
-              emulator.calls
-                .slice(seen)
-                .find(
-                  (call) =>
-                    call.method === "sendMessage" &&
-                    Number(call.params.chat_id) === userId &&
-                    String(call.params.text).includes(text) &&
-                    call.response?.ok === true,
-                ),
-            5_000,
-          )
+          .waitFor(() => replyCall(true), 5_000, `the accepted reply to "${text}"`)
           .catch(() => null);
     latencies.push(accepted ? accepted.atMs - sentAtMs : null);
     await Bun.sleep(pauseMs);
