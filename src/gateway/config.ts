@@ -86,12 +86,16 @@ export interface TelegramSettings {
   webhookUrl?: string;
   webhookSecret?: string;
   webhookPath?: string;
+  /** TELEGRAM_REQUEST_TIMEOUT_MS: the deadline of one Bot API call. */
+  requestTimeoutMs: number;
   allowed: AllowList;
 }
 
 export interface DiscordSettings {
   token: string;
   apiUrl?: string;
+  /** DISCORD_REQUEST_TIMEOUT_MS: the deadline of one REST call. */
+  requestTimeoutMs: number;
   allowed: AllowList;
 }
 
@@ -286,6 +290,24 @@ function parsePositiveInteger(
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 1)
     fail(name, `must be a whole number of at least 1 (got "${raw}")`, `${name}=${fallback}`);
+  return value;
+}
+
+/** A platform call's deadline: from 100 ms (anything less fails on a healthy network) to 120 s. */
+function parseRequestTimeout(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+): number {
+  const raw = nonEmpty(env, name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 100 || value > 120_000)
+    fail(
+      name,
+      `must be a whole number of milliseconds from 100 to 120000 (got "${raw}")`,
+      `${name}=${fallback}`,
+    );
   return value;
 }
 
@@ -490,6 +512,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
         : {}),
       ...(webhookUrl ? { webhookUrl, webhookPath: new URL(webhookUrl).pathname } : {}),
       ...(webhookSecret ? { webhookSecret } : {}),
+      requestTimeoutMs: parseRequestTimeout(env, "TELEGRAM_REQUEST_TIMEOUT_MS", 10_000),
       allowed: parseAllowList(env, "TELEGRAM_ALLOWED_USERS", "telegram"),
     };
   }
@@ -501,6 +524,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
         ...(parseUrl(env, "DISCORD_API_URL", "http://127.0.0.1:3000/api")
           ? { apiUrl: parseUrl(env, "DISCORD_API_URL", "")! }
           : {}),
+        requestTimeoutMs: parseRequestTimeout(env, "DISCORD_REQUEST_TIMEOUT_MS", 15_000),
         allowed: parseAllowList(env, "DISCORD_ALLOWED_USERS", "discord"),
       }
     : null;

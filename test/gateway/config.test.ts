@@ -57,6 +57,16 @@ describe("loadConfig: the environment", () => {
         '"bob smith", which is not a user id',
       ],
       [{ DISCORD_BOT_TOKEN: "d-token", DISCORD_API_URL: "ftp://x" }, "DISCORD_API_URL", "http(s) URL"],
+      [
+        { TELEGRAM_BOT_TOKEN: "123:abc", TELEGRAM_REQUEST_TIMEOUT_MS: "10s" },
+        "TELEGRAM_REQUEST_TIMEOUT_MS",
+        "from 100 to 120000",
+      ],
+      [
+        { DISCORD_BOT_TOKEN: "d-token", DISCORD_REQUEST_TIMEOUT_MS: "999999" },
+        "DISCORD_REQUEST_TIMEOUT_MS",
+        "from 100 to 120000",
+      ],
       [{ SLACK_BOT_TOKEN: "xoxb-1" }, "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"],
     ];
     for (const [env, variable, fragment] of cases) {
@@ -85,9 +95,13 @@ describe("loadConfig: the environment", () => {
       mode: "webhook",
       webhookUrl: "https://bot.example.com/hooks/tg",
       webhookPath: "/hooks/tg",
+      requestTimeoutMs: 10_000,
       allowed: { kind: "ids", ids: new Set(["12", "34"]) },
     });
     expect(config.discord?.allowed).toEqual({ kind: "everyone" });
+    expect(config.discord?.requestTimeoutMs).toBe(15_000);
+    const slow = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_REQUEST_TIMEOUT_MS: "30000" });
+    expect(slow.telegram?.requestTimeoutMs).toBe(30_000);
     expect(config.slack).toMatchObject({ mode: "http", apiUrl: "http://127.0.0.1:3001/api/" });
     expect(config.slack?.allowed).toEqual({ kind: "ids", ids: new Set() });
     expect(loadConfig({ SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xapp-1" }).slack?.mode).toBe("socket");
