@@ -136,8 +136,8 @@ describe("refusals", () => {
     const tooOften = await refusal(
       service.create({ ...base, when: { kind: "cron", expression: "* * * * *" }, timezone: "UTC" }),
     );
-    expect(tooOften.message).toContain("every 60 s");
-    expect(tooOften.message).toContain("at most once every 120 s");
+    expect(tooOften.message).toContain("every 1m");
+    expect(tooOften.message).toContain("at most once every 2m");
 
     const shortInterval = await refusal(
       service.create({ ...base, when: { kind: "interval", intervalMs: 30 * SECOND }, timezone: "UTC" }),

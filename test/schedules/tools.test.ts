@@ -236,7 +236,10 @@ describe("chat commands end to end", () => {
       /^Scheduled sch_\w+ \(cron 0 9 \* \* 1-5 \(Europe\/Berlin\), first run Tue 2026-12-01 09:00 Europe\/Berlin\)\./,
     );
     expect(await run("/every 30s too often")).toBe(
-      "That schedule would fire every 30 s; recurring schedules fire at most once every 60 s. Use an interval of at least 60 s.",
+      "That schedule would fire every 30s; recurring schedules fire at most once every 5m. Use an interval of at least 5m, e.g. /every 5m or a cron such as */5 * * * *.",
+    );
+    expect(await run("/every * * * * * every minute")).toContain(
+      "That schedule would fire every 1m; recurring schedules fire at most once every 5m.",
     );
     const list = await run("/schedules");
     expect(list.split("\n")).toHaveLength(2);
