@@ -148,6 +148,14 @@ describe("a gateway with nothing configured", () => {
       15_000,
     );
     expect(reply).toContain("hello offline world");
+    // The page retried: the same id and text is the same message; the same id with other text is
+    // a client bug, refused with 409, and nothing new is admitted.
+    const retried = await say(gateway.url, sessionId(1), "hello offline world", "message-0001");
+    expect(retried).toMatchObject({ status: 202, body: { kind: "duplicate", runId: sent.body.runId } });
+    const reused = await say(gateway.url, sessionId(1), "something else entirely", "message-0001");
+    expect(reused.status).toBe(409);
+    expect(reused.body).toMatchObject({ error: { code: "idempotency_conflict" } });
+    expect(String((reused.body.error as { message: string }).message)).toContain("new id");
     const hints = gateway.events().filter((e) => e.event === "gateway.channel_not_configured");
     expect(hints.map((e) => e.channel).sort()).toEqual(["discord", "slack", "telegram"]);
     expect(gateway.events().some((e) => e.event === "gateway.offline_model")).toBe(true);
