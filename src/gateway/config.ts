@@ -6,7 +6,7 @@ import { SwitchboardError } from "../errors.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import { mcpServersSchema } from "../tools/mcp/config.ts";
-import type { LogLevel } from "../util/log.ts";
+import type { LogFormat, LogLevel } from "../util/log.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
 import { isLoopbackHost, type WebAccessPolicy, webAccessPolicy } from "./http/web-guard.ts";
 
@@ -126,6 +126,8 @@ export interface GatewayConfig {
   /** `publicUrl`: SWITCHBOARD_PUBLIC_URL, the origin browsers use (no trailing slash); null if unset. */
   http: { host: string; port: number; publicUrl: string | null };
   logLevel: LogLevel;
+  /** SWITCHBOARD_LOG_FORMAT; null: pretty on a terminal, JSON otherwise (decided at start). */
+  logFormat: LogFormat | null;
   operatorToken: string | null;
   timezone: string;
   instructions: string;
@@ -429,6 +431,14 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       "SWITCHBOARD_LOG_LEVEL=info",
     );
   }
+  const logFormat = (nonEmpty(env, "SWITCHBOARD_LOG_FORMAT") ?? null) as LogFormat | null;
+  if (logFormat !== null && logFormat !== "json" && logFormat !== "pretty") {
+    fail(
+      "SWITCHBOARD_LOG_FORMAT",
+      `must be json or pretty (got "${logFormat}"); unset, it is pretty on a terminal and JSON otherwise`,
+      "SWITCHBOARD_LOG_FORMAT=json",
+    );
+  }
   const graceRaw = nonEmpty(env, "SWITCHBOARD_SHUTDOWN_GRACE_MS") ?? "10000";
   const shutdownGraceMs = Number(graceRaw);
   if (!Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
@@ -562,6 +572,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     database,
     http: { host, port, publicUrl },
     logLevel,
+    logFormat,
     operatorToken,
     timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
     instructions: instructions ?? DEFAULT_INSTRUCTIONS,

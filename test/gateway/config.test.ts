@@ -37,6 +37,7 @@ describe("loadConfig: the environment", () => {
     const cases: Array<[Record<string, string>, string, string]> = [
       [{ SWITCHBOARD_HTTP_PORT: "70000" }, "SWITCHBOARD_HTTP_PORT", "Example: SWITCHBOARD_HTTP_PORT=8787"],
       [{ SWITCHBOARD_LOG_LEVEL: "loud" }, "SWITCHBOARD_LOG_LEVEL", 'got "loud"'],
+      [{ SWITCHBOARD_LOG_FORMAT: "text" }, "SWITCHBOARD_LOG_FORMAT", "json or pretty"],
       [{ SWITCHBOARD_SHUTDOWN_GRACE_MS: "1.5" }, "SWITCHBOARD_SHUTDOWN_GRACE_MS", "whole number"],
       [{ SWITCHBOARD_AMBIGUOUS_HOLD_MS: "-1" }, "SWITCHBOARD_AMBIGUOUS_HOLD_MS", '"forever"'],
       [{ SWITCHBOARD_OPERATOR_TOKEN: "short" }, "SWITCHBOARD_OPERATOR_TOKEN", "at least 16 characters"],
