@@ -54,6 +54,8 @@ export const createScheduleInputSchema = z.object({
     .regex(/^sch_[A-Za-z0-9_]{1,64}$/, 'schedule ids look like "sch_…"')
     .optional(),
   conversationId: z.string().min(1),
+  /** The chat (conversation key) the schedule belongs to across /new; null for none. */
+  chatKey: z.string().min(1).nullable().default(null),
   replyTarget: z.string().min(1),
   channel: channelNameSchema,
   createdBy: z.enum(SCHEDULE_CREATORS),

@@ -352,6 +352,8 @@ describe("the operator console", () => {
 
       await page.click('#tabs button[data-tab="schedules"]');
       const daily = seed.schedules.daily.id;
+      // Whose it is: the chat it belongs to, which outlives /new, next to its conversation.
+      await page.locator(`tr[data-id="${daily}"] td[title="telegram:1:dm:42"]`).waitFor();
       await page.click(`tr[data-id="${daily}"] button[data-action="pause"]`);
       await page.locator(`tr[data-id="${daily}"] .badge[data-state="paused"]`).waitFor();
       expect((await seed.stores.schedules.get(daily))!.state).toBe("paused");

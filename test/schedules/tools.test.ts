@@ -157,7 +157,7 @@ describe("schedule tools through the AI SDK", () => {
     await callTool(h.tools, "schedule_after", { seconds: 60, prompt: "one" });
     expect((await callTool(h.tools, "schedule_after", { seconds: 60, prompt: "two" })).output).toEqual({
       ok: false,
-      error: "This conversation already has 1 schedules, the limit is 1.",
+      error: "This chat already has 1 schedules, the limit is 1.",
       hint: "Cancel one first (/schedules lists them, /cancel <id> removes one).",
     });
   });
@@ -167,6 +167,7 @@ describe("schedule tools through the AI SDK", () => {
     const foreign = await h.service.create({
       ...CONVERSATION,
       conversationId: "conv_other",
+      chatKey: "telegram:1:dm:other",
       createdBy: "user",
       prompt: "secret plan",
       when: { kind: "after", delayMs: 60_000 },
@@ -248,12 +249,13 @@ describe("chat commands end to end", () => {
     const other = await h.service.create({
       ...CONVERSATION,
       conversationId: "conv_other",
+      chatKey: "telegram:1:dm:other",
       createdBy: "user",
       prompt: "not yours",
       when: { kind: "after", delayMs: 60_000 },
     });
     expect(await run(`/cancel ${other.id}`)).toBe(
-      `No schedule ${other.id} in this conversation. /schedules lists its schedules.`,
+      `No schedule ${other.id} in this chat. /schedules lists its schedules.`,
     );
     expect(await run(`/cancel ${id}`)).toBe(`Cancelled ${id}.`);
     expect(await run(`/cancel ${id}`)).toBe(
