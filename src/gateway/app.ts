@@ -1,3 +1,4 @@
+import type { ToolSet } from "ai";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
@@ -24,6 +25,7 @@ import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { databaseReadiness } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
+import { pickToolSets } from "./tool-sets.ts";
 
 export interface GatewayDeps {
   /** The opened database (`openStoreBackend`); the gateway closes it when it stops. */
@@ -101,12 +103,21 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
-      return {
-        ...mcp.toolSet().tools,
+      const sets = new Map<string, ToolSet>();
+      const { tools: mcpTools, info } = mcp.toolSet();
+      for (const [name, definition] of Object.entries(mcpTools)) {
+        const server = info.get(name)?.server ?? "";
+        sets.set(server, { ...sets.get(server), [name]: definition });
+      }
+      sets.set("web", {
+        ...(sets.get("web") ?? {}),
         ...(config.webFetch.enabled
           ? createWebFetchTool({ allowPrivate: config.webFetch.allowPrivate })
           : {}),
-        ...createScheduleTools({
+      });
+      sets.set(
+        "schedules",
+        createScheduleTools({
           service: schedules,
           conversation: {
             conversationId: ctx.conversationId,
@@ -116,7 +127,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           fence: ctx.assertOwned,
           timezone: config.timezone,
         }),
-      };
+      );
+      return pickToolSets(sets, surfacePolicy(config.file, context.channel, context.surface).tools);
     },
   });
 

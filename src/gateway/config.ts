@@ -7,6 +7,7 @@ import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import { mcpServersSchema } from "../tools/mcp/config.ts";
 import type { LogLevel } from "../util/log.ts";
+import { closest } from "../util/suggest.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
 import { isLoopbackHost, type WebAccessPolicy, webAccessPolicy } from "./http/web-guard.ts";
 
@@ -20,6 +21,8 @@ export interface SurfacePolicy {
   nativeStreaming: boolean;
   /** Appended to the agent's instructions on this surface. */
   instructions?: string;
+  /** The tool sets offered here, by name (MCP servers, `web`, `schedules`); absent: all of them. */
+  tools?: readonly string[];
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
@@ -36,8 +39,12 @@ const surfaceOverride = z
     requireMention: z.boolean().optional(),
     nativeStreaming: z.boolean().optional(),
     instructions: z.string().max(20_000).optional(),
+    tools: z.array(z.string().min(1)).max(100).optional(),
   })
   .strict();
+
+/** The gateway's own tool sets, named beside the MCP servers in a surface's `tools`. */
+export const BUILT_IN_TOOL_SETS = ["web", "schedules"] as const;
 
 /** Every key of `surfaces`: a channel (or `*`) and a kind of chat (or `*`). */
 export const SURFACE_KEYS = [...CHANNEL_NAMES, "*"].flatMap((channel) =>
@@ -72,7 +79,21 @@ const fileSchema = z
       .default({}),
     mcpServers: mcpServersSchema,
   })
-  .strict();
+  .strict()
+  .superRefine((file, ctx) => {
+    const known = [...BUILT_IN_TOOL_SETS, ...Object.keys(file.mcpServers)];
+    for (const [key, surface] of Object.entries(file.surfaces)) {
+      for (const [i, name] of (surface.tools ?? []).entries()) {
+        if (known.includes(name)) continue;
+        const close = closest(name, known);
+        ctx.addIssue({
+          code: "custom",
+          path: ["surfaces", key, "tools", i],
+          message: `"${name}" is not a tool set${close ? ` (did you mean "${close}"?)` : ""}; tool sets are ${known.join(", ")} (the built-in ones and the names in mcpServers)`,
+        });
+      }
+    }
+  });
 
 export type FileConfig = z.output<typeof fileSchema>;
 
@@ -617,6 +638,7 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
       delivery: o.delivery ?? policy.delivery,
       requireMention: o.requireMention ?? policy.requireMention,
       nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
+      ...((o.tools ?? policy.tools) ? { tools: o.tools ?? policy.tools } : {}),
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),
