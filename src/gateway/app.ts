@@ -100,6 +100,11 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
     // schedule_list and web_fetch only read; the MCP tools a server's config lists as idempotent.
     idempotent: (name) => name === "schedule_list" || name === WEB_FETCH || mcp.isIdempotent(name),
+    // The gateway's own tools stay offered when a large MCP catalog is deferred to tool_search.
+    toolCatalog: {
+      budgetBytes: config.file.toolCatalog.budgetBytes,
+      pinned: (name) => BUILT_IN_TOOLS.has(name) || config.file.toolCatalog.pinned.includes(name),
+    },
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
@@ -315,6 +320,8 @@ const SCHEDULE_TOOL_NAMES = [
   "schedule_list",
   "schedule_cancel",
 ];
+
+const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH]);
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;

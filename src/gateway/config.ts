@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../channels/types.ts";
 import { SwitchboardError } from "../errors.ts";
+import { DEFAULT_SCHEMA_BUDGET_BYTES } from "../runtime/tool-catalog.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import { mcpServersSchema } from "../tools/mcp/config.ts";
@@ -78,6 +79,15 @@ const fileSchema = z
       .strict()
       .default({}),
     mcpServers: mcpServersSchema,
+    /** The deferred tool catalog: above budgetBytes of schemas the model searches with tool_search. */
+    toolCatalog: z
+      .object({
+        budgetBytes: z.number().int().min(1024).max(10_000_000).default(DEFAULT_SCHEMA_BUDGET_BYTES),
+        /** Tools (as the model sees them) always offered, besides the built-in ones. */
+        pinned: z.array(z.string().min(1)).max(100).default([]),
+      })
+      .strict()
+      .default({ budgetBytes: DEFAULT_SCHEMA_BUDGET_BYTES, pinned: [] }),
   })
   .strict()
   .superRefine((file, ctx) => {

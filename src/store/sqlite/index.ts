@@ -12,6 +12,7 @@ import {
   RUNTIME_SCHEMA_SQL,
   SETTINGS_SCHEMA_SQL,
   SUMMARIES_SCHEMA_SQL,
+  TOOL_OUTPUTS_SQL,
 } from "./schema.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
@@ -24,6 +25,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "admission-columns", sql: ADMISSION_COLUMNS_SQL },
   { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
+  { version: 9, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
 ];
 
 export interface SqliteStores {
