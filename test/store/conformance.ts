@@ -251,11 +251,15 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           text: "éé🙂x",
           totalChars: 200_014,
         });
-        expect((await store.readToolOutput("c", "out_1", { offset: 200_011, length: 100 }))?.text).toBe("end");
+        expect((await store.readToolOutput("c", "out_1", { offset: 200_011, length: 100 }))?.text).toBe(
+          "end",
+        );
         expect((await store.readToolOutput("c", "out_1", { offset: 300_000, length: 100 }))?.text).toBe("");
         // Saving again (a retried save) keeps the first text.
         await store.saveToolProgress(acquired.fence, [call, result], T0, { ...spilled, text: "other" });
-        expect((await store.readToolOutput("c", "out_1", { offset: 0, length: 3 }))?.totalChars).toBe(200_014);
+        expect((await store.readToolOutput("c", "out_1", { offset: 0, length: 3 }))?.totalChars).toBe(
+          200_014,
+        );
         expect(await store.readToolOutput("other", "out_1", { offset: 0, length: 10 })).toBeNull();
         expect(await store.readToolOutput("c", "out_unknown", { offset: 0, length: 10 })).toBeNull();
         await complete(store, acquired.fence, "done");
