@@ -10,7 +10,7 @@ import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
-import { createWebFetchTool, WEB_FETCH } from "../tools/web/tool.ts";
+import { createWebFetchTool, createWebSearchTool, WEB_FETCH, WEB_SEARCH } from "../tools/web/tool.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -78,7 +78,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     servers: config.file.mcpServers,
     env: config.mcpEnv,
     logger: logger.child({ component: "mcp" }),
-    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH]),
+    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, WEB_SEARCH, "read_output", "tool_search"]),
   });
   const runtime = new Runtime({
     store: stores.runtime,
@@ -99,7 +99,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         }),
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
     // schedule_list and web_fetch only read; the MCP tools a server's config lists as idempotent.
-    idempotent: (name) => name === "schedule_list" || name === WEB_FETCH || mcp.isIdempotent(name),
+    idempotent: (name) =>
+      name === "schedule_list" || name === WEB_FETCH || name === WEB_SEARCH || mcp.isIdempotent(name),
     // The gateway's own tools stay offered when a large MCP catalog is deferred to tool_search.
     toolCatalog: {
       budgetBytes: config.file.toolCatalog.budgetBytes,
@@ -119,6 +120,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         ...(config.webFetch.enabled
           ? createWebFetchTool({ allowPrivate: config.webFetch.allowPrivate })
           : {}),
+        ...(config.webSearch ? createWebSearchTool(config.webSearch) : {}),
       });
       sets.set(
         "schedules",
@@ -321,7 +323,7 @@ const SCHEDULE_TOOL_NAMES = [
   "schedule_cancel",
 ];
 
-const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH]);
+const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, WEB_SEARCH]);
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;

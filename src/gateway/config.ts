@@ -7,6 +7,7 @@ import { DEFAULT_SCHEMA_BUDGET_BYTES } from "../runtime/tool-catalog.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import { mcpServersSchema } from "../tools/mcp/config.ts";
+import { BRAVE_SEARCH_URL, type SearchBackend } from "../tools/web/search.ts";
 import type { LogLevel } from "../util/log.ts";
 import { closest } from "../util/suggest.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
@@ -170,6 +171,8 @@ export interface GatewayConfig {
   modelEnv: Record<string, string | undefined>;
   /** The built-in web_fetch tool: offered, and whether it may reach private addresses. */
   webFetch: { enabled: boolean; allowPrivate: boolean };
+  /** The web_search tool's backend; null: no web_search (SWITCHBOARD_SEARXNG_URL or SWITCHBOARD_BRAVE_API_KEY). */
+  webSearch: SearchBackend | null;
   /** The variables MCP server headers reference as ${VAR} (their values are also in `secrets`). */
   mcpEnv: Record<string, string | undefined>;
 }
@@ -186,6 +189,7 @@ export const SECRET_VARIABLES = [
   "OPENAI_COMPATIBLE_API_KEY",
   "SWITCHBOARD_OPERATOR_TOKEN",
   "SWITCHBOARD_WEB_TOKEN",
+  "SWITCHBOARD_BRAVE_API_KEY",
 ] as const;
 
 /** `text` with every secret value of `env` replaced by "[redacted]" (config errors echo values). */
@@ -585,6 +589,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
       allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
     },
+    webSearch: parseWebSearch(env, secret("SWITCHBOARD_BRAVE_API_KEY")),
     modelEnv: {
       SWITCHBOARD_MODEL: env.SWITCHBOARD_MODEL,
       SWITCHBOARD_FALLBACK_MODELS: env.SWITCHBOARD_FALLBACK_MODELS,
@@ -594,6 +599,26 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       OPENAI_COMPATIBLE_API_KEY: env.OPENAI_COMPATIBLE_API_KEY,
     },
   };
+}
+
+/** At most one web_search backend: a SearXNG instance, or the Brave Search API with a key. */
+function parseWebSearch(
+  env: Record<string, string | undefined>,
+  braveKey: string | undefined,
+): SearchBackend | null {
+  const searxng = parseUrl(env, "SWITCHBOARD_SEARXNG_URL", "http://127.0.0.1:8888");
+  if (searxng && braveKey)
+    fail(
+      "SWITCHBOARD_SEARXNG_URL",
+      "and SWITCHBOARD_BRAVE_API_KEY are both set; web_search uses one backend, so keep one of them",
+      "SWITCHBOARD_SEARXNG_URL=http://127.0.0.1:8888",
+    );
+  if (searxng) return { kind: "searxng", url: searxng };
+  if (braveKey) {
+    const url = parseUrl(env, "SWITCHBOARD_BRAVE_API_URL", BRAVE_SEARCH_URL) ?? BRAVE_SEARCH_URL;
+    return { kind: "brave", apiKey: braveKey, url };
+  }
+  return null;
 }
 
 /** Who may use the web chat, for the HTTP server. */
