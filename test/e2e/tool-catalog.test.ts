@@ -25,6 +25,7 @@ const alice = user(1001, "Alice");
 const bob = user(1002, "Bob");
 const team = groupChat(-7001, "Team");
 const dbEnv = { SWITCHBOARD_DB: join(dir.path, "gateway.sqlite") };
+const OPERATOR_TOKEN = "operator-token-0123456789";
 let gateway: GatewayProcess | null = null;
 
 afterAll(async () => {
@@ -57,6 +58,7 @@ function env(): Record<string, string> {
     ...telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id] }),
     SWITCHBOARD_CONFIG: config,
     SWITCHBOARD_SEARXNG_URL: searxng.url,
+    SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
   };
 }
 
@@ -132,6 +134,11 @@ test("runs show lists the run's tool calls with outcome and timing (CLI, over th
       const human = await runCli(["runs", "show", run.id], dbEnv);
       expect(human.stdout).toContain("Tool calls:");
       expect(human.stdout).toMatch(/catalog_tickets_create\s+ok\s+\S+\s+\d+ ms\s+1/);
+      const api = await fetch(`${gateway!.url}/api/runs/${run.id}`, {
+        headers: { authorization: `Bearer ${OPERATOR_TOKEN}` },
+      });
+      expect(api.status).toBe(200);
+      expect(((await api.json()) as { toolCalls: unknown }).toolCalls).toEqual(shown.toolCalls);
       break;
     }
   }
