@@ -221,7 +221,7 @@ export class RunExecutor {
         if (outcome.kind === "failed") {
           return await this.finish(run, fence, "failed", parts, outcome.error);
         }
-        parts.push(...outcome.parts);
+        parts.push(...(tools ? withSearchHints(tools, outcome.parts) : outcome.parts));
         await store.checkpoint({
           fence,
           assistantParts: parts,
@@ -424,6 +424,27 @@ interface PreparedTools {
 
 /** The runtime's own tools: read-only, always offered when the run has tools. */
 const RUNTIME_TOOLS: ReadonlySet<string> = new Set([READ_OUTPUT, TOOL_SEARCH]);
+
+/**
+ * A call to a tool of a deferred catalog that was not offered fails in the model step (the SDK
+ * does not know it); its error then tells the model how to reach it rather than only "unavailable".
+ */
+function withSearchHints(tools: PreparedTools, parts: readonly MessagePart[]): MessagePart[] {
+  if (!tools.plan.deferred) return [...parts];
+  const searchable = new Set(tools.plan.searchable.map((e) => e.name));
+  return parts.map((part) =>
+    part.type === "tool-result" && part.isError && searchable.has(part.toolName) && unoffered(part.output)
+      ? {
+          ...part,
+          output: `${part.toolName} is not offered yet: call ${TOOL_SEARCH} first (its name is a good query), then call it from your next step`,
+        }
+      : part,
+  );
+}
+
+function unoffered(output: unknown): boolean {
+  return typeof output === "string" && /unavailable tool|no such tool/i.test(output);
+}
 
 /** The tools offered to the next step: all, or (deferred) the pinned ones, tool_search and the selection. */
 function offeredTools(tools: PreparedTools, parts: readonly MessagePart[]): ToolSet {

@@ -121,6 +121,22 @@ test("a 200-tool catalog: the model gets tool_search and the pinned tools, then 
   expect(JSON.stringify(first!.body.tools).length).toBeLessThan(24 * 1024);
 }, 60_000);
 
+test("a deferred tool called without a search fails with a hint to search for it", async () => {
+  llm.setRules([
+    {
+      match: { lastUserContains: "list my orders", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "catalog_orders_list", input: {} },
+    },
+    {
+      match: { lastUserContains: "list my orders", lastRole: "tool" },
+      reply: { kind: "text", text: "Said: {{lastToolResult}}" },
+    },
+  ]);
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "list my orders" });
+  const answer = await answerTo(alice.id, "Said:");
+  expect(answer.visibleText).toContain("catalog_orders_list is not offered yet: call tool_search first");
+}, 60_000);
+
 test("runs show lists the run's tool calls with outcome and timing (CLI, over the database)", async () => {
   const runs = await runCliJson<Array<{ id: string; conversationId: string }>>(["runs", "list"], dbEnv);
   let found: { toolCalls: Array<Record<string, unknown>> } | null = null;
