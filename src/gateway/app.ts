@@ -1,3 +1,4 @@
+import type { ToolSet } from "ai";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
@@ -9,7 +10,7 @@ import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
-import { createWebFetchTool, WEB_FETCH } from "../tools/web/tool.ts";
+import { createWebFetchTool, createWebSearchTool, WEB_FETCH, WEB_SEARCH } from "../tools/web/tool.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
@@ -24,6 +25,7 @@ import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
 import { databaseReadiness } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
+import { pickToolSets } from "./tool-sets.ts";
 
 export interface GatewayDeps {
   /** The opened database (`openStoreBackend`); the gateway closes it when it stops. */
@@ -76,7 +78,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     servers: config.file.mcpServers,
     env: config.mcpEnv,
     logger: logger.child({ component: "mcp" }),
-    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH]),
+    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, WEB_SEARCH, "read_output", "tool_search"]),
   });
   const runtime = new Runtime({
     store: stores.runtime,
@@ -97,16 +99,32 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         }),
     instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
     // schedule_list and web_fetch only read; the MCP tools a server's config lists as idempotent.
-    idempotent: (name) => name === "schedule_list" || name === WEB_FETCH || mcp.isIdempotent(name),
+    idempotent: (name) =>
+      name === "schedule_list" || name === WEB_FETCH || name === WEB_SEARCH || mcp.isIdempotent(name),
+    // The gateway's own tools stay offered when a large MCP catalog is deferred to tool_search.
+    toolCatalog: {
+      budgetBytes: config.file.toolCatalog.budgetBytes,
+      pinned: (name) => BUILT_IN_TOOLS.has(name) || config.file.toolCatalog.pinned.includes(name),
+    },
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
-      return {
-        ...mcp.toolSet().tools,
+      const sets = new Map<string, ToolSet>();
+      const { tools: mcpTools, info } = mcp.toolSet();
+      for (const [name, definition] of Object.entries(mcpTools)) {
+        const server = info.get(name)?.server ?? "";
+        sets.set(server, { ...sets.get(server), [name]: definition });
+      }
+      sets.set("web", {
+        ...(sets.get("web") ?? {}),
         ...(config.webFetch.enabled
           ? createWebFetchTool({ allowPrivate: config.webFetch.allowPrivate })
           : {}),
-        ...createScheduleTools({
+        ...(config.webSearch ? createWebSearchTool(config.webSearch) : {}),
+      });
+      sets.set(
+        "schedules",
+        createScheduleTools({
           service: schedules,
           conversation: {
             conversationId: ctx.conversationId,
@@ -117,7 +135,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           fence: ctx.assertOwned,
           timezone: config.timezone,
         }),
-      };
+      );
+      return pickToolSets(sets, surfacePolicy(config.file, context.channel, context.surface).tools);
     },
   });
 
@@ -314,6 +333,8 @@ const SCHEDULE_TOOL_NAMES = [
   "schedule_list",
   "schedule_cancel",
 ];
+
+const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, WEB_SEARCH]);
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;

@@ -3,10 +3,13 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../channels/types.ts";
 import { SwitchboardError } from "../errors.ts";
+import { DEFAULT_SCHEMA_BUDGET_BYTES } from "../runtime/tool-catalog.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import { mcpServersSchema } from "../tools/mcp/config.ts";
+import { BRAVE_SEARCH_URL, type SearchBackend } from "../tools/web/search.ts";
 import type { LogFormat, LogLevel } from "../util/log.ts";
+import { closest } from "../util/suggest.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
 import { isLoopbackHost, type WebAccessPolicy, webAccessPolicy } from "./http/web-guard.ts";
 
@@ -20,6 +23,8 @@ export interface SurfacePolicy {
   nativeStreaming: boolean;
   /** Appended to the agent's instructions on this surface. */
   instructions?: string;
+  /** The tool sets offered here, by name (MCP servers, `web`, `schedules`); absent: all of them. */
+  tools?: readonly string[];
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
@@ -36,8 +41,12 @@ const surfaceOverride = z
     requireMention: z.boolean().optional(),
     nativeStreaming: z.boolean().optional(),
     instructions: z.string().max(20_000).optional(),
+    tools: z.array(z.string().min(1)).max(100).optional(),
   })
   .strict();
+
+/** The gateway's own tool sets, named beside the MCP servers in a surface's `tools`. */
+export const BUILT_IN_TOOL_SETS = ["web", "schedules"] as const;
 
 /** Every key of `surfaces`: a channel (or `*`) and a kind of chat (or `*`). */
 export const SURFACE_KEYS = [...CHANNEL_NAMES, "*"].flatMap((channel) =>
@@ -71,8 +80,31 @@ const fileSchema = z
       .strict()
       .default({}),
     mcpServers: mcpServersSchema,
+    /** The deferred tool catalog: above budgetBytes of schemas the model searches with tool_search. */
+    toolCatalog: z
+      .object({
+        budgetBytes: z.number().int().min(1024).max(10_000_000).default(DEFAULT_SCHEMA_BUDGET_BYTES),
+        /** Tools (as the model sees them) always offered, besides the built-in ones. */
+        pinned: z.array(z.string().min(1)).max(100).default([]),
+      })
+      .strict()
+      .default({ budgetBytes: DEFAULT_SCHEMA_BUDGET_BYTES, pinned: [] }),
   })
-  .strict();
+  .strict()
+  .superRefine((file, ctx) => {
+    const known = [...BUILT_IN_TOOL_SETS, ...Object.keys(file.mcpServers)];
+    for (const [key, surface] of Object.entries(file.surfaces)) {
+      for (const [i, name] of (surface.tools ?? []).entries()) {
+        if (known.includes(name)) continue;
+        const close = closest(name, known);
+        ctx.addIssue({
+          code: "custom",
+          path: ["surfaces", key, "tools", i],
+          message: `"${name}" is not a tool set${close ? ` (did you mean "${close}"?)` : ""}; tool sets are ${known.join(", ")} (the built-in ones and the names in mcpServers)`,
+        });
+      }
+    }
+  });
 
 export type FileConfig = z.output<typeof fileSchema>;
 
@@ -145,6 +177,8 @@ export interface GatewayConfig {
   modelEnv: Record<string, string | undefined>;
   /** The built-in web_fetch tool: offered, and whether it may reach private addresses. */
   webFetch: { enabled: boolean; allowPrivate: boolean };
+  /** The web_search tool's backend; null: no web_search (SWITCHBOARD_SEARXNG_URL or SWITCHBOARD_BRAVE_API_KEY). */
+  webSearch: SearchBackend | null;
   /** The variables MCP server headers reference as ${VAR} (their values are also in `secrets`). */
   mcpEnv: Record<string, string | undefined>;
 }
@@ -161,6 +195,7 @@ export const SECRET_VARIABLES = [
   "OPENAI_COMPATIBLE_API_KEY",
   "SWITCHBOARD_OPERATOR_TOKEN",
   "SWITCHBOARD_WEB_TOKEN",
+  "SWITCHBOARD_BRAVE_API_KEY",
 ] as const;
 
 /** `text` with every secret value of `env` replaced by "[redacted]" (config errors echo values). */
@@ -589,6 +624,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
       allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
     },
+    webSearch: parseWebSearch(env, secret("SWITCHBOARD_BRAVE_API_KEY")),
     modelEnv: {
       SWITCHBOARD_MODEL: env.SWITCHBOARD_MODEL,
       SWITCHBOARD_FALLBACK_MODELS: env.SWITCHBOARD_FALLBACK_MODELS,
@@ -598,6 +634,26 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       OPENAI_COMPATIBLE_API_KEY: env.OPENAI_COMPATIBLE_API_KEY,
     },
   };
+}
+
+/** At most one web_search backend: a SearXNG instance, or the Brave Search API with a key. */
+function parseWebSearch(
+  env: Record<string, string | undefined>,
+  braveKey: string | undefined,
+): SearchBackend | null {
+  const searxng = parseUrl(env, "SWITCHBOARD_SEARXNG_URL", "http://127.0.0.1:8888");
+  if (searxng && braveKey)
+    fail(
+      "SWITCHBOARD_SEARXNG_URL",
+      "and SWITCHBOARD_BRAVE_API_KEY are both set; web_search uses one backend, so keep one of them",
+      "SWITCHBOARD_SEARXNG_URL=http://127.0.0.1:8888",
+    );
+  if (searxng) return { kind: "searxng", url: searxng };
+  if (braveKey) {
+    const url = parseUrl(env, "SWITCHBOARD_BRAVE_API_URL", BRAVE_SEARCH_URL) ?? BRAVE_SEARCH_URL;
+    return { kind: "brave", apiKey: braveKey, url };
+  }
+  return null;
 }
 
 /** Who may use the web chat, for the HTTP server. */
@@ -652,6 +708,7 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
       delivery: o.delivery ?? policy.delivery,
       requireMention: o.requireMention ?? policy.requireMention,
       nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
+      ...((o.tools ?? policy.tools) ? { tools: o.tools ?? policy.tools } : {}),
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),

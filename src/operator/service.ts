@@ -1,5 +1,6 @@
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { SwitchboardError } from "../errors.ts";
+import { toolCallSummaries } from "../runtime/tool-calls.ts";
 import { answerText } from "../runtime/types.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
@@ -87,7 +88,13 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
       async show(runId) {
         const view = await stores.runtime.loadRun(runId);
         if (!view) return null;
-        return { run: view.run, answerText: answerText(view.answer?.parts ?? []), usage: view.run.usage };
+        const parts = view.answer?.parts ?? [];
+        return {
+          run: view.run,
+          answerText: answerText(parts),
+          usage: view.run.usage,
+          toolCalls: toolCallSummaries(parts),
+        };
       },
     },
 

@@ -1,18 +1,27 @@
 import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
+import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
 
 /**
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
  * mutation records who did it (`actor`, e.g. `operator:alice`) in the record's history.
  */
+export interface RunDetail {
+  run: RunRecord;
+  answerText: string;
+  usage: Usage;
+  /** Each tool call of the run, in order, with its timing and outcome. */
+  toolCalls: ToolCallSummary[];
+}
+
 export interface OperatorService {
   runs: {
     /** Newest first. Empty when none match. */
     list(filter: { state?: RunState; conversationId?: string; limit?: number }): Promise<RunRecord[]>;
-    /** One run with its answer text; null when unknown. */
-    show(runId: string): Promise<{ run: RunRecord; answerText: string; usage: Usage } | null>;
+    /** One run with its answer text and its tool calls; null when unknown. */
+    show(runId: string): Promise<RunDetail | null>;
   };
   conversations: {
     /** Most recently active first. */

@@ -1,8 +1,10 @@
 import type { ToolSet } from "ai";
 import { isSwitchboardError } from "../errors.ts";
 import type { Clock } from "../util/clock.ts";
+import { newId } from "../util/ids.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
+import { boundOutput, createReadOutputTool, READ_OUTPUT } from "./bounded-output.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { buildPrompt } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
@@ -16,6 +18,15 @@ import {
   withUnknownOutcomeNotices,
 } from "./tool-calls.ts";
 import {
+  type CatalogPlan,
+  createToolSearchTool,
+  DEFAULT_SCHEMA_BUDGET_BYTES,
+  measureCatalog,
+  offeredNames,
+  planCatalog,
+  TOOL_SEARCH,
+} from "./tool-catalog.ts";
+import {
   answerText,
   type Message,
   type MessagePart,
@@ -24,6 +35,14 @@ import {
   type TerminalRunState,
   type Usage,
 } from "./types.ts";
+
+/** When the tools on offer are too many to send every step (see tool-catalog.ts). */
+export interface ToolCatalogOptions {
+  /** Above this many bytes of tool schemas, the catalog is deferred. Default 24 KB. */
+  budgetBytes?: number;
+  /** Tools offered even when the catalog is deferred (the runtime's own always are). */
+  pinned?: (toolName: string) => boolean;
+}
 
 /** What a tool factory gets: the run's identity and a fence to check before any write. */
 export interface ToolContext {
@@ -56,6 +75,7 @@ export interface ExecutorOptions {
   tools?: (context: ToolContext) => ToolSet;
   /** Tools safe to run a second time when a crash cut a call short (default: none). */
   idempotent?: (toolName: string) => boolean;
+  toolCatalog?: ToolCatalogOptions;
   answerDelivery?: AnswerDeliveryFor;
   readUsage: UsageReader;
   modelCalls?: ModelCallObserver;
@@ -143,7 +163,7 @@ export class RunExecutor {
             `step ceiling of ${this.options.maxSteps} reached`,
           );
         }
-        tools ??= this.tools(run, fence);
+        tools ??= await this.tools(run, fence);
         const pending = unresolvedCalls(parts);
         if (pending.length > 0) {
           await this.resolveCalls(fence, parts, pending, tools);
@@ -181,7 +201,7 @@ export class RunExecutor {
             ctx.summary?.text,
           ),
           messages: buildPrompt(ctx.history, current, this.options.maxHistoryTokens),
-          tools: tools?.offered,
+          tools: tools && offeredTools(tools, parts),
           models: this.options.models,
           retry: this.options.retry,
           idleTimeoutMs: this.options.idleTimeoutMs,
@@ -201,7 +221,7 @@ export class RunExecutor {
         if (outcome.kind === "failed") {
           return await this.finish(run, fence, "failed", parts, outcome.error);
         }
-        parts.push(...outcome.parts);
+        parts.push(...(tools ? withSearchHints(tools, outcome.parts) : outcome.parts));
         await store.checkpoint({
           fence,
           assistantParts: parts,
@@ -235,20 +255,29 @@ export class RunExecutor {
    * The tools offered to the model, without their `execute`: the model step stops at its tool
    * calls, and the runtime runs them itself (see resolveCalls), so each is durable before it runs.
    */
-  private tools(run: RunRecord, fence: Fence): PreparedTools | undefined {
+  private async tools(run: RunRecord, fence: Fence): Promise<PreparedTools | undefined> {
     if (!this.options.tools) return undefined;
     const assertOwned = () => this.options.store.assertFence(fence);
-    const tools = this.options.tools({
+    const tools: ToolSet = this.options.tools({
       conversationId: run.conversationId,
       runId: run.id,
       context: run.context,
       assertOwned,
     });
-    const offered: ToolSet = {};
+    if (Object.keys(tools).length === 0) return undefined;
+    tools[READ_OUTPUT] = createReadOutputTool(this.options.store, run.conversationId);
+    const catalog = this.options.toolCatalog;
+    const plan = planCatalog(
+      await measureCatalog(tools),
+      catalog?.budgetBytes ?? DEFAULT_SCHEMA_BUDGET_BYTES,
+      (name) => RUNTIME_TOOLS.has(name) || (catalog?.pinned?.(name) ?? false),
+    );
+    if (plan.deferred) tools[TOOL_SEARCH] = createToolSearchTool(plan);
+    const all: ToolSet = {};
     const execute = new Map<string, ToolExecute>();
     for (const [name, definition] of Object.entries(tools)) {
       const { execute: run, ...rest } = definition;
-      offered[name] = rest as typeof definition;
+      all[name] = rest as typeof definition;
       if (run) {
         execute.set(name, async (input, toolCallId) => {
           await assertOwned();
@@ -256,7 +285,7 @@ export class RunExecutor {
         });
       }
     }
-    return { offered, execute };
+    return { all, execute, plan };
   }
 
   /**
@@ -272,7 +301,9 @@ export class RunExecutor {
   ): Promise<void> {
     const { store, clock, logger } = this.options;
     for (const call of pending) {
-      const decision = decidePending(call, this.options.idempotent?.(call.toolName) ?? false);
+      const idempotent =
+        RUNTIME_TOOLS.has(call.toolName) || (this.options.idempotent?.(call.toolName) ?? false);
+      const decision = decidePending(call, idempotent);
       if (decision.kind === "unknown") {
         logger.warn("tool.outcome_unknown", {
           runId: fence.runId,
@@ -302,14 +333,36 @@ export class RunExecutor {
       await store.saveToolProgress(fence, parts, clock.now());
       killPoint("tool.started");
       const result = await runTool(tools, call);
+      // read_output pages are bounded by the tool itself; any other result over the limit is kept.
+      const bounded =
+        call.toolName === READ_OUTPUT
+          ? { output: result.output, spilled: null }
+          : boundOutput(result.output, newId("out"));
       parts.push({
         type: "tool-result",
         toolCallId: call.toolCallId,
         toolName: call.toolName,
-        ...result,
+        output: bounded.output,
+        isError: result.isError,
         finishedAtMs: clock.now(),
       });
-      await store.saveToolProgress(fence, parts, clock.now());
+      if (bounded.spilled) {
+        logger.info("tool.output_stored", {
+          runId: fence.runId,
+          tool: call.toolName,
+          toolCallId: call.toolCallId,
+          ref: bounded.spilled.ref,
+          chars: bounded.spilled.text.length,
+        });
+      }
+      await store.saveToolProgress(
+        fence,
+        parts,
+        clock.now(),
+        bounded.spilled
+          ? { ...bounded.spilled, toolCallId: call.toolCallId, toolName: call.toolName }
+          : undefined,
+      );
       this.emitTool(fence.runId, call, result.isError ? "failed" : "completed");
     }
   }
@@ -363,8 +416,44 @@ export class RunExecutor {
 type ToolExecute = (input: unknown, toolCallId: string) => Promise<unknown>;
 
 interface PreparedTools {
-  offered: ToolSet;
+  /** Every tool of the run (without execute), the runtime's own included. */
+  all: ToolSet;
   execute: Map<string, ToolExecute>;
+  plan: CatalogPlan;
+}
+
+/** The runtime's own tools: read-only, always offered when the run has tools. */
+const RUNTIME_TOOLS: ReadonlySet<string> = new Set([READ_OUTPUT, TOOL_SEARCH]);
+
+/**
+ * A call to a tool of a deferred catalog that was not offered fails in the model step (the SDK
+ * does not know it); its error then tells the model how to reach it rather than only "unavailable".
+ */
+function withSearchHints(tools: PreparedTools, parts: readonly MessagePart[]): MessagePart[] {
+  if (!tools.plan.deferred) return [...parts];
+  const searchable = new Set(tools.plan.searchable.map((e) => e.name));
+  return parts.map((part) =>
+    part.type === "tool-result" && part.isError && searchable.has(part.toolName) && unoffered(part.output)
+      ? {
+          ...part,
+          output: `${part.toolName} is not offered yet: call ${TOOL_SEARCH} first (its name is a good query), then call it from your next step`,
+        }
+      : part,
+  );
+}
+
+function unoffered(output: unknown): boolean {
+  return typeof output === "string" && /unavailable tool|no such tool/i.test(output);
+}
+
+/** The tools offered to the next step: all, or (deferred) the pinned ones, tool_search and the selection. */
+function offeredTools(tools: PreparedTools, parts: readonly MessagePart[]): ToolSet {
+  const offered: ToolSet = {};
+  for (const name of offeredNames(tools.plan, parts)) {
+    const definition = tools.all[name];
+    if (definition) offered[name] = definition;
+  }
+  return offered;
 }
 
 /** One call's result; a thrown error is the model's to see, except losing the run's fence. */

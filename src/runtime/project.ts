@@ -61,9 +61,12 @@ function assistantMessages(message: Message, joined: ReadonlyMap<string, Message
           type: "tool-result",
           toolCallId: part.toolCallId,
           toolName: part.toolName,
+          // A string goes as text: a cut output's head reads as it was written, not JSON-escaped.
           output: part.isError
             ? { type: "error-text", value: String(part.output) }
-            : { type: "json", value: (part.output ?? null) as never },
+            : typeof part.output === "string"
+              ? { type: "text", value: part.output }
+              : { type: "json", value: (part.output ?? null) as never },
         });
         break;
       case "joined-input": {

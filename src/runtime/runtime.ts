@@ -12,6 +12,7 @@ import {
   type ExecutionEnd,
   RunExecutor,
   type StopPolicy,
+  type ToolCatalogOptions,
   type ToolContext,
 } from "./execute.ts";
 import { Lane } from "./lane.ts";
@@ -95,6 +96,8 @@ export interface RuntimeOptions {
    * model and the user as of unknown outcome and never run again.
    */
   idempotent?: (toolName: string) => boolean;
+  /** The deferred tool catalog (tool_search): the schema byte budget and the tools always offered. */
+  toolCatalog?: ToolCatalogOptions;
   /**
    * What a finished run's chat must show; the store writes it with the terminal commit (the
    * outbox record). Without it, or when it answers null, a run delivers nothing.
@@ -186,6 +189,7 @@ export class Runtime {
       ...(options.instructions ? { instructions: options.instructions } : {}),
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.idempotent ? { idempotent: options.idempotent } : {}),
+      ...(options.toolCatalog ? { toolCatalog: options.toolCatalog } : {}),
       ...(options.answerDelivery ? { answerDelivery: options.answerDelivery } : {}),
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),

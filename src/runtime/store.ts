@@ -71,7 +71,23 @@ export interface RuntimeStore {
    * Saves the assistant message so far between steps, without a step record or an event: a tool
    * call marked started before it runs, then its result. Throws `fence_lost` for a stale owner.
    */
-  saveToolProgress(fence: Fence, assistantParts: MessagePart[], nowMs: number): Promise<void>;
+  saveToolProgress(
+    fence: Fence,
+    assistantParts: MessagePart[],
+    nowMs: number,
+    /** A result too large for the prompt, kept in full in the same transaction (read_output pages it). */
+    spilled?: SpilledOutput,
+  ): Promise<void>;
+
+  /**
+   * A slice (in characters) of an output kept by `saveToolProgress`, found only within its own
+   * conversation: another conversation's reference reads as null, like an unknown one.
+   */
+  readToolOutput(
+    conversationId: string,
+    ref: string,
+    slice: { offset: number; length: number },
+  ): Promise<ToolOutputSlice | null>;
 
   /**
    * Durably asks a running run to stop (commits `interrupt_requested`). Returns false when the run
@@ -229,6 +245,22 @@ export type SummarySaveResult =
 export interface ConversationSettings {
   /** IANA time zone for schedules and the agent's sense of time. */
   timezone?: string;
+}
+
+/** A tool result kept in full because it is too large for the prompt. */
+export interface SpilledOutput {
+  /** The opaque reference the model pages through with read_output. */
+  ref: string;
+  toolCallId: string;
+  toolName: string;
+  text: string;
+}
+
+export interface ToolOutputSlice {
+  toolName: string;
+  text: string;
+  /** The whole output's length in characters (code points). */
+  totalChars: number;
 }
 
 export interface Fence {

@@ -51,3 +51,57 @@ export function withUnknownOutcomeNotices(parts: readonly MessagePart[]): Messag
       : [part],
   );
 }
+
+export type ToolCallOutcome = "ok" | "error" | "unknown" | "started" | "not started";
+
+/** One tool call of a run as operators see it (`runs show`). */
+export interface ToolCallSummary {
+  toolCallId: string;
+  toolName: string;
+  outcome: ToolCallOutcome;
+  /** When it was (last) started and when its result was saved; null when that did not happen. */
+  startedAtMs: number | null;
+  finishedAtMs: number | null;
+  durationMs: number | null;
+  attempts: number;
+}
+
+/**
+ * Every tool call of an assistant message with its timing and outcome: `ok` or `error` from its
+ * result, `unknown` when a crash cut it short and it was not run again, `started` while it runs
+ * (or when its run was cut short and not resumed yet), `not started` when it never ran.
+ */
+export function toolCallSummaries(parts: readonly MessagePart[]): ToolCallSummary[] {
+  const results = new Map(
+    parts.flatMap((p) => (p.type === "tool-result" ? [[p.toolCallId, p] as const] : [])),
+  );
+  return parts.flatMap((part): ToolCallSummary[] => {
+    if (part.type !== "tool-call") return [];
+    const result = results.get(part.toolCallId);
+    const startedAtMs = part.startedAtMs ?? null;
+    const finishedAtMs = result?.finishedAtMs ?? null;
+    const outcome: ToolCallOutcome = result
+      ? result.output === OUTCOME_UNKNOWN
+        ? "unknown"
+        : result.isError
+          ? "error"
+          : "ok"
+      : startedAtMs === null
+        ? "not started"
+        : "started";
+    return [
+      {
+        toolCallId: part.toolCallId,
+        toolName: part.toolName,
+        outcome,
+        startedAtMs,
+        finishedAtMs,
+        durationMs:
+          startedAtMs !== null && finishedAtMs !== null && outcome !== "unknown"
+            ? finishedAtMs - startedAtMs
+            : null,
+        attempts: part.attempts ?? (startedAtMs === null ? 0 : 1),
+      },
+    ];
+  });
+}

@@ -201,4 +201,28 @@ describe("surfacePolicy", () => {
       delivery: "stream",
     });
   });
+
+  test("a surface picks its tool sets by name; more specific keys replace the list", () => {
+    const file = fileConfig({
+      mcpServers: { notes: { command: "bun", args: ["notes.ts"] } },
+      surfaces: { "*:group": { tools: ["web"] }, "telegram:group": { tools: ["notes", "schedules"] } },
+    });
+    expect(surfacePolicy(file, "telegram", "dm").tools).toBeUndefined();
+    expect(surfacePolicy(file, "discord", "group").tools).toEqual(["web"]);
+    expect(surfacePolicy(file, "telegram", "group").tools).toEqual(["notes", "schedules"]);
+  });
+
+  test("a tool set that is neither built in nor an MCP server is refused, with the closest name", () => {
+    const error = refusal(
+      {},
+      {
+        mcpServers: { notes: { command: "bun", args: ["notes.ts"] } },
+        surfaces: { "telegram:dm": { tools: ["note"] } },
+      },
+    );
+    expect(error.message).toContain(
+      'surfaces.telegram:dm.tools.0: "note" is not a tool set (did you mean "notes"?)',
+    );
+    expect(error.message).toContain("tool sets are web, schedules, notes");
+  });
 });

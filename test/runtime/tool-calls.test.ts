@@ -3,6 +3,7 @@ import {
   decidePending,
   OUTCOME_UNKNOWN,
   type ToolCallPart,
+  toolCallSummaries,
   unresolvedCalls,
   withUnknownOutcomeNotices,
 } from "../../src/runtime/tool-calls.ts";
@@ -48,4 +49,78 @@ test("the answer gets a notice after each call of unknown outcome, and nothing e
   expect((shown[2] as { text: string }).text).toContain("notes_append: the gateway restarted");
   const fine: MessagePart[] = [call("a"), result("a")];
   expect(withUnknownOutcomeNotices(fine)).toEqual(fine);
+});
+
+test("runs show: each call with its outcome, timing and attempts", () => {
+  const parts: MessagePart[] = [
+    call("ok", { startedAtMs: 1000, attempts: 1 }),
+    { ...(result("ok") as object), finishedAtMs: 1250 } as MessagePart,
+    call("failed", { startedAtMs: 2000, attempts: 2 }),
+    {
+      type: "tool-result",
+      toolCallId: "failed",
+      toolName: "notes_append",
+      output: "boom",
+      isError: true,
+      finishedAtMs: 2010,
+    },
+    call("cut", { startedAtMs: 3000, attempts: 1 }),
+    {
+      type: "tool-result",
+      toolCallId: "cut",
+      toolName: "notes_append",
+      output: OUTCOME_UNKNOWN,
+      isError: true,
+      finishedAtMs: 9000,
+    },
+    call("running", { startedAtMs: 4000, attempts: 1 }),
+    call("waiting"),
+  ];
+  expect(toolCallSummaries(parts)).toEqual([
+    {
+      toolCallId: "ok",
+      toolName: "notes_append",
+      outcome: "ok",
+      startedAtMs: 1000,
+      finishedAtMs: 1250,
+      durationMs: 250,
+      attempts: 1,
+    },
+    {
+      toolCallId: "failed",
+      toolName: "notes_append",
+      outcome: "error",
+      startedAtMs: 2000,
+      finishedAtMs: 2010,
+      durationMs: 10,
+      attempts: 2,
+    },
+    {
+      toolCallId: "cut",
+      toolName: "notes_append",
+      outcome: "unknown",
+      startedAtMs: 3000,
+      finishedAtMs: 9000,
+      durationMs: null,
+      attempts: 1,
+    },
+    {
+      toolCallId: "running",
+      toolName: "notes_append",
+      outcome: "started",
+      startedAtMs: 4000,
+      finishedAtMs: null,
+      durationMs: null,
+      attempts: 1,
+    },
+    {
+      toolCallId: "waiting",
+      toolName: "notes_append",
+      outcome: "not started",
+      startedAtMs: null,
+      finishedAtMs: null,
+      durationMs: null,
+      attempts: 0,
+    },
+  ]);
 });

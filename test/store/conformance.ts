@@ -244,6 +244,55 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "a spilled tool output is kept with its result, fenced, paged by characters, only in its conversation, and purged with it",
+      withStore(async (store) => {
+        const { admitted, acquired } = await owned(store, "c", "a");
+        const other = await owned(store, "other", "b");
+        // Multi-byte and astral characters: slices count characters, not bytes.
+        const text = `${"é".repeat(10)}🙂${"x".repeat(200_000)}end`;
+        const call = { type: "tool-call" as const, toolCallId: "call-1", toolName: "big", input: {} };
+        const result = {
+          type: "tool-result" as const,
+          toolCallId: "call-1",
+          toolName: "big",
+          output: "head…",
+          isError: false,
+        };
+        const spilled = { ref: "out_1", toolCallId: "call-1", toolName: "big", text };
+        const stale = { runId: acquired.fence.runId, fencingToken: acquired.fence.fencingToken + 1 };
+        await expect(store.saveToolProgress(stale, [call, result], T0, spilled)).rejects.toMatchObject({
+          code: "fence_lost",
+        });
+        expect(await store.readToolOutput("c", "out_1", { offset: 0, length: 10 })).toBeNull();
+        await store.saveToolProgress(acquired.fence, [call, result], T0, spilled);
+        expect((await store.loadPromptContext(admitted.runId, { maxTurns: 10 })).assistant?.parts).toEqual([
+          call,
+          result,
+        ]);
+        expect(await store.readToolOutput("c", "out_1", { offset: 8, length: 4 })).toEqual({
+          toolName: "big",
+          text: "éé🙂x",
+          totalChars: 200_014,
+        });
+        expect((await store.readToolOutput("c", "out_1", { offset: 200_011, length: 100 }))?.text).toBe(
+          "end",
+        );
+        expect((await store.readToolOutput("c", "out_1", { offset: 300_000, length: 100 }))?.text).toBe("");
+        // Saving again (a retried save) keeps the first text.
+        await store.saveToolProgress(acquired.fence, [call, result], T0, { ...spilled, text: "other" });
+        expect((await store.readToolOutput("c", "out_1", { offset: 0, length: 3 }))?.totalChars).toBe(
+          200_014,
+        );
+        expect(await store.readToolOutput("other", "out_1", { offset: 0, length: 10 })).toBeNull();
+        expect(await store.readToolOutput("c", "out_unknown", { offset: 0, length: 10 })).toBeNull();
+        await complete(store, acquired.fence, "done");
+        await complete(store, other.acquired.fence, "done");
+        expect(await store.purgeConversation("c", { nowMs: T0 })).toEqual({ outcome: "purged" });
+        expect(await store.readToolOutput("c", "out_1", { offset: 0, length: 10 })).toBeNull();
+      }),
+    );
+
+    test(
       "terminal race: only one commit wins",
       withStore(async (store) => {
         const a = await store.admit(admitRequest("c", "a"));

@@ -1,7 +1,9 @@
 import { SwitchboardError } from "../../errors.ts";
 import { OPERATOR_LIMITS } from "../../operator/limits.ts";
+import type { RunDetail } from "../../operator/types.ts";
 import { RUN_STATES } from "../../operator/validate.ts";
 import type { RunRecord } from "../../runtime/store.ts";
+import type { ToolCallSummary } from "../../runtime/tool-calls.ts";
 import type { Usage } from "../../runtime/types.ts";
 import { fields, isoTime, orDash, table } from "../format.ts";
 import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
@@ -31,7 +33,23 @@ export function describeUsage(usage: Usage, costComplete = true): string {
   return `input ${known(usage.inputTokens)}, output ${known(usage.outputTokens)}, reasoning ${known(usage.reasoningTokens)}, cached input ${known(usage.cachedInputTokens)} tokens; cost ${cost}`;
 }
 
-function describeRun(shown: { run: RunRecord; answerText: string; usage: Usage }): string {
+/** The run's tool calls: what ran, how it ended, when and for how long. */
+export function describeToolCalls(calls: readonly ToolCallSummary[]): string {
+  if (calls.length === 0) return "Tool calls: none\n";
+  return `Tool calls:\n${table(
+    ["TOOL", "OUTCOME", "STARTED", "DURATION", "ATTEMPTS", "CALL ID"],
+    calls.map((c) => [
+      c.toolName,
+      c.outcome,
+      isoTime(c.startedAtMs),
+      c.durationMs === null ? "-" : `${c.durationMs} ms`,
+      String(c.attempts),
+      c.toolCallId,
+    ]),
+  )}`;
+}
+
+function describeRun(shown: RunDetail): string {
   const { run } = shown;
   return `${fields([
     ["id", run.id],
@@ -50,7 +68,7 @@ function describeRun(shown: { run: RunRecord; answerText: string; usage: Usage }
     ["created", isoTime(run.createdAtMs)],
     ["started", isoTime(run.startedAtMs)],
     ["finished", isoTime(run.finishedAtMs)],
-  ])}\nAnswer:\n${shown.answerText === "" ? "(none yet)" : shown.answerText}\n`;
+  ])}\n${describeToolCalls(shown.toolCalls)}Answer:\n${shown.answerText === "" ? "(none yet)" : shown.answerText}\n`;
 }
 
 export const RUNS_COMMANDS: CommandSpec[] = [
@@ -84,7 +102,7 @@ export const RUNS_COMMANDS: CommandSpec[] = [
   {
     path: ["runs", "show"],
     synopsis: "runs show ID [--json]",
-    summary: "Show one run: state, owner, usage and its answer text.",
+    summary: "Show one run: state, owner, usage, its tool calls (timing, outcome) and its answer text.",
     args: [{ name: "ID", description: "Run id (run_…)." }],
     options: { ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
     async run(command, io) {

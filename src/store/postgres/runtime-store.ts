@@ -18,11 +18,13 @@ import type {
   RunRecord,
   RuntimeStore,
   RunView,
+  SpilledOutput,
   StopRequestResult,
   SummarySave,
   SummarySaveResult,
   TerminalRequest,
   TerminalResult,
+  ToolOutputSlice,
 } from "../../runtime/store.ts";
 import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
@@ -394,7 +396,12 @@ export class PostgresRuntimeStore implements RuntimeStore {
     });
   }
 
-  saveToolProgress(fence: Fence, assistantParts: MessagePart[], nowMs: number): Promise<void> {
+  saveToolProgress(
+    fence: Fence,
+    assistantParts: MessagePart[],
+    nowMs: number,
+    spilled?: SpilledOutput,
+  ): Promise<void> {
     return this.write(async (tx) => {
       const run = await this.fenced(tx, fence);
       await tx.sql`
@@ -402,7 +409,26 @@ export class PostgresRuntimeStore implements RuntimeStore {
         VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
           ${JSON.stringify(assistantParts)}, 'streaming', ${nowMs})
         ON CONFLICT (id) DO UPDATE SET parts = excluded.parts`;
+      if (spilled) {
+        await tx.sql`
+          INSERT INTO tool_outputs (ref, conversation_id, run_id, tool_call_id, tool_name, text, created_at_ms)
+          VALUES (${spilled.ref}, ${run.conversationId}, ${run.id}, ${spilled.toolCallId},
+            ${spilled.toolName}, ${spilled.text}, ${nowMs})
+          ON CONFLICT (ref) DO NOTHING`;
+      }
     });
+  }
+
+  async readToolOutput(
+    conversationId: string,
+    ref: string,
+    slice: { offset: number; length: number },
+  ): Promise<ToolOutputSlice | null> {
+    const [row] = await this.sql<Array<{ tool_name: string; text: string; total: number }>>`
+      SELECT tool_name, substr(text, ${slice.offset + 1}, ${slice.length}) AS text,
+        char_length(text)::int AS total
+      FROM tool_outputs WHERE ref = ${ref} AND conversation_id = ${conversationId}`;
+    return row ? { toolName: row.tool_name, text: row.text, totalChars: Number(row.total) } : null;
   }
 
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
@@ -549,7 +575,14 @@ export class PostgresRuntimeStore implements RuntimeStore {
       }
       await tx.sql`
         DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ${conversationId})`;
-      for (const table of ["messages", "runs", "events", "ingress_receipts", "conversation_keys"]) {
+      for (const table of [
+        "messages",
+        "runs",
+        "events",
+        "ingress_receipts",
+        "conversation_keys",
+        "tool_outputs",
+      ]) {
         await tx.sql`DELETE FROM ${tx.sql(table)} WHERE conversation_id = ${conversationId}`;
       }
       await tx.sql`DELETE FROM conversations WHERE id = ${conversationId}`;

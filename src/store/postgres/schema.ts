@@ -132,6 +132,20 @@ CREATE TABLE conversation_summaries (
 );
 `;
 
+/** Migration 6: tool results too large for the prompt, kept in full for read_output; SQLite's 9. */
+const TOOL_OUTPUTS_SQL = `
+CREATE TABLE tool_outputs (
+  ref TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  text TEXT NOT NULL,
+  created_at_ms BIGINT NOT NULL
+);
+CREATE INDEX tool_outputs_by_conversation ON tool_outputs (conversation_id);
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -143,6 +157,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
   { version: 5, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
   { version: 6, name: "schedule-chat-keys", sql: SCHEDULE_CHAT_KEYS_SQL },
+  { version: 7, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

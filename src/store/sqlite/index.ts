@@ -12,6 +12,7 @@ import {
   RUNTIME_SCHEMA_SQL,
   SETTINGS_SCHEMA_SQL,
   SUMMARIES_SCHEMA_SQL,
+  TOOL_OUTPUTS_SQL,
 } from "./schema.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
@@ -25,6 +26,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
   { version: 9, name: "schedule-chat-keys", sql: SCHEDULE_CHAT_KEYS_SQL },
+  { version: 10, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
 ];
 
 export interface SqliteStores {

@@ -18,11 +18,13 @@ import type {
   RunRecord,
   RuntimeStore,
   RunView,
+  SpilledOutput,
   StopRequestResult,
   SummarySave,
   SummarySaveResult,
   TerminalRequest,
   TerminalResult,
+  ToolOutputSlice,
 } from "../../runtime/store.ts";
 import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
@@ -419,7 +421,12 @@ export class SqliteRuntimeStore implements RuntimeStore {
     });
   }
 
-  saveToolProgress(fence: Fence, assistantParts: MessagePart[], nowMs: number): Promise<void> {
+  saveToolProgress(
+    fence: Fence,
+    assistantParts: MessagePart[],
+    nowMs: number,
+    spilled?: SpilledOutput,
+  ): Promise<void> {
     return this.write(() => {
       const run = this.fenced(fence);
       this.db
@@ -429,6 +436,42 @@ export class SqliteRuntimeStore implements RuntimeStore {
            ON CONFLICT(id) DO UPDATE SET parts = excluded.parts`,
         )
         .run(run.assistantMessageId, run.conversationId, run.id, JSON.stringify(assistantParts), nowMs);
+      if (spilled) {
+        this.db
+          .query(
+            `INSERT INTO tool_outputs (ref, conversation_id, run_id, tool_call_id, tool_name, text, created_at_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(ref) DO NOTHING`,
+          )
+          .run(
+            spilled.ref,
+            run.conversationId,
+            run.id,
+            spilled.toolCallId,
+            spilled.toolName,
+            spilled.text,
+            nowMs,
+          );
+      }
+    });
+  }
+
+  readToolOutput(
+    conversationId: string,
+    ref: string,
+    slice: { offset: number; length: number },
+  ): Promise<ToolOutputSlice | null> {
+    return this.read(() => {
+      const row = this.db
+        .query(
+          `SELECT tool_name, substr(text, ?, ?) AS text, length(text) AS total
+           FROM tool_outputs WHERE ref = ? AND conversation_id = ?`,
+        )
+        .get(slice.offset + 1, slice.length, ref, conversationId) as {
+        tool_name: string;
+        text: string;
+        total: number;
+      } | null;
+      return row ? { toolName: row.tool_name, text: row.text, totalChars: row.total } : null;
     });
   }
 
@@ -592,7 +635,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
       this.db
         .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
         .run(conversationId);
-      for (const table of ["messages", "runs", "events", "ingress_receipts"]) {
+      for (const table of ["messages", "runs", "events", "ingress_receipts", "tool_outputs"]) {
         this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
       }
       this.db.query("DELETE FROM conversation_keys WHERE conversation_id = ?").run(conversationId);

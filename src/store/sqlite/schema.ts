@@ -155,3 +155,17 @@ DROP TABLE events;
 ALTER TABLE events_by_rowid RENAME TO events;
 CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
 `;
+
+/** Migration 9: tool results too large for the prompt, kept in full for read_output. */
+export const TOOL_OUTPUTS_SQL = `
+CREATE TABLE tool_outputs (
+  ref TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  text TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX tool_outputs_by_conversation ON tool_outputs (conversation_id);
+`;

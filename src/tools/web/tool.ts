@@ -1,8 +1,10 @@
 import { tool } from "ai";
 import { z } from "zod";
 import { webFetch } from "./fetch.ts";
+import { type SearchBackend, webSearch } from "./search.ts";
 
 export const WEB_FETCH = "web_fetch";
+export const WEB_SEARCH = "web_search";
 
 /** The `web_fetch` tool: a page's readable part as Markdown. Read-only, so safe to run again. */
 export function createWebFetchTool(options: { allowPrivate: boolean }) {
@@ -17,6 +19,23 @@ export function createWebFetchTool(options: { allowPrivate: boolean }) {
         const page = await webFetch(url, { allowPrivate: options.allowPrivate });
         const title = page.title ? `# ${page.title}\n\n` : "";
         return `${title}Source: ${page.url}\n\n${page.markdown}`;
+      },
+    }),
+  };
+}
+
+/** The `web_search` tool over the configured backend: title, url and snippet per result. Read-only. */
+export function createWebSearchTool(backend: SearchBackend) {
+  return {
+    [WEB_SEARCH]: tool({
+      description:
+        "Searches the web and returns up to 10 results (title, url, snippet). Use web_fetch to read a result.",
+      inputSchema: z.object({
+        query: z.string().min(1).max(400).describe("What to search for"),
+      }),
+      execute: async ({ query }) => {
+        const results = await webSearch(backend, query);
+        return results.length === 0 ? { results, note: "no results; try other words" } : { results };
       },
     }),
   };

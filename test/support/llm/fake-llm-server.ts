@@ -18,7 +18,8 @@ export type { FakeLlmRequest, FakeLlmRule, FakeReply } from "./fake-llm-rules.ts
  * `POST /v1/chat/completions` (OpenAI-compatible base URL `${url}/v1`) and
  * `POST /api/v1/chat/completions` (OpenRouter base URL `${url}/api/v1`), streaming (SSE) and not.
  * Answers follow the first matching unexpired rule; with none, it echoes "echo: <last user text>".
- * A rule's text may contain `{{lastToolResult}}`: the text of the request's last tool message.
+ * A rule's text may contain `{{lastToolResult}}`: the text of the request's last tool message; a
+ * tool call's input may contain `{{lastToolRef}}`: the stored-output reference (out_…) in it.
  *
  * Control over HTTP, for a gateway running in another process:
  * - `POST /__control/rules` `{ rules, append? }` replaces (or extends) the rules;
@@ -181,10 +182,19 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
   return server;
 }
 
-/** `{{lastToolResult}}` in a text reply becomes the text of the request's last tool message. */
+/**
+ * `{{lastToolResult}}` in a text reply becomes the text of the request's last tool message;
+ * `{{lastToolRef}}` in a tool call's input, the first stored-output reference (out_…) in it.
+ */
 function withToolResult(reply: FakeReply, messages: ChatMessage[]): FakeReply {
-  if (reply.kind !== "text" || !reply.text.includes("{{lastToolResult}}")) return reply;
   const lastTool = messages.findLast((message) => message.role === "tool");
+  if (reply.kind === "tool-call") {
+    const input = JSON.stringify(reply.input ?? null);
+    if (!input.includes("{{lastToolRef}}")) return reply;
+    const ref = (lastTool ? messageText(lastTool) : "").match(/out_[A-Za-z0-9_-]+/)?.[0] ?? "(no reference)";
+    return { ...reply, input: JSON.parse(input.replaceAll("{{lastToolRef}}", ref)) };
+  }
+  if (reply.kind !== "text" || !reply.text.includes("{{lastToolResult}}")) return reply;
   const result = lastTool ? messageText(lastTool) : "(no tool result)";
   return { ...reply, text: reply.text.replaceAll("{{lastToolResult}}", result) };
 }

@@ -1,0 +1,32 @@
+import { expect, test } from "bun:test";
+import { boundOutput, HEAD_CHARS, OUTPUT_LIMIT_BYTES } from "../../src/runtime/bounded-output.ts";
+
+test("a result within 16 KB is passed as is, whatever its type", () => {
+  const text = "x".repeat(OUTPUT_LIMIT_BYTES);
+  expect(boundOutput(text, "out_1")).toEqual({ output: text, spilled: null });
+  const object = { rows: [1, 2, 3] };
+  expect(boundOutput(object, "out_1")).toEqual({ output: object, spilled: null });
+});
+
+test("a larger result is cut to its head with the reference and where to read on; the full text is kept", () => {
+  // 16 KB of characters but more bytes: the limit is in bytes.
+  const text = "é".repeat(OUTPUT_LIMIT_BYTES);
+  const bounded = boundOutput(text, "out_7");
+  expect(bounded.spilled).toEqual({ ref: "out_7", text });
+  expect(typeof bounded.output).toBe("string");
+  const output = bounded.output as string;
+  expect(output.startsWith("é".repeat(HEAD_CHARS))).toBe(true);
+  expect(output).toContain(`of ${OUTPUT_LIMIT_BYTES}`);
+  expect(output).toContain('call read_output with {"ref": "out_7", "offset": 4000}');
+  expect(Buffer.byteLength(output)).toBeLessThan(OUTPUT_LIMIT_BYTES);
+});
+
+test("a large structured result is kept as its JSON; an astral character is never split; NUL is replaced", () => {
+  const rows = Array.from({ length: 3000 }, (_, i) => ({ i, name: `row ${i}` }));
+  expect(boundOutput(rows, "r").spilled?.text).toBe(JSON.stringify(rows));
+  const astral = `${"a".repeat(HEAD_CHARS - 1)}🙂\u0000${"b".repeat(20_000)}`;
+  const bounded = boundOutput(astral, "r");
+  expect((bounded.output as string).startsWith(`${"a".repeat(HEAD_CHARS - 1)}🙂\n`)).toBe(true);
+  expect(bounded.spilled?.text.includes("\u0000")).toBe(false);
+  expect(bounded.spilled?.text).toContain("🙂\uFFFD");
+});
