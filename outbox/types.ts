@@ -95,6 +95,8 @@ export interface OutboxInsert {
 export interface OutboxListFilter {
   state?: OutboxState;
   conversationId?: string;
+  /** Records for one reply target of one channel (both are needed: targets are per channel). */
+  destination?: { channel: ChannelName; target: string };
   /** Newest first; defaults to 100. */
   limit?: number;
 }

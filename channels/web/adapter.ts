@@ -19,7 +19,7 @@ import type {
 } from "../types.ts";
 import { isSessionId, WEB_ACCOUNT } from "./inbound.ts";
 import { createWebRoutes } from "./routes.ts";
-import { WebTranscripts } from "./transcript.ts";
+import { type WebHistory, WebTranscripts } from "./transcript.ts";
 
 export const WEB_CAPABILITIES: ChannelCapabilities = {
   // A resend with the same idempotency key returns the first send's message id and shows nothing.
@@ -49,6 +49,8 @@ export interface WebChannelOptions {
   heartbeatMs?: number;
   /** Messages one browser session may post per minute; default 30. */
   messagesPerSessionPerMinute?: number;
+  /** A session's durable transcript, loaded when it is not in memory (after a restart, or evicted). */
+  history?: WebHistory;
 }
 
 /** The web channel: every optional capability of ChannelAdapter is present. */
@@ -64,10 +66,13 @@ export interface WebChannel extends ChannelAdapter {
 export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
   const clock = options.clock ?? systemClock;
   const maxMessageChars = options.maxMessageChars ?? WEB_LIMITS.maxMessageChars;
-  const transcripts = new WebTranscripts({
-    maxMessagesPerSession: options.maxMessagesPerSession ?? 200,
-    maxSessions: options.maxSessions ?? 1000,
-  });
+  const transcripts = new WebTranscripts(
+    {
+      maxMessagesPerSession: options.maxMessagesPerSession ?? 200,
+      maxSessions: options.maxSessions ?? 1000,
+    },
+    options.history,
+  );
   let ingress: Ingress | null = null;
   let stopping = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
@@ -125,6 +130,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
 
     async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
       const sessionId = sessionOf(target);
+      await transcripts.load(sessionId, clock.now());
       const earlier = transcripts.sentWithKey(sessionId, message.idempotencyKey);
       if (earlier !== undefined) return { messageIds: [earlier] };
       const nowMs = clock.now();
@@ -138,11 +144,15 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     },
 
     async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
-      transcripts.edit(sessionOf(target), messageId, message.text, clock.now());
+      const sessionId = sessionOf(target);
+      await transcripts.load(sessionId, clock.now());
+      transcripts.edit(sessionId, messageId, message.text, clock.now());
     },
 
     async delete(target: string, messageId: string): Promise<void> {
-      transcripts.delete(sessionOf(target), messageId, clock.now());
+      const sessionId = sessionOf(target);
+      await transcripts.load(sessionId, clock.now());
+      transcripts.delete(sessionId, messageId, clock.now());
     },
 
     async typing(target: string): Promise<void> {

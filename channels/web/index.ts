@@ -7,4 +7,4 @@ export {
 } from "./adapter.ts";
 export { conversationKeyFor, toInboundMessage, WEB_ACCOUNT, type WebMessageBody } from "./inbound.ts";
 export { WEB_MESSAGES_PATH, WEB_SESSION_HEADER, WEB_STREAM_PATH } from "./routes.ts";
-export type { WebStreamEvent, WebTranscriptEntry } from "./transcript.ts";
+export type { WebHistory, WebStreamEvent, WebTranscriptEntry } from "./transcript.ts";

@@ -94,6 +94,8 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         );
       }
       const nowMs = deps.clock.now();
+      // The message is recorded; a transcript that cannot load now is loaded by the next stream.
+      await deps.transcripts.load(body.sessionId, nowMs).catch(() => {});
       deps.transcripts.append(body.sessionId, {
         messageId: body.clientMessageId,
         role: "user",
@@ -117,6 +119,11 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
           "input_invalid",
           `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -), never in the URL.`,
         );
+      try {
+        await deps.transcripts.load(sessionId, deps.clock.now());
+      } catch {
+        return problem(503, "unavailable", "The transcript could not be read now; reconnect shortly.");
+      }
       return eventStreamResponse({
         signal: AbortSignal.any([request.signal, deps.stopSignal()]),
         heartbeatMs: deps.heartbeatMs,

@@ -1,7 +1,8 @@
 /**
  * In-memory transcripts of browser sessions: the recent messages of each session (replayed when a
- * page connects) and the live listeners of its event stream. Nothing here is durable; the outbox
- * and the runtime's ledger are the record. A gateway restart starts every transcript empty.
+ * page connects) and the live listeners of its event stream. Nothing here is durable: with a
+ * `history` loader (the gateway reads the store), a session that is not in memory, after a
+ * restart or once evicted, is loaded again before it is used, so nothing shown is lost.
  */
 
 export type WebRole = "user" | "assistant";
@@ -40,10 +41,41 @@ interface Session {
   lastActiveMs: number;
 }
 
+/** A session's durable transcript, oldest first (see src/gateway/web-history.ts). */
+export type WebHistory = (sessionId: string) => Promise<WebTranscriptEntry[]>;
+
 export class WebTranscripts {
   private readonly sessions = new Map<string, Session>();
+  private readonly loading = new Map<string, Promise<void>>();
 
-  constructor(private readonly limits: TranscriptLimits) {}
+  constructor(
+    private readonly limits: TranscriptLimits,
+    private readonly history?: WebHistory,
+  ) {}
+
+  /**
+   * Makes sure the session's durable transcript is in memory before it is read or changed. Once
+   * per session while it stays in memory; concurrent callers share one load.
+   */
+  async load(sessionId: string, nowMs: number): Promise<void> {
+    if (!this.history || this.sessions.has(sessionId)) return;
+    let pending = this.loading.get(sessionId);
+    if (!pending) {
+      const history = this.history;
+      pending = (async () => {
+        const entries = await history(sessionId);
+        const session = this.touch(sessionId, nowMs);
+        // Entries that arrived while loading stay, after the durable ones they follow.
+        const merged = new Map(
+          entries.slice(-this.limits.maxMessagesPerSession).map((e) => [e.messageId, e]),
+        );
+        for (const [id, entry] of session.messages) merged.set(id, entry);
+        session.messages = merged;
+      })().finally(() => this.loading.delete(sessionId));
+      this.loading.set(sessionId, pending);
+    }
+    await pending;
+  }
 
   /** The session's recent messages, oldest first; empty for an unknown session. */
   snapshot(sessionId: string): WebTranscriptEntry[] {

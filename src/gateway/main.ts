@@ -12,6 +12,7 @@ import { type GatewayConfig, loadConfig, redactSecrets, webAccessFor } from "./c
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { startStandbyHttp } from "./standby.ts";
 import { explainStartFailure } from "./start-failure.ts";
+import { webHistoryLoader } from "./web-history.ts";
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -30,11 +31,15 @@ export async function startGateway(
   logger: Logger,
   standbySignal: AbortSignal = new AbortController().signal,
 ): Promise<RunningGateway> {
-  const web = config.web.enabled
-    ? createWebChannel({ messagesPerSessionPerMinute: config.web.messagesPerSessionPerMinute })
-    : null;
   const missingDirectory = missingSqliteDirectory(config);
   const stores = await openStoreBackend(config.database);
+  const web = config.web.enabled
+    ? createWebChannel({
+        messagesPerSessionPerMinute: config.web.messagesPerSessionPerMinute,
+        // As many as the page replays (the web channel's default of 200 per session).
+        history: webHistoryLoader(stores, 200),
+      })
+    : null;
   if (missingDirectory)
     logger.info("store.directory_created", {
       directory: missingDirectory,

@@ -162,6 +162,17 @@ export interface RuntimeStore {
   ): Promise<Array<{ replyTarget: string; updateKey: string }>>;
 
   /**
+   * The inputs recorded under `source` whose key starts with `keyPrefix` (admitted or not: chat
+   * commands too), newest first, at most `limit`, with the payload each was recorded with.
+   * Read-only. The web chat rebuilds a session's transcript from them.
+   */
+  ingressByPrefix(
+    source: string,
+    keyPrefix: string,
+    limit: number,
+  ): Promise<Array<{ key: string; payload: unknown; atMs: number }>>;
+
+  /**
    * Records an ingress identity for an input that is not admitted as a run (a chat command, an
    * ignored update) so a redelivery is recognised. `fresh` is false when the identity was already
    * recorded; then nothing is written.

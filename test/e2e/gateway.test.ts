@@ -544,3 +544,30 @@ test("SWITCHBOARD_LOG_FORMAT=pretty: readable lines, and the start-up hints on l
   );
   expect(text).not.toContain('{"time"');
 }, 30_000);
+
+test("the web chat's transcript survives a restart: the page gets back what it showed, commands included", async () => {
+  const env = { SWITCHBOARD_DB: join(dir.path, "transcript.sqlite") };
+  const session = sessionId(9);
+  const first = await startGatewayProcess(env);
+  try {
+    await say(first.url, session, "remember this line", "message-0901");
+    await waitForReply(first.url, session, (t) => t.includes("remember this line"), 15_000);
+    const help = await say(first.url, session, "/help", "message-0902");
+    await waitForReply(first.url, session, (t) => t === help.body.reply, 15_000);
+  } finally {
+    await first.kill("SIGTERM");
+  }
+  const second = await startGatewayProcess(env);
+  try {
+    const shown = await firstSnapshot(second.url, session);
+    expect(shown.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(shown[0]!.text).toBe("remember this line");
+    expect(shown[1]!.text).toContain("remember this line");
+    expect(shown[2]!.text).toBe("/help");
+    expect(shown[3]!.text).toContain("/new");
+    // Another session sees none of it.
+    expect(await firstSnapshot(second.url, sessionId(10))).toEqual([]);
+  } finally {
+    await second.kill("SIGTERM");
+  }
+}, 60_000);

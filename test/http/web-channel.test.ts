@@ -1,7 +1,12 @@
 /** The web channel over the real HTTP server: POST → ingress, and the session's event stream. */
 import { afterEach, describe, expect, test } from "bun:test";
 import type { InboundMessage, IngressOutcome, OutgoingMessage } from "../../channels/types.ts";
-import { createWebChannel, type WebChannel, type WebStreamEvent } from "../../channels/web/index.ts";
+import {
+  createWebChannel,
+  type WebChannel,
+  type WebStreamEvent,
+  type WebTranscriptEntry,
+} from "../../channels/web/index.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
 import type { Clock } from "../../src/util/clock.ts";
 import { capturingLogger, testServices, unusedOperator } from "./support/services.ts";
@@ -306,6 +311,43 @@ describe("send / edit / delete / typing reach the session's stream", () => {
     const snapshot = await stream.nextJson<Extract<WebStreamEvent, { type: "snapshot" }>>();
     expect(snapshot.messages.map((m) => m.text)).toEqual(["m4", "m5", "m1 final"]);
     await stream.cancel();
+  });
+
+  test("with a history loader, a session evicted by a flood of other sessions is loaded again, in order", async () => {
+    const durable = new Map<string, WebTranscriptEntry[]>([
+      [
+        SESSION,
+        [
+          { messageId: "cm_00000001", role: "user", text: "hello", atMs: NOW - 2000 },
+          { messageId: "web_old_reply", role: "assistant", text: "hi there", atMs: NOW - 1000 },
+        ],
+      ],
+    ]);
+    const loads: string[] = [];
+    const { url } = await start(admitted("run_1"), {
+      maxSessions: 3,
+      history: async (sessionId) => {
+        loads.push(sessionId);
+        return durable.get(sessionId) ?? [];
+      },
+    });
+    const first = await openStream(url);
+    const snapshot = await first.nextJson<Extract<WebStreamEvent, { type: "snapshot" }>>();
+    expect(snapshot.messages.map((m) => m.text)).toEqual(["hello", "hi there"]);
+    await first.cancel();
+    // Streams with made-up session ids push the idle session out of memory...
+    for (let i = 0; i < 5; i++) {
+      const flood = await openStream(url, `flood_session_${i}_abcdefgh`);
+      await flood.nextJson();
+      await flood.cancel();
+    }
+    // ...and an answer to it, or the page coming back, loads it again: nothing it showed is lost.
+    await web.send(SESSION, outgoing("a new answer", "run_2:0"));
+    const back = await openStream(url);
+    const again = await back.nextJson<Extract<WebStreamEvent, { type: "snapshot" }>>();
+    expect(again.messages.map((m) => m.text)).toEqual(["hello", "hi there", "a new answer"]);
+    expect(loads.filter((id) => id === SESSION).length).toBe(2);
+    await back.cancel();
   });
 
   test("a target that is not a session id is refused without retry", async () => {

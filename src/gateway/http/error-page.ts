@@ -20,7 +20,8 @@ export async function asErrorPage(response: Response): Promise<Response> {
   const title = `${response.status} ${TITLES[response.status] ?? "Error"}`;
   const headers = new Headers(response.headers);
   headers.set("content-type", "text/html; charset=utf-8");
-  headers.set("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'");
+  // No script runs on it; connect-src stays 'self' so the refusals a page meets stay the server's.
+  headers.set("content-security-policy", "default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'");
   headers.delete("content-length");
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

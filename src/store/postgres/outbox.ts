@@ -442,9 +442,12 @@ export class PostgresOutboxRepository implements OutboxRepository {
   async list(filter: OutboxListFilter): Promise<OutboxRecord[]> {
     const state = filter.state ?? null;
     const conversationId = filter.conversationId ?? null;
+    const channel = filter.destination?.channel ?? null;
+    const target = filter.destination?.target ?? null;
     const rows = await this.sql<OutboxRow[]>`
       SELECT * FROM outbox
       WHERE (${state}::text IS NULL OR state = ${state}) AND (${conversationId}::text IS NULL OR conversation_id = ${conversationId})
+        AND (${channel}::text IS NULL OR (channel = ${channel} AND target = ${target}))
       ORDER BY created_at_ms DESC, ordinal DESC, id DESC LIMIT ${filter.limit ?? 100}`;
     return rows.map(toOutboxRecord);
   }

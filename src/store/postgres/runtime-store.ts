@@ -615,6 +615,22 @@ export class PostgresRuntimeStore implements RuntimeStore {
     return rows.map((row) => ({ replyTarget: row.target, updateKey: row.key }));
   }
 
+  async ingressByPrefix(
+    source: string,
+    keyPrefix: string,
+    limit: number,
+  ): Promise<Array<{ key: string; payload: unknown; atMs: number }>> {
+    const rows = await this.sql<Array<{ key: string; payload: string; created_at_ms: Integer }>>`
+      SELECT key, payload, created_at_ms FROM ingress_receipts
+      WHERE source = ${source} AND substr(key, 1, ${keyPrefix.length}) = ${keyPrefix}
+      ORDER BY created_at_ms DESC, key COLLATE "C" DESC LIMIT ${limit}`;
+    return rows.map((row) => ({
+      key: row.key,
+      payload: JSON.parse(row.payload),
+      atMs: Number(row.created_at_ms),
+    }));
+  }
+
   /** Holds the identity's lock, as an admission does. */
   claimIngress(
     request: IngressClaim,

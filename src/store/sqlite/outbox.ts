@@ -485,9 +485,16 @@ export class SqliteOutboxRepository implements OutboxRepository {
     const rows = this.db
       .query(
         `SELECT * FROM outbox WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR conversation_id = ?2)
+           AND (?4 IS NULL OR (channel = ?4 AND target = ?5))
          ORDER BY created_at_ms DESC, ordinal DESC LIMIT ?3`,
       )
-      .all(filter.state ?? null, filter.conversationId ?? null, filter.limit ?? 100) as OutboxRow[];
+      .all(
+        filter.state ?? null,
+        filter.conversationId ?? null,
+        filter.limit ?? 100,
+        filter.destination?.channel ?? null,
+        filter.destination?.target ?? null,
+      ) as OutboxRow[];
     return rows.map(toOutboxRecord);
   }
 

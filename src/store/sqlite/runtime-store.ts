@@ -672,6 +672,28 @@ export class SqliteRuntimeStore implements RuntimeStore {
     );
   }
 
+  ingressByPrefix(
+    source: string,
+    keyPrefix: string,
+    limit: number,
+  ): Promise<Array<{ key: string; payload: unknown; atMs: number }>> {
+    return this.read(() =>
+      (
+        this.db
+          .query(
+            `SELECT key, payload, created_at_ms FROM ingress_receipts
+             WHERE source = ? AND substr(key, 1, ?) = ?
+             ORDER BY created_at_ms DESC, key DESC LIMIT ?`,
+          )
+          .all(source, keyPrefix.length, keyPrefix, limit) as Array<{
+          key: string;
+          payload: string;
+          created_at_ms: number;
+        }>
+      ).map((row) => ({ key: row.key, payload: JSON.parse(row.payload), atMs: row.created_at_ms })),
+    );
+  }
+
   claimIngress(
     request: IngressClaim,
   ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {

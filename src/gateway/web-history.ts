@@ -1,0 +1,55 @@
+/**
+ * The web chat's transcript from the store: what the browser sent (its recorded ingress, chat
+ * commands included) and what the outbox showed it (records with a receipt). The in-memory
+ * transcript of the web channel is a cache of this, so a restart or an evicted session loses
+ * nothing that was shown.
+ */
+import { WEB_ACCOUNT } from "../../channels/web/inbound.ts";
+import type { WebTranscriptEntry } from "../../channels/web/transcript.ts";
+import type { OutboxRecord, OutboxRepository } from "../../outbox/types.ts";
+import type { RuntimeStore } from "../runtime/store.ts";
+
+const SOURCE = `web:${WEB_ACCOUNT}`;
+
+/** Loads the newest `limit` entries each side of one session, oldest first. */
+export function webHistoryLoader(
+  stores: { runtime: RuntimeStore; outbox: OutboxRepository },
+  limit: number,
+): (sessionId: string) => Promise<WebTranscriptEntry[]> {
+  return async (sessionId) => {
+    const [inputs, records] = await Promise.all([
+      stores.runtime.ingressByPrefix(SOURCE, `${sessionId}:`, limit),
+      stores.outbox.list({ destination: { channel: "web", target: sessionId }, limit }),
+    ]);
+    return webTranscriptFrom(inputs, records).slice(-limit);
+  };
+}
+
+/** Pure: the entries of recorded inputs and shown replies, ordered by when they were shown. */
+export function webTranscriptFrom(
+  inputs: ReadonlyArray<{ key: string; payload: unknown; atMs: number }>,
+  records: readonly OutboxRecord[],
+): WebTranscriptEntry[] {
+  const entries: WebTranscriptEntry[] = [];
+  for (const input of inputs) {
+    const payload = input.payload as { messageId?: unknown; text?: unknown; receivedAtMs?: unknown } | null;
+    if (typeof payload?.messageId !== "string" || typeof payload.text !== "string") continue;
+    entries.push({
+      messageId: payload.messageId,
+      role: "user",
+      text: payload.text,
+      atMs: typeof payload.receivedAtMs === "number" ? payload.receivedAtMs : input.atMs,
+    });
+  }
+  for (const record of records) {
+    const ids = record.receipt?.messageIds ?? [];
+    // A message record shows its rendered chunks, one message each; a stream shows its latest text.
+    const texts = record.kind === "message" && record.rendered ? record.rendered.chunks : [record.markdown];
+    ids.forEach((messageId, index) => {
+      const text = texts[index];
+      if (text !== undefined)
+        entries.push({ messageId, role: "assistant", text, atMs: record.createdAtMs + index });
+    });
+  }
+  return entries.sort((a, b) => a.atMs - b.atMs || (a.role === b.role ? 0 : a.role === "user" ? -1 : 1));
+}
