@@ -26,6 +26,14 @@ export const inboundAttachmentSchema = z.object({
 });
 export type InboundAttachment = z.infer<typeof inboundAttachmentSchema>;
 
+/**
+ * True when `text` shows nothing: only whitespace and invisible format characters (zero-width
+ * spaces and joiners, word joiners, byte-order marks, soft hyphens). Such a message is empty.
+ */
+export function isBlank(text: string): boolean {
+  return /^[\s\p{Cf}]*$/u.test(text);
+}
+
 /** Most attachments one inbound message may carry. */
 export const MAX_INBOUND_ATTACHMENTS = 20;
 

@@ -3,7 +3,7 @@ import { isSwitchboardError } from "../src/errors.ts";
 import { formatScheduleCreated, formatScheduleList } from "./format.ts";
 import type { ScheduleCommand } from "./parse.ts";
 import type { ScheduleService } from "./service.ts";
-import type { ScheduleTarget } from "./types.ts";
+import { belongsToChat, type ScheduleTarget } from "./types.ts";
 
 export interface CommandScope {
   service: ScheduleService;
@@ -36,12 +36,12 @@ export async function runScheduleCommand(command: ScheduleCommand, scope: Comman
         return formatScheduleCreated(schedule, scope.timezone);
       }
       case "list":
-        return formatScheduleList(await service.list(conversation.conversationId), scope.timezone);
+        return formatScheduleList(await service.listForChat(conversation), scope.timezone);
       case "cancel": {
         const schedule = await service.get(command.id);
-        // Another conversation's schedule is reported exactly like a missing one.
-        if (schedule?.conversationId !== conversation.conversationId) {
-          return `No schedule ${command.id} in this conversation. /schedules lists its schedules.`;
+        // Another chat's schedule is reported exactly like a missing one.
+        if (!schedule || !belongsToChat(schedule, conversation)) {
+          return `No schedule ${command.id} in this chat. /schedules lists its schedules.`;
         }
         await service.cancel(command.id);
         return `Cancelled ${command.id}.`;

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { channelNameSchema } from "../channels/types.ts";
 import { SwitchboardError } from "../src/errors.ts";
 import { cronExpressionProblem, nextSlotAfter, shortestGapMs } from "./cadence.ts";
+import { formatDuration } from "./parse.ts";
 import { canonicalTimeZone } from "./timezone.ts";
 import { MISSED_POLICIES, SCHEDULE_CREATORS, type ScheduleTiming } from "./types.ts";
 
@@ -11,7 +12,10 @@ import { MISSED_POLICIES, SCHEDULE_CREATORS, type ScheduleTiming } from "./types
 export interface ScheduleLimits {
   /** Active plus paused schedules one conversation may hold. Default 20. */
   maxSchedulesPerConversation: number;
-  /** Shortest spacing of a recurring schedule's slots. Default 60 000 (one minute). */
+  /**
+   * Shortest spacing of a recurring schedule's slots. Default 300 000 (five minutes): a schedule
+   * every minute is a model call a minute, which is almost always a mistake that costs money.
+   */
   minIntervalMs: number;
   /** Longest prompt. Default 4000. */
   maxPromptChars: number;
@@ -19,7 +23,7 @@ export interface ScheduleLimits {
 
 export const DEFAULT_SCHEDULE_LIMITS: ScheduleLimits = {
   maxSchedulesPerConversation: 20,
-  minIntervalMs: 60_000,
+  minIntervalMs: 300_000,
   maxPromptChars: 4000,
 };
 
@@ -50,6 +54,8 @@ export const createScheduleInputSchema = z.object({
     .regex(/^sch_[A-Za-z0-9_]{1,64}$/, 'schedule ids look like "sch_…"')
     .optional(),
   conversationId: z.string().min(1),
+  /** The chat (conversation key) the schedule belongs to across /new; null for none. */
+  chatKey: z.string().min(1).nullable().default(null),
   replyTarget: z.string().min(1),
   channel: channelNameSchema,
   createdBy: z.enum(SCHEDULE_CREATORS),
@@ -172,8 +178,8 @@ export function planTiming(
 function enforceMinInterval(gapMs: number | null, limits: ScheduleLimits): void {
   if (gapMs !== null && gapMs < limits.minIntervalMs) {
     throw refuse(
-      `That schedule would fire every ${gapMs / 1000} s; recurring schedules fire at most once every ${limits.minIntervalMs / 1000} s.`,
-      `Use an interval of at least ${limits.minIntervalMs / 1000} s.`,
+      `That schedule would fire every ${formatDuration(gapMs)}; recurring schedules fire at most once every ${formatDuration(limits.minIntervalMs)}.`,
+      `Use an interval of at least ${formatDuration(limits.minIntervalMs)}, e.g. /every ${formatDuration(limits.minIntervalMs)} or a cron such as */${Math.max(1, Math.ceil(limits.minIntervalMs / 60_000))} * * * *.`,
       { gapMs, minIntervalMs: limits.minIntervalMs },
     );
   }

@@ -25,6 +25,7 @@ import {
   type ScheduleDispatch,
   type ScheduleEvent,
   type ScheduleRepository,
+  type ScheduleTarget,
   type ScheduleTiming,
 } from "./types.ts";
 
@@ -68,6 +69,11 @@ export interface ScheduleService {
   get(id: string): Promise<Schedule | null>;
   /** A conversation's active and paused schedules (with `includeEnded`, all of them), oldest first. */
   list(conversationId: string, options?: { includeEnded?: boolean }): Promise<Schedule[]>;
+  /** A chat's active and paused schedules across /new (see ScheduleTarget.chatKey), oldest first. */
+  listForChat(
+    chat: Pick<ScheduleTarget, "conversationId" | "chatKey">,
+    options?: { includeEnded?: boolean },
+  ): Promise<Schedule[]>;
   pause(id: string): Promise<Schedule>;
   /** A recurring schedule resumes at its next future slot; a one-off keeps its time (and fires late if it passed). */
   resume(id: string): Promise<Schedule>;
@@ -258,6 +264,7 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
       const schedule: Schedule = {
         id: request.id ?? newId("sch", nowMs),
         conversationId: request.conversationId,
+        chatKey: request.chatKey,
         replyTarget: request.replyTarget,
         channel: request.channel,
         createdBy: request.createdBy,
@@ -278,7 +285,7 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
       const result = await repository.insert(schedule, limits.maxSchedulesPerConversation);
       if (!result.inserted) {
         throw refuse(
-          `This conversation already has ${result.liveCount} schedules, the limit is ${limits.maxSchedulesPerConversation}.`,
+          `This chat already has ${result.liveCount} schedules, the limit is ${limits.maxSchedulesPerConversation}.`,
           "Cancel one first (/schedules lists them, /cancel <id> removes one).",
           { liveCount: result.liveCount, limit: limits.maxSchedulesPerConversation },
         );
@@ -293,6 +300,13 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
         conversationId,
         listOptions?.includeEnded ? SCHEDULE_STATES : LIVE_SCHEDULE_STATES,
       );
+    },
+
+    listForChat(chat, listOptions) {
+      const states = listOptions?.includeEnded ? SCHEDULE_STATES : LIVE_SCHEDULE_STATES;
+      return chat.chatKey === null
+        ? repository.listByConversation(chat.conversationId, states)
+        : repository.listByChat(chat.chatKey, states);
     },
 
     async pause(id) {

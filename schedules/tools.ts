@@ -10,7 +10,7 @@ import { describeTiming } from "./format.ts";
 import { parseDateTimeMs } from "./parse.ts";
 import type { ScheduleWhen } from "./plan.ts";
 import type { ScheduleService } from "./service.ts";
-import type { Schedule, ScheduleTarget } from "./types.ts";
+import { belongsToChat, type Schedule, type ScheduleTarget } from "./types.ts";
 
 export interface ScheduleToolsOptions {
   service: ScheduleService;
@@ -157,7 +157,7 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
       description: "List this conversation's active and paused schedules.",
       inputSchema: listInput,
       execute: async () => {
-        const schedules = await service.list(conversation.conversationId);
+        const schedules = await service.listForChat(conversation);
         return { ok: true as const, schedules: schedules.map(toView) };
       },
     }),
@@ -167,7 +167,7 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
       inputSchema: cancelInput,
       execute: async ({ id }) => {
         const schedule = await service.get(id);
-        if (schedule?.conversationId !== conversation.conversationId) return notInConversation(id);
+        if (!schedule || !belongsToChat(schedule, conversation)) return notInConversation(id);
         await fence();
         return refusing(async () => ({ ok: true as const, schedule: toView(await service.cancel(id)) }));
       },

@@ -38,9 +38,24 @@ export type ScheduleTiming =
 
 export interface ScheduleTarget {
   conversationId: string;
+  /**
+   * The chat the schedule belongs to: its conversation key, which outlives /new. Listing,
+   * cancelling and the per-chat limit go by it, and each occurrence runs in the chat's current
+   * conversation. Null only for schedules stored before chats were recorded.
+   */
+  chatKey: string | null;
   /** Opaque; only the channel adapter that made it decodes it. */
   replyTarget: string;
   channel: ChannelName;
+}
+
+/** Whether `schedule` is one of the chat's (its conversation's, for one stored without a chat). */
+export function belongsToChat(
+  schedule: Pick<ScheduleTarget, "conversationId" | "chatKey">,
+  chat: Pick<ScheduleTarget, "conversationId" | "chatKey">,
+): boolean {
+  if (schedule.chatKey !== null && chat.chatKey !== null) return schedule.chatKey === chat.chatKey;
+  return schedule.conversationId === chat.conversationId;
 }
 
 export type Schedule = ScheduleTarget &
@@ -145,7 +160,7 @@ export type SettleResult =
  * returning null wrote nothing. A PostgreSQL backend implements the same interface.
  */
 export interface ScheduleRepository {
-  /** Inserts `schedule` unless its conversation already holds `maxLive` active/paused ones (then returns the live count, writes nothing). Atomic. */
+  /** Inserts `schedule` unless its chat (its conversation, without a chat key) already holds `maxLive` active/paused ones (then returns the live count, writes nothing). Atomic. */
   insert(
     schedule: Schedule,
     maxLive: number,
@@ -154,6 +169,8 @@ export interface ScheduleRepository {
   get(id: string): Promise<Schedule | null>;
   /** A conversation's schedules in the given states, oldest first; empty when it has none. */
   listByConversation(conversationId: string, states: readonly ScheduleState[]): Promise<Schedule[]>;
+  /** A chat's schedules in the given states, across its conversations, oldest first. */
+  listByChat(chatKey: string, states: readonly ScheduleState[]): Promise<Schedule[]>;
   /** The earliest time any schedule needs attention (a slot, a retry, a lease expiry), ms; null when nothing is pending. Indexed, read-only. */
   nextDueAtMs(): Promise<number | null>;
   /** Up to `limit` schedules needing attention at `nowMs`, earliest first; read-only; empty when none. */

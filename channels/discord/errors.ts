@@ -82,7 +82,7 @@ export function toSwitchboardError(error: unknown, context: ErrorContext): Switc
   if (isAbort(error)) {
     return new SwitchboardError(
       "platform_timeout",
-      `Discord did not answer ${action} within ${context.requestTimeoutMs} ms; whether it took effect is unknown.`,
+      `Discord did not answer ${action} within ${context.requestTimeoutMs} ms; whether it took effect is unknown. Raise DISCORD_REQUEST_TIMEOUT_MS if the network is slow.`,
       { cause: error, retryable: true },
     );
   }

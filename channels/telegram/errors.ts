@@ -18,7 +18,7 @@ export function toSwitchboardError(error: unknown, context: TelegramCallContext)
   if (context.timedOutAfterMs !== undefined) {
     return new SwitchboardError(
       "platform_timeout",
-      `Telegram ${method} did not answer within ${context.timedOutAfterMs} ms; it may or may not have taken effect. Raise requestTimeoutMs if the network is slow.`,
+      `Telegram ${method} did not answer within ${context.timedOutAfterMs} ms; it may or may not have taken effect. Raise TELEGRAM_REQUEST_TIMEOUT_MS if the network is slow.`,
       { retryable: true, details: { method, timeoutMs: context.timedOutAfterMs } },
     );
   }

@@ -1,6 +1,6 @@
 /** The browser's POST body → an InboundMessage. Pure; the route does the I/O. */
 import { z } from "zod";
-import type { InboundMessage } from "../types.ts";
+import { type InboundMessage, isBlank } from "../types.ts";
 
 export const WEB_ACCOUNT = "local";
 
@@ -20,7 +20,7 @@ export function webMessageBodySchema(maxMessageChars: number) {
       .regex(CLIENT_MESSAGE_ID, "clientMessageId must be 8-128 characters of A-Z a-z 0-9 _ -"),
     text: z
       .string()
-      .refine((text) => text.trim().length > 0, "text is empty; type a message")
+      .refine((text) => !isBlank(text), "text is empty (only spaces or invisible characters); type a message")
       .refine(
         (text) => text.length <= maxMessageChars,
         `text is longer than ${maxMessageChars} characters; shorten it or split it`,

@@ -75,6 +75,12 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
       try {
         outcome = await deps.receive(toInboundMessage(body, deps.clock.now()));
       } catch (error) {
+        if (isSwitchboardError(error, "idempotency_conflict"))
+          return problem(
+            409,
+            "idempotency_conflict",
+            `clientMessageId ${body.clientMessageId} was already used for a different message in this session; send new text with a new id.`,
+          );
         if (isSwitchboardError(error, "runtime_closed") || isSwitchboardError(error, "platform_unavailable"))
           return problem(
             503,

@@ -128,6 +128,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           service: schedules,
           conversation: {
             conversationId: ctx.conversationId,
+            chatKey: context.conversationKey,
             replyTarget: context.target,
             channel: context.channel,
           },
@@ -166,13 +167,23 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         target: request.schedule.replyTarget,
         surface: "dm",
         delivery: "terminal",
-        conversationKey: `schedule:${request.schedule.id}`,
+        conversationKey: request.schedule.chatKey ?? `schedule:${request.schedule.id}`,
         principal: { id: `schedule:${request.schedule.id}` },
         origin: "schedule",
       };
+      // A chat's schedule runs in the chat's current conversation, so it follows /new. The ingress
+      // identity dedupes a repeated dispatch even if /new moved the chat in between.
+      const { chatKey } = request.schedule;
       const admission = await runtime.submit({
-        conversationId: request.schedule.conversationId,
+        ...(chatKey === null
+          ? { conversationId: request.schedule.conversationId }
+          : { conversationKey: chatKey }),
         idempotencyKey: request.idempotencyKey,
+        ingress: {
+          source: "schedule",
+          key: request.idempotencyKey,
+          payload: { scheduleId: request.schedule.id },
+        },
         parts: [
           { type: "text", text: `[Scheduled prompt ${request.schedule.id}] ${request.schedule.prompt}` },
         ],

@@ -27,6 +27,7 @@ export function buildChannels(
         {
           token: t.token,
           ...(t.apiRoot ? { apiRoot: t.apiRoot } : {}),
+          requestTimeoutMs: t.requestTimeoutMs,
           ...(config.file.telegram.editedMessages
             ? { editedMessages: config.file.telegram.editedMessages }
             : {}),
@@ -63,6 +64,7 @@ export function buildChannels(
           token: d.token,
           ...(d.apiUrl ? { apiUrl: d.apiUrl } : {}),
           allowBots: config.file.allowBots,
+          requestTimeoutMs: d.requestTimeoutMs,
           ...(config.file.discord.groupSessions ? { groupSessions: config.file.discord.groupSessions } : {}),
         },
         { clock, logger },

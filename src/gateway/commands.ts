@@ -104,7 +104,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       case "new": {
         await runtime.interrupt({ conversationId });
         await store.rotateConversationKey(message.conversationKey, clock.now());
-        return "Started a new conversation. The previous one is kept and stays readable for operators.";
+        return "Started a new conversation. The previous one is kept and stays readable for operators; your schedules carry on (/schedules lists them).";
       }
       case "stop":
         return (await runtime.interrupt({ conversationId }))
@@ -125,7 +125,12 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         if (!parsed.ok) return `${parsed.error}\nExample: ${parsed.example}`;
         return runScheduleCommand(parsed.command, {
           service: options.schedules,
-          conversation: { conversationId, replyTarget: message.replyTarget, channel: message.channel },
+          conversation: {
+            conversationId,
+            chatKey: message.conversationKey,
+            replyTarget: message.replyTarget,
+            channel: message.channel,
+          },
           timezone: timezone ?? options.defaultTimezone,
           setTimezone: (tz) => store.saveConversationSettings(conversationId, { timezone: tz }, clock.now()),
           scheduleId: `sch_${shortHash(`${scope.source}:${message.updateKey}`)}`,
@@ -134,11 +139,14 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     }
   };
 
-  const status = async ({ conversationId }: CommandScope): Promise<string> => {
+  const status = async ({ conversationId, message }: CommandScope): Promise<string> => {
     const active = await store.listActiveRuns(conversationId);
     const running = active.filter((r) => r.state === "running" || r.state === "interrupt_requested").length;
     const counts = await outbox.counts(conversationId);
-    const schedules = await options.schedules.list(conversationId);
+    const schedules = await options.schedules.listForChat({
+      conversationId,
+      chatKey: message.conversationKey,
+    });
     const timezone = (await timezoneOf(conversationId)) ?? options.defaultTimezone;
     return [
       `Model: ${runtime.models.map((m) => m.label).join(" → ")}`,

@@ -8,7 +8,7 @@ import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
 import { mcpServersSchema } from "../tools/mcp/config.ts";
 import { BRAVE_SEARCH_URL, type SearchBackend } from "../tools/web/search.ts";
-import type { LogLevel } from "../util/log.ts";
+import type { LogFormat, LogLevel } from "../util/log.ts";
 import { closest } from "../util/suggest.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
 import { isLoopbackHost, type WebAccessPolicy, webAccessPolicy } from "./http/web-guard.ts";
@@ -118,12 +118,16 @@ export interface TelegramSettings {
   webhookUrl?: string;
   webhookSecret?: string;
   webhookPath?: string;
+  /** TELEGRAM_REQUEST_TIMEOUT_MS: the deadline of one Bot API call. */
+  requestTimeoutMs: number;
   allowed: AllowList;
 }
 
 export interface DiscordSettings {
   token: string;
   apiUrl?: string;
+  /** DISCORD_REQUEST_TIMEOUT_MS: the deadline of one REST call. */
+  requestTimeoutMs: number;
   allowed: AllowList;
 }
 
@@ -154,6 +158,8 @@ export interface GatewayConfig {
   /** `publicUrl`: SWITCHBOARD_PUBLIC_URL, the origin browsers use (no trailing slash); null if unset. */
   http: { host: string; port: number; publicUrl: string | null };
   logLevel: LogLevel;
+  /** SWITCHBOARD_LOG_FORMAT; null: pretty on a terminal, JSON otherwise (decided at start). */
+  logFormat: LogFormat | null;
   operatorToken: string | null;
   timezone: string;
   instructions: string;
@@ -324,6 +330,24 @@ function parsePositiveInteger(
   return value;
 }
 
+/** A platform call's deadline: from 100 ms (anything less fails on a healthy network) to 120 s. */
+function parseRequestTimeout(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+): number {
+  const raw = nonEmpty(env, name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 100 || value > 120_000)
+    fail(
+      name,
+      `must be a whole number of milliseconds from 100 to 120000 (got "${raw}")`,
+      `${name}=${fallback}`,
+    );
+  return value;
+}
+
 /** SWITCHBOARD_PUBLIC_URL: an origin only, since the pages call the gateway at absolute paths. */
 function parsePublicUrl(env: Record<string, string | undefined>): string | null {
   const example = "https://chat.example.com";
@@ -442,6 +466,14 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       "SWITCHBOARD_LOG_LEVEL=info",
     );
   }
+  const logFormat = (nonEmpty(env, "SWITCHBOARD_LOG_FORMAT") ?? null) as LogFormat | null;
+  if (logFormat !== null && logFormat !== "json" && logFormat !== "pretty") {
+    fail(
+      "SWITCHBOARD_LOG_FORMAT",
+      `must be json or pretty (got "${logFormat}"); unset, it is pretty on a terminal and JSON otherwise`,
+      "SWITCHBOARD_LOG_FORMAT=json",
+    );
+  }
   const graceRaw = nonEmpty(env, "SWITCHBOARD_SHUTDOWN_GRACE_MS") ?? "10000";
   const shutdownGraceMs = Number(graceRaw);
   if (!Number.isInteger(shutdownGraceMs) || shutdownGraceMs < 0) {
@@ -525,6 +557,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
         : {}),
       ...(webhookUrl ? { webhookUrl, webhookPath: new URL(webhookUrl).pathname } : {}),
       ...(webhookSecret ? { webhookSecret } : {}),
+      requestTimeoutMs: parseRequestTimeout(env, "TELEGRAM_REQUEST_TIMEOUT_MS", 10_000),
       allowed: parseAllowList(env, "TELEGRAM_ALLOWED_USERS", "telegram"),
     };
   }
@@ -536,6 +569,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
         ...(parseUrl(env, "DISCORD_API_URL", "http://127.0.0.1:3000/api")
           ? { apiUrl: parseUrl(env, "DISCORD_API_URL", "")! }
           : {}),
+        requestTimeoutMs: parseRequestTimeout(env, "DISCORD_REQUEST_TIMEOUT_MS", 15_000),
         allowed: parseAllowList(env, "DISCORD_ALLOWED_USERS", "discord"),
       }
     : null;
@@ -573,6 +607,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     database,
     http: { host, port, publicUrl },
     logLevel,
+    logFormat,
     operatorToken,
     timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
     instructions: instructions ?? DEFAULT_INSTRUCTIONS,

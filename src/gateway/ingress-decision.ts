@@ -1,4 +1,4 @@
-import type { InboundMessage } from "../../channels/types.ts";
+import { type InboundMessage, isBlank } from "../../channels/types.ts";
 import type { InputPart } from "../runtime/types.ts";
 import { type AllowList, type FileConfig, type SurfacePolicy, surfacePolicy } from "./config.ts";
 import type { RunContext } from "./context.ts";
@@ -46,8 +46,13 @@ export function decideIngress<Command extends string>(
   if (command !== null) return { kind: "command", name: command };
   if (text.length > MAX_INPUT_CHARS)
     return { kind: "oversized", chars: text.length, limitChars: MAX_INPUT_CHARS };
-  if (text === "" && message.attachments.length === 0) return { kind: "ignore", reason: "empty" };
-  return { kind: "admit", parts: inputParts(text, message), context: runContext(message, policy), policy };
+  if (isBlank(text) && message.attachments.length === 0) return { kind: "ignore", reason: "empty" };
+  return {
+    kind: "admit",
+    parts: inputParts(isBlank(text) ? "" : text, message),
+    context: runContext(message, policy),
+    policy,
+  };
 }
 
 function isAllowed(list: AllowList | undefined, userId: string): boolean {

@@ -98,7 +98,9 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       context: decision.context,
       surface: `${message.channel}:${message.surface}`,
       policy: decision.policy.inputPolicy,
-      ingress: { source, key: message.updateKey, payload: message },
+      // The browser picks its own message ids, so one reused with other text is a client bug to
+      // refuse, not a redelivery; platform ids always come back with the same content.
+      ingress: { source, key: message.updateKey, payload: message, strict: message.channel === "web" },
     });
     const admission = await ticket.admission;
     killPoint("ingress.admitted");

@@ -185,7 +185,13 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
     }
     throw error;
   }
-  const logger = createLogger({ level: config.logLevel, secrets: config.secrets });
+  const terminal = process.stderr.isTTY === true;
+  const logger = createLogger({
+    level: config.logLevel,
+    secrets: config.secrets,
+    format: config.logFormat ?? (terminal ? "pretty" : "json"),
+    color: terminal && !process.env.NO_COLOR,
+  });
   // Signals can come while a standby waits, before there is a gateway to shut down.
   const standbyWait = new AbortController();
   let running: RunningGateway | null = null;

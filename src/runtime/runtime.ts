@@ -18,7 +18,7 @@ import {
 import { Lane } from "./lane.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
-import type { AdmitResult, RunRecord, RuntimeStore } from "./store.ts";
+import type { AdmitResult, IngressIdentity, RunRecord, RuntimeStore } from "./store.ts";
 import {
   answerText,
   type InputPart,
@@ -43,7 +43,7 @@ export interface SubmitRequest {
   /** Overrides the policy function for this submission. */
   policy?: InputPolicy;
   /** External dedupe identity recorded in the admission transaction. */
-  ingress?: { source: string; key: string; payload: unknown };
+  ingress?: IngressIdentity;
 }
 
 export interface Admission {

@@ -208,6 +208,18 @@ export interface ConversationSummary {
   version: number;
 }
 
+/**
+ * Where an input came from, recorded with its admission: a replay of (source, key) is the same
+ * input. With `strict`, a replay whose input differs is an `idempotency_conflict` rather than a
+ * duplicate: for sources whose keys the client picks (a browser's message id), not the platform.
+ */
+export interface IngressIdentity {
+  source: string;
+  key: string;
+  payload: unknown;
+  strict?: boolean;
+}
+
 /** An ingress identity recorded without a run (a chat command, an ignored update). */
 export interface IngressClaim {
   source: string;
@@ -275,7 +287,7 @@ export interface AdmitRequest {
   policy: InputPolicy;
   coalescePending: boolean;
   /** External dedupe identity (e.g. channel+account+update key) recorded with the admission. */
-  ingress?: { source: string; key: string; payload: unknown };
+  ingress?: IngressIdentity;
   proposedIds: { runId: string; messageId: string };
   nowMs: number;
 }

@@ -98,6 +98,17 @@ export function* admission(request: AdmitRequest): Admission {
   if (request.ingress) {
     const duplicate = receiptDuplicate((yield call("receipt", request.ingress)) as Answer<"receipt">);
     if (duplicate) {
+      if (request.ingress.strict) {
+        priorDuplicate(
+          (yield call(
+            "priorInput",
+            duplicate.conversationId,
+            request.idempotencyKey,
+          )) as Answer<"priorInput">,
+          request,
+          duplicate.conversationId,
+        );
+      }
       return {
         ...duplicate,
         version: (yield call("version", duplicate.conversationId)) as Answer<"version">,

@@ -19,6 +19,7 @@ import { SwitchboardError } from "../errors.ts";
 export interface ScheduleRow {
   id: string;
   conversation_id: string;
+  chat_key: string | null;
   reply_target: string;
   channel: string;
   created_by: string;
@@ -74,6 +75,7 @@ const integer = (check = z.number().int()) =>
 const scheduleRowSchema = z.object({
   id: z.string(),
   conversation_id: z.string(),
+  chat_key: z.string().nullable(),
   reply_target: z.string(),
   channel: channelNameSchema,
   created_by: z.enum(SCHEDULE_CREATORS),
@@ -171,6 +173,7 @@ export function toSchedule(raw: unknown): Schedule {
   return {
     id: row.id,
     conversationId: row.conversation_id,
+    chatKey: row.chat_key,
     replyTarget: row.reply_target,
     channel: row.channel,
     createdBy: row.created_by,
@@ -235,6 +238,7 @@ export function toScheduleRow(schedule: Schedule): ScheduleRow {
   return {
     id: schedule.id,
     conversation_id: schedule.conversationId,
+    chat_key: schedule.chatKey,
     reply_target: schedule.replyTarget,
     channel: schedule.channel,
     created_by: schedule.createdBy,

@@ -1,5 +1,9 @@
-/** Structured JSON logs, one object per line. Secrets are redacted before anything is written. */
+/**
+ * Structured logs, one event per line: JSON for machines, or readable lines for a terminal.
+ * Secrets are redacted before anything is written, in either format.
+ */
 export type LogLevel = "debug" | "info" | "warn" | "error";
+export type LogFormat = "json" | "pretty";
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
@@ -17,6 +21,10 @@ export interface LoggerOptions {
   secrets?: readonly string[];
   write?: (line: string) => void;
   base?: Record<string, unknown>;
+  /** `json` (default): one object per line. `pretty`: time, level, event, fields, hint below. */
+  format?: LogFormat;
+  /** ANSI colours in the pretty format (a terminal that wants them). */
+  color?: boolean;
 }
 
 export function createLogger(options: LoggerOptions = {}): Logger {
@@ -28,8 +36,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     secrets.reduce((text, secret) => text.split(secret).join("[redacted]"), line);
   const emit = (level: LogLevel, event: string, fields?: Record<string, unknown>) => {
     if (ORDER[level] < threshold) return;
-    const record = { time: new Date().toISOString(), level, event, ...base, ...fields };
-    write(redact(JSON.stringify(record, errorReplacer)));
+    const time = new Date();
+    const line =
+      options.format === "pretty"
+        ? prettyLine(time, level, event, { ...base, ...fields }, options.color ?? false)
+        : JSON.stringify({ time: time.toISOString(), level, event, ...base, ...fields }, errorReplacer);
+    write(redact(line));
   };
   return {
     debug: (e, f) => emit("debug", e, f),
@@ -46,6 +58,40 @@ function errorReplacer(_key: string, value: unknown): unknown {
     return { name: value.name, message: value.message, ...(code === undefined ? {} : { code }) };
   }
   return value;
+}
+
+const LEVEL_COLOR: Record<LogLevel, string> = { debug: "2", info: "36", warn: "33", error: "31" };
+
+/**
+ * `18:42:03.120 WARN  gateway.offline_model  key=value …`, and a `hint` on its own line below,
+ * so what to do next stands out from what happened.
+ */
+function prettyLine(
+  time: Date,
+  level: LogLevel,
+  event: string,
+  fields: Record<string, unknown>,
+  color: boolean,
+): string {
+  const paint = (code: string, text: string) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
+  const { hint, ...rest } = fields;
+  const pairs = Object.entries(rest)
+    .filter(([, value]) => value !== undefined)
+    .map(([key, value]) => `${paint("2", `${key}=`)}${prettyValue(value)}`);
+  const head = [
+    paint("2", time.toISOString().slice(11, 23)),
+    paint(LEVEL_COLOR[level], level.toUpperCase().padEnd(5)),
+    paint("1", event),
+    ...pairs,
+  ].join(" ");
+  return hint === undefined
+    ? head
+    : `${head}\n${" ".repeat(19)}${paint("1;32", `→ ${typeof hint === "string" ? hint : prettyValue(hint)}`)}`;
+}
+
+function prettyValue(value: unknown): string {
+  if (typeof value === "string") return /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value);
+  return JSON.stringify(value, errorReplacer) ?? String(value);
 }
 
 /** A logger that drops everything (tests, benchmarks). */

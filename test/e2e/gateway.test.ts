@@ -148,6 +148,14 @@ describe("a gateway with nothing configured", () => {
       15_000,
     );
     expect(reply).toContain("hello offline world");
+    // The page retried: the same id and text is the same message; the same id with other text is
+    // a client bug, refused with 409, and nothing new is admitted.
+    const retried = await say(gateway.url, sessionId(1), "hello offline world", "message-0001");
+    expect(retried).toMatchObject({ status: 202, body: { kind: "duplicate", runId: sent.body.runId } });
+    const reused = await say(gateway.url, sessionId(1), "something else entirely", "message-0001");
+    expect(reused.status).toBe(409);
+    expect(reused.body).toMatchObject({ error: { code: "idempotency_conflict" } });
+    expect(String((reused.body.error as { message: string }).message)).toContain("new id");
     const hints = gateway.events().filter((e) => e.event === "gateway.channel_not_configured");
     expect(hints.map((e) => e.channel).sort()).toEqual(["discord", "slack", "telegram"]);
     expect(gateway.events().some((e) => e.event === "gateway.offline_model")).toBe(true);
@@ -495,3 +503,44 @@ describe("the terminal chat and a second signal", () => {
     expect(gateway.events().some((e) => e.event === "gateway.forced_exit")).toBe(true);
   }, 40_000);
 });
+
+test("SWITCHBOARD_LOG_FORMAT=pretty: readable lines, and the start-up hints on lines of their own", async () => {
+  const child = Bun.spawn(
+    [process.execPath, join(import.meta.dir, "..", "..", "src", "cli", "main.ts"), "start"],
+    {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        SWITCHBOARD_HTTP_PORT: "0",
+        SWITCHBOARD_DB: join(dir.path, "pretty.sqlite"),
+        SWITCHBOARD_LOG_FORMAT: "pretty",
+      },
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+  );
+  let text = "";
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    await eventually(
+      async () => {
+        const read = await reader.read();
+        if (!read.done) text += read.value;
+        return text.includes("gateway.offline_model") || read.done;
+      },
+      20_000,
+      "the offline-model hint",
+    );
+  } finally {
+    child.kill("SIGTERM");
+    await child.exited;
+  }
+  const lines = text.split("\n");
+  const started = lines.find((line) => line.includes("gateway.started"));
+  expect(started).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}gateway\.started url=http:\/\/127\.0\.0\.1:\d+ /);
+  const warning = lines.findIndex((line) => line.includes("WARN  gateway.offline_model"));
+  expect(lines[warning + 1]?.trim()).toBe(
+    "→ set OPENROUTER_API_KEY (or SWITCHBOARD_MODEL) to connect a real model",
+  );
+  expect(text).not.toContain('{"time"');
+}, 30_000);

@@ -10,19 +10,26 @@ import { join } from "node:path";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCli } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  GATEWAY_STOP_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-schedules-", startTelegramEmulator);
 const { dir, llm, platform: telegram } = fixture;
 const carol = user(2001, "Carol");
 const dave = user(2002, "Dave");
 const erin = user(2003, "Erin");
+const frank = user(2004, "Frank");
 
 function env(dbName: string): Record<string, string> {
   return telegramGatewayEnv(fixture, {
     dbFile: dbName,
     surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
-    allowed: [carol.id, dave.id, erin.id],
+    allowed: [carol.id, dave.id, erin.id, frank.id],
     extra: { SWITCHBOARD_LOG_LEVEL: "debug" },
   });
 }
@@ -94,10 +101,10 @@ describe("schedules through the gateway", () => {
   let gateway: GatewayProcess;
   beforeAll(async () => {
     gateway = await startGatewayProcess(env(dbName));
-  });
+  }, GATEWAY_START_TIMEOUT_MS);
   afterAll(async () => {
     await gateway.kill("SIGTERM");
-  });
+  }, GATEWAY_STOP_TIMEOUT_MS);
 
   test("/in 2s: a confirmation, then about two seconds later exactly one answer to the scheduled prompt", async () => {
     telegram.incoming({ chat: privateChat(carol), from: carol, text: "/in 2s stretch" });
@@ -134,6 +141,59 @@ describe("schedules through the gateway", () => {
       { scheduled_for_ms: slotMs, state: "dispatched", attempts: 1, fencing_token: 1 },
     ]);
   }, 30_000);
+
+  test("schedules belong to the chat: after /new they are listed and cancellable, and fire into the new conversation", async () => {
+    /** Sends `text` and returns the first bot message after it that `expected` accepts. */
+    const say = async (text: string, expected: (reply: string) => boolean) => {
+      const before = botReplies(frank.id).length;
+      telegram.incoming({ chat: privateChat(frank), from: frank, text });
+      const reply = await eventually(
+        () =>
+          botReplies(frank.id)
+            .slice(before)
+            .find((m) => expected(m.visibleText)),
+        10_000,
+        `the reply to ${text}`,
+      );
+      return reply.visibleText;
+    };
+    await say("/in 4s stand up", (t) => t.startsWith("Scheduled sch_"));
+    const later = await say("/in 1h repot the fern", (t) => t.startsWith("Scheduled sch_"));
+    const laterId = later.match(/sch_\w+/)![0];
+    const firstConversation = schedulesIn(dbName).find((row) => row.prompt === "stand up")!.conversation_id;
+    expect(await say("/new", (t) => t.startsWith("Started a new conversation"))).toContain(
+      "your schedules carry on",
+    );
+
+    const listed = await say("/schedules", (t) => t.includes(laterId));
+    expect(listed).toContain("stand up");
+    expect(listed).toContain("repot the fern");
+    expect(await say(`/cancel ${laterId}`, (t) => t.startsWith("Cancelled"))).toBe(`Cancelled ${laterId}.`);
+
+    await telegram.waitForMessage(
+      frank.id,
+      (m) => m.fromBot && m.visibleText.startsWith("echo:") && m.visibleText.includes("stand up"),
+      15_000,
+    );
+    const fired = schedulesIn(dbName).find((row) => row.prompt === "stand up")!;
+    const [run] = readDb(dbName, (db) =>
+      db
+        .query(
+          "SELECT conversation_id FROM runs WHERE json_extract(context, '$.origin') = 'schedule' AND id IN (SELECT run_id FROM schedule_occurrences WHERE schedule_id = ?)",
+        )
+        .all(fired.id),
+    ) as Array<{ conversation_id: string }>;
+    expect(run!.conversation_id).not.toBe(firstConversation);
+    const current = readDb(dbName, (db) =>
+      db
+        .query(
+          "SELECT conversation_id FROM conversation_keys WHERE key = (SELECT chat_key FROM schedules WHERE id = ?)",
+        )
+        .get(fired.id),
+    ) as { conversation_id: string };
+    expect(run!.conversation_id).toBe(current.conversation_id);
+    expect(schedulesIn(dbName).find((row) => row.id === laterId)?.state).toBe("cancelled");
+  }, 40_000);
 
   test("the agent's schedule_after tool: a schedule exists, fires once, and its answer reaches the chat", async () => {
     llm.addRules([

@@ -37,6 +37,7 @@ describe("loadConfig: the environment", () => {
     const cases: Array<[Record<string, string>, string, string]> = [
       [{ SWITCHBOARD_HTTP_PORT: "70000" }, "SWITCHBOARD_HTTP_PORT", "Example: SWITCHBOARD_HTTP_PORT=8787"],
       [{ SWITCHBOARD_LOG_LEVEL: "loud" }, "SWITCHBOARD_LOG_LEVEL", 'got "loud"'],
+      [{ SWITCHBOARD_LOG_FORMAT: "text" }, "SWITCHBOARD_LOG_FORMAT", "json or pretty"],
       [{ SWITCHBOARD_SHUTDOWN_GRACE_MS: "1.5" }, "SWITCHBOARD_SHUTDOWN_GRACE_MS", "whole number"],
       [{ SWITCHBOARD_AMBIGUOUS_HOLD_MS: "-1" }, "SWITCHBOARD_AMBIGUOUS_HOLD_MS", '"forever"'],
       [{ SWITCHBOARD_OPERATOR_TOKEN: "short" }, "SWITCHBOARD_OPERATOR_TOKEN", "at least 16 characters"],
@@ -57,6 +58,16 @@ describe("loadConfig: the environment", () => {
         '"bob smith", which is not a user id',
       ],
       [{ DISCORD_BOT_TOKEN: "d-token", DISCORD_API_URL: "ftp://x" }, "DISCORD_API_URL", "http(s) URL"],
+      [
+        { TELEGRAM_BOT_TOKEN: "123:abc", TELEGRAM_REQUEST_TIMEOUT_MS: "10s" },
+        "TELEGRAM_REQUEST_TIMEOUT_MS",
+        "from 100 to 120000",
+      ],
+      [
+        { DISCORD_BOT_TOKEN: "d-token", DISCORD_REQUEST_TIMEOUT_MS: "999999" },
+        "DISCORD_REQUEST_TIMEOUT_MS",
+        "from 100 to 120000",
+      ],
       [{ SLACK_BOT_TOKEN: "xoxb-1" }, "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"],
     ];
     for (const [env, variable, fragment] of cases) {
@@ -85,9 +96,13 @@ describe("loadConfig: the environment", () => {
       mode: "webhook",
       webhookUrl: "https://bot.example.com/hooks/tg",
       webhookPath: "/hooks/tg",
+      requestTimeoutMs: 10_000,
       allowed: { kind: "ids", ids: new Set(["12", "34"]) },
     });
     expect(config.discord?.allowed).toEqual({ kind: "everyone" });
+    expect(config.discord?.requestTimeoutMs).toBe(15_000);
+    const slow = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_REQUEST_TIMEOUT_MS: "30000" });
+    expect(slow.telegram?.requestTimeoutMs).toBe(30_000);
     expect(config.slack).toMatchObject({ mode: "http", apiUrl: "http://127.0.0.1:3001/api/" });
     expect(config.slack?.allowed).toEqual({ kind: "ids", ids: new Set() });
     expect(loadConfig({ SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xapp-1" }).slack?.mode).toBe("socket");

@@ -119,6 +119,11 @@ describe("decideIngress: commands, size and emptiness", () => {
 
   test("blank text without attachments is empty; an attachment alone is admitted as a file part", () => {
     expect(decideIngress(message({ text: "   " }), rules())).toEqual({ kind: "ignore", reason: "empty" });
+    // Zero-width space, joiner, word joiner, byte-order mark, soft hyphen: nothing to see either.
+    const invisible = "\u200b\u200d \u2060\ufeff\u00ad\n";
+    expect(decideIngress(message({ text: invisible }), rules())).toEqual({ kind: "ignore", reason: "empty" });
+    const visible = decideIngress(message({ text: "\u200bhi" }), rules());
+    expect(visible.kind).toBe("admit");
     const photo = message({
       text: " ",
       attachments: [{ kind: "photo", ref: "file-1", mediaType: "image/jpeg", sizeBytes: 0 }],

@@ -84,6 +84,26 @@ describe("health, readiness and metrics", () => {
     expect(wrongMethod.headers.get("allow")).toBe("POST");
   });
 
+  test("a browser opening a bad URL gets an HTML page; scripts and the API keep JSON", async () => {
+    const browser = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" };
+    const page = await fetch(`${server.url}/nope<script>`, { headers: browser });
+    expect(page.status).toBe(404);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await page.text();
+    expect(html).toContain("<h1>404 Not found</h1>");
+    expect(html).toContain("No route for GET /nope%3Cscript%3E.");
+    expect(html).not.toContain("<script>");
+    expect(html).toContain('<a href="/">Open the web chat</a>');
+    const method = await fetch(`${server.url}/healthz`, { method: "POST", headers: browser });
+    expect(method.status).toBe(405);
+    expect(await method.text()).toContain("<h1>405 Method not allowed</h1>");
+    const api = await fetch(`${server.url}/api/nope`, { headers: { ...browser, ...auth } });
+    expect(api.headers.get("content-type")).toStartWith("application/json");
+    const script = await fetch(`${server.url}/nope`);
+    expect(script.headers.get("content-type")).toStartWith("application/json");
+  });
+
   test("HEAD answers where GET does, without a body, as uptime checkers expect", async () => {
     for (const path of ["/healthz", "/readyz", "/metrics"]) {
       const head = await fetch(`${server.url}${path}`, { method: "HEAD" });

@@ -129,6 +129,46 @@ describe("the web chat page", () => {
   }, 30_000);
 });
 
+describe("the composer", () => {
+  test("warns before sending a paste over the limit, cuts nothing, and sends once it fits", async () => {
+    const page = await newPage();
+    try {
+      await page.goto(`${server.url}/`);
+      await page.locator('#connection[data-state="online"]').waitFor();
+      const before = inbound.length;
+      const pasted = `${"lorem ipsum ".repeat(750)}the end`; // 9007 characters
+      await page.focus("#input");
+      await page.evaluate((text) => {
+        const input = document.getElementById("input") as HTMLTextAreaElement;
+        const data = new DataTransfer();
+        data.setData("text/plain", text);
+        const paste = new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true });
+        if (input.dispatchEvent(paste)) {
+          input.setRangeText(text, input.selectionStart, input.selectionEnd, "end");
+          input.dispatchEvent(new InputEvent("input", { bubbles: true, inputType: "insertFromPaste" }));
+        }
+      }, pasted);
+      const warning = page.locator("#length-warning");
+      await warning.waitFor();
+      expect(await warning.textContent()).toContain("9,007 characters; the limit is 8,000");
+      expect(await page.inputValue("#input")).toBe(pasted);
+      expect(await page.locator("#send").isDisabled()).toBe(true);
+      await page.press("#input", "Enter");
+      await Bun.sleep(300);
+      expect(inbound.length).toBe(before);
+      expect(await page.inputValue("#input")).toHaveLength(pasted.length);
+
+      await page.fill("#input", pasted.slice(-2000));
+      expect(await warning.isHidden()).toBe(true);
+      await page.press("#input", "Enter");
+      await page.waitForFunction((n) => document.querySelectorAll(".bubble.user").length >= n, 1);
+      expect(inbound.at(-1)?.text).toBe(pasted.slice(-2000));
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+});
+
 describe("Markdown in the web chat", () => {
   /** Opens the chat and returns its session id (the reply target the outbox would use). */
   async function openChat(page: Page): Promise<string> {
@@ -312,6 +352,8 @@ describe("the operator console", () => {
 
       await page.click('#tabs button[data-tab="schedules"]');
       const daily = seed.schedules.daily.id;
+      // Whose it is: the chat it belongs to, which outlives /new, next to its conversation.
+      await page.locator(`tr[data-id="${daily}"] td[title="telegram:1:dm:42"]`).waitFor();
       await page.click(`tr[data-id="${daily}"] button[data-action="pause"]`);
       await page.locator(`tr[data-id="${daily}"] .badge[data-state="paused"]`).waitFor();
       expect((await seed.stores.schedules.get(daily))!.state).toBe("paused");

@@ -128,6 +128,10 @@ describe("POST /web/api/messages", () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ sessionId: SESSION, clientMessageId: "cm_00000001", text: "" }, "text is empty"],
       [{ sessionId: SESSION, clientMessageId: "cm_00000001", text: " \n\t " }, "text is empty"],
+      [
+        { sessionId: SESSION, clientMessageId: "cm_00000001", text: "\u200b\u200c\ufeff" },
+        "invisible characters",
+      ],
       [{ sessionId: SESSION, clientMessageId: "cm_00000001", text: "x".repeat(51) }, "longer than 50"],
       [{ clientMessageId: "cm_00000001", text: "hi" }, "sessionId"],
       [{ sessionId: "short", clientMessageId: "cm_00000001", text: "hi" }, "sessionId"],

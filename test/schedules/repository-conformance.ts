@@ -33,6 +33,7 @@ export function oneOff(id: string, atMs: number, conversationId = "conv_1"): Sch
   return {
     id,
     conversationId,
+    chatKey: null,
     replyTarget: "tg:1",
     channel: "telegram",
     createdBy: "operator",
@@ -172,6 +173,33 @@ export function runScheduleRepositoryConformance(
         expect(await repo.insert(oneOff("c", T0), 2)).toEqual({ inserted: false, liveCount: 2 });
         await repo.cancel("a", T0);
         expect(await repo.insert(oneOff("c", T0), 2)).toEqual({ inserted: true });
+      }),
+    );
+
+    test(
+      "a chat's schedules are listed and limited across its conversations (/new)",
+      withRepository(async ({ repo }) => {
+        const inChat = (id: string, conversationId: string, chatKey: string): Schedule => ({
+          ...oneOff(id, T0, conversationId),
+          chatKey,
+        });
+        expect(await repo.insert(inChat("a", "conv_old", "tg:dm:42"), 2)).toEqual({ inserted: true });
+        // After /new the chat has a new conversation; its schedules still count and list.
+        expect(await repo.insert(inChat("b", "conv_new", "tg:dm:42"), 2)).toEqual({ inserted: true });
+        expect(await repo.insert(inChat("c", "conv_newer", "tg:dm:42"), 2)).toEqual({
+          inserted: false,
+          liveCount: 2,
+        });
+        expect(await repo.insert(inChat("d", "conv_x", "tg:dm:7"), 2)).toEqual({ inserted: true });
+        const listed = await repo.listByChat("tg:dm:42", SCHEDULE_STATES);
+        expect(listed.map((s) => [s.id, s.conversationId, s.chatKey])).toEqual([
+          ["a", "conv_old", "tg:dm:42"],
+          ["b", "conv_new", "tg:dm:42"],
+        ]);
+        expect((await repo.listByConversation("conv_old", SCHEDULE_STATES)).map((s) => s.id)).toEqual(["a"]);
+        await repo.cancel("a", T0);
+        expect((await repo.listByChat("tg:dm:42", ["active", "paused"])).map((s) => s.id)).toEqual(["b"]);
+        expect(await repo.listByChat("tg:dm:none", SCHEDULE_STATES)).toEqual([]);
       }),
     );
 

@@ -136,8 +136,8 @@ describe("refusals", () => {
     const tooOften = await refusal(
       service.create({ ...base, when: { kind: "cron", expression: "* * * * *" }, timezone: "UTC" }),
     );
-    expect(tooOften.message).toContain("every 60 s");
-    expect(tooOften.message).toContain("at most once every 120 s");
+    expect(tooOften.message).toContain("every 1m");
+    expect(tooOften.message).toContain("at most once every 2m");
 
     const shortInterval = await refusal(
       service.create({ ...base, when: { kind: "interval", intervalMs: 30 * SECOND }, timezone: "UTC" }),
@@ -161,10 +161,15 @@ describe("refusals", () => {
     const second = await service.create({ ...base, when: { kind: "after", delayMs: HOUR } });
     await service.pause(second.id);
     const third = await refusal(service.create({ ...base, when: { kind: "after", delayMs: HOUR } }));
-    expect(third.message).toBe("This conversation already has 2 schedules, the limit is 2.");
+    expect(third.message).toBe("This chat already has 2 schedules, the limit is 2.");
     expect(third.details?.hint).toContain("/cancel");
     // Another conversation is not affected.
-    await service.create({ ...base, conversationId: "conv_2", when: { kind: "after", delayMs: HOUR } });
+    await service.create({
+      ...base,
+      conversationId: "conv_2",
+      chatKey: "telegram:1:dm:2",
+      when: { kind: "after", delayMs: HOUR },
+    });
     await service.cancel(first.id);
     await service.create({ ...base, when: { kind: "after", delayMs: HOUR } });
   });
@@ -216,6 +221,7 @@ describe("timer", () => {
       await service.create({
         ...base,
         conversationId: `conv_${i}`,
+        chatKey: `telegram:1:dm:${i}`,
         when: { kind: "after", delayMs: MINUTE },
       });
     }

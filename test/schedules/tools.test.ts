@@ -157,7 +157,7 @@ describe("schedule tools through the AI SDK", () => {
     await callTool(h.tools, "schedule_after", { seconds: 60, prompt: "one" });
     expect((await callTool(h.tools, "schedule_after", { seconds: 60, prompt: "two" })).output).toEqual({
       ok: false,
-      error: "This conversation already has 1 schedules, the limit is 1.",
+      error: "This chat already has 1 schedules, the limit is 1.",
       hint: "Cancel one first (/schedules lists them, /cancel <id> removes one).",
     });
   });
@@ -167,6 +167,7 @@ describe("schedule tools through the AI SDK", () => {
     const foreign = await h.service.create({
       ...CONVERSATION,
       conversationId: "conv_other",
+      chatKey: "telegram:1:dm:other",
       createdBy: "user",
       prompt: "secret plan",
       when: { kind: "after", delayMs: 60_000 },
@@ -236,7 +237,10 @@ describe("chat commands end to end", () => {
       /^Scheduled sch_\w+ \(cron 0 9 \* \* 1-5 \(Europe\/Berlin\), first run Tue 2026-12-01 09:00 Europe\/Berlin\)\./,
     );
     expect(await run("/every 30s too often")).toBe(
-      "That schedule would fire every 30 s; recurring schedules fire at most once every 60 s. Use an interval of at least 60 s.",
+      "That schedule would fire every 30s; recurring schedules fire at most once every 5m. Use an interval of at least 5m, e.g. /every 5m or a cron such as */5 * * * *.",
+    );
+    expect(await run("/every * * * * * every minute")).toContain(
+      "That schedule would fire every 1m; recurring schedules fire at most once every 5m.",
     );
     const list = await run("/schedules");
     expect(list.split("\n")).toHaveLength(2);
@@ -245,12 +249,13 @@ describe("chat commands end to end", () => {
     const other = await h.service.create({
       ...CONVERSATION,
       conversationId: "conv_other",
+      chatKey: "telegram:1:dm:other",
       createdBy: "user",
       prompt: "not yours",
       when: { kind: "after", delayMs: 60_000 },
     });
     expect(await run(`/cancel ${other.id}`)).toBe(
-      `No schedule ${other.id} in this conversation. /schedules lists its schedules.`,
+      `No schedule ${other.id} in this chat. /schedules lists its schedules.`,
     );
     expect(await run(`/cancel ${id}`)).toBe(`Cancelled ${id}.`);
     expect(await run(`/cancel ${id}`)).toBe(

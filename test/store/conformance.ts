@@ -123,6 +123,29 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "a strict ingress replay with other input is a conflict; with the same input, a duplicate",
+      withStore(async (store) => {
+        const ingress = { source: "web:local", key: "sess:cm1", payload: {}, strict: true };
+        const first = await store.admit(admitRequest("c", "web:local:sess:cm1", { ingress }));
+        const head = await store.loadConversation("c");
+        await expect(
+          store.admit({ ...admitRequest("c", "web:local:sess:cm1", { ingress }), fingerprint: "other text" }),
+        ).rejects.toMatchObject({ code: "idempotency_conflict" });
+        expect((await store.loadConversation("c"))?.version).toBe(head?.version);
+        const again = await store.admit(admitRequest("c", "web:local:sess:cm1", { ingress }));
+        expect(again).toMatchObject({ outcome: "duplicate", runId: first.runId });
+        // A platform's own ids are not strict: its replay is a duplicate whatever it carries.
+        const platform = { source: "telegram:bot", key: "update:9", payload: {} };
+        const original = await store.admit(admitRequest("c", "telegram:bot:update:9", { ingress: platform }));
+        const replay = await store.admit({
+          ...admitRequest("c", "telegram:bot:update:9", { ingress: platform }),
+          fingerprint: "edited",
+        });
+        expect(replay).toMatchObject({ outcome: "duplicate", runId: original.runId });
+      }),
+    );
+
+    test(
       "conflicting key reuse is a typed conflict and changes nothing",
       withStore(async (store) => {
         await store.admit(admitRequest("c", "k1"));

@@ -180,6 +180,38 @@ describe("migration 8: the event ledger is stored by rowid", () => {
   });
 });
 
+describe("migration 9: schedules belong to their chat", () => {
+  test("a schedule takes the key its conversation holds; one of a conversation left by /new keeps none", async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir.path, "v8.sqlite");
+      const v8 = openDatabase({ filename: file, migrations: MIGRATIONS.slice(0, 8) });
+      const row = (id: string, conversation: string) =>
+        `INSERT INTO schedules (id, conversation_id, reply_target, channel, created_by, prompt, kind, at_ms,
+           missed_policy, max_attempts, state, next_at_ms, due_at_ms, created_at_ms, updated_at_ms)
+         VALUES ('${id}', '${conversation}', 't', 'telegram', 'user', 'p', 'at', 5, 'once', 3, 'active', 5, 5, 1, 1);`;
+      v8.exec(`
+        INSERT INTO conversation_keys (key, conversation_id, generation, updated_at_ms) VALUES ('tg:dm:1', 'c_now', 2, 1);
+        ${row("sch_kept", "c_now")}
+        ${row("sch_left", "c_before_new")}
+      `);
+      v8.close();
+      const stores = openSqliteStores(file);
+      try {
+        expect((await stores.schedules.get("sch_kept"))?.chatKey).toBe("tg:dm:1");
+        expect((await stores.schedules.get("sch_left"))?.chatKey).toBeNull();
+        expect((await stores.schedules.listByChat("tg:dm:1", ["active"])).map((s) => s.id)).toEqual([
+          "sch_kept",
+        ]);
+      } finally {
+        stores.close();
+      }
+    } finally {
+      dir.cleanup();
+    }
+  });
+});
+
 describe("the gateway's claim on a SQLite file", () => {
   const claimOf = (pid: number, heartbeatAtMs: number, extra: Record<string, unknown> = {}) =>
     JSON.stringify({ pid, host: hostname(), startedAtMs: heartbeatAtMs, heartbeatAtMs, ...extra });

@@ -9,6 +9,7 @@ import { KeyedRateLimiter } from "../../util/rate-limit.ts";
 import { isServerBodyLimitError } from "../../util/read-body.ts";
 import { checkOperatorAuth } from "./auth.ts";
 import { PayloadTooLargeError } from "./body.ts";
+import { asErrorPage, wantsHtmlPage } from "./error-page.ts";
 import { eventRoutes } from "./event-routes.ts";
 import { healthRoutes } from "./health-routes.ts";
 import { operatorRoutes } from "./operator-routes.ts";
@@ -85,7 +86,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       // Event streams stay open for as long as the client wants; heartbeats keep them busy.
       if (request.headers.get("accept")?.includes("text/event-stream")) bunServer.timeout(request, 0);
       const clientAddress = bunServer.requestIP(request)?.address ?? "unknown";
-      const response = await route(request, url, requestId, clientAddress);
+      let response = await route(request, url, requestId, clientAddress);
+      if (
+        response.status >= 400 &&
+        response.headers.get("content-type")?.startsWith("application/json") &&
+        wantsHtmlPage(request, url)
+      )
+        response = await asErrorPage(response);
       const fields = {
         requestId,
         method: request.method,

@@ -90,11 +90,17 @@ export function createPostgresScheduleRepository(sql: SQL): ScheduleRepository {
   return {
     insert(schedule, maxLive) {
       return write(async (tx) => {
+        const owner = schedule.chatKey ?? schedule.conversationId;
         await tx`
-          SELECT pg_advisory_xact_lock(hashtext('switchboard:schedules'), hashtext(${schedule.conversationId}))`;
-        const [live] = await tx<Array<{ n: Integer }>>`
-          SELECT count(*) AS n FROM schedules
-          WHERE conversation_id = ${schedule.conversationId} AND state IN ('active', 'paused')`;
+          SELECT pg_advisory_xact_lock(hashtext('switchboard:schedules'), hashtext(${owner}))`;
+        const [live] =
+          schedule.chatKey === null
+            ? await tx<Array<{ n: Integer }>>`
+                SELECT count(*) AS n FROM schedules
+                WHERE conversation_id = ${owner} AND state IN ('active', 'paused')`
+            : await tx<Array<{ n: Integer }>>`
+                SELECT count(*) AS n FROM schedules
+                WHERE chat_key = ${owner} AND state IN ('active', 'paused')`;
         const liveCount = Number(live!.n);
         if (liveCount >= maxLive) return { inserted: false as const, liveCount };
         await tx`INSERT INTO schedules ${tx(toScheduleRow(schedule))}`;
@@ -113,6 +119,15 @@ export function createPostgresScheduleRepository(sql: SQL): ScheduleRepository {
       const rows = await sql`
         SELECT * FROM schedules
         WHERE conversation_id = ${conversationId} AND state = ANY(${sql.array([...states], "TEXT")})
+        ORDER BY created_at_ms, id COLLATE "C"`;
+      return rows.map(toSchedule);
+    },
+
+    async listByChat(chatKey, states) {
+      if (states.length === 0) return [];
+      const rows = await sql`
+        SELECT * FROM schedules
+        WHERE chat_key = ${chatKey} AND state = ANY(${sql.array([...states], "TEXT")})
         ORDER BY created_at_ms, id COLLATE "C"`;
       return rows.map(toSchedule);
     },

@@ -1,7 +1,7 @@
 import { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
-import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
+import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 
 /** One forward-only step of the schema. Versions are contiguous from 1. */
 export interface Migration {
@@ -132,7 +132,7 @@ CREATE TABLE conversation_summaries (
 );
 `;
 
-/** Migration 6: tool results too large for the prompt, kept in full for read_output; SQLite's 9. */
+/** Migration 7: tool results too large for the prompt, kept in full for read_output; SQLite's 10. */
 const TOOL_OUTPUTS_SQL = `
 CREATE TABLE tool_outputs (
   ref TEXT PRIMARY KEY,
@@ -156,7 +156,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
   { version: 4, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
   { version: 5, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
-  { version: 6, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
+  { version: 6, name: "schedule-chat-keys", sql: SCHEDULE_CHAT_KEYS_SQL },
+  { version: 7, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

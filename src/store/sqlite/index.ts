@@ -4,7 +4,7 @@ import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import { AMBIGUOUS_HOLDS_SQL, OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
 import { SqliteRuntimeStore } from "./runtime-store.ts";
-import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
+import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 import { createSqliteScheduleRepository } from "./schedules.ts";
 import {
   ADMISSION_COLUMNS_SQL,
@@ -25,7 +25,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "admission-columns", sql: ADMISSION_COLUMNS_SQL },
   { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
-  { version: 9, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
+  { version: 9, name: "schedule-chat-keys", sql: SCHEDULE_CHAT_KEYS_SQL },
+  { version: 10, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
 ];
 
 export interface SqliteStores {

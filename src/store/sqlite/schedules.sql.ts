@@ -62,3 +62,15 @@ CREATE TABLE schedule_occurrences (
 );
 CREATE INDEX schedule_occurrences_retrying ON schedule_occurrences (schedule_id) WHERE state = 'retrying';
 `;
+
+/**
+ * Schedules belong to the chat (its conversation key), which outlives /new. Existing rows take the
+ * key their conversation still holds; one left behind by /new keeps NULL and its conversation.
+ */
+export const SCHEDULE_CHAT_KEYS_SQL = `
+ALTER TABLE schedules ADD COLUMN chat_key TEXT;
+UPDATE schedules SET chat_key = (
+  SELECT k.key FROM conversation_keys k WHERE k.conversation_id = schedules.conversation_id LIMIT 1
+);
+CREATE INDEX schedules_chat ON schedules (chat_key, created_at_ms) WHERE chat_key IS NOT NULL;
+`;

@@ -92,9 +92,9 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
       return transaction(() => {
         const { n } = db
           .query(
-            "SELECT count(*) AS n FROM schedules WHERE conversation_id = ? AND state IN ('active', 'paused')",
+            `SELECT count(*) AS n FROM schedules WHERE ${schedule.chatKey === null ? "conversation_id" : "chat_key"} = ? AND state IN ('active', 'paused')`,
           )
-          .get(schedule.conversationId) as { n: number };
+          .get(schedule.chatKey ?? schedule.conversationId) as { n: number };
         if (n >= maxLive) return { inserted: false as const, liveCount: n };
         insertRow("schedules", toScheduleRow(schedule));
         return { inserted: true as const };
@@ -114,6 +114,17 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
            ORDER BY created_at_ms, id`,
         )
         .all(conversationId, ...states);
+      return rows.map(toSchedule);
+    },
+
+    async listByChat(chatKey, states) {
+      if (states.length === 0) return [];
+      const rows = db
+        .query(
+          `SELECT * FROM schedules WHERE chat_key = ? AND state IN (${placeholders(states.length)})
+           ORDER BY created_at_ms, id`,
+        )
+        .all(chatKey, ...states);
       return rows.map(toSchedule);
     },
 

@@ -153,6 +153,7 @@ describe("Discord adapter: sending through discord.js REST against the emulator"
     expect(error.code).toBe("platform_timeout");
     expect(error.retryable).toBe(true);
     expect(error.message).toContain("300 ms");
+    expect(error.message).toContain("Raise DISCORD_REQUEST_TIMEOUT_MS");
     expect(Date.now() - startedAtMs).toBeLessThan(1500);
   });
 

@@ -143,6 +143,7 @@ describe("Telegram adapter, sending", () => {
     const error = await failureOf(adapter.send("1001", out("hi")));
     const elapsedMs = performance.now() - startedAt;
     expect(error).toMatchObject({ code: "platform_timeout", retryable: true });
+    expect(error.message).toContain("Raise TELEGRAM_REQUEST_TIMEOUT_MS");
     expect(elapsedMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 5);
     expect(elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS + 500);
   }, 5_000);

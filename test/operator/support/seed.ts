@@ -144,6 +144,7 @@ export async function seedDatabase(path: string): Promise<Seed> {
   const daily = await scheduleService.create({
     ...target,
     conversationId: first.conversationId,
+    chatKey: "telegram:1:dm:42",
     createdBy: "user",
     prompt: "Summarise my inbox",
     when: { kind: "cron", expression: "0 8 * * *" },

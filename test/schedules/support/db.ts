@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SCHEDULES_SCHEMA_SQL } from "../../../src/store/sqlite/schedules.ts";
+import { MIGRATIONS } from "../../../src/store/sqlite/index.ts";
 
 function connect(file: string): Database {
   const db = new Database(file, { create: true, strict: true });
@@ -12,12 +12,13 @@ function connect(file: string): Database {
   return db;
 }
 
-/** A schedules database on a temp file; `connect()` opens further connections to the same file. */
+/** A switchboard database on a temp file, for the schedule repository; `connect()` opens further connections to the same file. */
 export function openTestDatabase() {
   const dir = mkdtempSync(join(tmpdir(), "switchboard-schedules-"));
   const file = join(dir, "schedules.db");
   const db = connect(file);
-  db.exec(SCHEDULES_SCHEMA_SQL);
+  // Every migration, as the gateway's database has them (the schedule tables join conversation keys).
+  for (const migration of MIGRATIONS) db.exec(migration.sql);
   const connections = [db];
   return {
     db,

@@ -5,7 +5,12 @@ import { openTestDatabase } from "./db.ts";
 import { recordingDispatch } from "./dispatcher.ts";
 import { FakeTime } from "./fake-time.ts";
 
-export const CONVERSATION = { conversationId: "conv_1", replyTarget: "tg:42", channel: "telegram" as const };
+export const CONVERSATION = {
+  conversationId: "conv_1",
+  chatKey: "telegram:1:dm:42",
+  replyTarget: "tg:42",
+  channel: "telegram" as const,
+};
 
 /** A service on a temp SQLite file with fake time and a recording dispatcher. */
 export function createHarness(startIso: string, options: Partial<ScheduleServiceOptions> = {}) {

@@ -27,6 +27,10 @@ const typing = byId("typing");
 const connection = byId("connection");
 const banner = byId("banner");
 const input = byId<HTMLTextAreaElement>("input");
+const sendButton = byId<HTMLButtonElement>("send");
+const lengthWarning = byId("length-warning");
+/** The gateway's limit; the page warns past it and never cuts what the user wrote or pasted. */
+const maxChars = Number(input.dataset.maxChars ?? "8000");
 const tokenForm = byId<HTMLFormElement>("token-form");
 const tokenInput = byId<HTMLInputElement>("token");
 
@@ -250,10 +254,20 @@ async function attemptPost(item: Pending): Promise<PostResult> {
   return response.status >= 500 ? { kind: "retry", message } : { kind: "rejected", message };
 }
 
+/** Warns while the draft is over the limit, and holds the send button until it fits. */
+function checkLength(): boolean {
+  const over = input.value.length > maxChars;
+  lengthWarning.hidden = !over;
+  sendButton.disabled = over;
+  if (over)
+    lengthWarning.textContent = `This message is ${input.value.length.toLocaleString("en")} characters; the limit is ${maxChars.toLocaleString("en")}. Shorten it or split it to send it; nothing was cut.`;
+  return !over;
+}
+
 function submit(event: Event): void {
   event.preventDefault();
   const text = input.value;
-  if (text.trim() === "") return;
+  if (text.trim() === "" || !checkLength()) return;
   input.value = "";
   const item: Pending = { clientMessageId: randomId(16), text, state: "sending" };
   pending.set(item.clientMessageId, item);
@@ -261,6 +275,7 @@ function submit(event: Event): void {
 }
 
 byId("composer").addEventListener("submit", submit);
+input.addEventListener("input", checkLength);
 input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) submit(event);
 });

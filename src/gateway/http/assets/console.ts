@@ -402,6 +402,7 @@ async function showSchedules(): Promise<void> {
       h("td", {}, badge(s.state)),
       h("td", {}, timing(s)),
       h("td", { class: "time" }, formatTime(s.nextAtMs)),
+      h("td", { class: "mono id", title: s.chatKey ?? "" }, s.chatKey ?? "—"),
       h("td", { class: "mono id", title: s.conversationId }, s.conversationId),
       h(
         "td",
@@ -414,7 +415,7 @@ async function showSchedules(): Promise<void> {
   );
   view.replaceChildren(
     h("div", { class: "toolbar" }, h("h2", {}, "Schedules"), h("label", {}, ended, " show ended")),
-    table(["Id", "State", "When", "Next run", "Conversation", "Prompt", ""], rows, "No schedules."),
+    table(["Id", "State", "When", "Next run", "Chat", "Conversation", "Prompt", ""], rows, "No schedules."),
   );
 }
 
