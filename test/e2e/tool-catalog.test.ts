@@ -4,6 +4,7 @@
  * emulator, the model behind the fake LLM server, web_search against a fake SearXNG. Also:
  * per-surface tool sets, an MCP server that crashes mid-call, and `runs show` listing the calls.
  */
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -202,6 +203,13 @@ test("a 1 MB tool output: the model gets its head and a reference; read_output p
   expect(page.startsWith(bigOutputLine(10_001) + bigOutputLine(10_002))).toBe(true);
   expect(page).toContain(`characters 640000-640128 of ${1024 * 1024}`);
   expect(page).toContain(`next: {"ref": "${ref}", "offset": 640128}`);
+  const db = new Database(dbEnv.SWITCHBOARD_DB, { readonly: true });
+  try {
+    const row = db.query("SELECT length(text) AS chars, tool_name FROM tool_outputs WHERE ref = ?").get(ref!);
+    expect(row).toEqual({ chars: 1024 * 1024, tool_name: "catalog_big_output" });
+  } finally {
+    db.close();
+  }
 
   llm.setRules([
     {

@@ -132,7 +132,7 @@ CREATE TABLE conversation_summaries (
 );
 `;
 
-/** Migration 6: tool results too large for the prompt, kept in full for read_output; SQLite's 9. */
+/** Migration 7: tool results too large for the prompt, kept in full for read_output; SQLite's 10. */
 const TOOL_OUTPUTS_SQL = `
 CREATE TABLE tool_outputs (
   ref TEXT PRIMARY KEY,

@@ -156,7 +156,7 @@ ALTER TABLE events_by_rowid RENAME TO events;
 CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
 `;
 
-/** Migration 9: tool results too large for the prompt, kept in full for read_output. */
+/** Migration 10: tool results too large for the prompt, kept in full for read_output. */
 export const TOOL_OUTPUTS_SQL = `
 CREATE TABLE tool_outputs (
   ref TEXT PRIMARY KEY,
