@@ -11,6 +11,7 @@ import { BRAVE_SEARCH_URL, type SearchBackend } from "../tools/web/search.ts";
 import type { LogFormat, LogLevel } from "../util/log.ts";
 import { closest } from "../util/suggest.ts";
 import { describeConfigIssues, parseConfigJson } from "./config-file.ts";
+import type { OperatorTokens } from "./http/auth.ts";
 import { isLoopbackHost, type WebAccessPolicy, webAccessPolicy } from "./http/web-guard.ts";
 
 /** What a new message does to a running answer, and how the answer is delivered, per surface. */
@@ -161,6 +162,8 @@ export interface GatewayConfig {
   /** SWITCHBOARD_LOG_FORMAT; null: pretty on a terminal, JSON otherwise (decided at start). */
   logFormat: LogFormat | null;
   operatorToken: string | null;
+  /** SWITCHBOARD_OPERATOR_TOKENS: one token per named operator, who is then recorded as acting. */
+  operatorTokens: OperatorTokens;
   timezone: string;
   instructions: string;
   shutdownGraceMs: number;
@@ -328,6 +331,46 @@ function parsePositiveInteger(
   if (!Number.isInteger(value) || value < 1)
     fail(name, `must be a whole number of at least 1 (got "${raw}")`, `${name}=${fallback}`);
   return value;
+}
+
+/**
+ * `alice=<token>,bob=<token>`: names as the history records them (`operator:alice`), tokens of 16+
+ * characters, each distinct (also from SWITCHBOARD_OPERATOR_TOKEN), so a token names one operator.
+ */
+function parseOperatorTokens(raw: string | undefined, sharedToken: string | null): OperatorTokens {
+  if (raw === undefined) return [];
+  const example = "SWITCHBOARD_OPERATOR_TOKENS=alice=$(openssl rand -hex 24),bob=$(openssl rand -hex 24)";
+  const tokens: Array<{ name: string; token: string }> = [];
+  for (const pair of raw
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean)) {
+    const at = pair.indexOf("=");
+    const name = at < 0 ? pair : pair.slice(0, at).trim();
+    const token = at < 0 ? "" : pair.slice(at + 1).trim();
+    if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name))
+      fail(
+        "SWITCHBOARD_OPERATOR_TOKENS",
+        `names an operator "${name.slice(0, 70)}"; use 1-64 characters of A-Z a-z 0-9 . _ @ -`,
+        example,
+      );
+    if (token.length < 16)
+      fail(
+        "SWITCHBOARD_OPERATOR_TOKENS",
+        `gives ${name} a token shorter than 16 characters (write name=token pairs)`,
+        example,
+      );
+    if (tokens.some((t) => t.name === name))
+      fail("SWITCHBOARD_OPERATOR_TOKENS", `names ${name} twice`, example);
+    if (tokens.some((t) => t.token === token) || token === sharedToken)
+      fail(
+        "SWITCHBOARD_OPERATOR_TOKENS",
+        `gives ${name} a token already in use; each operator needs their own`,
+        example,
+      );
+    tokens.push({ name, token });
+  }
+  return tokens;
 }
 
 /** A platform call's deadline: from 100 ms (anything less fails on a healthy network) to 120 s. */
@@ -505,6 +548,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       "SWITCHBOARD_OPERATOR_TOKEN=$(openssl rand -hex 24)",
     );
   }
+  const operatorTokens = parseOperatorTokens(nonEmpty(env, "SWITCHBOARD_OPERATOR_TOKENS"), operatorToken);
   const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
   let instructions = nonEmpty(env, "SWITCHBOARD_INSTRUCTIONS") ?? file.instructions;
   if (!instructions && file.instructionsFile) {
@@ -598,6 +642,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
   }
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secret(name);
   if (operatorToken) secrets.push(operatorToken);
+  for (const { token } of operatorTokens) secrets.push(token);
 
   const host = nonEmpty(env, "SWITCHBOARD_HTTP_HOST") ?? "127.0.0.1";
   const publicUrl = parsePublicUrl(env);
@@ -609,6 +654,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     logLevel,
     logFormat,
     operatorToken,
+    operatorTokens,
     timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
     instructions: instructions ?? DEFAULT_INSTRUCTIONS,
     shutdownGraceMs,

@@ -102,6 +102,7 @@ export async function startGateway(
       routes,
       web: web ?? createWebChannel({}),
       operatorToken: config.operatorToken,
+      operatorTokens: config.operatorTokens,
     },
   });
   announce(config, gateway, http.url, logger);
@@ -137,7 +138,7 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
         : "open this in a browser to talk to the agent",
     });
   else if (config.web.offReason) logger.warn("gateway.web_chat_off", { hint: config.web.offReason });
-  if (!config.operatorToken) {
+  if (!config.operatorToken && config.operatorTokens.length === 0) {
     logger.warn("gateway.operator_api_disabled", {
       hint: "set SWITCHBOARD_OPERATOR_TOKEN (16+ characters) to enable /api and the console at /console",
     });

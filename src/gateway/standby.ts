@@ -56,6 +56,7 @@ export function startStandbyHttp(
       // Never started: its chat routes answer 503 "not accepting messages now".
       web: createWebChannel({}),
       operatorToken: config.operatorToken,
+      operatorTokens: config.operatorTokens,
     },
     // A webhook that reaches the standby (no load balancer in front, or a stale one) is refused
     // with a status the platforms retry, never a 404 they may take as final.

@@ -38,6 +38,22 @@ describe("loadConfig: the environment", () => {
       [{ SWITCHBOARD_HTTP_PORT: "70000" }, "SWITCHBOARD_HTTP_PORT", "Example: SWITCHBOARD_HTTP_PORT=8787"],
       [{ SWITCHBOARD_LOG_LEVEL: "loud" }, "SWITCHBOARD_LOG_LEVEL", 'got "loud"'],
       [{ SWITCHBOARD_LOG_FORMAT: "text" }, "SWITCHBOARD_LOG_FORMAT", "json or pretty"],
+      [{ SWITCHBOARD_OPERATOR_TOKENS: "alice" }, "SWITCHBOARD_OPERATOR_TOKENS", "shorter than 16"],
+      [
+        { SWITCHBOARD_OPERATOR_TOKENS: "al ice=0123456789abcdef" },
+        "SWITCHBOARD_OPERATOR_TOKENS",
+        "1-64 characters",
+      ],
+      [
+        { SWITCHBOARD_OPERATOR_TOKENS: "a=0123456789abcdef,b=0123456789abcdef" },
+        "SWITCHBOARD_OPERATOR_TOKENS",
+        "already in use",
+      ],
+      [
+        { SWITCHBOARD_OPERATOR_TOKENS: "a=0123456789abcdef,a=fedcba9876543210" },
+        "SWITCHBOARD_OPERATOR_TOKENS",
+        "names a twice",
+      ],
       [{ SWITCHBOARD_SHUTDOWN_GRACE_MS: "1.5" }, "SWITCHBOARD_SHUTDOWN_GRACE_MS", "whole number"],
       [{ SWITCHBOARD_AMBIGUOUS_HOLD_MS: "-1" }, "SWITCHBOARD_AMBIGUOUS_HOLD_MS", '"forever"'],
       [{ SWITCHBOARD_OPERATOR_TOKEN: "short" }, "SWITCHBOARD_OPERATOR_TOKEN", "at least 16 characters"],
@@ -106,6 +122,20 @@ describe("loadConfig: the environment", () => {
     expect(config.slack).toMatchObject({ mode: "http", apiUrl: "http://127.0.0.1:3001/api/" });
     expect(config.slack?.allowed).toEqual({ kind: "ids", ids: new Set() });
     expect(loadConfig({ SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xapp-1" }).slack?.mode).toBe("socket");
+  });
+
+  test("SWITCHBOARD_OPERATOR_TOKENS: name=token pairs, each token a secret", () => {
+    const config = loadConfig({
+      SWITCHBOARD_OPERATOR_TOKENS: " alice=alice-token-0123456789 , bob=bob-token-0123456789ab",
+    });
+    expect(config.operatorTokens).toEqual([
+      { name: "alice", token: "alice-token-0123456789" },
+      { name: "bob", token: "bob-token-0123456789ab" },
+    ]);
+    expect(config.operatorToken).toBeNull();
+    expect(config.secrets).toEqual(
+      expect.arrayContaining(["alice-token-0123456789", "bob-token-0123456789ab"]),
+    );
   });
 
   test("every secret is collected for redaction, the database password included", () => {

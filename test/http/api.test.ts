@@ -17,6 +17,7 @@ import {
 
 const TOKEN = "op-token-7f3c9d2e41b8";
 const auth = { authorization: `Bearer ${TOKEN}` };
+const BOB_TOKEN = "bob-own-token-5d1e0c77a2";
 
 let dir: ReturnType<typeof tempDir>;
 let seed: Seed;
@@ -32,7 +33,11 @@ beforeAll(async () => {
   calls = recorded.calls;
   const { logger, lines } = capturingLogger();
   logLines = lines;
-  test_ = testServices({ operator: recorded.operator, operatorToken: TOKEN });
+  test_ = testServices({
+    operator: recorded.operator,
+    operatorToken: TOKEN,
+    operatorTokens: [{ name: "bob", token: BOB_TOKEN }],
+  });
   server = await startHttpServer({ host: "127.0.0.1", port: 0, services: test_.services, logger });
 });
 
@@ -362,6 +367,21 @@ describe("operator mutations", () => {
     const missing = await post("/api/outbox/obx_nope/cancel");
     expect(missing.status).toBe(404);
     expect(test_.operatorActions.count).toBe(3);
+  });
+
+  test("a named operator's own token records that operator, whatever X-Switchboard-Actor says", async () => {
+    const retried = await post(`/api/outbox/${seed.delivered.outboxId}/retry`, undefined, {
+      authorization: `Bearer ${BOB_TOKEN}`,
+      "x-switchboard-actor": "mallory",
+    });
+    expect(retried.status).toBe(409);
+    expect(calls.findLast((c) => c.method === "outbox.retry")?.args).toContain("operator:bob");
+    // The shared token still takes the header's name.
+    await post(`/api/outbox/${seed.delivered.outboxId}/retry`, undefined, {
+      ...auth,
+      "x-switchboard-actor": "carol",
+    });
+    expect(calls.findLast((c) => c.method === "outbox.retry")?.args).toContain("operator:carol");
   });
 
   test("schedules pause / resume / cancel", async () => {

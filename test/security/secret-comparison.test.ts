@@ -10,7 +10,7 @@ import type { Update } from "grammy/types";
 import { createEventsRoute } from "../../channels/slack/http-route.ts";
 import { SIGNATURE_TOLERANCE_SECONDS } from "../../channels/slack/verify.ts";
 import { SECRET_HEADER, webhookRoute } from "../../channels/telegram/webhook.ts";
-import { checkOperatorAuth } from "../../src/gateway/http/auth.ts";
+import { authenticateOperator, type OperatorCredentials } from "../../src/gateway/http/auth.ts";
 import type { Clock } from "../../src/util/clock.ts";
 import { signSlackRequest } from "../emulators/slack/index.ts";
 
@@ -103,25 +103,41 @@ describe("slack request signature", () => {
 
 describe("operator token", () => {
   const token = "operator-token-0123456789abcdef";
+  const alice = "alice-token-0123456789abcdefgh";
+  const credentials: OperatorCredentials = { shared: token, named: [{ name: "alice", token: alice }] };
   const withAuthorization = (value: string | null) =>
     new Request("http://127.0.0.1/api/runs", { headers: value === null ? {} : { authorization: value } });
+  const status = (value: string | null, given = credentials) => {
+    const result = authenticateOperator(withAuthorization(value), given);
+    return "refused" in result ? result.refused.status : 200;
+  };
 
   test("a wrong token of the same length, of another length, or none is refused with 401", () => {
     for (const value of [
       `Bearer ${sameLengthWrong(token)}`,
+      `Bearer ${sameLengthWrong(alice)}`,
       `Bearer ${token.slice(0, 10)}`,
       `Bearer ${token}x`,
       `Basic ${token}`,
       "Bearer",
       null,
     ]) {
-      expect(checkOperatorAuth(withAuthorization(value), token)?.status).toBe(401);
+      expect(status(value)).toBe(401);
     }
-    expect(checkOperatorAuth(withAuthorization(`Bearer ${token}`), token)).toBeNull();
+    expect(authenticateOperator(withAuthorization(`Bearer ${token}`), credentials)).toEqual({ name: null });
+  });
+
+  test("a named operator's own token authenticates as that operator, also without a shared token", () => {
+    expect(authenticateOperator(withAuthorization(`Bearer ${alice}`), credentials)).toEqual({
+      name: "alice",
+    });
+    const namedOnly = { shared: null, named: credentials.named };
+    expect(authenticateOperator(withAuthorization(`Bearer ${alice}`), namedOnly)).toEqual({ name: "alice" });
+    expect(status(`Bearer ${token}`, namedOnly)).toBe(401);
   });
 
   test("with no operator token configured the API is closed (403), whatever is sent", () => {
-    expect(checkOperatorAuth(withAuthorization(`Bearer ${token}`), null)?.status).toBe(403);
+    expect(status(`Bearer ${token}`, { shared: null, named: [] })).toBe(403);
   });
 });
 

@@ -4,32 +4,58 @@ import { apiError } from "./respond.ts";
 
 export const OPERATOR_TOKEN_ENV = "SWITCHBOARD_OPERATOR_TOKEN";
 
+/** Named operators' own tokens (SWITCHBOARD_OPERATOR_TOKENS): the token says who acts. */
+export type OperatorTokens = ReadonlyArray<{ name: string; token: string }>;
+
+/** Who may use the operator API: the shared token (actor from X-Switchboard-Actor) and named ones. */
+export interface OperatorCredentials {
+  shared: string | null;
+  named: OperatorTokens;
+}
+
+export function operatorApiEnabled(credentials: OperatorCredentials): boolean {
+  return credentials.shared !== null || credentials.named.length > 0;
+}
+
 /**
- * Null when the request may proceed, else the response to send. Both sides are hashed first so
- * the comparison takes the same time whatever the lengths, and nothing about the token leaks.
+ * The operator a request authenticates as (`name` null for the shared token), or the response to
+ * send. Every configured token is compared, each on SHA-256 digests, so the time taken says
+ * nothing about which token or how much of it matched.
  */
-export function checkOperatorAuth(request: Request, operatorToken: string | null): Response | null {
-  if (operatorToken === null)
-    return apiError(
-      403,
-      "forbidden",
-      `The operator API is disabled: set ${OPERATOR_TOKEN_ENV} and restart the gateway to enable it.`,
-    );
+export function authenticateOperator(
+  request: Request,
+  credentials: OperatorCredentials,
+): { refused: Response } | { name: string | null } {
+  if (!operatorApiEnabled(credentials))
+    return {
+      refused: apiError(
+        403,
+        "forbidden",
+        `The operator API is disabled: set ${OPERATOR_TOKEN_ENV} (or SWITCHBOARD_OPERATOR_TOKENS) and restart the gateway to enable it.`,
+      ),
+    };
   const presented = bearerToken(request);
   if (presented === null)
-    return apiError(401, "unauthorized", "Send the operator token as 'Authorization: Bearer <token>'.", {
-      "www-authenticate": 'Bearer realm="switchboard"',
-    });
-  if (!sameToken(presented, operatorToken))
-    return apiError(
-      401,
-      "unauthorized",
-      `The operator token was refused; use the value of ${OPERATOR_TOKEN_ENV}.`,
-      {
-        "www-authenticate": 'Bearer realm="switchboard", error="invalid_token"',
-      },
-    );
-  return null;
+    return {
+      refused: apiError(401, "unauthorized", "Send the operator token as 'Authorization: Bearer <token>'.", {
+        "www-authenticate": 'Bearer realm="switchboard"',
+      }),
+    };
+  let name: string | null | undefined;
+  if (credentials.shared !== null && sameToken(presented, credentials.shared)) name = null;
+  for (const operator of credentials.named) {
+    if (sameToken(presented, operator.token) && name === undefined) name = operator.name;
+  }
+  if (name === undefined)
+    return {
+      refused: apiError(
+        401,
+        "unauthorized",
+        `The operator token was refused; use the value of ${OPERATOR_TOKEN_ENV} or your own from SWITCHBOARD_OPERATOR_TOKENS.`,
+        { "www-authenticate": 'Bearer realm="switchboard", error="invalid_token"' },
+      ),
+    };
+  return { name };
 }
 
 /** The token of an `Authorization: Bearer <token>` header; null when there is none. */

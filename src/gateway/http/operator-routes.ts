@@ -43,7 +43,7 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     pattern,
     access: "operator",
     handle: async (context) => {
-      const actor = actorOf(context.request);
+      const actor = actorOf(context);
       const body = await readJsonBody(context.request, schema, deps.maxBodyBytes);
       const result = await handle(context, body, actor);
       deps.onOperatorAction?.();
@@ -109,7 +109,9 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
   ];
 }
 
-function actorOf(request: Request): Actor {
+/** A named operator's own token says who acts; with the shared token, X-Switchboard-Actor does. */
+function actorOf({ request, operator }: RouteContext): Actor {
+  if (operator !== undefined) return `operator:${operator}`;
   const header = request.headers.get("x-switchboard-actor");
   if (header === null) return "operator:api";
   const parsed = actorHeader.safeParse(header);

@@ -9,6 +9,8 @@ export interface RouteContext {
   params: Record<string, string>;
   /** Correlates the answer with log lines. */
   requestId: string;
+  /** The named operator whose own token authenticated the request (SWITCHBOARD_OPERATOR_TOKENS). */
+  operator?: string;
 }
 
 export interface Route {

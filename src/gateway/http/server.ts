@@ -7,7 +7,7 @@ import { newId } from "../../util/ids.ts";
 import type { Logger } from "../../util/log.ts";
 import { KeyedRateLimiter } from "../../util/rate-limit.ts";
 import { isServerBodyLimitError } from "../../util/read-body.ts";
-import { checkOperatorAuth } from "./auth.ts";
+import { authenticateOperator, type OperatorCredentials, operatorApiEnabled } from "./auth.ts";
 import { PayloadTooLargeError } from "./body.ts";
 import { asErrorPage, wantsHtmlPage } from "./error-page.ts";
 import { eventRoutes } from "./event-routes.ts";
@@ -54,9 +54,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const webAccess =
     options.webAccess ?? webAccessPolicy({ listenHost: options.host, publicUrl: null, token: null });
   const webRequestsPerIp = new KeyedRateLimiter({ perMinute: options.webRequestsPerIpPerMinute ?? 120 });
+  const credentials: OperatorCredentials = {
+    shared: services.operatorToken,
+    named: services.operatorTokens ?? [],
+  };
   const router = new Router([
     ...healthRoutes(services),
-    ...staticRoutes(await loadAssets(), services.operatorToken),
+    ...staticRoutes(await loadAssets(), operatorApiEnabled(credentials)),
     ...operatorRoutes({
       operator: services.operator,
       maxBodyBytes,
@@ -132,9 +136,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const isApiPath = url.pathname === "/api" || url.pathname.startsWith("/api/");
     // Without the token the API answers nothing, not even "no such route".
     const needsToken = match.kind === "found" ? match.route.access === "operator" : isApiPath;
+    let operator: string | null = null;
     if (needsToken) {
-      const refused = checkOperatorAuth(request, services.operatorToken);
-      if (refused) return refused;
+      const auth = authenticateOperator(request, credentials);
+      if ("refused" in auth) return auth.refused;
+      operator = auth.name;
     }
     if (match.kind === "not_found") {
       if (options.unmatched && !isApiPath) return options.unmatched(request);
@@ -148,7 +154,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         { allow: match.allowed.join(", ") },
       );
     try {
-      return await match.route.handle({ request, url, params: match.params, requestId });
+      return await match.route.handle({
+        request,
+        url,
+        params: match.params,
+        requestId,
+        ...(operator === null ? {} : { operator }),
+      });
     } catch (error) {
       if (error instanceof PayloadTooLargeError) return apiError(413, "payload_too_large", error.message);
       // Past Bun's own limit Bun has already answered 413; the client sent too much, nothing failed.

@@ -52,13 +52,13 @@ function linkPackages(script: string): string {
   return script.replace(/(from\s*|import\s*)(["'])marked\2/g, "$1$2/assets/marked.js$2");
 }
 
-export function staticRoutes(assets: Map<string, Asset>, operatorToken: string | null): Route[] {
+export function staticRoutes(assets: Map<string, Asset>, operatorApiEnabled: boolean): Route[] {
   return [...assets].map(([path, asset]) => ({
     method: "GET",
     pattern: path,
     access: "public",
     handle: async () => {
-      if (path === "/console" && operatorToken === null)
+      if (path === "/console" && !operatorApiEnabled)
         return new Response(
           `The operator console is disabled: set ${OPERATOR_TOKEN_ENV} and restart the gateway to enable it.\n`,
           { status: 403, headers: { "content-type": "text/plain; charset=utf-8" } },

@@ -3,6 +3,7 @@ import type { WebChannel } from "../../../channels/web/index.ts";
 import type { SwitchboardErrorCode } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
 import type { RuntimeEvent } from "../../runtime/events.ts";
+import type { OperatorTokens } from "./auth.ts";
 
 export interface ReadinessCheck {
   ok: boolean;
@@ -27,8 +28,10 @@ export interface HttpServices {
   /** Webhook routes of the channel adapters, mounted as given and without the operator token. */
   routes: HttpRoute[];
   web: WebChannel;
-  /** Null disables the operator API and console (they answer 403). */
+  /** The shared operator token; with no `operatorTokens` either, the API and console answer 403. */
   operatorToken: string | null;
+  /** Named operators' own tokens; a request with one acts as that operator. */
+  operatorTokens?: OperatorTokens;
   /** Called after each successful operator mutation (wakes the outbox worker). */
   onOperatorAction?: () => void;
 }
