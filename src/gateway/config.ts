@@ -195,7 +195,8 @@ function parseDatabase(env: Record<string, string | undefined>, secrets: string[
         "needs SWITCHBOARD_DATABASE_URL: gateways share a PostgreSQL database, never a SQLite file, so a standby has nothing to wait for",
         POSTGRES_EXAMPLE,
       );
-    return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite" };
+    const blobDir = nonEmpty(env, "SWITCHBOARD_BLOB_DIR");
+    return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite", ...(blobDir ? { blobDir } : {}) };
   }
   if (path !== undefined) {
     fail(
