@@ -74,6 +74,13 @@ export interface RuntimeStore {
   saveToolProgress(fence: Fence, assistantParts: MessagePart[], nowMs: number): Promise<void>;
 
   /**
+   * Replaces the parts of one of the run's own input messages with their prepared form (a fetched
+   * file's blob id, a transcript), without an event. Throws `fence_lost` for a stale owner and
+   * `not_found` when `messageId` is not an input of the run.
+   */
+  saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void>;
+
+  /**
    * Durably asks a running run to stop (commits `interrupt_requested`). Returns false when the run
    * is not active. A queued run is ended at once with the reason.
    */

@@ -24,7 +24,7 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -37,6 +37,7 @@ import {
   type EventBody,
   mayAbsorb,
   nextRunnable,
+  notAnInput,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -402,6 +403,14 @@ export class PostgresRuntimeStore implements RuntimeStore {
         VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
           ${JSON.stringify(assistantParts)}, 'streaming', ${nowMs})
         ON CONFLICT (id) DO UPDATE SET parts = excluded.parts`;
+    });
+  }
+
+  saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void> {
+    return this.write(async (tx) => {
+      const run = await this.fenced(tx, fence);
+      if (!run.inputMessageIds.includes(messageId)) throw notAnInput(messageId, run.id);
+      await tx.sql`UPDATE messages SET parts = ${JSON.stringify(parts)} WHERE id = ${messageId} AND role = 'user'`;
     });
   }
 

@@ -24,7 +24,7 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../../runtime/store.ts";
-import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
 import { type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -37,6 +37,7 @@ import {
   type EventBody,
   mayAbsorb,
   nextRunnable,
+  notAnInput,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -429,6 +430,16 @@ export class SqliteRuntimeStore implements RuntimeStore {
            ON CONFLICT(id) DO UPDATE SET parts = excluded.parts`,
         )
         .run(run.assistantMessageId, run.conversationId, run.id, JSON.stringify(assistantParts), nowMs);
+    });
+  }
+
+  saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void> {
+    return this.write(() => {
+      const run = this.fenced(fence);
+      if (!run.inputMessageIds.includes(messageId)) throw notAnInput(messageId, run.id);
+      this.db
+        .query("UPDATE messages SET parts = ? WHERE id = ? AND role = 'user'")
+        .run(JSON.stringify(parts), messageId);
     });
   }
 
