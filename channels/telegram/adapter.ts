@@ -7,6 +7,7 @@ import { Api } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
+import { streamChunks } from "../../src/util/stream-chunks.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
@@ -14,6 +15,7 @@ import type {
   HttpRoute,
   Ingress,
   OutgoingMessage,
+  RemoteFile,
   SendReceipt,
 } from "../types.ts";
 import { parseTelegramConfig, type TelegramConfig, type TelegramConfigInput } from "./config.ts";
@@ -220,7 +222,59 @@ export class TelegramAdapter implements ChannelAdapter {
     };
   }
 
+  /**
+   * getFile, then the bytes at `<api root>/file/bot<token>/<file_path>`. getFile refuses files
+   * over 20 MB (a 400, not retried). The URL holds the token: errors never include it.
+   */
+  async openFile(ref: string, signal: AbortSignal): Promise<RemoteFile> {
+    const file = await this.call("getFile", (deadline) =>
+      this.api.getFile(
+        ref,
+        AbortSignal.any([signal, deadline as unknown as AbortSignal]) as unknown as GrammySignal,
+      ),
+    );
+    if (!file.file_path) {
+      throw new SwitchboardError(
+        "platform_rejected",
+        "Telegram getFile returned no file_path for this file.",
+      );
+    }
+    const url = `${this.config.apiRoot}/file/bot${this.config.token}/${file.file_path}`;
+    let response: Response;
+    try {
+      response = await fetch(url, { signal });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new SwitchboardError(
+        "platform_unavailable",
+        `Telegram file download failed: ${describeFetchError(error)}`,
+        {
+          retryable: true,
+        },
+      );
+    }
+    if (!response.ok || !response.body) {
+      await response.body?.cancel();
+      const outage = response.status >= 500 || response.status === 429;
+      throw new SwitchboardError(
+        outage ? "platform_unavailable" : "platform_rejected",
+        `Telegram file download answered HTTP ${response.status}`,
+        { retryable: outage, details: { status: response.status } },
+      );
+    }
+    const length = Number(response.headers.get("content-length") ?? Number.NaN);
+    const sizeBytes = Number.isFinite(length) ? length : file.file_size;
+    return { body: streamChunks(response.body), ...(sizeBytes === undefined ? {} : { sizeBytes }) };
+  }
+
   private call<T>(method: string, run: (signal: GrammySignal) => Promise<T>): Promise<T> {
     return callWithDeadline(method, this.config.requestTimeoutMs, run);
   }
+}
+
+/** A fetch failure's reason without the URL (Telegram file URLs carry the bot token). */
+function describeFetchError(error: unknown): string {
+  const code = (error as { code?: string }).code;
+  if (code) return code;
+  return error instanceof Error ? error.name : "network error";
 }

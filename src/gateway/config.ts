@@ -117,6 +117,15 @@ export interface WebChatConfig {
   requestsPerIpPerMinute: number;
 }
 
+export interface MediaConfig {
+  /** SWITCHBOARD_MAX_FILE_MB, in bytes: larger files are refused, unread. */
+  maxFileBytes: number;
+  /** SWITCHBOARD_MODEL_INPUTS; null: the default for the model's provider. */
+  modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
+  /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
+  transcriptionModel: string | null;
+}
+
 export interface GatewayConfig {
   database: DatabaseConfig;
   /** `publicUrl`: SWITCHBOARD_PUBLIC_URL, the origin browsers use (no trailing slash); null if unset. */
@@ -137,6 +146,8 @@ export interface GatewayConfig {
   secrets: string[];
   /** Environment passed through to the model registry. */
   modelEnv: Record<string, string | undefined>;
+  /** Attachments: size limit, what the model accepts, the transcription model. */
+  media: MediaConfig;
   /** The built-in web_fetch tool: offered, and whether it may reach private addresses. */
   webFetch: { enabled: boolean; allowPrivate: boolean };
   /** The variables MCP server headers reference as ${VAR} (their values are also in `secrets`). */
@@ -551,6 +562,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     web,
     secrets,
     mcpEnv: referencedVariables(file, env, secrets),
+    media: parseMedia(env),
     webFetch: {
       enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
       allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
@@ -564,6 +576,46 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       OPENAI_COMPATIBLE_API_KEY: env.OPENAI_COMPATIBLE_API_KEY,
     },
   };
+}
+
+const MODEL_INPUT_KINDS = ["text", "image", "file", "audio"] as const;
+
+function parseMedia(env: Record<string, string | undefined>): MediaConfig {
+  const maxRaw = nonEmpty(env, "SWITCHBOARD_MAX_FILE_MB") ?? "20";
+  const maxMb = Number(maxRaw);
+  if (!Number.isFinite(maxMb) || maxMb <= 0 || maxMb > 2000) {
+    fail(
+      "SWITCHBOARD_MAX_FILE_MB",
+      `must be a number of megabytes above 0, at most 2000 (got "${maxRaw}")`,
+      "SWITCHBOARD_MAX_FILE_MB=20",
+    );
+  }
+  const inputsRaw = nonEmpty(env, "SWITCHBOARD_MODEL_INPUTS");
+  let modelInputs: MediaConfig["modelInputs"] = null;
+  if (inputsRaw !== undefined) {
+    const kinds = inputsRaw
+      .split(",")
+      .map((k) => k.trim())
+      .filter((k) => k !== "");
+    const unknown = kinds.filter((k) => !(MODEL_INPUT_KINDS as readonly string[]).includes(k));
+    if (unknown.length > 0) {
+      fail(
+        "SWITCHBOARD_MODEL_INPUTS",
+        `lists ${unknown.map((k) => `"${k}"`).join(", ")}; use a comma list of ${MODEL_INPUT_KINDS.join(", ")}`,
+        "SWITCHBOARD_MODEL_INPUTS=text,image",
+      );
+    }
+    modelInputs = new Set(kinds.filter((k): k is "image" | "file" | "audio" => k !== "text"));
+  }
+  const transcriptionModel = nonEmpty(env, "SWITCHBOARD_TRANSCRIPTION_MODEL") ?? null;
+  if (transcriptionModel !== null && !transcriptionModel.startsWith("openai-compatible:")) {
+    fail(
+      "SWITCHBOARD_TRANSCRIPTION_MODEL",
+      `must name an openai-compatible model, served at OPENAI_COMPATIBLE_BASE_URL (got "${transcriptionModel}")`,
+      "SWITCHBOARD_TRANSCRIPTION_MODEL=openai-compatible:whisper-1",
+    );
+  }
+  return { maxFileBytes: Math.round(maxMb * 1024 * 1024), modelInputs, transcriptionModel };
 }
 
 /** Who may use the web chat, for the HTTP server. */

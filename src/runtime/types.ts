@@ -59,6 +59,8 @@ export type PreparedFile =
       transcript?: boolean;
       /** What the model is told instead of (or besides) the content. */
       note?: string;
+      /** A line the user gets with the answer, whatever the model writes. */
+      userNotice?: string;
     }
   /** Not fetched: over a limit, or the download failed after its retries. `note` says why. */
   | { status: "refused" | "failed"; note: string; userNotice?: string };
