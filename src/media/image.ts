@@ -22,7 +22,11 @@ export async function scaleForModel(
   maxInputPixels = MAX_INPUT_PIXELS,
 ): Promise<ScaledImage> {
   const image = sharp(input, { limitInputPixels: maxInputPixels, failOn: "error" });
-  const meta = await image.metadata();
+  const tooMany = `the image has more than the ${maxInputPixels} pixels allowed`;
+  const meta = await image.metadata().catch((error: unknown) => {
+    // sharp reads the header only, and refuses a pixel bomb from it.
+    throw /pixel limit/i.test(String(error)) ? new Error(tooMany) : error;
+  });
   if (meta.width === undefined || meta.height === undefined) throw new Error("the image has no dimensions");
   if (meta.width * meta.height > maxInputPixels) {
     throw new Error(

@@ -58,7 +58,7 @@ const TRANSCRIPTION_HINT =
 /** The media pipeline the runtime prepares attachments with (src/runtime/media.ts). */
 export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
   const { blobs, limits, logger } = options;
-  const mb = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`;
+  const mb = sizeText;
   const limitText = mb(limits.maxFileBytes);
 
   const refusedTooLarge = (name: string, sizeBytes: number | undefined): PreparedFile => ({
@@ -89,7 +89,7 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
         const timedOut = deadline.aborted;
         const retryable = timedOut || !isSwitchboardError(error) || error.retryable;
         lastError = timedOut
-          ? `the download did not finish within ${Math.round(limits.downloadTimeoutMs / 1000)} s`
+          ? `the download did not finish within ${durationText(limits.downloadTimeoutMs)}`
           : error instanceof Error
             ? error.message
             : String(error);
@@ -205,6 +205,17 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
       return await derive(part, fetched, mediaType, conversationId, signal);
     },
   };
+}
+
+function sizeText(bytes: number): string {
+  const round = (n: number) => Math.round(n * 10) / 10;
+  if (bytes >= 1024 * 1024) return `${round(bytes / 1024 / 1024)} MB`;
+  if (bytes >= 1024) return `${round(bytes / 1024)} KB`;
+  return `${bytes} bytes`;
+}
+
+function durationText(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
 }
 
 /** How the user knows the file: its name, else what it was. */
