@@ -125,7 +125,9 @@ describe("decideIngress: commands, size and emptiness", () => {
     });
     const decision = decideIngress(photo, rules());
     if (decision.kind !== "admit") throw new Error(`expected admit, got ${decision.kind}`);
-    expect(decision.parts).toEqual([{ type: "file", ref: "file-1", kind: "photo", mediaType: "image/jpeg", sizeBytes: 0 }]);
+    expect(decision.parts).toEqual([
+      { type: "file", ref: "file-1", kind: "photo", mediaType: "image/jpeg", sizeBytes: 0 },
+    ]);
   });
 });
 
