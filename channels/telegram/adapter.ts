@@ -7,7 +7,7 @@ import { Api } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
-import { streamChunks } from "../../src/util/stream-chunks.ts";
+import { downloadFile } from "../download.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
@@ -240,41 +240,13 @@ export class TelegramAdapter implements ChannelAdapter {
       );
     }
     const url = `${this.config.apiRoot}/file/bot${this.config.token}/${file.file_path}`;
-    let response: Response;
-    try {
-      response = await fetch(url, { signal });
-    } catch (error) {
-      if (signal.aborted) throw error;
-      throw new SwitchboardError(
-        "platform_unavailable",
-        `Telegram file download failed: ${describeFetchError(error)}`,
-        {
-          retryable: true,
-        },
-      );
-    }
-    if (!response.ok || !response.body) {
-      await response.body?.cancel();
-      const outage = response.status >= 500 || response.status === 429;
-      throw new SwitchboardError(
-        outage ? "platform_unavailable" : "platform_rejected",
-        `Telegram file download answered HTTP ${response.status}`,
-        { retryable: outage, details: { status: response.status } },
-      );
-    }
-    const length = Number(response.headers.get("content-length") ?? Number.NaN);
-    const sizeBytes = Number.isFinite(length) ? length : file.file_size;
-    return { body: streamChunks(response.body), ...(sizeBytes === undefined ? {} : { sizeBytes }) };
+    return await downloadFile("Telegram", url, {
+      signal,
+      ...(file.file_size === undefined ? {} : { statedSizeBytes: file.file_size }),
+    });
   }
 
   private call<T>(method: string, run: (signal: GrammySignal) => Promise<T>): Promise<T> {
     return callWithDeadline(method, this.config.requestTimeoutMs, run);
   }
-}
-
-/** A fetch failure's reason without the URL (Telegram file URLs carry the bot token). */
-function describeFetchError(error: unknown): string {
-  const code = (error as { code?: string }).code;
-  if (code) return code;
-  return error instanceof Error ? error.name : "network error";
 }
