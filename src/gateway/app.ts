@@ -422,6 +422,20 @@ function gatewayMedia(
     ...(transcriptionModel
       ? { transcribe: (audio, _type, signal) => transcribeAudio(transcriptionModel, audio, signal) }
       : {}),
+    // One lane runs a conversation's runs one at a time, so this read-then-write does not race.
+    conversationQuota: {
+      limitBytes: config.media.maxConversationBytes,
+      used: async (conversationId) =>
+        (await stores.runtime.loadConversationSettings(conversationId)).mediaBytes ?? 0,
+      add: async (conversationId, bytes) => {
+        const used = (await stores.runtime.loadConversationSettings(conversationId)).mediaBytes ?? 0;
+        await stores.runtime.saveConversationSettings(
+          conversationId,
+          { mediaBytes: used + bytes },
+          clock.now(),
+        );
+      },
+    },
     firstTranscriptionHint: async (conversationId) => {
       const settings = await stores.runtime.loadConversationSettings(conversationId);
       if (settings.transcriptionHinted) return false;

@@ -120,6 +120,8 @@ export interface WebChatConfig {
 export interface MediaConfig {
   /** SWITCHBOARD_MAX_FILE_MB, in bytes: larger files are refused, unread. */
   maxFileBytes: number;
+  /** SWITCHBOARD_MAX_CONVERSATION_MB, in bytes: files one conversation may download in all. */
+  maxConversationBytes: number;
   /** SWITCHBOARD_MODEL_INPUTS; null: the default for the model's provider. */
   modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
   /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
@@ -590,6 +592,15 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
       "SWITCHBOARD_MAX_FILE_MB=20",
     );
   }
+  const conversationRaw = nonEmpty(env, "SWITCHBOARD_MAX_CONVERSATION_MB") ?? "500";
+  const conversationMb = Number(conversationRaw);
+  if (!Number.isFinite(conversationMb) || conversationMb <= 0) {
+    fail(
+      "SWITCHBOARD_MAX_CONVERSATION_MB",
+      `must be a number of megabytes above 0 (got "${conversationRaw}")`,
+      "SWITCHBOARD_MAX_CONVERSATION_MB=500",
+    );
+  }
   const inputsRaw = nonEmpty(env, "SWITCHBOARD_MODEL_INPUTS");
   let modelInputs: MediaConfig["modelInputs"] = null;
   if (inputsRaw !== undefined) {
@@ -615,7 +626,12 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
       "SWITCHBOARD_TRANSCRIPTION_MODEL=openai-compatible:whisper-1",
     );
   }
-  return { maxFileBytes: Math.round(maxMb * 1024 * 1024), modelInputs, transcriptionModel };
+  return {
+    maxFileBytes: Math.round(maxMb * 1024 * 1024),
+    maxConversationBytes: Math.round(conversationMb * 1024 * 1024),
+    modelInputs,
+    transcriptionModel,
+  };
 }
 
 /** Who may use the web chat, for the HTTP server. */

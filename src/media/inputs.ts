@@ -48,6 +48,12 @@ export interface MediaInputsOptions {
   limits: MediaLimits;
   logger: Logger;
   transcribe?: Transcriber;
+  /** Bytes downloaded per conversation, against `limit` (SWITCHBOARD_MAX_CONVERSATION_MB). */
+  conversationQuota?: {
+    limitBytes: number;
+    used(conversationId: string): Promise<number>;
+    add(conversationId: string, bytes: number): Promise<void>;
+  };
   /** Whether this conversation was already told how to set up transcription; marks it told. */
   firstTranscriptionHint?: (conversationId: string) => Promise<boolean>;
 }
@@ -199,8 +205,22 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
         logger.warn("media.refused_too_large", { ref: part.ref, sizeBytes: part.sizeBytes });
         return refusedTooLarge(displayName(part), part.sizeBytes);
       }
+      const quota = options.conversationQuota;
+      if (quota) {
+        const used = await quota.used(conversationId);
+        if (used + (part.sizeBytes ?? 0) > quota.limitBytes) {
+          logger.warn("media.refused_conversation_quota", { ref: part.ref, usedBytes: used });
+          const limit = sizeText(quota.limitBytes);
+          return {
+            status: "refused",
+            note: `this conversation has used its ${limit} of files; the file was not downloaded`,
+            userNotice: `${displayName(part)} was not read: this conversation has reached its limit of ${limit} of files (start a new one with /new).`,
+          };
+        }
+      }
       const fetched = await download(part, context, signal);
       if (!("id" in fetched)) return fetched;
+      await quota?.add(conversationId, fetched.sizeBytes);
       const mediaType = await sniffMediaType(fetched.head);
       return await derive(part, fetched, mediaType, conversationId, signal);
     },

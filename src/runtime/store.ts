@@ -224,6 +224,8 @@ export type SummarySaveResult =
 export interface ConversationSettings {
   /** IANA time zone for schedules and the agent's sense of time. */
   timezone?: string;
+  /** Bytes of files downloaded for this conversation (SWITCHBOARD_MAX_CONVERSATION_MB). */
+  mediaBytes?: number;
   /** The conversation was told how to set up voice transcription (it is told once). */
   transcriptionHinted?: boolean;
 }

@@ -59,6 +59,7 @@ describe("loadConfig: the environment", () => {
       [{ DISCORD_BOT_TOKEN: "d-token", DISCORD_API_URL: "ftp://x" }, "DISCORD_API_URL", "http(s) URL"],
       [{ SLACK_BOT_TOKEN: "xoxb-1" }, "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"],
       [{ SWITCHBOARD_MAX_FILE_MB: "0" }, "SWITCHBOARD_MAX_FILE_MB", 'above 0, at most 2000 (got "0")'],
+      [{ SWITCHBOARD_MAX_CONVERSATION_MB: "lots" }, "SWITCHBOARD_MAX_CONVERSATION_MB", 'got "lots"'],
       [{ SWITCHBOARD_MODEL_INPUTS: "text,video" }, "SWITCHBOARD_MODEL_INPUTS", '"video"; use a comma list'],
       [
         { SWITCHBOARD_TRANSCRIPTION_MODEL: "openrouter:whisper" },
@@ -79,6 +80,7 @@ describe("loadConfig: the environment", () => {
     const defaults = loadConfig({});
     expect(defaults.media).toEqual({
       maxFileBytes: 20 * 1024 * 1024,
+      maxConversationBytes: 500 * 1024 * 1024,
       modelInputs: null,
       transcriptionModel: null,
     });

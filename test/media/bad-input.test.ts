@@ -203,6 +203,49 @@ describe("bad input", () => {
   });
 });
 
+describe("per-conversation quota", () => {
+  test("files are counted per conversation; one that would pass the quota is refused unread", async () => {
+    const used = new Map<string, number>();
+    const media = createMediaInputs({
+      blobs,
+      open: (_context, ref, signal) => adapter.openFile(ref, signal),
+      accepts: new Set(["image"]),
+      limits: { ...DEFAULT_MEDIA_LIMITS, retryDelaysMs: [] },
+      logger: recordingLogger(),
+      conversationQuota: {
+        limitBytes: 2048,
+        used: async (c) => used.get(c) ?? 0,
+        add: async (c, bytes) => {
+          used.set(c, (used.get(c) ?? 0) + bytes);
+        },
+      },
+    });
+    const prepare = (conversationId: string, ref: string, sizeBytes: number) =>
+      media.prepare({
+        part: { type: "file", ref, kind: "file", name: "n.txt", sizeBytes },
+        context: {},
+        runId: "r",
+        conversationId,
+        signal: new AbortController().signal,
+      });
+    const a = served(new TextEncoder().encode("a".repeat(1500)));
+    expect((await prepare("c1", a, 1500)).status).toBe("fetched");
+    const b = served(new TextEncoder().encode("b".repeat(1000)));
+    const refused = await prepare("c1", b, 1000);
+    expect(refused).toMatchObject({ status: "refused" });
+    if (refused.status === "fetched") throw new Error("expected refused");
+    expect(refused.userNotice).toContain("reached its limit of 2 KB of files");
+    expect(telegram.files.downloads(b).started).toBe(0);
+    expect((await prepare("c2", b, 1000)).status).toBe("fetched");
+    expect(used).toEqual(
+      new Map([
+        ["c1", 1500],
+        ["c2", 1000],
+      ]),
+    );
+  });
+});
+
 describe("type sniffing", () => {
   test("from the bytes only", async () => {
     expect(await sniffMediaType(await jpeg(4, 4))).toBe("image/jpeg");
