@@ -45,8 +45,10 @@ function fileContent(part: FilePart, media: ProjectionMedia | undefined, shown: 
   }
   const note = prepared.note ? `: ${prepared.note}` : "";
   if (prepared.imageBlobId) {
-    const bytes = media?.bytes.get(prepared.imageBlobId);
-    if (!media?.accepts.has("image")) return [text(`[image ${label}: this model cannot see images]`)];
+    // Without media (a compaction summary's transcript) an image is named, not shown.
+    if (!media) return [text(`[image ${label}]`)];
+    const bytes = media.bytes.get(prepared.imageBlobId);
+    if (!media.accepts.has("image")) return [text(`[image ${label}: this model cannot see images]`)];
     if (!shown) return [text(`[image ${label}, shown in an earlier turn]`)];
     if (!bytes) return [text(`[image ${label}: no longer stored]`)];
     return [text(`[image ${label}]`), { type: "image", image: bytes, mediaType: imageType(bytes) }];
