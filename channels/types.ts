@@ -159,6 +159,13 @@ export interface NativeStream {
   readonly maxChars: number;
 }
 
+/** An attachment's bytes, streamed from the platform. */
+export interface RemoteFile {
+  body: AsyncIterable<Uint8Array>;
+  /** The size the platform states before sending, when it does. */
+  sizeBytes?: number;
+}
+
 /** What an adapter tells the gateway besides inbound messages. */
 export interface ChannelEvents {
   /**
@@ -206,4 +213,10 @@ export interface ChannelAdapter {
   catchUp?(cursors: CatchUpCursor[]): Promise<CatchUpReport>;
   /** Markdown → this platform's markup. */
   render(markdown: string): string;
+  /**
+   * Opens an attachment by the `ref` its InboundAttachment carried, for streaming (after
+   * admission, never while acknowledging). Throws a SwitchboardError: `retryable` for an outage,
+   * not for a refusal (gone, too big for the platform's download API, no access).
+   */
+  openFile?(ref: string, signal: AbortSignal): Promise<RemoteFile>;
 }

@@ -19,7 +19,9 @@ export type SwitchboardErrorCode =
   | "platform_unavailable"
   | "platform_rejected"
   | "platform_timeout"
-  | "unauthorized";
+  | "unauthorized"
+  /** A file is larger than the configured limit; nothing of it was kept. */
+  | "blob_too_large";
 
 /**
  * Why a platform refused a request, for the refusals the core answers differently: `markup`, the

@@ -2,6 +2,7 @@ import { Client, Events, GatewayIntentBits, type Message, Partials, Status } fro
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type { Logger } from "../../src/util/log.ts";
+import { downloadFile, httpUrl } from "../download.ts";
 import type {
   CatchUpCursor,
   CatchUpReport,
@@ -12,6 +13,7 @@ import type {
   InboundMessage,
   Ingress,
   OutgoingMessage,
+  RemoteFile,
   SendReceipt,
 } from "../types.ts";
 import { CATCH_UP_MAX_MESSAGES_PER_CHANNEL, CATCH_UP_MAX_TARGETS, fetchMessagesAfter } from "./catch-up.ts";
@@ -320,6 +322,11 @@ export class DiscordAdapter implements ChannelAdapter {
         await this.clock.sleep(delayMs);
       }
     }
+  }
+
+  /** An attachment's CDN URL (signed by Discord; no token is sent). */
+  async openFile(ref: string, signal: AbortSignal): Promise<RemoteFile> {
+    return await downloadFile("Discord", httpUrl("Discord", ref).href, { signal });
   }
 }
 

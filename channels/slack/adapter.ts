@@ -2,6 +2,7 @@ import { SocketModeReceiver } from "@slack/bolt";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type { Logger } from "../../src/util/log.ts";
+import { downloadFile, httpUrl } from "../download.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
@@ -10,6 +11,7 @@ import type {
   Ingress,
   NativeStream,
   OutgoingMessage,
+  RemoteFile,
   SendReceipt,
 } from "../types.ts";
 import { AckAfterListenersApp, GatewayHttpReceiver } from "./bolt-app.ts";
@@ -289,6 +291,25 @@ export class SlackAdapter implements ChannelAdapter {
     } catch (error) {
       throw toSwitchboardError(error, method);
     }
+  }
+
+  /**
+   * A file's `url_private` with the bot token (the app needs the `files:read` scope). The token
+   * goes only to Slack's file host or the configured API server's host, never elsewhere.
+   */
+  async openFile(ref: string, signal: AbortSignal): Promise<RemoteFile> {
+    const url = httpUrl("Slack", ref);
+    const apiHost = this.#config.apiUrl ? new URL(this.#config.apiUrl).host : null;
+    if (url.host !== "files.slack.com" && url.host !== apiHost) {
+      throw new SwitchboardError(
+        "platform_rejected",
+        `Slack file URL is not on files.slack.com (${url.host})`,
+      );
+    }
+    return await downloadFile("Slack", url.href, {
+      signal,
+      headers: { authorization: `Bearer ${this.#config.botToken}` },
+    });
   }
 }
 

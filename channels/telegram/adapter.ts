@@ -7,6 +7,7 @@ import { Api } from "grammy";
 import type { Update, UserFromGetMe } from "grammy/types";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
+import { downloadFile } from "../download.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
@@ -14,6 +15,7 @@ import type {
   HttpRoute,
   Ingress,
   OutgoingMessage,
+  RemoteFile,
   SendReceipt,
 } from "../types.ts";
 import { parseTelegramConfig, type TelegramConfig, type TelegramConfigInput } from "./config.ts";
@@ -218,6 +220,30 @@ export class TelegramAdapter implements ChannelAdapter {
       editedMessages: this.config.editedMessages,
       groupSessions: this.config.groupSessions,
     };
+  }
+
+  /**
+   * getFile, then the bytes at `<api root>/file/bot<token>/<file_path>`. getFile refuses files
+   * over 20 MB (a 400, not retried). The URL holds the token: errors never include it.
+   */
+  async openFile(ref: string, signal: AbortSignal): Promise<RemoteFile> {
+    const file = await this.call("getFile", (deadline) =>
+      this.api.getFile(
+        ref,
+        AbortSignal.any([signal, deadline as unknown as AbortSignal]) as unknown as GrammySignal,
+      ),
+    );
+    if (!file.file_path) {
+      throw new SwitchboardError(
+        "platform_rejected",
+        "Telegram getFile returned no file_path for this file.",
+      );
+    }
+    const url = `${this.config.apiRoot}/file/bot${this.config.token}/${file.file_path}`;
+    return await downloadFile("Telegram", url, {
+      signal,
+      ...(file.file_size === undefined ? {} : { statedSizeBytes: file.file_size }),
+    });
   }
 
   private call<T>(method: string, run: (signal: GrammySignal) => Promise<T>): Promise<T> {

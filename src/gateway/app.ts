@@ -4,9 +4,12 @@ import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.t
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { createScheduleTools } from "../../schedules/tools.ts";
 import { SwitchboardError } from "../errors.ts";
+import { createMediaInputs, DEFAULT_MEDIA_LIMITS } from "../media/inputs.ts";
 import { createModelRegistry } from "../models/registry.ts";
+import { openAiCompatibleTranscriptionModel, transcribeAudio } from "../models/transcription.ts";
 import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
+import { defaultModelInputs, type MediaInputs } from "../runtime/media.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
@@ -80,8 +83,16 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     logger: logger.child({ component: "mcp" }),
     reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, WEB_SEARCH, "read_output", "tool_search"]),
   });
+  const media = gatewayMedia(config, {
+    stores,
+    adapters,
+    clock,
+    logger,
+    primarySpec: registry.chain[0].spec,
+  });
   const runtime = new Runtime({
     store: stores.runtime,
+    media,
     models: registry.chain,
     readUsage: toUsage,
     clock,
@@ -398,4 +409,74 @@ export function instructionsFor(config: GatewayConfig, context: RunContext | nul
   const local = localTimeFormat(config.timezone).format(now);
   parts.push(`Current time: ${local} (${config.timezone}; ${now.toISOString()}).`);
   return parts.join("\n\n");
+}
+
+/** The media pipeline: the channels' downloads into the blob store, scaled and transcribed for the model. */
+function gatewayMedia(
+  config: GatewayConfig,
+  deps: {
+    stores: StoreBackend;
+    adapters: ReadonlyMap<string, ChannelAdapter>;
+    clock: Clock;
+    logger: Logger;
+    primarySpec: string;
+  },
+): MediaInputs {
+  const { stores, adapters, clock } = deps;
+  const transcriptionSpec = config.media.transcriptionModel;
+  const baseUrl = config.modelEnv.OPENAI_COMPATIBLE_BASE_URL;
+  const transcriptionModel =
+    transcriptionSpec && baseUrl
+      ? openAiCompatibleTranscriptionModel({
+          baseUrl,
+          modelId: transcriptionSpec.slice("openai-compatible:".length),
+          ...(config.modelEnv.OPENAI_COMPATIBLE_API_KEY
+            ? { apiKey: config.modelEnv.OPENAI_COMPATIBLE_API_KEY }
+            : {}),
+        })
+      : null;
+  return createMediaInputs({
+    blobs: stores.blobs,
+    open: async (context, ref, signal) => {
+      const run = readRunContext(context);
+      const adapter = run ? adapters.get(run.channel) : undefined;
+      if (!adapter?.openFile) {
+        throw new SwitchboardError(
+          "platform_rejected",
+          `files sent through ${run?.channel ?? "this source"} cannot be fetched`,
+        );
+      }
+      return await adapter.openFile(ref, signal);
+    },
+    accepts: config.media.modelInputs ?? defaultModelInputs(deps.primarySpec),
+    limits: { ...DEFAULT_MEDIA_LIMITS, maxFileBytes: config.media.maxFileBytes },
+    logger: deps.logger.child({ component: "media" }),
+    ...(transcriptionModel
+      ? { transcribe: (audio, _type, signal) => transcribeAudio(transcriptionModel, audio, signal) }
+      : {}),
+    // One lane runs a conversation's runs one at a time, so this read-then-write does not race.
+    conversationQuota: {
+      limitBytes: config.media.maxConversationBytes,
+      used: async (conversationId) =>
+        (await stores.runtime.loadConversationSettings(conversationId)).mediaBytes ?? 0,
+      add: async (conversationId, bytes) => {
+        const used = (await stores.runtime.loadConversationSettings(conversationId)).mediaBytes ?? 0;
+        await stores.runtime.saveConversationSettings(
+          conversationId,
+          { mediaBytes: used + bytes },
+          clock.now(),
+        );
+      },
+    },
+    firstTranscriptionHint: async (conversationId) => {
+      const settings = await stores.runtime.loadConversationSettings(conversationId);
+      if (settings.transcriptionHinted) return false;
+      await stores.runtime.saveConversationSettings(
+        conversationId,
+        { transcriptionHinted: true },
+        clock.now(),
+      );
+      return true;
+    },
+  });
 }

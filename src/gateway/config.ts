@@ -154,6 +154,17 @@ export interface WebChatConfig {
   requestsPerIpPerMinute: number;
 }
 
+export interface MediaConfig {
+  /** SWITCHBOARD_MAX_FILE_MB, in bytes: larger files are refused, unread. */
+  maxFileBytes: number;
+  /** SWITCHBOARD_MAX_CONVERSATION_MB, in bytes: files one conversation may download in all. */
+  maxConversationBytes: number;
+  /** SWITCHBOARD_MODEL_INPUTS; null: the default for the model's provider. */
+  modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
+  /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
+  transcriptionModel: string | null;
+}
+
 export interface GatewayConfig {
   database: DatabaseConfig;
   /** `publicUrl`: SWITCHBOARD_PUBLIC_URL, the origin browsers use (no trailing slash); null if unset. */
@@ -178,6 +189,8 @@ export interface GatewayConfig {
   secrets: string[];
   /** Environment passed through to the model registry. */
   modelEnv: Record<string, string | undefined>;
+  /** Attachments: size limit, what the model accepts, the transcription model. */
+  media: MediaConfig;
   /** The built-in web_fetch tool: offered, and whether it may reach private addresses. */
   webFetch: { enabled: boolean; allowPrivate: boolean };
   /** The web_search tool's backend; null: no web_search (SWITCHBOARD_SEARXNG_URL or SWITCHBOARD_BRAVE_API_KEY). */
@@ -239,7 +252,8 @@ function parseDatabase(env: Record<string, string | undefined>, secrets: string[
         "needs SWITCHBOARD_DATABASE_URL: gateways share a PostgreSQL database, never a SQLite file, so a standby has nothing to wait for",
         POSTGRES_EXAMPLE,
       );
-    return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite" };
+    const blobDir = nonEmpty(env, "SWITCHBOARD_BLOB_DIR");
+    return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite", ...(blobDir ? { blobDir } : {}) };
   }
   if (path !== undefined) {
     fail(
@@ -666,6 +680,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     web,
     secrets,
     mcpEnv: referencedVariables(file, env, secrets),
+    media: parseMedia(env),
     webFetch: {
       enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
       allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
@@ -700,6 +715,60 @@ function parseWebSearch(
     return { kind: "brave", apiKey: braveKey, url };
   }
   return null;
+}
+
+const MODEL_INPUT_KINDS = ["text", "image", "file", "audio"] as const;
+
+function parseMedia(env: Record<string, string | undefined>): MediaConfig {
+  const maxRaw = nonEmpty(env, "SWITCHBOARD_MAX_FILE_MB") ?? "20";
+  const maxMb = Number(maxRaw);
+  if (!Number.isFinite(maxMb) || maxMb <= 0 || maxMb > 2000) {
+    fail(
+      "SWITCHBOARD_MAX_FILE_MB",
+      `must be a number of megabytes above 0, at most 2000 (got "${maxRaw}")`,
+      "SWITCHBOARD_MAX_FILE_MB=20",
+    );
+  }
+  const conversationRaw = nonEmpty(env, "SWITCHBOARD_MAX_CONVERSATION_MB") ?? "500";
+  const conversationMb = Number(conversationRaw);
+  if (!Number.isFinite(conversationMb) || conversationMb <= 0) {
+    fail(
+      "SWITCHBOARD_MAX_CONVERSATION_MB",
+      `must be a number of megabytes above 0 (got "${conversationRaw}")`,
+      "SWITCHBOARD_MAX_CONVERSATION_MB=500",
+    );
+  }
+  const inputsRaw = nonEmpty(env, "SWITCHBOARD_MODEL_INPUTS");
+  let modelInputs: MediaConfig["modelInputs"] = null;
+  if (inputsRaw !== undefined) {
+    const kinds = inputsRaw
+      .split(",")
+      .map((k) => k.trim())
+      .filter((k) => k !== "");
+    const unknown = kinds.filter((k) => !(MODEL_INPUT_KINDS as readonly string[]).includes(k));
+    if (unknown.length > 0) {
+      fail(
+        "SWITCHBOARD_MODEL_INPUTS",
+        `lists ${unknown.map((k) => `"${k}"`).join(", ")}; use a comma list of ${MODEL_INPUT_KINDS.join(", ")}`,
+        "SWITCHBOARD_MODEL_INPUTS=text,image",
+      );
+    }
+    modelInputs = new Set(kinds.filter((k): k is "image" | "file" | "audio" => k !== "text"));
+  }
+  const transcriptionModel = nonEmpty(env, "SWITCHBOARD_TRANSCRIPTION_MODEL") ?? null;
+  if (transcriptionModel !== null && !transcriptionModel.startsWith("openai-compatible:")) {
+    fail(
+      "SWITCHBOARD_TRANSCRIPTION_MODEL",
+      `must name an openai-compatible model, served at OPENAI_COMPATIBLE_BASE_URL (got "${transcriptionModel}")`,
+      "SWITCHBOARD_TRANSCRIPTION_MODEL=openai-compatible:whisper-1",
+    );
+  }
+  return {
+    maxFileBytes: Math.round(maxMb * 1024 * 1024),
+    maxConversationBytes: Math.round(conversationMb * 1024 * 1024),
+    modelInputs,
+    transcriptionModel,
+  };
 }
 
 /** Who may use the web chat, for the HTTP server. */

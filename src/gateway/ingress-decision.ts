@@ -68,6 +68,7 @@ function inputParts(text: string, message: InboundMessage): InputPart[] {
     parts.push({
       type: "file",
       ref: a.ref,
+      kind: a.kind,
       ...(a.mediaType ? { mediaType: a.mediaType } : {}),
       ...(a.name ? { name: a.name } : {}),
       ...(a.sizeBytes === undefined ? {} : { sizeBytes: a.sizeBytes }),

@@ -6,7 +6,8 @@ import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import { boundOutput, createReadOutputTool, READ_OUTPUT } from "./bounded-output.ts";
 import type { RuntimeEvent } from "./events.ts";
-import { buildPrompt } from "./project.ts";
+import { type MediaInputs, needsPreparation, prepareInputs, shownBlobIds, userNotices } from "./media.ts";
+import { buildPrompt, MEDIA_TURNS, type ProjectionMedia } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ModelEntry, runStep, type UsageReader } from "./step.ts";
 import type { AcquiredRun, AnswerDelivery, Fence, RunRecord, RuntimeStore } from "./store.ts";
@@ -77,6 +78,8 @@ export interface ExecutorOptions {
   idempotent?: (toolName: string) => boolean;
   toolCatalog?: ToolCatalogOptions;
   answerDelivery?: AnswerDeliveryFor;
+  /** Attachments to model input; without it the model reads a one-line reference per file. */
+  media?: MediaInputs;
   readUsage: UsageReader;
   modelCalls?: ModelCallObserver;
   emit: (event: RuntimeEvent) => void;
@@ -127,6 +130,7 @@ export class RunExecutor {
     let lost = false;
     // Built once per execution: tool schemas are costly to create and do not change between steps.
     let tools: PreparedTools | undefined;
+    const blobBytes = new Map<string, Uint8Array>();
     const renew = setInterval(
       () => {
         void store.renewLease(fence, clock.now(), this.options.leaseMs).then(
@@ -142,12 +146,14 @@ export class RunExecutor {
       for (;;) {
         const ctx = await store.loadPromptContext(runId, { maxTurns: this.options.maxHistoryTurns });
         const run = ctx.run;
+        let inputs = ctx.inputs;
         parts = [...(ctx.assistant?.parts ?? [])];
         if (lost || run.fencingToken !== fence.fencingToken) return { kind: "lost" };
         const requested = signal.aborted ? (signal.reason as StopReason) : null;
         if (requested === "shutdown") return await this.release(fence);
         if (run.state === "interrupt_requested" || requested) {
           return await this.finish(
+            inputs,
             run,
             fence,
             STOP_STATES[run.stopReason ?? requested ?? "interrupted"],
@@ -156,12 +162,28 @@ export class RunExecutor {
         }
         if (run.steps >= this.options.maxSteps) {
           return await this.finish(
+            inputs,
             run,
             fence,
             "policy_stop",
             parts,
             `step ceiling of ${this.options.maxSteps} reached`,
           );
+        }
+        const media = this.options.media;
+        if (media && needsPreparation(inputs)) {
+          inputs = await prepareInputs({
+            store,
+            media,
+            logger: this.options.logger,
+            fence,
+            conversationId: run.conversationId,
+            context: run.context,
+            inputs,
+            signal,
+          });
+          // Stopped while downloading: the checks at the top of the loop end or release the run.
+          if (signal.aborted) continue;
         }
         tools ??= await this.tools(run, fence);
         const pending = unresolvedCalls(parts);
@@ -170,14 +192,15 @@ export class RunExecutor {
           continue;
         }
         const policy = this.options.stopPolicies.find((p) => p.when({ run, parts, steps: run.steps }));
-        if (policy) return await this.finish(run, fence, "policy_stop", parts, `stop policy ${policy.name}`);
+        if (policy)
+          return await this.finish(inputs, run, fence, "policy_stop", parts, `stop policy ${policy.name}`);
 
         const alreadyJoined = new Set(parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])));
         const joinable = ctx.joinable.map((j) => j.message);
         const joined = joinable.filter((m) => !alreadyJoined.has(m.id));
         for (const message of joined) parts.push({ type: "joined-input", messageId: message.id });
         const current: Message[] = [
-          ...ctx.inputs,
+          ...inputs,
           {
             id: run.assistantMessageId,
             conversationId: run.conversationId,
@@ -200,7 +223,18 @@ export class RunExecutor {
             }),
             ctx.summary?.text,
           ),
-          messages: buildPrompt(ctx.history, current, this.options.maxHistoryTokens),
+          messages: buildPrompt(
+            ctx.history,
+            current,
+            this.options.maxHistoryTokens,
+            media
+              ? await projectionMedia(
+                  media,
+                  [...ctx.history.slice(-MEDIA_TURNS).flatMap((t) => t.messages), ...current],
+                  blobBytes,
+                )
+              : undefined,
+          ),
           tools: tools && offeredTools(tools, parts),
           models: this.options.models,
           retry: this.options.retry,
@@ -216,10 +250,10 @@ export class RunExecutor {
           if (outcome.reason === "shutdown") return await this.release(fence);
           const stopped = await store.loadRun(runId);
           const reason = stopped?.run.stopReason ?? outcome.reason;
-          return await this.finish(run, fence, STOP_STATES[reason], [...parts, ...outcome.partial]);
+          return await this.finish(inputs, run, fence, STOP_STATES[reason], [...parts, ...outcome.partial]);
         }
         if (outcome.kind === "failed") {
-          return await this.finish(run, fence, "failed", parts, outcome.error);
+          return await this.finish(inputs, run, fence, "failed", parts, outcome.error);
         }
         parts.push(...(tools ? withSearchHints(tools, outcome.parts) : outcome.parts));
         await store.checkpoint({
@@ -237,7 +271,8 @@ export class RunExecutor {
           nowMs: clock.now(),
         });
         killPoint("step.persisted");
-        if (outcome.finishReason !== "tool-calls") return await this.finish(run, fence, "completed", parts);
+        if (outcome.finishReason !== "tool-calls")
+          return await this.finish(inputs, run, fence, "completed", parts);
       }
     } catch (error) {
       if (isSwitchboardError(error, "fence_lost")) {
@@ -383,6 +418,7 @@ export class RunExecutor {
   }
 
   private async finish(
+    inputs: readonly Message[],
     run: RunRecord,
     fence: Fence,
     state: TerminalRunState,
@@ -391,9 +427,13 @@ export class RunExecutor {
   ): Promise<ExecutionEnd> {
     // Joined inputs are absorbed only by a completed run; otherwise their own runs answer them,
     // so they must not also appear inside this turn.
-    const assistantParts = withUnknownOutcomeNotices(
-      state === "completed" ? parts : parts.filter((p) => p.type !== "joined-input"),
-    );
+    const notices = userNotices(inputs).map((line): MessagePart => ({ type: "text", text: `⚠️ ${line}\n\n` }));
+    const assistantParts = [
+      ...notices,
+      ...withUnknownOutcomeNotices(
+        state === "completed" ? parts : parts.filter((p) => p.type !== "joined-input"),
+      ),
+    ];
     const delivery = this.options.answerDelivery?.(run, state, answerText(assistantParts)) ?? null;
     const result = await this.options.store.commitTerminal({
       fence,
@@ -474,6 +514,20 @@ async function runTool(
     if (isSwitchboardError(error, "fence_lost")) throw error;
     return { output: error instanceof Error ? error.message : String(error), isError: true };
   }
+}
+
+/** The bytes of the blobs the prompt may show, read once per execution (`cache`). */
+async function projectionMedia(
+  media: MediaInputs,
+  messages: readonly Message[],
+  cache: Map<string, Uint8Array>,
+): Promise<ProjectionMedia> {
+  for (const id of shownBlobIds(messages)) {
+    if (cache.has(id)) continue;
+    const bytes = await media.read(id);
+    if (bytes) cache.set(id, bytes);
+  }
+  return { accepts: media.accepts, bytes: cache };
 }
 
 /** The compaction summary travels with the instructions, ahead of the recent turns. */

@@ -1,23 +1,82 @@
 import type { AssistantContent, ModelMessage, ToolContent, UserContent } from "ai";
+import type { ModelInputKind } from "./media.ts";
 import type { PromptTurn } from "./store.ts";
-import type { Message, MessagePart } from "./types.ts";
+import type { FilePart, Message, MessagePart } from "./types.ts";
 
 /** What the model reads after an interrupted turn's partial text. */
 export const INTERRUPTED_MARKER = "[interrupted: this turn was cut off before it finished]";
 
-function userContent(message: Message): UserContent {
+/** Earlier turns whose images and files are still shown; older ones become text references. */
+export const MEDIA_TURNS = 4;
+
+/** What projecting attachments needs: what the model accepts and the bytes of the blobs shown. */
+export interface ProjectionMedia {
+  accepts: ReadonlySet<ModelInputKind>;
+  bytes: ReadonlyMap<string, Uint8Array>;
+}
+
+/** `shown`: this message is recent enough for its images and files to be sent as such. */
+function userContent(message: Message, media: ProjectionMedia | undefined, shown: boolean): UserContent {
   const content: Exclude<UserContent, string> = [];
   for (const part of message.parts) {
     if (part.type === "text") content.push({ type: "text", text: part.text });
-    if (part.type === "file") {
-      const size = part.sizeBytes === undefined ? "" : `, ${part.sizeBytes} bytes`;
-      content.push({
-        type: "text",
-        text: `[attachment: ${part.name ?? part.ref} (${part.mediaType ?? "unknown type"}${size})]`,
-      });
-    }
+    if (part.type === "file") content.push(...fileContent(part, media, shown));
   }
   return content;
+}
+
+type UserPart = Exclude<UserContent, string>[number];
+
+function fileContent(part: FilePart, media: ProjectionMedia | undefined, shown: boolean): UserPart[] {
+  const prepared = part.prepared;
+  const name = part.name ?? (part.kind === "photo" ? "photo" : part.kind === "voice" ? "voice note" : "file");
+  const size = (bytes: number | undefined) => (bytes === undefined ? "" : `, ${bytes} bytes`);
+  if (!prepared) {
+    return [text(`[attachment: ${name} (${part.mediaType ?? "unknown type"}${size(part.sizeBytes)})]`)];
+  }
+  if (prepared.status !== "fetched") {
+    return [text(`[attachment: ${name} could not be used: ${prepared.note}]`)];
+  }
+  const label = `${name} (${prepared.mediaType}${size(prepared.sizeBytes)})`;
+  if (prepared.text !== undefined) {
+    return prepared.transcript
+      ? [text(`[voice transcript of ${label}]: ${prepared.text}`)]
+      : [text(`[file ${label}, its text follows]\n${prepared.text}`)];
+  }
+  const note = prepared.note ? `: ${prepared.note}` : "";
+  if (prepared.imageBlobId) {
+    // Without media (a compaction summary's transcript) an image is named, not shown.
+    if (!media) return [text(`[image ${label}]`)];
+    const bytes = media.bytes.get(prepared.imageBlobId);
+    if (!media.accepts.has("image")) return [text(`[image ${label}: this model cannot see images]`)];
+    if (!shown) return [text(`[image ${label}, shown in an earlier turn]`)];
+    if (!bytes) return [text(`[image ${label}: no longer stored]`)];
+    return [text(`[image ${label}]`), { type: "image", image: bytes, mediaType: imageType(bytes) }];
+  }
+  if (prepared.mediaType === "application/pdf" && media?.accepts.has("file")) {
+    const bytes = media.bytes.get(prepared.blobId);
+    if (!shown) return [text(`[file ${label}, shown in an earlier turn]`)];
+    if (!bytes) return [text(`[file ${label}: no longer stored]`)];
+    return [
+      text(`[file ${label}]`),
+      {
+        type: "file",
+        data: bytes,
+        mediaType: "application/pdf",
+        ...(part.name ? { filename: part.name } : {}),
+      },
+    ];
+  }
+  return [text(`[attachment: ${label}${note}]`)];
+}
+
+function text(value: string): UserPart {
+  return { type: "text", text: value };
+}
+
+/** The scaled copies are JPEG or PNG (src/media/image.ts); the signature says which. */
+function imageType(bytes: Uint8Array): string {
+  return bytes[0] === 0x89 && bytes[1] === 0x50 ? "image/png" : "image/jpeg";
 }
 
 /**
@@ -25,9 +84,14 @@ function userContent(message: Message): UserContent {
  * as a `tool` message, and inputs that joined mid-run as user messages at the point they joined.
  * Tool calls without a result (cut off mid-call) are dropped so the prompt stays valid.
  */
-function assistantMessages(message: Message, joined: ReadonlyMap<string, Message>): ModelMessage[] {
+function assistantMessages(
+  message: Message,
+  joined: ReadonlyMap<string, Message>,
+  media: ProjectionMedia | undefined,
+  shown: boolean,
+): ModelMessage[] {
   if (message.status === "superseded" || message.status === "failed") {
-    return joinedOnly(message.parts, joined);
+    return joinedOnly(message.parts, joined, media, shown);
   }
   const answered = new Set(message.parts.flatMap((p) => (p.type === "tool-result" ? [p.toolCallId] : [])));
   const out: ModelMessage[] = [];
@@ -72,7 +136,7 @@ function assistantMessages(message: Message, joined: ReadonlyMap<string, Message
       case "joined-input": {
         flush();
         const input = joined.get(part.messageId);
-        if (input) out.push({ role: "user", content: userContent(input) });
+        if (input) out.push({ role: "user", content: userContent(input, media, shown) });
         break;
       }
       default:
@@ -89,14 +153,24 @@ function assistantMessages(message: Message, joined: ReadonlyMap<string, Message
   return out;
 }
 
-function joinedOnly(parts: readonly MessagePart[], joined: ReadonlyMap<string, Message>): ModelMessage[] {
+function joinedOnly(
+  parts: readonly MessagePart[],
+  joined: ReadonlyMap<string, Message>,
+  media: ProjectionMedia | undefined,
+  shown: boolean,
+): ModelMessage[] {
   return parts.flatMap((p) => {
     const input = p.type === "joined-input" ? joined.get(p.messageId) : undefined;
-    return input ? [{ role: "user" as const, content: userContent(input) }] : [];
+    return input ? [{ role: "user" as const, content: userContent(input, media, shown) }] : [];
   });
 }
 
-export function projectTurn(messages: readonly Message[]): ModelMessage[] {
+/** `shown`: images and files of this turn are sent as such (it is among the recent turns). */
+export function projectTurn(
+  messages: readonly Message[],
+  media?: ProjectionMedia,
+  shown = true,
+): ModelMessage[] {
   const joinedIds = new Set(
     messages.flatMap((m) =>
       m.role === "assistant" ? m.parts.flatMap((p) => (p.type === "joined-input" ? [p.messageId] : [])) : [],
@@ -106,8 +180,8 @@ export function projectTurn(messages: readonly Message[]): ModelMessage[] {
   const out: ModelMessage[] = [];
   for (const message of messages) {
     if (joinedIds.has(message.id)) continue;
-    if (message.role === "user") out.push({ role: "user", content: userContent(message) });
-    else out.push(...assistantMessages(message, joined));
+    if (message.role === "user") out.push({ role: "user", content: userContent(message, media, shown) });
+    else out.push(...assistantMessages(message, joined, media, shown));
   }
   return out;
 }
@@ -122,11 +196,13 @@ export function estimateTokens(messages: readonly Message[]): number {
 /**
  * The prompt for the next step: recent whole turns that fit `maxHistoryTokens` (oldest dropped
  * first; a turn is never split, so tool calls stay with their results), then the run's own turn.
+ * Images and files are sent as such only in the run's turn and the MEDIA_TURNS before it.
  */
 export function buildPrompt(
   history: readonly PromptTurn[],
   current: readonly Message[],
   maxHistoryTokens: number,
+  media?: ProjectionMedia,
 ): ModelMessage[] {
   const kept: PromptTurn[] = [];
   let budget = maxHistoryTokens;
@@ -137,5 +213,8 @@ export function buildPrompt(
     budget -= cost;
     kept.unshift(turn);
   }
-  return [...kept.flatMap((t) => projectTurn(t.messages)), ...projectTurn(current)];
+  return [
+    ...kept.flatMap((t, index) => projectTurn(t.messages, media, index >= kept.length - MEDIA_TURNS)),
+    ...projectTurn(current, media),
+  ];
 }

@@ -16,6 +16,7 @@ import {
   type ToolContext,
 } from "./execute.ts";
 import { Lane } from "./lane.ts";
+import type { MediaInputs } from "./media.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
 import type { AdmitResult, IngressIdentity, RunRecord, RuntimeStore } from "./store.ts";
@@ -103,6 +104,8 @@ export interface RuntimeOptions {
    * outbox record). Without it, or when it answers null, a run delivers nothing.
    */
   answerDelivery?: AnswerDeliveryFor;
+  /** Attachments to model input (download, blob store, scaling, transcription); see media.ts. */
+  media?: MediaInputs;
   /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
   readUsage: UsageReader;
   /** Told when each model call starts and ends (latency metrics). */
@@ -191,6 +194,7 @@ export class Runtime {
       ...(options.idempotent ? { idempotent: options.idempotent } : {}),
       ...(options.toolCatalog ? { toolCatalog: options.toolCatalog } : {}),
       ...(options.answerDelivery ? { answerDelivery: options.answerDelivery } : {}),
+      ...(options.media ? { media: options.media } : {}),
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),
       emit: (event) => this.bus.emit(event),

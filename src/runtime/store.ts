@@ -90,6 +90,13 @@ export interface RuntimeStore {
   ): Promise<ToolOutputSlice | null>;
 
   /**
+   * Replaces the parts of one of the run's own input messages with their prepared form (a fetched
+   * file's blob id, a transcript), without an event. Throws `fence_lost` for a stale owner and
+   * `not_found` when `messageId` is not an input of the run.
+   */
+  saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void>;
+
+  /**
    * Durably asks a running run to stop (commits `interrupt_requested`). Returns false when the run
    * is not active. A queued run is ended at once with the reason.
    */
@@ -256,6 +263,10 @@ export type SummarySaveResult =
 export interface ConversationSettings {
   /** IANA time zone for schedules and the agent's sense of time. */
   timezone?: string;
+  /** Bytes of files downloaded for this conversation (SWITCHBOARD_MAX_CONVERSATION_MB). */
+  mediaBytes?: number;
+  /** The conversation was told how to set up voice transcription (it is told once). */
+  transcriptionHinted?: boolean;
 }
 
 /** A tool result kept in full because it is too large for the prompt. */

@@ -21,9 +21,49 @@ export type MessagePart =
       isError: boolean;
       finishedAtMs?: number;
     }
-  | { type: "file"; ref: string; mediaType?: string; name?: string; sizeBytes?: number }
+  | FilePart
   /** An input injected into this run at a step boundary; projected as a user message there. */
   | { type: "joined-input"; messageId: string };
+
+/** What the platform said the attachment is (a hint only: the type used is sniffed from the bytes). */
+export type AttachmentKind = "photo" | "file" | "audio" | "video" | "voice" | "sticker" | "other";
+
+/**
+ * An attachment, admitted by reference (`ref`, the platform's file id or URL). The run prepares it
+ * before its first step and records the outcome in `prepared`, durably, so a restart neither
+ * fetches a prepared file again nor loses one half fetched.
+ */
+export interface FilePart {
+  type: "file";
+  ref: string;
+  kind?: AttachmentKind;
+  /** As the platform stated it; replaced by the sniffed type once fetched. */
+  mediaType?: string;
+  name?: string;
+  sizeBytes?: number;
+  prepared?: PreparedFile;
+}
+
+export type PreparedFile =
+  | {
+      status: "fetched";
+      blobId: string;
+      /** Sniffed from the bytes; `application/octet-stream` when unknown. */
+      mediaType: string;
+      sizeBytes: number;
+      /** Images: the scaled, re-encoded copy the model is shown. */
+      imageBlobId?: string;
+      /** Text files: the inlined text (bounded); audio: its transcript. */
+      text?: string;
+      /** True when `text` is a transcript of a voice note or audio. */
+      transcript?: boolean;
+      /** What the model is told instead of (or besides) the content. */
+      note?: string;
+      /** A line the user gets with the answer, whatever the model writes. */
+      userNotice?: string;
+    }
+  /** Not fetched: over a limit, or the download failed after its retries. `note` says why. */
+  | { status: "refused" | "failed"; note: string; userNotice?: string };
 
 /** The answer's text: its text parts joined (reasoning and tool traffic excluded). */
 export function answerText(parts: readonly MessagePart[]): string {

@@ -2,6 +2,7 @@ import type { OutboxRepository } from "../../outbox/types.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
+import type { BlobStore } from "../runtime/blobs.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
@@ -41,6 +42,8 @@ export interface StoreBackend {
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;
+  /** Media files: a directory beside the SQLite file, or tables on PostgreSQL. */
+  readonly blobs: BlobStore;
   /**
    * Makes this process the database's one active gateway, which recovers every run and send a
    * dead process left. PostgreSQL holds a session advisory lock until `close()`; SQLite claims

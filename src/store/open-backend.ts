@@ -6,7 +6,7 @@ import type { StoreBackend } from "./backend.ts";
  * when it stops, instead of refusing to start.
  */
 export type DatabaseConfig =
-  | { engine: "sqlite"; path: string }
+  | { engine: "sqlite"; path: string; blobDir?: string }
   | { engine: "postgres"; url: string; standby: boolean };
 
 /**
@@ -16,7 +16,7 @@ export type DatabaseConfig =
 export async function openStoreBackend(database: DatabaseConfig): Promise<StoreBackend> {
   if (database.engine === "sqlite") {
     const { openSqliteBackend } = await import("./sqlite/backend.ts");
-    return openSqliteBackend(database.path);
+    return openSqliteBackend(database.path, database.blobDir);
   }
   const { openPostgresBackend } = await import("./postgres/backend.ts");
   return openPostgresBackend(database.url, { migrate: true });

@@ -74,6 +74,17 @@ export function checkFence(run: RunRecord | null, fence: Fence): RunRecord {
   return run;
 }
 
+/** The refusal of a prepared-input save for a message that is not one of the run's inputs. */
+export function notAnInput(messageId: string, runId: string): SwitchboardError {
+  return new SwitchboardError(
+    "not_found",
+    `Message ${messageId} is not an input of run ${runId}; nothing was saved.`,
+    {
+      details: { messageId, runId },
+    },
+  );
+}
+
 /**
  * Whether `run` may be acquired at `nowMs`, and as what. A queued run only while no other run of
  * its conversation (`active`, its queued and owned runs) is held under a live lease; an owned run

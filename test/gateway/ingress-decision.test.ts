@@ -130,7 +130,9 @@ describe("decideIngress: commands, size and emptiness", () => {
     });
     const decision = decideIngress(photo, rules());
     if (decision.kind !== "admit") throw new Error(`expected admit, got ${decision.kind}`);
-    expect(decision.parts).toEqual([{ type: "file", ref: "file-1", mediaType: "image/jpeg", sizeBytes: 0 }]);
+    expect(decision.parts).toEqual([
+      { type: "file", ref: "file-1", kind: "photo", mediaType: "image/jpeg", sizeBytes: 0 },
+    ]);
   });
 });
 
@@ -146,7 +148,7 @@ describe("decideIngress: what an admitted message carries", () => {
     if (decision.kind !== "admit") throw new Error(`expected admit, got ${decision.kind}`);
     expect(decision.parts).toEqual([
       { type: "text", text: "look at this" },
-      { type: "file", ref: "doc-9", name: "report.pdf" },
+      { type: "file", ref: "doc-9", kind: "file", name: "report.pdf" },
     ]);
     expect(decision.context).toEqual({
       channel: "telegram",

@@ -293,6 +293,43 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "prepared input parts are saved on the run's own input, fenced, and refused for another message",
+      withStore(async (store) => {
+        const file = { type: "file" as const, ref: "tg-file-1", kind: "photo" as const, sizeBytes: 10 };
+        const a = await store.admit(
+          admitRequest("c", "a", { parts: [{ type: "text", text: "look" }, file] }),
+        );
+        const other = await store.admit(admitRequest("c", "b"));
+        const first = await store.acquireRun({ runId: a.runId, owner: "w1", nowMs: T0, leaseMs: 100 });
+        const prepared = [
+          { type: "text" as const, text: "look" },
+          {
+            ...file,
+            mediaType: "image/png",
+            prepared: {
+              status: "fetched" as const,
+              blobId: "a".repeat(64),
+              mediaType: "image/png",
+              sizeBytes: 9,
+            },
+          },
+        ];
+        const eventsBefore = (await store.readEvents("c", 0, 100)).length;
+        await store.saveInputParts(first!.fence, a.inputMessageId, prepared);
+        expect((await store.loadPromptContext(a.runId, { maxTurns: 10 })).inputs[0]?.parts).toEqual(prepared);
+        expect((await store.readEvents("c", 0, 100)).length).toBe(eventsBefore);
+        await expect(store.saveInputParts(first!.fence, other.inputMessageId, [])).rejects.toMatchObject({
+          code: "not_found",
+        });
+        await store.acquireRun({ runId: a.runId, owner: "w2", nowMs: T0 + 200, leaseMs: 100 });
+        await expect(store.saveInputParts(first!.fence, a.inputMessageId, [])).rejects.toMatchObject({
+          code: "fence_lost",
+        });
+        expect((await store.loadPromptContext(a.runId, { maxTurns: 10 })).inputs[0]?.parts).toEqual(prepared);
+      }),
+    );
+
+    test(
       "terminal race: only one commit wins",
       withStore(async (store) => {
         const a = await store.admit(admitRequest("c", "a"));

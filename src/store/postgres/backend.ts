@@ -1,6 +1,7 @@
 import { SQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { StoreBackend } from "../backend.ts";
+import { PostgresBlobStore } from "./blobs.ts";
 import { type GatewayLock, takeGatewayLock } from "./gateway-lock.ts";
 import { storeGauges } from "./metrics.ts";
 import { createPostgresOperatorQueries } from "./operator-queries.ts";
@@ -41,6 +42,7 @@ export async function openPostgresBackend(
     );
   }
   const schedules = createPostgresScheduleRepository(sql);
+  const blobs = new PostgresBlobStore(sql);
   return {
     engine: "postgres",
     location,
@@ -48,8 +50,11 @@ export async function openPostgresBackend(
     outbox: new PostgresOutboxRepository(sql),
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),
+    blobs,
     async becomeActiveGateway(gateway) {
       lock ??= await takeGatewayLock(sql, location, gateway);
+      // A put in flight on a dead gateway stopped long before this one took over.
+      await blobs.sweepStaging(60_000);
     },
     gauges: () => storeGauges(sql),
     async ping() {

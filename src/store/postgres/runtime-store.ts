@@ -26,7 +26,7 @@ import type {
   TerminalResult,
   ToolOutputSlice,
 } from "../../runtime/store.ts";
-import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -39,6 +39,7 @@ import {
   type EventBody,
   mayAbsorb,
   nextRunnable,
+  notAnInput,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -429,6 +430,14 @@ export class PostgresRuntimeStore implements RuntimeStore {
         char_length(text)::int AS total
       FROM tool_outputs WHERE ref = ${ref} AND conversation_id = ${conversationId}`;
     return row ? { toolName: row.tool_name, text: row.text, totalChars: Number(row.total) } : null;
+  }
+
+  saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void> {
+    return this.write(async (tx) => {
+      const run = await this.fenced(tx, fence);
+      if (!run.inputMessageIds.includes(messageId)) throw notAnInput(messageId, run.id);
+      await tx.sql`UPDATE messages SET parts = ${JSON.stringify(parts)} WHERE id = ${messageId} AND role = 'user'`;
+    });
   }
 
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {

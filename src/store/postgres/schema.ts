@@ -147,6 +147,27 @@ CREATE INDEX tool_outputs_by_conversation ON tool_outputs (conversation_id);
 `;
 
 /**
+ * Migration 6: media blobs, content-addressed (sha256 hex), stored as 1 MiB chunks so a put
+ * streams and a standby on another host has the files. A put writes its chunks under a staging
+ * id, then renames them to the blob id in one transaction; staging rows a crash left behind are
+ * swept at start. SQLite keeps blobs in a directory instead (no SQLite migration).
+ */
+const BLOBS_SCHEMA_SQL = `
+CREATE TABLE blobs (
+  id TEXT PRIMARY KEY,
+  size_bytes BIGINT NOT NULL,
+  created_at_ms BIGINT NOT NULL
+);
+CREATE TABLE blob_chunks (
+  blob_id TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  data BYTEA NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  PRIMARY KEY (blob_id, idx)
+);
+`;
+
+/**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
  */
@@ -158,6 +179,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
   { version: 6, name: "schedule-chat-keys", sql: SCHEDULE_CHAT_KEYS_SQL },
   { version: 7, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
+  { version: 8, name: "blobs", sql: BLOBS_SCHEMA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

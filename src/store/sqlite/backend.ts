@@ -1,4 +1,6 @@
+import { dirname, join } from "node:path";
 import type { StoreBackend } from "../backend.ts";
+import { DirectoryBlobStore } from "../blob-directory.ts";
 import { watchExternalCommits } from "./external-commits.ts";
 import { claimGatewayFile, type GatewayClaim } from "./gateway-claim.ts";
 import { openSqliteStores } from "./index.ts";
@@ -8,8 +10,10 @@ import { storeGauges } from "./metrics.ts";
 const EXTERNAL_COMMIT_CHECK_MS = 1000;
 
 /** The embedded default: one SQLite file (created and migrated as needed) for one gateway process. */
-export function openSqliteBackend(path: string): StoreBackend {
+/** `blobDir`: where media blobs live; default `blobs/` beside the database file. */
+export function openSqliteBackend(path: string, blobDir?: string): StoreBackend {
   const stores = openSqliteStores(path);
+  const blobs = new DirectoryBlobStore(blobDir ?? join(dirname(path), "blobs"));
   const { db } = stores;
   let claim: GatewayClaim | null = null;
   return {
@@ -19,9 +23,12 @@ export function openSqliteBackend(path: string): StoreBackend {
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,
+    blobs,
     // A standby needs PostgreSQL (the configuration refuses it here), so a claimed file refuses.
     becomeActiveGateway: async () => {
       claim ??= await claimGatewayFile(db, path);
+      // Only the active gateway puts blobs, so a temp file now is one a dead process left.
+      await blobs.sweepTemp();
     },
     gauges: async () => storeGauges(db),
     ping: async () => {

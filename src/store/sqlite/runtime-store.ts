@@ -26,7 +26,7 @@ import type {
   TerminalResult,
   ToolOutputSlice,
 } from "../../runtime/store.ts";
-import type { MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
 import { type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -39,6 +39,7 @@ import {
   type EventBody,
   mayAbsorb,
   nextRunnable,
+  notAnInput,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -472,6 +473,16 @@ export class SqliteRuntimeStore implements RuntimeStore {
         total: number;
       } | null;
       return row ? { toolName: row.tool_name, text: row.text, totalChars: row.total } : null;
+    });
+  }
+
+  saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void> {
+    return this.write(() => {
+      const run = this.fenced(fence);
+      if (!run.inputMessageIds.includes(messageId)) throw notAnInput(messageId, run.id);
+      this.db
+        .query("UPDATE messages SET parts = ? WHERE id = ? AND role = 'user'")
+        .run(JSON.stringify(parts), messageId);
     });
   }
 

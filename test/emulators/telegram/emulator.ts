@@ -15,6 +15,7 @@ import {
 import { type ChatState, ChatStore, type VisibleMessage } from "./chats.ts";
 import { handleControlRequest } from "./control.ts";
 import { type Fault, FaultPlan } from "./faults.ts";
+import { EmulatedFiles } from "./files.ts";
 import {
   preciseNow,
   type RateLimitConfig,
@@ -58,6 +59,8 @@ export type IncomingSpec = Omit<MessageSpec, "messageId"> & { messageId?: number
 export const DEFAULT_TOKEN = "123456789:AAEmulatorTokenForTests_abcdefghijk";
 
 export class TelegramEmulator {
+  /** Files getFile describes and /file/bot<token>/… serves; tests add them. */
+  readonly files = new EmulatedFiles();
   readonly token: string;
   readonly bot: User;
   readonly calls: ApiCall[] = [];
@@ -310,6 +313,12 @@ export class TelegramEmulator {
   private async route(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname.startsWith("/__control/")) return await handleControlRequest(this, request, url);
+    const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
+    if (download) {
+      if (download[1] !== this.token)
+        return json({ ok: false, error_code: 401, description: "Unauthorized" }, 401);
+      return this.files.serve(download[2] ?? "");
+    }
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(url.pathname);
     if (!match) return json(apiNotFound(), 404);
     const [, token, method = ""] = match;
@@ -323,6 +332,7 @@ export class TelegramEmulator {
     this.calls.push(call);
     if (token !== this.token)
       return this.answer(call, { ok: false, error_code: 401, description: "Unauthorized" });
+    if (method === "getFile") return this.answer(call, this.files.getFile(params));
     if (!this.api.has(method)) return this.answer(call, apiNotFound());
 
     const fault = this.faults.take(method);

@@ -37,6 +37,10 @@ export interface FakeLlmServer {
   addRules(rules: FakeLlmRule[]): void;
   /** A copy of the request log since the last reset. */
   requests(): FakeLlmRequest[];
+  /** Audio files posted to `/v1/audio/transcriptions`, oldest first. */
+  transcriptions(): Array<{ model: string; filename: string; bytes: Uint8Array }>;
+  /** What `/v1/audio/transcriptions` answers next (default "a transcript of N bytes"); a status fails it. */
+  setTranscription(answer: { text: string } | { status: number }): void;
   /** The logged requests whose last user message contains `text`. */
   requestsContaining(text: string): FakeLlmRequest[];
   reset(): void;
@@ -144,6 +148,20 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
     return Response.json({ error: `no control route ${httpRequest.method} ${path}` }, { status: 404 });
   };
 
+  let transcriptionLog: Array<{ model: string; filename: string; bytes: Uint8Array }> = [];
+  let transcriptionAnswer: { text: string } | { status: number } | null = null;
+  const handleTranscription = async (httpRequest: Request): Promise<Response> => {
+    const form = await httpRequest.formData();
+    const file = form.get("file");
+    if (!(file instanceof Blob))
+      return Response.json({ error: { message: "file is required" } }, { status: 400 });
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    transcriptionLog.push({ model: String(form.get("model")), filename: (file as File).name ?? "", bytes });
+    const answer = transcriptionAnswer ?? { text: `a transcript of ${bytes.byteLength} bytes` };
+    if ("status" in answer) return Response.json({ error: { message: "fault" } }, { status: answer.status });
+    return Response.json({ text: answer.text, duration: 1.5 });
+  };
+
   const http = Bun.serve({
     hostname: "127.0.0.1",
     port: options.port ?? 0,
@@ -153,6 +171,8 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
       if (path.startsWith("/__control/")) return handleControl(httpRequest, path);
       if (httpRequest.method === "POST" && COMPLETION_PATHS.has(path))
         return handleCompletion(httpRequest, path);
+      if (httpRequest.method === "POST" && path === "/v1/audio/transcriptions")
+        return handleTranscription(httpRequest);
       return Response.json({ error: { message: `no route ${httpRequest.method} ${path}` } }, { status: 404 });
     },
   });
@@ -169,10 +189,16 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
       rules.push(...parseRules(next).map((rule) => ({ rule, used: 0 })));
     },
     requests: () => structuredClone(log),
+    transcriptions: () => [...transcriptionLog],
+    setTranscription(answer) {
+      transcriptionAnswer = answer;
+    },
     requestsContaining: (text) => structuredClone(log.filter((r) => r.lastUserText.includes(text))),
     reset() {
       rules = initialRules.map((rule) => ({ rule, used: 0 }));
       log = [];
+      transcriptionLog = [];
+      transcriptionAnswer = null;
     },
     async stop() {
       shutdown.abort(new Error("fake LLM server stopped"));

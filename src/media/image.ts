@@ -1,0 +1,48 @@
+import sharp from "sharp";
+
+/** Longest side of an image the model is shown. */
+export const MAX_IMAGE_SIDE = 2048;
+/** Decoding refuses images with more pixels than this (decompression bombs): 8K by 6K. */
+export const MAX_INPUT_PIXELS = 50_000_000;
+
+export interface ScaledImage {
+  bytes: Uint8Array;
+  mediaType: "image/jpeg" | "image/png";
+  width: number;
+  height: number;
+}
+
+/**
+ * The image as the model sees it: oriented, at most MAX_IMAGE_SIDE on its long side, re-encoded
+ * (PNG when it has transparency, else JPEG). Throws on a corrupt or truncated image and on one
+ * over MAX_INPUT_PIXELS, before decoding its pixels.
+ */
+export async function scaleForModel(
+  input: Uint8Array,
+  maxInputPixels = MAX_INPUT_PIXELS,
+): Promise<ScaledImage> {
+  const image = sharp(input, { limitInputPixels: maxInputPixels, failOn: "error" });
+  const tooMany = `the image has more than the ${maxInputPixels} pixels allowed`;
+  const meta = await image.metadata().catch((error: unknown) => {
+    // sharp reads the header only, and refuses a pixel bomb from it.
+    throw /pixel limit/i.test(String(error)) ? new Error(tooMany) : error;
+  });
+  if (meta.width === undefined || meta.height === undefined) throw new Error("the image has no dimensions");
+  if (meta.width * meta.height > maxInputPixels) {
+    throw new Error(
+      `the image is ${meta.width}×${meta.height} pixels, more than the ${maxInputPixels} pixels allowed`,
+    );
+  }
+  const pipeline = image
+    .autoOrient()
+    .resize({ width: MAX_IMAGE_SIDE, height: MAX_IMAGE_SIDE, fit: "inside", withoutEnlargement: true });
+  const { data, info } = meta.hasAlpha
+    ? await pipeline.png().toBuffer({ resolveWithObject: true })
+    : await pipeline.jpeg({ quality: 85, mozjpeg: true }).toBuffer({ resolveWithObject: true });
+  return {
+    bytes: new Uint8Array(data),
+    mediaType: meta.hasAlpha ? "image/png" : "image/jpeg",
+    width: info.width,
+    height: info.height,
+  };
+}

@@ -1,0 +1,215 @@
+/**
+ * Media end to end through a real gateway process, the Telegram emulator (getFile and file
+ * downloads) and the fake model server (chat completions and audio transcriptions).
+ */
+import { expect, test } from "bun:test";
+import sharp from "sharp";
+import { scaleForModel } from "../../src/media/image.ts";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
+
+const fixture = useE2eFixture("switchboard-e2e-media-", startTelegramEmulator);
+const { llm, platform: telegram } = fixture;
+
+function env(
+  dbFile: string,
+  extra: Record<string, string> = {},
+  allowed: number[] = [],
+): Record<string, string> {
+  return telegramGatewayEnv(fixture, {
+    allowed,
+    dbFile,
+    extra: { SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1", ...extra },
+  });
+}
+
+let shared: GatewayProcess | null = null;
+const people = [user(2001, "Photo"), user(2002, "Voice"), user(2003, "Big"), user(2004, "Broken")];
+async function sharedGateway(): Promise<GatewayProcess> {
+  shared ??= await fixture.startGateway(
+    env(
+      "shared.sqlite",
+      {},
+      people.map((p) => p.id),
+    ),
+    GATEWAY_START_TIMEOUT_MS,
+  );
+  return shared;
+}
+
+/** The parts of the user message whose text includes `marker`, as the model server received them. */
+function userParts(requests: FakeLlmRequest[], marker: string): Array<Record<string, unknown>> {
+  for (const request of requests) {
+    for (const message of request.messages) {
+      if (message.role !== "user" || !Array.isArray(message.content)) continue;
+      if (message.content.some((p) => p.type === "text" && p.text?.includes(marker))) {
+        return message.content as Array<Record<string, unknown>>;
+      }
+    }
+  }
+  return [];
+}
+
+test("a photo reaches the model as an image part whose bytes are the scaled original", async () => {
+  await sharedGateway();
+  const alice = people[0]!;
+  const original = await sharp({
+    create: { width: 3000, height: 1800, channels: 3, background: { r: 200, g: 60, b: 30 } },
+  })
+    .jpeg()
+    .toBuffer();
+  telegram.files.add("photo-a-2", new Uint8Array(original));
+  telegram.incoming({
+    chat: privateChat(alice),
+    from: alice,
+    caption: "what colour is this photo",
+    media: {
+      kind: "photo",
+      fileId: "photo-a",
+      sizes: [
+        { width: 90, height: 54, fileSize: 900 },
+        { width: 320, height: 192, fileSize: 9_000 },
+        { width: 3000, height: 1800, fileSize: original.byteLength },
+      ],
+    },
+  });
+  await telegram.waitForMessage(alice.id, (m) => m.fromBot && m.visibleText.includes("echo:"), 30_000);
+  const parts = userParts(llm.requests(), "what colour is this photo");
+  const image = parts.find((p) => p.type === "image_url") as { image_url: { url: string } } | undefined;
+  expect(image).toBeDefined();
+  const [prefix, data] = image!.image_url.url.split(",");
+  expect(prefix).toBe("data:image/jpeg;base64");
+  const sent = new Uint8Array(Buffer.from(data!, "base64"));
+  const expected = await scaleForModel(new Uint8Array(original));
+  expect(sent).toEqual(new Uint8Array(expected.bytes));
+  const meta = await sharp(sent).metadata();
+  expect([meta.width, meta.height]).toEqual([2048, 1229]);
+  expect(telegram.files.downloads("photo-a-2")).toEqual({ started: 1, completed: 1 });
+}, 60_000);
+
+/** An Ogg Opus header: enough for the type to be sniffed as audio/ogg. */
+function oggOpus(bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  out.set(new TextEncoder().encode("OggS"), 0);
+  out[4] = 0;
+  out[5] = 2;
+  out.set(new TextEncoder().encode("OpusHead"), 28);
+  return out;
+}
+
+test("a voice note goes through the transcription server and its transcript is in the prompt", async () => {
+  await sharedGateway();
+  const bob = people[1]!;
+  llm.setTranscription({ text: "remind me to water the plants" });
+  const voice = oggOpus(6_000);
+  telegram.files.add("voice-b", voice);
+  telegram.incoming({
+    chat: privateChat(bob),
+    from: bob,
+    media: { kind: "voice", fileId: "voice-b", durationSeconds: 2, fileSize: voice.byteLength },
+  });
+  await telegram.waitForMessage(bob.id, (m) => m.fromBot && m.visibleText.includes("echo:"), 30_000);
+  const heard = llm.transcriptions().find((t) => t.bytes.byteLength === voice.byteLength);
+  expect(heard?.model).toBe("whisper-1");
+  expect(heard?.bytes).toEqual(voice);
+  const prompt = llm.requests().find((r) => r.lastUserText.includes("remind me to water the plants"));
+  expect(prompt?.lastUserText).toContain("[voice transcript of");
+}, 60_000);
+
+test("a file over the limit is refused before any download, and the user is told the limit", async () => {
+  await sharedGateway();
+  const carol = people[2]!;
+  telegram.files.add("big-c", new Uint8Array(1000));
+  telegram.incoming({
+    chat: privateChat(carol),
+    from: carol,
+    caption: "read this huge file",
+    media: {
+      kind: "document",
+      fileId: "big-c",
+      fileName: "huge.bin",
+      mimeType: "application/octet-stream",
+      fileSize: 30 * 1024 * 1024,
+    },
+  });
+  const reply = await telegram.waitForMessage(
+    carol.id,
+    (m) => m.fromBot && m.visibleText.includes("limit per file"),
+    30_000,
+  );
+  expect(reply.visibleText).toContain('"huge.bin" is larger than the 20 MB limit per file');
+  expect(telegram.callsOf("getFile").filter((c) => c.params.file_id === "big-c")).toEqual([]);
+  expect(telegram.files.downloads("big-c").started).toBe(0);
+  const prompt = llm.requests().find((r) => r.lastUserText.includes("read this huge file"));
+  expect(prompt?.lastUserText).toContain("larger than the 20 MB limit");
+}, 60_000);
+
+test("a download answering 404 is not retried; the model and the user are told it could not be fetched", async () => {
+  await sharedGateway();
+  const dan = people[3]!;
+  telegram.files.add("gone-d", new Uint8Array(500), { status: 404 });
+  telegram.incoming({
+    chat: privateChat(dan),
+    from: dan,
+    caption: "here is my notes file",
+    media: {
+      kind: "document",
+      fileId: "gone-d",
+      fileName: "notes.txt",
+      mimeType: "text/plain",
+      fileSize: 500,
+    },
+  });
+  const reply = await telegram.waitForMessage(
+    dan.id,
+    (m) => m.fromBot && m.visibleText.includes("could not be fetched"),
+    30_000,
+  );
+  expect(reply.visibleText).toContain(
+    '"notes.txt" could not be fetched (Telegram file download answered HTTP 404)',
+  );
+  expect(telegram.files.downloads("gone-d").started).toBe(1);
+}, 60_000);
+
+test("SIGKILL during a download: after the restart the file is fetched again and answered once", async () => {
+  const erin = user(2010, "Erin");
+  const text = "first line of the report\n".repeat(24_000);
+  const bytes = new TextEncoder().encode(text);
+  telegram.files.add("slow-e", bytes, { trickle: { chunkBytes: 20_000, chunkDelayMs: 150 }, times: 1 });
+  llm.addRules([
+    {
+      match: { lastUserContains: "summarise report.txt" },
+      reply: { kind: "text", text: "Report summarised." },
+    },
+  ]);
+  const first = await fixture.startGateway(env("crash.sqlite", {}, [erin.id]), GATEWAY_START_TIMEOUT_MS);
+  telegram.incoming({
+    chat: privateChat(erin),
+    from: erin,
+    caption: "summarise report.txt",
+    media: {
+      kind: "document",
+      fileId: "slow-e",
+      fileName: "report.txt",
+      mimeType: "text/plain",
+      fileSize: bytes.byteLength,
+    },
+  });
+  await eventually(() => telegram.files.downloads("slow-e").started === 1, 20_000, "the download to begin");
+  await first.kill("SIGKILL");
+  expect(telegram.files.downloads("slow-e").completed).toBe(0);
+  await fixture.startGateway(env("crash.sqlite", {}, [erin.id]), GATEWAY_START_TIMEOUT_MS);
+  await telegram.waitForMessage(
+    erin.id,
+    (m) => m.fromBot && m.visibleText.includes("Report summarised."),
+    40_000,
+  );
+  await Bun.sleep(1500);
+  expect(telegram.files.downloads("slow-e")).toEqual({ started: 2, completed: 1 });
+  expect(telegram.messages(erin.id).filter((m) => m.fromBot)).toHaveLength(1);
+  const prompts = llm.requests().filter((r) => r.lastUserText.includes("summarise report.txt"));
+  expect(prompts.length).toBe(1);
+  expect(prompts[0]?.lastUserText).toContain("first line of the report");
+}, 120_000);
