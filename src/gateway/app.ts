@@ -2,6 +2,10 @@ import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { createScheduleTools } from "../../schedules/tools.ts";
+import { AgentDirectories } from "../agent/directories.ts";
+import type { AgentFiles } from "../agent/files.ts";
+import { agentFilesSummary } from "../agent/prompt.ts";
+import { AGENT_FILE_TOOL_NAMES, createAgentFileTools } from "../agent/tools.ts";
 import { SwitchboardError } from "../errors.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { toUsage } from "../models/usage.ts";
@@ -16,7 +20,7 @@ import type { Logger } from "../util/log.ts";
 import { ChannelStarter } from "./channel-starter.ts";
 import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
-import { type GatewayConfig, surfacePolicy } from "./config.ts";
+import { agentDirsOf, type GatewayConfig, surfacePolicy } from "./config.ts";
 import { type RunContext, readRunContext } from "./context.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import type { ReadinessCheck } from "./http/types.ts";
@@ -32,6 +36,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** Extra adapters (the web channel; tests). Keyed by channel, replacing configured ones. */
   extraAdapters?: ChannelAdapter[];
+  /** How often agent directories are checked for changed files (ms); 0: only on SIGHUP. */
+  agentPollMs?: number;
 }
 
 export interface Gateway {
@@ -44,6 +50,8 @@ export interface Gateway {
   readonly metrics: Metrics;
   readonly ingress: ReturnType<typeof createIngress>;
   readonly mcp: McpTools;
+  /** The agent directories (instructions, skills, resources); `reload` on SIGHUP. */
+  readonly agents: AgentDirectories;
   /** Recovers, then starts delivery, channels and schedules. */
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
@@ -72,11 +80,27 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
 
   let schedules: ScheduleService | null = null;
+  const agents = new AgentDirectories(agentDirsOf(config), {
+    logger: logger.child({ component: "agent" }),
+    ...(deps.agentPollMs === undefined ? {} : { pollMs: deps.agentPollMs }),
+  });
+  /** The generation new runs on a surface with `agentDir` (undefined: the default) are pinned to. */
+  const agentFor = (agentDir: string | undefined): RunContext["agent"] => {
+    const files = agents.current(agentDir ?? config.agentDir);
+    return files.exists ? { dir: files.root, version: files.version } : undefined;
+  };
+  /** The generation a run uses: the one it was pinned to at admission, else its surface's current one. */
+  const agentFilesOf = (context: RunContext | null, runId?: string): AgentFiles => {
+    if (context?.agent && agents.roots.includes(context.agent.dir))
+      return agents.pinned(context.agent.dir, context.agent.version, runId);
+    const dir = context ? surfacePolicy(config.file, context.channel, context.surface).agentDir : undefined;
+    return agents.current(dir ?? config.agentDir);
+  };
   const mcp = new McpTools({
     servers: config.file.mcpServers,
     env: config.mcpEnv,
     logger: logger.child({ component: "mcp" }),
-    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH]),
+    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, ...AGENT_FILE_TOOL_NAMES]),
   });
   const runtime = new Runtime({
     store: stores.runtime,
@@ -95,14 +119,25 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
             compaction: { afterTurns: 60, keepTurns: 30, summarize: modelSummarizer(registry.chain[0]) },
           },
         }),
-    instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
-    // schedule_list and web_fetch only read; the MCP tools a server's config lists as idempotent.
-    idempotent: (name) => name === "schedule_list" || name === WEB_FETCH || mcp.isIdempotent(name),
+    instructions: ({ context, nowMs }) => {
+      const run = readRunContext(context);
+      return instructionsFor(config, run, nowMs, agentFilesOf(run));
+    },
+    // schedule_list, web_fetch and the agent file tools only read; the MCP tools a server's config
+    // lists as idempotent.
+    idempotent: (name) =>
+      name === "schedule_list" ||
+      name === WEB_FETCH ||
+      (AGENT_FILE_TOOL_NAMES as readonly string[]).includes(name) ||
+      mcp.isIdempotent(name),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
+      const files = agentFilesOf(context, ctx.runId);
+      logger.debug("run.agent_files", { runId: ctx.runId, root: files.root, version: files.version });
       return {
         ...mcp.toolSet().tools,
+        ...createAgentFileTools(files),
         ...(config.webFetch.enabled
           ? createWebFetchTool({ allowPrivate: config.webFetch.allowPrivate })
           : {}),
@@ -151,6 +186,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         principal: { id: `schedule:${request.schedule.id}` },
         origin: "schedule",
       };
+      const agent = agentFor(surfacePolicy(config.file, context.channel, context.surface).agentDir);
+      if (agent) context.agent = agent;
       const admission = await runtime.submit({
         conversationId: request.schedule.conversationId,
         idempotencyKey: request.idempotencyKey,
@@ -183,6 +220,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     timeline,
     clock,
     logger: logger.child({ component: "ingress" }),
+    agentFor,
   });
 
   let unwire: (() => void) | null = null;
@@ -225,7 +263,9 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     metrics,
     ingress,
     mcp,
+    agents,
     async start() {
+      agents.start();
       // Before recovery: a resumed run may call these tools. A server that fails stays down and
       // retries; only colliding tool names (a configuration error) stop the start.
       await mcp.start();
@@ -254,6 +294,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     async stop(options = {}) {
       const graceMs = options.graceMs ?? config.shutdownGraceMs;
       accepting = false;
+      agents.stop();
       channels.stop();
       externalCommits?.stop();
       await schedules.stop();
@@ -343,12 +384,27 @@ function localTimeFormat(timeZone: string): Intl.DateTimeFormat {
   return format;
 }
 
-/** The system prompt: configured instructions, the surface's additions, and where and when we are. */
-export function instructionsFor(config: GatewayConfig, context: RunContext | null, nowMs: number): string {
-  const parts = [config.instructions];
+/**
+ * The system prompt: the instructions (SWITCHBOARD_INSTRUCTIONS or the config file, else the agent
+ * directory's INSTRUCTIONS.md, else the default), the surface's additions, the skills and
+ * resources summary, and where and when we are.
+ */
+export function instructionsFor(
+  config: GatewayConfig,
+  context: RunContext | null,
+  nowMs: number,
+  files?: AgentFiles,
+): string {
+  const parts = [
+    config.instructionsSource === "default" && files?.instructions ? files.instructions : config.instructions,
+  ];
   if (context) {
     const policy = surfacePolicy(config.file, context.channel, context.surface);
     if (policy.instructions) parts.push(policy.instructions);
+  }
+  const summary = files ? agentFilesSummary(files) : "";
+  if (summary) parts.push(summary);
+  if (context) {
     const where =
       context.surface === "dm"
         ? "a direct conversation"

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../channels/types.ts";
@@ -20,6 +20,8 @@ export interface SurfacePolicy {
   nativeStreaming: boolean;
   /** Appended to the agent's instructions on this surface. */
   instructions?: string;
+  /** This surface's agent directory (absolute), instead of SWITCHBOARD_AGENT_DIR. */
+  agentDir?: string;
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
@@ -36,6 +38,8 @@ const surfaceOverride = z
     requireMention: z.boolean().optional(),
     nativeStreaming: z.boolean().optional(),
     instructions: z.string().max(20_000).optional(),
+    /** An agent directory for this surface (relative to the config file), e.g. a support persona. */
+    agentDir: z.string().min(1).optional(),
   })
   .strict();
 
@@ -125,6 +129,16 @@ export interface GatewayConfig {
   operatorToken: string | null;
   timezone: string;
   instructions: string;
+  /**
+   * Where `instructions` came from: SWITCHBOARD_INSTRUCTIONS or the config file win over the agent
+   * directory's INSTRUCTIONS.md; only `default` instructions give way to it.
+   */
+  instructionsSource: "env" | "config" | "default";
+  /**
+   * SWITCHBOARD_AGENT_DIR (absolute; default ./agent): INSTRUCTIONS.md, skills/ and resources/.
+   * A missing default directory means none (today's behaviour).
+   */
+  agentDir: string;
   shutdownGraceMs: number;
   /** How long an ambiguous reply holds back its chat's later replies; Infinity: until an operator decides. */
   ambiguousHoldMs: number;
@@ -439,7 +453,13 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     );
   }
   const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
+  const agentDir = parseAgentDirs(env, file, baseDir);
   let instructions = nonEmpty(env, "SWITCHBOARD_INSTRUCTIONS") ?? file.instructions;
+  const instructionsSource = nonEmpty(env, "SWITCHBOARD_INSTRUCTIONS")
+    ? "env"
+    : file.instructions || file.instructionsFile
+      ? "config"
+      : "default";
   if (!instructions && file.instructionsFile) {
     const path = resolve(baseDir, file.instructionsFile);
     if (!existsSync(path))
@@ -541,6 +561,8 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     operatorToken,
     timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
     instructions: instructions ?? DEFAULT_INSTRUCTIONS,
+    instructionsSource,
+    agentDir,
     shutdownGraceMs,
     ambiguousHoldMs,
     file,
@@ -563,6 +585,48 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
       OPENAI_COMPATIBLE_API_KEY: env.OPENAI_COMPATIBLE_API_KEY,
     },
   };
+}
+
+/**
+ * SWITCHBOARD_AGENT_DIR, and each surface's `agentDir` made absolute (relative to the config file).
+ * A directory named explicitly must exist; the default ./agent may be absent.
+ */
+function parseAgentDirs(env: Record<string, string | undefined>, file: FileConfig, baseDir: string): string {
+  const explicit = nonEmpty(env, "SWITCHBOARD_AGENT_DIR");
+  const agentDir = resolve(explicit ?? "./agent");
+  if (explicit !== undefined && !isDirectory(agentDir))
+    fail(
+      "SWITCHBOARD_AGENT_DIR",
+      `points at ${agentDir}, which is not a directory (create it, or unset the variable to use ./agent when it exists)`,
+      "SWITCHBOARD_AGENT_DIR=./agent",
+    );
+  for (const [key, surface] of Object.entries(file.surfaces)) {
+    if (surface.agentDir === undefined) continue;
+    const dir = resolve(baseDir, surface.agentDir);
+    if (!isDirectory(dir))
+      fail(
+        "SWITCHBOARD_CONFIG",
+        `gives surface ${key} the agentDir ${dir}, which is not a directory`,
+        `"surfaces": {"${key}": {"agentDir": "./agents/support"}}`,
+      );
+    surface.agentDir = dir;
+  }
+  return agentDir;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Every agent directory the configuration names: the default one and the surfaces' own. */
+export function agentDirsOf(config: Pick<GatewayConfig, "agentDir" | "file">): string[] {
+  const dirs = new Set([config.agentDir]);
+  for (const surface of Object.values(config.file.surfaces)) if (surface.agentDir) dirs.add(surface.agentDir);
+  return [...dirs];
 }
 
 /** Who may use the web chat, for the HTTP server. */
@@ -617,6 +681,7 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
       delivery: o.delivery ?? policy.delivery,
       requireMention: o.requireMention ?? policy.requireMention,
       nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
+      ...((o.agentDir ?? policy.agentDir) ? { agentDir: o.agentDir ?? policy.agentDir } : {}),
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),
