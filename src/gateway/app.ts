@@ -11,6 +11,8 @@ import { createModelRegistry } from "../models/registry.ts";
 import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
+import { stateBlock } from "../state/slots.ts";
+import { createStateTools, STATE_TOOL_NAMES } from "../state/tools.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
 import { createWebFetchTool, WEB_FETCH } from "../tools/web/tool.ts";
@@ -100,7 +102,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     servers: config.file.mcpServers,
     env: config.mcpEnv,
     logger: logger.child({ component: "mcp" }),
-    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, ...AGENT_FILE_TOOL_NAMES]),
+    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, ...AGENT_FILE_TOOL_NAMES, ...STATE_TOOL_NAMES]),
   });
   const runtime = new Runtime({
     store: stores.runtime,
@@ -119,9 +121,11 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
             compaction: { afterTurns: 60, keepTurns: 30, summarize: modelSummarizer(registry.chain[0]) },
           },
         }),
-    instructions: ({ context, nowMs }) => {
+    instructions: async ({ conversationId, context, nowMs }) => {
       const run = readRunContext(context);
-      return instructionsFor(config, run, nowMs, agentFilesOf(run));
+      const state = stateBlock(await stores.state.loadState(conversationId));
+      const instructions = instructionsFor(config, run, nowMs, agentFilesOf(run));
+      return state ? `${instructions}\n\n${state}` : instructions;
     },
     // schedule_list, web_fetch and the agent file tools only read; the MCP tools a server's config
     // lists as idempotent.
@@ -129,6 +133,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       name === "schedule_list" ||
       name === WEB_FETCH ||
       (AGENT_FILE_TOOL_NAMES as readonly string[]).includes(name) ||
+      // Each saves a whole value: run again, it leaves the same state (a stale expectedVersion is refused).
+      (STATE_TOOL_NAMES as readonly string[]).includes(name) ||
       mcp.isIdempotent(name),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
@@ -138,6 +144,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return {
         ...mcp.toolSet().tools,
         ...createAgentFileTools(files),
+        ...createStateTools({
+          store: stores.state,
+          conversationId: ctx.conversationId,
+          runId: ctx.runId,
+          fence: ctx.assertOwned,
+          now: () => clock.now(),
+        }),
         ...(config.webFetch.enabled
           ? createWebFetchTool({ allowPrivate: config.webFetch.allowPrivate })
           : {}),
@@ -204,6 +217,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const commands = createChatCommands({
     runtime,
     store: stores.runtime,
+    state: stores.state,
     outbox: stores.outbox,
     schedules,
     defaultTimezone: config.timezone,

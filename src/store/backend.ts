@@ -3,6 +3,7 @@ import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
+import type { StateStore } from "../state/store.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
 export interface StoreGauges {
@@ -38,6 +39,8 @@ export interface StoreBackend {
   /** Where the data lives, for logs: a file path, or a URL without its password. */
   readonly location: string;
   readonly runtime: RuntimeStore;
+  /** Goal and todo slots per conversation (the runtime store's own transactions and ledger). */
+  readonly state: StateStore;
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;

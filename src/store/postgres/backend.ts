@@ -41,10 +41,12 @@ export async function openPostgresBackend(
     );
   }
   const schedules = createPostgresScheduleRepository(sql);
+  const runtime = new PostgresRuntimeStore(sql);
   return {
     engine: "postgres",
     location,
-    runtime: new PostgresRuntimeStore(sql),
+    runtime,
+    state: runtime,
     outbox: new PostgresOutboxRepository(sql),
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),

@@ -132,6 +132,19 @@ CREATE TABLE conversation_summaries (
 );
 `;
 
+/** Migration 6: per-conversation state slots (goal, todo); SQLite's migration 9. */
+const STATE_SLOTS_SQL = `
+CREATE TABLE conversation_state (
+  conversation_id TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  value TEXT NOT NULL,
+  version BIGINT NOT NULL,
+  actor TEXT NOT NULL,
+  updated_at_ms BIGINT NOT NULL,
+  PRIMARY KEY (conversation_id, slot)
+);
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -142,6 +155,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
   { version: 4, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
   { version: 5, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
+  { version: 6, name: "state-slots", sql: STATE_SLOTS_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -16,6 +16,7 @@ export function openSqliteBackend(path: string): StoreBackend {
     engine: "sqlite",
     location: path,
     runtime: stores.runtime,
+    state: stores.runtime,
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,

@@ -11,6 +11,7 @@ import {
   EVENTS_BY_ROWID_SQL,
   RUNTIME_SCHEMA_SQL,
   SETTINGS_SCHEMA_SQL,
+  STATE_SLOTS_SQL,
   SUMMARIES_SCHEMA_SQL,
 } from "./schema.ts";
 
@@ -24,6 +25,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "admission-columns", sql: ADMISSION_COLUMNS_SQL },
   { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
+  { version: 9, name: "state-slots", sql: STATE_SLOTS_SQL },
 ];
 
 export interface SqliteStores {

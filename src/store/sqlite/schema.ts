@@ -155,3 +155,16 @@ DROP TABLE events;
 ALTER TABLE events_by_rowid RENAME TO events;
 CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
 `;
+
+/** Migration 9: per-conversation state slots (goal, todo), each change also a ledger event. */
+export const STATE_SLOTS_SQL = `
+CREATE TABLE conversation_state (
+  conversation_id TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  value TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  updated_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (conversation_id, slot)
+) WITHOUT ROWID;
+`;
