@@ -3,6 +3,7 @@ import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
+import type { SearchStore } from "../search/store.ts";
 import type { StateStore } from "../state/store.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
@@ -41,6 +42,8 @@ export interface StoreBackend {
   readonly runtime: RuntimeStore;
   /** Goal and todo slots per conversation (the runtime store's own transactions and ledger). */
   readonly state: StateStore;
+  /** History search over every conversation's messages (the index the message writes keep). */
+  readonly search: SearchStore;
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;

@@ -17,6 +17,7 @@ export function openSqliteBackend(path: string): StoreBackend {
     location: path,
     runtime: stores.runtime,
     state: stores.runtime,
+    search: stores.search,
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { OperatorQueries } from "../../operator/queries.ts";
+import type { SearchStore } from "../../search/store.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import { AMBIGUOUS_HOLDS_SQL, OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
@@ -9,11 +10,13 @@ import { createSqliteScheduleRepository } from "./schedules.ts";
 import {
   ADMISSION_COLUMNS_SQL,
   EVENTS_BY_ROWID_SQL,
+  HISTORY_SEARCH_SQL,
   RUNTIME_SCHEMA_SQL,
   SETTINGS_SCHEMA_SQL,
   STATE_SLOTS_SQL,
   SUMMARIES_SCHEMA_SQL,
 } from "./schema.ts";
+import { backfillSearchIndex, createSqliteSearch } from "./search.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -26,6 +29,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
   { version: 9, name: "state-slots", sql: STATE_SLOTS_SQL },
+  { version: 10, name: "history-search", sql: HISTORY_SEARCH_SQL },
 ];
 
 export interface SqliteStores {
@@ -34,12 +38,14 @@ export interface SqliteStores {
   outbox: SqliteOutboxRepository;
   schedules: ReturnType<typeof createSqliteScheduleRepository>;
   operator: OperatorQueries;
+  search: SearchStore;
   close(): void;
 }
 
 /** Opens (creating and migrating as needed) switchboard's database and its repositories. */
 export function openSqliteStores(filename: string, options: { busyTimeoutMs?: number } = {}): SqliteStores {
   const db = openDatabase({ filename, migrations: MIGRATIONS, ...options });
+  backfillSearchIndex(db);
   const schedules = createSqliteScheduleRepository(db);
   return {
     db,
@@ -47,6 +53,7 @@ export function openSqliteStores(filename: string, options: { busyTimeoutMs?: nu
     outbox: new SqliteOutboxRepository(db),
     schedules,
     operator: createSqliteOperatorQueries({ db, schedules }),
+    search: createSqliteSearch(db),
     close: () => db.close(),
   };
 }
