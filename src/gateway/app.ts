@@ -11,6 +11,7 @@ import { createModelRegistry } from "../models/registry.ts";
 import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
+import { createHistoryTools, HISTORY_TOOL_NAMES } from "../search/tools.ts";
 import { stateBlock } from "../state/slots.ts";
 import { createStateTools, STATE_TOOL_NAMES } from "../state/tools.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
@@ -98,11 +99,31 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     const dir = context ? surfacePolicy(config.file, context.channel, context.surface).agentDir : undefined;
     return agents.current(dir ?? config.agentDir);
   };
+  /** history_search and history_read, scoped by the surface's historyScope to the run's user. */
+  const historyTools = (conversationId: string, runId: string, context: RunContext) => {
+    const { historyScope } = surfacePolicy(config.file, context.channel, context.surface);
+    if (historyScope === "off") return {};
+    return createHistoryTools({
+      search: stores.search,
+      conversationId,
+      runId,
+      scope:
+        historyScope === "conversation"
+          ? { kind: "conversation", conversationId }
+          : { kind: "principal", principal: `${context.channel}:${context.principal.id}` },
+    });
+  };
   const mcp = new McpTools({
     servers: config.file.mcpServers,
     env: config.mcpEnv,
     logger: logger.child({ component: "mcp" }),
-    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, ...AGENT_FILE_TOOL_NAMES, ...STATE_TOOL_NAMES]),
+    reserved: new Set([
+      ...SCHEDULE_TOOL_NAMES,
+      WEB_FETCH,
+      ...AGENT_FILE_TOOL_NAMES,
+      ...STATE_TOOL_NAMES,
+      ...HISTORY_TOOL_NAMES,
+    ]),
   });
   const runtime = new Runtime({
     store: stores.runtime,
@@ -135,6 +156,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       (AGENT_FILE_TOOL_NAMES as readonly string[]).includes(name) ||
       // Each saves a whole value: run again, it leaves the same state (a stale expectedVersion is refused).
       (STATE_TOOL_NAMES as readonly string[]).includes(name) ||
+      (HISTORY_TOOL_NAMES as readonly string[]).includes(name) ||
       mcp.isIdempotent(name),
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
@@ -144,6 +166,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       return {
         ...mcp.toolSet().tools,
         ...createAgentFileTools(files),
+        ...historyTools(ctx.conversationId, ctx.runId, context),
         ...createStateTools({
           store: stores.state,
           conversationId: ctx.conversationId,

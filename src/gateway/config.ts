@@ -22,6 +22,11 @@ export interface SurfacePolicy {
   instructions?: string;
   /** This surface's agent directory (absolute), instead of SWITCHBOARD_AGENT_DIR. */
   agentDir?: string;
+  /**
+   * What history_search sees: `user` (the default when absent) the conversations of the same user
+   * on the same platform, `conversation` only the current one, `off` no history tools.
+   */
+  historyScope?: "user" | "conversation" | "off";
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
@@ -40,6 +45,8 @@ const surfaceOverride = z
     instructions: z.string().max(20_000).optional(),
     /** An agent directory for this surface (relative to the config file), e.g. a support persona. */
     agentDir: z.string().min(1).optional(),
+    /** What history_search sees on this surface: user (default), conversation, or off. */
+    historyScope: z.enum(["user", "conversation", "off"]).optional(),
   })
   .strict();
 
@@ -681,6 +688,9 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
       delivery: o.delivery ?? policy.delivery,
       requireMention: o.requireMention ?? policy.requireMention,
       nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
+      ...((o.historyScope ?? policy.historyScope)
+        ? { historyScope: o.historyScope ?? policy.historyScope }
+        : {}),
       ...((o.agentDir ?? policy.agentDir) ? { agentDir: o.agentDir ?? policy.agentDir } : {}),
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
