@@ -45,7 +45,6 @@ const sentence = (n: number) => Array.from({ length: n }, word).join(" ");
 async function submits(n: number, name: string, indexed: boolean): Promise<number> {
   const stores = openSqliteStores(join(dir.path, `${name}.sqlite`));
   if (!indexed) for (const trigger of INDEX_TRIGGERS) stores.db.exec(`DROP TRIGGER ${trigger}`);
-  stores.db.exec();
   const runtime = new Runtime({
     store: stores.runtime,
     models: [{ label: "unused", model: createScriptedModel([]) }],
