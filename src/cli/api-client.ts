@@ -158,6 +158,10 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
           nullOnNotFound: true,
         }),
     },
+    search: (query, filter) =>
+      request("GET", "api/search", {
+        query: { q: query, conversation: filter.conversationId, limit: filter.limit },
+      }),
     outbox: {
       list: (filter) =>
         request("GET", "api/outbox", {

@@ -1,4 +1,5 @@
 import { createInterface } from "node:readline/promises";
+import { loadAgentFiles } from "../agent/files.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { instructionsFor } from "../gateway/app.ts";
 import { loadConfig } from "../gateway/config.ts";
@@ -23,6 +24,7 @@ export async function runChat(env: Record<string, string | undefined>): Promise<
     }
     throw error;
   }
+  const agentFiles = loadAgentFiles(config.agentDir);
   const stores = await openStoreBackend(config.database);
   const registry = createModelRegistry(config.modelEnv);
   const runtime = new Runtime({
@@ -30,7 +32,7 @@ export async function runChat(env: Record<string, string | undefined>): Promise<
     models: registry.chain,
     readUsage: toUsage,
     inputPolicy: "queue",
-    instructions: ({ nowMs }) => instructionsFor(config, null, nowMs),
+    instructions: ({ nowMs }) => instructionsFor(config, null, nowMs, agentFiles),
   });
   const key = `cli:local:${env.USER ?? "user"}`;
   const out = process.stdout;

@@ -9,6 +9,7 @@ import { OUTBOX_COMMANDS, OUTBOX_GROUP } from "./commands/outbox.ts";
 import { PROCESS_COMMANDS } from "./commands/process.ts";
 import { RUNS_COMMANDS, RUNS_GROUP } from "./commands/runs.ts";
 import { SCHEDULES_COMMANDS, SCHEDULES_GROUP } from "./commands/schedules.ts";
+import { SEARCH_COMMANDS } from "./commands/search.ts";
 import { EXIT, type ExitCode, exitCodeFor } from "./exit-codes.ts";
 import { commandHelp, groupHelp, shortUsage, topLevelHelp } from "./help.ts";
 import { type CliIo, type CommandSpec, type GroupSpec, type OptionSpec, ParsedCommand } from "./spec.ts";
@@ -30,6 +31,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...SCHEDULES_COMMANDS,
   ...RUNS_COMMANDS,
   ...CONVERSATIONS_COMMANDS,
+  ...SEARCH_COMMANDS,
   ...DB_COMMANDS,
 ];
 

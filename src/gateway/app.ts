@@ -3,6 +3,10 @@ import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { createScheduleTools } from "../../schedules/tools.ts";
+import { AgentDirectories } from "../agent/directories.ts";
+import type { AgentFiles } from "../agent/files.ts";
+import { agentFilesSummary } from "../agent/prompt.ts";
+import { AGENT_FILE_TOOL_NAMES, createAgentFileTools } from "../agent/tools.ts";
 import { SwitchboardError } from "../errors.ts";
 import { createMediaInputs, DEFAULT_MEDIA_LIMITS } from "../media/inputs.ts";
 import { createModelRegistry } from "../models/registry.ts";
@@ -11,6 +15,9 @@ import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { defaultModelInputs, type MediaInputs } from "../runtime/media.ts";
 import { Runtime } from "../runtime/runtime.ts";
+import { createHistoryTools, HISTORY_TOOL_NAMES } from "../search/tools.ts";
+import { stateBlock } from "../state/slots.ts";
+import { createStateTools, STATE_TOOL_NAMES } from "../state/tools.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
 import { createWebFetchTool, createWebSearchTool, WEB_FETCH, WEB_SEARCH } from "../tools/web/tool.ts";
@@ -20,7 +27,7 @@ import type { Logger } from "../util/log.ts";
 import { ChannelStarter } from "./channel-starter.ts";
 import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
-import { type GatewayConfig, surfacePolicy } from "./config.ts";
+import { agentDirsOf, type GatewayConfig, surfacePolicy } from "./config.ts";
 import { type RunContext, readRunContext } from "./context.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import type { ReadinessCheck } from "./http/types.ts";
@@ -37,6 +44,8 @@ export interface GatewayDeps {
   logger: Logger;
   /** Extra adapters (the web channel; tests). Keyed by channel, replacing configured ones. */
   extraAdapters?: ChannelAdapter[];
+  /** How often agent directories are checked for changed files (ms); 0: only on SIGHUP. */
+  agentPollMs?: number;
 }
 
 export interface Gateway {
@@ -49,6 +58,8 @@ export interface Gateway {
   readonly metrics: Metrics;
   readonly ingress: ReturnType<typeof createIngress>;
   readonly mcp: McpTools;
+  /** The agent directories (instructions, skills, resources); `reload` on SIGHUP. */
+  readonly agents: AgentDirectories;
   /** Recovers, then starts delivery, channels and schedules. */
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
@@ -77,11 +88,41 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
 
   let schedules: ScheduleService | null = null;
+  const agents = new AgentDirectories(agentDirsOf(config), {
+    logger: logger.child({ component: "agent" }),
+    ...(deps.agentPollMs === undefined ? {} : { pollMs: deps.agentPollMs }),
+  });
+  /** The generation new runs on a surface with `agentDir` (undefined: the default) are pinned to. */
+  const agentFor = (agentDir: string | undefined): RunContext["agent"] => {
+    const files = agents.current(agentDir ?? config.agentDir);
+    return files.exists ? { dir: files.root, version: files.version } : undefined;
+  };
+  /** The generation a run uses: the one it was pinned to at admission, else its surface's current one. */
+  const agentFilesOf = (context: RunContext | null, runId?: string): AgentFiles => {
+    if (context?.agent && agents.roots.includes(context.agent.dir))
+      return agents.pinned(context.agent.dir, context.agent.version, runId);
+    const dir = context ? surfacePolicy(config.file, context.channel, context.surface).agentDir : undefined;
+    return agents.current(dir ?? config.agentDir);
+  };
+  /** history_search and history_read, scoped by the surface's historyScope to the run's user. */
+  const historyTools = (conversationId: string, runId: string, context: RunContext) => {
+    const { historyScope } = surfacePolicy(config.file, context.channel, context.surface);
+    if (historyScope === "off") return {};
+    return createHistoryTools({
+      search: stores.search,
+      conversationId,
+      runId,
+      scope:
+        historyScope === "conversation"
+          ? { kind: "conversation", conversationId }
+          : { kind: "principal", principal: `${context.channel}:${context.principal.id}` },
+    });
+  };
   const mcp = new McpTools({
     servers: config.file.mcpServers,
     env: config.mcpEnv,
     logger: logger.child({ component: "mcp" }),
-    reserved: new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, WEB_SEARCH, "read_output", "tool_search"]),
+    reserved: new Set([...BUILT_IN_TOOLS, "read_output", "tool_search"]),
   });
   const media = gatewayMedia(config, {
     stores,
@@ -108,10 +149,23 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
             compaction: { afterTurns: 60, keepTurns: 30, summarize: modelSummarizer(registry.chain[0]) },
           },
         }),
-    instructions: ({ context, nowMs }) => instructionsFor(config, readRunContext(context), nowMs),
-    // schedule_list and web_fetch only read; the MCP tools a server's config lists as idempotent.
+    instructions: async ({ conversationId, context, nowMs }) => {
+      const run = readRunContext(context);
+      const state = stateBlock(await stores.state.loadState(conversationId));
+      const instructions = instructionsFor(config, run, nowMs, agentFilesOf(run));
+      return state ? `${instructions}\n\n${state}` : instructions;
+    },
+    // schedule_list, web_fetch, web_search and the agent file tools only read; the state tools
+    // save a whole value (run again, they leave the same state; a stale expectedVersion is
+    // refused); the MCP tools a server's config lists as idempotent.
     idempotent: (name) =>
-      name === "schedule_list" || name === WEB_FETCH || name === WEB_SEARCH || mcp.isIdempotent(name),
+      name === "schedule_list" ||
+      name === WEB_FETCH ||
+      name === WEB_SEARCH ||
+      (AGENT_FILE_TOOL_NAMES as readonly string[]).includes(name) ||
+      (STATE_TOOL_NAMES as readonly string[]).includes(name) ||
+      (HISTORY_TOOL_NAMES as readonly string[]).includes(name) ||
+      mcp.isIdempotent(name),
     // The gateway's own tools stay offered when a large MCP catalog is deferred to tool_search.
     toolCatalog: {
       budgetBytes: config.file.toolCatalog.budgetBytes,
@@ -120,12 +174,26 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     tools: (ctx) => {
       const context = readRunContext(ctx.context);
       if (!schedules || !context) return {};
+      const files = agentFilesOf(context, ctx.runId);
+      logger.debug("run.agent_files", { runId: ctx.runId, root: files.root, version: files.version });
       const sets = new Map<string, ToolSet>();
       const { tools: mcpTools, info } = mcp.toolSet();
       for (const [name, definition] of Object.entries(mcpTools)) {
         const server = info.get(name)?.server ?? "";
         sets.set(server, { ...sets.get(server), [name]: definition });
       }
+      sets.set("agent", createAgentFileTools(files));
+      sets.set("history", historyTools(ctx.conversationId, ctx.runId, context));
+      sets.set(
+        "state",
+        createStateTools({
+          store: stores.state,
+          conversationId: ctx.conversationId,
+          runId: ctx.runId,
+          fence: ctx.assertOwned,
+          now: () => clock.now(),
+        }),
+      );
       sets.set("web", {
         ...(sets.get("web") ?? {}),
         ...(config.webFetch.enabled
@@ -185,6 +253,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       // A chat's schedule runs in the chat's current conversation, so it follows /new. The ingress
       // identity dedupes a repeated dispatch even if /new moved the chat in between.
       const { chatKey } = request.schedule;
+      const agent = agentFor(surfacePolicy(config.file, context.channel, context.surface).agentDir);
+      if (agent) context.agent = agent;
       const admission = await runtime.submit({
         ...(chatKey === null
           ? { conversationId: request.schedule.conversationId }
@@ -208,6 +278,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const commands = createChatCommands({
     runtime,
     store: stores.runtime,
+    state: stores.state,
     outbox: stores.outbox,
     schedules,
     defaultTimezone: config.timezone,
@@ -224,6 +295,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     timeline,
     clock,
     logger: logger.child({ component: "ingress" }),
+    agentFor,
   });
 
   let unwire: (() => void) | null = null;
@@ -266,7 +338,9 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     metrics,
     ingress,
     mcp,
+    agents,
     async start() {
+      agents.start();
       // Before recovery: a resumed run may call these tools. A server that fails stays down and
       // retries; only colliding tool names (a configuration error) stop the start.
       await mcp.start();
@@ -295,6 +369,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     async stop(options = {}) {
       const graceMs = options.graceMs ?? config.shutdownGraceMs;
       accepting = false;
+      agents.stop();
       channels.stop();
       externalCommits?.stop();
       await schedules.stop();
@@ -345,7 +420,14 @@ const SCHEDULE_TOOL_NAMES = [
   "schedule_cancel",
 ];
 
-const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([...SCHEDULE_TOOL_NAMES, WEB_FETCH, WEB_SEARCH]);
+const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([
+  ...SCHEDULE_TOOL_NAMES,
+  WEB_FETCH,
+  WEB_SEARCH,
+  ...AGENT_FILE_TOOL_NAMES,
+  ...STATE_TOOL_NAMES,
+  ...HISTORY_TOOL_NAMES,
+]);
 
 /** Most recently active targets a catch-up looks at; adapters bound it further. */
 const CATCH_UP_MAX_TARGETS = 200;
@@ -386,12 +468,27 @@ function localTimeFormat(timeZone: string): Intl.DateTimeFormat {
   return format;
 }
 
-/** The system prompt: configured instructions, the surface's additions, and where and when we are. */
-export function instructionsFor(config: GatewayConfig, context: RunContext | null, nowMs: number): string {
-  const parts = [config.instructions];
+/**
+ * The system prompt: the instructions (SWITCHBOARD_INSTRUCTIONS or the config file, else the agent
+ * directory's INSTRUCTIONS.md, else the default), the surface's additions, the skills and
+ * resources summary, and where and when we are.
+ */
+export function instructionsFor(
+  config: GatewayConfig,
+  context: RunContext | null,
+  nowMs: number,
+  files?: AgentFiles,
+): string {
+  const parts = [
+    config.instructionsSource === "default" && files?.instructions ? files.instructions : config.instructions,
+  ];
   if (context) {
     const policy = surfacePolicy(config.file, context.channel, context.surface);
     if (policy.instructions) parts.push(policy.instructions);
+  }
+  const summary = files ? agentFilesSummary(files) : "";
+  if (summary) parts.push(summary);
+  if (context) {
     const where =
       context.surface === "dm"
         ? "a direct conversation"

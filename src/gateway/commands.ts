@@ -5,11 +5,17 @@ import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.t
 import type { ScheduleService } from "../../schedules/service.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
+import { runStateCommand, STATE_COMMANDS } from "../state/commands.ts";
+import { stateSummary } from "../state/slots.ts";
+import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
 
 const OWN_COMMANDS = ["new", "stop", "status", "start", "help"] as const;
-type CommandName = (typeof OWN_COMMANDS)[number] | (typeof SCHEDULE_COMMANDS)[number];
+type CommandName =
+  | (typeof OWN_COMMANDS)[number]
+  | (typeof SCHEDULE_COMMANDS)[number]
+  | (typeof STATE_COMMANDS)[number];
 
 export interface CommandScope {
   message: InboundMessage;
@@ -30,6 +36,8 @@ export interface ChatCommands {
 export interface ChatCommandsOptions {
   runtime: Runtime;
   store: RuntimeStore;
+  /** The conversation's goal and todo slots (/goal, /todo, /status). */
+  state: StateStore;
   outbox: OutboxRepository;
   schedules: ScheduleService;
   defaultTimezone: string;
@@ -43,6 +51,8 @@ const HELP = [
   "/new — start a fresh conversation (the old one stays readable)",
   "/stop — stop the answer in progress",
   "/status — model, runs in progress and replies waiting",
+  "/goal — the goal I work toward; /goal <text> sets it, /goal done marks it reached",
+  "/todo — my todo list for the goal",
   "/in 10m stretch — a reminder after a delay",
   "/at 2026-12-01 09:00 call mum — at a date and time",
   "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
@@ -52,7 +62,7 @@ const HELP = [
 /** Chat commands handled without the model, the same on every channel. */
 export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
   const { runtime, store, outbox, clock } = options;
-  const names: readonly string[] = [...OWN_COMMANDS, ...SCHEDULE_COMMANDS];
+  const names: readonly string[] = [...OWN_COMMANDS, ...SCHEDULE_COMMANDS, ...STATE_COMMANDS];
 
   const replyKey = ({ message, source }: CommandScope) => `notice:${source}:${message.updateKey}`;
 
@@ -115,6 +125,14 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       case "start":
       case "help":
         return HELP;
+      case "goal":
+      case "todo":
+        return runStateCommand(name, message.text, {
+          store: options.state,
+          conversationId,
+          userId: message.principal.id,
+          nowMs: clock.now(),
+        });
       default: {
         const timezone = await timezoneOf(conversationId);
         const parsed = parseScheduleCommand(message.text.trim(), {
@@ -148,11 +166,13 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       chatKey: message.conversationKey,
     });
     const timezone = (await timezoneOf(conversationId)) ?? options.defaultTimezone;
+    const state = await options.state.loadState(conversationId);
     return [
       `Model: ${runtime.models.map((m) => m.label).join(" → ")}`,
       `Answers: ${running} running, ${active.length - running} queued`,
       `Replies: ${counts.waiting} waiting to be delivered, ${counts.ambiguous} ambiguous (an operator is checking them)`,
       `Schedules: ${schedules.length} active · time zone ${timezone}`,
+      stateSummary(state),
     ].join("\n");
   };
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../channels/types.ts";
@@ -24,8 +24,15 @@ export interface SurfacePolicy {
   nativeStreaming: boolean;
   /** Appended to the agent's instructions on this surface. */
   instructions?: string;
-  /** The tool sets offered here, by name (MCP servers, `web`, `schedules`); absent: all of them. */
+  /** The tool sets offered here, by name (MCP servers, `web`, `schedules`, `agent`, `state`, `history`); absent: all of them. */
   tools?: readonly string[];
+  /** This surface's agent directory (absolute), instead of SWITCHBOARD_AGENT_DIR. */
+  agentDir?: string;
+  /**
+   * What history_search sees: `user` (the default when absent) the conversations of the same user
+   * on the same platform, `conversation` only the current one, `off` no history tools.
+   */
+  historyScope?: "user" | "conversation" | "off";
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
@@ -43,11 +50,15 @@ const surfaceOverride = z
     nativeStreaming: z.boolean().optional(),
     instructions: z.string().max(20_000).optional(),
     tools: z.array(z.string().min(1)).max(100).optional(),
+    /** An agent directory for this surface (relative to the config file), e.g. a support persona. */
+    agentDir: z.string().min(1).optional(),
+    /** What history_search sees on this surface: user (default), conversation, or off. */
+    historyScope: z.enum(["user", "conversation", "off"]).optional(),
   })
   .strict();
 
 /** The gateway's own tool sets, named beside the MCP servers in a surface's `tools`. */
-export const BUILT_IN_TOOL_SETS = ["web", "schedules"] as const;
+export const BUILT_IN_TOOL_SETS = ["web", "schedules", "agent", "state", "history"] as const;
 
 /** Every key of `surfaces`: a channel (or `*`) and a kind of chat (or `*`). */
 export const SURFACE_KEYS = [...CHANNEL_NAMES, "*"].flatMap((channel) =>
@@ -177,6 +188,16 @@ export interface GatewayConfig {
   operatorTokens: OperatorTokens;
   timezone: string;
   instructions: string;
+  /**
+   * Where `instructions` came from: SWITCHBOARD_INSTRUCTIONS or the config file win over the agent
+   * directory's INSTRUCTIONS.md; only `default` instructions give way to it.
+   */
+  instructionsSource: "env" | "config" | "default";
+  /**
+   * SWITCHBOARD_AGENT_DIR (absolute; default ./agent): INSTRUCTIONS.md, skills/ and resources/.
+   * A missing default directory means none (today's behaviour).
+   */
+  agentDir: string;
   shutdownGraceMs: number;
   /** How long an ambiguous reply holds back its chat's later replies; Infinity: until an operator decides. */
   ambiguousHoldMs: number;
@@ -564,7 +585,13 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
   }
   const operatorTokens = parseOperatorTokens(nonEmpty(env, "SWITCHBOARD_OPERATOR_TOKENS"), operatorToken);
   const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
+  const agentDir = parseAgentDirs(env, file, baseDir);
   let instructions = nonEmpty(env, "SWITCHBOARD_INSTRUCTIONS") ?? file.instructions;
+  const instructionsSource = nonEmpty(env, "SWITCHBOARD_INSTRUCTIONS")
+    ? "env"
+    : file.instructions || file.instructionsFile
+      ? "config"
+      : "default";
   if (!instructions && file.instructionsFile) {
     const path = resolve(baseDir, file.instructionsFile);
     if (!existsSync(path))
@@ -671,6 +698,8 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     operatorTokens,
     timezone: parseTimezone(nonEmpty(env, "SWITCHBOARD_TIMEZONE") ?? "UTC", "SWITCHBOARD_TIMEZONE"),
     instructions: instructions ?? DEFAULT_INSTRUCTIONS,
+    instructionsSource,
+    agentDir,
     shutdownGraceMs,
     ambiguousHoldMs,
     file,
@@ -771,6 +800,48 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
   };
 }
 
+/**
+ * SWITCHBOARD_AGENT_DIR, and each surface's `agentDir` made absolute (relative to the config file).
+ * A directory named explicitly must exist; the default ./agent may be absent.
+ */
+function parseAgentDirs(env: Record<string, string | undefined>, file: FileConfig, baseDir: string): string {
+  const explicit = nonEmpty(env, "SWITCHBOARD_AGENT_DIR");
+  const agentDir = resolve(explicit ?? "./agent");
+  if (explicit !== undefined && !isDirectory(agentDir))
+    fail(
+      "SWITCHBOARD_AGENT_DIR",
+      `points at ${agentDir}, which is not a directory (create it, or unset the variable to use ./agent when it exists)`,
+      "SWITCHBOARD_AGENT_DIR=./agent",
+    );
+  for (const [key, surface] of Object.entries(file.surfaces)) {
+    if (surface.agentDir === undefined) continue;
+    const dir = resolve(baseDir, surface.agentDir);
+    if (!isDirectory(dir))
+      fail(
+        "SWITCHBOARD_CONFIG",
+        `gives surface ${key} the agentDir ${dir}, which is not a directory`,
+        `"surfaces": {"${key}": {"agentDir": "./agents/support"}}`,
+      );
+    surface.agentDir = dir;
+  }
+  return agentDir;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Every agent directory the configuration names: the default one and the surfaces' own. */
+export function agentDirsOf(config: Pick<GatewayConfig, "agentDir" | "file">): string[] {
+  const dirs = new Set([config.agentDir]);
+  for (const surface of Object.values(config.file.surfaces)) if (surface.agentDir) dirs.add(surface.agentDir);
+  return [...dirs];
+}
+
 /** Who may use the web chat, for the HTTP server. */
 export function webAccessFor(config: GatewayConfig): WebAccessPolicy {
   return webAccessPolicy({
@@ -824,6 +895,10 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
       requireMention: o.requireMention ?? policy.requireMention,
       nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
       ...((o.tools ?? policy.tools) ? { tools: o.tools ?? policy.tools } : {}),
+      ...((o.historyScope ?? policy.historyScope)
+        ? { historyScope: o.historyScope ?? policy.historyScope }
+        : {}),
+      ...((o.agentDir ?? policy.agentDir) ? { agentDir: o.agentDir ?? policy.agentDir } : {}),
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),

@@ -18,6 +18,11 @@ export const runContextSchema = z.object({
   conversationKey: z.string(),
   principal: z.object({ id: z.string(), name: z.string().optional() }),
   origin: z.enum(["user", "schedule"]),
+  /**
+   * The agent directory generation the run is pinned to from admission on: it keeps that version
+   * of instructions, skills and resources across a reload, and this records which one it used.
+   */
+  agent: z.object({ dir: z.string(), version: z.string() }).optional(),
 });
 
 export type RunContext = z.infer<typeof runContextSchema>;

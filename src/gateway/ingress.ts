@@ -6,6 +6,7 @@ import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import type { ChatCommands } from "./commands.ts";
 import type { AllowList, FileConfig } from "./config.ts";
+import type { RunContext } from "./context.ts";
 import { decideIngress } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
@@ -23,6 +24,8 @@ export interface IngressOptions {
   timeline?: Pick<ReplyTimeline, "received" | "admitted">;
   clock: Clock;
   logger: Logger;
+  /** The agent directory generation a run admitted on a surface with `agentDir` is pinned to. */
+  agentFor?: (agentDir: string | undefined) => RunContext["agent"];
 }
 
 /**
@@ -95,7 +98,7 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       conversationKey: message.conversationKey,
       idempotencyKey: `${source}:${message.updateKey}`,
       parts: decision.parts,
-      context: decision.context,
+      context: withAgent(decision.context, options.agentFor?.(decision.policy.agentDir)),
       surface: `${message.channel}:${message.surface}`,
       policy: decision.policy.inputPolicy,
       // The browser picks its own message ids, so one reused with other text is a client bug to
@@ -114,4 +117,8 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     }
     return { kind: "admitted", runId: admission.runId, conversationId: admission.conversationId };
   };
+}
+
+function withAgent(context: RunContext, agent: RunContext["agent"]): RunContext {
+  return agent ? { ...context, agent } : context;
 }

@@ -219,6 +219,10 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
         process.exit(1);
       },
     );
+  // Reloads instructions, skills and resources; runs in flight keep the version they were admitted with.
+  process.on("SIGHUP", () => {
+    if (running) running.gateway.agents.reload("SIGHUP", true);
+  });
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
   try {

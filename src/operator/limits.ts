@@ -5,4 +5,5 @@ export const OPERATOR_LIMITS = {
   outbox: { default: 100, max: 1000 },
   messages: { default: 50, max: 500 },
   occurrences: { default: 20, max: 500 },
+  search: { default: 20, max: 100 },
 } as const;

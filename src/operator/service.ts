@@ -2,6 +2,7 @@ import { createScheduleService, type ScheduleService } from "../../schedules/ser
 import { SwitchboardError } from "../errors.ts";
 import { toolCallSummaries } from "../runtime/tool-calls.ts";
 import { answerText } from "../runtime/types.ts";
+import { parseSearchQuery } from "../search/query.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
@@ -21,7 +22,7 @@ export type { ConversationSummary, OperatorService } from "./types.ts";
 
 export interface OperatorServiceOptions {
   /** The opened stores; the caller closes them. */
-  stores: Pick<StoreBackend, "runtime" | "outbox" | "schedules" | "operator">;
+  stores: Pick<StoreBackend, "runtime" | "outbox" | "schedules" | "operator" | "search">;
   clock: Clock;
   /**
    * Called after an operator retried, resolved or cancelled an outbox record, so a running
@@ -115,6 +116,19 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         });
         return { conversation, items, nextAfterOrder };
       },
+    },
+
+    async search(query, filter) {
+      const { default: fallback, max } = OPERATOR_LIMITS.search;
+      const limit = checkLimit("limit", filter.limit, fallback, max);
+      const parsed = parseSearchQuery(query);
+      if (!parsed.ok)
+        throw new SwitchboardError("input_invalid", parsed.error, { details: { field: "query" } });
+      return stores.search.searchHistory({
+        query: parsed.query,
+        scope: { kind: "all", ...(filter.conversationId ? { conversationId: filter.conversationId } : {}) },
+        limit,
+      });
     },
 
     outbox: {

@@ -3,6 +3,7 @@ import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
+import type { SearchHit } from "../search/store.ts";
 
 /**
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
@@ -36,6 +37,11 @@ export interface OperatorService {
       nextAfterOrder: number | null;
     } | null>;
   };
+  /**
+   * History search over every conversation (or one), best match first. A malformed query is
+   * `input_invalid` with what to change.
+   */
+  search(query: string, filter: { conversationId?: string; limit?: number }): Promise<SearchHit[]>;
   outbox: {
     list(filter: { state?: OutboxState; conversationId?: string; limit?: number }): Promise<OutboxRecord[]>;
     show(idOrKey: string): Promise<OutboxRecord | null>;

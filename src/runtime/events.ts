@@ -50,6 +50,20 @@ export type RuntimeEvent =
       error?: string;
     }
   | {
+      /** A state slot (goal, todo) changed; `value` is the slot's whole new value. */
+      type: "state";
+      durable: true;
+      seq: number;
+      conversationId: string;
+      /** The run whose tool made the change; "" for a human's command. */
+      runId: string;
+      slot: "goal" | "todo";
+      version: number;
+      /** `agent`, or `human:<principal id>`. */
+      actor: string;
+      value: unknown;
+    }
+  | {
       type: "assistant-delta" | "reasoning-delta";
       durable: false;
       conversationId: string;

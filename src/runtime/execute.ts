@@ -72,7 +72,12 @@ export interface ExecutorOptions {
   maxHistoryTurns: number;
   maxHistoryTokens: number;
   stopPolicies: readonly StopPolicy[];
-  instructions?: (input: { conversationId: string; context: unknown; nowMs: number }) => string | undefined;
+  /** The system prompt for each step; may read (e.g. the conversation's state) before it answers. */
+  instructions?: (input: {
+    conversationId: string;
+    context: unknown;
+    nowMs: number;
+  }) => string | undefined | Promise<string | undefined>;
   tools?: (context: ToolContext) => ToolSet;
   /** Tools safe to run a second time when a crash cut a call short (default: none). */
   idempotent?: (toolName: string) => boolean;
@@ -216,7 +221,7 @@ export class RunExecutor {
           conversationId: run.conversationId,
           runId,
           instructions: withSummary(
-            this.options.instructions?.({
+            await this.options.instructions?.({
               conversationId: run.conversationId,
               context: run.context,
               nowMs: clock.now(),

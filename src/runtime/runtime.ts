@@ -90,7 +90,12 @@ export interface RuntimeOptions {
   inputPolicy?: InputPolicy | ((request: SubmitRequest) => InputPolicy);
   /** With true, inputs that arrive while a successor is queued join that successor. */
   coalescePending?: boolean | ((request: SubmitRequest) => boolean);
-  instructions?: (input: { conversationId: string; context: unknown; nowMs: number }) => string | undefined;
+  /** The system prompt for each step; may read (e.g. the conversation's state) before it answers. */
+  instructions?: (input: {
+    conversationId: string;
+    context: unknown;
+    nowMs: number;
+  }) => string | undefined | Promise<string | undefined>;
   tools?: (context: ToolContext) => ToolSet;
   /**
    * Tools safe to run again when a crash cut a call short; any other such call is reported to the

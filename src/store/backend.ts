@@ -4,6 +4,8 @@ import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
 import type { BlobStore } from "../runtime/blobs.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
+import type { SearchStore } from "../search/store.ts";
+import type { StateStore } from "../state/store.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
 export interface StoreGauges {
@@ -39,6 +41,10 @@ export interface StoreBackend {
   /** Where the data lives, for logs: a file path, or a URL without its password. */
   readonly location: string;
   readonly runtime: RuntimeStore;
+  /** Goal and todo slots per conversation (the runtime store's own transactions and ledger). */
+  readonly state: StateStore;
+  /** History search over every conversation's messages (the index the message writes keep). */
+  readonly search: SearchStore;
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;

@@ -25,6 +25,7 @@ function setUp(): { commands: ChatCommands; scope: CommandScope } {
   const commands = createChatCommands({
     runtime,
     store: stores.runtime,
+    state: stores.runtime,
     outbox: stores.outbox,
     schedules,
     defaultTimezone: "UTC",

@@ -101,9 +101,14 @@ test("a 200-tool catalog: the model gets tool_search and the pinned tools, then 
   expect(first!.toolNames.sort()).toEqual(
     [
       "catalog_big_output",
+      "goal_get",
+      "goal_set",
+      "history_read",
+      "history_search",
       "notes_append_note",
       "notes_crash",
       "read_output",
+      "todo_write",
       "schedule_after",
       "schedule_at",
       "schedule_cancel",

@@ -21,6 +21,7 @@ beforeEach(() => {
   commands = createChatCommands({
     runtime: harness.runtime,
     store: harness.stores.runtime,
+    state: harness.stores.runtime,
     outbox: harness.stores.outbox,
     schedules,
     defaultTimezone: "Europe/Berlin",

@@ -14,6 +14,7 @@ import {
   resolveBody,
   runsQuery,
   schedulesQuery,
+  searchQuery,
 } from "./operator-schemas.ts";
 import { json } from "./respond.ts";
 import type { Route, RouteContext } from "./router.ts";
@@ -71,6 +72,10 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       const id = param(c, "id");
       const page = await operator.conversations.show(id, { afterOrder: q.after, limit: q.limit });
       return found(page, `conversation ${id}`, "GET /api/conversations");
+    }),
+    read("/api/search", async (c) => {
+      const q = query(c, searchQuery);
+      return operator.search(q.q, { conversationId: q.conversation, limit: q.limit });
     }),
     read("/api/outbox", async (c) => {
       const q = query(c, outboxQuery);

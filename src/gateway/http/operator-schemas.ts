@@ -34,6 +34,15 @@ export const runsQuery = z.strictObject({
 
 export const noQuery = z.strictObject({});
 
+export const searchQuery = z.strictObject({
+  q: z
+    .string({ error: "expected the search words" })
+    .min(1, "expected the search words")
+    .max(256, "longer than 256 characters"),
+  conversation: id.optional(),
+  limit: limit.optional(),
+});
+
 export const limitQuery = z.strictObject({ limit: limit.optional() });
 
 export const conversationQuery = z.strictObject({ after: seq.optional(), limit: limit.optional() });

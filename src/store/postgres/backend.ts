@@ -9,6 +9,7 @@ import { PostgresOutboxRepository } from "./outbox.ts";
 import { PostgresRuntimeStore } from "./runtime-store.ts";
 import { createPostgresScheduleRepository } from "./schedules.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./schema.ts";
+import { backfillSearchIndex, createPostgresSearch } from "./search.ts";
 
 /** The channel an operator change is announced on, so a running gateway acts on it at once. */
 const CHANGES_CHANNEL = "switchboard_changes";
@@ -30,8 +31,10 @@ export async function openPostgresBackend(
   const location = withoutPassword(url);
   let lock: GatewayLock | null = null;
   try {
-    if (options.migrate) await migrate(sql);
-    else await requireCurrentSchema(sql, location);
+    if (options.migrate) {
+      await migrate(sql);
+      await backfillSearchIndex(sql);
+    } else await requireCurrentSchema(sql, location);
   } catch (error) {
     await sql.close();
     if (isSwitchboardError(error)) throw error;
@@ -43,10 +46,13 @@ export async function openPostgresBackend(
   }
   const schedules = createPostgresScheduleRepository(sql);
   const blobs = new PostgresBlobStore(sql);
+  const runtime = new PostgresRuntimeStore(sql);
   return {
     engine: "postgres",
     location,
-    runtime: new PostgresRuntimeStore(sql),
+    runtime,
+    state: runtime,
+    search: createPostgresSearch(sql),
     outbox: new PostgresOutboxRepository(sql),
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),

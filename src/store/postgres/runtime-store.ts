@@ -27,6 +27,7 @@ import type {
   ToolOutputSlice,
 } from "../../runtime/store.ts";
 import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -45,6 +46,7 @@ import {
   stopDecision,
   terminalEvent,
 } from "../rules.ts";
+import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../state-rows.ts";
 import { sumUsage } from "../usage.ts";
 import { postgresAdmissionSteps } from "./admission-steps.ts";
 import { CommitPublisher } from "./commit-publisher.ts";
@@ -82,7 +84,7 @@ interface Tx {
  * which is why a writer that decides on a lease also locks the run row. Reads of several
  * statements share one REPEATABLE READ snapshot.
  */
-export class PostgresRuntimeStore implements RuntimeStore {
+export class PostgresRuntimeStore implements RuntimeStore, StateStore {
   private readonly publisher = new CommitPublisher();
 
   constructor(private readonly sql: SQL) {}
@@ -591,6 +593,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
         "ingress_receipts",
         "conversation_keys",
         "tool_outputs",
+        "conversation_state",
       ]) {
         await tx.sql`DELETE FROM ${tx.sql(table)} WHERE conversation_id = ${conversationId}`;
       }
@@ -601,6 +604,36 @@ export class PostgresRuntimeStore implements RuntimeStore {
     }).catch((error: unknown) => {
       if (isSwitchboardError(error, "conversation_purged")) return { outcome: "already_purged" } as const;
       throw error;
+    });
+  }
+
+  async loadState(conversationId: string): Promise<ConversationState> {
+    const rows = await this.sql<StateRow[]>`
+      SELECT * FROM conversation_state WHERE conversation_id = ${conversationId}`;
+    return Object.fromEntries(rows.map((row) => [row.slot, toStateRecord(row)])) as ConversationState;
+  }
+
+  /** Under the conversation's head lock, like every ledger writer, so versions and seqs stay in order. */
+  saveState(request: StateSave): Promise<StateSaveResult> {
+    return this.write(async (tx): Promise<StateSaveResult> => {
+      const head = await this.lockHead(tx, request.conversationId, request.nowMs);
+      const [row] = await tx.sql<StateRow[]>`
+        SELECT * FROM conversation_state
+        WHERE conversation_id = ${request.conversationId} AND slot = ${request.slot}`;
+      const current = row ? toStateRecord(row) : null;
+      const decision = stateDecision(request.expectedVersion, current);
+      if (decision.kind === "conflict") {
+        if (head.created) await tx.sql`DELETE FROM conversations WHERE id = ${request.conversationId}`;
+        return { outcome: "conflict", actual: current };
+      }
+      const { seq } = await this.appendEvent(tx, stateEvent(request, decision.version), request.nowMs);
+      await tx.sql`
+        INSERT INTO conversation_state (conversation_id, slot, value, version, actor, updated_at_ms)
+        VALUES (${request.conversationId}, ${request.slot}, ${JSON.stringify(request.value)},
+          ${decision.version}, ${request.actor}, ${request.nowMs})
+        ON CONFLICT (conversation_id, slot) DO UPDATE SET value = excluded.value,
+          version = excluded.version, actor = excluded.actor, updated_at_ms = excluded.updated_at_ms`;
+      return { outcome: "saved", version: decision.version, seq };
     });
   }
 

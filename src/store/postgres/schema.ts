@@ -147,7 +147,7 @@ CREATE INDEX tool_outputs_by_conversation ON tool_outputs (conversation_id);
 `;
 
 /**
- * Migration 6: media blobs, content-addressed (sha256 hex), stored as 1 MiB chunks so a put
+ * Migration 8: media blobs, content-addressed (sha256 hex), stored as 1 MiB chunks so a put
  * streams and a standby on another host has the files. A put writes its chunks under a staging
  * id, then renames them to the blob id in one transaction; staging rows a crash left behind are
  * swept at start. SQLite keeps blobs in a directory instead (no SQLite migration).
@@ -167,6 +167,89 @@ CREATE TABLE blob_chunks (
 );
 `;
 
+/** Migration 9: per-conversation state slots (goal, todo); SQLite's migration 11. */
+const STATE_SLOTS_SQL = `
+CREATE TABLE conversation_state (
+  conversation_id TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  value TEXT NOT NULL,
+  version BIGINT NOT NULL,
+  actor TEXT NOT NULL,
+  updated_at_ms BIGINT NOT NULL,
+  PRIMARY KEY (conversation_id, slot)
+);
+`;
+
+/**
+ * Migration 10: history search; SQLite's migration 12. A tsvector (the 'simple' configuration, no
+ * stemming, as SQLite's unicode61) with a GIN index over each message's text and tool results in
+ * summary, kept by a trigger in the transaction that writes the message; the principals that had
+ * a turn in each conversation, kept from runs the same way. Existing messages are indexed after
+ * the migration, in pages (search.ts), from `search_backfill_until` down.
+ */
+const HISTORY_SEARCH_SQL = `
+CREATE FUNCTION switchboard_search_text(parts TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT COALESCE(left(string_agg(CASE p->>'type'
+    WHEN 'text' THEN p->>'text'
+    WHEN 'tool-result' THEN (p->>'toolName') || ': ' || left(p->>'output', 300)
+    END, ' '), 20000), '')
+  FROM jsonb_array_elements(CASE WHEN jsonb_typeof(parts::jsonb) = 'array' THEN parts::jsonb ELSE '[]'::jsonb END) AS p
+$fn$;
+CREATE TABLE message_search (
+  ord BIGINT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  search TSVECTOR NOT NULL
+);
+CREATE INDEX message_search_terms ON message_search USING GIN (search);
+CREATE FUNCTION switchboard_index_message() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    DELETE FROM message_search WHERE ord = OLD.ord;
+    RETURN OLD;
+  END IF;
+  INSERT INTO message_search (ord, conversation_id, body, search)
+    SELECT NEW.ord, NEW.conversation_id, t.body, to_tsvector('simple', t.body)
+    FROM (SELECT switchboard_search_text(NEW.parts) AS body) AS t
+  ON CONFLICT (ord) DO UPDATE SET body = excluded.body, search = excluded.search;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER messages_search AFTER INSERT OR DELETE OR UPDATE OF parts ON messages
+  FOR EACH ROW EXECUTE FUNCTION switchboard_index_message();
+CREATE TABLE conversation_principals (
+  principal TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  PRIMARY KEY (principal, conversation_id)
+);
+CREATE INDEX conversation_principals_conversation ON conversation_principals (conversation_id);
+CREATE FUNCTION switchboard_run_principal() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF (NEW.context::jsonb -> 'principal' ->> 'id') IS NOT NULL THEN
+    INSERT INTO conversation_principals (principal, conversation_id)
+      VALUES ((NEW.context::jsonb ->> 'channel') || ':' || (NEW.context::jsonb -> 'principal' ->> 'id'), NEW.conversation_id)
+      ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER runs_principal AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION switchboard_run_principal();
+CREATE FUNCTION switchboard_tombstone_principals() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  DELETE FROM conversation_principals WHERE conversation_id = NEW.conversation_id;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER tombstone_principals AFTER INSERT ON conversation_tombstones
+  FOR EACH ROW EXECUTE FUNCTION switchboard_tombstone_principals();
+INSERT INTO conversation_principals (principal, conversation_id)
+  SELECT DISTINCT (context::jsonb ->> 'channel') || ':' || (context::jsonb -> 'principal' ->> 'id'), conversation_id
+  FROM runs WHERE jsonb_typeof(context::jsonb) = 'object' AND (context::jsonb -> 'principal' ->> 'id') IS NOT NULL
+  ON CONFLICT DO NOTHING;
+INSERT INTO switchboard_meta (key, value)
+  VALUES ('search_backfill_until', (SELECT COALESCE(MAX(ord), 0)::text FROM messages));
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -180,6 +263,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "schedule-chat-keys", sql: SCHEDULE_CHAT_KEYS_SQL },
   { version: 7, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
   { version: 8, name: "blobs", sql: BLOBS_SCHEMA_SQL },
+  { version: 9, name: "state-slots", sql: STATE_SLOTS_SQL },
+  { version: 10, name: "history-search", sql: HISTORY_SEARCH_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -20,6 +20,8 @@ export function openSqliteBackend(path: string, blobDir?: string): StoreBackend 
     engine: "sqlite",
     location: path,
     runtime: stores.runtime,
+    state: stores.runtime,
+    search: stores.search,
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,

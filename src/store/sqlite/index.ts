@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { OperatorQueries } from "../../operator/queries.ts";
+import type { SearchStore } from "../../search/store.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import { AMBIGUOUS_HOLDS_SQL, OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
@@ -9,11 +10,14 @@ import { createSqliteScheduleRepository } from "./schedules.ts";
 import {
   ADMISSION_COLUMNS_SQL,
   EVENTS_BY_ROWID_SQL,
+  HISTORY_SEARCH_SQL,
   RUNTIME_SCHEMA_SQL,
   SETTINGS_SCHEMA_SQL,
+  STATE_SLOTS_SQL,
   SUMMARIES_SCHEMA_SQL,
   TOOL_OUTPUTS_SQL,
 } from "./schema.ts";
+import { backfillSearchIndex, createSqliteSearch } from "./search.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -27,6 +31,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
   { version: 9, name: "schedule-chat-keys", sql: SCHEDULE_CHAT_KEYS_SQL },
   { version: 10, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
+  { version: 11, name: "state-slots", sql: STATE_SLOTS_SQL },
+  { version: 12, name: "history-search", sql: HISTORY_SEARCH_SQL },
 ];
 
 export interface SqliteStores {
@@ -35,12 +41,14 @@ export interface SqliteStores {
   outbox: SqliteOutboxRepository;
   schedules: ReturnType<typeof createSqliteScheduleRepository>;
   operator: OperatorQueries;
+  search: SearchStore;
   close(): void;
 }
 
 /** Opens (creating and migrating as needed) switchboard's database and its repositories. */
 export function openSqliteStores(filename: string, options: { busyTimeoutMs?: number } = {}): SqliteStores {
   const db = openDatabase({ filename, migrations: MIGRATIONS, ...options });
+  backfillSearchIndex(db);
   const schedules = createSqliteScheduleRepository(db);
   return {
     db,
@@ -48,6 +56,7 @@ export function openSqliteStores(filename: string, options: { busyTimeoutMs?: nu
     outbox: new SqliteOutboxRepository(db),
     schedules,
     operator: createSqliteOperatorQueries({ db, schedules }),
+    search: createSqliteSearch(db),
     close: () => db.close(),
   };
 }

@@ -27,6 +27,7 @@ import type {
   ToolOutputSlice,
 } from "../../runtime/store.ts";
 import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
 import { type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
@@ -46,6 +47,7 @@ import {
   summaryConflict,
   terminalEvent,
 } from "../rules.ts";
+import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../state-rows.ts";
 import { sumUsage } from "../usage.ts";
 import { sqliteAdmissionSteps } from "./admission-steps.ts";
 import { GroupCommit, type Outcome } from "./group-commit.ts";
@@ -59,7 +61,7 @@ const ACTIVE = "('queued', 'running', 'interrupt_requested')";
  * deferred ones (one WAL snapshot). Methods are async to satisfy the backend-neutral interface;
  * the work itself is synchronous and serialized by the single connection.
  */
-export class SqliteRuntimeStore implements RuntimeStore {
+export class SqliteRuntimeStore implements RuntimeStore, StateStore {
   private readonly listeners = new Set<(events: DurableEvent[]) => void>();
   /** Conversation version after the latest appendEvent in the transaction in progress. */
   private lastVersion = 0;
@@ -646,7 +648,14 @@ export class SqliteRuntimeStore implements RuntimeStore {
       this.db
         .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
         .run(conversationId);
-      for (const table of ["messages", "runs", "events", "ingress_receipts", "tool_outputs"]) {
+      for (const table of [
+        "messages",
+        "runs",
+        "events",
+        "ingress_receipts",
+        "tool_outputs",
+        "conversation_state",
+      ]) {
         this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
       }
       this.db.query("DELETE FROM conversation_keys WHERE conversation_id = ?").run(conversationId);
@@ -655,6 +664,44 @@ export class SqliteRuntimeStore implements RuntimeStore {
         .query("INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (?, ?)")
         .run(conversationId, nowMs);
       return { outcome: "purged" } as const;
+    });
+  }
+
+  loadState(conversationId: string): Promise<ConversationState> {
+    return this.read(() => {
+      const rows = this.db
+        .query("SELECT * FROM conversation_state WHERE conversation_id = ?")
+        .all(conversationId) as StateRow[];
+      return Object.fromEntries(rows.map((row) => [row.slot, toStateRecord(row)])) as ConversationState;
+    });
+  }
+
+  saveState(request: StateSave): Promise<StateSaveResult> {
+    return this.write((): StateSaveResult => {
+      const row = this.db
+        .query("SELECT * FROM conversation_state WHERE conversation_id = ? AND slot = ?")
+        .get(request.conversationId, request.slot) as StateRow | null;
+      const current = row ? toStateRecord(row) : null;
+      const decision = stateDecision(request.expectedVersion, current);
+      if (decision.kind === "conflict") return { outcome: "conflict", actual: current };
+      // First: it creates the conversation's head, or throws for a purged conversation.
+      const seq = this.appendEvent(stateEvent(request, decision.version), request.nowMs);
+      this.db
+        .query(
+          `INSERT INTO conversation_state (conversation_id, slot, value, version, actor, updated_at_ms)
+           VALUES (?, ?, ?, ?, ?, ?)
+           ON CONFLICT (conversation_id, slot) DO UPDATE SET value = excluded.value,
+             version = excluded.version, actor = excluded.actor, updated_at_ms = excluded.updated_at_ms`,
+        )
+        .run(
+          request.conversationId,
+          request.slot,
+          JSON.stringify(request.value),
+          decision.version,
+          request.actor,
+          request.nowMs,
+        );
+      return { outcome: "saved", version: decision.version, seq };
     });
   }
 

@@ -169,3 +169,67 @@ CREATE TABLE tool_outputs (
 );
 CREATE INDEX tool_outputs_by_conversation ON tool_outputs (conversation_id);
 `;
+
+/** Migration 11: per-conversation state slots (goal, todo), each change also a ledger event. */
+export const STATE_SLOTS_SQL = `
+CREATE TABLE conversation_state (
+  conversation_id TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  value TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  updated_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (conversation_id, slot)
+) WITHOUT ROWID;
+`;
+
+/**
+ * Migration 12: history search. An FTS5 index over each message's text and tool results in
+ * summary (rowid = messages.ord), kept by triggers, so it changes in the very transaction that
+ * writes the message. Which principals (`<channel>:<user id>`) had a turn in which conversation,
+ * kept the same way from runs, authorises a search. Existing messages are indexed after the
+ * migration, in pages (search-index.ts), from `search_backfill_until` down.
+ */
+export const HISTORY_SEARCH_SQL = `
+CREATE VIRTUAL TABLE message_search USING fts5(body, tokenize = 'unicode61 remove_diacritics 2');
+CREATE TRIGGER messages_search_insert AFTER INSERT ON messages BEGIN
+  INSERT INTO message_search (rowid, body)
+    SELECT new.ord, substr(group_concat(CASE json_extract(p.value, '$.type')
+      WHEN 'text' THEN json_extract(p.value, '$.text')
+      WHEN 'tool-result' THEN json_extract(p.value, '$.toolName') || ': ' || substr(CAST(json_extract(p.value, '$.output') AS TEXT), 1, 300)
+      END, ' '), 1, 20000)
+    FROM json_each(new.parts) AS p;
+END;
+CREATE TRIGGER messages_search_update AFTER UPDATE OF parts ON messages BEGIN
+  DELETE FROM message_search WHERE rowid = old.ord;
+  INSERT INTO message_search (rowid, body)
+    SELECT new.ord, substr(group_concat(CASE json_extract(p.value, '$.type')
+      WHEN 'text' THEN json_extract(p.value, '$.text')
+      WHEN 'tool-result' THEN json_extract(p.value, '$.toolName') || ': ' || substr(CAST(json_extract(p.value, '$.output') AS TEXT), 1, 300)
+      END, ' '), 1, 20000)
+    FROM json_each(new.parts) AS p;
+END;
+CREATE TRIGGER messages_search_delete AFTER DELETE ON messages BEGIN
+  DELETE FROM message_search WHERE rowid = old.ord;
+END;
+CREATE TABLE conversation_principals (
+  principal TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  PRIMARY KEY (principal, conversation_id)
+) WITHOUT ROWID;
+CREATE INDEX conversation_principals_conversation ON conversation_principals (conversation_id);
+CREATE TRIGGER runs_principal AFTER INSERT ON runs
+  WHEN json_extract(new.context, '$.principal.id') IS NOT NULL BEGIN
+  INSERT OR IGNORE INTO conversation_principals (principal, conversation_id) VALUES (
+    json_extract(new.context, '$.channel') || ':' || json_extract(new.context, '$.principal.id'),
+    new.conversation_id);
+END;
+CREATE TRIGGER tombstone_principals AFTER INSERT ON conversation_tombstones BEGIN
+  DELETE FROM conversation_principals WHERE conversation_id = new.conversation_id;
+END;
+INSERT OR IGNORE INTO conversation_principals (principal, conversation_id)
+  SELECT json_extract(context, '$.channel') || ':' || json_extract(context, '$.principal.id'), conversation_id
+  FROM runs WHERE json_extract(context, '$.principal.id') IS NOT NULL;
+INSERT INTO switchboard_meta (key, value)
+  VALUES ('search_backfill_until', (SELECT COALESCE(MAX(ord), 0) FROM messages));
+`;

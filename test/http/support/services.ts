@@ -32,6 +32,10 @@ export function recordingOperator(inner: OperatorService): {
     conversations: wrap("conversations", inner.conversations),
     outbox: wrap("outbox", inner.outbox),
     schedules: wrap("schedules", inner.schedules),
+    search: (...args) => {
+      calls.push({ method: "search", args });
+      return inner.search(...args);
+    },
   };
   return { operator, calls };
 }

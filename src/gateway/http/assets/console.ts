@@ -250,7 +250,9 @@ function showLiveEvent(list: HTMLElement, event: RuntimeEvent): void {
           ? h("span", {}, `step ${event.step}`)
           : event.type === "tool-status"
             ? h("span", {}, `${event.toolName} ${event.status}`)
-            : h("span", {}, event.reason);
+            : event.type === "state"
+              ? h("span", {}, `${event.slot} v${event.version} by ${event.actor}`)
+              : h("span", {}, event.reason);
   list.prepend(
     h(
       "li",

@@ -1,0 +1,165 @@
+/**
+ * History search on SQLite: admission throughput with the search index on against the same
+ * store with its index triggers dropped (alternating rounds, same process), then search latency
+ * p50/p99 over an indexed corpus.
+ *   npx bun bench/history-search.ts [--count 10000] [--rounds 3] [--messages 200000] [--queries 300]
+ */
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
+import { toUsage } from "../src/models/usage.ts";
+import { Runtime } from "../src/runtime/runtime.ts";
+import { parseSearchQuery } from "../src/search/query.ts";
+import type { SearchScope } from "../src/search/store.ts";
+import { openSqliteStores } from "../src/store/sqlite/index.ts";
+import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
+import { tempDir } from "../test/support/runtime.ts";
+import { argInt, printTable } from "./util.ts";
+
+const count = argInt("--count", 10_000);
+const rounds = argInt("--rounds", 3);
+const corpus = argInt("--messages", 200_000);
+const queries = argInt("--queries", 300);
+const dir = tempDir("switchboard-bench-search-");
+
+const INDEX_TRIGGERS = [
+  "messages_search_insert",
+  "messages_search_update",
+  "messages_search_delete",
+  "runs_principal",
+];
+
+/** A deterministic pseudo-random source, so runs are comparable. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+const rand = random(42);
+const VOCABULARY = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}${"abcdefghij"[i % 10]}`);
+/** Zipf-like: low ranks are common words, as in chat text. */
+const word = () => VOCABULARY[Math.floor(VOCABULARY.length * rand() ** 3)]!;
+const sentence = (n: number) => Array.from({ length: n }, word).join(" ");
+
+async function submits(n: number, name: string, indexed: boolean): Promise<number> {
+  const stores = openSqliteStores(join(dir.path, `${name}.sqlite`));
+  if (!indexed) for (const trigger of INDEX_TRIGGERS) stores.db.exec(`DROP TRIGGER ${trigger}`);
+  const runtime = new Runtime({
+    store: stores.runtime,
+    models: [{ label: "unused", model: createScriptedModel([]) }],
+    readUsage: toUsage,
+    executeRuns: false,
+  });
+  const start = performance.now();
+  for (let i = 0; i < n; i += 64) {
+    const batch: Promise<unknown>[] = [];
+    for (let j = i; j < Math.min(n, i + 64); j++) {
+      batch.push(
+        runtime.submit({
+          conversationId: `c-${j % 100}`,
+          idempotencyKey: `k-${j}`,
+          parts: [{ type: "text", text: `hello ${j} ${sentence(12)}` }],
+          context: { channel: "telegram", principal: { id: `u${j % 100}` } },
+        }).admission,
+      );
+    }
+    await Promise.all(batch);
+  }
+  const seconds = (performance.now() - start) / 1000;
+  await runtime.close({ gracePeriodMs: 0 });
+  stores.close();
+  return n / seconds;
+}
+
+await submits(2_000, "warm-on", true);
+await submits(2_000, "warm-off", false);
+const pairs: Array<{ on: number; off: number }> = [];
+for (let round = 0; round < rounds; round++) {
+  const off = await submits(count, `off-${round}`, false);
+  const on = await submits(count, `on-${round}`, true);
+  pairs.push({ on, off });
+  console.log(
+    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
+  );
+}
+const median = [...pairs].sort((a, b) => a.on / a.off - b.on / b.off)[Math.floor(rounds / 2)]!;
+printTable(`admission with the search index (${count} inputs, 64 in flight, median of ${rounds} rounds)`, [
+  ["index triggers dropped", median.off, 1],
+  ["index on (FTS5 + principals)", median.on, median.on / median.off],
+]);
+
+// ---- search latency over an indexed corpus ----
+const file = join(dir.path, "corpus.sqlite");
+openSqliteStores(file).close();
+const raw = new Database(file, { strict: true });
+const seedStart = performance.now();
+const conversations = 2_000;
+raw.transaction(() => {
+  const run = raw.query(
+    `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids, assistant_message_id, context, created_at_ms)
+     VALUES (?, ?, 'completed', 'normal', 'queue', '[]', ?, ?, 1)`,
+  );
+  for (let c = 0; c < conversations; c++) {
+    run.run(
+      `r${c}`,
+      `c${c}`,
+      `a${c}`,
+      JSON.stringify({ channel: "telegram", principal: { id: `u${c % 500}` } }),
+    );
+  }
+})();
+const insert = raw.query(
+  "INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms) VALUES (?, ?, ?, ?, ?, 'complete', ?)",
+);
+for (let page = 0; page < corpus; page += 10_000) {
+  raw.transaction(() => {
+    for (let i = page; i < Math.min(corpus, page + 10_000); i++) {
+      const c = i % conversations;
+      const text = sentence(8 + Math.floor(rand() * 30));
+      insert.run(
+        `m${i}`,
+        `c${c}`,
+        `r${c}`,
+        i % 2 ? "assistant" : "user",
+        JSON.stringify([{ type: "text", text }]),
+        i,
+      );
+    }
+  })();
+}
+raw.close();
+const seedSeconds = (performance.now() - seedStart) / 1000;
+
+const stores = openSqliteStores(file);
+const latencies = async (scope: () => SearchScope, make: () => string) => {
+  const ms: number[] = [];
+  for (let i = 0; i < queries; i++) {
+    const parsed = parseSearchQuery(make());
+    if (!parsed.ok) throw new Error(parsed.error);
+    const start = performance.now();
+    await stores.search.searchHistory({ query: parsed.query, scope: scope(), limit: 5 });
+    ms.push(performance.now() - start);
+  }
+  ms.sort((a, b) => a - b);
+  return {
+    p50: ms[Math.floor(ms.length * 0.5)]!,
+    p99: ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))]!,
+  };
+};
+const user = () => ({ kind: "principal", principal: `telegram:u${Math.floor(rand() * 500)}` }) as const;
+const all = () => ({ kind: "all" }) as const;
+const results = {
+  "one word, the user's conversations": await latencies(user, () => word()),
+  "two words, the user's conversations": await latencies(user, () => `${word()} ${word()}`),
+  "two words, every conversation (operator)": await latencies(all, () => `${word()} ${word()}`),
+  "prefix, the user's conversations": await latencies(user, () => `${word().slice(0, 3)}*`),
+};
+stores.close();
+console.log(
+  `\nsearch latency over ${corpus} indexed messages (${conversations} conversations, 500 users; seeded with triggers in ${seedSeconds.toFixed(1)} s)`,
+);
+for (const [name, r] of Object.entries(results)) {
+  console.log(`  ${name.padEnd(44)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`);
+}
+dir.cleanup();

@@ -1,0 +1,98 @@
+import type { SQL } from "bun";
+import { toTsquery } from "../../search/query.ts";
+import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
+import type { Integer } from "../rows.ts";
+import {
+  type HistoryRow,
+  type HitRow,
+  scopeAdmits,
+  scopeCondition,
+  toHistoryMessage,
+  toHit,
+} from "../search-rows.ts";
+
+/** Messages indexed per backfill transaction. */
+export const BACKFILL_PAGE = 5_000;
+
+/**
+ * Indexes the messages that existed before migration 7, newest first, one page per transaction
+ * (a crash resumes where it stopped). Gateways starting together take turns on an advisory lock.
+ */
+export async function backfillSearchIndex(sql: SQL, pageSize = BACKFILL_PAGE): Promise<number> {
+  let indexed = 0;
+  for (;;) {
+    const more = await sql.begin(async (tx) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext('switchboard:search-backfill'))`;
+      const [row] = await tx<Array<{ value: string }>>`
+        SELECT value FROM switchboard_meta WHERE key = 'search_backfill_until'`;
+      const until = row ? Number(row.value) : 0;
+      if (until <= 0) return false;
+      const from = Math.max(0, until - pageSize);
+      const done = await tx`
+        INSERT INTO message_search (ord, conversation_id, body, search)
+          SELECT m.ord, m.conversation_id, t.body, to_tsvector('simple', t.body)
+          FROM messages AS m, LATERAL (SELECT switchboard_search_text(m.parts) AS body) AS t
+          WHERE m.ord > ${from} AND m.ord <= ${until}
+        ON CONFLICT (ord) DO UPDATE SET body = excluded.body, search = excluded.search`;
+      indexed += done.count;
+      await tx`UPDATE switchboard_meta SET value = ${String(from)} WHERE key = 'search_backfill_until'`;
+      return true;
+    });
+    if (!more) return indexed;
+  }
+}
+
+/** `?` placeholders of the shared scope condition as `$n`, after `offset` earlier parameters. */
+function numbered(condition: string, offset: number): string {
+  let n = offset;
+  return condition.replace(/\?/g, () => `$${++n}`);
+}
+
+export function createPostgresSearch(sql: SQL): SearchStore {
+  return {
+    async searchHistory({ query, scope, limit }): Promise<SearchHit[]> {
+      const condition = scopeCondition(scope);
+      const params: unknown[] = [toTsquery(query)];
+      if (condition.param !== null) params.push(condition.param);
+      params.push(limit);
+      // Ranked and limited first; ts_headline, the costly part, runs on the survivors only.
+      const rows = await sql.unsafe<HitRow[]>(
+        `WITH q AS (SELECT to_tsquery('simple', $1) AS query),
+         best AS (
+           SELECT s.ord, s.body, ts_rank_cd(s.search, q.query) AS rank
+           FROM message_search AS s JOIN messages AS m ON m.ord = s.ord, q
+           WHERE s.search @@ q.query AND ${numbered(condition.sql, 1)}
+           ORDER BY rank DESC, s.ord DESC LIMIT $${params.length})
+         SELECT m.id AS ref, m.conversation_id, m.run_id, m.role, m.created_at_ms,
+           ts_headline('simple', best.body, q.query,
+             'StartSel=[, StopSel=], MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=…') AS snippet
+         FROM best JOIN messages AS m ON m.ord = best.ord, q
+         ORDER BY best.rank DESC, best.ord DESC`,
+        params,
+      );
+      return rows.map(toHit);
+    },
+    async readHistory({ ref, scope, before, after }): Promise<HistoryWindow | null> {
+      return (await sql.begin("isolation level repeatable read, read only", async (tx) => {
+        const [target] = await tx<Array<{ ord: Integer; conversation_id: string }>>`
+          SELECT ord, conversation_id FROM messages WHERE id = ${ref}`;
+        if (!target) return null;
+        const principals = (
+          await tx<Array<{ principal: string }>>`
+            SELECT principal FROM conversation_principals WHERE conversation_id = ${target.conversation_id}`
+        ).map((r) => r.principal);
+        if (!scopeAdmits(scope, target.conversation_id, principals)) return null;
+        const older = await tx<HistoryRow[]>`
+          SELECT id, run_id, role, parts, created_at_ms FROM messages
+          WHERE conversation_id = ${target.conversation_id} AND ord < ${target.ord} ORDER BY ord DESC LIMIT ${before}`;
+        const rest = await tx<HistoryRow[]>`
+          SELECT id, run_id, role, parts, created_at_ms FROM messages
+          WHERE conversation_id = ${target.conversation_id} AND ord >= ${target.ord} ORDER BY ord LIMIT ${after + 1}`;
+        return {
+          conversationId: target.conversation_id,
+          messages: [...[...older].reverse(), ...rest].map(toHistoryMessage),
+        };
+      })) as HistoryWindow | null;
+    },
+  };
+}

@@ -1,0 +1,225 @@
+/**
+ * SearchStore conformance: history search on both engines (test/store/search.test.ts runs it on
+ * SQLite and PostgreSQL). Messages are written through the RuntimeStore, as the runtime writes
+ * them, so the index is proved to follow the real write paths.
+ */
+import { test as bunTest, describe, expect } from "bun:test";
+import type { RuntimeStore } from "../../src/runtime/store.ts";
+import { parseSearchQuery, type SearchQuery } from "../../src/search/query.ts";
+import type { SearchStore } from "../../src/search/store.ts";
+import { admitRequest } from "./conformance.ts";
+
+const T0 = 1_700_000_000_000;
+const test = (name: string, fn: () => Promise<void>) => bunTest(name, fn, 30_000);
+
+export interface OpenedSearchStore {
+  store: RuntimeStore;
+  search: SearchStore;
+  close: () => Promise<void>;
+}
+
+const ctx = (channel: string, user: string) => ({
+  channel,
+  account: "bot",
+  target: user,
+  surface: "dm",
+  delivery: "terminal",
+  conversationKey: `${channel}:${user}`,
+  principal: { id: user },
+  origin: "user",
+});
+
+function q(text: string): SearchQuery {
+  const parsed = parseSearchQuery(text);
+  if (!parsed.ok) throw new Error(parsed.error);
+  return parsed.query;
+}
+
+/** One turn: the user's text, then the assistant's answer (with a tool result) committed. */
+async function turn(
+  store: RuntimeStore,
+  conversationId: string,
+  user: [string, string],
+  text: string,
+  answer: string,
+) {
+  const admitted = await store.admit(
+    admitRequest(conversationId, `k-${Math.random()}`, {
+      parts: [{ type: "text", text }],
+      context: ctx(...user),
+    }),
+  );
+  if (admitted.outcome === "duplicate") throw new Error("duplicate");
+  const acquired = await store.acquireRun({ runId: admitted.runId, owner: "w", nowMs: T0, leaseMs: 60_000 });
+  await store.commitTerminal({
+    fence: acquired!.fence,
+    state: "completed",
+    assistantParts: [
+      {
+        type: "tool-result",
+        toolCallId: "t1",
+        toolName: "web_fetch",
+        output: { title: "lookup" },
+        isError: false,
+      },
+      { type: "text", text: answer },
+    ],
+    nowMs: T0 + 1,
+  });
+  return admitted;
+}
+
+export function runSearchConformance(name: string, open: () => Promise<OpenedSearchStore>) {
+  describe(`SearchStore conformance: ${name}`, () => {
+    const withStores = (fn: (opened: OpenedSearchStore) => Promise<void>) => async () => {
+      const opened = await open();
+      try {
+        await fn(opened);
+      } finally {
+        await opened.close();
+      }
+    };
+    const alice = ["telegram", "1001"] as [string, string];
+    const bob = ["telegram", "2002"] as [string, string];
+    const aliceOnSlack = ["slack", "1001"] as [string, string];
+
+    test(
+      "ranking: the message that matches best comes first; answers and tool results are indexed",
+      withStores(async ({ store, search }) => {
+        await turn(store, "a1", alice, "the invoice for march is late", "I will check the invoice.");
+        await turn(store, "a2", alice, "invoice invoice invoice: march invoice numbers", "Noted.");
+        await turn(store, "a3", alice, "lunch plans", "Pasta sounds good.");
+        const scope = { kind: "principal", principal: "telegram:1001" } as const;
+        const hits = await search.searchHistory({ query: q("invoice march"), scope, limit: 10 });
+        expect(hits.map((h) => h.conversationId)).toEqual(["a2", "a1"]);
+        expect(hits[0]!.role).toBe("user");
+        expect(hits[0]!.snippet).toContain("[invoice]");
+        const answers = await search.searchHistory({ query: q("pasta"), scope, limit: 10 });
+        expect(answers).toMatchObject([{ conversationId: "a3", role: "assistant" }]);
+        expect(await search.searchHistory({ query: q("web_fetch lookup"), scope, limit: 10 })).toHaveLength(
+          3,
+        );
+        expect(await search.searchHistory({ query: q('"march is late"'), scope, limit: 10 })).toHaveLength(1);
+        expect(await search.searchHistory({ query: q("invo*"), scope, limit: 10 })).toHaveLength(3);
+        expect(await search.searchHistory({ query: q("invoice"), scope, limit: 1 })).toHaveLength(1);
+      }),
+    );
+
+    test(
+      "authorisation: another user's conversation is never found, also not through a crafted reference",
+      withStores(async ({ store, search }) => {
+        await turn(store, "alice-1", alice, "my secret project is called bluebird", "Nice name.");
+        const bobs = await turn(store, "bob-1", bob, "my secret project is called redwing", "Good luck.");
+        await turn(store, "alice-slack", aliceOnSlack, "bluebird on slack", "ok");
+        const asAlice = { kind: "principal", principal: "telegram:1001" } as const;
+        const found = await search.searchHistory({ query: q("secret project"), scope: asAlice, limit: 10 });
+        expect(found.map((h) => h.conversationId)).toEqual(["alice-1"]);
+        expect(await search.searchHistory({ query: q("redwing"), scope: asAlice, limit: 10 })).toEqual([]);
+        // Same user id on another platform is another principal.
+        expect(
+          (await search.searchHistory({ query: q("bluebird"), scope: asAlice, limit: 10 })).map(
+            (h) => h.conversationId,
+          ),
+        ).toEqual(["alice-1"]);
+        // Bob's message id, guessed or leaked: the same answer as an id that does not exist.
+        expect(
+          await search.readHistory({ ref: bobs.inputMessageId, scope: asAlice, before: 2, after: 2 }),
+        ).toBeNull();
+        expect(
+          await search.readHistory({ ref: "msg-does-not-exist", scope: asAlice, before: 2, after: 2 }),
+        ).toBeNull();
+        const own = found[0]!;
+        const window = await search.readHistory({ ref: own.ref, scope: asAlice, before: 2, after: 2 });
+        expect(window?.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+        expect(window?.messages[1]?.text).toContain("Nice name.");
+        // Narrowed to one conversation, and the operator's view of everything.
+        const narrow = { kind: "conversation", conversationId: "bob-1" } as const;
+        expect(await search.searchHistory({ query: q("bluebird"), scope: narrow, limit: 10 })).toEqual([]);
+        expect(
+          await search.searchHistory({ query: q("secret"), scope: { kind: "all" }, limit: 10 }),
+        ).toHaveLength(2);
+      }),
+    );
+
+    test(
+      "history_read returns the exact messages around a reference, bounded by before and after",
+      withStores(async ({ store, search }) => {
+        for (let i = 0; i < 5; i += 1)
+          await turn(store, "c", alice, `question number ${i}`, `answer number ${i}`);
+        const scope = { kind: "principal", principal: "telegram:1001" } as const;
+        const [hit] = await search.searchHistory({ query: q('"question number 2"'), scope, limit: 1 });
+        const window = await search.readHistory({ ref: hit!.ref, scope, before: 2, after: 1 });
+        expect(window?.messages.map((m) => m.text)).toEqual([
+          "question number 1",
+          'web_fetch: {"title":"lookup"} answer number 1',
+          "question number 2",
+          'web_fetch: {"title":"lookup"} answer number 2',
+        ]);
+      }),
+    );
+
+    test(
+      "the index follows every write: an answer updated in place, and a purge that removes it all",
+      withStores(async ({ store, search }) => {
+        const admitted = await store.admit(
+          admitRequest("p", "k1", { parts: [{ type: "text", text: "start" }], context: ctx(...alice) }),
+        );
+        const acquired = await store.acquireRun({
+          runId: admitted.runId,
+          owner: "w",
+          nowMs: T0,
+          leaseMs: 60_000,
+        });
+        const scope = { kind: "principal", principal: "telegram:1001" } as const;
+        await store.saveToolProgress(acquired!.fence, [{ type: "text", text: "draft walrus" }], T0);
+        expect(await search.searchHistory({ query: q("walrus"), scope, limit: 5 })).toHaveLength(1);
+        await store.commitTerminal({
+          fence: acquired!.fence,
+          state: "completed",
+          assistantParts: [{ type: "text", text: "final narwhal" }],
+          nowMs: T0,
+        });
+        expect(await search.searchHistory({ query: q("walrus"), scope, limit: 5 })).toEqual([]);
+        expect(await search.searchHistory({ query: q("narwhal"), scope, limit: 5 })).toHaveLength(1);
+        expect(await store.purgeConversation("p", { nowMs: T0 })).toEqual({ outcome: "purged" });
+        for (const word of ["narwhal", "start"]) {
+          expect(await search.searchHistory({ query: q(word), scope: { kind: "all" }, limit: 5 })).toEqual(
+            [],
+          );
+        }
+        expect(
+          await search.readHistory({
+            ref: admitted.inputMessageId,
+            scope: { kind: "all" },
+            before: 1,
+            after: 1,
+          }),
+        ).toBeNull();
+      }),
+    );
+
+    test(
+      "query syntax in the user's text is only words: quotes, operators and column filters do nothing",
+      withStores(async ({ store, search }) => {
+        await turn(store, "c", alice, "NEAR the body: AND OR NOT col:umn ^start", "fine");
+        const scope = { kind: "all" } as const;
+        for (const text of [
+          "NEAR(",
+          "body:",
+          "AND OR",
+          "col:umn",
+          "^start",
+          "a & b | !c",
+          "x <-> y",
+          "'quote",
+        ]) {
+          const parsed = parseSearchQuery(text);
+          if (!parsed.ok) continue;
+          await search.searchHistory({ query: parsed.query, scope, limit: 5 });
+        }
+        expect(await search.searchHistory({ query: q("body: AND"), scope, limit: 5 })).toHaveLength(1);
+        expect(await search.searchHistory({ query: q("col:umn"), scope, limit: 5 })).toHaveLength(1);
+      }),
+    );
+  });
+}
