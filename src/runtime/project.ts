@@ -9,6 +9,14 @@ function userContent(message: Message): UserContent {
   const content: Exclude<UserContent, string> = [];
   for (const part of message.parts) {
     if (part.type === "text") content.push({ type: "text", text: part.text });
+    if (part.type === "tool-approval-response") {
+      const verdict = part.approved
+        ? `approved by ${part.decidedBy}`
+        : part.reason === "expired"
+          ? "expired without a decision"
+          : `denied by ${part.decidedBy}`;
+      content.push({ type: "text", text: `[tool call ${part.toolName}: ${verdict}]` });
+    }
     if (part.type === "file") {
       const size = part.sizeBytes === undefined ? "" : `, ${part.sizeBytes} bytes`;
       content.push({

@@ -9,6 +9,7 @@ import { type CompactionPolicy, compactConversation } from "./compaction.ts";
 import type { RuntimeEvent } from "./events.ts";
 import {
   type AnswerDeliveryFor,
+  type ApprovalOptions,
   type ExecutionEnd,
   RunExecutor,
   type StopPolicy,
@@ -17,7 +18,7 @@ import {
 import { Lane } from "./lane.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
-import type { AdmitResult, RunRecord, RuntimeStore } from "./store.ts";
+import type { AdmitResult, ApprovalDecision, RunRecord, RuntimeStore } from "./store.ts";
 import {
   answerText,
   type InputPart,
@@ -43,6 +44,8 @@ export interface SubmitRequest {
   policy?: InputPolicy;
   /** External dedupe identity recorded in the admission transaction. */
   ingress?: { source: string; key: string; payload: unknown };
+  /** The input decides a pending approval (recorded with the admission). */
+  approval?: ApprovalDecision;
 }
 
 export interface Admission {
@@ -52,6 +55,8 @@ export interface Admission {
   inputMessageId: string;
   /** Conversation version right after the admission committed. */
   version: number;
+  /** Pending approvals this input cancelled (a newer message under `supersede`/`interrupt`). */
+  cancelledApprovals: string[];
 }
 
 /** The terminal outcome a ticket resolves to. */
@@ -100,6 +105,11 @@ export interface RuntimeOptions {
    * outbox record). Without it, or when it answers null, a run delivers nothing.
    */
   answerDelivery?: AnswerDeliveryFor;
+  /**
+   * Tool calls that wait for a person: such a run ends `awaiting_approval` with the request
+   * stored; a decision admitted with `approval` starts the successor that runs (or denies) it.
+   */
+  approvals?: ApprovalOptions;
   /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
   readUsage: UsageReader;
   /** Told when each model call starts and ends (latency metrics). */
@@ -187,6 +197,7 @@ export class Runtime {
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.idempotent ? { idempotent: options.idempotent } : {}),
       ...(options.answerDelivery ? { answerDelivery: options.answerDelivery } : {}),
+      ...(options.approvals ? { approvals: options.approvals } : {}),
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),
       emit: (event) => this.bus.emit(event),
@@ -260,6 +271,7 @@ export class Runtime {
       policy,
       coalescePending: coalesce,
       ...(request.ingress ? { ingress: request.ingress } : {}),
+      ...(request.approval ? { approval: request.approval } : {}),
       proposedIds: { runId: newId("run", nowMs), messageId: newId("msg", nowMs) },
       nowMs,
     });
@@ -275,6 +287,7 @@ export class Runtime {
       runId: result.runId,
       inputMessageId: result.inputMessageId,
       version: result.version,
+      cancelledApprovals: result.outcome === "duplicate" ? [] : result.cancelledApprovals,
     };
   }
 

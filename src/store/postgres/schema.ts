@@ -132,6 +132,33 @@ CREATE TABLE conversation_summaries (
 );
 `;
 
+/** Migration 6: approval requests, generated secrets, outbox buttons/edits; SQLite's migration 9. */
+const APPROVALS_SCHEMA_SQL = `
+CREATE TABLE approvals (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  input TEXT NOT NULL,
+  binding TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
+  decided_by TEXT,
+  successor_run_id TEXT,
+  created_at_ms BIGINT NOT NULL,
+  expires_at_ms BIGINT NOT NULL,
+  decided_at_ms BIGINT
+);
+CREATE INDEX approvals_pending ON approvals (expires_at_ms) WHERE state = 'pending';
+CREATE INDEX approvals_conversation ON approvals (conversation_id, created_at_ms);
+CREATE TABLE secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  created_at_ms BIGINT NOT NULL
+);
+ALTER TABLE outbox ADD COLUMN presentation TEXT;
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -142,6 +169,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
   { version: 4, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
   { version: 5, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
+  { version: 6, name: "approvals", sql: APPROVALS_SCHEMA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

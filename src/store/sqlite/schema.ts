@@ -155,3 +155,33 @@ DROP TABLE events;
 ALTER TABLE events_by_rowid RENAME TO events;
 CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
 `;
+
+/**
+ * Migration 9: approval requests (written with the asking run's terminal commit, decided with
+ * the successor's admission) and secrets generated once (the approval signing key); an outbox record's buttons, or the record it edits.
+ */
+export const APPROVALS_SCHEMA_SQL = `
+CREATE TABLE approvals (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  input TEXT NOT NULL,
+  binding TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
+  decided_by TEXT,
+  successor_run_id TEXT,
+  created_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  decided_at_ms INTEGER
+) WITHOUT ROWID;
+CREATE INDEX approvals_pending ON approvals (expires_at_ms) WHERE state = 'pending';
+CREATE INDEX approvals_conversation ON approvals (conversation_id, created_at_ms);
+CREATE TABLE secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+ALTER TABLE outbox ADD COLUMN presentation TEXT;
+`;
