@@ -20,13 +20,33 @@ export interface SurfacePolicy {
   nativeStreaming: boolean;
   /** Appended to the agent's instructions on this surface. */
   instructions?: string;
+  /** User ids who may decide any approval here, besides the user whose message asked. */
+  approvers: readonly string[];
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
 export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
-  dm: { inputPolicy: "supersede", delivery: "stream", requireMention: false, nativeStreaming: false },
-  group: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
-  thread: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
+  dm: {
+    inputPolicy: "supersede",
+    delivery: "stream",
+    requireMention: false,
+    nativeStreaming: false,
+    approvers: [],
+  },
+  group: {
+    inputPolicy: "queue",
+    delivery: "terminal",
+    requireMention: true,
+    nativeStreaming: false,
+    approvers: [],
+  },
+  thread: {
+    inputPolicy: "queue",
+    delivery: "terminal",
+    requireMention: true,
+    nativeStreaming: false,
+    approvers: [],
+  },
 };
 
 const surfaceOverride = z
@@ -36,6 +56,7 @@ const surfaceOverride = z
     requireMention: z.boolean().optional(),
     nativeStreaming: z.boolean().optional(),
     instructions: z.string().max(20_000).optional(),
+    approvers: z.array(z.string().min(1).max(200)).max(1000).optional(),
   })
   .strict();
 
@@ -71,6 +92,13 @@ const fileSchema = z
       .strict()
       .default({}),
     mcpServers: mcpServersSchema,
+    /** How long a tool call waits for a decision before it counts as denied ("expired"). */
+    approvalTimeoutMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(30 * 86_400_000)
+      .default(86_400_000),
   })
   .strict();
 
@@ -141,6 +169,8 @@ export interface GatewayConfig {
   webFetch: { enabled: boolean; allowPrivate: boolean };
   /** The variables MCP server headers reference as ${VAR} (their values are also in `secrets`). */
   mcpEnv: Record<string, string | undefined>;
+  /** SWITCHBOARD_APPROVAL_SECRET; null: a key generated once and kept in the database. */
+  approvalSecret: string | null;
 }
 
 /** Variables whose values are secrets: never written to a log line or an error message. */
@@ -155,6 +185,7 @@ export const SECRET_VARIABLES = [
   "OPENAI_COMPATIBLE_API_KEY",
   "SWITCHBOARD_OPERATOR_TOKEN",
   "SWITCHBOARD_WEB_TOKEN",
+  "SWITCHBOARD_APPROVAL_SECRET",
 ] as const;
 
 /** `text` with every secret value of `env` replaced by "[redacted]" (config errors echo values). */
@@ -529,6 +560,14 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
   }
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secret(name);
   if (operatorToken) secrets.push(operatorToken);
+  const approvalSecret = secret("SWITCHBOARD_APPROVAL_SECRET") ?? null;
+  if (approvalSecret !== null && approvalSecret.length < 16) {
+    fail(
+      "SWITCHBOARD_APPROVAL_SECRET",
+      "must be at least 16 characters",
+      "SWITCHBOARD_APPROVAL_SECRET=$(openssl rand -hex 32)",
+    );
+  }
 
   const host = nonEmpty(env, "SWITCHBOARD_HTTP_HOST") ?? "127.0.0.1";
   const publicUrl = parsePublicUrl(env);
@@ -550,6 +589,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     web,
     secrets,
     mcpEnv: referencedVariables(file, env, secrets),
+    approvalSecret,
     webFetch: {
       enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
       allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
@@ -617,6 +657,7 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
       delivery: o.delivery ?? policy.delivery,
       requireMention: o.requireMention ?? policy.requireMention,
       nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
+      approvers: o.approvers ?? policy.approvers,
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),

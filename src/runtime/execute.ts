@@ -78,8 +78,8 @@ export interface ExecutorOptions {
 export interface ApprovalOptions {
   /** Whether calls of this tool ask first (unless the conversation always allows it). */
   required: (toolName: string) => boolean;
-  /** HMAC key binding each request to its exact call. */
-  secret: string;
+  /** HMAC key binding each request to its exact call (read when first needed). */
+  secret: () => string;
   /** A request not decided within this counts as denied ("expired"). */
   timeoutMs: number;
 }
@@ -355,7 +355,7 @@ export class RunExecutor {
 
   /** An approved call runs only when the request it answers was signed for exactly that call. */
   private verifyDecision(response: Parameters<Parameters<typeof seedDecidedCalls>[2]>[0]): boolean {
-    const secret = this.options.approvals?.secret;
+    const secret = this.options.approvals?.secret();
     const ok = secret !== undefined && verifyApprovalBinding(secret, response, response.binding);
     if (!ok) {
       this.options.logger.warn("approval.binding_mismatch", {
@@ -383,7 +383,7 @@ export class RunExecutor {
           toolCallId: call.toolCallId,
           toolName: call.toolName,
           input: call.input,
-          binding: bindApproval(approvals.secret, { ...bound, input: call.input }),
+          binding: bindApproval(approvals.secret(), { ...bound, input: call.input }),
           expiresAtMs,
         },
       ];

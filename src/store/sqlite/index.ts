@@ -2,7 +2,12 @@ import type { Database } from "bun:sqlite";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
-import { AMBIGUOUS_HOLDS_SQL, OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
+import {
+  AMBIGUOUS_HOLDS_SQL,
+  OUTBOX_PRESENTATION_SQL,
+  OUTBOX_SCHEMA_SQL,
+  SqliteOutboxRepository,
+} from "./outbox.ts";
 import { SqliteRuntimeStore } from "./runtime-store.ts";
 import { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 import { createSqliteScheduleRepository } from "./schedules.ts";
@@ -25,7 +30,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "admission-columns", sql: ADMISSION_COLUMNS_SQL },
   { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
-  { version: 9, name: "approvals", sql: APPROVALS_SCHEMA_SQL },
+  { version: 9, name: "approvals", sql: `${APPROVALS_SCHEMA_SQL}\n${OUTBOX_PRESENTATION_SQL}` },
 ];
 
 export interface SqliteStores {

@@ -158,7 +158,7 @@ CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
 
 /**
  * Migration 9: approval requests (written with the asking run's terminal commit, decided with
- * the successor's admission) and secrets generated once (the approval signing key); an outbox record's buttons, or the record it edits.
+ * the successor's admission) and secrets generated once (the approval signing key). Migration 9 also adds OUTBOX_PRESENTATION_SQL.
  */
 export const APPROVALS_SCHEMA_SQL = `
 CREATE TABLE approvals (
@@ -183,5 +183,4 @@ CREATE TABLE secrets (
   value TEXT NOT NULL,
   created_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
-ALTER TABLE outbox ADD COLUMN presentation TEXT;
 `;
