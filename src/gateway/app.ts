@@ -184,10 +184,10 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   });
 
   approvals = createApprovalService({
-    runtime,
+    submit: (request) => runtime.submit(request).admission,
     store: stores.runtime,
     outbox: stores.outbox,
-    file: config.file,
+    approvers: (context) => surfacePolicy(config.file, context.channel, context.surface).approvers,
     secret,
     clock,
     logger: logger.child({ component: "approvals" }),
@@ -290,6 +290,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         () => {
           worker.notify();
           void schedules.tick();
+          // An operator's approval decision (CLI on the database) queued a successor run.
+          void runtime.recover().catch((error) => logger.warn("runtime.wake_failed", { error }));
         },
         (error) => logger.warn("store.external_commit_check_failed", { error }),
       );

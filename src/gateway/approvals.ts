@@ -1,7 +1,7 @@
 import type { InboundMessage } from "../../channels/types.ts";
 import type { OutboxRepository } from "../../outbox/types.ts";
 import { isSwitchboardError } from "../errors.ts";
-import type { Runtime } from "../runtime/runtime.ts";
+import type { SubmitRequest } from "../runtime/runtime.ts";
 import type {
   ApprovalRecord,
   ApprovalRequestInsert,
@@ -11,8 +11,7 @@ import type {
 import { type ApprovalAction, signAction, verifyAction } from "../util/approval-signing.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { type FileConfig, surfacePolicy } from "./config.ts";
-import { readRunContext } from "./context.ts";
+import { type RunContext, readRunContext } from "./context.ts";
 
 /** Longest rendering of a call's arguments in a prompt; the rest is cut with an ellipsis. */
 const MAX_ARGUMENT_CHARS = 600;
@@ -43,10 +42,12 @@ export interface ApprovalService {
 }
 
 export interface ApprovalServiceOptions {
-  runtime: Runtime;
+  /** Admits the decision with its successor run (the gateway's runtime, or the store directly). */
+  submit: (request: SubmitRequest) => Promise<{ runId: string }>;
   store: RuntimeStore;
   outbox: OutboxRepository;
-  file: FileConfig;
+  /** User ids who may decide on the surface of `context` besides the asker. */
+  approvers: (context: RunContext) => readonly string[];
   /** The HMAC key, known once the gateway started (SWITCHBOARD_APPROVAL_SECRET or the database's). */
   secret: () => string;
   clock: Clock;
@@ -73,7 +74,7 @@ export function outcomeText(
 }
 
 export function createApprovalService(options: ApprovalServiceOptions): ApprovalService {
-  const { runtime, store, outbox, clock, logger } = options;
+  const { store, outbox, clock, logger } = options;
 
   const enqueueOutcome = async (approval: ApprovalRecord, verdict: string) => {
     const run = await store.loadRun(approval.runId);
@@ -121,7 +122,7 @@ export function createApprovalService(options: ApprovalServiceOptions): Approval
     const run = await store.loadRun(approval.runId);
     const context = readRunContext(run?.run.context);
     if (!context) return { ok: false, who: "the person who asked" };
-    const approvers = surfacePolicy(options.file, context.channel, context.surface).approvers;
+    const approvers = options.approvers(context);
     return {
       ok: context.principal.id === userId || approvers.includes(userId),
       who: context.principal.name ?? "the person who asked",
@@ -162,7 +163,7 @@ export function createApprovalService(options: ApprovalServiceOptions): Approval
           : "expiry";
     const run = await store.loadRun(approval.runId);
     try {
-      const ticket = runtime.submit({
+      const admission = await options.submit({
         conversationId: approval.conversationId,
         // One successor per approval, whoever decides and however often.
         idempotencyKey: `approval:${approval.id}`,
@@ -188,7 +189,6 @@ export function createApprovalService(options: ApprovalServiceOptions): Approval
           ...(action === "always" && state === "approved" ? { alwaysAllowTool: approval.toolName } : {}),
         },
       });
-      const admission = await ticket.admission;
       const decided = (await store.loadApproval(approval.id)) ?? approval;
       logger.info("approval.decided", { approvalId, state: decided.state, runId: admission.runId });
       await enqueueOutcome(decided, verdictOf(decided));

@@ -34,6 +34,8 @@ afterEach(async () => {
   gateway = null;
 });
 
+const OPERATOR_TOKEN = "operator-token-0123456789";
+
 async function start(options: { approvalTimeoutMs?: number } = {}): Promise<GatewayProcess> {
   const config = join(dir.path, "switchboard.json");
   writeFileSync(
@@ -54,6 +56,7 @@ async function start(options: { approvalTimeoutMs?: number } = {}): Promise<Gate
     {
       ...telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], dbFile }),
       SWITCHBOARD_CONFIG: config,
+      SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
     },
     GATEWAY_START_TIMEOUT_MS,
   );
@@ -263,6 +266,45 @@ test("SIGKILL between the request and the press: after a restart the press works
   await telegram.waitForMessage(alice.id, (m) => m.visibleText.includes('appended "rice"'), TIMEOUT);
   expect(count("rice")).toBe(1);
 }, 90_000);
+
+test("operators list pending approvals and decide them over the API; a second decision is refused", async () => {
+  const gw = await start();
+  appendRule("remember tea", "tea");
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember tea" });
+  const prompt = await promptFor(alice.id, "tea");
+  const id = /\/approve (ap_[0-9a-f]{12})/.exec(prompt.visibleText)![1]!;
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${gw.url}${path}`, {
+      ...init,
+      headers: {
+        authorization: `Bearer ${OPERATOR_TOKEN}`,
+        "content-type": "application/json",
+        ...init.headers,
+      },
+    });
+  const pending = (await (await api("/api/approvals?state=pending")).json()) as Array<{
+    id: string;
+    toolName: string;
+  }>;
+  expect(pending.find((a) => a.id === id)).toMatchObject({ toolName: "notes_append_note" });
+  const approved = await api(`/api/approvals/${id}/approve`, {
+    method: "POST",
+    body: "{}",
+    headers: { "x-switchboard-actor": "carol" },
+  });
+  expect(approved.status).toBe(200);
+  expect(await approved.json()).toMatchObject({ id, state: "approved", decidedBy: "operator carol" });
+  await telegram.waitForMessage(alice.id, (m) => m.visibleText.includes('appended "tea"'), TIMEOUT);
+  expect(count("tea")).toBe(1);
+  await eventually(
+    () => current(alice.id, prompt.messageId)?.visibleText.includes("Approved by operator carol"),
+    TIMEOUT,
+    "the prompt to show the operator's approval",
+  );
+  const again = await api(`/api/approvals/${id}/deny`, { method: "POST", body: "{}" });
+  expect(again.status).toBe(409);
+  expect(count("tea")).toBe(1);
+}, 60_000);
 
 test("expiry: a request nobody decides counts as denied (expired), and its buttons say so", async () => {
   await start({ approvalTimeoutMs: 2000 });
