@@ -36,14 +36,16 @@ afterEach(async () => {
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
 
-async function start(options: { approvalTimeoutMs?: number } = {}): Promise<GatewayProcess> {
+async function start(
+  options: { approvalTimeoutMs?: number; dm?: Record<string, unknown> } = {},
+): Promise<GatewayProcess> {
   const config = join(dir.path, "switchboard.json");
   writeFileSync(
     config,
     JSON.stringify({
       version: 1,
       surfaces: {
-        "telegram:dm": { delivery: "terminal", inputPolicy: "queue" },
+        "telegram:dm": options.dm ?? { delivery: "terminal", inputPolicy: "queue" },
         "telegram:group": { requireMention: false },
       },
       mcpServers: {
@@ -304,6 +306,33 @@ test("operators list pending approvals and decide them over the API; a second de
   const again = await api(`/api/approvals/${id}/deny`, { method: "POST", body: "{}" });
   expect(again.status).toBe(409);
   expect(count("tea")).toBe(1);
+}, 60_000);
+
+test("under supersede (streamed DMs) a newer message cancels the pending request; its buttons say so", async () => {
+  await start({ dm: { inputPolicy: "supersede", delivery: "stream" } });
+  llm.setRules([
+    {
+      match: { lastUserContains: "remember jam", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "notes_append_note", input: { text: "jam" } },
+    },
+    { match: { lastUserContains: "never mind" }, reply: { kind: "text", text: "Alright, forgotten." } },
+  ]);
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember jam" });
+  const prompt = await promptFor(alice.id, "jam");
+  const approveData = pressedData(prompt, "Approve");
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "never mind" });
+  await telegram.waitForMessage(alice.id, (m) => m.visibleText === "Alright, forgotten.", TIMEOUT);
+  await eventually(
+    () => {
+      const m = current(alice.id, prompt.messageId);
+      return m?.visibleText.includes("Cancelled by a newer message") && !m.buttons;
+    },
+    TIMEOUT,
+    "the prompt to show it was cancelled",
+  );
+  const late = telegram.press(alice.id, prompt.messageId, alice, { forgedData: approveData });
+  expect(await answerFor(late.queryId)).toContain("Already decided");
+  expect(count("jam")).toBe(0);
 }, 60_000);
 
 test("expiry: a request nobody decides counts as denied (expired), and its buttons say so", async () => {
