@@ -7,6 +7,7 @@ import { Database } from "bun:sqlite";
 import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { cli, json } from "../cli/support/cli.ts";
 import {
   groupChat,
   privateChat,
@@ -288,7 +289,10 @@ test("operators list pending approvals and decide them over the API; a second de
     id: string;
     toolName: string;
   }>;
-  expect(pending.find((a) => a.id === id)).toMatchObject({ toolName: "notes_append_note" });
+  const request = pending.find((a) => a.id === id);
+  expect(request).toMatchObject({ toolName: "notes_append_note", input: { text: "tea" }, state: "pending" });
+  const waiting = (await (await api("/api/runs?state=awaiting_approval")).json()) as Array<{ id: string }>;
+  expect(waiting.map((r) => r.id)).toContain((request as unknown as { runId: string }).runId);
   const approved = await api(`/api/approvals/${id}/approve`, {
     method: "POST",
     body: "{}",
@@ -333,6 +337,28 @@ test("under supersede (streamed DMs) a newer message cancels the pending request
   const late = telegram.press(alice.id, prompt.messageId, alice, { forgedData: approveData });
   expect(await answerFor(late.queryId)).toContain("Already decided");
   expect(count("jam")).toBe(0);
+}, 60_000);
+
+test("an operator's CLI on the database file decides; the running gateway runs the call once", async () => {
+  await start();
+  appendRule("remember honey", "honey");
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember honey" });
+  const prompt = await promptFor(alice.id, "honey");
+  const id = /\/approve (ap_[0-9a-f]{12})/.exec(prompt.visibleText)![1]!;
+  const db = join(dir.path, dbFile);
+  const listed = await cli(["approvals", "list", "--state", "pending", "--db", db, "--json"]);
+  expect(json<Array<{ id: string }>>(listed).map((a) => a.id)).toContain(id);
+  const decided = await cli(["approvals", "deny", id, "--db", db, "--actor", "dave", "--json"]);
+  expect(json(decided)).toMatchObject({ id, state: "denied", decidedBy: "operator dave" });
+  await telegram.waitForMessage(
+    alice.id,
+    (m) => m.visibleText.includes("operator dave denied this call"),
+    TIMEOUT,
+  );
+  const again = await cli(["approvals", "approve", id, "--db", db]);
+  expect(again.code).not.toBe(0);
+  expect(again.stderr).toContain("Already decided");
+  expect(count("honey")).toBe(0);
 }, 60_000);
 
 test("expiry: a request nobody decides counts as denied (expired), and its buttons say so", async () => {
