@@ -102,7 +102,8 @@ function parseMessage(msg: Message, updateKey: string, context: ParseContext): P
 function parseCallbackQuery(query: CallbackQuery, updateKey: string, context: ParseContext): ParseResult {
   if (typeof query !== "object" || query === null) return skip("malformed callback query");
   const msg = query.message;
-  if (typeof query.id !== "string" || query.id === "") return skip("callback query without an id");
+  if (typeof query.id !== "string" || query.id === "" || query.id.length > 300)
+    return skip("callback query without a valid id");
   if (typeof query.data !== "string" || query.data === "") return skip("callback query without data");
   if (!msg || typeof msg.chat !== "object" || !Number.isSafeInteger(msg.chat?.id))
     return skip("callback query without its message");
