@@ -71,6 +71,17 @@ export const inboundMessageSchema = z.object({
   attachments: z.array(inboundAttachmentSchema).max(MAX_INBOUND_ATTACHMENTS),
   /** Milliseconds since epoch, from the platform when it says, else when received. */
   receivedAtMs: z.number(),
+  /**
+   * A button press instead of a written message: the pressed button's `data` (signed by whoever
+   * made the button; ingress verifies it) and the platform's interaction id, which the adapter
+   * answers. `text` is empty.
+   */
+  action: z
+    .object({
+      data: z.string().min(1).max(200),
+      interactionId: z.string().min(1).max(300),
+    })
+    .optional(),
 });
 export type InboundMessage = z.infer<typeof inboundMessageSchema>;
 
@@ -79,7 +90,9 @@ export type IngressOutcome =
   | { kind: "admitted"; runId: string; conversationId: string }
   | { kind: "duplicate"; runId: string | null; conversationId: string | null }
   | { kind: "ignored"; reason: string }
-  | { kind: "command"; reply: string };
+  | { kind: "command"; reply: string }
+  /** A button press was handled (or refused): `notice` is the short text to show the presser. */
+  | { kind: "action"; notice: string };
 
 /**
  * Called by an adapter for each update. Resolves only after the outcome is durable; when it
@@ -101,6 +114,11 @@ export interface OutgoingMessage {
   replyTo?: string;
   /** Stable per outbox record; used as Discord's nonce so a retried create is idempotent. */
   idempotencyKey: string;
+  /**
+   * Buttons under the message, by row (approval prompts). A press comes back as an inbound
+   * message whose `action` is the button's `data`. On an edit, absent removes the buttons.
+   */
+  buttons?: Array<Array<{ label: string; data: string }>>;
 }
 
 /** What the adapter can promise about a send. */

@@ -61,6 +61,11 @@ async function deliverMessage(
   const record = await deps.repo.markSending(queued.id, deps.clock.now(), rendered);
   if (record?.kind !== "message") return;
   killPoint("outbox.sending-persisted");
+  if (record.presentation?.editOf !== undefined) {
+    await deliverEdit(deps, adapter, record, record.presentation.editOf);
+    return;
+  }
+  const buttons = record.presentation?.buttons;
 
   const call = callerFor(deps, adapter, record);
   let current: RenderedText = record.rendered ?? rendered;
@@ -72,6 +77,7 @@ async function deliverMessage(
       format: current.format,
       idempotencyKey: `${record.key}#${index}`,
       ...(index === 0 && record.replyTo !== null ? { replyTo: record.replyTo } : {}),
+      ...(buttons && index === current.chunks.length - 1 ? { buttons } : {}),
     };
     let sent: string[];
     try {
@@ -101,6 +107,48 @@ async function deliverMessage(
     index += 1;
   }
   await deps.repo.markDelivered(record.id, { messageIds }, deps.clock.now());
+}
+
+/**
+ * Edits the message of the earlier record `editOf` in place (an approval prompt showing its
+ * outcome, its buttons gone). An edit can be repeated safely, so a crash mid-edit is retried.
+ */
+async function deliverEdit(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  record: OutboxMessageRecord,
+  editOf: string,
+): Promise<void> {
+  const original = await deps.repo.show(editOf);
+  const messageId = original?.receipt?.messageIds.at(-1);
+  if (!original || messageId === undefined || !adapter.edit) {
+    const reason = !adapter.edit
+      ? `${record.channel} cannot edit messages`
+      : `record ${editOf} has no message to edit (${original?.state ?? "missing"})`;
+    await deps.repo.markFailed(record.id, reason, deps.clock.now());
+    return;
+  }
+  const text = deps.renderer.render(record.markdown, record.channel, "plain", adapter.limits.maxMessageChars)
+    .chunks[0]!;
+  const edit = adapter.edit.bind(adapter);
+  try {
+    await callerFor(
+      deps,
+      adapter,
+      record,
+    )("edit", () => edit(record.target, messageId, { text, format: "plain", idempotencyKey: record.key }));
+  } catch (error) {
+    if (isSwitchboardError(causeOf(error), "platform_rejected")) {
+      const cause = causeOf(error) as { rejection?: string };
+      if (cause.rejection === "unchanged") {
+        await deps.repo.markDelivered(record.id, { messageIds: [messageId] }, deps.clock.now());
+        return;
+      }
+    }
+    await settleFailure(deps, adapter, record, error);
+    return;
+  }
+  await deps.repo.markDelivered(record.id, { messageIds: [messageId] }, deps.clock.now());
 }
 
 async function deliverFinalStream(

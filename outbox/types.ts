@@ -28,6 +28,18 @@ export interface RenderedText {
   chunks: string[];
 }
 
+/** Buttons under a message, by row; a press comes back to ingress with the button's `data`. */
+export type OutboxButtons = Array<Array<{ label: string; data: string }>>;
+
+/**
+ * How a record is shown beyond its text: `buttons` under its last message; or `editOf`, the key
+ * of an earlier record whose (first) message this one edits in place, removing its buttons.
+ */
+export interface OutboxPresentation {
+  buttons?: OutboxButtons;
+  editOf?: string;
+}
+
 interface OutboxRecordBase {
   id: string;
   /** Unique and stable: `<runId>:<segment>` (`run_x:0`, `run_x:stream`). A second insert with it is ignored. */
@@ -53,6 +65,7 @@ interface OutboxRecordBase {
   lastError: string | null;
   /** Append-only. */
   history: OutboxHistoryEntry[];
+  presentation: OutboxPresentation | null;
   createdAtMs: number;
   updatedAtMs: number;
 }
@@ -90,6 +103,8 @@ export interface OutboxInsert {
   markdown: string;
   /** Stream records only: false while the run is still producing text. Ignored for messages (always final). */
   final?: boolean;
+  /** Messages only: buttons, or the record it edits. */
+  presentation?: OutboxPresentation;
 }
 
 export interface OutboxListFilter {

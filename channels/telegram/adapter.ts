@@ -98,8 +98,10 @@ export class TelegramAdapter implements ChannelAdapter {
     const me = await this.call("getMe", (signal) => this.api.getMe(signal));
     this.me = me;
     this.ingress = ingress;
-    const allowedUpdates: ("message" | "edited_message")[] =
-      this.config.editedMessages === "new-input" ? ["message", "edited_message"] : ["message"];
+    const allowedUpdates: ("message" | "edited_message" | "callback_query")[] =
+      this.config.editedMessages === "new-input"
+        ? ["message", "edited_message", "callback_query"]
+        : ["message", "callback_query"];
 
     if (this.config.mode === "webhook") {
       const { webhookUrl, webhookSecret } = this.config;
@@ -209,7 +211,19 @@ export class TelegramAdapter implements ChannelAdapter {
       this.onEvent({ kind: "update_skipped", updateId: update.update_id, reason: parsed.reason });
       return;
     }
-    await ingress(parsed.message);
+    const outcome = await ingress(parsed.message);
+    const action = parsed.message.action;
+    if (action) {
+      // Every press is answered (else the client spins); a failed answer is not worth a redelivery.
+      const notice = outcome.kind === "action" ? outcome.notice : "";
+      await this.sender.answerCallback(action.interactionId, notice).catch((error: unknown) => {
+        this.onEvent({
+          kind: "callback_answer_failed",
+          updateId: update.update_id,
+          reason: error instanceof Error ? error.message : String(error),
+        });
+      });
+    }
   }
 
   private parseContext(me: UserFromGetMe): ParseContext {

@@ -10,6 +10,8 @@ export type TelegramAdapterEvent =
   | { kind: "polling_error"; error: SwitchboardError }
   /** Polling ended on an error grammY does not retry (401 token revoked, 409 another poller). */
   | { kind: "polling_stopped"; error: SwitchboardError }
+  /** A button press was handled but answerCallbackQuery failed (the client's spinner times out). */
+  | { kind: "callback_answer_failed"; updateId: number; reason: string }
   /** A webhook request was refused before reaching ingress. */
   | { kind: "webhook_rejected"; status: 400 | 401 | 503; reason: string };
 

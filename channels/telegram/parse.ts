@@ -2,7 +2,7 @@
  * Update → InboundMessage, or a reason to skip it. Pure: no network, no grammY runtime, never
  * throws on an unknown shape.
  */
-import type { Message, MessageEntity, Update } from "grammy/types";
+import type { CallbackQuery, Message, MessageEntity, Update } from "grammy/types";
 import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
 import { encodeTarget } from "./target.ts";
 import { messageShapeProblem } from "./update-shape.ts";
@@ -39,6 +39,8 @@ export function parseUpdate(update: Update, context: ParseContext): ParseResult 
     const editKey = `edit:${edited.chat.id}:${edited.message_id}:${edited.edit_date}`;
     return parseMessage(edited, editKey, context);
   }
+  if (update.callback_query)
+    return parseCallbackQuery(update.callback_query, String(update.update_id), context);
   const kind = Object.keys(update).find((key) => key !== "update_id") ?? "empty";
   return skip(`unsupported update kind "${kind}"`);
 }
@@ -88,6 +90,54 @@ function parseMessage(msg: Message, updateKey: string, context: ParseContext): P
       addressedToBot,
       attachments,
       receivedAtMs: (msg.edit_date ?? msg.date) * 1000,
+    },
+  };
+}
+
+/**
+ * A press of an inline button under one of the bot's messages: the same inbound shape as a
+ * message, with `action` (the button's data and the query id the adapter answers) and no text.
+ * Its conversation is the chat of the message the button is under.
+ */
+function parseCallbackQuery(query: CallbackQuery, updateKey: string, context: ParseContext): ParseResult {
+  if (typeof query !== "object" || query === null) return skip("malformed callback query");
+  const msg = query.message;
+  if (typeof query.id !== "string" || query.id === "" || query.id.length > 300)
+    return skip("callback query without a valid id");
+  if (typeof query.data !== "string" || query.data === "") return skip("callback query without data");
+  if (!msg || typeof msg.chat !== "object" || !Number.isSafeInteger(msg.chat?.id))
+    return skip("callback query without its message");
+  const from = query.from;
+  if (!from || !Number.isSafeInteger(from.id)) return skip("callback query without a sender");
+  const chat = msg.chat;
+  const threadId =
+    "is_topic_message" in msg && msg.is_topic_message ? (msg as Message).message_thread_id : undefined;
+  const surface: SurfaceKind = chat.type === "private" ? "dm" : threadId !== undefined ? "thread" : "group";
+  let conversationKey =
+    chat.type === "private" ? `tg:${context.account}:dm:${chat.id}` : `tg:${context.account}:chat:${chat.id}`;
+  if (threadId !== undefined) conversationKey += `:topic:${threadId}`;
+  if (chat.type !== "private" && context.groupSessions === "per-user") conversationKey += `:user:${from.id}`;
+  const fullName = [from.first_name, from.last_name].filter(Boolean).join(" ");
+  const name = (fullName || from.username)?.slice(0, MAX_NAME_CHARS);
+  return {
+    kind: "message",
+    message: {
+      channel: "telegram",
+      account: context.account,
+      updateKey,
+      principal:
+        name === undefined
+          ? { id: String(from.id), isBot: from.is_bot }
+          : { id: String(from.id), name, isBot: from.is_bot },
+      conversationKey,
+      replyTarget: encodeTarget(threadId === undefined ? { chatId: chat.id } : { chatId: chat.id, threadId }),
+      surface,
+      text: "",
+      messageId: String(msg.message_id),
+      addressedToBot: true,
+      attachments: [],
+      receivedAtMs: (msg.date ?? 0) * 1000,
+      action: { data: query.data.slice(0, 200), interactionId: query.id },
     },
   };
 }

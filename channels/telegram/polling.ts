@@ -20,7 +20,7 @@ export interface PollerOptions {
   botInfo: UserFromGetMe;
   pollTimeoutSeconds: number;
   requestTimeoutMs: number;
-  allowedUpdates: ("message" | "edited_message")[];
+  allowedUpdates: ("message" | "edited_message" | "callback_query")[];
   /** Resolves once the update is durable or deliberately skipped; rejects to have it fetched again. */
   receive(update: Update): Promise<void>;
   clock: Clock;

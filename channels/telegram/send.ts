@@ -25,6 +25,7 @@ export class TelegramSender {
         {
           ...(message.format === "rich" ? { parse_mode: "HTML" as const } : {}),
           ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+          ...(message.buttons ? { reply_markup: inlineKeyboard(message.buttons) } : {}),
           // The replied-to message may be gone by the time the answer is ready; answer anyway.
           ...(replyTo === undefined
             ? {}
@@ -41,7 +42,11 @@ export class TelegramSender {
     const { chatId } = decodeTarget(target);
     const id = decodeMessageId(messageId);
     await this.call("editMessageText", async (signal) => {
-      const options = message.format === "rich" ? { parse_mode: "HTML" as const } : {};
+      // Without reply_markup, Telegram removes the message's inline keyboard.
+      const options = {
+        ...(message.format === "rich" ? { parse_mode: "HTML" as const } : {}),
+        ...(message.buttons ? { reply_markup: inlineKeyboard(message.buttons) } : {}),
+      };
       await this.api
         .editMessageText(chatId, id, message.text, options, signal)
         .catch(ignoreApiError("message is not modified"));
@@ -63,6 +68,15 @@ export class TelegramSender {
     await this.call("sendMessageDraft", (signal) =>
       this.api.sendMessageDraft(chatId, draftId, text, {}, signal),
     );
+  }
+
+  /** Answers a button press (stops the client's spinner), with `text` as a short toast. */
+  async answerCallback(queryId: string, text: string): Promise<void> {
+    await this.call("answerCallbackQuery", async (signal) => {
+      await this.api
+        .answerCallbackQuery(queryId, { text: text.slice(0, 200) }, signal)
+        .catch(ignoreApiError("query is too old"));
+    });
   }
 
   async typing(target: string): Promise<void> {
@@ -88,5 +102,11 @@ function ignoreApiError(fragment: string): (error: unknown) => void {
     if (error instanceof GrammyError && error.error_code === 400 && error.description.includes(fragment))
       return;
     throw error;
+  };
+}
+
+function inlineKeyboard(rows: NonNullable<OutgoingMessage["buttons"]>) {
+  return {
+    inline_keyboard: rows.map((row) => row.map((b) => ({ text: b.label, callback_data: b.data }))),
   };
 }

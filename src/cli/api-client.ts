@@ -143,6 +143,14 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
   const id = (value: string) => encodeURIComponent(value);
 
   return {
+    approvals: {
+      list: (filter) =>
+        request("GET", "api/approvals", {
+          query: { state: filter.state, conversation: filter.conversationId, limit: filter.limit },
+        }),
+      decide: (approvalId, decision, actor) =>
+        request("POST", `api/approvals/${id(approvalId)}/${decision}`, { body: {}, actor }),
+    },
     runs: {
       list: (filter) =>
         request("GET", "api/runs", {

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import packageJson from "../../package.json" with { type: "json" };
 import { isSwitchboardError } from "../errors.ts";
 import { didYouMean } from "../util/suggest.ts";
+import { APPROVALS_COMMANDS, APPROVALS_GROUP } from "./commands/approvals.ts";
 import { CONVERSATIONS_COMMANDS, CONVERSATIONS_GROUP } from "./commands/conversations.ts";
 import { DB_COMMANDS, DB_GROUP } from "./commands/db.ts";
 import { OUTBOX_COMMANDS, OUTBOX_GROUP } from "./commands/outbox.ts";
@@ -19,6 +20,7 @@ export const VERSION = packageJson.version;
 
 export const GROUPS: readonly GroupSpec[] = [
   OUTBOX_GROUP,
+  APPROVALS_GROUP,
   SCHEDULES_GROUP,
   RUNS_GROUP,
   CONVERSATIONS_GROUP,
@@ -28,6 +30,7 @@ export const GROUPS: readonly GroupSpec[] = [
 export const COMMANDS: readonly CommandSpec[] = [
   ...PROCESS_COMMANDS,
   ...OUTBOX_COMMANDS,
+  ...APPROVALS_COMMANDS,
   ...SCHEDULES_COMMANDS,
   ...RUNS_COMMANDS,
   ...CONVERSATIONS_COMMANDS,

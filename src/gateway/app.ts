@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { ToolSet } from "ai";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
@@ -24,6 +25,7 @@ import { createWebFetchTool, createWebSearchTool, WEB_FETCH, WEB_SEARCH } from "
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
+import { type ApprovalService, createApprovalService } from "./approvals.ts";
 import { ChannelStarter } from "./channel-starter.ts";
 import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
@@ -118,6 +120,14 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           : { kind: "principal", principal: `${context.channel}:${context.principal.id}` },
     });
   };
+  // SWITCHBOARD_APPROVAL_SECRET, or the key generated once and kept in the database (read at start).
+  let approvalSecret = config.approvalSecret;
+  const secret = () => {
+    if (approvalSecret === null)
+      throw new Error("the approval key is read at start(); nothing may sign before");
+    return approvalSecret;
+  };
+  let approvals: ApprovalService | null = null;
   const mcp = new McpTools({
     servers: config.file.mcpServers,
     env: config.mcpEnv,
@@ -139,7 +149,16 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     logger: logger.child({ component: "runtime" }),
     owner,
-    answerDelivery: answerDeliveryFor,
+    answerDelivery: (run, state, text, requests) => {
+      const delivery = answerDeliveryFor(run, state, text);
+      if (!delivery || !requests || requests.length === 0 || !approvals) return delivery;
+      return { ...delivery, prompts: approvals.prompts(requests) };
+    },
+    approvals: {
+      required: (name) => mcp.requiresApproval(name),
+      secret,
+      timeoutMs: config.file.approvalTimeoutMs,
+    },
     modelCalls: timeline.modelCalls,
     // Summaries from the offline model would be noise; any real model folds long conversations.
     ...(registry.chain[0].spec === "offline"
@@ -275,6 +294,16 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     },
   });
 
+  approvals = createApprovalService({
+    submit: (request) => runtime.submit(request).admission,
+    store: stores.runtime,
+    outbox: stores.outbox,
+    approvers: (context) => surfacePolicy(config.file, context.channel, context.surface).approvers,
+    secret,
+    clock,
+    logger: logger.child({ component: "approvals" }),
+    notify: () => worker.notify(),
+  });
   const commands = createChatCommands({
     runtime,
     store: stores.runtime,
@@ -284,6 +313,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     defaultTimezone: config.timezone,
     clock,
     notify: () => worker.notify(),
+    approvals,
   });
   const ingress = createIngress({
     runtime,
@@ -291,12 +321,14 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     file: config.file,
     allowLists,
     commands,
+    approvals,
     metrics,
     timeline,
     clock,
     logger: logger.child({ component: "ingress" }),
     agentFor,
   });
+  let expiryTimer: ReturnType<typeof setInterval> | null = null;
 
   let unwire: (() => void) | null = null;
   let externalCommits: ExternalCommitWatch | null = null;
@@ -341,6 +373,11 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     agents,
     async start() {
       agents.start();
+      approvalSecret ??= await stores.runtime.loadOrCreateSecret(
+        "approval",
+        randomBytes(32).toString("base64url"),
+        clock.now(),
+      );
       // Before recovery: a resumed run may call these tools. A server that fails stays down and
       // retries; only colliding tool names (a configuration error) stop the start.
       await mcp.start();
@@ -356,12 +393,20 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       await channels.startAll();
       // One gateway per SQLite file: a claim left by a dead process fires now, not when its lease ends.
       await schedules.start({ takeOverLeases: true });
+      // Pending approvals past their expiry count as denied ("expired"); checked at start and then
+      // a few times per timeout (at least every 30 s).
+      const sweep = () =>
+        void approvals?.expireDue().catch((error) => logger.warn("approval.sweep_failed", { error }));
+      sweep();
+      expiryTimer = setInterval(sweep, Math.max(1000, Math.min(30_000, config.file.approvalTimeoutMs / 4)));
       // Without this an operator's `outbox retry` or `schedules resume` on the file waits for an
       // unrelated wake-up (a new message, a timer) before the running gateway acts on it.
       externalCommits = stores.watchExternalCommits(
         () => {
           worker.notify();
           void schedules.tick();
+          // An operator's approval decision (CLI on the database) queued a successor run.
+          void runtime.recover().catch((error) => logger.warn("runtime.wake_failed", { error }));
         },
         (error) => logger.warn("store.external_commit_check_failed", { error }),
       );
@@ -370,6 +415,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       const graceMs = options.graceMs ?? config.shutdownGraceMs;
       accepting = false;
       agents.stop();
+      if (expiryTimer) clearInterval(expiryTimer);
       channels.stop();
       externalCommits?.stop();
       await schedules.stop();

@@ -10,8 +10,9 @@ import { stateSummary } from "../state/slots.ts";
 import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
+import type { ApprovalService } from "./approvals.ts";
 
-const OWN_COMMANDS = ["new", "stop", "status", "start", "help"] as const;
+const OWN_COMMANDS = ["new", "stop", "status", "start", "help", "approve", "deny"] as const;
 type CommandName =
   | (typeof OWN_COMMANDS)[number]
   | (typeof SCHEDULE_COMMANDS)[number]
@@ -44,6 +45,8 @@ export interface ChatCommandsOptions {
   clock: Clock;
   /** Wakes the delivery worker after a reply was enqueued. */
   notify: () => void;
+  /** `/approve` and `/deny`; without it they say approvals are off. */
+  approvals?: ApprovalService;
 }
 
 const HELP = [
@@ -57,6 +60,7 @@ const HELP = [
   "/at 2026-12-01 09:00 call mum — at a date and time",
   "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
   "/schedules, /cancel <id>, /tz Europe/Berlin",
+  "/approve <id>, /deny <id> — decide a tool call that waits for approval",
 ].join("\n");
 
 /** Chat commands handled without the model, the same on every channel. */
@@ -133,6 +137,12 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           userId: message.principal.id,
           nowMs: clock.now(),
         });
+      case "approve":
+      case "deny": {
+        if (!options.approvals) return "No tool asks for approval here.";
+        const argument = message.text.trim().replace(/^\/[a-z]+(?:@\S+)?/i, "");
+        return options.approvals.command(message, name, argument);
+      }
       default: {
         const timezone = await timezoneOf(conversationId);
         const parsed = parseScheduleCommand(message.text.trim(), {
@@ -165,7 +175,9 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       conversationId,
       chatKey: message.conversationKey,
     });
-    const timezone = (await timezoneOf(conversationId)) ?? options.defaultTimezone;
+    const settings = await store.loadConversationSettings(conversationId);
+    const timezone = settings.timezone ?? options.defaultTimezone;
+    const allowed = settings.alwaysAllow ?? [];
     const state = await options.state.loadState(conversationId);
     return [
       `Model: ${runtime.models.map((m) => m.label).join(" → ")}`,
@@ -173,6 +185,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       `Replies: ${counts.waiting} waiting to be delivered, ${counts.ambiguous} ambiguous (an operator is checking them)`,
       `Schedules: ${schedules.length} active · time zone ${timezone}`,
       stateSummary(state),
+      `Tools always allowed in this chat: ${allowed.length > 0 ? allowed.join(", ") : "none"} (/new clears them)`,
     ].join("\n");
   };
 

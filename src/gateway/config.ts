@@ -33,13 +33,33 @@ export interface SurfacePolicy {
    * on the same platform, `conversation` only the current one, `off` no history tools.
    */
   historyScope?: "user" | "conversation" | "off";
+  /** User ids who may decide any approval here, besides the user whose message asked. */
+  approvers: readonly string[];
 }
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
 export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
-  dm: { inputPolicy: "supersede", delivery: "stream", requireMention: false, nativeStreaming: false },
-  group: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
-  thread: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
+  dm: {
+    inputPolicy: "supersede",
+    delivery: "stream",
+    requireMention: false,
+    nativeStreaming: false,
+    approvers: [],
+  },
+  group: {
+    inputPolicy: "queue",
+    delivery: "terminal",
+    requireMention: true,
+    nativeStreaming: false,
+    approvers: [],
+  },
+  thread: {
+    inputPolicy: "queue",
+    delivery: "terminal",
+    requireMention: true,
+    nativeStreaming: false,
+    approvers: [],
+  },
 };
 
 const surfaceOverride = z
@@ -54,6 +74,7 @@ const surfaceOverride = z
     agentDir: z.string().min(1).optional(),
     /** What history_search sees on this surface: user (default), conversation, or off. */
     historyScope: z.enum(["user", "conversation", "off"]).optional(),
+    approvers: z.array(z.string().min(1).max(200)).max(1000).optional(),
   })
   .strict();
 
@@ -101,6 +122,13 @@ const fileSchema = z
       })
       .strict()
       .default({ budgetBytes: DEFAULT_SCHEMA_BUDGET_BYTES, pinned: [] }),
+    /** How long a tool call waits for a decision before it counts as denied ("expired"). */
+    approvalTimeoutMs: z
+      .number()
+      .int()
+      .min(1000)
+      .max(30 * 86_400_000)
+      .default(86_400_000),
   })
   .strict()
   .superRefine((file, ctx) => {
@@ -218,6 +246,8 @@ export interface GatewayConfig {
   webSearch: SearchBackend | null;
   /** The variables MCP server headers reference as ${VAR} (their values are also in `secrets`). */
   mcpEnv: Record<string, string | undefined>;
+  /** SWITCHBOARD_APPROVAL_SECRET; null: a key generated once and kept in the database. */
+  approvalSecret: string | null;
 }
 
 /** Variables whose values are secrets: never written to a log line or an error message. */
@@ -233,6 +263,7 @@ export const SECRET_VARIABLES = [
   "SWITCHBOARD_OPERATOR_TOKEN",
   "SWITCHBOARD_WEB_TOKEN",
   "SWITCHBOARD_BRAVE_API_KEY",
+  "SWITCHBOARD_APPROVAL_SECRET",
 ] as const;
 
 /** `text` with every secret value of `env` replaced by "[redacted]" (config errors echo values). */
@@ -684,6 +715,14 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secret(name);
   if (operatorToken) secrets.push(operatorToken);
   for (const { token } of operatorTokens) secrets.push(token);
+  const approvalSecret = secret("SWITCHBOARD_APPROVAL_SECRET") ?? null;
+  if (approvalSecret !== null && approvalSecret.length < 16) {
+    fail(
+      "SWITCHBOARD_APPROVAL_SECRET",
+      "must be at least 16 characters",
+      "SWITCHBOARD_APPROVAL_SECRET=$(openssl rand -hex 32)",
+    );
+  }
 
   const host = nonEmpty(env, "SWITCHBOARD_HTTP_HOST") ?? "127.0.0.1";
   const publicUrl = parsePublicUrl(env);
@@ -710,6 +749,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     secrets,
     mcpEnv: referencedVariables(file, env, secrets),
     media: parseMedia(env),
+    approvalSecret,
     webFetch: {
       enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
       allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
@@ -899,6 +939,7 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
         ? { historyScope: o.historyScope ?? policy.historyScope }
         : {}),
       ...((o.agentDir ?? policy.agentDir) ? { agentDir: o.agentDir ?? policy.agentDir } : {}),
+      approvers: o.approvers ?? policy.approvers,
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),

@@ -4,6 +4,7 @@ import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
+import type { ApprovalService } from "./approvals.ts";
 import type { ChatCommands } from "./commands.ts";
 import type { AllowList, FileConfig } from "./config.ts";
 import type { RunContext } from "./context.ts";
@@ -19,6 +20,8 @@ export interface IngressOptions {
   file: FileConfig;
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
   commands: ChatCommands;
+  /** Button presses on approval prompts; without it a press is ignored. */
+  approvals?: ApprovalService;
   metrics: Metrics;
   /** Times each admission and marks the run for the later reply stages. */
   timeline?: Pick<ReplyTimeline, "received" | "admitted">;
@@ -53,6 +56,14 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     }
     const message = parsed.data;
     const source = `${message.channel}:${message.account}`;
+    if (message.action) {
+      // A button press: verified, authorised and decided once by the approval service (its
+      // decision and the successor run commit together); the presser gets a short notice.
+      if (!options.approvals) return ignore(message, "button press without approvals");
+      const notice = await options.approvals.press(message, source);
+      metrics.inboundAccepted(message.channel);
+      return { kind: "action", notice };
+    }
     const decision = decideIngress(message, {
       file,
       allowLists: options.allowLists,
@@ -107,6 +118,9 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     });
     const admission = await ticket.admission;
     killPoint("ingress.admitted");
+    if (admission.cancelledApprovals.length > 0) {
+      await options.approvals?.cancelled(admission.cancelledApprovals);
+    }
     if (admission.outcome === "duplicate") {
       metrics.inboundDuplicate(message.channel);
       return { kind: "duplicate", runId: admission.runId, conversationId: admission.conversationId };

@@ -86,6 +86,7 @@ export async function startGateway(
     clock: systemClock,
     onOutboxChanged: () => gateway.worker.notify(),
     onSchedulesChanged: () => void gateway.schedules.tick(),
+    onApprovalDecided: () => void gateway.runtime.recover().catch(() => {}),
   });
   const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
   const http = await startHttpServer({

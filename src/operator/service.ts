@@ -1,10 +1,15 @@
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { SwitchboardError } from "../errors.ts";
+import { createApprovalService } from "../gateway/approvals.ts";
+import { fingerprintOf } from "../runtime/runtime.ts";
+import { APPROVAL_STATES } from "../runtime/store.ts";
 import { toolCallSummaries } from "../runtime/tool-calls.ts";
 import { answerText } from "../runtime/types.ts";
 import { parseSearchQuery } from "../search/query.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
+import { newId } from "../util/ids.ts";
+import { silentLogger } from "../util/log.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { OperatorService } from "./types.ts";
 import {
@@ -31,6 +36,8 @@ export interface OperatorServiceOptions {
   onOutboxChanged?: () => void;
   /** Called after an operator paused, resumed or cancelled a schedule, so a scheduler re-arms now. */
   onSchedulesChanged?: () => void;
+  /** Called after an operator decided an approval, so a runtime runs the successor now. */
+  onApprovalDecided?: () => void;
 }
 
 /**
@@ -74,7 +81,60 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
     }
   }
 
+  // Operators decide without a chat identity: no approver check; the successor is admitted here
+  // and run by the gateway (told in-process by onApprovalDecided, or by its commit watch).
+  const approvals = createApprovalService({
+    submit: async (request) => {
+      const nowMs = clock.now();
+      const admitted = await stores.runtime.admit({
+        conversation: { id: request.conversationId! },
+        idempotencyKey: request.idempotencyKey,
+        fingerprint: fingerprintOf(request.parts),
+        parts: request.parts,
+        context: request.context ?? null,
+        policy: request.policy ?? "queue",
+        coalescePending: false,
+        ...(request.approval ? { approval: request.approval } : {}),
+        proposedIds: { runId: newId("run", nowMs), messageId: newId("msg", nowMs) },
+        nowMs,
+      });
+      return { runId: admitted.runId };
+    },
+    store: stores.runtime,
+    outbox: stores.outbox,
+    approvers: () => [],
+    secret: () => {
+      throw new Error("operators do not sign approval prompts");
+    },
+    clock,
+    logger: silentLogger,
+    notify: outboxChanged,
+  });
+
   return {
+    approvals: {
+      async list(filter) {
+        checkOneOf("state", filter.state, APPROVAL_STATES);
+        const limit = checkLimit("limit", filter.limit, 100, 1000);
+        return stores.runtime.listApprovals({ ...filter, limit });
+      },
+      async decide(approvalId, decision, actor) {
+        checkOneOf("decision", decision, ["approve", "deny"]);
+        const name = checkActor(actor).slice("operator:".length);
+        const outcome = await approvals.decide(approvalId, decision, { kind: "operator", name });
+        if (outcome.kind === "refused") {
+          throw new SwitchboardError(
+            outcome.reason === "unknown" ? "not_found" : "state_conflict",
+            outcome.notice,
+            {
+              details: { approvalId },
+            },
+          );
+        }
+        changed(options.onApprovalDecided);
+        return outcome.approval;
+      },
+    },
     runs: {
       async list(filter) {
         checkOneOf("state", filter.state, RUN_STATES);

@@ -1,6 +1,6 @@
 import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
-import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
+import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
 import type { SearchHit } from "../search/store.ts";
@@ -53,6 +53,23 @@ export interface OperatorService {
       note: string,
     ): Promise<OutboxRecord>;
     cancel(id: string, actor: `operator:${string}`, note?: string): Promise<OutboxRecord>;
+  };
+  approvals: {
+    /** Newest first. Empty when none match. */
+    list(filter: {
+      state?: ApprovalState;
+      conversationId?: string;
+      limit?: number;
+    }): Promise<ApprovalRecord[]>;
+    /**
+     * Decides a pending approval as an operator: its successor run is queued with the decision.
+     * Throws `not_found` for an unknown id and `state_conflict` when it was already decided.
+     */
+    decide(
+      approvalId: string,
+      decision: "approve" | "deny",
+      actor: `operator:${string}`,
+    ): Promise<ApprovalRecord>;
   };
   schedules: {
     list(filter: { conversationId?: string; includeEnded?: boolean }): Promise<Schedule[]>;

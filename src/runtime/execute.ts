@@ -1,5 +1,6 @@
 import type { ToolSet } from "ai";
 import { isSwitchboardError } from "../errors.ts";
+import { bindApproval, verifyApprovalBinding } from "../util/approval-signing.ts";
 import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { killPoint } from "../util/kill-point.ts";
@@ -10,10 +11,19 @@ import { type MediaInputs, needsPreparation, prepareInputs, shownBlobIds, userNo
 import { buildPrompt, MEDIA_TURNS, type ProjectionMedia } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
 import { type ModelEntry, runStep, type UsageReader } from "./step.ts";
-import type { AcquiredRun, AnswerDelivery, Fence, RunRecord, RuntimeStore } from "./store.ts";
+import type {
+  AcquiredRun,
+  AnswerDelivery,
+  ApprovalRequestInsert,
+  Fence,
+  RunRecord,
+  RuntimeStore,
+} from "./store.ts";
 import {
+  awaitingApproval,
   decidePending,
   OUTCOME_UNKNOWN,
+  seedDecidedCalls,
   type ToolCallPart,
   unresolvedCalls,
   withUnknownOutcomeNotices,
@@ -85,20 +95,33 @@ export interface ExecutorOptions {
   answerDelivery?: AnswerDeliveryFor;
   /** Attachments to model input; without it the model reads a one-line reference per file. */
   media?: MediaInputs;
+  approvals?: ApprovalOptions;
   readUsage: UsageReader;
   modelCalls?: ModelCallObserver;
   emit: (event: RuntimeEvent) => void;
   nextSequence: (runId: string) => number;
 }
 
+/** Tool calls that wait for a person's decision (the AI SDK's tool approval). */
+export interface ApprovalOptions {
+  /** Whether calls of this tool ask first (unless the conversation always allows it). */
+  required: (toolName: string) => boolean;
+  /** HMAC key binding each request to its exact call (read when first needed). */
+  secret: () => string;
+  /** A request not decided within this counts as denied ("expired"). */
+  timeoutMs: number;
+}
+
 /**
  * What the chat of `run`, ending in `state` with answer `text`, must show; null when the run
  * delivers nothing (it did not come from a channel). Pure: it runs before the terminal commit.
+ * `approvals`: the requests a run ending `awaiting_approval` stores (their prompts go out after it).
  */
 export type AnswerDeliveryFor = (
   run: RunRecord,
   state: TerminalRunState,
   text: string,
+  approvals?: readonly ApprovalRequestInsert[],
 ) => AnswerDelivery | null;
 
 /** How one execution of a run ended, from this worker's point of view. */
@@ -191,11 +214,18 @@ export class RunExecutor {
           if (signal.aborted) continue;
         }
         tools ??= await this.tools(run, fence);
+        const seeded = seedDecidedCalls(ctx.inputs, parts, (r) => this.verifyDecision(r), clock.now());
+        if (seeded) {
+          parts = seeded;
+          await store.saveToolProgress(fence, parts, clock.now());
+        }
         const pending = unresolvedCalls(parts);
         if (pending.length > 0) {
           await this.resolveCalls(fence, parts, pending, tools);
           continue;
         }
+        if (awaitingApproval(parts).length > 0)
+          return await this.finish(inputs, run, fence, "awaiting_approval", parts);
         const policy = this.options.stopPolicies.find((p) => p.when({ run, parts, steps: run.steps }));
         if (policy)
           return await this.finish(inputs, run, fence, "policy_stop", parts, `stop policy ${policy.name}`);
@@ -241,6 +271,7 @@ export class RunExecutor {
               : undefined,
           ),
           tools: tools && offeredTools(tools, parts),
+          ...(this.options.approvals ? { needsApproval: await this.approvalCheck(run.conversationId) } : {}),
           models: this.options.models,
           retry: this.options.retry,
           idleTimeoutMs: this.options.idleTimeoutMs,
@@ -407,6 +438,51 @@ export class RunExecutor {
     }
   }
 
+  /** Tools that ask first in this conversation: the configured ones, less those it always allows. */
+  private async approvalCheck(conversationId: string): Promise<(toolName: string) => boolean> {
+    const approvals = this.options.approvals!;
+    const settings = await this.options.store.loadConversationSettings(conversationId);
+    const allowed = new Set(settings.alwaysAllow ?? []);
+    return (toolName) => approvals.required(toolName) && !allowed.has(toolName);
+  }
+
+  /** An approved call runs only when the request it answers was signed for exactly that call. */
+  private verifyDecision(response: Parameters<Parameters<typeof seedDecidedCalls>[2]>[0]): boolean {
+    const secret = this.options.approvals?.secret();
+    const ok = secret !== undefined && verifyApprovalBinding(secret, response, response.binding);
+    if (!ok) {
+      this.options.logger.warn("approval.binding_mismatch", {
+        approvalId: response.approvalId,
+        tool: response.toolName,
+        hint: "the stored request does not match its signature; the call was not run",
+      });
+    }
+    return ok;
+  }
+
+  /** The requests a run ending at approvals stores, each bound to its call by HMAC. */
+  private approvalRequests(parts: readonly MessagePart[]): ApprovalRequestInsert[] {
+    const approvals = this.options.approvals;
+    if (!approvals) return [];
+    const calls = new Map(parts.flatMap((p) => (p.type === "tool-call" ? [[p.toolCallId, p] as const] : [])));
+    const expiresAtMs = this.options.clock.now() + approvals.timeoutMs;
+    return awaitingApproval(parts).flatMap((request) => {
+      const call = calls.get(request.toolCallId);
+      if (!call) return [];
+      const bound = { approvalId: request.approvalId, toolCallId: call.toolCallId, toolName: call.toolName };
+      return [
+        {
+          id: request.approvalId,
+          toolCallId: call.toolCallId,
+          toolName: call.toolName,
+          input: call.input,
+          binding: bindApproval(approvals.secret(), { ...bound, input: call.input }),
+          expiresAtMs,
+        },
+      ];
+    });
+  }
+
   private emitTool(runId: string, call: ToolCallPart, status: "completed" | "failed"): void {
     const conversationId = this.conversationOf.get(runId);
     if (!conversationId) return;
@@ -439,13 +515,15 @@ export class RunExecutor {
         state === "completed" ? parts : parts.filter((p) => p.type !== "joined-input"),
       ),
     ];
-    const delivery = this.options.answerDelivery?.(run, state, answerText(assistantParts)) ?? null;
+    const approvals = state === "awaiting_approval" ? this.approvalRequests(assistantParts) : [];
+    const delivery = this.options.answerDelivery?.(run, state, answerText(assistantParts), approvals) ?? null;
     const result = await this.options.store.commitTerminal({
       fence,
       state,
       assistantParts,
       ...(error === undefined ? {} : { error }),
       ...(delivery ? { delivery } : {}),
+      ...(approvals.length > 0 ? { approvals } : {}),
       nowMs: this.options.clock.now(),
     });
     killPoint("run.terminal-committed");

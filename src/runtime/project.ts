@@ -20,6 +20,14 @@ function userContent(message: Message, media: ProjectionMedia | undefined, shown
   const content: Exclude<UserContent, string> = [];
   for (const part of message.parts) {
     if (part.type === "text") content.push({ type: "text", text: part.text });
+    if (part.type === "tool-approval-response") {
+      const verdict = part.approved
+        ? `approved by ${part.decidedBy}`
+        : part.reason === "expired"
+          ? "expired without a decision"
+          : `denied by ${part.decidedBy}`;
+      content.push({ type: "text", text: `[tool call ${part.toolName}: ${verdict}]` });
+    }
     if (part.type === "file") content.push(...fileContent(part, media, shown));
   }
   return content;

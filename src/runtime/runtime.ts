@@ -9,6 +9,7 @@ import { type CompactionPolicy, compactConversation } from "./compaction.ts";
 import type { RuntimeEvent } from "./events.ts";
 import {
   type AnswerDeliveryFor,
+  type ApprovalOptions,
   type ExecutionEnd,
   RunExecutor,
   type StopPolicy,
@@ -19,7 +20,7 @@ import { Lane } from "./lane.ts";
 import type { MediaInputs } from "./media.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
-import type { AdmitResult, IngressIdentity, RunRecord, RuntimeStore } from "./store.ts";
+import type { AdmitResult, ApprovalDecision, IngressIdentity, RunRecord, RuntimeStore } from "./store.ts";
 import {
   answerText,
   type InputPart,
@@ -45,6 +46,8 @@ export interface SubmitRequest {
   policy?: InputPolicy;
   /** External dedupe identity recorded in the admission transaction. */
   ingress?: IngressIdentity;
+  /** The input decides a pending approval (recorded with the admission). */
+  approval?: ApprovalDecision;
 }
 
 export interface Admission {
@@ -54,6 +57,8 @@ export interface Admission {
   inputMessageId: string;
   /** Conversation version right after the admission committed. */
   version: number;
+  /** Pending approvals this input cancelled (a newer message under `supersede`/`interrupt`). */
+  cancelledApprovals: string[];
 }
 
 /** The terminal outcome a ticket resolves to. */
@@ -111,6 +116,11 @@ export interface RuntimeOptions {
   answerDelivery?: AnswerDeliveryFor;
   /** Attachments to model input (download, blob store, scaling, transcription); see media.ts. */
   media?: MediaInputs;
+  /**
+   * Tool calls that wait for a person: such a run ends `awaiting_approval` with the request
+   * stored; a decision admitted with `approval` starts the successor that runs (or denies) it.
+   */
+  approvals?: ApprovalOptions;
   /** Reads a step's usage from what the provider reported (the gateway passes `toUsage`). */
   readUsage: UsageReader;
   /** Told when each model call starts and ends (latency metrics). */
@@ -200,6 +210,7 @@ export class Runtime {
       ...(options.toolCatalog ? { toolCatalog: options.toolCatalog } : {}),
       ...(options.answerDelivery ? { answerDelivery: options.answerDelivery } : {}),
       ...(options.media ? { media: options.media } : {}),
+      ...(options.approvals ? { approvals: options.approvals } : {}),
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),
       emit: (event) => this.bus.emit(event),
@@ -273,6 +284,7 @@ export class Runtime {
       policy,
       coalescePending: coalesce,
       ...(request.ingress ? { ingress: request.ingress } : {}),
+      ...(request.approval ? { approval: request.approval } : {}),
       proposedIds: { runId: newId("run", nowMs), messageId: newId("msg", nowMs) },
       nowMs,
     });
@@ -288,6 +300,7 @@ export class Runtime {
       runId: result.runId,
       inputMessageId: result.inputMessageId,
       version: result.version,
+      cancelledApprovals: result.outcome === "duplicate" ? [] : result.cancelledApprovals,
     };
   }
 

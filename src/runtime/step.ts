@@ -7,6 +7,7 @@ import {
   streamText,
   type ToolSet,
 } from "ai";
+import { approvalIdFor } from "../util/approval-signing.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { RuntimeEvent } from "./events.ts";
@@ -31,6 +32,8 @@ export interface StepInput {
   instructions: string | undefined;
   messages: ModelMessage[];
   tools: ToolSet | undefined;
+  /** Whether a call of this tool waits for a person's approval (the AI SDK's tool approval). */
+  needsApproval?: (toolName: string) => boolean;
   models: readonly ModelEntry[];
   retry: RetryPolicy;
   idleTimeoutMs: number;
@@ -97,6 +100,12 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
         instructions: input.instructions,
         messages: input.messages,
         tools: input.tools,
+        ...(input.needsApproval
+          ? {
+              toolApproval: ({ toolCall }: { toolCall: { toolName: string } }) =>
+                input.needsApproval?.(toolCall.toolName) ? "user-approval" : "not-applicable",
+            }
+          : {}),
         stopWhen: stepCountIs(1),
         abortSignal: attemptAbort.signal,
         maxRetries: 0,
@@ -123,6 +132,15 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
               input: part.input,
             });
             emitTool(input, part.toolCallId, part.toolName, "started");
+            break;
+          case "tool-approval-request":
+            if (part.isAutomatic) break;
+            parts.push({
+              type: "tool-approval-request",
+              approvalId: approvalIdFor(input.runId, part.toolCall.toolCallId),
+              toolCallId: part.toolCall.toolCallId,
+              toolName: part.toolCall.toolName,
+            });
             break;
           case "tool-result":
             parts.push({

@@ -198,6 +198,18 @@ export interface RuntimeStore {
     nowMs: number,
   ): Promise<void>;
 
+  /** One approval request by id; null when unknown. */
+  loadApproval(approvalId: string): Promise<ApprovalRecord | null>;
+
+  /** Approval requests, newest first (at most `limit`, default 100). Empty when none match. */
+  listApprovals(filter: ApprovalFilter): Promise<ApprovalRecord[]>;
+
+  /**
+   * The secret stored under `name`, storing `candidate` first when there is none (the first
+   * caller wins; every later one reads the same value).
+   */
+  loadOrCreateSecret(name: string, candidate: string, nowMs: number): Promise<string>;
+
   /** Conversation head: version and latest event seq. Null when unknown. */
   loadConversation(conversationId: string): Promise<ConversationHead | null>;
 
@@ -267,6 +279,8 @@ export interface ConversationSettings {
   mediaBytes?: number;
   /** The conversation was told how to set up voice transcription (it is told once). */
   transcriptionHinted?: boolean;
+  /** Tools a person allowed for good in this conversation ("Always allow in this chat"). */
+  alwaysAllow?: string[];
 }
 
 /** A tool result kept in full because it is too large for the prompt. */
@@ -283,6 +297,57 @@ export interface ToolOutputSlice {
   text: string;
   /** The whole output's length in characters (code points). */
   totalChars: number;
+}
+
+export const APPROVAL_STATES = ["pending", "approved", "denied", "expired", "cancelled"] as const;
+export type ApprovalState = (typeof APPROVAL_STATES)[number];
+
+/** A tool call that waits (or waited) for a person's decision. */
+export interface ApprovalRecord {
+  id: string;
+  conversationId: string;
+  /** The run that asked; it ended `awaiting_approval`. */
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  /** HMAC binding the id to the call (id, tool call id, tool name, input). */
+  binding: string;
+  state: ApprovalState;
+  /** Who decided, as shown in the chat ("Alice", "operator:bob", "expired"). */
+  decidedBy: string | null;
+  /** The successor run the decision queued. */
+  successorRunId: string | null;
+  createdAtMs: number;
+  expiresAtMs: number;
+  decidedAtMs: number | null;
+}
+
+export interface ApprovalFilter {
+  state?: ApprovalState;
+  conversationId?: string;
+  /** Only pending requests whose expiry is at or before this time. */
+  expiredAtMs?: number;
+  limit?: number;
+}
+
+/** An approval request written with the asking run's terminal commit. */
+export interface ApprovalRequestInsert {
+  id: string;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  binding: string;
+  expiresAtMs: number;
+}
+
+/** A decision admitted with its successor run (T1): pending → approved | denied | expired. */
+export interface ApprovalDecision {
+  approvalId: string;
+  state: "approved" | "denied" | "expired";
+  decidedBy: string;
+  /** "Always allow in this chat": the tool joins the conversation's `alwaysAllow`. */
+  alwaysAllowTool?: string;
 }
 
 export interface Fence {
@@ -310,6 +375,11 @@ export interface AdmitRequest {
   coalescePending: boolean;
   /** External dedupe identity (e.g. channel+account+update key) recorded with the admission. */
   ingress?: IngressIdentity;
+  /**
+   * The input is a decision on a pending approval: it is recorded (with the successor run) in
+   * this transaction. Throws `state_conflict` when the approval is no longer pending.
+   */
+  approval?: ApprovalDecision;
   proposedIds: { runId: string; messageId: string };
   nowMs: number;
 }
@@ -326,6 +396,8 @@ export type AdmitResult =
       stopRequested: Array<{ runId: string; reason: StopReason }>;
       /** Queued runs this input superseded (already terminal). */
       superseded: string[];
+      /** Pending approvals this input cancelled (`supersede` and `interrupt` inputs). */
+      cancelledApprovals: string[];
     }
   | {
       outcome: "duplicate";
@@ -425,6 +497,8 @@ export interface TerminalRequest {
    * answer and its delivery commit together. Absent: the run delivers nothing.
    */
   delivery?: AnswerDelivery;
+  /** `awaiting_approval` only: the requests, stored in this transaction before any effect. */
+  approvals?: ApprovalRequestInsert[];
   nowMs: number;
 }
 
@@ -440,6 +514,17 @@ export interface AnswerDelivery {
   state: TerminalRunState;
   /** The canonical answer (the terminal event's text). */
   text: string;
+  /** Messages sent after the answer, each with buttons (approval prompts). */
+  prompts?: DeliveryPrompt[];
+}
+
+/** A message with buttons, delivered after a run's answer. */
+export interface DeliveryPrompt {
+  /** Unique and stable: the outbox key. */
+  key: string;
+  markdown: string;
+  /** Rows of buttons; `data` comes back as the press's action. */
+  buttons: Array<Array<{ label: string; data: string }>>;
 }
 
 export interface TerminalResult {

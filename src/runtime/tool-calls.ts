@@ -10,10 +10,78 @@ export type ToolCallPart = Extract<MessagePart, { type: "tool-call" }>;
 export const OUTCOME_UNKNOWN =
   "outcome unknown: the gateway restarted while this call was running; it may or may not have taken effect";
 
-/** Tool calls of the assistant message that have no result yet, in order. */
+/**
+ * Tool calls of the assistant message that have no result yet, in order; a call waiting for an
+ * approval is not among them (this run never runs it).
+ */
 export function unresolvedCalls(parts: readonly MessagePart[]): ToolCallPart[] {
   const answered = new Set(parts.flatMap((p) => (p.type === "tool-result" ? [p.toolCallId] : [])));
-  return parts.filter((p): p is ToolCallPart => p.type === "tool-call" && !answered.has(p.toolCallId));
+  const waiting = new Set(parts.flatMap((p) => (p.type === "tool-approval-request" ? [p.toolCallId] : [])));
+  return parts.filter(
+    (p): p is ToolCallPart =>
+      p.type === "tool-call" && !answered.has(p.toolCallId) && !waiting.has(p.toolCallId),
+  );
+}
+
+export type ApprovalRequestPart = Extract<MessagePart, { type: "tool-approval-request" }>;
+export type ApprovalResponsePart = Extract<MessagePart, { type: "tool-approval-response" }>;
+
+/** The approval requests of the assistant message whose call has no result: the run must end at them. */
+export function awaitingApproval(parts: readonly MessagePart[]): ApprovalRequestPart[] {
+  const answered = new Set(parts.flatMap((p) => (p.type === "tool-result" ? [p.toolCallId] : [])));
+  return parts.filter(
+    (p): p is ApprovalRequestPart => p.type === "tool-approval-request" && !answered.has(p.toolCallId),
+  );
+}
+
+/** What the model reads for a call a person did not approve. */
+export function deniedOutput(response: ApprovalResponsePart): string {
+  return response.reason === "expired"
+    ? "not run: the approval request expired before anyone decided; ask again if it is still needed"
+    : `not run: ${response.decidedBy} denied this call`;
+}
+
+export const BINDING_MISMATCH =
+  "not run: the approved call does not match the request that was signed (refused for safety)";
+
+/**
+ * A successor run starts its turn with the calls its inputs decided: each call as the model made
+ * it, followed by its denial when it was not approved (or its binding does not verify). Approved
+ * calls are left without a result, so they run like any pending call: marked started, fenced,
+ * once. Returns null when there is nothing to add (already seeded, or no decisions).
+ */
+export function seedDecidedCalls(
+  inputs: readonly { parts: readonly MessagePart[] }[],
+  parts: readonly MessagePart[],
+  verify: (response: ApprovalResponsePart) => boolean,
+  nowMs: number,
+): MessagePart[] | null {
+  const present = new Set(parts.flatMap((p) => (p.type === "tool-call" ? [p.toolCallId] : [])));
+  const added: MessagePart[] = [];
+  for (const input of inputs) {
+    for (const part of input.parts) {
+      if (part.type !== "tool-approval-response" || present.has(part.toolCallId)) continue;
+      present.add(part.toolCallId);
+      added.push({
+        type: "tool-call",
+        toolCallId: part.toolCallId,
+        toolName: part.toolName,
+        input: part.input,
+      });
+      const refusal = !part.approved ? deniedOutput(part) : verify(part) ? null : BINDING_MISMATCH;
+      if (refusal !== null) {
+        added.push({
+          type: "tool-result",
+          toolCallId: part.toolCallId,
+          toolName: part.toolName,
+          output: refusal,
+          isError: true,
+          finishedAtMs: nowMs,
+        });
+      }
+    }
+  }
+  return added.length > 0 ? [...added, ...parts] : null;
 }
 
 export type PendingDecision =

@@ -22,6 +22,29 @@ export type MessagePart =
       finishedAtMs?: number;
     }
   | FilePart
+  /**
+   * The tool call `toolCallId` waits for a person's decision (the AI SDK's approval request): it
+   * is not run by this run, which ends `awaiting_approval`; the decision's successor run runs it.
+   */
+  | { type: "tool-approval-request"; approvalId: string; toolCallId: string; toolName: string }
+  /**
+   * An input: a person's decision on an approval request. The successor run it starts carries the
+   * call (`toolCallId`, `toolName`, `input`) into its own turn, runs it when approved, and gives
+   * the model the denial otherwise. `binding` is the HMAC the request was stored with.
+   */
+  | {
+      type: "tool-approval-response";
+      approvalId: string;
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      approved: boolean;
+      /** Who decided, as the chat shows it; for the model and the transcript. */
+      decidedBy: string;
+      /** Why it was denied: `denied`, `expired`. */
+      reason?: string;
+      binding: string;
+    }
   /** An input injected into this run at a step boundary; projected as a user message there. */
   | { type: "joined-input"; messageId: string };
 
@@ -73,7 +96,10 @@ export function answerText(parts: readonly MessagePart[]): string {
     .join("");
 }
 
-export type InputPart = Extract<MessagePart, { type: "text" } | { type: "file" }>;
+export type InputPart = Extract<
+  MessagePart,
+  { type: "text" } | { type: "file" } | { type: "tool-approval-response" }
+>;
 
 export type MessageStatus = "streaming" | "complete" | "interrupted" | "superseded" | "failed";
 
@@ -97,6 +123,8 @@ export const TERMINAL_RUN_STATES = [
   "policy_stop",
   "absorbed",
   "cancelled",
+  /** Ended at a tool call that waits for a person's approval; the decision starts its successor. */
+  "awaiting_approval",
 ] as const;
 
 export type ActiveRunState = (typeof ACTIVE_RUN_STATES)[number];

@@ -1,7 +1,9 @@
-import type { AdmitRequest, AdmitResult, RunRecord } from "../runtime/store.ts";
+import type { AdmitRequest, AdmitResult, ApprovalDecision, RunRecord } from "../runtime/store.ts";
 import type { StopReason, TerminalRunState } from "../runtime/types.ts";
 import {
   admitted,
+  cancelsApprovals,
+  checkApprovalDecision,
   type EventBody,
   needsActiveRuns,
   planAdmission,
@@ -48,6 +50,14 @@ export interface AdmissionSteps {
     request: AdmitRequest;
   }): void;
   insertInput(input: { id: string; conversationId: string; runId: string; request: AdmitRequest }): void;
+  /** The approval's state and conversation, locked for this transaction (PostgreSQL). */
+  approvalState(approvalId: string): { state: string; conversation_id: string } | null;
+  /** Records the decision on a pending approval and the run it queued. */
+  decideApproval(decision: ApprovalDecision, successorRunId: string, nowMs: number): void;
+  /** Adds `tool` to the conversation's always-allowed tools. */
+  allowTool(conversationId: string, tool: string, nowMs: number): void;
+  /** Cancels the conversation's pending approvals; returns their ids. */
+  cancelApprovals(conversationId: string, nowMs: number): string[];
   recordReceipt(receipt: {
     ingress: NonNullable<AdmitRequest["ingress"]>;
     conversationId: string;
@@ -127,6 +137,13 @@ export function* admission(request: AdmitRequest): Admission {
   );
   if (prior) return { ...prior, version: (yield call("version", conversationId)) as Answer<"version"> };
 
+  if (request.approval) {
+    checkApprovalDecision(
+      (yield call("approvalState", request.approval.approvalId)) as Answer<"approvalState">,
+      request.approval,
+      conversationId,
+    );
+  }
   const active = needsActiveRuns(request)
     ? ((yield call("activeRuns", conversationId)) as Answer<"activeRuns">)
     : [];
@@ -153,13 +170,22 @@ export function* admission(request: AdmitRequest): Admission {
   if (plan.join) yield call("joinRun", plan.join, inputMessageId);
   else yield call("insertRun", { id: runId, conversationId, priority: plan.priority, request });
   yield call("insertInput", { id: inputMessageId, conversationId, runId, request });
+  let cancelledApprovals: string[] = [];
+  if (request.approval) {
+    yield call("decideApproval", request.approval, runId, nowMs);
+    if (request.approval.alwaysAllowTool) {
+      yield call("allowTool", conversationId, request.approval.alwaysAllowTool, nowMs);
+    }
+  } else if (cancelsApprovals(request)) {
+    cancelledApprovals = (yield call("cancelApprovals", conversationId, nowMs)) as Answer<"cancelApprovals">;
+  }
   if (request.ingress) {
     yield call("recordReceipt", { ingress: request.ingress, conversationId, runId, inputMessageId, nowMs });
   }
   const outcome = plan.join ? "coalesced" : "admitted";
   const body: EventBody = { type: "admission", conversationId, runId, inputMessageId, outcome };
   const { seq, version } = (yield call("appendEvent", body, nowMs)) as Answer<"appendEvent">;
-  return admitted(plan, { conversationId, runId, inputMessageId, version, seq });
+  return admitted(plan, { conversationId, runId, inputMessageId, version, seq }, cancelledApprovals);
 }
 
 /** Runs an admission on an engine whose steps answer at once (inside a synchronous transaction). */

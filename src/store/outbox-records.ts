@@ -5,6 +5,7 @@ import type {
   OutboxActor,
   OutboxHistoryEntry,
   OutboxInsert,
+  OutboxPresentation,
   OutboxRecord,
   OutboxState,
   RecoverySummary,
@@ -66,6 +67,7 @@ export interface OutboxRow {
   receipt: string | null;
   last_error: string | null;
   history: string;
+  presentation?: string | null;
   created_at_ms: Integer;
   updated_at_ms: Integer;
 }
@@ -90,6 +92,7 @@ export function toOutboxRecord(row: OutboxRow): OutboxRecord {
     receipt: row.receipt === null ? null : (JSON.parse(row.receipt) as SendReceipt),
     lastError: row.last_error,
     history: JSON.parse(row.history) as OutboxHistoryEntry[],
+    presentation: row.presentation ? (JSON.parse(row.presentation) as OutboxPresentation) : null,
     createdAtMs: Number(row.created_at_ms),
     updatedAtMs: Number(row.updated_at_ms),
   };
@@ -196,6 +199,25 @@ export function answerInsert(answer: AnswerDelivery, markdown: string): OutboxIn
     markdown,
   };
 }
+
+/** The prompts (messages with buttons) a run's delivery sends after its answer. */
+export function promptInserts(answer: AnswerDelivery): OutboxInsert[] {
+  return (answer.prompts ?? []).map((prompt) => ({
+    key: prompt.key,
+    runId: answer.runId,
+    conversationId: answer.conversationId,
+    channel: answer.channel as ChannelName,
+    account: answer.account,
+    target: answer.target,
+    kind: "message" as const,
+    markdown: prompt.markdown,
+    presentation: { buttons: prompt.buttons },
+  }));
+}
+
+/** The stored form of an insert's presentation (null: plain text). */
+export const presentationJson = (insert: OutboxInsert): string | null =>
+  insert.kind === "message" && insert.presentation ? JSON.stringify(insert.presentation) : null;
 
 // ---- recovery ----
 

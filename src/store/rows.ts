@@ -1,4 +1,4 @@
-import type { MessagePage, RunRecord } from "../runtime/store.ts";
+import type { ApprovalRecord, ApprovalState, MessagePage, RunRecord } from "../runtime/store.ts";
 import type { Message, MessagePart, MessageStatus, RunState, StopReason, Usage } from "../runtime/types.ts";
 
 /**
@@ -98,4 +98,38 @@ export function toMessagePage(
     runState: row.run_state as RunState,
   }));
   return { items, nextAfterOrder: rows.length > limit ? (items.at(-1)?.order ?? null) : null };
+}
+
+export interface ApprovalRow {
+  id: string;
+  conversation_id: string;
+  run_id: string;
+  tool_call_id: string;
+  tool_name: string;
+  input: string;
+  binding: string;
+  state: string;
+  decided_by: string | null;
+  successor_run_id: string | null;
+  created_at_ms: Integer;
+  expires_at_ms: Integer;
+  decided_at_ms: Integer | null;
+}
+
+export function toApproval(row: ApprovalRow): ApprovalRecord {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    runId: row.run_id,
+    toolCallId: row.tool_call_id,
+    toolName: row.tool_name,
+    input: JSON.parse(row.input) as unknown,
+    binding: row.binding,
+    state: row.state as ApprovalState,
+    decidedBy: row.decided_by,
+    successorRunId: row.successor_run_id,
+    createdAtMs: Number(row.created_at_ms),
+    expiresAtMs: Number(row.expires_at_ms),
+    decidedAtMs: toNumberOrNull(row.decided_at_ms),
+  };
 }

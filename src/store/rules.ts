@@ -3,6 +3,8 @@ import type { DurableEvent } from "../runtime/events.ts";
 import type {
   AdmitRequest,
   AdmitResult,
+  ApprovalDecision,
+  ConversationSettings,
   Fence,
   PromptTurn,
   PurgeResult,
@@ -38,6 +40,7 @@ export type EventBody = DurableEvent extends infer E
 export function answerStatus(state: TerminalRunState): MessageStatus {
   switch (state) {
     case "completed":
+    case "awaiting_approval":
       return "complete";
     case "superseded":
       return "superseded";
@@ -261,10 +264,12 @@ export function coalescingTarget(
 export function admitted(
   plan: AdmissionPlan,
   landed: { conversationId: string; runId: string; inputMessageId: string; version: number; seq: number },
+  cancelledApprovals: string[] = [],
 ): AdmitResult {
   return {
     outcome: plan.join ? "coalesced" : "admitted",
     ...landed,
+    cancelledApprovals,
     stopRequested: plan.effects.flatMap((e) =>
       e.kind === "stop" ? [{ runId: e.run.id, reason: e.reason }] : [],
     ),
@@ -394,4 +399,41 @@ export function summaryConflict(
     (current?.version ?? 0) !== request.expectedVersion ||
     (current !== null && request.throughFinishSeq <= current.throughFinishSeq)
   );
+}
+
+// ---- approvals ----
+
+/** Whether an input admitted with `request` cancels the conversation's pending approvals. */
+export function cancelsApprovals(request: Pick<AdmitRequest, "policy" | "approval">): boolean {
+  return !request.approval && (request.policy === "supersede" || request.policy === "interrupt");
+}
+
+/**
+ * A decision lands only on a pending approval of the same conversation; anything else is refused
+ * with `state_conflict` (the admission rolls back: no run, no receipt).
+ */
+export function checkApprovalDecision(
+  current: { state: string; conversation_id: string } | null,
+  decision: ApprovalDecision,
+  conversationId: string,
+): void {
+  if (!current || current.conversation_id !== conversationId) {
+    throw new SwitchboardError("not_found", `No approval ${decision.approvalId} in this conversation.`);
+  }
+  if (current.state !== "pending") {
+    throw new SwitchboardError(
+      "state_conflict",
+      `Approval ${decision.approvalId} was already ${current.state}.`,
+      {
+        details: { state: current.state },
+      },
+    );
+  }
+}
+
+/** The conversation settings after "Always allow in this chat" for `tool`. */
+export function withAlwaysAllowed(settings: ConversationSettings, tool: string): ConversationSettings {
+  const tools = new Set(settings.alwaysAllow ?? []);
+  tools.add(tool);
+  return { ...settings, alwaysAllow: [...tools].sort() };
 }

@@ -125,7 +125,7 @@ describe("telegram parseUpdate", () => {
   test("an unknown update kind is skipped with its name", () => {
     fc.assert(
       fc.property(
-        fc.constantFrom("poll", "chat_member", "my_chat_member", "callback_query", "business_message"),
+        fc.constantFrom("poll", "chat_member", "my_chat_member", "business_message"),
         fc.jsonValue({ maxDepth: 2 }),
         (kind, value) => {
           const result = parseUpdate({ update_id: 9, [kind]: value } as unknown as Update, context);
@@ -133,6 +133,19 @@ describe("telegram parseUpdate", () => {
         },
       ),
       { numRuns: 100 },
+    );
+  });
+
+  test("any callback_query is skipped with a reason or becomes a valid button press, never a throw", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 3 }), (value) => {
+        const result = parseUpdate({ update_id: 9, callback_query: value } as unknown as Update, context);
+        if (result.kind === "message") {
+          expect(inboundMessageSchema.safeParse(result.message).success).toBe(true);
+          expect(result.message.action).toBeDefined();
+        } else expect(typeof result.reason).toBe("string");
+      }),
+      { numRuns: 200 },
     );
   });
 });

@@ -240,7 +240,7 @@ describe("surfacePolicy", () => {
       surfaces: {
         "*:group": { inputPolicy: "inject", instructions: "be brief" },
         "discord:*": { delivery: "stream", inputPolicy: "interrupt" },
-        "discord:group": { requireMention: false },
+        "discord:group": { requireMention: false, approvers: ["42"] },
       },
     });
     expect(surfacePolicy(file, "discord", "group")).toEqual({
@@ -248,6 +248,7 @@ describe("surfacePolicy", () => {
       delivery: "stream",
       requireMention: false,
       nativeStreaming: false,
+      approvers: ["42"],
       instructions: "be brief",
     });
     expect(surfacePolicy(file, "telegram", "group")).toMatchObject({

@@ -379,6 +379,48 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
         expect(await backend.transaction((tx) => tx.finalize("run_nope:stream", "x", T0))).toBe(false);
       });
 
+      test("a terminal commit's prompts follow its answer, each with its buttons; a presentation round-trips", async () => {
+        const buttons = [[{ label: "Approve", data: "ap:x:a:tag" }], [{ label: "Deny", data: "ap:x:d:tag" }]];
+        const answer = {
+          runId: "run_p",
+          conversationId: "c",
+          channel: "telegram",
+          account: "bot-1",
+          target: "chat-p",
+          state: "awaiting_approval" as const,
+          prompts: [{ key: "approval:ap_1:prompt", markdown: "Approve notes_append?", buttons }],
+        };
+        expect(
+          await backend.transaction((tx) => tx.commitAnswer({ ...answer, text: "Let me note it." }, T0)),
+        ).toBe("enqueued");
+        const records = (await repo.list({})).sort((a, b) => a.ordinal - b.ordinal);
+        expect(records.map((r) => [r.key, r.markdown, r.presentation])).toEqual([
+          ["run_p:0", "Let me note it.", null],
+          ["approval:ap_1:prompt", "Approve notes_append?", { buttons }],
+        ]);
+        // Without answer text the prompt still goes out, once.
+        await backend.transaction((tx) =>
+          tx.commitAnswer(
+            { ...answer, runId: "run_q", text: "", prompts: [{ ...answer.prompts[0]!, key: "k2" }] },
+            T0,
+          ),
+        );
+        await backend.transaction((tx) =>
+          tx.commitAnswer(
+            { ...answer, runId: "run_q", text: "", prompts: [{ ...answer.prompts[0]!, key: "k2" }] },
+            T0,
+          ),
+        );
+        expect((await repo.list({})).filter((r) => r.runId === "run_q").map((r) => r.key)).toEqual(["k2"]);
+        await repo.insert(
+          [{ ...messageInsert("chat-p", "Approved"), presentation: { editOf: "approval:ap_1:prompt" } }],
+          T0,
+        );
+        expect((await repo.list({})).find((r) => r.markdown === "Approved")?.presentation).toEqual({
+          editOf: "approval:ap_1:prompt",
+        });
+      });
+
       test("a stream is delivered only when the chat shows its final text", async () => {
         const live = await repo.beginStream(stream("run_f"), T0);
         if (!live.live) throw new Error("expected live");

@@ -1,7 +1,10 @@
 import { expect, test } from "bun:test";
 import {
+  awaitingApproval,
+  BINDING_MISMATCH,
   decidePending,
   OUTCOME_UNKNOWN,
+  seedDecidedCalls,
   type ToolCallPart,
   toolCallSummaries,
   unresolvedCalls,
@@ -123,4 +126,61 @@ test("runs show: each call with its outcome, timing and attempts", () => {
       attempts: 0,
     },
   ]);
+});
+
+// ---- approvals ----
+
+const request = (id: string): MessagePart => ({
+  type: "tool-approval-request",
+  approvalId: `ap_${id}`,
+  toolCallId: id,
+  toolName: "notes_append",
+});
+
+const response = (id: string, approved: boolean, extra: Record<string, unknown> = {}) =>
+  ({
+    type: "tool-approval-response",
+    approvalId: `ap_${id}`,
+    toolCallId: id,
+    toolName: "notes_append",
+    input: { text: id },
+    approved,
+    decidedBy: "Alice",
+    binding: "b",
+    ...extra,
+  }) as Extract<MessagePart, { type: "tool-approval-response" }>;
+
+test("a call waiting for approval is never run by its run, which ends awaiting it", () => {
+  const parts: MessagePart[] = [call("a"), request("a"), call("b")];
+  expect(unresolvedCalls(parts).map((c) => c.toolCallId)).toEqual(["b"]);
+  expect(awaitingApproval(parts).map((r) => r.toolCallId)).toEqual(["a"]);
+  expect(awaitingApproval([...parts, result("a")])).toEqual([]);
+});
+
+test("a successor starts with the decided calls: approved ones left to run, denied ones answered", () => {
+  const inputs = [
+    { parts: [response("a", true)] },
+    { parts: [response("b", false)] },
+    { parts: [response("c", false, { reason: "expired" })] },
+  ];
+  const seeded = seedDecidedCalls(inputs, [], () => true, 5)!;
+  expect(seeded.map((p) => [p.type, "toolCallId" in p ? p.toolCallId : ""])).toEqual([
+    ["tool-call", "a"],
+    ["tool-call", "b"],
+    ["tool-result", "b"],
+    ["tool-call", "c"],
+    ["tool-result", "c"],
+  ]);
+  expect(unresolvedCalls(seeded).map((c) => c.toolCallId)).toEqual(["a"]);
+  expect(seeded[0]).toMatchObject({ input: { text: "a" } });
+  expect(seeded[2]).toMatchObject({ output: "not run: Alice denied this call", isError: true });
+  expect(seeded[4]).toMatchObject({ output: expect.stringContaining("expired"), isError: true });
+  // Already seeded (a resumed run): nothing more is added.
+  expect(seedDecidedCalls(inputs, seeded, () => true, 6)).toBeNull();
+});
+
+test("an approved call whose binding does not verify is refused, not run", () => {
+  const seeded = seedDecidedCalls([{ parts: [response("a", true)] }], [], () => false, 5)!;
+  expect(unresolvedCalls(seeded)).toEqual([]);
+  expect(seeded[1]).toMatchObject({ type: "tool-result", output: BINDING_MISMATCH, isError: true });
 });

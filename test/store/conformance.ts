@@ -749,5 +749,136 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         expect((await store.loadConversation("c"))?.lastSeq).toBe(3);
       }),
     );
+
+    /** A run that ended at one approval request for `notes_append`. */
+    const awaiting = async (store: RuntimeStore, conversationId: string, key: string, approvalId: string) => {
+      const { acquired, admitted } = await owned(store, conversationId, key);
+      await store.commitTerminal({
+        fence: acquired.fence,
+        state: "awaiting_approval",
+        assistantParts: [
+          { type: "tool-call", toolCallId: "call-1", toolName: "notes_append", input: { text: "hi" } },
+          { type: "tool-approval-request", approvalId, toolCallId: "call-1", toolName: "notes_append" },
+        ],
+        approvals: [
+          {
+            id: approvalId,
+            toolCallId: "call-1",
+            toolName: "notes_append",
+            input: { text: "hi" },
+            binding: "sig",
+            expiresAtMs: T0 + 60_000,
+          },
+        ],
+        nowMs: T0 + 5,
+      });
+      return admitted.runId;
+    };
+    const decide = (conversationId: string, key: string, approvalId: string, state: "approved" | "denied") =>
+      admitRequest(conversationId, key, {
+        parts: [
+          {
+            type: "tool-approval-response",
+            approvalId,
+            toolCallId: "call-1",
+            toolName: "notes_append",
+            input: { text: "hi" },
+            approved: state === "approved",
+            decidedBy: "Alice",
+            binding: "sig",
+          },
+        ],
+        ingress: { source: "chat:acct", key: `press-${key}`, payload: {} },
+        approval: { approvalId, state, decidedBy: "Alice", alwaysAllowTool: "notes_append" },
+      });
+
+    test(
+      "an approval request commits with the awaiting run; its decision commits with the successor run, once",
+      withStore(async (store) => {
+        const runId = await awaiting(store, "c", "ask", "ap_000000000001");
+        expect((await store.loadRun(runId))?.run.state).toBe("awaiting_approval");
+        const pending = await store.loadApproval("ap_000000000001");
+        expect(pending).toMatchObject({
+          conversationId: "c",
+          runId,
+          toolCallId: "call-1",
+          toolName: "notes_append",
+          input: { text: "hi" },
+          binding: "sig",
+          state: "pending",
+          decidedBy: null,
+          successorRunId: null,
+          expiresAtMs: T0 + 60_000,
+        });
+        expect((await store.listApprovals({ state: "pending" })).map((a) => a.id)).toEqual([
+          "ap_000000000001",
+        ]);
+        expect(await store.listApprovals({ expiredAtMs: T0 + 59_999 })).toEqual([]);
+        expect((await store.listApprovals({ expiredAtMs: T0 + 60_000 })).map((a) => a.id)).toEqual([
+          "ap_000000000001",
+        ]);
+
+        const admitted = await store.admit(decide("c", "yes", "ap_000000000001", "approved"));
+        expect(admitted.outcome).toBe("admitted");
+        const decided = await store.loadApproval("ap_000000000001");
+        expect(decided).toMatchObject({
+          state: "approved",
+          decidedBy: "Alice",
+          successorRunId: admitted.runId,
+        });
+        expect(await store.loadConversationSettings("c")).toEqual({ alwaysAllow: ["notes_append"] });
+        expect((await store.listActiveRuns("c")).map((r) => r.id)).toEqual([admitted.runId]);
+
+        // The same press again is the same decision; another press is refused and changes nothing.
+        const replay = await store.admit(decide("c", "yes", "ap_000000000001", "approved"));
+        expect(replay).toMatchObject({ outcome: "duplicate", runId: admitted.runId });
+        await expect(store.admit(decide("c", "no", "ap_000000000001", "denied"))).rejects.toMatchObject({
+          code: "state_conflict",
+        });
+        expect((await store.loadApproval("ap_000000000001"))?.state).toBe("approved");
+        expect((await store.listActiveRuns("c")).map((r) => r.id)).toEqual([admitted.runId]);
+        // A decision names its conversation's approval only.
+        await expect(store.admit(decide("other", "x", "ap_000000000001", "denied"))).rejects.toMatchObject({
+          code: "not_found",
+        });
+      }),
+    );
+
+    test(
+      "a newer message under supersede or interrupt cancels pending approvals; under queue they stay",
+      withStore(async (store) => {
+        await awaiting(store, "c", "ask", "ap_000000000002");
+        const queued = await store.admit(admitRequest("c", "later", { policy: "queue" }));
+        expect(queued).toMatchObject({ cancelledApprovals: [] });
+        expect((await store.loadApproval("ap_000000000002"))?.state).toBe("pending");
+        const newer = await store.admit(admitRequest("c", "newer", { policy: "supersede" }));
+        expect(newer).toMatchObject({ cancelledApprovals: ["ap_000000000002"] });
+        expect(await store.loadApproval("ap_000000000002")).toMatchObject({
+          state: "cancelled",
+          decidedBy: "a newer message",
+        });
+        await expect(store.admit(decide("c", "late", "ap_000000000002", "approved"))).rejects.toMatchObject({
+          code: "state_conflict",
+        });
+      }),
+    );
+
+    test(
+      "a generated secret is stored once: every later caller reads the first one",
+      withStore(async (store) => {
+        expect(await store.loadOrCreateSecret("approval", "first", T0)).toBe("first");
+        expect(await store.loadOrCreateSecret("approval", "second", T0 + 1)).toBe("first");
+        expect(await store.loadOrCreateSecret("other", "x", T0 + 2)).toBe("x");
+      }),
+    );
+
+    test(
+      "purging a conversation deletes its approvals",
+      withStore(async (store) => {
+        await awaiting(store, "c", "ask", "ap_000000000003");
+        expect(await store.purgeConversation("c", { nowMs: T0 + 10 })).toEqual({ outcome: "purged" });
+        expect(await store.loadApproval("ap_000000000003")).toBeNull();
+      }),
+    );
   });
 }

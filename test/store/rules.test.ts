@@ -6,6 +6,7 @@ import {
   absorbedRuns,
   acquisition,
   admitted,
+  cancelsApprovals,
   checkFence,
   coalescingTarget,
   mayAbsorb,
@@ -18,6 +19,7 @@ import {
   stopDecision,
   summaryConflict,
   terminalEvent,
+  withAlwaysAllowed,
 } from "../../src/store/rules.ts";
 
 const T0 = 1_700_000_000_000;
@@ -112,6 +114,7 @@ describe("coalescing", () => {
       ...landed,
       stopRequested: [{ runId: "a", reason: "superseded" }],
       superseded: ["b"],
+      cancelledApprovals: [],
     });
     expect(admitted(planAdmission(request("queue", true), [run("b")]), landed).outcome).toBe("coalesced");
   });
@@ -305,6 +308,7 @@ describe("the admission algorithm", () => {
       resolveKey: "c",
       priorInput: null,
       activeRuns: [held("a", T0 + 10), run("b")],
+      cancelApprovals: ["ap_1"],
       appendEvent: { seq: 9, version: 9 },
     });
     expect(steps).toEqual([
@@ -318,10 +322,79 @@ describe("the admission algorithm", () => {
       "endRun",
       "insertRun",
       "insertInput",
+      "cancelApprovals",
       "recordReceipt",
       "appendEvent",
     ]);
-    expect(result).toMatchObject({ outcome: "admitted", runId: "new-run", superseded: ["b"], seq: 9 });
+    expect(result).toMatchObject({
+      outcome: "admitted",
+      runId: "new-run",
+      superseded: ["b"],
+      seq: 9,
+      cancelledApprovals: ["ap_1"],
+    });
+  });
+
+  test("a decision checks the approval first, then records it (and the always-allowed tool) with its run", () => {
+    const decision = {
+      approvalId: "ap_1",
+      state: "approved" as const,
+      decidedBy: "Alice",
+      alwaysAllowTool: "notes_append",
+    };
+    const { steps } = drive(
+      {
+        priorInput: null,
+        approvalState: { state: "pending", conversation_id: "c" },
+        appendEvent: { seq: 1, version: 1 },
+      },
+      { ...base, conversation: { id: "c" }, policy: "queue", ingress: undefined, approval: decision },
+    );
+    expect(steps).toEqual([
+      "enterConversation",
+      "priorInput",
+      "approvalState",
+      "insertRun",
+      "insertInput",
+      "decideApproval",
+      "allowTool",
+      "appendEvent",
+    ]);
+  });
+
+  test("a decision on an approval no longer pending, or of another conversation, is refused", () => {
+    const request = {
+      ...base,
+      conversation: { id: "c" },
+      policy: "queue" as const,
+      ingress: undefined,
+      approval: { approvalId: "ap_1", state: "denied" as const, decidedBy: "Bob" },
+    };
+    expect(() =>
+      drive({ priorInput: null, approvalState: { state: "approved", conversation_id: "c" } }, request),
+    ).toThrow("already approved");
+    expect(() =>
+      drive({ priorInput: null, approvalState: { state: "pending", conversation_id: "other" } }, request),
+    ).toThrow("No approval ap_1");
+    expect(() => drive({ priorInput: null, approvalState: null }, request)).toThrow("No approval ap_1");
+  });
+
+  test("only supersede and interrupt inputs (not decisions) cancel pending approvals", () => {
+    expect(cancelsApprovals({ policy: "supersede" })).toBe(true);
+    expect(cancelsApprovals({ policy: "interrupt" })).toBe(true);
+    expect(cancelsApprovals({ policy: "queue" })).toBe(false);
+    expect(cancelsApprovals({ policy: "inject" })).toBe(false);
+    expect(
+      cancelsApprovals({
+        policy: "supersede",
+        approval: { approvalId: "a", state: "approved", decidedBy: "x" },
+      }),
+    ).toBe(false);
+    expect(withAlwaysAllowed({ timezone: "UTC", alwaysAllow: ["b"] }, "a")).toEqual({
+      timezone: "UTC",
+      alwaysAllow: ["a", "b"],
+    });
+    expect(withAlwaysAllowed({ alwaysAllow: ["a"] }, "a")).toEqual({ alwaysAllow: ["a"] });
   });
 
   test("queue without coalescing reads no earlier run", () => {

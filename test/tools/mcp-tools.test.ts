@@ -58,14 +58,16 @@ test("a stdio server's tools are offered as <server>_<tool> and a call has its e
   expect(tools.statuses()).toEqual([{ name: "notes", state: "up", error: null, tools: 6, restarts: 0 }]);
 }, 20_000);
 
-test('servers with approval "ask" (the default) are not offered yet; allow narrows the catalog', async () => {
+test('servers with approval "ask" (the default) are offered and their calls ask first; allow narrows the catalog', async () => {
   const { tools } = setup((dir) => ({
-    asks: { ...stdio(dir), approval: undefined },
+    asks: { ...stdio(dir), approval: undefined, tools: { allow: ["append_note"] } },
     narrow: stdio(dir, { tools: { allow: ["read_notes"] }, idempotent: ["read_notes"] }),
   }));
   await tools.start();
   const { tools: set, info } = tools.toolSet();
-  expect(Object.keys(set)).toEqual(["narrow_read_notes"]);
+  expect(Object.keys(set).sort()).toEqual(["asks_append_note", "narrow_read_notes"]);
+  expect(tools.requiresApproval("asks_append_note")).toBe(true);
+  expect(tools.requiresApproval("narrow_read_notes")).toBe(false);
   expect(info.get("narrow_read_notes")?.idempotent).toBe(true);
 }, 20_000);
 

@@ -5,6 +5,7 @@ import type { OperatorService } from "../../operator/types.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import {
   actorHeader,
+  approvalsQuery,
   conversationQuery,
   emptyBody,
   limitQuery,
@@ -56,6 +57,16 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
   const param = (context: RouteContext, name: string): string => context.params[name]!;
 
   return [
+    read("/api/approvals", async (c) => {
+      const q = query(c, approvalsQuery);
+      return operator.approvals.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
+    }),
+    mutate("/api/approvals/:id/approve", emptyBody, (c, _body, actor) =>
+      operator.approvals.decide(param(c, "id"), "approve", actor),
+    ),
+    mutate("/api/approvals/:id/deny", emptyBody, (c, _body, actor) =>
+      operator.approvals.decide(param(c, "id"), "deny", actor),
+    ),
     read("/api/runs", async (c) => {
       const q = query(c, runsQuery);
       return operator.runs.list({ state: q.state, conversationId: q.conversation, limit: q.limit });

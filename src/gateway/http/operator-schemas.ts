@@ -1,6 +1,7 @@
 /** zod schemas for every operator API query and body. Unknown fields are refused, so typos surface. */
 import { z } from "zod";
 import type { OutboxState } from "../../../outbox/types.ts";
+import { APPROVAL_STATES } from "../../runtime/store.ts";
 import { ACTIVE_RUN_STATES, TERMINAL_RUN_STATES } from "../../runtime/types.ts";
 
 export const OUTBOX_STATES = [
@@ -58,6 +59,12 @@ export const outboxQuery = z.strictObject({
 export const schedulesQuery = z.strictObject({
   conversation: id.optional(),
   all: z.enum(["1", "0", "true", "false"]).optional(),
+});
+
+export const approvalsQuery = z.strictObject({
+  state: z.enum(APPROVAL_STATES).optional(),
+  conversation: id.optional(),
+  limit: limit.optional(),
 });
 
 export const noteBody = z.strictObject({ note: note.optional() });

@@ -1,6 +1,8 @@
 import type { TransactionSQL } from "bun";
+import type { ConversationSettings } from "../../runtime/store.ts";
 import { newId } from "../../util/ids.ts";
 import type { AdmissionSteps, AsyncSteps, LedgerSteps } from "../admission.ts";
+import { withAlwaysAllowed } from "../rules.ts";
 
 /** What the store lends admission on PostgreSQL: its ledger and its locks, in the transaction. */
 export type PostgresLedger = AsyncSteps<LedgerSteps & Pick<AdmissionSteps, "enterConversation">> & {
@@ -56,6 +58,34 @@ export function postgresAdmissionSteps(
         INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms, idempotency_key, fingerprint)
         VALUES (${id}, ${conversationId}, ${runId}, 'user', ${JSON.stringify(request.parts)}, 'complete',
           ${request.nowMs}, ${request.idempotencyKey}, ${request.fingerprint})`;
+    },
+    approvalState: async (approvalId) => {
+      const [row] = await sql<Array<{ state: string; conversation_id: string }>>`
+        SELECT state, conversation_id FROM approvals WHERE id = ${approvalId} FOR UPDATE`;
+      return row ?? null;
+    },
+    decideApproval: async (decision, successorRunId, nowMs) => {
+      await sql`
+        UPDATE approvals SET state = ${decision.state}, decided_by = ${decision.decidedBy},
+          successor_run_id = ${successorRunId}, decided_at_ms = ${nowMs}
+        WHERE id = ${decision.approvalId} AND state = 'pending'`;
+    },
+    allowTool: async (conversationId, tool, nowMs) => {
+      await sql`
+        INSERT INTO conversation_settings (conversation_id, settings, updated_at_ms)
+        VALUES (${conversationId}, '{}', ${nowMs}) ON CONFLICT (conversation_id) DO NOTHING`;
+      const [row] = await sql<Array<{ settings: string }>>`
+        SELECT settings FROM conversation_settings WHERE conversation_id = ${conversationId} FOR UPDATE`;
+      const merged = withAlwaysAllowed(JSON.parse(row!.settings) as ConversationSettings, tool);
+      await sql`
+        UPDATE conversation_settings SET settings = ${JSON.stringify(merged)}, updated_at_ms = ${nowMs}
+        WHERE conversation_id = ${conversationId}`;
+    },
+    cancelApprovals: async (conversationId, nowMs) => {
+      const rows = await sql<Array<{ id: string }>>`
+        UPDATE approvals SET state = 'cancelled', decided_by = 'a newer message', decided_at_ms = ${nowMs}
+        WHERE conversation_id = ${conversationId} AND state = 'pending' RETURNING id`;
+      return rows.map((r) => r.id).sort();
     },
     recordReceipt: async ({ ingress, conversationId, runId, inputMessageId, nowMs }) => {
       await sql`

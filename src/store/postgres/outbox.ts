@@ -37,6 +37,8 @@ import {
   isFinalInsert,
   type OperatorTarget,
   type OutboxRow,
+  presentationJson,
+  promptInserts,
   recoveryOf,
   streamKey,
   toOutboxRecord,
@@ -99,13 +101,13 @@ export async function insertOutboxRecords(
     const id = insert.id ?? newId("obx", nowMs);
     const rows = await tx`
       INSERT INTO outbox (id, key, run_id, conversation_id, channel, account, target, reply_to, ordinal, kind,
-        markdown, final, state, attempts, next_attempt_at_ms, history, created_at_ms, updated_at_ms)
+        markdown, final, state, attempts, next_attempt_at_ms, history, presentation, created_at_ms, updated_at_ms)
       VALUES (${id}, ${insert.key}, ${insert.runId}, ${insert.conversationId}, ${insert.channel},
         ${insert.account}, ${insert.target}, ${insert.replyTo ?? null},
         (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM outbox
          WHERE channel = ${insert.channel} AND account = ${insert.account} AND target = ${insert.target}),
         ${insert.kind}, ${storableText(insert.markdown)}, ${isFinalInsert(insert)}, 'pending', 0, ${nowMs},
-        ${enqueuedHistoryJson(nowMs)}, ${nowMs}, ${nowMs})
+        ${enqueuedHistoryJson(nowMs)}, ${presentationJson(insert)}, ${nowMs}, ${nowMs})
       ON CONFLICT (key) DO NOTHING RETURNING id`;
     if (rows.length === 1) inserted.push(id);
   }
@@ -152,10 +154,19 @@ export async function commitAnswerDelivery(
 ): Promise<AnswerDeliveryResult> {
   await lockTargets(tx, [answer]);
   const markdown = answerMarkdown(answer);
-  if (await finalizeStreamRecord(tx, streamKey(answer.runId), markdown, nowMs)) return "stream-finalized";
-  if (markdown.trim() === "") return "nothing-to-send";
-  await insertOutboxRecords(tx, [answerInsert(answer, markdown)], nowMs);
-  return "enqueued";
+  const outcome: AnswerDeliveryResult = (await finalizeStreamRecord(
+    tx,
+    streamKey(answer.runId),
+    markdown,
+    nowMs,
+  ))
+    ? "stream-finalized"
+    : markdown.trim() === ""
+      ? "nothing-to-send"
+      : "enqueued";
+  if (outcome === "enqueued") await insertOutboxRecords(tx, [answerInsert(answer, markdown)], nowMs);
+  await insertOutboxRecords(tx, promptInserts(answer), nowMs);
+  return outcome;
 }
 
 interface TransitionRequest {

@@ -6,6 +6,8 @@ import type {
   AcquireRequest,
   AdmitRequest,
   AdmitResult,
+  ApprovalFilter,
+  ApprovalRecord,
   CheckpointRequest,
   CompactionCandidates,
   ConversationHead,
@@ -30,7 +32,16 @@ import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
-import { type Integer, type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
+import {
+  type ApprovalRow,
+  type Integer,
+  type MessageRow,
+  type RunRow,
+  toApproval,
+  toMessage,
+  toMessagePage,
+  toRun,
+} from "../rows.ts";
 import {
   absorbedRuns,
   acquisition,
@@ -483,6 +494,13 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
       );
       for (const candidate of absorbed) await this.endWithoutOwner(tx, candidate, "absorbed", nowMs, run.id);
       const finalRun = toRun(runRow!);
+      for (const approval of request.approvals ?? []) {
+        await tx.sql`
+          INSERT INTO approvals (id, conversation_id, run_id, tool_call_id, tool_name, input, binding, state,
+            created_at_ms, expires_at_ms)
+          VALUES (${approval.id}, ${run.conversationId}, ${run.id}, ${approval.toolCallId}, ${approval.toolName},
+            ${JSON.stringify(approval.input ?? null)}, ${approval.binding}, 'pending', ${nowMs}, ${approval.expiresAtMs})`;
+      }
       if (request.delivery) await commitAnswerDelivery(tx.sql, request.delivery, nowMs);
       const { seq } = await this.appendEvent(
         tx,
@@ -594,6 +612,7 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
         "conversation_keys",
         "tool_outputs",
         "conversation_state",
+        "approvals",
       ]) {
         await tx.sql`DELETE FROM ${tx.sql(table)} WHERE conversation_id = ${conversationId}`;
       }
@@ -713,6 +732,32 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
         UPDATE conversation_settings SET settings = ${JSON.stringify(merged)}, updated_at_ms = ${nowMs}
         WHERE conversation_id = ${conversationId}`;
     });
+  }
+
+  async loadApproval(approvalId: string): Promise<ApprovalRecord | null> {
+    const [row] = await this.sql<ApprovalRow[]>`SELECT * FROM approvals WHERE id = ${approvalId}`;
+    return row ? toApproval(row) : null;
+  }
+
+  async listApprovals(filter: ApprovalFilter): Promise<ApprovalRecord[]> {
+    const state = filter.state ?? null;
+    const conversationId = filter.conversationId ?? null;
+    const expiredAtMs = filter.expiredAtMs ?? null;
+    const rows = await this.sql<ApprovalRow[]>`
+      SELECT * FROM approvals
+      WHERE (${state}::text IS NULL OR state = ${state})
+        AND (${conversationId}::text IS NULL OR conversation_id = ${conversationId})
+        AND (${expiredAtMs}::bigint IS NULL OR (state = 'pending' AND expires_at_ms <= ${expiredAtMs}))
+      ORDER BY created_at_ms DESC, id DESC LIMIT ${filter.limit ?? 100}`;
+    return rows.map(toApproval);
+  }
+
+  async loadOrCreateSecret(name: string, candidate: string, nowMs: number): Promise<string> {
+    await this.sql`
+      INSERT INTO secrets (name, value, created_at_ms) VALUES (${name}, ${candidate}, ${nowMs})
+      ON CONFLICT (name) DO NOTHING`;
+    const [row] = await this.sql<Array<{ value: string }>>`SELECT value FROM secrets WHERE name = ${name}`;
+    return row!.value;
   }
 
   async loadConversation(conversationId: string): Promise<ConversationHead | null> {

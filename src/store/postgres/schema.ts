@@ -250,6 +250,33 @@ INSERT INTO switchboard_meta (key, value)
   VALUES ('search_backfill_until', (SELECT COALESCE(MAX(ord), 0)::text FROM messages));
 `;
 
+/** Migration 11: approval requests, generated secrets, outbox buttons/edits; SQLite's migration 13. */
+const APPROVALS_SCHEMA_SQL = `
+CREATE TABLE approvals (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  input TEXT NOT NULL,
+  binding TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
+  decided_by TEXT,
+  successor_run_id TEXT,
+  created_at_ms BIGINT NOT NULL,
+  expires_at_ms BIGINT NOT NULL,
+  decided_at_ms BIGINT
+);
+CREATE INDEX approvals_pending ON approvals (expires_at_ms) WHERE state = 'pending';
+CREATE INDEX approvals_conversation ON approvals (conversation_id, created_at_ms);
+CREATE TABLE secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  created_at_ms BIGINT NOT NULL
+);
+ALTER TABLE outbox ADD COLUMN presentation TEXT;
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -265,6 +292,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, name: "blobs", sql: BLOBS_SCHEMA_SQL },
   { version: 9, name: "state-slots", sql: STATE_SLOTS_SQL },
   { version: 10, name: "history-search", sql: HISTORY_SEARCH_SQL },
+  { version: 11, name: "approvals", sql: APPROVALS_SCHEMA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -1,6 +1,8 @@
 import type { Database } from "bun:sqlite";
+import type { ConversationSettings } from "../../runtime/store.ts";
 import { newId } from "../../util/ids.ts";
 import type { AdmissionSteps, LedgerSteps } from "../admission.ts";
+import { withAlwaysAllowed } from "../rules.ts";
 
 /**
  * Admission's reads and writes on a SQLite connection, each inside the admitting transaction
@@ -66,6 +68,35 @@ export function sqliteAdmissionSteps(db: Database, ledger: LedgerSteps): Admissi
         request.fingerprint,
       );
     },
+    approvalState: (approvalId) =>
+      db.query("SELECT state, conversation_id FROM approvals WHERE id = ?").get(approvalId) as ReturnType<
+        AdmissionSteps["approvalState"]
+      >,
+    decideApproval: (decision, successorRunId, nowMs) => {
+      db.query(
+        `UPDATE approvals SET state = ?, decided_by = ?, successor_run_id = ?, decided_at_ms = ?
+         WHERE id = ? AND state = 'pending'`,
+      ).run(decision.state, decision.decidedBy, successorRunId, nowMs, decision.approvalId);
+    },
+    allowTool: (conversationId, tool, nowMs) => {
+      const row = db
+        .query("SELECT settings FROM conversation_settings WHERE conversation_id = ?")
+        .get(conversationId) as { settings: string } | null;
+      const merged = withAlwaysAllowed(row ? (JSON.parse(row.settings) as ConversationSettings) : {}, tool);
+      db.query(
+        `INSERT INTO conversation_settings (conversation_id, settings, updated_at_ms) VALUES (?, ?, ?)
+         ON CONFLICT(conversation_id) DO UPDATE SET settings = excluded.settings, updated_at_ms = excluded.updated_at_ms`,
+      ).run(conversationId, JSON.stringify(merged), nowMs);
+    },
+    cancelApprovals: (conversationId, nowMs) =>
+      (
+        db
+          .query(
+            `UPDATE approvals SET state = 'cancelled', decided_by = 'a newer message', decided_at_ms = ?
+             WHERE conversation_id = ? AND state = 'pending' RETURNING id`,
+          )
+          .all(nowMs, conversationId) as Array<{ id: string }>
+      ).map((r) => r.id),
     recordReceipt: ({ ingress, conversationId, runId, inputMessageId, nowMs }) => {
       db.query(
         `INSERT INTO ingress_receipts (source, key, conversation_id, run_id, input_message_id, outcome, payload, created_at_ms)

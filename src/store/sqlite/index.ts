@@ -3,12 +3,18 @@ import type { OperatorQueries } from "../../operator/queries.ts";
 import type { SearchStore } from "../../search/store.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
-import { AMBIGUOUS_HOLDS_SQL, OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "./outbox.ts";
+import {
+  AMBIGUOUS_HOLDS_SQL,
+  OUTBOX_PRESENTATION_SQL,
+  OUTBOX_SCHEMA_SQL,
+  SqliteOutboxRepository,
+} from "./outbox.ts";
 import { SqliteRuntimeStore } from "./runtime-store.ts";
 import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 import { createSqliteScheduleRepository } from "./schedules.ts";
 import {
   ADMISSION_COLUMNS_SQL,
+  APPROVALS_SCHEMA_SQL,
   EVENTS_BY_ROWID_SQL,
   HISTORY_SEARCH_SQL,
   RUNTIME_SCHEMA_SQL,
@@ -33,6 +39,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: "tool-outputs", sql: TOOL_OUTPUTS_SQL },
   { version: 11, name: "state-slots", sql: STATE_SLOTS_SQL },
   { version: 12, name: "history-search", sql: HISTORY_SEARCH_SQL },
+  { version: 13, name: "approvals", sql: `${APPROVALS_SCHEMA_SQL}\n${OUTBOX_PRESENTATION_SQL}` },
 ];
 
 export interface SqliteStores {

@@ -35,6 +35,8 @@ import {
   isFinalInsert,
   type OperatorTarget,
   type OutboxRow,
+  presentationJson,
+  promptInserts,
   recoveryOf,
   streamKey,
   toOutboxRecord,
@@ -84,6 +86,9 @@ CREATE INDEX outbox_by_run ON outbox (run_id);
 CREATE INDEX outbox_sending ON outbox (state) WHERE state = 'sending';
 `;
 
+/** Part of migration 9: a message record's buttons, or the earlier record it edits (JSON). */
+export const OUTBOX_PRESENTATION_SQL = "ALTER TABLE outbox ADD COLUMN presentation TEXT;";
+
 /**
  * Migration 7: an ambiguous record's `next_attempt_at_ms` says until when it holds back its chat.
  * Records already ambiguous were left to an operator, so they keep holding until one decides.
@@ -132,8 +137,8 @@ export function insertOutboxRecordsSync(
     const id = insert.id ?? newId("obx", nowMs);
     db.query(
       `INSERT INTO outbox (id, key, run_id, conversation_id, channel, account, target, reply_to, ordinal, kind,
-         markdown, final, state, attempts, next_attempt_at_ms, history, created_at_ms, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)`,
+         markdown, final, state, attempts, next_attempt_at_ms, history, presentation, created_at_ms, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)`,
     ).run(
       id,
       insert.key,
@@ -149,6 +154,7 @@ export function insertOutboxRecordsSync(
       isFinalInsert(insert) ? 1 : 0,
       nowMs,
       enqueuedHistoryJson(nowMs),
+      presentationJson(insert),
       nowMs,
       nowMs,
     );
@@ -189,10 +195,14 @@ export function commitAnswerDeliverySync(
   nowMs: number,
 ): AnswerDeliveryResult {
   const markdown = answerMarkdown(answer);
-  if (finalizeStreamRecordSync(db, streamKey(answer.runId), markdown, nowMs)) return "stream-finalized";
-  if (markdown.trim() === "") return "nothing-to-send";
-  insertOutboxRecordsSync(db, [answerInsert(answer, markdown)], nowMs);
-  return "enqueued";
+  const outcome: AnswerDeliveryResult = finalizeStreamRecordSync(db, streamKey(answer.runId), markdown, nowMs)
+    ? "stream-finalized"
+    : markdown.trim() === ""
+      ? "nothing-to-send"
+      : "enqueued";
+  if (outcome === "enqueued") insertOutboxRecordsSync(db, [answerInsert(answer, markdown)], nowMs);
+  insertOutboxRecordsSync(db, promptInserts(answer), nowMs);
+  return outcome;
 }
 
 type Column =

@@ -6,6 +6,8 @@ import type {
   AcquireRequest,
   AdmitRequest,
   AdmitResult,
+  ApprovalFilter,
+  ApprovalRecord,
   CheckpointRequest,
   CompactionCandidates,
   ConversationHead,
@@ -30,7 +32,15 @@ import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
-import { type MessageRow, type RunRow, toMessage, toMessagePage, toRun } from "../rows.ts";
+import {
+  type ApprovalRow,
+  type MessageRow,
+  type RunRow,
+  toApproval,
+  toMessage,
+  toMessagePage,
+  toRun,
+} from "../rows.ts";
 import {
   absorbedRuns,
   acquisition,
@@ -543,6 +553,24 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
         mayAbsorb(state, assistantParts) ? this.activeRuns(run.conversationId) : [],
       );
       for (const candidate of absorbed) this.endWithoutOwner(candidate, "absorbed", nowMs, run.id);
+      for (const approval of request.approvals ?? []) {
+        this.db
+          .query(
+            `INSERT INTO approvals (id, conversation_id, run_id, tool_call_id, tool_name, input, binding, state,
+               created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+          )
+          .run(
+            approval.id,
+            run.conversationId,
+            run.id,
+            approval.toolCallId,
+            approval.toolName,
+            JSON.stringify(approval.input ?? null),
+            approval.binding,
+            nowMs,
+            approval.expiresAtMs,
+          );
+      }
       if (request.delivery) commitAnswerDeliverySync(this.db, request.delivery, nowMs);
       const seq = this.appendEvent(
         terminalEvent(run, state, assistantParts, {
@@ -655,6 +683,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
         "ingress_receipts",
         "tool_outputs",
         "conversation_state",
+        "approvals",
       ]) {
         this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
       }
@@ -802,6 +831,46 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
            ON CONFLICT(conversation_id) DO UPDATE SET settings = excluded.settings, updated_at_ms = excluded.updated_at_ms`,
         )
         .run(conversationId, JSON.stringify(merged), nowMs);
+    });
+  }
+
+  loadApproval(approvalId: string): Promise<ApprovalRecord | null> {
+    return this.read(() => {
+      const row = this.db.query("SELECT * FROM approvals WHERE id = ?").get(approvalId) as ApprovalRow | null;
+      return row ? toApproval(row) : null;
+    });
+  }
+
+  listApprovals(filter: ApprovalFilter): Promise<ApprovalRecord[]> {
+    return this.read(() => {
+      const where: string[] = [];
+      const params: Array<string | number> = [];
+      if (filter.state) {
+        where.push("state = ?");
+        params.push(filter.state);
+      }
+      if (filter.conversationId) {
+        where.push("conversation_id = ?");
+        params.push(filter.conversationId);
+      }
+      if (filter.expiredAtMs !== undefined) {
+        where.push("state = 'pending' AND expires_at_ms <= ?");
+        params.push(filter.expiredAtMs);
+      }
+      const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+        ORDER BY created_at_ms DESC, id DESC LIMIT ?`;
+      return (this.db.query(sql).all(...params, filter.limit ?? 100) as ApprovalRow[]).map(toApproval);
+    });
+  }
+
+  loadOrCreateSecret(name: string, candidate: string, nowMs: number): Promise<string> {
+    return this.write(() => {
+      this.db
+        .query(
+          "INSERT INTO secrets (name, value, created_at_ms) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING",
+        )
+        .run(name, candidate, nowMs);
+      return (this.db.query("SELECT value FROM secrets WHERE name = ?").get(name) as { value: string }).value;
     });
   }
 

@@ -233,3 +233,33 @@ INSERT OR IGNORE INTO conversation_principals (principal, conversation_id)
 INSERT INTO switchboard_meta (key, value)
   VALUES ('search_backfill_until', (SELECT COALESCE(MAX(ord), 0) FROM messages));
 `;
+
+/**
+ * Migration 13: approval requests (written with the asking run's terminal commit, decided with
+ * the successor's admission) and secrets generated once (the approval signing key). The same migration adds the outbox
+ * `presentation` column (OUTBOX_PRESENTATION_SQL).
+ */
+export const APPROVALS_SCHEMA_SQL = `
+CREATE TABLE approvals (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  tool_call_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  input TEXT NOT NULL,
+  binding TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
+  decided_by TEXT,
+  successor_run_id TEXT,
+  created_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  decided_at_ms INTEGER
+) WITHOUT ROWID;
+CREATE INDEX approvals_pending ON approvals (expires_at_ms) WHERE state = 'pending';
+CREATE INDEX approvals_conversation ON approvals (conversation_id, created_at_ms);
+CREATE TABLE secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+`;

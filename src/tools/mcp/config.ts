@@ -11,7 +11,7 @@ export const DEFAULT_CALL_TIMEOUT_MS = 60_000;
 export const DEFAULT_START_TIMEOUT_MS = 15_000;
 
 const common = {
-  /** "ask": each call waits for a person's approval (not offered yet); "never": calls run directly. */
+  /** "ask": each call waits for a person's approval (chat buttons or /approve); "never": calls run directly. */
   approval: z.enum(["ask", "never"]).default("ask"),
   tools: z
     .strictObject({

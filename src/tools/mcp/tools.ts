@@ -83,14 +83,27 @@ export class McpTools {
     });
   }
 
-  /** The tools runnable without approval, as AI SDK tools, with what the runtime needs per name. */
+  /**
+   * Whether calls of `name` (as the model sees it) wait for a person's approval: its server's
+   * `approval` is "ask" (the default). A name that is no MCP tool (a built-in) never asks here.
+   */
+  requiresApproval(name: string): boolean {
+    const named = this.names.find((n) => n.name === name);
+    const server = named && this.servers.find((s) => s.name === named.server);
+    return server !== undefined && server.config.approval !== "never";
+  }
+
+  /**
+   * Every server's tools as AI SDK tools, with what the runtime needs per name; those of "ask"
+   * servers are offered too and wait for approval before they run (see requiresApproval).
+   */
   toolSet(): { tools: ToolSet; info: Map<string, McpToolInfo> } {
     const tools: ToolSet = {};
     const info = new Map<string, McpToolInfo>();
     const byServer = new Map(this.servers.map((s) => [s.name, s]));
     for (const { server: serverName, tool: toolName, name } of this.names) {
       const server = byServer.get(serverName);
-      if (server?.config.approval !== "never" || this.collisions.has(serverName)) continue;
+      if (!server || this.collisions.has(serverName)) continue;
       const definition = server.tools().find((t) => t.name === toolName);
       if (!definition) continue;
       tools[name] = tool({

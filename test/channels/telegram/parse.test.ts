@@ -3,6 +3,7 @@ import type { Update } from "grammy/types";
 import { parseTelegramConfig } from "../../../channels/telegram/config.ts";
 import { type ParseContext, parseUpdate } from "../../../channels/telegram/parse.ts";
 import { decodeTarget } from "../../../channels/telegram/target.ts";
+import { inboundMessageSchema } from "../../../channels/types.ts";
 import {
   botUser,
   editedMessageUpdate,
@@ -283,13 +284,53 @@ describe("parseUpdate", () => {
       {},
     ].map((body) => parseUpdate(withId(body as UpdateBody), context));
     expect(skips).toEqual([
-      { kind: "skip", reason: 'unsupported update kind "callback_query"' },
+      { kind: "skip", reason: "callback query without its message" },
       { kind: "skip", reason: 'unsupported update kind "my_chat_member"' },
       { kind: "skip", reason: "message without text or media (pinned_message)" },
       { kind: "skip", reason: "message without text or media (location)" },
       { kind: "skip", reason: 'unsupported update kind "channel_post"' },
       { kind: "skip", reason: 'unsupported update kind "empty"' },
     ]);
+  });
+});
+
+describe("parseUpdate: button presses", () => {
+  const sent = {
+    message_id: 77,
+    date: DATE,
+    chat: group,
+    from: { id: 42, is_bot: true, first_name: "bot" },
+    text: "Approval needed",
+  };
+
+  test("a callback query becomes the inbound shape with its data and query id, in the message's conversation", () => {
+    const parsed = parseUpdate(
+      withId({
+        callback_query: { id: "q1", from: alice, message: sent, chat_instance: "ci", data: "ap:x" },
+      } as UpdateBody),
+      context,
+    );
+    expect(parsed.kind).toBe("message");
+    const message = (parsed as { message: Record<string, unknown> }).message;
+    expect(message).toMatchObject({
+      channel: "telegram",
+      principal: { id: String(alice.id), isBot: false },
+      conversationKey: `tg:${context.account}:chat:${group.id}`,
+      surface: "group",
+      text: "",
+      messageId: "77",
+      addressedToBot: true,
+      action: { data: "ap:x", interactionId: "q1" },
+    });
+    expect(inboundMessageSchema.safeParse(message).success).toBe(true);
+  });
+
+  test("a press without data or its message is skipped with a reason", () => {
+    const noData = parseUpdate(
+      withId({ callback_query: { id: "q2", from: alice, message: sent, chat_instance: "ci" } } as UpdateBody),
+      context,
+    );
+    expect(noData).toEqual({ kind: "skip", reason: "callback query without data" });
   });
 });
 

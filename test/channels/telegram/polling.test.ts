@@ -77,7 +77,7 @@ describe("Telegram adapter, long polling", () => {
     });
     await emulator.waitForConfirmed(update.update_id, 3_000);
     // grammY asked with allowed_updates on its first poll: only new messages by default.
-    expect(emulator.callsOf("getUpdates")[0]?.params.allowed_updates).toEqual(["message"]);
+    expect(emulator.callsOf("getUpdates")[0]?.params.allowed_updates).toEqual(["message", "callback_query"]);
   }, 10_000);
 
   test("an update whose ingress failed is not confirmed, is delivered again, and then admitted", async () => {

@@ -2,8 +2,9 @@
  * The Bot API methods the emulator implements, with Telegram's validation and error texts.
  * Each returns the JSON envelope Telegram would answer; the HTTP status equals error_code.
  */
+
 import type { Message, User } from "grammy/types";
-import type { ChatState, ChatStore, VisibleMessage } from "./chats.ts";
+import type { ChatState, ChatStore, InlineButton, VisibleMessage } from "./chats.ts";
 import { parseTelegramHtml } from "./html.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import type { UpdateQueue } from "./update-queue.ts";
@@ -98,7 +99,24 @@ export class BotApi {
     deleteMessage: (params) => this.deleteMessage(params),
     sendChatAction: (params) => this.sendChatAction(params),
     sendMessageDraft: (params) => this.sendMessageDraft(params),
+    answerCallbackQuery: (params) => this.answerCallbackQuery(params),
   };
+
+  /** Callback query ids pushed and not yet answered; each may be answered once, as on Telegram. */
+  readonly openCallbackQueries = new Set<string>();
+  /** Every answered press: the query id and the toast text. */
+  readonly callbackAnswers: Array<{ id: string; text: string }> = [];
+
+  private answerCallbackQuery(params: Params): ApiAnswer {
+    const id = typeof params.callback_query_id === "string" ? params.callback_query_id : "";
+    if (!this.openCallbackQueries.delete(id)) {
+      return badRequest("query is too old and response timeout expired or query ID is invalid");
+    }
+    const text = typeof params.text === "string" ? params.text : "";
+    if (text.length > 200) return badRequest("MESSAGE_TOO_LONG");
+    this.callbackAnswers.push({ id, text });
+    return ok(true);
+  }
 
   private async getUpdates(params: Params, signal: AbortSignal): Promise<ApiAnswer> {
     if (this.deps.webhook.current()) {
@@ -160,6 +178,8 @@ export class BotApi {
     if (thread.error) return thread.error;
     const reply = this.resolveReply(target, params);
     if (reply.error) return reply.error;
+    const keyboard = parseKeyboard(params.reply_markup);
+    if ("error" in keyboard) return keyboard.error;
     const limited = this.checkRateLimit("sendMessage", target);
     if (limited) return limited;
 
@@ -189,6 +209,7 @@ export class BotApi {
       sentAtMs: nowMs,
       previousVersions: [],
       raw,
+      ...(keyboard.buttons ? { buttons: keyboard.buttons } : {}),
     });
     return ok(raw);
   }
@@ -207,7 +228,13 @@ export class BotApi {
     const parsed = this.parseText(text, params.parse_mode);
     if (!parsed.ok) return parsed.answer;
     if (parsed.visibleText.length > MAX_MESSAGE_CHARS) return badRequest("message is too long");
-    if (text === existing.text && parsed.parseMode === existing.parseMode) {
+    const keyboard = parseKeyboard(params.reply_markup);
+    if ("error" in keyboard) return keyboard.error;
+    if (
+      text === existing.text &&
+      parsed.parseMode === existing.parseMode &&
+      JSON.stringify(keyboard.buttons) === JSON.stringify(existing.buttons)
+    ) {
       return badRequest(
         "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
       );
@@ -221,6 +248,9 @@ export class BotApi {
       atMs: existing.sentAtMs,
     });
     existing.text = text;
+    // As on Telegram, an edit without reply_markup removes the inline keyboard.
+    if (keyboard.buttons) existing.buttons = keyboard.buttons;
+    else delete existing.buttons;
     existing.parseMode = parsed.parseMode;
     existing.visibleText = parsed.visibleText;
     existing.sentAtMs = nowMs;
@@ -335,4 +365,28 @@ function optionalNumber(value: unknown): number | undefined {
   if (value === undefined || value === null || value === "") return undefined;
   const number = Number(value);
   return Number.isFinite(number) ? number : undefined;
+}
+
+/** An inline keyboard as Telegram checks it: rows of buttons with text and 1–64 bytes of callback_data. */
+function parseKeyboard(markup: unknown): { buttons: InlineButton[][] | undefined } | { error: ApiAnswer } {
+  if (markup === undefined) return { buttons: undefined };
+  const value = typeof markup === "string" ? (JSON.parse(markup) as unknown) : markup;
+  const rows = (value as { inline_keyboard?: unknown })?.inline_keyboard;
+  if (!Array.isArray(rows)) return { error: badRequest("can't parse reply keyboard markup JSON object") };
+  const buttons: InlineButton[][] = [];
+  for (const row of rows) {
+    if (!Array.isArray(row))
+      return { error: badRequest("can't parse inline keyboard button: row is not an array") };
+    const parsed: InlineButton[] = [];
+    for (const button of row as Array<{ text?: unknown; callback_data?: unknown }>) {
+      if (typeof button?.text !== "string" || button.text === "")
+        return { error: badRequest("can't parse inline keyboard button: Text must be non-empty") };
+      const data = button.callback_data;
+      if (typeof data !== "string" || Buffer.byteLength(data) < 1 || Buffer.byteLength(data) > 64)
+        return { error: badRequest("BUTTON_DATA_INVALID") };
+      parsed.push({ text: button.text, callbackData: data });
+    }
+    buttons.push(parsed);
+  }
+  return { buttons };
 }

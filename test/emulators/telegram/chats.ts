@@ -28,6 +28,13 @@ export interface VisibleMessage {
   previousVersions: MessageVersion[];
   /** The Bot API message object last returned or received for it. */
   raw: Message;
+  /** Inline keyboard buttons (rows) under the bot's message; absent when none. */
+  buttons?: InlineButton[][];
+}
+
+export interface InlineButton {
+  text: string;
+  callbackData: string;
 }
 
 export interface ChatState {

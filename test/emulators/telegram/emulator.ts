@@ -148,6 +148,48 @@ export class TelegramEmulator {
     return this.queue.push(update);
   }
 
+  /**
+   * `from` presses an inline button under the bot's message `messageId`: a callback_query update
+   * with that button's callback_data, or with `forgedData` (a client sending what no button
+   * carries). Returns the update and the query id the bot must answer.
+   */
+  press(
+    chatId: number,
+    messageId: number,
+    from: User,
+    button: { label: string } | { forgedData: string },
+  ): { update: Update; queryId: string } {
+    const visible = this.chats.get(chatId)?.messages.get(messageId);
+    if (!visible) throw new Error(`press: message ${messageId} is not visible in chat ${chatId}`);
+    let data: string;
+    if ("forgedData" in button) data = button.forgedData;
+    else {
+      const found = visible.buttons?.flat().find((b) => b.text === button.label);
+      if (!found) throw new Error(`press: message ${messageId} has no button "${button.label}"`);
+      data = found.callbackData;
+    }
+    this.callbackCounter += 1;
+    const queryId = `${chatId}${messageId}${this.callbackCounter}`.slice(-18);
+    this.api.openCallbackQueries.add(queryId);
+    const update = this.pushUpdate({
+      callback_query: {
+        id: queryId,
+        from,
+        message: visible.raw,
+        chat_instance: String(chatId),
+        data,
+      },
+    } as UpdateBody);
+    return { update, queryId };
+  }
+
+  /** The answers the bot gave to button presses, in order. */
+  callbackAnswers(): Array<{ id: string; text: string }> {
+    return [...this.api.callbackAnswers];
+  }
+
+  private callbackCounter = 0;
+
   /** A user (or bot) writes a message: it gets the chat's next message_id and becomes visible. */
   incoming(spec: IncomingSpec): { update: Update; message: Message } {
     this.chats.remember(spec.chat);

@@ -2,7 +2,11 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { OUTBOX_SCHEMA_SQL, SqliteOutboxRepository } from "../../../src/store/sqlite/outbox.ts";
+import {
+  OUTBOX_PRESENTATION_SQL,
+  OUTBOX_SCHEMA_SQL,
+  SqliteOutboxRepository,
+} from "../../../src/store/sqlite/outbox.ts";
 
 /** A temp-file database with the outbox schema, opened the way the gateway opens its own. */
 export class OutboxDb {
@@ -15,6 +19,7 @@ export class OutboxDb {
     this.path = join(this.dir, "switchboard.db");
     const db = this.connect();
     db.exec(OUTBOX_SCHEMA_SQL);
+    db.exec(OUTBOX_PRESENTATION_SQL);
   }
 
   /** A new connection to the same file (a restarted process). */

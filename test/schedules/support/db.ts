@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { openDatabase } from "../../../src/store/sqlite/database.ts";
 import { MIGRATIONS } from "../../../src/store/sqlite/index.ts";
 
 function connect(file: string): Database {
@@ -16,9 +17,8 @@ function connect(file: string): Database {
 export function openTestDatabase() {
   const dir = mkdtempSync(join(tmpdir(), "switchboard-schedules-"));
   const file = join(dir, "schedules.db");
-  const db = connect(file);
-  // Every migration, as the gateway's database has them (the schedule tables join conversation keys).
-  for (const migration of MIGRATIONS) db.exec(migration.sql);
+  // Migrated as the gateway's database is (the schedule tables join conversation keys).
+  const db = openDatabase({ filename: file, migrations: MIGRATIONS });
   const connections = [db];
   return {
     db,
