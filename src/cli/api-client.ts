@@ -157,6 +157,8 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
           query: { after: page.afterOrder, limit: page.limit },
           nullOnNotFound: true,
         }),
+      setModel: (conversationId, model, actor) =>
+        request("POST", `api/conversations/${id(conversationId)}/model`, { body: { model }, actor }),
     },
     outbox: {
       list: (filter) =>

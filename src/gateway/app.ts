@@ -16,12 +16,13 @@ import type { Logger } from "../util/log.ts";
 import { ChannelStarter } from "./channel-starter.ts";
 import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
-import { type GatewayConfig, surfacePolicy } from "./config.ts";
+import { type GatewayConfig, pickableModels, surfacePolicy } from "./config.ts";
 import { type RunContext, readRunContext } from "./context.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
+import { createModelChoices, type ModelChoices } from "./model-choice.ts";
 import { databaseReadiness } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
 
@@ -44,6 +45,8 @@ export interface Gateway {
   readonly metrics: Metrics;
   readonly ingress: ReturnType<typeof createIngress>;
   readonly mcp: McpTools;
+  /** The models users pick with /model, for the operator service. */
+  readonly models: ModelChoices;
   /** Recovers, then starts delivery, channels and schedules. */
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
@@ -67,7 +70,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const { stores } = deps;
   const metrics = createMetrics();
   const timeline = createReplyTimeline((stage, ms) => metrics.replyStage(stage, ms));
-  const registry = createModelRegistry(config.modelEnv);
+  const registry = createModelRegistry(config.modelEnv, { named: pickableModels(config.file) });
+  const models = createModelChoices({ registry, file: config.file, store: stores.runtime, clock });
   const { adapters, allowLists } = buildChannels(config, { clock, logger });
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
 
@@ -81,6 +85,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const runtime = new Runtime({
     store: stores.runtime,
     models: registry.chain,
+    // Only with pickable models: otherwise every run uses the chain and reads nothing more.
+    ...(models.names.length > 0 ? { modelsFor: models.forRun } : {}),
     readUsage: toUsage,
     clock,
     logger: logger.child({ component: "runtime" }),
@@ -172,6 +178,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     defaultTimezone: config.timezone,
     clock,
     notify: () => worker.notify(),
+    models,
   });
   const ingress = createIngress({
     runtime,
@@ -225,6 +232,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     metrics,
     ingress,
     mcp,
+    models,
     async start() {
       // Before recovery: a resumed run may call these tools. A server that fails stays down and
       // retries; only colliding tool names (a configuration error) stop the start.

@@ -7,8 +7,9 @@ import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
+import type { ModelChoices } from "./model-choice.ts";
 
-const OWN_COMMANDS = ["new", "stop", "status", "start", "help"] as const;
+const OWN_COMMANDS = ["new", "stop", "status", "start", "help", "model"] as const;
 type CommandName = (typeof OWN_COMMANDS)[number] | (typeof SCHEDULE_COMMANDS)[number];
 
 export interface CommandScope {
@@ -36,6 +37,8 @@ export interface ChatCommandsOptions {
   clock: Clock;
   /** Wakes the delivery worker after a reply was enqueued. */
   notify: () => void;
+  /** The models /model picks from; absent: /model says there is nothing to pick. */
+  models?: ModelChoices;
 }
 
 const HELP = [
@@ -43,6 +46,7 @@ const HELP = [
   "/new — start a fresh conversation (the old one stays readable)",
   "/stop — stop the answer in progress",
   "/status — model, runs in progress and replies waiting",
+  "/model — the models you can pick; /model NAME picks one for this conversation",
   "/in 10m stretch — a reminder after a delay",
   "/at 2026-12-01 09:00 call mum — at a date and time",
   "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
@@ -112,6 +116,8 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           : "Nothing is running right now.";
       case "status":
         return status(scope);
+      case "model":
+        return model(scope);
       case "start":
       case "help":
         return HELP;
@@ -134,14 +140,66 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     }
   };
 
-  const status = async ({ conversationId }: CommandScope): Promise<string> => {
+  const modelList = (current: string | null, lead: string): string => {
+    const models = options.models;
+    const own = runtime.models[0]?.label ?? "the gateway's model";
+    if (!models || models.names.length === 0)
+      return `There are no models to pick from (the operator names them in SWITCHBOARD_CONFIG "models"). This conversation uses ${own}.`;
+    return [
+      lead,
+      ...models.names.map((name) => {
+        const spec = models.chain(name)[0]?.spec ?? "";
+        return `• ${name} — ${spec}${name === current ? " (current)" : ""}`;
+      }),
+      current === null ? `Now: the gateway's default, ${own}.` : "",
+      "Pick one with /model NAME; /model default goes back to the default.",
+    ]
+      .filter((line) => line !== "")
+      .join("\n");
+  };
+
+  const model = async ({ message, conversationId }: CommandScope): Promise<string> => {
+    const argument = message.text.trim().split(/\s+/).slice(1).join(" ").trim();
+    const where = { channel: message.channel, surface: message.surface };
+    const current = options.models ? await options.models.current(conversationId, where) : null;
+    if (argument === "") return modelList(current?.name ?? null, "Models you can pick:");
+    if (!options.models || options.models.names.length === 0) return modelList(null, "");
+    if (argument.toLowerCase() === "default") {
+      await store.saveConversationSettings(conversationId, { model: undefined }, clock.now());
+      const now = await options.models.current(conversationId, where);
+      return `Back to the default model${now.name ? ` (${now.name})` : ""}. It applies from your next message.`;
+    }
+    const name = argument.toLowerCase();
+    if (!(await options.models.choose(conversationId, name)))
+      return modelList(current?.name ?? null, `There is no model "${argument}". Models you can pick:`);
+    const spec = options.models.chain(name)[0]?.spec ?? name;
+    return `Model set to ${name} (${spec}). It applies from your next message; an answer in progress keeps its model.`;
+  };
+
+  const modelStatus = async ({ message, conversationId }: CommandScope): Promise<string> => {
+    if (!options.models || options.models.names.length === 0)
+      return `Model: ${runtime.models.map((m) => m.label).join(" → ")}`;
+    const current = await options.models.current(conversationId, {
+      channel: message.channel,
+      surface: message.surface,
+    });
+    const chain = options.models
+      .chain(current.name)
+      .map((m) => m.label)
+      .join(" → ");
+    const name = current.name === null ? "default" : `${current.name}${current.chosen ? "" : " (default)"}`;
+    return `Model: ${name}: ${chain}`;
+  };
+
+  const status = async (scope: CommandScope): Promise<string> => {
+    const { conversationId } = scope;
     const active = await store.listActiveRuns(conversationId);
     const running = active.filter((r) => r.state === "running" || r.state === "interrupt_requested").length;
     const counts = await outbox.counts(conversationId);
     const schedules = await options.schedules.list(conversationId);
     const timezone = (await timezoneOf(conversationId)) ?? options.defaultTimezone;
     return [
-      `Model: ${runtime.models.map((m) => m.label).join(" → ")}`,
+      await modelStatus(scope),
       `Answers: ${running} running, ${active.length - running} queued`,
       `Replies: ${counts.waiting} waiting to be delivered, ${counts.ambiguous} ambiguous (an operator is checking them)`,
       `Schedules: ${schedules.length} active · time zone ${timezone}`,

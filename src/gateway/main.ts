@@ -81,6 +81,7 @@ export async function startGateway(
     clock: systemClock,
     onOutboxChanged: () => gateway.worker.notify(),
     onSchedulesChanged: () => void gateway.schedules.tick(),
+    modelNames: gateway.models.names,
   });
   const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
   const http = await startHttpServer({

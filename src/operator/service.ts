@@ -29,6 +29,11 @@ export interface OperatorServiceOptions {
   onOutboxChanged?: () => void;
   /** Called after an operator paused, resumed or cancelled a schedule, so a scheduler re-arms now. */
   onSchedulesChanged?: () => void;
+  /**
+   * The model names `conversations.setModel` accepts (SWITCHBOARD_CONFIG `models`), or how to read
+   * them when first needed (the CLI reads the config file only for set-model). Default none.
+   */
+  modelNames?: readonly string[] | (() => readonly string[]);
 }
 
 /**
@@ -106,7 +111,35 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           afterOrder,
           limit,
         });
-        return { conversation, items, nextAfterOrder };
+        const settings = await stores.runtime.loadConversationSettings(conversationId);
+        return { conversation, model: settings.model ?? null, items, nextAfterOrder };
+      },
+      async setModel(conversationId, model, actor) {
+        checkActor(actor);
+        const names =
+          typeof options.modelNames === "function" ? options.modelNames() : (options.modelNames ?? []);
+        if (model !== null && !names.includes(model)) {
+          throw new SwitchboardError(
+            "input_invalid",
+            names.length === 0
+              ? `No models can be picked: name them in SWITCHBOARD_CONFIG "models" (e.g. {"models": {"smart": "openrouter:anthropic/claude-sonnet-4"}}).`
+              : `Model ${JSON.stringify(model)} is not one of ${names.join(", ")} (SWITCHBOARD_CONFIG "models").`,
+            { details: { field: "model" } },
+          );
+        }
+        if (!(await queries.conversationSummary(conversationId))) {
+          throw new SwitchboardError(
+            "not_found",
+            `No conversation ${conversationId}. List conversations with \`switchboard conversations list\`.`,
+            { details: { conversationId } },
+          );
+        }
+        await stores.runtime.saveConversationSettings(
+          conversationId,
+          { model: model ?? undefined },
+          clock.now(),
+        );
+        return { conversationId, model };
       },
     },
 

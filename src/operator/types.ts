@@ -23,9 +23,21 @@ export interface OperatorService {
       page: { afterOrder?: number; limit?: number },
     ): Promise<{
       conversation: ConversationSummary;
+      /** The model picked with /model or `setModel`; null: the surface's default. */
+      model: string | null;
       items: MessagePageItem[];
       nextAfterOrder: number | null;
     } | null>;
+    /**
+     * Sets the conversation's model (a name from SWITCHBOARD_CONFIG `models`; null: back to the
+     * default), used from its next run on. `not_found` for an unknown conversation,
+     * `input_invalid` for a name that is not configured.
+     */
+    setModel(
+      conversationId: string,
+      model: string | null,
+      actor: `operator:${string}`,
+    ): Promise<{ conversationId: string; model: string | null }>;
   };
   outbox: {
     list(filter: { state?: OutboxState; conversationId?: string; limit?: number }): Promise<OutboxRecord[]>;

@@ -78,6 +78,11 @@ export interface RuntimeOptions {
   store: RuntimeStore;
   /** The model chain: the first is used, later ones are fallbacks. */
   models: readonly ModelEntry[];
+  /**
+   * The chain for one run (e.g. the conversation's /model choice), asked once when its execution
+   * starts, so a run in flight keeps its model. Default: `models`.
+   */
+  modelsFor?: (run: { conversationId: string; context: unknown }) => Promise<readonly ModelEntry[]>;
   clock?: Clock;
   logger?: Logger;
   /** This worker's identity in run ownership. */
@@ -176,6 +181,7 @@ export class Runtime {
       clock: this.clock,
       logger: this.logger,
       models: options.models,
+      ...(options.modelsFor ? { modelsFor: options.modelsFor } : {}),
       retry: options.loop?.retry ?? DEFAULT_RETRY,
       maxSteps: options.loop?.maxSteps ?? 8,
       idleTimeoutMs: options.loop?.idleTimeoutMs ?? 60_000,

@@ -217,6 +217,8 @@ export type SummarySaveResult =
 export interface ConversationSettings {
   /** IANA time zone for schedules and the agent's sense of time. */
   timezone?: string;
+  /** The model picked with /model (a name from the config's `models`). */
+  model?: string;
 }
 
 export interface Fence {

@@ -622,6 +622,20 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "the /model choice persists beside the time zone, and clearing it leaves the time zone",
+      withStore(async (store) => {
+        await store.saveConversationSettings("c", { timezone: "Asia/Tokyo" }, T0);
+        await store.saveConversationSettings("c", { model: "smart" }, T0 + 1);
+        expect(await store.loadConversationSettings("c")).toEqual({ timezone: "Asia/Tokyo", model: "smart" });
+        await store.saveConversationSettings("c", { model: "fast" }, T0 + 2);
+        expect((await store.loadConversationSettings("c")).model).toBe("fast");
+        await store.saveConversationSettings("c", { model: undefined }, T0 + 3);
+        expect(await store.loadConversationSettings("c")).toEqual({ timezone: "Asia/Tokyo" });
+        expect(await store.loadConversationSettings("other")).toEqual({});
+      }),
+    );
+
+    test(
       "listeners get each committed mutation's events in order, never a refused one's, until unsubscribed",
       withStore(async (store) => {
         const seen: DurableEvent[][] = [];

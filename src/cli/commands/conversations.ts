@@ -4,7 +4,15 @@ import type { ConversationSummary } from "../../operator/types.ts";
 import type { MessagePageItem } from "../../runtime/store.ts";
 import type { Message } from "../../runtime/types.ts";
 import { fields, isoTime, orDash, preview, table } from "../format.ts";
-import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
+import { actorOf } from "../options.ts";
+import {
+  ACTOR_OPTION,
+  type CommandSpec,
+  type GroupSpec,
+  HELP_OPTION,
+  JSON_OPTION,
+  SOURCE_OPTIONS,
+} from "../spec.ts";
 import { print, withOperator } from "./shared.ts";
 
 export const CONVERSATIONS_GROUP: GroupSpec = {
@@ -52,12 +60,18 @@ export function messagePreview(message: Message, maxChars = 60): string {
 
 function describeConversation(
   id: string,
-  shown: { conversation: ConversationSummary; items: MessagePageItem[]; nextAfterOrder: number | null },
+  shown: {
+    conversation: ConversationSummary;
+    model: string | null;
+    items: MessagePageItem[];
+    nextAfterOrder: number | null;
+  },
 ): string {
   const c = shown.conversation;
   const header = fields([
     ["id", c.id],
     ["key", orDash(c.key)],
+    ["model", shown.model ?? "default (the surface's models.default, else SWITCHBOARD_MODEL)"],
     ["version", String(c.version)],
     ["runs", `${c.runs} (${c.activeRuns} active)`],
     ["last activity", isoTime(c.lastActivityAtMs)],
@@ -140,6 +154,35 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
         );
       }
       print(command, io, shown, (result) => describeConversation(id, result));
+    },
+  },
+  {
+    path: ["conversations", "set-model"],
+    synopsis: "conversations set-model ID NAME [--actor NAME] [--json]",
+    summary:
+      "Set the model a conversation uses from its next run on: a name from SWITCHBOARD_CONFIG models, or default.",
+    args: [
+      { name: "ID", description: "Conversation id (conv_…)." },
+      {
+        name: "NAME",
+        description: "A model name from SWITCHBOARD_CONFIG `models`, or `default` to clear the choice.",
+      },
+    ],
+    options: { ...ACTOR_OPTION, ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
+    async run(command, io) {
+      const id = command.arg(0);
+      const name = command.arg(1);
+      const model = name === "default" ? null : name;
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.setModel(id, model, actorOf(command, io.env)),
+      );
+      print(
+        command,
+        io,
+        result,
+        (r) =>
+          `Conversation ${r.conversationId} now uses ${r.model ?? "the default model"} from its next run on.\n`,
+      );
     },
   },
 ];

@@ -8,6 +8,7 @@ import {
   conversationQuery,
   emptyBody,
   limitQuery,
+  modelBody,
   noQuery,
   noteBody,
   outboxQuery,
@@ -72,6 +73,9 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       const page = await operator.conversations.show(id, { afterOrder: q.after, limit: q.limit });
       return found(page, `conversation ${id}`, "GET /api/conversations");
     }),
+    mutate("/api/conversations/:id/model", modelBody, (c, body, actor) =>
+      operator.conversations.setModel(param(c, "id"), body.model, actor),
+    ),
     read("/api/outbox", async (c) => {
       const q = query(c, outboxQuery);
       return operator.outbox.list({ state: q.state, conversationId: q.conversation, limit: q.limit });

@@ -64,6 +64,10 @@ export const resolveBody = z.strictObject({
 
 export const emptyBody = z.strictObject({});
 
+export const modelBody = z.strictObject({
+  model: z.string({ error: "expected a model name, or null for the default" }).min(1).max(64).nullable(),
+});
+
 /** `Last-Event-ID` as sent by EventSource on reconnect. */
 export const lastEventId = seq;
 
