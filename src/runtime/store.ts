@@ -127,13 +127,18 @@ export interface RuntimeStore {
   rotateConversationKey(key: string, nowMs: number): Promise<string>;
 
   /**
-   * Deletes a conversation's runs, messages, admissions and events, keeping a tombstone so no
-   * later admission can recreate it. Refuses while runs are active.
+   * Deletes a conversation's runs, messages, admissions, events, settings, summary and schedules
+   * (with their occurrences), and drops the text of its outbox records (open ones are cancelled),
+   * keeping a tombstone that records when and by whom (`actor`), so no later admission can
+   * recreate it. One transaction. Refuses while runs are active.
    */
   purgeConversation(
     conversationId: string,
-    options: { expectedVersion?: number; nowMs: number },
+    options: { expectedVersion?: number; nowMs: number; actor?: string },
   ): Promise<PurgeResult>;
+
+  /** The tombstone of a purged conversation (when, by whom); null when it was not purged. */
+  loadPurge(conversationId: string): Promise<PurgeRecord | null>;
 
   /**
    * Per reply target of `source` (e.g. `discord:<account>`), the ingress key recorded last (by
@@ -384,6 +389,13 @@ export interface TerminalResult {
   answer: Message;
   /** Runs that ended `absorbed` into this one. */
   absorbed: string[];
+}
+
+export interface PurgeRecord {
+  conversationId: string;
+  purgedAtMs: number;
+  /** Who asked (`user:<channel>:<id>`, `operator:<name>`); null for purges before it was recorded. */
+  purgedBy: string | null;
 }
 
 export type PurgeResult =

@@ -14,6 +14,7 @@ import type {
   IngressClaim,
   MessagePage,
   PromptContext,
+  PurgeRecord,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -37,6 +38,7 @@ import {
   type EventBody,
   mayAbsorb,
   nextRunnable,
+  PURGE_COMPANION_SQL,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -535,7 +537,7 @@ export class PostgresRuntimeStore implements RuntimeStore {
    */
   purgeConversation(
     conversationId: string,
-    options: { expectedVersion?: number; nowMs: number },
+    options: { expectedVersion?: number; nowMs: number; actor?: string },
   ): Promise<PurgeResult> {
     const { expectedVersion, nowMs } = options;
     return this.write<PurgeResult>(async (tx) => {
@@ -549,17 +551,35 @@ export class PostgresRuntimeStore implements RuntimeStore {
       }
       await tx.sql`
         DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ${conversationId})`;
-      for (const table of ["messages", "runs", "events", "ingress_receipts", "conversation_keys"]) {
+      for (const table of [
+        "messages",
+        "runs",
+        "events",
+        "ingress_receipts",
+        "conversation_keys",
+        "conversation_settings",
+        "conversation_summaries",
+      ]) {
         await tx.sql`DELETE FROM ${tx.sql(table)} WHERE conversation_id = ${conversationId}`;
+      }
+      for (const statement of PURGE_COMPANION_SQL) {
+        await tx.sql.unsafe(statement.replace("?", "$1"), [conversationId]);
       }
       await tx.sql`DELETE FROM conversations WHERE id = ${conversationId}`;
       await tx.sql`
-        INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (${conversationId}, ${nowMs})`;
+        INSERT INTO conversation_tombstones (conversation_id, purged_at_ms, purged_by)
+        VALUES (${conversationId}, ${nowMs}, ${options.actor ?? null})`;
       return { outcome: "purged" };
     }).catch((error: unknown) => {
       if (isSwitchboardError(error, "conversation_purged")) return { outcome: "already_purged" } as const;
       throw error;
     });
+  }
+
+  async loadPurge(conversationId: string): Promise<PurgeRecord | null> {
+    const [row] = await this.sql<Array<{ purged_at_ms: string | number; purged_by: string | null }>>`
+      SELECT purged_at_ms, purged_by FROM conversation_tombstones WHERE conversation_id = ${conversationId}`;
+    return row ? { conversationId, purgedAtMs: Number(row.purged_at_ms), purgedBy: row.purged_by } : null;
   }
 
   /** Ties order keys byte-wise (`COLLATE "C"`), as SQLite does, whatever the database's collation. */

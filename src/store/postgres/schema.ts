@@ -132,6 +132,11 @@ CREATE TABLE conversation_summaries (
 );
 `;
 
+/** Migration 6: a tombstone records who purged the conversation; SQLite's migration 9. */
+const PURGED_BY_SQL = `
+ALTER TABLE conversation_tombstones ADD COLUMN purged_by TEXT;
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -142,6 +147,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "conversation-summaries", sql: SUMMARIES_SCHEMA_SQL },
   { version: 4, name: "schedules", sql: SCHEDULES_SCHEMA_SQL },
   { version: 5, name: "outbox", sql: OUTBOX_SCHEMA_SQL },
+  { version: 6, name: "purged-by", sql: PURGED_BY_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -9,6 +9,7 @@ import { createSqliteScheduleRepository } from "./schedules.ts";
 import {
   ADMISSION_COLUMNS_SQL,
   EVENTS_BY_ROWID_SQL,
+  PURGED_BY_SQL,
   RUNTIME_SCHEMA_SQL,
   SETTINGS_SCHEMA_SQL,
   SUMMARIES_SCHEMA_SQL,
@@ -24,6 +25,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: "admission-columns", sql: ADMISSION_COLUMNS_SQL },
   { version: 7, name: "ambiguous-holds", sql: AMBIGUOUS_HOLDS_SQL },
   { version: 8, name: "events-by-rowid", sql: EVENTS_BY_ROWID_SQL },
+  { version: 9, name: "purged-by", sql: PURGED_BY_SQL },
 ];
 
 export interface SqliteStores {

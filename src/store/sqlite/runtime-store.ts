@@ -14,6 +14,7 @@ import type {
   IngressClaim,
   MessagePage,
   PromptContext,
+  PurgeRecord,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -37,6 +38,7 @@ import {
   type EventBody,
   mayAbsorb,
   nextRunnable,
+  PURGE_COMPANION_SQL,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -578,7 +580,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
 
   purgeConversation(
     conversationId: string,
-    options: { expectedVersion?: number; nowMs: number },
+    options: { expectedVersion?: number; nowMs: number; actor?: string },
   ): Promise<PurgeResult> {
     const { expectedVersion, nowMs } = options;
     return this.write(() => {
@@ -595,12 +597,24 @@ export class SqliteRuntimeStore implements RuntimeStore {
       for (const table of ["messages", "runs", "events", "ingress_receipts"]) {
         this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
       }
-      this.db.query("DELETE FROM conversation_keys WHERE conversation_id = ?").run(conversationId);
+      for (const table of ["conversation_keys", "conversation_settings", "conversation_summaries"]) {
+        this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
+      }
+      for (const statement of PURGE_COMPANION_SQL) this.db.query(statement).run(conversationId);
       this.db.query("DELETE FROM conversations WHERE id = ?").run(conversationId);
       this.db
-        .query("INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (?, ?)")
-        .run(conversationId, nowMs);
+        .query("INSERT INTO conversation_tombstones (conversation_id, purged_at_ms, purged_by) VALUES (?, ?, ?)")
+        .run(conversationId, nowMs, options.actor ?? null);
       return { outcome: "purged" } as const;
+    });
+  }
+
+  loadPurge(conversationId: string): Promise<PurgeRecord | null> {
+    return this.read(() => {
+      const row = this.db
+        .query("SELECT purged_at_ms, purged_by FROM conversation_tombstones WHERE conversation_id = ?")
+        .get(conversationId) as { purged_at_ms: number; purged_by: string | null } | null;
+      return row ? { conversationId, purgedAtMs: row.purged_at_ms, purgedBy: row.purged_by } : null;
     });
   }
 

@@ -155,3 +155,11 @@ DROP TABLE events;
 ALTER TABLE events_by_rowid RENAME TO events;
 CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
 `;
+
+/**
+ * Migration 9: a tombstone records who purged the conversation (the audit entry of /forget and
+ * `conversations purge`: who, when, which conversation, no content).
+ */
+export const PURGED_BY_SQL = `
+ALTER TABLE conversation_tombstones ADD COLUMN purged_by TEXT;
+`;
