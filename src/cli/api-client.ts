@@ -159,6 +159,8 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
         }),
       setModel: (conversationId, model, actor) =>
         request("POST", `api/conversations/${id(conversationId)}/model`, { body: { model }, actor }),
+      purge: (conversationId, actor) =>
+        request("POST", `api/conversations/${id(conversationId)}/purge`, { body: {}, actor }),
     },
     outbox: {
       list: (filter) =>

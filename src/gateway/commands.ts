@@ -3,13 +3,15 @@ import type { OutboxRepository } from "../../outbox/types.ts";
 import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
+import { isSwitchboardError } from "../errors.ts";
+import { forgetConversation } from "../operator/forget.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
 import type { ModelChoices } from "./model-choice.ts";
 
-const OWN_COMMANDS = ["new", "stop", "status", "start", "help", "model"] as const;
+const OWN_COMMANDS = ["new", "stop", "status", "start", "help", "model", "forget"] as const;
 type CommandName = (typeof OWN_COMMANDS)[number] | (typeof SCHEDULE_COMMANDS)[number];
 
 export interface CommandScope {
@@ -47,6 +49,7 @@ const HELP = [
   "/stop — stop the answer in progress",
   "/status — model, runs in progress and replies waiting",
   "/model — the models you can pick; /model NAME picks one for this conversation",
+  "/forget — delete this conversation for good (asks to confirm)",
   "/in 10m stretch — a reminder after a delay",
   "/at 2026-12-01 09:00 call mum — at a date and time",
   "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
@@ -87,16 +90,51 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
    * left a receipt without a reply: the redelivery finishes the command (its effects are
    * idempotent: a schedule gets an id derived from the update) instead of dropping it.
    */
-  const claim = async (scope: CommandScope, outcome: string): Promise<boolean> => {
+  const claim = async (
+    scope: CommandScope,
+    outcome: string,
+    forget?: { target: string },
+  ): Promise<{ run: boolean; previousPayload: unknown }> => {
     const claimed = await store.claimIngress({
       source: scope.source,
       key: scope.message.updateKey,
       outcome,
-      payload: scope.message,
-      conversationId: scope.conversationId,
+      payload: forget ? { ...scope.message, forget: forget.target } : scope.message,
+      // A /forget receipt belongs to no conversation, so the purge keeps it: a redelivery of the
+      // update stays a duplicate instead of forgetting the fresh conversation.
+      ...(forget ? {} : { conversationId: scope.conversationId }),
       nowMs: clock.now(),
     });
-    return claimed.fresh || (await outbox.show(replyKey(scope))) === null;
+    return {
+      run: claimed.fresh || (await outbox.show(replyKey(scope))) === null,
+      previousPayload: claimed.previousPayload,
+    };
+  };
+
+  const isForgetConfirm = (text: string) => /^\/forget(?:@\S+)?\s+confirm\s*$/i.test(text.trim());
+
+  /**
+   * Detaches the chat from `target` (its next message starts a fresh conversation and never joins
+   * the one going away), then interrupts its runs and purges it. Returns the reply.
+   */
+  const forget = async ({ message }: CommandScope, target: string): Promise<string> => {
+    if ((await store.resolveConversationKey(message.conversationKey, clock.now())) === target)
+      await store.rotateConversationKey(message.conversationKey, clock.now());
+    try {
+      await forgetConversation(
+        {
+          store,
+          clock,
+          stopRun: (conversationId, runId) => runtime.interrupt({ conversationId, runId }),
+        },
+        target,
+        `user:${message.channel}:${message.principal.id}`,
+      );
+    } catch (error) {
+      if (!isSwitchboardError(error, "state_conflict")) throw error;
+      return "I could not forget this conversation yet: an answer is still being written. Send /forget confirm again in a moment.";
+    }
+    return "Done: I deleted this conversation — its messages, answers, schedules and settings. Your next message starts a fresh one.";
   };
 
   const timezoneOf = async (conversationId: string) =>
@@ -118,6 +156,8 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         return status(scope);
       case "model":
         return model(scope);
+      case "forget":
+        return "This deletes this conversation for good: its messages, my answers, its schedules and settings. Send /forget confirm to go ahead.";
       case "start":
       case "help":
         return HELP;
@@ -213,13 +253,23 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       return name && names.includes(name) ? (name as CommandName) : null;
     },
     async run(name, scope) {
-      if (!(await claim(scope, `command:${name}`))) return { duplicate: true, text: "" };
+      if (name === "forget" && isForgetConfirm(scope.message.text)) {
+        const claimed = await claim(scope, "command:forget", { target: scope.conversationId });
+        if (!claimed.run) return { duplicate: true, text: "" };
+        // A redelivery after a crash finishes the conversation the first delivery meant.
+        const earlier = (claimed.previousPayload as { forget?: unknown } | null)?.forget;
+        const text = await forget(scope, typeof earlier === "string" ? earlier : scope.conversationId);
+        const fresh = await store.resolveConversationKey(scope.message.conversationKey, clock.now());
+        await enqueueReply({ ...scope, conversationId: fresh }, text);
+        return { duplicate: false, text };
+      }
+      if (!(await claim(scope, `command:${name}`)).run) return { duplicate: true, text: "" };
       const text = await execute(name, scope);
       await enqueueReply(scope, text);
       return { duplicate: false, text };
     },
     async notice(scope, text, outcome) {
-      if (!(await claim(scope, outcome))) return { duplicate: true };
+      if (!(await claim(scope, outcome)).run) return { duplicate: true };
       await enqueueReply(scope, text);
       return { duplicate: false };
     },

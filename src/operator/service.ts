@@ -3,6 +3,7 @@ import { SwitchboardError } from "../errors.ts";
 import { answerText } from "../runtime/types.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
+import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { OperatorService } from "./types.ts";
 import {
@@ -34,6 +35,8 @@ export interface OperatorServiceOptions {
    * them when first needed (the CLI reads the config file only for set-model). Default none.
    */
   modelNames?: readonly string[] | (() => readonly string[]);
+  /** Ends a run now (the gateway's runtime); without it a purge commits a stop request and waits. */
+  stopRun?: (conversationId: string, runId: string) => Promise<unknown>;
 }
 
 /**
@@ -140,6 +143,29 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           clock.now(),
         );
         return { conversationId, model };
+      },
+      async purge(conversationId, actor) {
+        checkActor(actor);
+        const summary = await queries.conversationSummary(conversationId);
+        if (!summary) {
+          const earlier = await stores.runtime.loadPurge(conversationId);
+          if (earlier) return { outcome: "already_purged", ...earlier };
+          throw new SwitchboardError(
+            "not_found",
+            `No conversation ${conversationId}. List conversations with \`switchboard conversations list\`.`,
+            { details: { conversationId } },
+          );
+        }
+        // Later messages of its chat start a fresh conversation instead of joining the one going away.
+        if (summary.key !== null) await stores.runtime.rotateConversationKey(summary.key, clock.now());
+        const result = await forgetConversation(
+          { store: stores.runtime, clock, ...(options.stopRun ? { stopRun: options.stopRun } : {}) },
+          conversationId,
+          actor,
+        );
+        outboxChanged();
+        schedulesChanged(null);
+        return result;
       },
     },
 

@@ -2,6 +2,7 @@ import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
+import type { ForgetResult } from "./forget.ts";
 
 /**
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
@@ -38,6 +39,13 @@ export interface OperatorService {
       model: string | null,
       actor: `operator:${string}`,
     ): Promise<{ conversationId: string; model: string | null }>;
+    /**
+     * Forgets a conversation: its chat's next message starts a fresh one, its active runs are
+     * interrupted, then the store purges it (rows, state, schedules, outbox text) and keeps a
+     * tombstone naming `actor` (the audit entry). `already_purged` with the earlier entry when it
+     * was purged before; `not_found` for an id never seen; `state_conflict` when runs did not end.
+     */
+    purge(conversationId: string, actor: `operator:${string}`): Promise<ForgetResult>;
   };
   outbox: {
     list(filter: { state?: OutboxState; conversationId?: string; limit?: number }): Promise<OutboxRecord[]>;

@@ -155,9 +155,7 @@ export interface RuntimeStore {
    * ignored update) so a redelivery is recognised. `fresh` is false when the identity was already
    * recorded; then nothing is written.
    */
-  claimIngress(
-    request: IngressClaim,
-  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }>;
+  claimIngress(request: IngressClaim): Promise<IngressClaimResult>;
 
   /** Per-conversation settings (e.g. the time zone set with /tz). Empty object when none. */
   loadConversationSettings(conversationId: string): Promise<ConversationSettings>;
@@ -195,6 +193,14 @@ export interface ConversationSummary {
   throughFinishSeq: number;
   /** Incremented by every save; a save with a stale expected version is refused. */
   version: number;
+}
+
+export interface IngressClaimResult {
+  fresh: boolean;
+  previousOutcome: string | null;
+  runId: string | null;
+  /** The payload recorded by the first claim (null when fresh). */
+  previousPayload: unknown;
 }
 
 /** An ingress identity recorded without a run (a chat command, an ignored update). */

@@ -411,7 +411,8 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         });
         const after = await rowsOf("c");
         for (const [table, rows] of Object.entries(after)) {
-          const expected = table === "conversation_tombstones" ? 1 : table === "outbox" ? (before.outbox ?? 0) : 0;
+          const expected =
+            table === "conversation_tombstones" ? 1 : table === "outbox" ? (before.outbox ?? 0) : 0;
           expect({ table, rows }).toEqual({ table, rows: expected });
         }
         // The outbox keeps its records as delivery history, without their text; none is sent any more.
@@ -684,15 +685,22 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
             payload: { replyTarget },
             nowMs,
           });
-        expect(await claim("100", "t1", T0)).toEqual({ fresh: true, previousOutcome: null, runId: null });
-        expect(await claim("100", "t1", T0 + 1)).toEqual({
+        expect(await claim("100", "t1", T0)).toEqual({
+          fresh: true,
+          previousOutcome: null,
+          runId: null,
+          previousPayload: null,
+        });
+        // A repeat gets what the first claim recorded, not its own payload.
+        expect(await claim("100", "t9", T0 + 1)).toEqual({
           fresh: false,
           previousOutcome: "command",
           runId: null,
+          previousPayload: { replyTarget: "t1" },
         });
         const ingress = { source: "chat:acct", key: "101", payload: { replyTarget: "t2" } };
         const admitted = await store.admit(admitRequest("c", "a", { ingress, nowMs: T0 + 2 }));
-        expect(await claim("101", "t2", T0 + 3)).toEqual({
+        expect(await claim("101", "t2", T0 + 3)).toMatchObject({
           fresh: false,
           previousOutcome: "admitted",
           runId: admitted.runId,

@@ -185,4 +185,23 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
       );
     },
   },
+  {
+    path: ["conversations", "purge"],
+    synopsis: "conversations purge ID [--actor NAME] [--json]",
+    summary:
+      "Forget a conversation for good: interrupt its runs, delete its messages, runs, state and schedules, drop its outbox text; a tombstone records who and when.",
+    args: [{ name: "ID", description: "Conversation id (conv_…)." }],
+    options: { ...ACTOR_OPTION, ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
+    async run(command, io) {
+      const id = command.arg(0);
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.purge(id, actorOf(command, io.env)),
+      );
+      print(command, io, result, (r) =>
+        r.outcome === "purged"
+          ? `Purged conversation ${r.conversationId} (by ${r.purgedBy ?? "unknown"} at ${isoTime(r.purgedAtMs)}). Its chat's next message starts a fresh conversation.\n`
+          : `Conversation ${r.conversationId} was already purged (by ${r.purgedBy ?? "unknown"} at ${isoTime(r.purgedAtMs)}).\n`,
+      );
+    },
+  },
 ];

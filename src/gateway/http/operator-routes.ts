@@ -76,6 +76,9 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     mutate("/api/conversations/:id/model", modelBody, (c, body, actor) =>
       operator.conversations.setModel(param(c, "id"), body.model, actor),
     ),
+    mutate("/api/conversations/:id/purge", emptyBody, (c, _body, actor) =>
+      operator.conversations.purge(param(c, "id"), actor),
+    ),
     read("/api/outbox", async (c) => {
       const q = query(c, outboxQuery);
       return operator.outbox.list({ state: q.state, conversationId: q.conversation, limit: q.limit });

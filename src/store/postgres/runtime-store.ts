@@ -12,6 +12,7 @@ import type {
   ConversationSettings,
   Fence,
   IngressClaim,
+  IngressClaimResult,
   MessagePage,
   PromptContext,
   PurgeRecord,
@@ -603,19 +604,23 @@ export class PostgresRuntimeStore implements RuntimeStore {
   }
 
   /** Holds the identity's lock, as an admission does. */
-  claimIngress(
-    request: IngressClaim,
-  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
+  claimIngress(request: IngressClaim): Promise<IngressClaimResult> {
     return this.write(async (tx) => {
       await this.lockIngress(tx, request.source, request.key);
-      const [seen] = await tx.sql<Array<{ outcome: string; run_id: string | null }>>`
-        SELECT outcome, run_id FROM ingress_receipts WHERE source = ${request.source} AND key = ${request.key}`;
-      if (seen) return { fresh: false, previousOutcome: seen.outcome, runId: seen.run_id };
+      const [seen] = await tx.sql<Array<{ outcome: string; run_id: string | null; payload: string }>>`
+        SELECT outcome, run_id, payload FROM ingress_receipts WHERE source = ${request.source} AND key = ${request.key}`;
+      if (seen)
+        return {
+          fresh: false,
+          previousOutcome: seen.outcome,
+          runId: seen.run_id,
+          previousPayload: JSON.parse(seen.payload) as unknown,
+        };
       await tx.sql`
         INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
         VALUES (${request.source}, ${request.key}, ${request.conversationId ?? null}, ${request.outcome},
           ${JSON.stringify(request.payload ?? null)}, ${request.nowMs})`;
-      return { fresh: true, previousOutcome: null, runId: null };
+      return { fresh: true, previousOutcome: null, runId: null, previousPayload: null };
     });
   }
 

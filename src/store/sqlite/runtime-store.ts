@@ -12,6 +12,7 @@ import type {
   ConversationSettings,
   Fence,
   IngressClaim,
+  IngressClaimResult,
   MessagePage,
   PromptContext,
   PurgeRecord,
@@ -603,7 +604,9 @@ export class SqliteRuntimeStore implements RuntimeStore {
       for (const statement of PURGE_COMPANION_SQL) this.db.query(statement).run(conversationId);
       this.db.query("DELETE FROM conversations WHERE id = ?").run(conversationId);
       this.db
-        .query("INSERT INTO conversation_tombstones (conversation_id, purged_at_ms, purged_by) VALUES (?, ?, ?)")
+        .query(
+          "INSERT INTO conversation_tombstones (conversation_id, purged_at_ms, purged_by) VALUES (?, ?, ?)",
+        )
         .run(conversationId, nowMs, options.actor ?? null);
       return { outcome: "purged" } as const;
     });
@@ -643,14 +646,22 @@ export class SqliteRuntimeStore implements RuntimeStore {
     );
   }
 
-  claimIngress(
-    request: IngressClaim,
-  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
+  claimIngress(request: IngressClaim): Promise<IngressClaimResult> {
     return this.write(() => {
       const seen = this.db
-        .query("SELECT outcome, run_id FROM ingress_receipts WHERE source = ? AND key = ?")
-        .get(request.source, request.key) as { outcome: string; run_id: string | null } | null;
-      if (seen) return { fresh: false, previousOutcome: seen.outcome, runId: seen.run_id };
+        .query("SELECT outcome, run_id, payload FROM ingress_receipts WHERE source = ? AND key = ?")
+        .get(request.source, request.key) as {
+        outcome: string;
+        run_id: string | null;
+        payload: string;
+      } | null;
+      if (seen)
+        return {
+          fresh: false,
+          previousOutcome: seen.outcome,
+          runId: seen.run_id,
+          previousPayload: JSON.parse(seen.payload) as unknown,
+        };
       this.db
         .query(
           `INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
@@ -664,7 +675,7 @@ export class SqliteRuntimeStore implements RuntimeStore {
           JSON.stringify(request.payload ?? null),
           request.nowMs,
         );
-      return { fresh: true, previousOutcome: null, runId: null };
+      return { fresh: true, previousOutcome: null, runId: null, previousPayload: null };
     });
   }
 
