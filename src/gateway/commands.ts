@@ -125,7 +125,8 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         {
           store,
           clock,
-          stopRun: (conversationId, runId) => runtime.interrupt({ conversationId, runId }),
+          stopRun: (conversationId, runId) =>
+            runtime.interrupt({ conversationId, runId, reason: "superseded" }),
         },
         target,
         `user:${message.channel}:${message.principal.id}`,

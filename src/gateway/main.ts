@@ -82,7 +82,8 @@ export async function startGateway(
     onOutboxChanged: () => gateway.worker.notify(),
     onSchedulesChanged: () => void gateway.schedules.tick(),
     modelNames: gateway.models.names,
-    stopRun: (conversationId, runId) => gateway.runtime.interrupt({ conversationId, runId }),
+    stopRun: (conversationId, runId) =>
+      gateway.runtime.interrupt({ conversationId, runId, reason: "superseded" }),
   });
   const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
   const http = await startHttpServer({

@@ -6,9 +6,9 @@ export interface ForgetOptions {
   store: Pick<RuntimeStore, "purgeConversation" | "listActiveRuns" | "requestStop" | "loadPurge">;
   clock: Clock;
   /**
-   * Ends one active run. The gateway passes its runtime's interrupt (which also aborts the model
-   * call in flight); without it a durable stop request is committed and the run's owner ends it
-   * at its next step.
+   * Ends one active run, throwing its answer away (`superseded`: nothing of it reaches the chat).
+   * The gateway passes its runtime's interrupt (which also aborts the model call in flight);
+   * without it a durable stop request is committed and the run's owner ends it at its next step.
    */
   stopRun?: (conversationId: string, runId: string) => Promise<unknown>;
   /** How long the conversation's runs may take to end before the purge is refused. Default 20 s. */
@@ -33,7 +33,7 @@ export async function forgetConversation(
   const { store, clock } = options;
   const deadline = clock.now() + (options.settleMs ?? 20_000);
   const stop =
-    options.stopRun ?? ((_: string, runId: string) => store.requestStop(runId, "interrupted", clock.now()));
+    options.stopRun ?? ((_: string, runId: string) => store.requestStop(runId, "superseded", clock.now()));
   const stopped = new Set<string>();
   for (;;) {
     const result = await store.purgeConversation(conversationId, { nowMs: clock.now(), actor });

@@ -288,16 +288,22 @@ export class Runtime {
    * Durably stops the conversation's running answer (or the given run): commits the request
    * before aborting, so the stop survives a crash. Returns false when nothing was active.
    */
-  async interrupt(target: { conversationId: string; runId?: string }): Promise<boolean> {
+  async interrupt(target: {
+    conversationId: string;
+    runId?: string;
+    /** `superseded` throws the answer away (nothing of it is shown); default `interrupted`. */
+    reason?: "interrupted" | "superseded";
+  }): Promise<boolean> {
+    const reason = target.reason ?? "interrupted";
     const runs = await this.store.listActiveRuns(target.conversationId);
     const run = target.runId
       ? runs.find((r) => r.id === target.runId)
       : (runs.find((r) => r.state === "running" || r.state === "interrupt_requested") ?? runs[0]);
     if (!run) return false;
-    const outcome = await this.store.requestStop(run.id, "interrupted", this.clock.now());
+    const outcome = await this.store.requestStop(run.id, reason, this.clock.now());
     if (outcome.outcome === "not_active") return false;
     if (outcome.outcome === "ended") void this.settleFromStore(run.id);
-    else this.lanes.get(target.conversationId)?.abort(run.id, "interrupted");
+    else this.lanes.get(target.conversationId)?.abort(run.id, reason);
     this.wake(target.conversationId);
     return true;
   }

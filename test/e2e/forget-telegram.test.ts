@@ -117,7 +117,8 @@ describe("/forget on Telegram", () => {
     await say(alice, "/forget confirm", "Done: I deleted this conversation");
     const after = rowsOf(old);
     for (const [table, rows] of Object.entries(after)) {
-      const expected = table === "conversation_tombstones" ? 1 : table === "outbox" ? (asking.outbox ?? 0) : 0;
+      const expected =
+        table === "conversation_tombstones" ? 1 : table === "outbox" ? (asking.outbox ?? 0) : 0;
       expect({ table, rows }).toEqual({ table, rows: expected });
     }
     expect(textOf(old)).not.toContain("marmalade");
