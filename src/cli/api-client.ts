@@ -159,6 +159,9 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
         }),
       setModel: (conversationId, model, actor) =>
         request("POST", `api/conversations/${id(conversationId)}/model`, { body: { model }, actor }),
+      export: (conversationId) =>
+        request("GET", `api/conversations/${id(conversationId)}/export`, { nullOnNotFound: true }),
+      import: (jsonl, actor) => request("POST", "api/conversations/import", { body: { jsonl }, actor }),
       purge: (conversationId, actor) =>
         request("POST", `api/conversations/${id(conversationId)}/purge`, { body: {}, actor }),
     },

@@ -4,6 +4,7 @@ import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import { isSwitchboardError } from "../errors.ts";
+import { readConversationExport, toMarkdown } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
@@ -11,7 +12,7 @@ import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
 import type { ModelChoices } from "./model-choice.ts";
 
-const OWN_COMMANDS = ["new", "stop", "status", "start", "help", "model", "forget"] as const;
+const OWN_COMMANDS = ["new", "stop", "status", "start", "help", "model", "forget", "export"] as const;
 type CommandName = (typeof OWN_COMMANDS)[number] | (typeof SCHEDULE_COMMANDS)[number];
 
 export interface CommandScope {
@@ -50,11 +51,15 @@ const HELP = [
   "/status — model, runs in progress and replies waiting",
   "/model — the models you can pick; /model NAME picks one for this conversation",
   "/forget — delete this conversation for good (asks to confirm)",
+  "/export — this conversation as a Markdown transcript",
   "/in 10m stretch — a reminder after a delay",
   "/at 2026-12-01 09:00 call mum — at a date and time",
   "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
   "/schedules, /cancel <id>, /tz Europe/Berlin",
 ].join("\n");
+
+/** Longest /export sent as a chat message; the rest is for `switchboard conversations export`. */
+const EXPORT_MAX_CHARS = 12_000;
 
 /** Chat commands handled without the model, the same on every channel. */
 export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
@@ -157,6 +162,20 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         return status(scope);
       case "model":
         return model(scope);
+      case "export": {
+        const exported = await readConversationExport(
+          {
+            runtime: store,
+            schedules: (id) => options.schedules.list(id, { includeEnded: true }),
+            outbox: async () => [],
+          },
+          conversationId,
+          clock.now(),
+        );
+        return exported.messages.length === 0
+          ? "This conversation has no messages yet."
+          : toMarkdown(exported, { maxChars: EXPORT_MAX_CHARS });
+      }
       case "forget":
         return "This deletes this conversation for good: its messages, my answers, its schedules and settings. Send /forget confirm to go ahead.";
       case "start":

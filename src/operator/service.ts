@@ -3,6 +3,7 @@ import { SwitchboardError } from "../errors.ts";
 import { answerText } from "../runtime/types.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
+import { importConversation, readConversationExport } from "./export.ts";
 import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { OperatorService } from "./types.ts";
@@ -143,6 +144,22 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           clock.now(),
         );
         return { conversationId, model };
+      },
+      async export(conversationId) {
+        if (!(await queries.conversationSummary(conversationId))) return null;
+        return readConversationExport(
+          {
+            runtime: stores.runtime,
+            schedules: (id) => queries.listSchedules({ conversationId: id, includeEnded: true }),
+            outbox: async (id) => (await stores.outbox.list({ conversationId: id, limit: 1000 })).reverse(),
+          },
+          conversationId,
+          clock.now(),
+        );
+      },
+      async import(text, actor) {
+        checkActor(actor);
+        return importConversation(stores.runtime, clock, text);
       },
       async purge(conversationId, actor) {
         checkActor(actor);

@@ -2,6 +2,7 @@ import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
+import type { ConversationExport } from "./export.ts";
 import type { ForgetResult } from "./forget.ts";
 
 /**
@@ -46,6 +47,16 @@ export interface OperatorService {
      * was purged before; `not_found` for an id never seen; `state_conflict` when runs did not end.
      */
     purge(conversationId: string, actor: `operator:${string}`): Promise<ForgetResult>;
+    /** Messages, runs with usage, schedules and outbox history (docs/export-format.md); null when unknown. */
+    export(conversationId: string): Promise<ConversationExport | null>;
+    /**
+     * Restores a JSONL export as a new conversation (no model call, nothing delivered).
+     * `input_invalid` naming the line for a corrupt file or a newer format version.
+     */
+    import(
+      jsonl: string,
+      actor: `operator:${string}`,
+    ): Promise<{ conversationId: string; sourceConversationId: string; runs: number; messages: number }>;
   };
   outbox: {
     list(filter: { state?: OutboxState; conversationId?: string; limit?: number }): Promise<OutboxRecord[]>;

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { SwitchboardError } from "../../errors.ts";
+import { toJsonl, toMarkdown } from "../../operator/export.ts";
 import { OPERATOR_LIMITS } from "../../operator/limits.ts";
 import type { ConversationSummary } from "../../operator/types.ts";
 import type { MessagePageItem } from "../../runtime/store.ts";
@@ -201,6 +203,58 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
         r.outcome === "purged"
           ? `Purged conversation ${r.conversationId} (by ${r.purgedBy ?? "unknown"} at ${isoTime(r.purgedAtMs)}). Its chat's next message starts a fresh conversation.\n`
           : `Conversation ${r.conversationId} was already purged (by ${r.purgedBy ?? "unknown"} at ${isoTime(r.purgedAtMs)}).\n`,
+      );
+    },
+  },
+  {
+    path: ["conversations", "export"],
+    synopsis: "conversations export ID [--format jsonl|markdown]",
+    summary:
+      "Print a conversation: messages, runs with their usage, schedules and outbox history (JSONL, docs/export-format.md), or a Markdown transcript.",
+    args: [{ name: "ID", description: "Conversation id (conv_…)." }],
+    options: {
+      format: { type: "string", valueName: "FORMAT", description: "jsonl (default) or markdown." },
+      ...SOURCE_OPTIONS,
+      ...HELP_OPTION,
+    },
+    async run(command, io) {
+      const id = command.arg(0);
+      const format = command.string("format") ?? "jsonl";
+      if (format !== "jsonl" && format !== "markdown")
+        throw command.usageError(`--format must be jsonl or markdown, not "${format}".`);
+      const exported = await withOperator(command, io, (service) => service.conversations.export(id));
+      if (!exported) {
+        throw new SwitchboardError(
+          "not_found",
+          `No conversation ${id}. List conversations with \`switchboard conversations list\`.`,
+        );
+      }
+      io.stdout(format === "jsonl" ? toJsonl(exported) : toMarkdown(exported));
+    },
+  },
+  {
+    path: ["conversations", "import"],
+    synopsis: "conversations import FILE [--actor NAME] [--json]",
+    summary: "Restore a JSONL export as a new conversation (no model call, nothing is sent).",
+    args: [{ name: "FILE", description: "A file written by `conversations export ID`." }],
+    options: { ...ACTOR_OPTION, ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
+    async run(command, io) {
+      const path = command.arg(0);
+      let text: string;
+      try {
+        text = readFileSync(path, "utf8");
+      } catch (error) {
+        throw new SwitchboardError("not_found", `Cannot read ${path}: ${(error as Error).message}.`);
+      }
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.import(text, actorOf(command, io.env)),
+      );
+      print(
+        command,
+        io,
+        result,
+        (r) =>
+          `Imported ${r.sourceConversationId} as ${r.conversationId}: ${r.runs} runs, ${r.messages} messages.\n`,
       );
     },
   },

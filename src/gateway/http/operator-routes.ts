@@ -7,6 +7,7 @@ import {
   actorHeader,
   conversationQuery,
   emptyBody,
+  importBody,
   limitQuery,
   modelBody,
   noQuery,
@@ -76,6 +77,14 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     mutate("/api/conversations/:id/model", modelBody, (c, body, actor) =>
       operator.conversations.setModel(param(c, "id"), body.model, actor),
     ),
+    mutate("/api/conversations/import", importBody, (_c, body, actor) =>
+      operator.conversations.import(body.jsonl, actor),
+    ),
+    read("/api/conversations/:id/export", async (c) => {
+      query(c, noQuery);
+      const id = param(c, "id");
+      return found(await operator.conversations.export(id), `conversation ${id}`, "GET /api/conversations");
+    }),
     mutate("/api/conversations/:id/purge", emptyBody, (c, _body, actor) =>
       operator.conversations.purge(param(c, "id"), actor),
     ),

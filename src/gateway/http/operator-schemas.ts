@@ -75,3 +75,7 @@ export const lastEventId = seq;
 export const actorHeader = z
   .string()
   .regex(/^[A-Za-z0-9._@-]{1,64}$/, "use 1-64 characters of A-Z a-z 0-9 . _ @ -");
+
+export const importBody = z.strictObject({
+  jsonl: z.string({ error: "expected the export file's text" }).min(1, "the export is empty"),
+});
