@@ -199,30 +199,31 @@ export function parseJsonl(text: string): {
   return { header: header.data!, messages };
 }
 
-type ImportStore = Pick<RuntimeStore, "admit" | "acquireRun" | "commitTerminal" | "listActiveRuns">;
+type RestoreStore = Pick<RuntimeStore, "admit" | "acquireRun" | "commitTerminal" | "loadConversation">;
+type TurnMessage = ReturnType<typeof parseJsonl>["messages"][number];
 
 /**
- * Restores an export as a new conversation: each run's inputs are admitted (no channel, so
- * nothing is delivered), then the run is settled with its answer and end state. No model is
- * called. Superseded and absorbed turns are left out, as the model never saw them.
+ * Writes settled turns into `conversationId`: each run's inputs are admitted (a context with no
+ * channel: nothing is ever delivered, no reply target, no authority), then the run is settled with
+ * its answer and end state under a fresh fence. No model is called. Superseded and absorbed turns
+ * are left out, as the model never saw them. Idempotent per `keyPrefix`: a repeat finds its
+ * admissions and leaves the runs it already settled alone.
  */
-export async function importConversation(
-  store: ImportStore,
+async function restoreTurns(
+  store: RestoreStore,
   clock: Clock,
-  text: string,
-): Promise<{ conversationId: string; sourceConversationId: string; runs: number; messages: number }> {
-  const parsed = parseJsonl(text);
-  const digest = createHash("sha256").update(text).digest("hex").slice(0, 16);
-  const conversationId = newId("conv", clock.now());
-  const byRun = new Map<string, typeof parsed.messages>();
-  for (const m of [...parsed.messages].sort((a, b) => a.order - b.order)) {
+  target: { conversationId: string; keyPrefix: string; context: unknown },
+  source: readonly TurnMessage[],
+): Promise<{ runs: number; messages: number }> {
+  const byRun = new Map<string, TurnMessage[]>();
+  for (const m of [...source].sort((a, b) => a.order - b.order)) {
     const list = byRun.get(m.runId) ?? [];
     list.push(m);
     byRun.set(m.runId, list);
   }
   let runs = 0;
   let messages = 0;
-  for (const [sourceRunId, turn] of byRun) {
+  for (const turn of byRun.values()) {
     const state = turn[0]!.runState;
     if (
       state === "superseded" ||
@@ -236,11 +237,11 @@ export async function importConversation(
     for (const input of inputs) {
       const parts = input.parts.filter((p): p is InputPart => p.type === "text" || p.type === "file");
       const admitted = await store.admit({
-        conversation: { id: conversationId },
-        idempotencyKey: `import:${digest}:${input.id}`,
+        conversation: { id: target.conversationId },
+        idempotencyKey: `${target.keyPrefix}:${input.id}`,
         fingerprint: createHash("sha256").update(JSON.stringify(parts)).digest("hex"),
         parts: parts.length > 0 ? parts : [{ type: "text", text: "" }],
-        context: { imported: { from: parsed.header.conversationId, run: sourceRunId } },
+        context: target.context,
         policy: "queue",
         coalescePending: true,
         proposedIds: { runId: newId("run", clock.now()), messageId: newId("msg", clock.now()) },
@@ -249,23 +250,120 @@ export async function importConversation(
       runId = admitted.runId;
       messages += 1;
     }
+    const answer = turn.find((m) => m.role === "assistant");
+    if (answer) messages += 1;
+    runs += 1;
     const acquired = await store.acquireRun({
       runId: runId!,
-      owner: "import",
+      owner: "restore",
       nowMs: clock.now(),
       leaseMs: 60_000,
     });
-    if (!acquired)
-      throw new SwitchboardError("state_conflict", `Could not settle the imported run ${runId}.`);
-    const answer = turn.find((m) => m.role === "assistant");
+    // Null: settled by an earlier attempt of the same request.
+    if (!acquired) continue;
     await store.commitTerminal({
       fence: acquired.fence,
       state: state as TerminalRunState,
       assistantParts: (answer?.parts ?? []) as Message["parts"],
       nowMs: clock.now(),
     });
-    if (answer) messages += 1;
-    runs += 1;
   }
-  return { conversationId, sourceConversationId: parsed.header.conversationId, runs, messages };
+  return { runs, messages };
+}
+
+/** Restores an export as a new conversation (see restoreTurns). */
+export async function importConversation(
+  store: RestoreStore,
+  clock: Clock,
+  text: string,
+): Promise<{ conversationId: string; sourceConversationId: string; runs: number; messages: number }> {
+  const parsed = parseJsonl(text);
+  const digest = createHash("sha256").update(text).digest("hex").slice(0, 16);
+  const conversationId = newId("conv", clock.now());
+  const restored = await restoreTurns(
+    store,
+    clock,
+    {
+      conversationId,
+      keyPrefix: `import:${digest}`,
+      context: { imported: { from: parsed.header.conversationId } },
+    },
+    parsed.messages,
+  );
+  return { conversationId, sourceConversationId: parsed.header.conversationId, ...restored };
+}
+
+export interface BranchResult {
+  outcome: "created" | "duplicate";
+  conversationId: string;
+  sourceConversationId: string;
+  /** The last run of the copied prefix. */
+  throughRunId: string;
+  runs: number;
+  messages: number;
+}
+
+/**
+ * Copies the settled prefix of a conversation, through `throughRunId` (default: up to the first
+ * run still active), into a new conversation whose id derives from the request, so a retry returns
+ * the same copy. The copy carries no authority (no channel, no reply target), no fences (its runs
+ * are new) and no pending effects (settled runs only; no schedules, no outbox records).
+ */
+export async function branchConversation(
+  store: RestoreStore,
+  clock: Clock,
+  source: ConversationExport,
+  throughRunId: string | undefined,
+): Promise<BranchResult> {
+  const sourceId = source.header.conversationId;
+  const ordered = [...source.messages].sort((a, b) => a.order - b.order);
+  const runOrder: string[] = [];
+  for (const m of ordered) if (!runOrder.includes(m.runId)) runOrder.push(m.runId);
+  const settled = (runId: string) => {
+    const state = ordered.find((m) => m.runId === runId)!.runState;
+    return TERMINAL_RUN_STATES.includes(state as TerminalRunState);
+  };
+  let through = throughRunId;
+  if (through === undefined) {
+    const firstActive = runOrder.findIndex((id) => !settled(id));
+    const prefix = firstActive === -1 ? runOrder : runOrder.slice(0, firstActive);
+    through = prefix.at(-1);
+    if (through === undefined)
+      throw new SwitchboardError(
+        "state_conflict",
+        `Conversation ${sourceId} has no settled run to branch from yet.`,
+      );
+  } else if (!runOrder.includes(through)) {
+    throw new SwitchboardError(
+      "input_invalid",
+      `Run ${through} is not a run of conversation ${sourceId}; list them with \`switchboard runs list --conversation ${sourceId}\`.`,
+      { details: { field: "through" } },
+    );
+  } else if (!settled(through)) {
+    throw new SwitchboardError("state_conflict", `Run ${through} is still active; branch at a settled run.`, {
+      details: { runId: through },
+    });
+  }
+  const prefixRuns = new Set(runOrder.slice(0, runOrder.indexOf(through) + 1));
+  if ([...prefixRuns].some((id) => !settled(id)))
+    throw new SwitchboardError("state_conflict", `The prefix through ${through} holds a run still active.`);
+  const conversationId = `conv_br_${createHash("sha256").update(`${sourceId}\n${through}`).digest("hex").slice(0, 24)}`;
+  const existed = (await store.loadConversation(conversationId)) !== null;
+  const restored = await restoreTurns(
+    store,
+    clock,
+    {
+      conversationId,
+      keyPrefix: `branch:${conversationId}`,
+      context: { branched: { from: sourceId, through } },
+    },
+    ordered.filter((m) => prefixRuns.has(m.runId)) as TurnMessage[],
+  );
+  return {
+    outcome: existed ? "duplicate" : "created",
+    conversationId,
+    sourceConversationId: sourceId,
+    throughRunId: through,
+    ...restored,
+  };
 }

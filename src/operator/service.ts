@@ -3,7 +3,7 @@ import { SwitchboardError } from "../errors.ts";
 import { answerText } from "../runtime/types.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
-import { importConversation, readConversationExport } from "./export.ts";
+import { branchConversation, importConversation, readConversationExport } from "./export.ts";
 import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { OperatorService } from "./types.ts";
@@ -156,6 +156,18 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           conversationId,
           clock.now(),
         );
+      },
+      async branch(conversationId, throughRunId, actor) {
+        checkActor(actor);
+        const source = await this.export(conversationId);
+        if (!source) {
+          throw new SwitchboardError(
+            "not_found",
+            `No conversation ${conversationId}. List conversations with \`switchboard conversations list\`.`,
+            { details: { conversationId } },
+          );
+        }
+        return branchConversation(stores.runtime, clock, source, throughRunId);
       },
       async import(text, actor) {
         checkActor(actor);

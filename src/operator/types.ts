@@ -2,7 +2,7 @@ import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
-import type { ConversationExport } from "./export.ts";
+import type { BranchResult, ConversationExport } from "./export.ts";
 import type { ForgetResult } from "./forget.ts";
 
 /**
@@ -47,6 +47,15 @@ export interface OperatorService {
      * was purged before; `not_found` for an id never seen; `state_conflict` when runs did not end.
      */
     purge(conversationId: string, actor: `operator:${string}`): Promise<ForgetResult>;
+    /**
+     * Copies the settled prefix through `throughRunId` (default: the settled tip) into a new
+     * conversation; the same request again returns the same copy (`duplicate`).
+     */
+    branch(
+      conversationId: string,
+      throughRunId: string | undefined,
+      actor: `operator:${string}`,
+    ): Promise<BranchResult>;
     /** Messages, runs with usage, schedules and outbox history (docs/export-format.md); null when unknown. */
     export(conversationId: string): Promise<ConversationExport | null>;
     /**

@@ -98,3 +98,49 @@ describe("conversation export and import", () => {
     expect((await operator.conversations.list({ limit: 100 })).length).toBe(before);
   });
 });
+
+describe("conversation branch", () => {
+  test("branch at a run copies the prefix through it, with no channel; the same request returns the same copy", async () => {
+    const source = (await operator.conversations.export(seed.telegram.conversationId))!;
+    const runIds = [...new Set(source.messages.map((m) => m.runId))];
+    const first = runIds[0]!;
+    const branched = await operator.conversations.branch(seed.telegram.conversationId, first, "operator:ops");
+    expect(branched).toMatchObject({ outcome: "created", throughRunId: first, runs: 1, messages: 2 });
+    const copy = (await operator.conversations.export(branched.conversationId))!;
+    expect(transcript(copy)).toEqual(transcript(source).slice(0, 2));
+    expect(copy.schedules).toEqual([]);
+    expect(copy.outbox).toEqual([]);
+    const copiedRun = (await seed.stores.runtime.loadRun(copy.runs[0]!.id))!.run;
+    expect(copiedRun.context).toEqual({ branched: { from: seed.telegram.conversationId, through: first } });
+    // New identities and a first fence: nothing of the source's ownership carries over.
+    expect(runIds).not.toContain(copiedRun.id);
+    expect(copiedRun.fencingToken).toBe(1);
+
+    const again = await operator.conversations.branch(seed.telegram.conversationId, first, "operator:ops");
+    expect(again).toMatchObject({ outcome: "duplicate", conversationId: branched.conversationId });
+    expect(transcript((await operator.conversations.export(branched.conversationId))!)).toEqual(
+      transcript(copy),
+    );
+
+    // Without --through: the settled tip (the queued run at the end is left out).
+    const tip = await operator.conversations.branch(seed.telegram.conversationId, undefined, "operator:ops");
+    expect(tip).toMatchObject({ outcome: "created", throughRunId: runIds[1], runs: 2 });
+    expect(transcript((await operator.conversations.export(tip.conversationId))!)).toEqual(
+      transcript(source),
+    );
+  });
+
+  test("an active run, a foreign run or an unknown conversation is refused", async () => {
+    await expect(
+      operator.conversations.branch(seed.telegram.conversationId, seed.queuedRunId, "operator:ops"),
+    ).rejects.toMatchObject({ code: "state_conflict" });
+    await expect(
+      operator.conversations.branch(seed.telegram.conversationId, seed.failed.runId, "operator:ops"),
+    ).rejects.toMatchObject({ code: "input_invalid" });
+    await expect(operator.conversations.branch("conv_nope", undefined, "operator:ops")).rejects.toMatchObject(
+      {
+        code: "not_found",
+      },
+    );
+  });
+});

@@ -258,4 +258,31 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
       );
     },
   },
+  {
+    path: ["conversations", "branch"],
+    synopsis: "conversations branch ID [--through RUN] [--actor NAME] [--json]",
+    summary:
+      "Copy a conversation's settled prefix (through RUN, default the settled tip) into a new conversation; the same request again returns the same copy.",
+    args: [{ name: "ID", description: "Conversation id (conv_…)." }],
+    options: {
+      through: { type: "string", valueName: "RUN", description: "The last run to copy (run_…)." },
+      ...ACTOR_OPTION,
+      ...JSON_OPTION,
+      ...SOURCE_OPTIONS,
+      ...HELP_OPTION,
+    },
+    async run(command, io) {
+      const id = command.arg(0);
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.branch(id, command.string("through"), actorOf(command, io.env)),
+      );
+      print(
+        command,
+        io,
+        result,
+        (r) =>
+          `${r.outcome === "created" ? "Branched" : "Already branched"} ${r.sourceConversationId} through ${r.throughRunId} as ${r.conversationId}: ${r.runs} runs, ${r.messages} messages.\n`,
+      );
+    },
+  },
 ];

@@ -5,6 +5,7 @@ import type { OperatorService } from "../../operator/types.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import {
   actorHeader,
+  branchBody,
   conversationQuery,
   emptyBody,
   importBody,
@@ -85,6 +86,9 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       const id = param(c, "id");
       return found(await operator.conversations.export(id), `conversation ${id}`, "GET /api/conversations");
     }),
+    mutate("/api/conversations/:id/branch", branchBody, (c, body, actor) =>
+      operator.conversations.branch(param(c, "id"), body.through, actor),
+    ),
     mutate("/api/conversations/:id/purge", emptyBody, (c, _body, actor) =>
       operator.conversations.purge(param(c, "id"), actor),
     ),

@@ -79,3 +79,5 @@ export const actorHeader = z
 export const importBody = z.strictObject({
   jsonl: z.string({ error: "expected the export file's text" }).min(1, "the export is empty"),
 });
+
+export const branchBody = z.strictObject({ through: z.string().min(1).max(200).optional() });
