@@ -21,13 +21,36 @@ export interface SurfacePolicy {
   nativeStreaming: boolean;
   /** Appended to the agent's instructions on this surface. */
   instructions?: string;
+  /** The flood limit: messages one user may send per minute here (a burst of as many, then that rate). */
+  messagesPerMinute: number;
 }
+
+/** The flood limit where the config names none: 20 messages a minute per user and surface. */
+export const DEFAULT_MESSAGES_PER_MINUTE = 20;
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
 export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
-  dm: { inputPolicy: "supersede", delivery: "stream", requireMention: false, nativeStreaming: false },
-  group: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
-  thread: { inputPolicy: "queue", delivery: "terminal", requireMention: true, nativeStreaming: false },
+  dm: {
+    inputPolicy: "supersede",
+    delivery: "stream",
+    requireMention: false,
+    nativeStreaming: false,
+    messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
+  },
+  group: {
+    inputPolicy: "queue",
+    delivery: "terminal",
+    requireMention: true,
+    nativeStreaming: false,
+    messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
+  },
+  thread: {
+    inputPolicy: "queue",
+    delivery: "terminal",
+    requireMention: true,
+    nativeStreaming: false,
+    messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
+  },
 };
 
 const surfaceOverride = z
@@ -37,6 +60,7 @@ const surfaceOverride = z
     requireMention: z.boolean().optional(),
     nativeStreaming: z.boolean().optional(),
     instructions: z.string().max(20_000).optional(),
+    messagesPerMinute: z.number().int().min(1).max(100_000).optional(),
   })
   .strict();
 
@@ -710,6 +734,7 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
       delivery: o.delivery ?? policy.delivery,
       requireMention: o.requireMention ?? policy.requireMention,
       nativeStreaming: o.nativeStreaming ?? policy.nativeStreaming,
+      messagesPerMinute: o.messagesPerMinute ?? policy.messagesPerMinute,
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),

@@ -167,7 +167,7 @@ describe("surfacePolicy", () => {
       surfaces: {
         "*:group": { inputPolicy: "inject", instructions: "be brief" },
         "discord:*": { delivery: "stream", inputPolicy: "interrupt" },
-        "discord:group": { requireMention: false },
+        "discord:group": { requireMention: false, messagesPerMinute: 5 },
       },
     });
     expect(surfacePolicy(file, "discord", "group")).toEqual({
@@ -175,6 +175,7 @@ describe("surfacePolicy", () => {
       delivery: "stream",
       requireMention: false,
       nativeStreaming: false,
+      messagesPerMinute: 5,
       instructions: "be brief",
     });
     expect(surfacePolicy(file, "telegram", "group")).toMatchObject({
