@@ -165,6 +165,18 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
           query: { after: page.afterOrder, limit: page.limit },
           nullOnNotFound: true,
         }),
+      setModel: (conversationId, model, actor) =>
+        request("POST", `api/conversations/${id(conversationId)}/model`, { body: { model }, actor }),
+      export: (conversationId) =>
+        request("GET", `api/conversations/${id(conversationId)}/export`, { nullOnNotFound: true }),
+      branch: (conversationId, through, actor) =>
+        request("POST", `api/conversations/${id(conversationId)}/branch`, {
+          body: through === undefined ? {} : { through },
+          actor,
+        }),
+      import: (jsonl, actor) => request("POST", "api/conversations/import", { body: { jsonl }, actor }),
+      purge: (conversationId, actor) =>
+        request("POST", `api/conversations/${id(conversationId)}/purge`, { body: {}, actor }),
     },
     search: (query, filter) =>
       request("GET", "api/search", {

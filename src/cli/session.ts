@@ -3,6 +3,7 @@
  * operator API (`--url` / SWITCHBOARD_URL). Commands get an OperatorService either way.
  */
 import { isSwitchboardError, SwitchboardError } from "../errors.ts";
+import { loadFileConfig, pickableModels } from "../gateway/config.ts";
 import type { OperatorService } from "../operator/types.ts";
 import type { SqliteStores } from "../store/sqlite/index.ts";
 import { systemClock } from "../util/clock.ts";
@@ -42,7 +43,7 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
   }
   const databaseUrl =
     explicitDb === undefined ? io.env.SWITCHBOARD_DATABASE_URL?.trim() || undefined : undefined;
-  if (databaseUrl !== undefined) return openPostgresSession(databaseUrl);
+  if (databaseUrl !== undefined) return openPostgresSession(databaseUrl, io);
   const path = databasePath(command, io.env);
   requireDatabaseFile(path);
   // Store code loads only in database mode; API mode needs none of it.
@@ -61,7 +62,7 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
   return {
     mode: "database",
     path,
-    service: createOperatorService({ stores, clock: systemClock }),
+    service: createOperatorService({ stores, clock: systemClock, modelNames: configuredModelNames(io) }),
     close: () => stores.close(),
   };
 }
@@ -70,7 +71,7 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
  * SWITCHBOARD_DATABASE_URL: the gateway's PostgreSQL database. A change is announced on the
  * database, so a running gateway acts on it at once.
  */
-async function openPostgresSession(url: string): Promise<OperatorSession> {
+async function openPostgresSession(url: string, io: CliIo): Promise<OperatorSession> {
   const [{ openPostgresBackend }, { createOperatorService }] = await Promise.all([
     import("../store/postgres/backend.ts"),
     import("../operator/service.ts"),
@@ -89,10 +90,18 @@ async function openPostgresSession(url: string): Promise<OperatorSession> {
       clock: systemClock,
       onOutboxChanged: announce,
       onSchedulesChanged: announce,
+      modelNames: configuredModelNames(io),
     }),
     close: async () => {
       await Promise.all(pendingAnnouncements);
       await backend.close();
     },
+  };
+}
+
+/** The names in SWITCHBOARD_CONFIG `models`, read when `set-model` first needs them. */
+function configuredModelNames(io: CliIo): () => readonly string[] {
+  return () => {
+    return Object.keys(pickableModels(loadFileConfig(io.env)));
   };
 }

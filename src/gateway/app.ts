@@ -29,12 +29,13 @@ import { type ApprovalService, createApprovalService } from "./approvals.ts";
 import { ChannelStarter } from "./channel-starter.ts";
 import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
-import { agentDirsOf, type GatewayConfig, surfacePolicy } from "./config.ts";
+import { agentDirsOf, type GatewayConfig, pickableModels, surfacePolicy } from "./config.ts";
 import { type RunContext, readRunContext } from "./context.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
+import { createModelChoices, type ModelChoices } from "./model-choice.ts";
 import { databaseReadiness } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
 import { pickToolSets } from "./tool-sets.ts";
@@ -62,6 +63,8 @@ export interface Gateway {
   readonly mcp: McpTools;
   /** The agent directories (instructions, skills, resources); `reload` on SIGHUP. */
   readonly agents: AgentDirectories;
+  /** The models users pick with /model, for the operator service. */
+  readonly models: ModelChoices;
   /** Recovers, then starts delivery, channels and schedules. */
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
@@ -85,7 +88,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const { stores } = deps;
   const metrics = createMetrics();
   const timeline = createReplyTimeline((stage, ms) => metrics.replyStage(stage, ms));
-  const registry = createModelRegistry(config.modelEnv);
+  const registry = createModelRegistry(config.modelEnv, { named: pickableModels(config.file) });
+  const models = createModelChoices({ registry, file: config.file, store: stores.runtime, clock });
   const { adapters, allowLists } = buildChannels(config, { clock, logger });
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
 
@@ -145,6 +149,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     store: stores.runtime,
     media,
     models: registry.chain,
+    // Only with pickable models: otherwise every run uses the chain and reads nothing more.
+    ...(models.names.length > 0 ? { modelsFor: models.forRun } : {}),
     readUsage: toUsage,
     clock,
     logger: logger.child({ component: "runtime" }),
@@ -314,6 +320,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     notify: () => worker.notify(),
     approvals,
+    models,
   });
   const ingress = createIngress({
     runtime,
@@ -371,6 +378,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     ingress,
     mcp,
     agents,
+    models,
     async start() {
       agents.start();
       approvalSecret ??= await stores.runtime.loadOrCreateSecret(

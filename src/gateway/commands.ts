@@ -3,6 +3,9 @@ import type { OutboxRepository } from "../../outbox/types.ts";
 import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
+import { isSwitchboardError } from "../errors.ts";
+import { readConversationExport, toMarkdown } from "../operator/export.ts";
+import { forgetConversation } from "../operator/forget.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import { runStateCommand, STATE_COMMANDS } from "../state/commands.ts";
@@ -11,8 +14,20 @@ import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
 import type { ApprovalService } from "./approvals.ts";
+import type { ModelChoices } from "./model-choice.ts";
 
-const OWN_COMMANDS = ["new", "stop", "status", "start", "help", "approve", "deny"] as const;
+const OWN_COMMANDS = [
+  "new",
+  "stop",
+  "status",
+  "start",
+  "help",
+  "approve",
+  "deny",
+  "model",
+  "forget",
+  "export",
+] as const;
 type CommandName =
   | (typeof OWN_COMMANDS)[number]
   | (typeof SCHEDULE_COMMANDS)[number]
@@ -47,6 +62,8 @@ export interface ChatCommandsOptions {
   notify: () => void;
   /** `/approve` and `/deny`; without it they say approvals are off. */
   approvals?: ApprovalService;
+  /** The models /model picks from; absent: /model says there is nothing to pick. */
+  models?: ModelChoices;
 }
 
 const HELP = [
@@ -56,12 +73,18 @@ const HELP = [
   "/status — model, runs in progress and replies waiting",
   "/goal — the goal I work toward; /goal <text> sets it, /goal done marks it reached",
   "/todo — my todo list for the goal",
+  "/model — the models you can pick; /model NAME picks one for this conversation",
+  "/forget — delete this conversation for good (asks to confirm)",
+  "/export — this conversation as a Markdown transcript",
   "/in 10m stretch — a reminder after a delay",
   "/at 2026-12-01 09:00 call mum — at a date and time",
   "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
   "/schedules, /cancel <id>, /tz Europe/Berlin",
   "/approve <id>, /deny <id> — decide a tool call that waits for approval",
 ].join("\n");
+
+/** Longest /export sent as a chat message; the rest is for `switchboard conversations export`. */
+const EXPORT_MAX_CHARS = 12_000;
 
 /** Chat commands handled without the model, the same on every channel. */
 export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
@@ -97,16 +120,52 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
    * left a receipt without a reply: the redelivery finishes the command (its effects are
    * idempotent: a schedule gets an id derived from the update) instead of dropping it.
    */
-  const claim = async (scope: CommandScope, outcome: string): Promise<boolean> => {
+  const claim = async (
+    scope: CommandScope,
+    outcome: string,
+    forget?: { target: string },
+  ): Promise<{ run: boolean; previousPayload: unknown }> => {
     const claimed = await store.claimIngress({
       source: scope.source,
       key: scope.message.updateKey,
       outcome,
-      payload: scope.message,
-      conversationId: scope.conversationId,
+      payload: forget ? { ...scope.message, forget: forget.target } : scope.message,
+      // A /forget receipt belongs to no conversation, so the purge keeps it: a redelivery of the
+      // update stays a duplicate instead of forgetting the fresh conversation.
+      ...(forget ? {} : { conversationId: scope.conversationId }),
       nowMs: clock.now(),
     });
-    return claimed.fresh || (await outbox.show(replyKey(scope))) === null;
+    return {
+      run: claimed.fresh || (await outbox.show(replyKey(scope))) === null,
+      previousPayload: claimed.previousPayload,
+    };
+  };
+
+  const isForgetConfirm = (text: string) => /^\/forget(?:@\S+)?\s+confirm\s*$/i.test(text.trim());
+
+  /**
+   * Detaches the chat from `target` (its next message starts a fresh conversation and never joins
+   * the one going away), then interrupts its runs and purges it. Returns the reply.
+   */
+  const forget = async ({ message }: CommandScope, target: string): Promise<string> => {
+    if ((await store.resolveConversationKey(message.conversationKey, clock.now())) === target)
+      await store.rotateConversationKey(message.conversationKey, clock.now());
+    try {
+      await forgetConversation(
+        {
+          store,
+          clock,
+          stopRun: (conversationId, runId) =>
+            runtime.interrupt({ conversationId, runId, reason: "superseded" }),
+        },
+        target,
+        `user:${message.channel}:${message.principal.id}`,
+      );
+    } catch (error) {
+      if (!isSwitchboardError(error, "state_conflict")) throw error;
+      return "I could not forget this conversation yet: an answer is still being written. Send /forget confirm again in a moment.";
+    }
+    return "Done: I deleted this conversation — its messages, answers, schedules and settings. Your next message starts a fresh one.";
   };
 
   const timezoneOf = async (conversationId: string) =>
@@ -126,6 +185,24 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           : "Nothing is running right now.";
       case "status":
         return status(scope);
+      case "model":
+        return model(scope);
+      case "export": {
+        const exported = await readConversationExport(
+          {
+            runtime: store,
+            schedules: (id) => options.schedules.list(id, { includeEnded: true }),
+            outbox: async () => [],
+          },
+          conversationId,
+          clock.now(),
+        );
+        return exported.messages.length === 0
+          ? "This conversation has no messages yet."
+          : toMarkdown(exported, { maxChars: EXPORT_MAX_CHARS });
+      }
+      case "forget":
+        return "This deletes this conversation for good: its messages, my answers, its schedules and settings. Send /forget confirm to go ahead.";
       case "start":
       case "help":
         return HELP;
@@ -167,7 +244,59 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     }
   };
 
-  const status = async ({ conversationId, message }: CommandScope): Promise<string> => {
+  const modelList = (current: string | null, lead: string): string => {
+    const models = options.models;
+    const own = runtime.models[0]?.label ?? "the gateway's model";
+    if (!models || models.names.length === 0)
+      return `There are no models to pick from (the operator names them in SWITCHBOARD_CONFIG "models"). This conversation uses ${own}.`;
+    return [
+      lead,
+      ...models.names.map((name) => {
+        const spec = models.chain(name)[0]?.spec ?? "";
+        return `• ${name} — ${spec}${name === current ? " (current)" : ""}`;
+      }),
+      current === null ? `Now: the gateway's default, ${own}.` : "",
+      "Pick one with /model NAME; /model default goes back to the default.",
+    ]
+      .filter((line) => line !== "")
+      .join("\n");
+  };
+
+  const model = async ({ message, conversationId }: CommandScope): Promise<string> => {
+    const argument = message.text.trim().split(/\s+/).slice(1).join(" ").trim();
+    const where = { channel: message.channel, surface: message.surface };
+    const current = options.models ? await options.models.current(conversationId, where) : null;
+    if (argument === "") return modelList(current?.name ?? null, "Models you can pick:");
+    if (!options.models || options.models.names.length === 0) return modelList(null, "");
+    if (argument.toLowerCase() === "default") {
+      await store.saveConversationSettings(conversationId, { model: undefined }, clock.now());
+      const now = await options.models.current(conversationId, where);
+      return `Back to the default model${now.name ? ` (${now.name})` : ""}. It applies from your next message.`;
+    }
+    const name = argument.toLowerCase();
+    if (!(await options.models.choose(conversationId, name)))
+      return modelList(current?.name ?? null, `There is no model "${argument}". Models you can pick:`);
+    const spec = options.models.chain(name)[0]?.spec ?? name;
+    return `Model set to ${name} (${spec}). It applies from your next message; an answer in progress keeps its model.`;
+  };
+
+  const modelStatus = async ({ message, conversationId }: CommandScope): Promise<string> => {
+    if (!options.models || options.models.names.length === 0)
+      return `Model: ${runtime.models.map((m) => m.label).join(" → ")}`;
+    const current = await options.models.current(conversationId, {
+      channel: message.channel,
+      surface: message.surface,
+    });
+    const chain = options.models
+      .chain(current.name)
+      .map((m) => m.label)
+      .join(" → ");
+    const name = current.name === null ? "default" : `${current.name}${current.chosen ? "" : " (default)"}`;
+    return `Model: ${name}: ${chain}`;
+  };
+
+  const status = async (scope: CommandScope): Promise<string> => {
+    const { conversationId, message } = scope;
     const active = await store.listActiveRuns(conversationId);
     const running = active.filter((r) => r.state === "running" || r.state === "interrupt_requested").length;
     const counts = await outbox.counts(conversationId);
@@ -180,7 +309,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     const allowed = settings.alwaysAllow ?? [];
     const state = await options.state.loadState(conversationId);
     return [
-      `Model: ${runtime.models.map((m) => m.label).join(" → ")}`,
+      await modelStatus(scope),
       `Answers: ${running} running, ${active.length - running} queued`,
       `Replies: ${counts.waiting} waiting to be delivered, ${counts.ambiguous} ambiguous (an operator is checking them)`,
       `Schedules: ${schedules.length} active · time zone ${timezone}`,
@@ -196,13 +325,23 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       return name && names.includes(name) ? (name as CommandName) : null;
     },
     async run(name, scope) {
-      if (!(await claim(scope, `command:${name}`))) return { duplicate: true, text: "" };
+      if (name === "forget" && isForgetConfirm(scope.message.text)) {
+        const claimed = await claim(scope, "command:forget", { target: scope.conversationId });
+        if (!claimed.run) return { duplicate: true, text: "" };
+        // A redelivery after a crash finishes the conversation the first delivery meant.
+        const earlier = (claimed.previousPayload as { forget?: unknown } | null)?.forget;
+        const text = await forget(scope, typeof earlier === "string" ? earlier : scope.conversationId);
+        const fresh = await store.resolveConversationKey(scope.message.conversationKey, clock.now());
+        await enqueueReply({ ...scope, conversationId: fresh }, text);
+        return { duplicate: false, text };
+      }
+      if (!(await claim(scope, `command:${name}`)).run) return { duplicate: true, text: "" };
       const text = await execute(name, scope);
       await enqueueReply(scope, text);
       return { duplicate: false, text };
     },
     async notice(scope, text, outcome) {
-      if (!(await claim(scope, outcome))) return { duplicate: true };
+      if (!(await claim(scope, outcome)).run) return { duplicate: true };
       await enqueueReply(scope, text);
       return { duplicate: false };
     },

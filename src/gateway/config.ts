@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../channels/types.ts";
 import { SwitchboardError } from "../errors.ts";
+import { modelSpecProblem } from "../models/spec.ts";
 import { DEFAULT_SCHEMA_BUDGET_BYTES } from "../runtime/tool-catalog.ts";
 import type { InputPolicy } from "../runtime/types.ts";
 import type { DatabaseConfig } from "../store/open-backend.ts";
@@ -35,7 +36,12 @@ export interface SurfacePolicy {
   historyScope?: "user" | "conversation" | "off";
   /** User ids who may decide any approval here, besides the user whose message asked. */
   approvers: readonly string[];
+  /** The flood limit: messages one user may send per minute here (a burst of as many, then that rate). */
+  messagesPerMinute: number;
 }
+
+/** The flood limit where the config names none: 20 messages a minute per user and surface. */
+export const DEFAULT_MESSAGES_PER_MINUTE = 20;
 
 /** Defaults, documented in docs/configuration.md: supersede in DMs, queue in groups and threads. */
 export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
@@ -45,6 +51,7 @@ export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
     requireMention: false,
     nativeStreaming: false,
     approvers: [],
+    messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
   },
   group: {
     inputPolicy: "queue",
@@ -52,6 +59,7 @@ export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
     requireMention: true,
     nativeStreaming: false,
     approvers: [],
+    messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
   },
   thread: {
     inputPolicy: "queue",
@@ -59,6 +67,7 @@ export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
     requireMention: true,
     nativeStreaming: false,
     approvers: [],
+    messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
   },
 };
 
@@ -75,6 +84,7 @@ const surfaceOverride = z
     /** What history_search sees on this surface: user (default), conversation, or off. */
     historyScope: z.enum(["user", "conversation", "off"]).optional(),
     approvers: z.array(z.string().min(1).max(200)).max(1000).optional(),
+    messagesPerMinute: z.number().int().min(1).max(100_000).optional(),
   })
   .strict();
 
@@ -86,6 +96,62 @@ export const SURFACE_KEYS = [...CHANNEL_NAMES, "*"].flatMap((channel) =>
   [...SURFACE_KINDS, "*"].map((surface) => `${channel}:${surface}`),
 );
 const SURFACE_KEY_HINT = `a surface key is "<channel>:<surface>" with channel ${CHANNEL_NAMES.join(", ")} or *, and surface ${SURFACE_KINDS.join(", ")} or * (e.g. "telegram:dm", "*:group")`;
+
+/** What a name in `models` looks like: what users type after /model. */
+const MODEL_NAME = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
+
+/**
+ * `models`: the models users may pick with /model, by name (`"smart": "openrouter:…"`), and the
+ * reserved key `default`: one name, or surface keys to names (`{"telegram:dm": "fast", "*:*": "smart"}`).
+ */
+const modelsSchema = z
+  .record(z.string(), z.union([z.string(), z.record(z.string(), z.string())]))
+  .default({})
+  .superRefine((models, ctx) => {
+    const names = Object.keys(models).filter((key) => key !== "default");
+    for (const name of names) {
+      const spec = models[name];
+      if (!MODEL_NAME.test(name))
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: `"${name}" is not a model name: use lowercase letters, digits, "-", "_" or "." (at most 32), e.g. "smart"`,
+        });
+      if (typeof spec !== "string") {
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: 'must be a model spec such as "openrouter:anthropic/claude-sonnet-4"',
+        });
+        continue;
+      }
+      const problem = modelSpecProblem(spec);
+      if (problem)
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: `"${spec}" is not a model spec (${problem}); use "openrouter:<id>", "openai-compatible:<id>" or "offline"`,
+        });
+    }
+    const fallback = models.default;
+    if (fallback === undefined) return;
+    const entries = typeof fallback === "string" ? [["*:*", fallback] as const] : Object.entries(fallback);
+    for (const [surface, name] of entries) {
+      const path = typeof fallback === "string" ? ["default"] : ["default", surface];
+      if (!SURFACE_KEYS.includes(surface))
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `"${surface}" is not a surface key: ${SURFACE_KEY_HINT}`,
+        });
+      if (!names.includes(name))
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `"${name}" is not one of the models named here (${names.join(", ") || "none"})`,
+        });
+    }
+  });
 
 /** The JSON file named by SWITCHBOARD_CONFIG. Versioned so its meaning can evolve. */
 const fileSchema = z
@@ -129,6 +195,7 @@ const fileSchema = z
       .min(1000)
       .max(30 * 86_400_000)
       .default(86_400_000),
+    models: modelsSchema,
   })
   .strict()
   .superRefine((file, ctx) => {
@@ -553,6 +620,11 @@ function readFileConfig(path: string | undefined): { file: FileConfig; baseDir: 
   return { file: parsed.data, baseDir: dirname(full) };
 }
 
+/** Only the SWITCHBOARD_CONFIG file (for the CLI, which needs its `models` and nothing else). */
+export function loadFileConfig(env: Record<string, string | undefined>): FileConfig {
+  return readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG")).file;
+}
+
 /**
  * Reads and validates every setting once, at startup. A missing or invalid setting throws
  * `config_invalid` naming the variable, what is wrong and an example.
@@ -918,6 +990,36 @@ function referencedVariables(
   return picked;
 }
 
+/** The pickable models of `models`, name → spec, without the `default` key. */
+export function pickableModels(file: FileConfig): Record<string, string> {
+  const named: Record<string, string> = {};
+  for (const [name, spec] of Object.entries(file.models)) {
+    if (name !== "default" && typeof spec === "string") named[name] = spec;
+  }
+  return named;
+}
+
+/**
+ * The model name `models.default` gives `channel:surface` (exact key, then `channel:*`, then
+ * `*:surface`, then `*:*`), or null: the gateway's own model (SWITCHBOARD_MODEL).
+ */
+export function defaultModelName(
+  file: FileConfig,
+  channel: ChannelName,
+  surface: SurfaceKind,
+): string | null {
+  const fallback = file.models.default;
+  if (fallback === undefined) return null;
+  if (typeof fallback === "string") return fallback;
+  return (
+    fallback[`${channel}:${surface}`] ??
+    fallback[`${channel}:*`] ??
+    fallback[`*:${surface}`] ??
+    fallback["*:*"] ??
+    null
+  );
+}
+
 /** The policy for `channel:surface`: exact key, then `channel:*`, then `*:surface`, over the defaults. */
 export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: SurfaceKind): SurfacePolicy {
   const base = DEFAULT_SURFACES[surface];
@@ -940,6 +1042,7 @@ export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: S
         : {}),
       ...((o.agentDir ?? policy.agentDir) ? { agentDir: o.agentDir ?? policy.agentDir } : {}),
       approvers: o.approvers ?? policy.approvers,
+      messagesPerMinute: o.messagesPerMinute ?? policy.messagesPerMinute,
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),

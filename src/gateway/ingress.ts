@@ -6,8 +6,9 @@ import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import type { ApprovalService } from "./approvals.ts";
 import type { ChatCommands } from "./commands.ts";
-import type { AllowList, FileConfig } from "./config.ts";
+import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
 import type { RunContext } from "./context.ts";
+import { FloodLimit } from "./flood-limit.ts";
 import { decideIngress } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
@@ -39,6 +40,7 @@ export interface IngressOptions {
  */
 export function createIngress(options: IngressOptions): (message: InboundMessage) => Promise<IngressOutcome> {
   const { runtime, store, file, metrics, clock, logger } = options;
+  const flood = new FloodLimit();
 
   const ignore = (message: InboundMessage, reason: string): IngressOutcome => {
     metrics.inboundIgnored(message.channel, reason);
@@ -80,6 +82,60 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
           });
         }
         return ignore(message, decision.reason);
+      default:
+        break;
+    }
+
+    const perMinute = surfacePolicy(file, message.channel, message.surface).messagesPerMinute;
+    // The web chat has its own per-session limit (SWITCHBOARD_WEB_MESSAGES_PER_MINUTE), a 429.
+    const limited =
+      message.channel === "web"
+        ? ({ kind: "allowed" } as const)
+        : flood.check(
+            `${message.channel}:${message.account}:${message.surface}:${message.principal.id}`,
+            perMinute,
+            clock.now(),
+          );
+    if (limited.kind === "refused") {
+      const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+      const scope = { message, conversationId, source };
+      const waitSeconds = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+      // Recorded either way (a redelivery is then a duplicate); only the first refusal of a burst is answered.
+      const recorded = limited.tell
+        ? !(
+            await options.commands.notice(
+              scope,
+              `You're sending messages too fast (the limit here is ${perMinute} a minute), so I did not read this one. Please wait ${waitSeconds} s and send it again.`,
+              "refused:flood",
+            )
+          ).duplicate
+        : (
+            await store.claimIngress({
+              source,
+              key: message.updateKey,
+              outcome: "refused:flood",
+              payload: message,
+              conversationId,
+              nowMs: clock.now(),
+            })
+          ).fresh;
+      if (!recorded) {
+        metrics.inboundDuplicate(message.channel);
+        return { kind: "duplicate", runId: null, conversationId };
+      }
+      logger.warn("ingress.flood_limited", {
+        channel: message.channel,
+        surface: message.surface,
+        user: message.principal.id,
+        updateKey: message.updateKey,
+        perMinute,
+        told: limited.tell,
+        retryAfterMs: limited.retryAfterMs,
+      });
+      return ignore(message, "flood limit");
+    }
+
+    switch (decision.kind) {
       case "command": {
         const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
         const reply = await options.commands.run(decision.name, { message, conversationId, source });

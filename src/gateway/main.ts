@@ -87,6 +87,9 @@ export async function startGateway(
     onOutboxChanged: () => gateway.worker.notify(),
     onSchedulesChanged: () => void gateway.schedules.tick(),
     onApprovalDecided: () => void gateway.runtime.recover().catch(() => {}),
+    modelNames: gateway.models.names,
+    stopRun: (conversationId, runId) =>
+      gateway.runtime.interrupt({ conversationId, runId, reason: "superseded" }),
   });
   const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
   const http = await startHttpServer({

@@ -31,6 +31,8 @@ export interface ResolvedModel {
 export interface ModelRegistry {
   /** The primary model first, then the fallbacks in the order configured. Never empty. */
   chain: [ResolvedModel, ...ResolvedModel[]];
+  /** The models users may pick with /model (SWITCHBOARD_CONFIG `models`), by name. */
+  named: ReadonlyMap<string, ResolvedModel>;
   /** One line naming every model of the chain and where it is served; contains no secrets. */
   describe(): string;
 }
@@ -45,6 +47,8 @@ export const DEFAULT_OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1";
 export interface ModelRegistryOptions {
   /** How the offline model paces its deltas. */
   offline?: OfflineModelOptions;
+  /** Pickable models by name (SWITCHBOARD_CONFIG `models`), specs already checked by the config. */
+  named?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -55,8 +59,24 @@ export function createModelRegistry(env: ModelEnv, options: ModelRegistryOptions
   const settings = readSettings(env);
   const specs = configuredSpecs(settings);
   const chain = specs.map((spec) => resolveModel(spec, settings, options)) as ModelRegistry["chain"];
+  const named = new Map<string, ResolvedModel>();
+  for (const [name, raw] of Object.entries(options.named ?? {})) {
+    const spec = parseModelSpec(raw);
+    // One provider instance per spec: a named model that is also in the chain is the same object.
+    let resolved = chain.find((m) => m.spec === formatModelSpec(spec));
+    try {
+      resolved ??= resolveModel(spec, settings, options);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      throw new SwitchboardError("config_invalid", `SWITCHBOARD_CONFIG models.${name}: ${message}`, {
+        details: { variable: "SWITCHBOARD_CONFIG" },
+      });
+    }
+    named.set(name, resolved);
+  }
   return {
     chain,
+    named,
     describe: () => {
       const [primary, ...fallbacks] = chain;
       const tail =

@@ -61,6 +61,12 @@ export function parseModelSpec(value: string, source: ModelSpecSource = "SWITCHB
   );
 }
 
+/** Why `value` is not a model spec, or null when it is one (for config files that name specs). */
+export function modelSpecProblem(value: string): string | null {
+  const result = modelSpecSchema.safeParse(value);
+  return result.success ? null : (result.error.issues[0]?.message ?? "it is malformed");
+}
+
 /** The canonical string form of a spec, which `parseModelSpec` reads back unchanged. */
 export function formatModelSpec(spec: ModelSpec): string {
   return spec.provider === "offline" ? "offline" : `${spec.provider}:${spec.modelId}`;

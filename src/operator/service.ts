@@ -10,6 +10,8 @@ import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { silentLogger } from "../util/log.ts";
+import { branchConversation, importConversation, readConversationExport } from "./export.ts";
+import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { OperatorService } from "./types.ts";
 import {
@@ -38,6 +40,13 @@ export interface OperatorServiceOptions {
   onSchedulesChanged?: () => void;
   /** Called after an operator decided an approval, so a runtime runs the successor now. */
   onApprovalDecided?: () => void;
+  /**
+   * The model names `conversations.setModel` accepts (SWITCHBOARD_CONFIG `models`), or how to read
+   * them when first needed (the CLI reads the config file only for set-model). Default none.
+   */
+  modelNames?: readonly string[] | (() => readonly string[]);
+  /** Ends a run now (the gateway's runtime); without it a purge commits a stop request and waits. */
+  stopRun?: (conversationId: string, runId: string) => Promise<unknown>;
 }
 
 /**
@@ -174,7 +183,86 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           afterOrder,
           limit,
         });
-        return { conversation, items, nextAfterOrder };
+        const settings = await stores.runtime.loadConversationSettings(conversationId);
+        return { conversation, model: settings.model ?? null, items, nextAfterOrder };
+      },
+      async setModel(conversationId, model, actor) {
+        checkActor(actor);
+        const names =
+          typeof options.modelNames === "function" ? options.modelNames() : (options.modelNames ?? []);
+        if (model !== null && !names.includes(model)) {
+          throw new SwitchboardError(
+            "input_invalid",
+            names.length === 0
+              ? `No models can be picked: name them in SWITCHBOARD_CONFIG "models" (e.g. {"models": {"smart": "openrouter:anthropic/claude-sonnet-4"}}).`
+              : `Model ${JSON.stringify(model)} is not one of ${names.join(", ")} (SWITCHBOARD_CONFIG "models").`,
+            { details: { field: "model" } },
+          );
+        }
+        if (!(await queries.conversationSummary(conversationId))) {
+          throw new SwitchboardError(
+            "not_found",
+            `No conversation ${conversationId}. List conversations with \`switchboard conversations list\`.`,
+            { details: { conversationId } },
+          );
+        }
+        await stores.runtime.saveConversationSettings(
+          conversationId,
+          { model: model ?? undefined },
+          clock.now(),
+        );
+        return { conversationId, model };
+      },
+      async export(conversationId) {
+        if (!(await queries.conversationSummary(conversationId))) return null;
+        return readConversationExport(
+          {
+            runtime: stores.runtime,
+            schedules: (id) => queries.listSchedules({ conversationId: id, includeEnded: true }),
+            outbox: async (id) => (await stores.outbox.list({ conversationId: id, limit: 1000 })).reverse(),
+          },
+          conversationId,
+          clock.now(),
+        );
+      },
+      async branch(conversationId, throughRunId, actor) {
+        checkActor(actor);
+        const source = await this.export(conversationId);
+        if (!source) {
+          throw new SwitchboardError(
+            "not_found",
+            `No conversation ${conversationId}. List conversations with \`switchboard conversations list\`.`,
+            { details: { conversationId } },
+          );
+        }
+        return branchConversation(stores.runtime, clock, source, throughRunId);
+      },
+      async import(text, actor) {
+        checkActor(actor);
+        return importConversation(stores.runtime, clock, text);
+      },
+      async purge(conversationId, actor) {
+        checkActor(actor);
+        const summary = await queries.conversationSummary(conversationId);
+        if (!summary) {
+          const earlier = await stores.runtime.loadPurge(conversationId);
+          if (earlier) return { outcome: "already_purged", ...earlier };
+          throw new SwitchboardError(
+            "not_found",
+            `No conversation ${conversationId}. List conversations with \`switchboard conversations list\`.`,
+            { details: { conversationId } },
+          );
+        }
+        // Later messages of its chat start a fresh conversation instead of joining the one going away.
+        if (summary.key !== null) await stores.runtime.rotateConversationKey(summary.key, clock.now());
+        const result = await forgetConversation(
+          { store: stores.runtime, clock, ...(options.stopRun ? { stopRun: options.stopRun } : {}) },
+          conversationId,
+          actor,
+        );
+        outboxChanged();
+        schedulesChanged(null);
+        return result;
       },
     },
 

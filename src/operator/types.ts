@@ -4,6 +4,8 @@ import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
 import type { SearchHit } from "../search/store.ts";
+import type { BranchResult, ConversationExport } from "./export.ts";
+import type { ForgetResult } from "./forget.ts";
 
 /**
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
@@ -33,9 +35,47 @@ export interface OperatorService {
       page: { afterOrder?: number; limit?: number },
     ): Promise<{
       conversation: ConversationSummary;
+      /** The model picked with /model or `setModel`; null: the surface's default. */
+      model: string | null;
       items: MessagePageItem[];
       nextAfterOrder: number | null;
     } | null>;
+    /**
+     * Sets the conversation's model (a name from SWITCHBOARD_CONFIG `models`; null: back to the
+     * default), used from its next run on. `not_found` for an unknown conversation,
+     * `input_invalid` for a name that is not configured.
+     */
+    setModel(
+      conversationId: string,
+      model: string | null,
+      actor: `operator:${string}`,
+    ): Promise<{ conversationId: string; model: string | null }>;
+    /**
+     * Forgets a conversation: its chat's next message starts a fresh one, its active runs are
+     * interrupted, then the store purges it (rows, state, schedules, outbox text) and keeps a
+     * tombstone naming `actor` (the audit entry). `already_purged` with the earlier entry when it
+     * was purged before; `not_found` for an id never seen; `state_conflict` when runs did not end.
+     */
+    purge(conversationId: string, actor: `operator:${string}`): Promise<ForgetResult>;
+    /**
+     * Copies the settled prefix through `throughRunId` (default: the settled tip) into a new
+     * conversation; the same request again returns the same copy (`duplicate`).
+     */
+    branch(
+      conversationId: string,
+      throughRunId: string | undefined,
+      actor: `operator:${string}`,
+    ): Promise<BranchResult>;
+    /** Messages, runs with usage, schedules and outbox history (docs/export-format.md); null when unknown. */
+    export(conversationId: string): Promise<ConversationExport | null>;
+    /**
+     * Restores a JSONL export as a new conversation (no model call, nothing delivered).
+     * `input_invalid` naming the line for a corrupt file or a newer format version.
+     */
+    import(
+      jsonl: string,
+      actor: `operator:${string}`,
+    ): Promise<{ conversationId: string; sourceConversationId: string; runs: number; messages: number }>;
   };
   /**
    * History search over every conversation (or one), best match first. A malformed query is

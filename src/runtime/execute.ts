@@ -75,6 +75,8 @@ export interface ExecutorOptions {
   clock: Clock;
   logger: Logger;
   models: readonly ModelEntry[];
+  /** The chain for one run, asked once per execution; absent or empty: `models`. */
+  modelsFor?: (run: { conversationId: string; context: unknown }) => Promise<readonly ModelEntry[]>;
   retry: RetryPolicy;
   maxSteps: number;
   idleTimeoutMs: number;
@@ -159,6 +161,8 @@ export class RunExecutor {
     // Built once per execution: tool schemas are costly to create and do not change between steps.
     let tools: PreparedTools | undefined;
     const blobBytes = new Map<string, Uint8Array>();
+    // Chosen once: a /model change while the run is in flight applies from the next run on.
+    let models: readonly ModelEntry[] | undefined;
     const renew = setInterval(
       () => {
         void store.renewLease(fence, clock.now(), this.options.leaseMs).then(
@@ -219,6 +223,7 @@ export class RunExecutor {
           parts = seeded;
           await store.saveToolProgress(fence, parts, clock.now());
         }
+        models ??= await this.modelsFor(run);
         const pending = unresolvedCalls(parts);
         if (pending.length > 0) {
           await this.resolveCalls(fence, parts, pending, tools);
@@ -272,7 +277,7 @@ export class RunExecutor {
           ),
           tools: tools && offeredTools(tools, parts),
           ...(this.options.approvals ? { needsApproval: await this.approvalCheck(run.conversationId) } : {}),
-          models: this.options.models,
+          models,
           retry: this.options.retry,
           idleTimeoutMs: this.options.idleTimeoutMs,
           signal,
@@ -319,6 +324,20 @@ export class RunExecutor {
     } finally {
       clearInterval(renew);
       this.conversationOf.delete(runId);
+    }
+  }
+
+  private async modelsFor(run: RunRecord): Promise<readonly ModelEntry[]> {
+    if (!this.options.modelsFor) return this.options.models;
+    try {
+      const chosen = await this.options.modelsFor({
+        conversationId: run.conversationId,
+        context: run.context,
+      });
+      return chosen.length > 0 ? chosen : this.options.models;
+    } catch (error) {
+      this.options.logger.warn("run.model_choice_failed", { runId: run.id, error });
+      return this.options.models;
     }
   }
 

@@ -85,6 +85,11 @@ export interface RuntimeOptions {
   store: RuntimeStore;
   /** The model chain: the first is used, later ones are fallbacks. */
   models: readonly ModelEntry[];
+  /**
+   * The chain for one run (e.g. the conversation's /model choice), asked once when its execution
+   * starts, so a run in flight keeps its model. Default: `models`.
+   */
+  modelsFor?: (run: { conversationId: string; context: unknown }) => Promise<readonly ModelEntry[]>;
   clock?: Clock;
   logger?: Logger;
   /** This worker's identity in run ownership. */
@@ -197,6 +202,7 @@ export class Runtime {
       clock: this.clock,
       logger: this.logger,
       models: options.models,
+      ...(options.modelsFor ? { modelsFor: options.modelsFor } : {}),
       retry: options.loop?.retry ?? DEFAULT_RETRY,
       maxSteps: options.loop?.maxSteps ?? 8,
       idleTimeoutMs: options.loop?.idleTimeoutMs ?? 60_000,
@@ -308,16 +314,22 @@ export class Runtime {
    * Durably stops the conversation's running answer (or the given run): commits the request
    * before aborting, so the stop survives a crash. Returns false when nothing was active.
    */
-  async interrupt(target: { conversationId: string; runId?: string }): Promise<boolean> {
+  async interrupt(target: {
+    conversationId: string;
+    runId?: string;
+    /** `superseded` throws the answer away (nothing of it is shown); default `interrupted`. */
+    reason?: "interrupted" | "superseded";
+  }): Promise<boolean> {
+    const reason = target.reason ?? "interrupted";
     const runs = await this.store.listActiveRuns(target.conversationId);
     const run = target.runId
       ? runs.find((r) => r.id === target.runId)
       : (runs.find((r) => r.state === "running" || r.state === "interrupt_requested") ?? runs[0]);
     if (!run) return false;
-    const outcome = await this.store.requestStop(run.id, "interrupted", this.clock.now());
+    const outcome = await this.store.requestStop(run.id, reason, this.clock.now());
     if (outcome.outcome === "not_active") return false;
     if (outcome.outcome === "ended") void this.settleFromStore(run.id);
-    else this.lanes.get(target.conversationId)?.abort(run.id, "interrupted");
+    else this.lanes.get(target.conversationId)?.abort(run.id, reason);
     this.wake(target.conversationId);
     return true;
   }

@@ -150,13 +150,18 @@ export interface RuntimeStore {
   rotateConversationKey(key: string, nowMs: number): Promise<string>;
 
   /**
-   * Deletes a conversation's runs, messages, admissions and events, keeping a tombstone so no
-   * later admission can recreate it. Refuses while runs are active.
+   * Deletes a conversation's runs, messages, admissions, events, settings, summary and schedules
+   * (with their occurrences), and drops the text of its outbox records (open ones are cancelled),
+   * keeping a tombstone that records when and by whom (`actor`), so no later admission can
+   * recreate it. One transaction. Refuses while runs are active.
    */
   purgeConversation(
     conversationId: string,
-    options: { expectedVersion?: number; nowMs: number },
+    options: { expectedVersion?: number; nowMs: number; actor?: string },
   ): Promise<PurgeResult>;
+
+  /** The tombstone of a purged conversation (when, by whom); null when it was not purged. */
+  loadPurge(conversationId: string): Promise<PurgeRecord | null>;
 
   /**
    * Per reply target of `source` (e.g. `discord:<account>`), the ingress key recorded last (by
@@ -184,9 +189,7 @@ export interface RuntimeStore {
    * ignored update) so a redelivery is recognised. `fresh` is false when the identity was already
    * recorded; then nothing is written.
    */
-  claimIngress(
-    request: IngressClaim,
-  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }>;
+  claimIngress(request: IngressClaim): Promise<IngressClaimResult>;
 
   /** Per-conversation settings (e.g. the time zone set with /tz). Empty object when none. */
   loadConversationSettings(conversationId: string): Promise<ConversationSettings>;
@@ -250,6 +253,14 @@ export interface IngressIdentity {
   strict?: boolean;
 }
 
+export interface IngressClaimResult {
+  fresh: boolean;
+  previousOutcome: string | null;
+  runId: string | null;
+  /** The payload recorded by the first claim (null when fresh). */
+  previousPayload: unknown;
+}
+
 /** An ingress identity recorded without a run (a chat command, an ignored update). */
 export interface IngressClaim {
   source: string;
@@ -275,6 +286,8 @@ export type SummarySaveResult =
 export interface ConversationSettings {
   /** IANA time zone for schedules and the agent's sense of time. */
   timezone?: string;
+  /** The model picked with /model (a name from the config's `models`). */
+  model?: string;
   /** Bytes of files downloaded for this conversation (SWITCHBOARD_MAX_CONVERSATION_MB). */
   mediaBytes?: number;
   /** The conversation was told how to set up voice transcription (it is told once). */
@@ -533,6 +546,13 @@ export interface TerminalResult {
   answer: Message;
   /** Runs that ended `absorbed` into this one. */
   absorbed: string[];
+}
+
+export interface PurgeRecord {
+  conversationId: string;
+  purgedAtMs: number;
+  /** Who asked (`user:<channel>:<id>`, `operator:<name>`); null for purges before it was recorded. */
+  purgedBy: string | null;
 }
 
 export type PurgeResult =

@@ -240,7 +240,7 @@ describe("surfacePolicy", () => {
       surfaces: {
         "*:group": { inputPolicy: "inject", instructions: "be brief" },
         "discord:*": { delivery: "stream", inputPolicy: "interrupt" },
-        "discord:group": { requireMention: false, approvers: ["42"] },
+        "discord:group": { requireMention: false, approvers: ["42"], messagesPerMinute: 5 },
       },
     });
     expect(surfacePolicy(file, "discord", "group")).toEqual({
@@ -249,6 +249,7 @@ describe("surfacePolicy", () => {
       requireMention: false,
       nativeStreaming: false,
       approvers: ["42"],
+      messagesPerMinute: 5,
       instructions: "be brief",
     });
     expect(surfacePolicy(file, "telegram", "group")).toMatchObject({

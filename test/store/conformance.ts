@@ -4,9 +4,12 @@
  */
 import { test as bunTest, describe, expect } from "bun:test";
 import type { OutboxRepository } from "../../outbox/types.ts";
+import { createScheduleService } from "../../schedules/service.ts";
+import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
 import type { AdmitRequest, RuntimeStore } from "../../src/runtime/store.ts";
 import type { InputPolicy } from "../../src/runtime/types.ts";
+import { systemClock } from "../../src/util/clock.ts";
 
 let counter = 0;
 const T0 = 1_700_000_000_000;
@@ -48,6 +51,10 @@ const step = (n: number) => ({
 export interface OpenedStore {
   store: RuntimeStore;
   outbox: OutboxRepository;
+  /** The schedules on the same database. */
+  schedules: ScheduleRepository;
+  /** Per table that has a `conversation_id` column, how many of its rows name `conversationId`. */
+  rowsOf: (conversationId: string) => Promise<Record<string, number>>;
   close: () => Promise<void>;
 }
 
@@ -444,6 +451,100 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "purge removes every row of the conversation, table by table, and keeps a tombstone naming who",
+      withStores(async ({ store, outbox, schedules, rowsOf }) => {
+        const other = await store.admit(admitRequest("keep", "k1"));
+        const first = await store.admit({
+          ...admitRequest("c", "first"),
+          ingress: { source: "chat:acct", key: "u1", payload: { text: "secret one" } },
+        });
+        const got = await store.acquireRun({ runId: first.runId, owner: "w", nowMs: T0, leaseMs: 1000 });
+        await store.checkpoint({
+          fence: got!.fence,
+          assistantParts: [{ type: "text", text: "secret answer" }],
+          step: step(0),
+          joinedInputIds: [],
+          nowMs: T0,
+        });
+        await store.commitTerminal({
+          fence: got!.fence,
+          state: "completed",
+          assistantParts: [{ type: "text", text: "secret answer" }],
+          delivery: {
+            runId: first.runId,
+            conversationId: "c",
+            channel: "telegram",
+            account: "acct",
+            target: "t1",
+            state: "completed",
+            text: "secret answer",
+          },
+          nowMs: T0,
+        });
+        await store.claimIngress({
+          source: "chat:acct",
+          key: "u2",
+          outcome: "command:status",
+          payload: { text: "/status" },
+          conversationId: "c",
+          nowMs: T0,
+        });
+        await store.saveConversationSettings("c", { model: "smart", timezone: "UTC" }, T0);
+        await store.saveSummary({
+          conversationId: "c",
+          text: "secret summary",
+          throughFinishSeq: 1,
+          expectedVersion: 0,
+          nowMs: T0,
+        });
+        const service = createScheduleService({
+          repository: schedules,
+          clock: { now: () => T0, sleep: systemClock.sleep },
+          dispatch: async () => ({ status: "retry", reason: "never in this test" }),
+        });
+        await service.create({
+          conversationId: "c",
+          replyTarget: "t1",
+          channel: "telegram",
+          createdBy: "user",
+          prompt: "secret reminder",
+          when: { kind: "after", delayMs: 60_000 },
+        });
+        const before = await rowsOf("c");
+        for (const table of ["messages", "runs", "events", "ingress_receipts", "outbox", "schedules"]) {
+          expect({ table, some: (before[table] ?? 0) > 0 }).toEqual({ table, some: true });
+        }
+
+        expect(await store.purgeConversation("c", { nowMs: T0 + 5, actor: "user:telegram:1001" })).toEqual({
+          outcome: "purged",
+        });
+        const after = await rowsOf("c");
+        for (const [table, rows] of Object.entries(after)) {
+          const expected =
+            table === "conversation_tombstones" ? 1 : table === "outbox" ? (before.outbox ?? 0) : 0;
+          expect({ table, rows }).toEqual({ table, rows: expected });
+        }
+        // The outbox keeps its records as delivery history, without their text; none is sent any more.
+        const records = await outbox.list({ conversationId: "c", limit: 10 });
+        expect(records.length).toBeGreaterThan(0);
+        for (const record of records) {
+          expect(JSON.stringify(record)).not.toContain("secret");
+          expect(["cancelled", "delivered"]).toContain(record.state);
+        }
+        expect(await store.loadPurge("c")).toEqual({
+          conversationId: "c",
+          purgedAtMs: T0 + 5,
+          purgedBy: "user:telegram:1001",
+        });
+        expect(await store.loadPurge("keep")).toBeNull();
+        expect(await store.loadConversationSettings("c")).toEqual({});
+        // Another conversation is untouched.
+        expect(await store.loadRun(other.runId)).not.toBeNull();
+        expect((await rowsOf("keep")).runs).toBe(1);
+      }),
+    );
+
+    test(
       "reads for one run never touch history",
       withStore(async (store) => {
         for (let i = 0; i < 30; i++) {
@@ -693,15 +794,22 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
             payload: { replyTarget },
             nowMs,
           });
-        expect(await claim("100", "t1", T0)).toEqual({ fresh: true, previousOutcome: null, runId: null });
-        expect(await claim("100", "t1", T0 + 1)).toEqual({
+        expect(await claim("100", "t1", T0)).toEqual({
+          fresh: true,
+          previousOutcome: null,
+          runId: null,
+          previousPayload: null,
+        });
+        // A repeat gets what the first claim recorded, not its own payload.
+        expect(await claim("100", "t9", T0 + 1)).toEqual({
           fresh: false,
           previousOutcome: "command",
           runId: null,
+          previousPayload: { replyTarget: "t1" },
         });
         const ingress = { source: "chat:acct", key: "101", payload: { replyTarget: "t2" } };
         const admitted = await store.admit(admitRequest("c", "a", { ingress, nowMs: T0 + 2 }));
-        expect(await claim("101", "t2", T0 + 3)).toEqual({
+        expect(await claim("101", "t2", T0 + 3)).toMatchObject({
           fresh: false,
           previousOutcome: "admitted",
           runId: admitted.runId,
@@ -727,6 +835,20 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         expect(await store.loadConversationSettings("c")).toEqual({ timezone: "Asia/Tokyo" });
         await store.saveConversationSettings("c", { timezone: "UTC" }, T0 + 2);
         expect(await store.loadConversationSettings("c")).toEqual({ timezone: "UTC" });
+      }),
+    );
+
+    test(
+      "the /model choice persists beside the time zone, and clearing it leaves the time zone",
+      withStore(async (store) => {
+        await store.saveConversationSettings("c", { timezone: "Asia/Tokyo" }, T0);
+        await store.saveConversationSettings("c", { model: "smart" }, T0 + 1);
+        expect(await store.loadConversationSettings("c")).toEqual({ timezone: "Asia/Tokyo", model: "smart" });
+        await store.saveConversationSettings("c", { model: "fast" }, T0 + 2);
+        expect((await store.loadConversationSettings("c")).model).toBe("fast");
+        await store.saveConversationSettings("c", { model: undefined }, T0 + 3);
+        expect(await store.loadConversationSettings("c")).toEqual({ timezone: "Asia/Tokyo" });
+        expect(await store.loadConversationSettings("other")).toEqual({});
       }),
     );
 

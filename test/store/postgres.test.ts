@@ -43,10 +43,27 @@ runStoreConformance("postgres", async () => {
   const db = await createDatabase();
   try {
     const backend = await openPostgresBackend(db.url);
+    const sql = new SQL(db.url, { adapter: "postgres", max: 1 });
     return {
       store: backend.runtime,
       outbox: backend.outbox,
+      schedules: backend.schedules,
+      rowsOf: async (conversationId) => {
+        const tables = await sql<Array<{ table_name: string }>>`
+          SELECT table_name FROM information_schema.columns
+          WHERE table_schema = current_schema() AND column_name = 'conversation_id'`;
+        const counts: Record<string, number> = {};
+        for (const { table_name: name } of tables) {
+          const [row] = await sql.unsafe<Array<{ n: string }>>(
+            `SELECT count(*) AS n FROM ${name} WHERE conversation_id = $1`,
+            [conversationId],
+          );
+          counts[name] = Number(row!.n);
+        }
+        return counts;
+      },
       close: async () => {
+        await sql.close();
         await backend.close();
         await db.drop();
       },

@@ -16,6 +16,25 @@ runStoreConformance("sqlite", async () => {
   return {
     store: stores.runtime,
     outbox: stores.outbox,
+    schedules: stores.schedules,
+    rowsOf: async (conversationId) => {
+      const tables = stores.db
+        .query(
+          "SELECT m.name AS name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'conversation_id')",
+        )
+        .all() as Array<{ name: string }>;
+      const counts: Record<string, number> = {};
+      for (const { name } of tables) {
+        counts[name] = (
+          stores.db
+            .query(`SELECT count(*) AS n FROM ${name} WHERE conversation_id = ?`)
+            .get(conversationId) as {
+            n: number;
+          }
+        ).n;
+      }
+      return counts;
+    },
     close: async () => {
       stores.close();
       dir.cleanup();

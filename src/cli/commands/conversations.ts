@@ -1,10 +1,20 @@
+import { readFileSync } from "node:fs";
 import { SwitchboardError } from "../../errors.ts";
+import { toJsonl, toMarkdown } from "../../operator/export.ts";
 import { OPERATOR_LIMITS } from "../../operator/limits.ts";
 import type { ConversationSummary } from "../../operator/types.ts";
 import type { MessagePageItem } from "../../runtime/store.ts";
 import type { Message } from "../../runtime/types.ts";
 import { fields, isoTime, orDash, preview, table } from "../format.ts";
-import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
+import { actorOf } from "../options.ts";
+import {
+  ACTOR_OPTION,
+  type CommandSpec,
+  type GroupSpec,
+  HELP_OPTION,
+  JSON_OPTION,
+  SOURCE_OPTIONS,
+} from "../spec.ts";
 import { print, withOperator } from "./shared.ts";
 
 export const CONVERSATIONS_GROUP: GroupSpec = {
@@ -52,12 +62,18 @@ export function messagePreview(message: Message, maxChars = 60): string {
 
 function describeConversation(
   id: string,
-  shown: { conversation: ConversationSummary; items: MessagePageItem[]; nextAfterOrder: number | null },
+  shown: {
+    conversation: ConversationSummary;
+    model: string | null;
+    items: MessagePageItem[];
+    nextAfterOrder: number | null;
+  },
 ): string {
   const c = shown.conversation;
   const header = fields([
     ["id", c.id],
     ["key", orDash(c.key)],
+    ["model", shown.model ?? "default (the surface's models.default, else SWITCHBOARD_MODEL)"],
     ["version", String(c.version)],
     ["runs", `${c.runs} (${c.activeRuns} active)`],
     ["last activity", isoTime(c.lastActivityAtMs)],
@@ -140,6 +156,133 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
         );
       }
       print(command, io, shown, (result) => describeConversation(id, result));
+    },
+  },
+  {
+    path: ["conversations", "set-model"],
+    synopsis: "conversations set-model ID NAME [--actor NAME] [--json]",
+    summary:
+      "Set the model a conversation uses from its next run on: a name from SWITCHBOARD_CONFIG models, or default.",
+    args: [
+      { name: "ID", description: "Conversation id (conv_…)." },
+      {
+        name: "NAME",
+        description: "A model name from SWITCHBOARD_CONFIG `models`, or `default` to clear the choice.",
+      },
+    ],
+    options: { ...ACTOR_OPTION, ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
+    async run(command, io) {
+      const id = command.arg(0);
+      const name = command.arg(1);
+      const model = name === "default" ? null : name;
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.setModel(id, model, actorOf(command, io.env)),
+      );
+      print(
+        command,
+        io,
+        result,
+        (r) =>
+          `Conversation ${r.conversationId} now uses ${r.model ?? "the default model"} from its next run on.\n`,
+      );
+    },
+  },
+  {
+    path: ["conversations", "purge"],
+    synopsis: "conversations purge ID [--actor NAME] [--json]",
+    summary:
+      "Forget a conversation for good: interrupt its runs, delete its messages, runs, state and schedules, drop its outbox text; a tombstone records who and when.",
+    args: [{ name: "ID", description: "Conversation id (conv_…)." }],
+    options: { ...ACTOR_OPTION, ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
+    async run(command, io) {
+      const id = command.arg(0);
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.purge(id, actorOf(command, io.env)),
+      );
+      print(command, io, result, (r) =>
+        r.outcome === "purged"
+          ? `Purged conversation ${r.conversationId} (by ${r.purgedBy ?? "unknown"} at ${isoTime(r.purgedAtMs)}). Its chat's next message starts a fresh conversation.\n`
+          : `Conversation ${r.conversationId} was already purged (by ${r.purgedBy ?? "unknown"} at ${isoTime(r.purgedAtMs)}).\n`,
+      );
+    },
+  },
+  {
+    path: ["conversations", "export"],
+    synopsis: "conversations export ID [--format jsonl|markdown]",
+    summary:
+      "Print a conversation: messages, runs with their usage, schedules and outbox history (JSONL, docs/export-format.md), or a Markdown transcript.",
+    args: [{ name: "ID", description: "Conversation id (conv_…)." }],
+    options: {
+      format: { type: "string", valueName: "FORMAT", description: "jsonl (default) or markdown." },
+      ...SOURCE_OPTIONS,
+      ...HELP_OPTION,
+    },
+    async run(command, io) {
+      const id = command.arg(0);
+      const format = command.string("format") ?? "jsonl";
+      if (format !== "jsonl" && format !== "markdown")
+        throw command.usageError(`--format must be jsonl or markdown, not "${format}".`);
+      const exported = await withOperator(command, io, (service) => service.conversations.export(id));
+      if (!exported) {
+        throw new SwitchboardError(
+          "not_found",
+          `No conversation ${id}. List conversations with \`switchboard conversations list\`.`,
+        );
+      }
+      io.stdout(format === "jsonl" ? toJsonl(exported) : toMarkdown(exported));
+    },
+  },
+  {
+    path: ["conversations", "import"],
+    synopsis: "conversations import FILE [--actor NAME] [--json]",
+    summary: "Restore a JSONL export as a new conversation (no model call, nothing is sent).",
+    args: [{ name: "FILE", description: "A file written by `conversations export ID`." }],
+    options: { ...ACTOR_OPTION, ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
+    async run(command, io) {
+      const path = command.arg(0);
+      let text: string;
+      try {
+        text = readFileSync(path, "utf8");
+      } catch (error) {
+        throw new SwitchboardError("not_found", `Cannot read ${path}: ${(error as Error).message}.`);
+      }
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.import(text, actorOf(command, io.env)),
+      );
+      print(
+        command,
+        io,
+        result,
+        (r) =>
+          `Imported ${r.sourceConversationId} as ${r.conversationId}: ${r.runs} runs, ${r.messages} messages.\n`,
+      );
+    },
+  },
+  {
+    path: ["conversations", "branch"],
+    synopsis: "conversations branch ID [--through RUN] [--actor NAME] [--json]",
+    summary:
+      "Copy a conversation's settled prefix (through RUN, default the settled tip) into a new conversation; the same request again returns the same copy.",
+    args: [{ name: "ID", description: "Conversation id (conv_…)." }],
+    options: {
+      through: { type: "string", valueName: "RUN", description: "The last run to copy (run_…)." },
+      ...ACTOR_OPTION,
+      ...JSON_OPTION,
+      ...SOURCE_OPTIONS,
+      ...HELP_OPTION,
+    },
+    async run(command, io) {
+      const id = command.arg(0);
+      const result = await withOperator(command, io, (service) =>
+        service.conversations.branch(id, command.string("through"), actorOf(command, io.env)),
+      );
+      print(
+        command,
+        io,
+        result,
+        (r) =>
+          `${r.outcome === "created" ? "Branched" : "Already branched"} ${r.sourceConversationId} through ${r.throughRunId} as ${r.conversationId}: ${r.runs} runs, ${r.messages} messages.\n`,
+      );
     },
   },
 ];

@@ -6,9 +6,12 @@ import { queryObject, readJsonBody, validate } from "./body.ts";
 import {
   actorHeader,
   approvalsQuery,
+  branchBody,
   conversationQuery,
   emptyBody,
+  importBody,
   limitQuery,
+  modelBody,
   noQuery,
   noteBody,
   outboxQuery,
@@ -88,6 +91,23 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       const q = query(c, searchQuery);
       return operator.search(q.q, { conversationId: q.conversation, limit: q.limit });
     }),
+    mutate("/api/conversations/:id/model", modelBody, (c, body, actor) =>
+      operator.conversations.setModel(param(c, "id"), body.model, actor),
+    ),
+    mutate("/api/conversations/import", importBody, (_c, body, actor) =>
+      operator.conversations.import(body.jsonl, actor),
+    ),
+    read("/api/conversations/:id/export", async (c) => {
+      query(c, noQuery);
+      const id = param(c, "id");
+      return found(await operator.conversations.export(id), `conversation ${id}`, "GET /api/conversations");
+    }),
+    mutate("/api/conversations/:id/branch", branchBody, (c, body, actor) =>
+      operator.conversations.branch(param(c, "id"), body.through, actor),
+    ),
+    mutate("/api/conversations/:id/purge", emptyBody, (c, _body, actor) =>
+      operator.conversations.purge(param(c, "id"), actor),
+    ),
     read("/api/outbox", async (c) => {
       const q = query(c, outboxQuery);
       return operator.outbox.list({ state: q.state, conversationId: q.conversation, limit: q.limit });

@@ -80,6 +80,10 @@ export const resolveBody = z.strictObject({
 
 export const emptyBody = z.strictObject({});
 
+export const modelBody = z.strictObject({
+  model: z.string({ error: "expected a model name, or null for the default" }).min(1).max(64).nullable(),
+});
+
 /** `Last-Event-ID` as sent by EventSource on reconnect. */
 export const lastEventId = seq;
 
@@ -87,3 +91,9 @@ export const lastEventId = seq;
 export const actorHeader = z
   .string()
   .regex(/^[A-Za-z0-9._@-]{1,64}$/, "use 1-64 characters of A-Z a-z 0-9 . _ @ -");
+
+export const importBody = z.strictObject({
+  jsonl: z.string({ error: "expected the export file's text" }).min(1, "the export is empty"),
+});
+
+export const branchBody = z.strictObject({ through: z.string().min(1).max(200).optional() });

@@ -14,8 +14,10 @@ import type {
   ConversationSettings,
   Fence,
   IngressClaim,
+  IngressClaimResult,
   MessagePage,
   PromptContext,
+  PurgeRecord,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -52,6 +54,7 @@ import {
   mayAbsorb,
   nextRunnable,
   notAnInput,
+  PURGE_COMPANION_SQL,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -590,7 +593,7 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
    */
   purgeConversation(
     conversationId: string,
-    options: { expectedVersion?: number; nowMs: number },
+    options: { expectedVersion?: number; nowMs: number; actor?: string },
   ): Promise<PurgeResult> {
     const { expectedVersion, nowMs } = options;
     return this.write<PurgeResult>(async (tx) => {
@@ -613,12 +616,18 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
         "tool_outputs",
         "conversation_state",
         "approvals",
+        "conversation_settings",
+        "conversation_summaries",
       ]) {
         await tx.sql`DELETE FROM ${tx.sql(table)} WHERE conversation_id = ${conversationId}`;
       }
+      for (const statement of PURGE_COMPANION_SQL) {
+        await tx.sql.unsafe(statement.replace("?", "$1"), [conversationId]);
+      }
       await tx.sql`DELETE FROM conversations WHERE id = ${conversationId}`;
       await tx.sql`
-        INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (${conversationId}, ${nowMs})`;
+        INSERT INTO conversation_tombstones (conversation_id, purged_at_ms, purged_by)
+        VALUES (${conversationId}, ${nowMs}, ${options.actor ?? null})`;
       return { outcome: "purged" };
     }).catch((error: unknown) => {
       if (isSwitchboardError(error, "conversation_purged")) return { outcome: "already_purged" } as const;
@@ -654,6 +663,12 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
           version = excluded.version, actor = excluded.actor, updated_at_ms = excluded.updated_at_ms`;
       return { outcome: "saved", version: decision.version, seq };
     });
+  }
+
+  async loadPurge(conversationId: string): Promise<PurgeRecord | null> {
+    const [row] = await this.sql<Array<{ purged_at_ms: string | number; purged_by: string | null }>>`
+      SELECT purged_at_ms, purged_by FROM conversation_tombstones WHERE conversation_id = ${conversationId}`;
+    return row ? { conversationId, purgedAtMs: Number(row.purged_at_ms), purgedBy: row.purged_by } : null;
   }
 
   /** Ties order keys byte-wise (`COLLATE "C"`), as SQLite does, whatever the database's collation. */
@@ -693,19 +708,23 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
   }
 
   /** Holds the identity's lock, as an admission does. */
-  claimIngress(
-    request: IngressClaim,
-  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
+  claimIngress(request: IngressClaim): Promise<IngressClaimResult> {
     return this.write(async (tx) => {
       await this.lockIngress(tx, request.source, request.key);
-      const [seen] = await tx.sql<Array<{ outcome: string; run_id: string | null }>>`
-        SELECT outcome, run_id FROM ingress_receipts WHERE source = ${request.source} AND key = ${request.key}`;
-      if (seen) return { fresh: false, previousOutcome: seen.outcome, runId: seen.run_id };
+      const [seen] = await tx.sql<Array<{ outcome: string; run_id: string | null; payload: string }>>`
+        SELECT outcome, run_id, payload FROM ingress_receipts WHERE source = ${request.source} AND key = ${request.key}`;
+      if (seen)
+        return {
+          fresh: false,
+          previousOutcome: seen.outcome,
+          runId: seen.run_id,
+          previousPayload: JSON.parse(seen.payload) as unknown,
+        };
       await tx.sql`
         INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
         VALUES (${request.source}, ${request.key}, ${request.conversationId ?? null}, ${request.outcome},
           ${JSON.stringify(request.payload ?? null)}, ${request.nowMs})`;
-      return { fresh: true, previousOutcome: null, runId: null };
+      return { fresh: true, previousOutcome: null, runId: null, previousPayload: null };
     });
   }
 

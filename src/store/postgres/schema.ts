@@ -277,6 +277,11 @@ CREATE TABLE secrets (
 ALTER TABLE outbox ADD COLUMN presentation TEXT;
 `;
 
+/** Migration 12: a tombstone records who purged the conversation; SQLite's migration 14. */
+const PURGED_BY_SQL = `
+ALTER TABLE conversation_tombstones ADD COLUMN purged_by TEXT;
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -293,6 +298,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: "state-slots", sql: STATE_SLOTS_SQL },
   { version: 10, name: "history-search", sql: HISTORY_SEARCH_SQL },
   { version: 11, name: "approvals", sql: APPROVALS_SCHEMA_SQL },
+  { version: 12, name: "purged-by", sql: PURGED_BY_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -17,6 +17,7 @@ import {
   APPROVALS_SCHEMA_SQL,
   EVENTS_BY_ROWID_SQL,
   HISTORY_SEARCH_SQL,
+  PURGED_BY_SQL,
   RUNTIME_SCHEMA_SQL,
   SETTINGS_SCHEMA_SQL,
   STATE_SLOTS_SQL,
@@ -40,6 +41,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "state-slots", sql: STATE_SLOTS_SQL },
   { version: 12, name: "history-search", sql: HISTORY_SEARCH_SQL },
   { version: 13, name: "approvals", sql: `${APPROVALS_SCHEMA_SQL}\n${OUTBOX_PRESENTATION_SQL}` },
+  { version: 14, name: "purged-by", sql: PURGED_BY_SQL },
 ];
 
 export interface SqliteStores {

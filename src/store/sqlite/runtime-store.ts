@@ -14,8 +14,10 @@ import type {
   ConversationSettings,
   Fence,
   IngressClaim,
+  IngressClaimResult,
   MessagePage,
   PromptContext,
+  PurgeRecord,
   PurgeResult,
   RunRecord,
   RuntimeStore,
@@ -51,6 +53,7 @@ import {
   mayAbsorb,
   nextRunnable,
   notAnInput,
+  PURGE_COMPANION_SQL,
   purgeRefusal,
   releasedState,
   stopDecision,
@@ -662,7 +665,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
 
   purgeConversation(
     conversationId: string,
-    options: { expectedVersion?: number; nowMs: number },
+    options: { expectedVersion?: number; nowMs: number; actor?: string },
   ): Promise<PurgeResult> {
     const { expectedVersion, nowMs } = options;
     return this.write(() => {
@@ -687,11 +690,16 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
       ]) {
         this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
       }
-      this.db.query("DELETE FROM conversation_keys WHERE conversation_id = ?").run(conversationId);
+      for (const table of ["conversation_keys", "conversation_settings", "conversation_summaries"]) {
+        this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
+      }
+      for (const statement of PURGE_COMPANION_SQL) this.db.query(statement).run(conversationId);
       this.db.query("DELETE FROM conversations WHERE id = ?").run(conversationId);
       this.db
-        .query("INSERT INTO conversation_tombstones (conversation_id, purged_at_ms) VALUES (?, ?)")
-        .run(conversationId, nowMs);
+        .query(
+          "INSERT INTO conversation_tombstones (conversation_id, purged_at_ms, purged_by) VALUES (?, ?, ?)",
+        )
+        .run(conversationId, nowMs, options.actor ?? null);
       return { outcome: "purged" } as const;
     });
   }
@@ -731,6 +739,15 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
           request.nowMs,
         );
       return { outcome: "saved", version: decision.version, seq };
+    });
+  }
+
+  loadPurge(conversationId: string): Promise<PurgeRecord | null> {
+    return this.read(() => {
+      const row = this.db
+        .query("SELECT purged_at_ms, purged_by FROM conversation_tombstones WHERE conversation_id = ?")
+        .get(conversationId) as { purged_at_ms: number; purged_by: string | null } | null;
+      return row ? { conversationId, purgedAtMs: row.purged_at_ms, purgedBy: row.purged_by } : null;
     });
   }
 
@@ -781,14 +798,22 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     );
   }
 
-  claimIngress(
-    request: IngressClaim,
-  ): Promise<{ fresh: boolean; previousOutcome: string | null; runId: string | null }> {
+  claimIngress(request: IngressClaim): Promise<IngressClaimResult> {
     return this.write(() => {
       const seen = this.db
-        .query("SELECT outcome, run_id FROM ingress_receipts WHERE source = ? AND key = ?")
-        .get(request.source, request.key) as { outcome: string; run_id: string | null } | null;
-      if (seen) return { fresh: false, previousOutcome: seen.outcome, runId: seen.run_id };
+        .query("SELECT outcome, run_id, payload FROM ingress_receipts WHERE source = ? AND key = ?")
+        .get(request.source, request.key) as {
+        outcome: string;
+        run_id: string | null;
+        payload: string;
+      } | null;
+      if (seen)
+        return {
+          fresh: false,
+          previousOutcome: seen.outcome,
+          runId: seen.run_id,
+          previousPayload: JSON.parse(seen.payload) as unknown,
+        };
       this.db
         .query(
           `INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
@@ -802,7 +827,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
           JSON.stringify(request.payload ?? null),
           request.nowMs,
         );
-      return { fresh: true, previousOutcome: null, runId: null };
+      return { fresh: true, previousOutcome: null, runId: null, previousPayload: null };
     });
   }
 

@@ -263,3 +263,11 @@ CREATE TABLE secrets (
   created_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 `;
+
+/**
+ * Migration 14: a tombstone records who purged the conversation (the audit entry of /forget and
+ * `conversations purge`: who, when, which conversation, no content).
+ */
+export const PURGED_BY_SQL = `
+ALTER TABLE conversation_tombstones ADD COLUMN purged_by TEXT;
+`;

@@ -1,0 +1,102 @@
+/**
+ * The per-user flood limit end to end on Telegram: 100 messages from one user in 10 s. The limit
+ * (here the default, 20 a minute) admits a burst of 20, answers once that the user is going too
+ * fast, and records and counts every refused message; nobody else is slowed down.
+ */
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  GATEWAY_STOP_TIMEOUT_MS,
+  type GatewayProcess,
+} from "./support/gateway-process.ts";
+import { metricValue } from "./support/metrics.ts";
+
+const fixture = useE2eFixture("switchboard-e2e-flood-", startTelegramEmulator);
+const { llm, platform: telegram } = fixture;
+const alice = user(4001, "Alice");
+const bob = user(4002, "Bob");
+
+const env = () =>
+  telegramGatewayEnv(fixture, {
+    surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
+    allowed: [alice.id, bob.id],
+  });
+
+describe("flood limit", () => {
+  let gateway: GatewayProcess;
+  beforeAll(async () => {
+    gateway = await fixture.startGateway(env());
+  }, GATEWAY_START_TIMEOUT_MS);
+  afterAll(async () => {
+    await gateway?.kill("SIGTERM");
+  }, GATEWAY_STOP_TIMEOUT_MS);
+
+  test("100 messages in 10 s: a burst of 20 answered, 'too fast' said once, every refusal logged and counted", async () => {
+    const updates: number[] = [];
+    for (let i = 0; i < 100; i += 1) {
+      updates.push(
+        telegram.incoming({ chat: privateChat(alice), from: alice, text: `flood message ${i}` }).update
+          .update_id,
+      );
+      await Bun.sleep(100);
+    }
+    for (const id of updates) await telegram.waitForConfirmed(id, 30_000);
+    // Every message the limit let through is answered (replies to one chat are paced).
+    await eventually(
+      () => {
+        const admitted = new Set(
+          llm
+            .requests()
+            .filter((r) => r.lastUserText.startsWith("flood message"))
+            .map((r) => r.lastUserText),
+        ).size;
+        const refused = gateway.events().filter((e) => e.event === "ingress.flood_limited").length;
+        const answers = telegram
+          .messages(alice.id)
+          .filter((m) => m.fromBot && m.visibleText.startsWith("echo: flood")).length;
+        return admitted + refused === 100 && answers === admitted;
+      },
+      90_000,
+      "an answer to every admitted message",
+    );
+    // Bob is not slowed down by Alice.
+    telegram.incoming({ chat: privateChat(bob), from: bob, text: "bob is calm" });
+    await telegram.waitForMessage(
+      bob.id,
+      (m) => m.fromBot && m.visibleText.includes("echo: bob is calm"),
+      20_000,
+    );
+    await Bun.sleep(1000);
+
+    const fromBot = telegram.messages(alice.id).filter((m) => m.fromBot);
+    const answered = fromBot.filter((m) => m.visibleText.startsWith("echo: flood"));
+    const tooFast = fromBot.filter((m) => m.visibleText.includes("sending messages too fast"));
+    // A burst of 20; the bucket refills by one every 3 s, so 10 s may let up to 4 more through.
+    expect(answered.length).toBeGreaterThanOrEqual(20);
+    expect(answered.length).toBeLessThanOrEqual(25);
+    expect(tooFast.length).toBeGreaterThanOrEqual(1);
+    expect(tooFast.length).toBeLessThanOrEqual(5);
+    // The model saw exactly the admitted messages (a message's run may call it more than once).
+    const seen = new Set(
+      llm
+        .requests()
+        .filter((r) => r.lastUserText.startsWith("flood message"))
+        .map((r) => r.lastUserText),
+    );
+    expect(seen.size).toBe(answered.length);
+
+    const refusedLogs = gateway.events().filter((e) => e.event === "ingress.flood_limited");
+    expect(refusedLogs.length).toBe(100 - answered.length);
+    expect(refusedLogs.filter((e) => e.told === true).length).toBe(tooFast.length);
+    expect(
+      await metricValue(gateway.url, "switchboard_inbound_ignored_total", {
+        channel: "telegram",
+        reason: "flood limit",
+      }),
+    ).toBe(100 - answered.length);
+  }, 180_000);
+});
