@@ -1020,10 +1020,11 @@ export function defaultModelName(
   );
 }
 
-/** The policy for `channel:surface`: exact key, then `channel:*`, then `*:surface`, over the defaults. */
+/** The policy for `channel:surface`: exact key, then `channel:*`, then `*:surface`, then `*:*`, over the defaults. */
 export function surfacePolicy(file: FileConfig, channel: ChannelName, surface: SurfaceKind): SurfacePolicy {
   const base = DEFAULT_SURFACES[surface];
   const overrides = [
+    file.surfaces["*:*"],
     file.surfaces[`*:${surface}`],
     file.surfaces[`${channel}:*`],
     file.surfaces[`${channel}:${surface}`],

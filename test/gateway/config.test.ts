@@ -235,9 +235,10 @@ describe("surfacePolicy", () => {
     expect(DEFAULT_SURFACES.group).toMatchObject({ inputPolicy: "queue", requireMention: true });
   });
 
-  test("overrides stack: *:surface, then channel:*, then channel:surface, field by field", () => {
+  test("overrides stack: *:*, then *:surface, then channel:*, then channel:surface, field by field", () => {
     const file = fileConfig({
       surfaces: {
+        "*:*": { messagesPerMinute: 7, delivery: "terminal" },
         "*:group": { inputPolicy: "inject", instructions: "be brief" },
         "discord:*": { delivery: "stream", inputPolicy: "interrupt" },
         "discord:group": { requireMention: false, approvers: ["42"], messagesPerMinute: 5 },
@@ -260,6 +261,7 @@ describe("surfacePolicy", () => {
       inputPolicy: "interrupt",
       delivery: "stream",
     });
+    expect(surfacePolicy(file, "slack", "dm")).toMatchObject({ messagesPerMinute: 7, delivery: "terminal" });
   });
 
   test("a surface picks its tool sets by name; more specific keys replace the list", () => {
