@@ -458,11 +458,26 @@ function parsePositiveInteger(
   name: string,
   fallback: number,
 ): number {
+  return parseIntegerIn(env, name, fallback, { min: 1, what: "a whole number" });
+}
+
+/** A whole number within bounds, or the fallback when unset; anything else names the variable. */
+function parseIntegerIn(
+  env: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  bounds: { min: number; max?: number; what: string },
+): number {
   const raw = nonEmpty(env, name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1)
-    fail(name, `must be a whole number of at least 1 (got "${raw}")`, `${name}=${fallback}`);
+  const { min, max, what } = bounds;
+  if (!Number.isInteger(value) || value < min || (max !== undefined && value > max))
+    fail(
+      name,
+      `must be ${what} ${max === undefined ? `of at least ${min}` : `from ${min} to ${max}`} (got "${raw}")`,
+      `${name}=${fallback}`,
+    );
   return value;
 }
 
@@ -512,16 +527,11 @@ function parseRequestTimeout(
   name: string,
   fallback: number,
 ): number {
-  const raw = nonEmpty(env, name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 100 || value > 120_000)
-    fail(
-      name,
-      `must be a whole number of milliseconds from 100 to 120000 (got "${raw}")`,
-      `${name}=${fallback}`,
-    );
-  return value;
+  return parseIntegerIn(env, name, fallback, {
+    min: 100,
+    max: 120_000,
+    what: "a whole number of milliseconds",
+  });
 }
 
 /** SWITCHBOARD_PUBLIC_URL: an origin only, since the pages call the gateway at absolute paths. */

@@ -4,10 +4,10 @@
  * against the Discord emulator, SQLite on a temp file read table by table.
  */
 
-import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
+import { conversationRows } from "./support/conversation-rows.ts";
 import { discordGatewayEnv, slowAnswerRule, useE2eFixture } from "./support/fixture.ts";
 import {
   eventually,
@@ -43,28 +43,7 @@ async function say(userId: string, text: string, replyContains: string): Promise
   );
 }
 
-function rowsOf(conversationId: string): Record<string, number> {
-  const db = new Database(dbPath(), { readonly: true });
-  try {
-    const tables = db
-      .query(
-        "SELECT m.name AS name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'conversation_id')",
-      )
-      .all() as Array<{ name: string }>;
-    return Object.fromEntries(
-      tables.map(({ name }) => [
-        name,
-        (
-          db.query(`SELECT count(*) AS n FROM ${name} WHERE conversation_id = ?`).get(conversationId) as {
-            n: number;
-          }
-        ).n,
-      ]),
-    );
-  } finally {
-    db.close();
-  }
-}
+const rowsOf = (conversationId: string) => conversationRows(dbPath(), conversationId);
 
 async function conversationOf(userId: string): Promise<string> {
   const list = await runCliJson<Array<{ id: string; key: string | null }>>(["conversations", "list"], {

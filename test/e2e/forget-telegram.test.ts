@@ -9,6 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCliJson } from "./support/cli.ts";
+import { conversationRows } from "./support/conversation-rows.ts";
 import { slowAnswerRule, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import {
   eventually,
@@ -45,29 +46,7 @@ async function say(from: typeof alice, text: string, replyContains: string): Pro
   return reply.visibleText;
 }
 
-/** Per table with a conversation_id column: the rows naming `conversationId`. */
-function rowsOf(conversationId: string): Record<string, number> {
-  const db = new Database(dbPath(), { readonly: true });
-  try {
-    const tables = db
-      .query(
-        "SELECT m.name AS name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'conversation_id')",
-      )
-      .all() as Array<{ name: string }>;
-    return Object.fromEntries(
-      tables.map(({ name }) => [
-        name,
-        (
-          db.query(`SELECT count(*) AS n FROM ${name} WHERE conversation_id = ?`).get(conversationId) as {
-            n: number;
-          }
-        ).n,
-      ]),
-    );
-  } finally {
-    db.close();
-  }
-}
+const rowsOf = (conversationId: string) => conversationRows(dbPath(), conversationId);
 
 /** Every text column of every row that names `conversationId`, joined (to look for content). */
 function textOf(conversationId: string): string {
