@@ -321,6 +321,30 @@ describe("the operator console", () => {
     }
   }, 30_000);
 
+  test("on a 390 px phone no tab overflows sideways: wide tables scroll inside their own box", async () => {
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
+    page.setDefaultTimeout(8000);
+    try {
+      await page.goto(`${server.url}/console`);
+      await page.fill("#token", TOKEN);
+      await page.click("#login-form button[type=submit]");
+      await page.locator("#tabs").waitFor();
+      for (const tab of ["conversations", "outbox", "schedules"]) {
+        await page.click(`#tabs button[data-tab="${tab}"]`);
+        await page.locator("table").first().waitFor();
+        const widths = await page.evaluate(() => ({
+          page: document.documentElement.scrollWidth,
+          body: document.body.scrollWidth,
+          viewport: window.innerWidth,
+        }));
+        expect({ tab, ...widths }).toEqual({ tab, page: 390, body: widths.viewport, viewport: 390 });
+      }
+      await page.screenshot({ path: join(ARTIFACT_DIR, "console-390.png") });
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
   test("conversations show their messages with superseded runs marked; schedules can be paused", async () => {
     const page = await newPage();
     try {
