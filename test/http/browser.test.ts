@@ -314,6 +314,9 @@ describe("the operator console", () => {
 
       const shot = decodePng(await page.screenshot({ path: join(ARTIFACT_DIR, "console-outbox.png") }));
       expect(distinctColours(shot)).toBeGreaterThan(50);
+      // The wording says what happens: a record is never sent, and the dialog's way out is not "Cancel".
+      expect(await page.locator('button[data-action="cancel"]').first().textContent()).toBe("Never send");
+      expect(await page.locator("#note-cancel").textContent()).toBe("Go back");
       // Resolved records offer no more actions.
       expect(await page.locator(`tr[data-id="${id}"] button`).count()).toBe(0);
     } finally {

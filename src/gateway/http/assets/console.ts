@@ -354,7 +354,7 @@ function outboxButtons(record: OutboxRecord): HTMLElement[] {
     stuck && button("retry", "Retry"),
     stuck && button("resolve-delivered", "Resolve delivered"),
     stuck && button("resolve-failed", "Resolve failed"),
-    (stuck || record.state === "pending") && button("cancel", "Cancel", "danger"),
+    (stuck || record.state === "pending") && button("cancel", "Never send", "danger"),
   ].filter((b): b is HTMLButtonElement => b !== false);
 }
 
@@ -364,7 +364,7 @@ async function outboxAction(record: OutboxRecord, action: OutboxAction): Promise
     retry: "Send it again",
     "resolve-delivered": "Mark as delivered (it is on the platform)",
     "resolve-failed": "Mark as failed (it is not on the platform)",
-    cancel: "Cancel it (never sent)",
+    cancel: "Never send it",
   };
   const note = await askNote(`${titles[action]}: ${record.id}`, resolving);
   if (note === null) return;
@@ -452,7 +452,7 @@ function scheduleButtons(s: Schedule): HTMLElement[] {
   return [
     s.state === "active" && act("pause", "Pause"),
     s.state === "paused" && act("resume", "Resume"),
-    (s.state === "active" || s.state === "paused") && act("cancel", "Cancel", "danger"),
+    (s.state === "active" || s.state === "paused") && act("cancel", "End schedule", "danger"),
   ].filter((b): b is HTMLButtonElement => b !== false);
 }
 
