@@ -318,7 +318,32 @@ describe("the operator console", () => {
       expect(await page.locator('button[data-action="cancel"]').first().textContent()).toBe("Never send");
       expect(await page.locator("#note-cancel").textContent()).toBe("Go back");
       // Resolved records offer no more actions.
-      expect(await page.locator(`tr[data-id="${id}"] button`).count()).toBe(0);
+      expect(await page.locator(`tr[data-id="${id}"] td.actions button`).count()).toBe(0);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("ids are whole on hover with a copy button; times are relative, exact with the zone on hover", async () => {
+    const page = await newPage();
+    try {
+      await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+      await page.goto(`${server.url}/console`);
+      await page.fill("#token", TOKEN);
+      await page.click("#login-form button[type=submit]");
+      await page.click('#tabs button[data-tab="outbox"]');
+      const id = seed.pending.outboxId!;
+      const row = page.locator(`tr[data-id="${id}"]`);
+      expect(await row.locator("td.id-cell .id").first().getAttribute("title")).toBe(id);
+      await row.locator("button.copy").first().click();
+      await row.locator("button.copy", { hasText: "✓" }).first().waitFor();
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(id);
+      const time = row.locator("td.time time");
+      expect(await time.textContent()).toMatch(/ago|^in |just now/);
+      const zone = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone);
+      expect(await time.getAttribute("title")).toMatch(
+        new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d ${zone}$`),
+      );
     } finally {
       await page.close();
     }
@@ -380,7 +405,7 @@ describe("the operator console", () => {
       await page.click('#tabs button[data-tab="schedules"]');
       const daily = seed.schedules.daily.id;
       // Whose it is: the chat it belongs to, which outlives /new, next to its conversation.
-      await page.locator(`tr[data-id="${daily}"] td[title="telegram:1:dm:42"]`).waitFor();
+      await page.locator(`tr[data-id="${daily}"] .id[title="telegram:1:dm:42"]`).waitFor();
       await page.click(`tr[data-id="${daily}"] button[data-action="pause"]`);
       await page.locator(`tr[data-id="${daily}"] .badge[data-state="paused"]`).waitFor();
       expect((await seed.stores.schedules.get(daily))!.state).toBe("paused");

@@ -9,7 +9,7 @@ import type { ConversationSummary } from "../../../operator/types.ts";
 import type { RuntimeEvent } from "../../../runtime/events.ts";
 import type { MessagePageItem } from "../../../runtime/store.ts";
 import type { MessagePart, RunState } from "../../../runtime/types.ts";
-import { byId, formatTime, h, preview } from "./dom.js";
+import { byId, formatTime, h, idCell, preview, timeCell } from "./dom.js";
 import { readEventStream } from "./event-stream.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -127,11 +127,11 @@ async function showConversations(): Promise<void> {
     h(
       "tr",
       { class: "clickable", "data-id": c.id, onclick: () => void showConversation(c.id) },
-      h("td", { class: "mono" }, c.id),
-      h("td", { class: "mono" }, c.key ?? "—"),
+      idCell(c.id),
+      idCell(c.key),
       h("td", { class: "num" }, String(c.runs)),
       h("td", { class: "num" }, String(c.activeRuns)),
-      h("td", { class: "time" }, formatTime(c.lastActivityAtMs ?? c.createdAtMs)),
+      timeCell(c.lastActivityAtMs ?? c.createdAtMs, Date.now()),
     ),
   );
   view.replaceChildren(
@@ -316,12 +316,12 @@ async function showOutbox(): Promise<void> {
     h(
       "tr",
       { "data-id": record.id },
-      h("td", { class: "mono id", title: record.id }, record.id),
+      idCell(record.id),
       h("td", {}, badge(record.state)),
       h("td", {}, `${record.channel}`),
-      h("td", { class: "mono id", title: record.conversationId }, record.conversationId),
+      idCell(record.conversationId),
       h("td", { class: "num" }, String(record.attempts)),
-      h("td", { class: "time" }, formatTime(record.updatedAtMs)),
+      timeCell(record.updatedAtMs, Date.now()),
       h(
         "td",
         { class: "text", title: record.markdown },
@@ -400,12 +400,12 @@ async function showSchedules(): Promise<void> {
     h(
       "tr",
       { "data-id": s.id },
-      h("td", { class: "mono id", title: s.id }, s.id),
+      idCell(s.id),
       h("td", {}, badge(s.state)),
       h("td", {}, timing(s)),
-      h("td", { class: "time" }, formatTime(s.nextAtMs)),
-      h("td", { class: "mono id", title: s.chatKey ?? "" }, s.chatKey ?? "—"),
-      h("td", { class: "mono id", title: s.conversationId }, s.conversationId),
+      timeCell(s.nextAtMs, Date.now()),
+      idCell(s.chatKey),
+      idCell(s.conversationId),
       h(
         "td",
         { class: "text", title: s.prompt },

@@ -45,3 +45,60 @@ export function preview(text: string, maxChars: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > maxChars ? `${flat.slice(0, maxChars - 1)}…` : flat;
 }
+
+/** "5 min ago", "in 2 h", "just now": how far `ms` is from `nowMs`, in the largest fitting unit. */
+export function relativeTime(ms: number, nowMs: number): string {
+  const seconds = Math.round((ms - nowMs) / 1000);
+  if (Math.abs(seconds) < 45) return "just now";
+  const units: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+    ["day", 86_400],
+    ["hour", 3600],
+    ["minute", 60],
+  ];
+  const format = new Intl.RelativeTimeFormat("en", { numeric: "always", style: "short" });
+  for (const [unit, size] of units) {
+    if (Math.abs(seconds) >= size || unit === "minute")
+      return format.format(Math.round(seconds / size), unit);
+  }
+  return format.format(seconds, "second");
+}
+
+/** A table cell with a relative time; the exact time, with the browser's zone, on hover. */
+export function timeCell(ms: number | null | undefined, nowMs: number): HTMLTableCellElement {
+  if (ms === null || ms === undefined) return h("td", { class: "time" }, "—");
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return h(
+    "td",
+    { class: "time" },
+    h(
+      "time",
+      { datetime: new Date(ms).toISOString(), title: `${formatTime(ms)} ${zone}` },
+      relativeTime(ms, nowMs),
+    ),
+  );
+}
+
+/** A table cell with an id, shortened to fit; the whole id on hover and a button that copies it. */
+export function idCell(id: string | null): HTMLTableCellElement {
+  if (id === null) return h("td", { class: "mono id" }, "—");
+  const copy = h(
+    "button",
+    {
+      type: "button",
+      class: "copy",
+      title: `Copy ${id}`,
+      "aria-label": `Copy ${id}`,
+      onclick: (event: Event) => {
+        event.stopPropagation();
+        void navigator.clipboard?.writeText(id).then(() => {
+          copy.textContent = "✓";
+          setTimeout(() => {
+            copy.textContent = "⧉";
+          }, 1500);
+        });
+      },
+    },
+    "⧉",
+  );
+  return h("td", { class: "mono id-cell" }, h("span", { class: "id", title: id }, id), copy);
+}
