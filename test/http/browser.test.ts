@@ -349,6 +349,73 @@ describe("the operator console", () => {
     }
   }, 30_000);
 
+  test("approvals: a pending tool call with its arguments; Approve decides it as the console's operator", async () => {
+    // A run that ended asking for one call, as the runtime leaves it (T2 with the request).
+    const stores = seed.stores;
+    const nowMs = seed.clock.now();
+    const admitted = await stores.runtime.admit({
+      conversation: { key: "web:local:dm:approvals-console-0001" },
+      idempotencyKey: "browser-approval",
+      fingerprint: "browser-approval",
+      parts: [{ type: "text", text: "append a note" }],
+      context: { test: true },
+      policy: "queue",
+      coalescePending: false,
+      proposedIds: { runId: "run_browser_approval", messageId: "msg_browser_approval" },
+      nowMs,
+    });
+    const acquired = await stores.runtime.acquireRun({
+      runId: admitted.runId,
+      owner: "t",
+      nowMs,
+      leaseMs: 60_000,
+    });
+    const approvalId = "ap_0c0ffee0c0ff";
+    await stores.runtime.commitTerminal({
+      fence: acquired!.fence,
+      state: "awaiting_approval",
+      assistantParts: [
+        { type: "tool-call", toolCallId: "call-1", toolName: "notes_append", input: { text: "buy milk" } },
+        { type: "tool-approval-request", approvalId, toolCallId: "call-1", toolName: "notes_append" },
+      ],
+      approvals: [
+        {
+          id: approvalId,
+          toolCallId: "call-1",
+          toolName: "notes_append",
+          input: { text: "buy milk" },
+          binding: "sig",
+          expiresAtMs: nowMs + 3_600_000,
+        },
+      ],
+      nowMs,
+    });
+    const page = await newPage();
+    try {
+      await page.goto(`${server.url}/console`);
+      await page.fill("#token", TOKEN);
+      await page.click("#login-form button[type=submit]");
+      await page.click('#tabs button[data-tab="approvals"]');
+      const row = page.locator(`tr[data-id="${approvalId}"]`);
+      await row.locator('.badge[data-state="pending"]').waitFor();
+      expect(await row.textContent()).toContain("notes_append");
+      expect(await row.textContent()).toContain('{"text":"buy milk"}');
+      await row.locator('button[data-action="approve"]').click();
+      await page.locator("#toast", { hasText: `${approvalId} is now approved` }).waitFor();
+      expect(calls.findLast((c) => c.method === "approvals.decide")?.args).toEqual([
+        approvalId,
+        "approve",
+        "operator:console",
+      ]);
+      // Decided: gone from the pending list, shown with "show decided".
+      expect(await page.locator(`tr[data-id="${approvalId}"]`).count()).toBe(0);
+      await page.check("#show-decided");
+      await page.locator(`tr[data-id="${approvalId}"] .badge[data-state="approved"]`).waitFor();
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
   test("on a 390 px phone no tab overflows sideways: wide tables scroll inside their own box", async () => {
     const page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
     page.setDefaultTimeout(8000);
@@ -357,9 +424,9 @@ describe("the operator console", () => {
       await page.fill("#token", TOKEN);
       await page.click("#login-form button[type=submit]");
       await page.locator("#tabs").waitFor();
-      for (const tab of ["conversations", "outbox", "schedules"]) {
+      for (const tab of ["conversations", "outbox", "approvals", "schedules"]) {
         await page.click(`#tabs button[data-tab="${tab}"]`);
-        await page.locator("table").first().waitFor();
+        await page.locator("#view h2").first().waitFor();
         const widths = await page.evaluate(() => ({
           page: document.documentElement.scrollWidth,
           body: document.body.scrollWidth,

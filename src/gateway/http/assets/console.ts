@@ -7,13 +7,13 @@ import type { OutboxRecord, OutboxState } from "../../../../outbox/types.ts";
 import type { Schedule } from "../../../../schedules/types.ts";
 import type { ConversationSummary } from "../../../operator/types.ts";
 import type { RuntimeEvent } from "../../../runtime/events.ts";
-import type { MessagePageItem } from "../../../runtime/store.ts";
+import type { ApprovalRecord, MessagePageItem } from "../../../runtime/store.ts";
 import type { MessagePart, RunState } from "../../../runtime/types.ts";
 import { byId, formatTime, h, idCell, preview, timeCell } from "./dom.js";
 import { readEventStream } from "./event-stream.js";
 import { renderMarkdown } from "./markdown.js";
 
-type Tab = "conversations" | "outbox" | "schedules";
+type Tab = "conversations" | "outbox" | "approvals" | "schedules";
 type OutboxAction = "retry" | "resolve-delivered" | "resolve-failed" | "cancel";
 
 const TOKEN_KEY = "switchboard.operatorToken";
@@ -26,6 +26,7 @@ const state = {
   tab: "conversations" as Tab,
   outboxFilter: "" as OutboxState | "",
   showEndedSchedules: false,
+  showDecidedApprovals: false,
   live: null as AbortController | null,
 };
 
@@ -113,6 +114,7 @@ async function openTab(tab: Tab): Promise<void> {
   try {
     if (tab === "conversations") await showConversations();
     else if (tab === "outbox") await showOutbox();
+    else if (tab === "approvals") await showApprovals();
     else await showSchedules();
   } catch (error) {
     view.replaceChildren(h("p", { class: "error" }, messageOf(error)));
@@ -381,6 +383,80 @@ async function outboxAction(record: OutboxRecord, action: OutboxAction): Promise
     toast(messageOf(error), true);
   }
   await openTab("outbox");
+}
+
+// ---------- approvals ----------
+
+/** Tool calls waiting for a person (pending first by default); an operator approves or denies. */
+async function showApprovals(): Promise<void> {
+  const all = h("input", {
+    type: "checkbox",
+    id: "show-decided",
+    checked: state.showDecidedApprovals,
+    onchange: (event) => {
+      state.showDecidedApprovals = (event.target as HTMLInputElement).checked;
+      void openTab("approvals");
+    },
+  });
+  const approvals = await api<ApprovalRecord[]>(
+    `/api/approvals?limit=100${state.showDecidedApprovals ? "" : "&state=pending"}`,
+  );
+  const rows = approvals.map((a) =>
+    h(
+      "tr",
+      { "data-id": a.id },
+      idCell(a.id),
+      h("td", {}, badge(a.state)),
+      h("td", { class: "mono" }, a.toolName),
+      h(
+        "td",
+        { class: "text mono small", title: JSON.stringify(a.input) },
+        preview(JSON.stringify(a.input), 80),
+      ),
+      idCell(a.conversationId),
+      timeCell(a.createdAtMs, Date.now()),
+      timeCell(a.state === "pending" ? a.expiresAtMs : a.decidedAtMs, Date.now()),
+      h("td", {}, a.decidedBy ?? "—"),
+      h("td", { class: "actions" }, ...approvalButtons(a)),
+    ),
+  );
+  view.replaceChildren(
+    h("div", { class: "toolbar" }, h("h2", {}, "Approvals"), h("label", {}, all, " show decided")),
+    table(
+      ["Id", "State", "Tool", "Arguments", "Conversation", "Asked", "Expires / decided", "By", ""],
+      rows,
+      state.showDecidedApprovals ? "No approval requests." : "Nothing waits for a decision.",
+    ),
+  );
+}
+
+function approvalButtons(a: ApprovalRecord): HTMLElement[] {
+  if (a.state !== "pending") return [];
+  const act = (decision: "approve" | "deny", label: string, kind: string) =>
+    h(
+      "button",
+      {
+        type: "button",
+        class: kind,
+        "data-action": decision,
+        onclick: async () => {
+          try {
+            const decided = await api<ApprovalRecord>(
+              `/api/approvals/${encodeURIComponent(a.id)}/${decision}`,
+              {
+                method: "POST",
+              },
+            );
+            toast(`${decided.id} is now ${decided.state}.`);
+          } catch (error) {
+            toast(messageOf(error), true);
+          }
+          await openTab("approvals");
+        },
+      },
+      label,
+    );
+  return [act("approve", "Approve the call", "secondary"), act("deny", "Deny the call", "danger")];
 }
 
 // ---------- schedules ----------
