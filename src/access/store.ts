@@ -29,7 +29,9 @@ export interface PairingIssueRequest {
 export type PairingIssueResult =
   | { outcome: "issued"; code: string; expiresAtMs: number }
   /** Limits reached (or the same update again): the newest open code, not a new one. */
-  | { outcome: "repeated"; code: string; expiresAtMs: number };
+  | { outcome: "repeated"; code: string; expiresAtMs: number }
+  /** The candidate is another user's code already: nothing was written; try another candidate. */
+  | { outcome: "collision" };
 
 export type PairingApproveResult =
   | { outcome: "approved"; grant: AccessGrant }

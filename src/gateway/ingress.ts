@@ -152,14 +152,20 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
         if (!options.access) return ignore(message, "user not allowed");
         const nowMs = clock.now();
         // Issued per update: a redelivered update gets the same code, and its reply is a duplicate.
-        const issued = await options.access.issuePairingCode({
-          channel: message.channel,
-          userId: message.principal.id,
-          ...(message.principal.name ? { userName: message.principal.name } : {}),
-          updateKey: `${message.account}:${message.updateKey}`,
-          candidate: generatePairingCode(),
-          nowMs,
-        });
+        const issue = () =>
+          options.access!.issuePairingCode({
+            channel: message.channel,
+            userId: message.principal.id,
+            ...(message.principal.name ? { userName: message.principal.name } : {}),
+            updateKey: `${message.account}:${message.updateKey}`,
+            candidate: generatePairingCode(),
+            nowMs,
+          });
+        // About 40 random bits: a collision with a stored code is rare, and a second draw settles it.
+        let issued = await issue();
+        for (let i = 0; issued.outcome === "collision" && i < 4; i++) issued = await issue();
+        if (issued.outcome === "collision")
+          throw new Error("could not draw an unused pairing code in 5 tries");
         const reply = await options.commands.notice(
           { message, conversationId, source },
           pairingMessage(issued.code, issued.expiresAtMs, nowMs),

@@ -493,7 +493,7 @@ describe("access over the API (pairing codes)", () => {
       candidate: "QRSTUVWX",
       nowMs: seed.clock.now(),
     });
-    expect(issued.outcome).toBe("issued");
+    if (issued.outcome !== "issued") throw new Error(`expected a new code, got ${issued.outcome}`);
 
     const anonymous = await post("/api/access/approve", { code: "QRSTUVWX" }, {});
     expect(anonymous.status).toBe(401);

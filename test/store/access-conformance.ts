@@ -54,6 +54,10 @@ export function runAccessConformance(engine: string, open: () => Promise<AccessH
         expect(again.outcome).toBe("already_redeemed");
         expect(await h.store.listOpenCodes(T0 + 2000)).toEqual([]);
 
+        // Another user's candidate that is already a code: nothing written, the caller draws again.
+        expect(await issue(h.store, "43", "u2", "ABCDEFGH", T0 + 2000)).toEqual({ outcome: "collision" });
+        expect((await issue(h.store, "43", "u2", "BCDEFGHJ", T0 + 2000)).outcome).toBe("issued");
+
         const store = await h.reopen();
         expect(await store.isGranted("telegram", "42")).toBe(true);
         expect(await store.isGranted("discord", "42")).toBe(false);

@@ -58,9 +58,11 @@ export function createPostgresAccessStore(sql: SQL): AccessStore {
           return { outcome: "repeated", code: decision.code.code, expiresAtMs: decision.code.expiresAtMs };
         }
         const expiresAtMs = r.nowMs + PAIRING_CODE_TTL_MS;
-        await tx`
+        const inserted = await tx`
           INSERT INTO pairing_codes (code, channel, user_id, user_name, update_key, created_at_ms, expires_at_ms)
-          VALUES (${r.candidate}, ${r.channel}, ${r.userId}, ${r.userName ?? null}, ${r.updateKey}, ${r.nowMs}, ${expiresAtMs})`;
+          VALUES (${r.candidate}, ${r.channel}, ${r.userId}, ${r.userName ?? null}, ${r.updateKey}, ${r.nowMs}, ${expiresAtMs})
+          ON CONFLICT (code) DO NOTHING RETURNING code`;
+        if (inserted.length === 0) return { outcome: "collision" };
         return { outcome: "issued", code: r.candidate, expiresAtMs };
       })) as PairingIssueResult;
     },

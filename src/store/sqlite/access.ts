@@ -62,10 +62,13 @@ export function createSqliteAccessStore(db: Database): AccessStore {
             return { outcome: "repeated", code: decision.code.code, expiresAtMs: decision.code.expiresAtMs };
           }
           const expiresAtMs = r.nowMs + PAIRING_CODE_TTL_MS;
-          db.query(
-            `INSERT INTO pairing_codes (code, channel, user_id, user_name, update_key, created_at_ms, expires_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?)`,
-          ).run(r.candidate, r.channel, r.userId, r.userName ?? null, r.updateKey, r.nowMs, expiresAtMs);
+          const inserted = db
+            .query(
+              `INSERT INTO pairing_codes (code, channel, user_id, user_name, update_key, created_at_ms, expires_at_ms)
+               VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO NOTHING`,
+            )
+            .run(r.candidate, r.channel, r.userId, r.userName ?? null, r.updateKey, r.nowMs, expiresAtMs);
+          if (inserted.changes === 0) return { outcome: "collision" };
           return { outcome: "issued", code: r.candidate, expiresAtMs };
         })
         .immediate();
