@@ -93,7 +93,8 @@ export const ACCESS_COMMANDS: CommandSpec[] = [
         command,
         io,
         revoked,
-        (r) => `Revoked: ${r.channel} user ${r.userId} is refused from their next message on.\n`,
+        (r) =>
+          `Revoked: ${r.channel} user ${r.userId} is refused from their next message on; runs already admitted for them are not cancelled.\n`,
       );
     },
   },
