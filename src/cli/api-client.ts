@@ -143,6 +143,12 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
   const id = (value: string) => encodeURIComponent(value);
 
   return {
+    access: {
+      approve: (code, actor) => request("POST", "api/access/approve", { body: { code }, actor }),
+      list: () => request("GET", "api/access"),
+      revoke: (channel, userId, actor) =>
+        request("POST", `api/access/${id(channel)}/${id(userId)}/revoke`, { body: {}, actor }),
+    },
     approvals: {
       list: (filter) =>
         request("GET", "api/approvals", {

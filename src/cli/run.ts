@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import packageJson from "../../package.json" with { type: "json" };
 import { isSwitchboardError } from "../errors.ts";
 import { didYouMean } from "../util/suggest.ts";
+import { ACCESS_COMMANDS, ACCESS_GROUP } from "./commands/access.ts";
 import { APPROVALS_COMMANDS, APPROVALS_GROUP } from "./commands/approvals.ts";
 import { CONVERSATIONS_COMMANDS, CONVERSATIONS_GROUP } from "./commands/conversations.ts";
 import { DB_COMMANDS, DB_GROUP } from "./commands/db.ts";
@@ -21,6 +22,7 @@ export const VERSION = packageJson.version;
 export const GROUPS: readonly GroupSpec[] = [
   OUTBOX_GROUP,
   APPROVALS_GROUP,
+  ACCESS_GROUP,
   SCHEDULES_GROUP,
   RUNS_GROUP,
   CONVERSATIONS_GROUP,
@@ -31,6 +33,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...PROCESS_COMMANDS,
   ...OUTBOX_COMMANDS,
   ...APPROVALS_COMMANDS,
+  ...ACCESS_COMMANDS,
   ...SCHEDULES_COMMANDS,
   ...RUNS_COMMANDS,
   ...CONVERSATIONS_COMMANDS,

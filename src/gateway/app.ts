@@ -327,6 +327,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     store: stores.runtime,
     file: config.file,
     allowLists,
+    access: stores.access,
     commands,
     approvals,
     metrics,

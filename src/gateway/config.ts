@@ -215,8 +215,11 @@ const fileSchema = z
 
 export type FileConfig = z.output<typeof fileSchema>;
 
-/** A list of user ids, `*` for everyone; empty means nobody. */
-export type AllowList = { kind: "everyone" } | { kind: "ids"; ids: ReadonlySet<string> };
+/**
+ * A list of user ids, `*` for everyone; empty means nobody. With `pairing` in the list, a user
+ * off it gets a pairing code in a DM, and the users the operator approved are admitted too.
+ */
+export type AllowList = { kind: "everyone" } | { kind: "ids"; ids: ReadonlySet<string>; pairing?: true };
 
 export interface TelegramSettings {
   token: string;
@@ -425,16 +428,19 @@ function parseAllowList(
     .map((s) => s.trim())
     .filter(Boolean);
   if (items.includes("*")) return { kind: "everyone" };
+  const pairing = items.includes("pairing");
   const ids = USER_ID[platform];
   for (const item of items) {
+    if (item === "pairing") continue;
     if (!ids.pattern.test(item))
       fail(
         name,
         `has "${item}", which is not a user id (${ids.what}; the log line ingress.denied shows the id of a refused user)`,
-        `${name}=${ids.example} or ${name}=*`,
+        `${name}=${ids.example}, ${name}=pairing,${ids.example} or ${name}=*`,
       );
   }
-  return { kind: "ids", ids: new Set(items) };
+  const listed = new Set(items.filter((item) => item !== "pairing"));
+  return pairing ? { kind: "ids", ids: listed, pairing: true } : { kind: "ids", ids: listed };
 }
 
 function parseUrl(

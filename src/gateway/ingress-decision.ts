@@ -12,6 +12,8 @@ export type IgnoreReason = "from a bot" | "user not allowed" | "not addressed to
 /** What ingress does with one valid inbound message, decided before anything is written. */
 export type IngressDecision<Command extends string = string> =
   | { kind: "ignore"; reason: IgnoreReason }
+  /** A user off the allowlist, in a DM, where the list has `pairing`: they get a pairing code. */
+  | { kind: "pair" }
   | { kind: "command"; name: Command }
   | { kind: "oversized"; chars: number; limitChars: number }
   | { kind: "admit"; parts: InputPart[]; context: RunContext; policy: SurfacePolicy };
@@ -19,6 +21,8 @@ export type IngressDecision<Command extends string = string> =
 export interface IngressRules<Command extends string = string> {
   file: FileConfig;
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
+  /** The sender holds a stored access grant (an approved pairing code); checked by the caller. */
+  granted?: boolean;
   /** The chat command the text names, or null for input to the model. */
   matchCommand(text: string): Command | null;
 }
@@ -34,8 +38,13 @@ export function decideIngress<Command extends string>(
   rules: IngressRules<Command>,
 ): IngressDecision<Command> {
   if (message.principal.isBot && !rules.file.allowBots) return { kind: "ignore", reason: "from a bot" };
-  if (message.channel !== "web" && !isAllowed(rules.allowLists[message.channel], message.principal.id)) {
-    return { kind: "ignore", reason: "user not allowed" };
+  if (message.channel !== "web") {
+    const list = rules.allowLists[message.channel];
+    if (!isAllowed(list, message.principal.id) && !(pairs(list) && rules.granted)) {
+      return pairs(list) && message.surface === "dm"
+        ? { kind: "pair" }
+        : { kind: "ignore", reason: "user not allowed" };
+    }
   }
   const policy = surfacePolicy(rules.file, message.channel, message.surface);
   if (message.surface !== "dm" && policy.requireMention && !message.addressedToBot) {
@@ -58,6 +67,16 @@ export function decideIngress<Command extends string>(
 function isAllowed(list: AllowList | undefined, userId: string): boolean {
   if (!list) return false;
   return list.kind === "everyone" || list.ids.has(userId);
+}
+
+/** Whether users off the list can ask for access with a pairing code (and grants count). */
+export function pairs(list: AllowList | undefined): boolean {
+  return list?.kind === "ids" && list.pairing === true;
+}
+
+/** Whether the sender needs a stored grant to pass: the list has `pairing` and does not name them. */
+export function needsGrant(list: AllowList | undefined, userId: string): boolean {
+  return pairs(list) && !isAllowed(list, userId);
 }
 
 /** The trimmed text, then one file part per attachment (by reference; nothing is downloaded). */

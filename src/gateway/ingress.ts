@@ -1,4 +1,6 @@
 import { type InboundMessage, type IngressOutcome, inboundMessageSchema } from "../../channels/types.ts";
+import { generatePairingCode, pairingMessage } from "../access/pairing.ts";
+import type { AccessStore } from "../access/store.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
@@ -9,7 +11,7 @@ import type { ChatCommands } from "./commands.ts";
 import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
 import type { RunContext } from "./context.ts";
 import { FloodLimit } from "./flood-limit.ts";
-import { decideIngress } from "./ingress-decision.ts";
+import { decideIngress, needsGrant } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
 
@@ -21,6 +23,8 @@ export interface IngressOptions {
   file: FileConfig;
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
   commands: ChatCommands;
+  /** Stored access grants and pairing codes; without it `pairing` in an allowlist admits nobody new. */
+  access?: AccessStore;
   /** Button presses on approval prompts; without it a press is ignored. */
   approvals?: ApprovalService;
   metrics: Metrics;
@@ -66,9 +70,16 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       metrics.inboundAccepted(message.channel);
       return { kind: "action", notice };
     }
+    // Read per message, so a grant approved or revoked from another process counts from the next one.
+    const granted =
+      message.channel !== "web" &&
+      options.access !== undefined &&
+      needsGrant(options.allowLists[message.channel], message.principal.id) &&
+      (await options.access.isGranted(message.channel, message.principal.id));
     const decision = decideIngress(message, {
       file,
       allowLists: options.allowLists,
+      granted,
       matchCommand: (text) => options.commands.match(text),
     });
 
@@ -136,6 +147,43 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     }
 
     switch (decision.kind) {
+      case "pair": {
+        const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+        if (!options.access) return ignore(message, "user not allowed");
+        const nowMs = clock.now();
+        // Issued per update: a redelivered update gets the same code, and its reply is a duplicate.
+        const issue = () =>
+          options.access!.issuePairingCode({
+            channel: message.channel,
+            userId: message.principal.id,
+            ...(message.principal.name ? { userName: message.principal.name } : {}),
+            updateKey: `${message.account}:${message.updateKey}`,
+            candidate: generatePairingCode(),
+            nowMs,
+          });
+        // About 40 random bits: a collision with a stored code is rare, and a second draw settles it.
+        let issued = await issue();
+        for (let i = 0; issued.outcome === "collision" && i < 4; i++) issued = await issue();
+        if (issued.outcome === "collision")
+          throw new Error("could not draw an unused pairing code in 5 tries");
+        const reply = await options.commands.notice(
+          { message, conversationId, source },
+          pairingMessage(issued.code, issued.expiresAtMs, nowMs),
+          "refused:pairing",
+        );
+        if (reply.duplicate) {
+          metrics.inboundDuplicate(message.channel);
+          return { kind: "duplicate", runId: null, conversationId };
+        }
+        // Not the code itself: whoever reads the log could approve it.
+        logger.info("ingress.pairing_code", {
+          channel: message.channel,
+          user: message.principal.id,
+          outcome: issued.outcome,
+          expiresAtMs: issued.expiresAtMs,
+        });
+        return ignore(message, "pairing code sent");
+      }
       case "command": {
         const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
         const reply = await options.commands.run(decision.name, { message, conversationId, source });

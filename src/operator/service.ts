@@ -1,4 +1,10 @@
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
+import {
+  normalizePairingCode,
+  PAIRING_ALPHABET,
+  PAIRING_CODE_LENGTH,
+  PAIRING_MAX_WRONG_ATTEMPTS,
+} from "../access/pairing.ts";
 import { SwitchboardError } from "../errors.ts";
 import { createApprovalService } from "../gateway/approvals.ts";
 import { fingerprintOf } from "../runtime/runtime.ts";
@@ -29,7 +35,7 @@ export type { ConversationSummary, OperatorService } from "./types.ts";
 
 export interface OperatorServiceOptions {
   /** The opened stores; the caller closes them. */
-  stores: Pick<StoreBackend, "runtime" | "outbox" | "schedules" | "operator" | "search">;
+  stores: Pick<StoreBackend, "runtime" | "outbox" | "schedules" | "operator" | "search" | "access">;
   clock: Clock;
   /**
    * Called after an operator retried, resolved or cancelled an outbox record, so a running
@@ -121,6 +127,73 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
   });
 
   return {
+    access: {
+      async approve(input, actor) {
+        const by = checkActor(actor);
+        const code = normalizePairingCode(String(input));
+        if (code === null) {
+          throw new SwitchboardError(
+            "input_invalid",
+            `${JSON.stringify(input)} is not a pairing code: codes are ${PAIRING_CODE_LENGTH} characters of ${PAIRING_ALPHABET}, as the bot sent them to the user.`,
+            { details: { field: "code" } },
+          );
+        }
+        const result = await stores.access.approvePairingCode(code, by, clock.now());
+        switch (result.outcome) {
+          case "approved":
+            return result.grant;
+          case "unknown":
+            throw new SwitchboardError(
+              "not_found",
+              `No pairing code ${code} (wrong attempt ${result.wrongAttempts} of ${PAIRING_MAX_WRONG_ATTEMPTS} allowed per hour). Check the code with the user; \`switchboard access list\` shows who is waiting.`,
+              { details: { wrongAttempts: result.wrongAttempts } },
+            );
+          case "expired":
+            throw new SwitchboardError(
+              "state_conflict",
+              `Pairing code ${code} expired. Ask the user to write to the bot again for a new code.`,
+            );
+          case "already_redeemed":
+            throw new SwitchboardError(
+              "state_conflict",
+              result.grant
+                ? `Pairing code ${code} was already approved: ${result.grant.channel} user ${result.grant.userId} has access. Nothing changed.`
+                : `Pairing code ${code} was already approved, and that access was revoked since. Nothing changed; the user can ask for a new code.`,
+            );
+          case "locked":
+            throw new SwitchboardError(
+              "state_conflict",
+              `Too many wrong pairing codes were tried in the last hour; approval is locked until ${new Date(result.retryAtMs).toISOString()}.`,
+            );
+        }
+      },
+      async list() {
+        const [grants, open] = await Promise.all([
+          stores.access.listGrants(),
+          stores.access.listOpenCodes(clock.now()),
+        ]);
+        return {
+          grants,
+          pending: open.map(({ channel, userId, userName, expiresAtMs }) => ({
+            channel,
+            userId,
+            userName,
+            expiresAtMs,
+          })),
+        };
+      },
+      async revoke(channel, userId, actor) {
+        checkActor(actor);
+        if (!(await stores.access.revokeGrant(String(channel), String(userId)))) {
+          throw new SwitchboardError(
+            "not_found",
+            `No access grant for ${channel} user ${userId}. \`switchboard access list\` shows the grants.`,
+            { details: { channel, userId } },
+          );
+        }
+        return { channel, userId };
+      },
+    },
     approvals: {
       async list(filter) {
         checkOneOf("state", filter.state, APPROVAL_STATES);

@@ -1,5 +1,6 @@
 import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
+import type { AccessGrant } from "../access/store.ts";
 import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
@@ -94,6 +95,23 @@ export interface OperatorService {
     ): Promise<OutboxRecord>;
     cancel(id: string, actor: `operator:${string}`, note?: string): Promise<OutboxRecord>;
   };
+  access: {
+    /**
+     * Admits the user who was given this pairing code (`*_ALLOWED_USERS=pairing`). `input_invalid`
+     * for something that is not a code; `not_found` for an unknown code (the wrong attempt is
+     * counted); `state_conflict` when it expired, was already redeemed (nothing changes) or too many
+     * wrong codes were tried lately.
+     */
+    approve(code: string, actor: `operator:${string}`): Promise<AccessGrant>;
+    /** The stored grants, and the users waiting with an open code (the codes themselves are not shown). */
+    list(): Promise<AccessList>;
+    /** Removes a grant: the user is refused from their next message on. `not_found` when there is none. */
+    revoke(
+      channel: string,
+      userId: string,
+      actor: `operator:${string}`,
+    ): Promise<{ channel: string; userId: string }>;
+  };
   approvals: {
     /** Newest first. Empty when none match. */
     list(filter: {
@@ -129,4 +147,9 @@ export interface ConversationSummary {
   lastActivityAtMs: number | null;
   runs: number;
   activeRuns: number;
+}
+
+export interface AccessList {
+  grants: AccessGrant[];
+  pending: Array<{ channel: string; userId: string; userName: string | null; expiresAtMs: number }>;
 }

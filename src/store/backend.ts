@@ -1,5 +1,6 @@
 import type { OutboxRepository } from "../../outbox/types.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
+import type { AccessStore } from "../access/store.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
 import type { BlobStore } from "../runtime/blobs.ts";
@@ -45,6 +46,8 @@ export interface StoreBackend {
   readonly state: StateStore;
   /** History search over every conversation's messages (the index the message writes keep). */
   readonly search: SearchStore;
+  /** Access grants and pairing codes (`*_ALLOWED_USERS=pairing`). */
+  readonly access: AccessStore;
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;

@@ -127,6 +127,44 @@ describe("API mode", () => {
   );
 
   test(
+    "access approve, list and revoke go through the gateway with the actor; refusals keep their exit codes",
+    async () => {
+      const issued = await seed.stores.access.issuePairingCode({
+        channel: "telegram",
+        userId: "555",
+        updateKey: "bot1:77",
+        candidate: "MNPQRSTU",
+        nowMs: Date.now(),
+      });
+      expect(issued.outcome).toBe("issued");
+      const approved = await api(["access", "approve", "mnpq rstu", "--actor", "ann"]);
+      expect(approved.code).toBe(0);
+      expect(approved.stdout).toContain("operator:ann");
+      expect(gateway.requests.at(-1)).toMatchObject({
+        method: "POST",
+        path: "/api/access/approve",
+        actor: "ann",
+        body: { code: "mnpq rstu" },
+      });
+      expect(await seed.stores.access.isGranted("telegram", "555")).toBe(true);
+      expect((await api(["access", "approve", "MNPQRSTU"])).code).toBe(4);
+      expect((await api(["access", "approve", "WXYZ2345"])).code).toBe(3);
+
+      const listed = await api(["access", "list"]);
+      expect(listed.stdout).toContain("555");
+      const revoked = await api(["access", "revoke", "telegram", "555"]);
+      expect(revoked.code).toBe(0);
+      expect(gateway.requests.at(-1)).toMatchObject({
+        method: "POST",
+        path: "/api/access/telegram/555/revoke",
+      });
+      expect(await seed.stores.access.isGranted("telegram", "555")).toBe(false);
+      expect((await api(["access", "revoke", "telegram", "555"])).code).toBe(3);
+    },
+    TIMEOUT_MS,
+  );
+
+  test(
     "the gateway's refusals keep their exit codes: not found 3, refused 4",
     async () => {
       const missing = await api(["outbox", "show", "obx_missing", "--json"]);

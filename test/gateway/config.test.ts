@@ -123,6 +123,24 @@ describe("loadConfig: the environment", () => {
     expect(config.database).toMatchObject({ engine: "sqlite", blobDir: "/var/lib/switchboard/blobs" });
   });
 
+  test("ALLOWED_USERS=pairing, alone or with ids, turns pairing codes on", () => {
+    const alone = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "pairing" });
+    expect(alone.telegram?.allowed).toEqual({ kind: "ids", ids: new Set(), pairing: true });
+    const withIds = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "pairing, 12345" });
+    expect(withIds.telegram?.allowed).toEqual({ kind: "ids", ids: new Set(["12345"]), pairing: true });
+    const plain = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "12345" });
+    expect(plain.telegram?.allowed).toEqual({ kind: "ids", ids: new Set(["12345"]) });
+    const slack = loadConfig({
+      SLACK_BOT_TOKEN: "xoxb-1",
+      SLACK_SIGNING_SECRET: "s",
+      SLACK_ALLOWED_USERS: "U012AB3CD,pairing",
+    });
+    expect(slack.slack?.allowed).toEqual({ kind: "ids", ids: new Set(["U012AB3CD"]), pairing: true });
+    expect(() => loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "pairing,paring" })).toThrow(
+      /TELEGRAM_ALLOWED_USERS=pairing,12345/,
+    );
+  });
+
   test("platforms: Telegram webhook, Discord, and Slack's mode from which secret is set", () => {
     const config = loadConfig({
       TELEGRAM_BOT_TOKEN: "123:telegram-token",

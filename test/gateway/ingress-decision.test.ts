@@ -1,7 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import type { InboundMessage } from "../../channels/types.ts";
 import type { AllowList } from "../../src/gateway/config.ts";
-import { decideIngress, type IngressRules, MAX_INPUT_CHARS } from "../../src/gateway/ingress-decision.ts";
+import {
+  decideIngress,
+  type IngressRules,
+  MAX_INPUT_CHARS,
+  needsGrant,
+} from "../../src/gateway/ingress-decision.ts";
 import { fileConfig } from "./support/config.ts";
 
 const ids = (...values: string[]): AllowList => ({ kind: "ids", ids: new Set(values) });
@@ -39,6 +44,29 @@ describe("decideIngress: who may reach the model", () => {
     expect(decideIngress(fromBot, rules())).toEqual({ kind: "ignore", reason: "from a bot" });
     const allowing = rules({ file: fileConfig({ allowBots: true }) });
     expect(decideIngress(fromBot, allowing).kind).toBe("admit");
+  });
+
+  test("with pairing, a stranger in a DM gets a code, elsewhere nothing; a stored grant admits", () => {
+    const pairing: AllowList = { kind: "ids", ids: new Set(["alice"]), pairing: true };
+    const withPairing = (granted?: boolean) =>
+      rules({ allowLists: { telegram: pairing }, ...(granted === undefined ? {} : { granted }) });
+    const stranger = message({ principal: { id: "mallory", isBot: false } });
+    expect(decideIngress(stranger, withPairing())).toEqual({ kind: "pair" });
+    expect(decideIngress({ ...stranger, surface: "group", addressedToBot: true }, withPairing())).toEqual({
+      kind: "ignore",
+      reason: "user not allowed",
+    });
+    expect(decideIngress(stranger, withPairing(true)).kind).toBe("admit");
+    expect(decideIngress(message(), withPairing()).kind).toBe("admit");
+    // Without pairing in the list, neither a code nor a grant lets a stranger in.
+    expect(decideIngress(stranger, rules())).toEqual({ kind: "ignore", reason: "user not allowed" });
+    expect(decideIngress(stranger, rules({ granted: true }))).toEqual({
+      kind: "ignore",
+      reason: "user not allowed",
+    });
+    expect(needsGrant(pairing, "mallory")).toBe(true);
+    expect(needsGrant(pairing, "alice")).toBe(false);
+    expect(needsGrant(ids("alice"), "mallory")).toBe(false);
   });
 
   test("the channel's allowlist decides: listed ids, everyone, nobody, and no list at all", () => {

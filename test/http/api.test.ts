@@ -482,3 +482,52 @@ describe("the CLI's API client against this server (the contract both sides are 
     await expect(wrongToken.runs.list({})).rejects.toMatchObject({ code: "unauthorized" });
   });
 });
+
+describe("access over the API (pairing codes)", () => {
+  test("approve needs the operator token; list and revoke; bad, repeated and unknown input change nothing", async () => {
+    const issued = await seed.stores.access.issuePairingCode({
+      channel: "telegram",
+      userId: "777",
+      userName: "Mallory",
+      updateKey: "bot1:900",
+      candidate: "QRSTUVWX",
+      nowMs: seed.clock.now(),
+    });
+    if (issued.outcome !== "issued") throw new Error(`expected a new code, got ${issued.outcome}`);
+
+    const anonymous = await post("/api/access/approve", { code: "QRSTUVWX" }, {});
+    expect(anonymous.status).toBe(401);
+    expect(await seed.stores.access.isGranted("telegram", "777")).toBe(false);
+    const malformed = await post("/api/access/approve", { code: "QRSTUVWX", extra: 1 });
+    expect(malformed.status).toBe(400);
+
+    const client = createApiOperatorService({ baseUrl: server.url, token: TOKEN, timeoutMs: 5000 });
+    const waiting = await client.access.list();
+    expect(waiting.pending).toEqual([
+      { channel: "telegram", userId: "777", userName: "Mallory", expiresAtMs: issued.expiresAtMs },
+    ]);
+    expect(JSON.stringify(waiting)).not.toContain("QRSTUVWX");
+
+    await expect(client.access.approve("not a code", "operator:bob")).rejects.toMatchObject({
+      code: "input_invalid",
+    });
+    await expect(client.access.approve("WXYZ2345", "operator:bob")).rejects.toMatchObject({
+      code: "not_found",
+    });
+    const grant = await client.access.approve("qrst-uvwx", "operator:bob");
+    expect(grant).toMatchObject({ channel: "telegram", userId: "777", grantedBy: "operator:bob" });
+    await expect(client.access.approve("QRSTUVWX", "operator:bob")).rejects.toMatchObject({
+      code: "state_conflict",
+    });
+    expect((await client.access.list()).grants.map((g) => g.userId)).toEqual(["777"]);
+
+    expect(await client.access.revoke("telegram", "777", "operator:bob")).toEqual({
+      channel: "telegram",
+      userId: "777",
+    });
+    expect(await seed.stores.access.isGranted("telegram", "777")).toBe(false);
+    await expect(client.access.revoke("telegram", "777", "operator:bob")).rejects.toMatchObject({
+      code: "not_found",
+    });
+  });
+});

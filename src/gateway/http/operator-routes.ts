@@ -4,6 +4,7 @@ import { SwitchboardError } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import {
+  accessApproveBody,
   actorHeader,
   approvalsQuery,
   branchBody,
@@ -60,6 +61,16 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
   const param = (context: RouteContext, name: string): string => context.params[name]!;
 
   return [
+    read("/api/access", async (c) => {
+      query(c, noQuery);
+      return operator.access.list();
+    }),
+    mutate("/api/access/approve", accessApproveBody, (_c, body, actor) =>
+      operator.access.approve(body.code, actor),
+    ),
+    mutate("/api/access/:channel/:userId/revoke", emptyBody, (c, _body, actor) =>
+      operator.access.revoke(param(c, "channel"), param(c, "userId"), actor),
+    ),
     read("/api/approvals", async (c) => {
       const q = query(c, approvalsQuery);
       return operator.approvals.list({ state: q.state, conversationId: q.conversation, limit: q.limit });

@@ -80,6 +80,10 @@ export const resolveBody = z.strictObject({
 
 export const emptyBody = z.strictObject({});
 
+export const accessApproveBody = z.strictObject({
+  code: z.string({ error: "expected the pairing code the bot sent the user" }).min(1).max(64),
+});
+
 export const modelBody = z.strictObject({
   model: z.string({ error: "expected a model name, or null for the default" }).min(1).max(64).nullable(),
 });

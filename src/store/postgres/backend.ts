@@ -1,6 +1,7 @@
 import { SQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { StoreBackend } from "../backend.ts";
+import { createPostgresAccessStore } from "./access.ts";
 import { PostgresBlobStore } from "./blobs.ts";
 import { type GatewayLock, takeGatewayLock } from "./gateway-lock.ts";
 import { storeGauges } from "./metrics.ts";
@@ -53,6 +54,7 @@ export async function openPostgresBackend(
     runtime,
     state: runtime,
     search: createPostgresSearch(sql),
+    access: createPostgresAccessStore(sql),
     outbox: new PostgresOutboxRepository(sql),
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),

@@ -22,6 +22,7 @@ export function openSqliteBackend(path: string, blobDir?: string): StoreBackend 
     runtime: stores.runtime,
     state: stores.runtime,
     search: stores.search,
+    access: stores.access,
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,

@@ -1,6 +1,8 @@
 import type { Database } from "bun:sqlite";
+import type { AccessStore } from "../../access/store.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import type { SearchStore } from "../../search/store.ts";
+import { ACCESS_SCHEMA_SQL, createSqliteAccessStore } from "./access.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import {
@@ -42,6 +44,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: "history-search", sql: HISTORY_SEARCH_SQL },
   { version: 13, name: "approvals", sql: `${APPROVALS_SCHEMA_SQL}\n${OUTBOX_PRESENTATION_SQL}` },
   { version: 14, name: "purged-by", sql: PURGED_BY_SQL },
+  { version: 15, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
 ];
 
 export interface SqliteStores {
@@ -51,6 +54,7 @@ export interface SqliteStores {
   schedules: ReturnType<typeof createSqliteScheduleRepository>;
   operator: OperatorQueries;
   search: SearchStore;
+  access: AccessStore;
   close(): void;
 }
 
@@ -66,6 +70,7 @@ export function openSqliteStores(filename: string, options: { busyTimeoutMs?: nu
     schedules,
     operator: createSqliteOperatorQueries({ db, schedules }),
     search: createSqliteSearch(db),
+    access: createSqliteAccessStore(db),
     close: () => db.close(),
   };
 }

@@ -80,6 +80,11 @@ export function startFakeGateway(options: { operator: OperatorService; token: st
       operator.outbox.resolve(id!, b.outcome as "delivered", actor as Actor, String(b.note ?? "")),
     "POST /api/outbox/:id/cancel": ([id], _, b, actor) =>
       operator.outbox.cancel(id!, actor as Actor, b.note as string | undefined),
+    "GET /api/access": () => operator.access.list(),
+    "POST /api/access/approve": (_, __, b, actor) => operator.access.approve(String(b.code), actor as Actor),
+    // Channel, then user id.
+    "POST /api/access/:id/:id/revoke": ([channel, userId], _, __, actor) =>
+      operator.access.revoke(channel!, userId!, actor as Actor),
     "GET /api/schedules": (_, q) =>
       operator.schedules.list({
         conversationId: str(q.get("conversation")),

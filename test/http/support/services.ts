@@ -28,6 +28,7 @@ export function recordingOperator(inner: OperatorService): {
       },
     });
   const operator: OperatorService = {
+    access: wrap("access", inner.access),
     approvals: wrap("approvals", inner.approvals),
     runs: wrap("runs", inner.runs),
     conversations: wrap("conversations", inner.conversations),
