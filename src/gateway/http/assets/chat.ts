@@ -38,6 +38,8 @@ const tokenInput = byId<HTMLInputElement>("token");
 const messages = new Map<string, WebTranscriptEntry>();
 /** Sent by this page and not yet confirmed by the stream. */
 const pending = new Map<string, Pending>();
+/** The notice a button press got, by the message the button is under (shown until a reload). */
+const notices = new Map<string, string>();
 let typingTimer: ReturnType<typeof setTimeout> | undefined;
 
 function loadSessionId(): string {
@@ -84,6 +86,8 @@ function render(): void {
   for (const entry of messages.values()) {
     const node = bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs));
     if (entry.buttons) node.append(buttonRows(entry));
+    const notice = notices.get(entry.messageId);
+    if (notice !== undefined) node.append(h("div", { class: "bubble-meta", role: "status" }, notice));
     nodes.push(node);
   }
   for (const item of pending.values()) {
@@ -126,7 +130,6 @@ function bubble(role: WebTranscriptEntry["role"], id: string, text: string, meta
 
 /** The message's buttons; a press POSTs the button's data as `action` and shows the notice under it. */
 function buttonRows(entry: WebTranscriptEntry): HTMLElement {
-  const notice = h("div", { class: "bubble-meta", role: "status" });
   const rows = (entry.buttons ?? []).map((row) =>
     h(
       "div",
@@ -137,17 +140,22 @@ function buttonRows(entry: WebTranscriptEntry): HTMLElement {
           {
             type: "button",
             class: "link",
-            onclick: (event: Event) => void press(button.data, event.target as HTMLButtonElement, notice),
+            onclick: (event: Event) =>
+              void press(entry.messageId, button.data, event.target as HTMLButtonElement),
           },
           button.label,
         ),
       ),
     ),
   );
-  return h("div", { class: "bubble-buttons" }, ...rows, notice);
+  return h("div", { class: "bubble-buttons" }, ...rows);
 }
 
-async function press(data: string, button: HTMLButtonElement, notice: HTMLElement): Promise<void> {
+async function press(messageId: string, data: string, button: HTMLButtonElement): Promise<void> {
+  const show = (text: string) => {
+    notices.set(messageId, text);
+    render();
+  };
   button.disabled = true;
   const clientMessageId = randomId(16);
   for (const delayMs of [0, ...RETRY_DELAYS_MS]) {
@@ -159,16 +167,17 @@ async function press(data: string, button: HTMLButtonElement, notice: HTMLElemen
     }
     if (result.kind === "retry") continue;
     button.disabled = false;
-    notice.textContent =
+    show(
       result.kind === "rejected"
         ? result.message
         : result.outcome.kind === "action"
           ? result.outcome.notice
-          : "";
+          : "",
+    );
     return;
   }
   button.disabled = false;
-  notice.textContent = "The gateway did not answer; press again.";
+  show("The gateway did not answer; press again.");
 }
 
 function apply(event: WebStreamEvent): void {
