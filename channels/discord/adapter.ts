@@ -1,4 +1,14 @@
-import { Client, Events, GatewayIntentBits, type Message, Partials, Status } from "discord.js";
+import {
+  type ButtonInteraction,
+  Client,
+  Events,
+  GatewayIntentBits,
+  type Interaction,
+  type Message,
+  MessageFlags,
+  Partials,
+  Status,
+} from "discord.js";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type { Logger } from "../../src/util/log.ts";
@@ -12,6 +22,7 @@ import type {
   ChannelLimits,
   InboundMessage,
   Ingress,
+  IngressOutcome,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
@@ -20,7 +31,7 @@ import { CATCH_UP_MAX_MESSAGES_PER_CHANNEL, CATCH_UP_MAX_TARGETS, fetchMessagesA
 import { type DiscordConfig, type DiscordConfigInput, parseDiscordConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { decodeTarget } from "./keys.ts";
-import { readMessage, toInbound } from "./parse.ts";
+import { pressToInbound, readMessage, readPress, toInbound } from "./parse.ts";
 import { DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
 
 export const DISCORD_CAPABILITIES: ChannelCapabilities = {
@@ -144,6 +155,7 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     this.ingress = ingress;
     this.client.on(Events.MessageCreate, (message) => this.onMessage(message, ingress));
+    this.client.on(Events.InteractionCreate, (interaction) => this.onInteraction(interaction, ingress));
     // READY after the first one means Discord refused to resume: what was sent meanwhile is
     // only in the channels' history now.
     this.client.on(Events.ShardReady, () => {
@@ -284,25 +296,72 @@ export class DiscordAdapter implements ChannelAdapter {
       allowBots: this.config.allowBots,
     });
     if (parsed.kind === "skip") return null;
-    const inbound = parsed.message;
+    return this.enqueue(parsed.message, ingress).then(() => undefined);
+  }
+
+  /** Hands `inbound` to ingress after what its conversation already has in flight. */
+  private enqueue(inbound: InboundMessage, ingress: Ingress): Promise<IngressOutcome | null> {
     const key = inbound.conversationKey;
     const previous = this.chains.get(key) ?? Promise.resolve();
     const delivery = previous.then(() => this.deliver(inbound, ingress));
-    this.chains.set(key, delivery);
-    this.inFlight.add(delivery);
-    void delivery.finally(() => {
-      this.inFlight.delete(delivery);
-      if (this.chains.get(key) === delivery) this.chains.delete(key);
+    const tail = delivery.then(() => undefined);
+    this.chains.set(key, tail);
+    this.inFlight.add(tail);
+    void tail.finally(() => {
+      this.inFlight.delete(tail);
+      if (this.chains.get(key) === tail) this.chains.delete(key);
     });
     return delivery;
   }
 
-  /** Never rejects: failures are retried in memory, then logged as a loss. */
-  private async deliver(inbound: InboundMessage, ingress: Ingress): Promise<void> {
+  /**
+   * A button press: acknowledged at once with a deferred update (Discord wants an answer within
+   * 3 s, ingress may take longer), handed to ingress, then the outcome's notice is shown to the
+   * presser alone as an ephemeral follow-up. The outcome edit of the message removes the buttons.
+   */
+  private onInteraction(interaction: Interaction, ingress: Ingress): void {
+    if (!interaction.isButton()) return;
+    const botUserId = this.client.user?.id;
+    if (botUserId === undefined) return;
+    const facts = readPress(interaction);
+    if (facts === null) return;
+    const parsed = pressToInbound(facts, {
+      botUserId,
+      groupSessions: this.config.groupSessions,
+      allowBots: this.config.allowBots,
+    });
+    if (parsed.kind === "skip") return;
+    const handling = this.handlePress(interaction, parsed.message, ingress);
+    this.inFlight.add(handling);
+    void handling.finally(() => this.inFlight.delete(handling));
+  }
+
+  private async handlePress(
+    interaction: ButtonInteraction,
+    inbound: InboundMessage,
+    ingress: Ingress,
+  ): Promise<void> {
+    const failed = (step: string) => (error: unknown) =>
+      this.logger.warn("discord.interaction_answer_failed", {
+        interactionId: interaction.id,
+        step,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    const acknowledged = await interaction.deferUpdate().then(() => true, failed("defer_update"));
+    const outcome = await this.enqueue(inbound, ingress);
+    const notice = outcome?.kind === "action" ? outcome.notice : "";
+    if (acknowledged && notice !== "") {
+      await interaction
+        .followUp({ content: notice, flags: MessageFlags.Ephemeral, allowedMentions: { parse: [] } })
+        .catch(failed("follow_up"));
+    }
+  }
+
+  /** Never rejects: failures are retried in memory, then logged as a loss (null). */
+  private async deliver(inbound: InboundMessage, ingress: Ingress): Promise<IngressOutcome | null> {
     for (let attempt = 0; ; attempt += 1) {
       try {
-        await ingress(inbound);
-        return;
+        return await ingress(inbound);
       } catch (error) {
         const fields = {
           updateKey: inbound.updateKey,
@@ -316,7 +375,7 @@ export class DiscordAdapter implements ChannelAdapter {
             ...fields,
             hint: "ingress kept failing and Discord never redelivers a message; check the database",
           });
-          return;
+          return null;
         }
         this.logger.warn("discord.ingress_retry", { ...fields, retryInMs: delayMs });
         await this.clock.sleep(delayMs);

@@ -1,4 +1,4 @@
-import { ChannelType, type Message } from "discord.js";
+import { type ButtonInteraction, ChannelType, type Message } from "discord.js";
 import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
 import type { DiscordConfig } from "./config.ts";
 import { conversationKey, encodeTarget } from "./keys.ts";
@@ -124,7 +124,10 @@ const SURFACE: Record<DiscordMessageFacts["place"], SurfaceKind> = {
   thread: "thread",
 };
 
-function scopeOf(facts: DiscordMessageFacts, context: ParseContext) {
+function scopeOf(
+  facts: Pick<DiscordMessageFacts, "place" | "channelId"> & { author: { id: string } },
+  context: ParseContext,
+) {
   switch (facts.place) {
     case "dm":
       return { kind: "dm" as const, userId: facts.author.id };
@@ -166,4 +169,74 @@ function toAttachment(
 
 function skip(reason: SkipReason): ParseResult {
   return { kind: "skip", reason };
+}
+
+/** What switchboard needs from one button press, read off discord.js once. */
+export interface DiscordPressFacts {
+  interactionId: string;
+  customId: string;
+  channelId: string;
+  place: "dm" | "channel" | "thread";
+  user: { id: string; name: string; isBot: boolean };
+  /** The bot's message the button is under. */
+  messageId: string;
+  createdAtMs: number;
+}
+
+/** Reads a button interaction; `null` outside DMs, guild text channels and threads. */
+export function readPress(interaction: ButtonInteraction): DiscordPressFacts | null {
+  const channelId = interaction.channelId;
+  const type = interaction.channel?.type;
+  if (channelId === null || type === ChannelType.GroupDM) return null;
+  const place =
+    interaction.guildId === null || type === ChannelType.DM
+      ? "dm"
+      : type !== undefined && THREAD_TYPES.has(type)
+        ? "thread"
+        : "channel";
+  return {
+    interactionId: interaction.id,
+    customId: interaction.customId,
+    channelId,
+    place,
+    user: {
+      id: interaction.user.id,
+      name: interaction.user.globalName ?? interaction.user.username,
+      isBot: interaction.user.bot,
+    },
+    messageId: interaction.message.id,
+    createdAtMs: interaction.createdTimestamp,
+  };
+}
+
+/**
+ * A press as an inbound message with `action` and no text, in the conversation of the chat the
+ * button is under (per-user channel sessions: the presser's). The interaction id is the dedupe key.
+ */
+export function pressToInbound(facts: DiscordPressFacts, context: ParseContext): ParseResult {
+  if (facts.user.id === context.botUserId) return skip("own_message");
+  if (facts.user.isBot && !context.allowBots) return skip("bot_author");
+  if (facts.customId === "") return skip("empty");
+  const scope = scopeOf(
+    { place: facts.place, channelId: facts.channelId, author: { id: facts.user.id } },
+    context,
+  );
+  return {
+    kind: "message",
+    message: {
+      channel: "discord",
+      account: context.botUserId,
+      updateKey: `interaction:${facts.interactionId}`,
+      principal: { id: facts.user.id, name: facts.user.name, isBot: facts.user.isBot },
+      conversationKey: conversationKey(context.botUserId, scope),
+      replyTarget: encodeTarget(facts.channelId),
+      surface: SURFACE[facts.place],
+      text: "",
+      messageId: facts.messageId,
+      addressedToBot: true,
+      attachments: [],
+      receivedAtMs: facts.createdAtMs,
+      action: { data: facts.customId.slice(0, 200), interactionId: facts.interactionId },
+    },
+  };
 }

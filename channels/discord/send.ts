@@ -1,8 +1,12 @@
 import { createHash } from "node:crypto";
 import {
   AllowedMentionsTypes,
+  type APIActionRowComponent,
   type APIAllowedMentions,
+  type APIButtonComponentWithCustomId,
   type APIMessage,
+  ButtonStyle,
+  ComponentType,
   type REST,
   RESTJSONErrorCodes,
   type RESTPatchAPIChannelMessageJSONBody,
@@ -44,6 +48,7 @@ export class DiscordSender {
       nonce: nonceFor(message.idempotencyKey),
       enforce_nonce: true,
       allowed_mentions: ALLOWED_MENTIONS,
+      ...(message.buttons ? { components: actionRows(message.buttons) } : {}),
       ...(message.replyTo === undefined
         ? {}
         : {
@@ -65,6 +70,8 @@ export class DiscordSender {
     const body: RESTPatchAPIChannelMessageJSONBody = {
       content: message.text,
       allowed_mentions: ALLOWED_MENTIONS,
+      // An edit without buttons removes them (an approval prompt once decided).
+      components: message.buttons ? actionRows(message.buttons) : [],
     };
     await this.call("edit", () =>
       this.rest.patch(Routes.channelMessage(channelId, checkSnowflake(messageId, "messageId")), { body }),
@@ -101,6 +108,41 @@ export class DiscordSender {
       throw toSwitchboardError(error, { action, requestTimeoutMs: this.requestTimeoutMs });
     }
   }
+}
+
+/** Discord allows 5 action rows of 5 buttons, labels up to 80 and custom ids up to 100 characters. */
+const MAX_ROWS = 5;
+const MAX_ROW_BUTTONS = 5;
+const MAX_LABEL_CHARS = 80;
+const MAX_CUSTOM_ID_CHARS = 100;
+
+/** Buttons as action rows; custom_id is the button's data (signed by its maker), the press brings it back. */
+export function actionRows(
+  rows: NonNullable<OutgoingMessage["buttons"]>,
+): APIActionRowComponent<APIButtonComponentWithCustomId>[] {
+  if (rows.length > MAX_ROWS || rows.some((row) => row.length === 0 || row.length > MAX_ROW_BUTTONS)) {
+    throw new SwitchboardError(
+      "input_invalid",
+      `Discord shows at most ${MAX_ROWS} rows of 1–${MAX_ROW_BUTTONS} buttons; regroup the buttons.`,
+    );
+  }
+  return rows.map((row) => ({
+    type: ComponentType.ActionRow,
+    components: row.map((button) => {
+      if (button.data.length === 0 || button.data.length > MAX_CUSTOM_ID_CHARS) {
+        throw new SwitchboardError(
+          "input_invalid",
+          `A Discord button's data must be 1–${MAX_CUSTOM_ID_CHARS} characters, got ${button.data.length}.`,
+        );
+      }
+      return {
+        type: ComponentType.Button,
+        style: ButtonStyle.Secondary,
+        label: button.label.slice(0, MAX_LABEL_CHARS),
+        custom_id: button.data,
+      };
+    }),
+  }));
 }
 
 function checkText(text: string): void {

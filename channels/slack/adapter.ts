@@ -8,6 +8,7 @@ import type {
   ChannelCapabilities,
   ChannelLimits,
   HttpRoute,
+  InboundMessage,
   Ingress,
   NativeStream,
   OutgoingMessage,
@@ -20,7 +21,7 @@ import { parseSlackConfig, type SlackConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { createEventsRoute } from "./http-route.ts";
 import { decodeReplyTarget } from "./keys.ts";
-import { parseSlackEvent, type SkipReason } from "./parse.ts";
+import { isBlockActions, parseSlackAction, parseSlackEvent, type SkipReason } from "./parse.ts";
 import { SlackSender } from "./send.ts";
 
 /** Slack truncates at 40,000 characters but renders long messages poorly; stay under 4,000. */
@@ -84,6 +85,8 @@ export class SlackAdapter implements ChannelAdapter {
   #ingress: Ingress | undefined;
   #accepting = false;
   #socketConnected = false;
+  /** Button presses being handled after their acknowledgement. */
+  readonly #presses = new Set<Promise<void>>();
 
   constructor(config: SlackConfig, options: SlackAdapterOptions) {
     this.#config = config;
@@ -187,6 +190,7 @@ export class SlackAdapter implements ChannelAdapter {
   async stop(): Promise<void> {
     this.#accepting = false;
     await this.#app.drain();
+    await Promise.allSettled([...this.#presses]);
     if (this.#receiver instanceof SocketModeReceiver) {
       await this.#receiver.client.disconnect();
       this.#socketConnected = false;
@@ -256,6 +260,10 @@ export class SlackAdapter implements ChannelAdapter {
         "Slack adapter is stopping; the event will be redelivered",
       );
     }
+    if (isBlockActions(body)) {
+      this.#onPress(body, ingress, identity);
+      return;
+    }
     const parsed = parseSlackEvent(body, {
       account: identity.account,
       botUserId: identity.botUserId,
@@ -272,6 +280,50 @@ export class SlackAdapter implements ChannelAdapter {
       return;
     }
     await ingress(parsed.message);
+  }
+
+  /**
+   * A button press is acknowledged at once (Slack wants it within 3 s and never redelivers an
+   * interactivity payload, so holding the ack back would not make it safer); ingress runs after,
+   * then the outcome's notice is shown to the presser alone (chat.postEphemeral).
+   */
+  #onPress(body: Record<string, unknown>, ingress: Ingress, identity: BotIdentity): void {
+    const parsed = parseSlackAction(body, {
+      account: identity.account,
+      botUserId: identity.botUserId,
+      botId: identity.botId,
+      allowOtherBots: this.#config.allowOtherBots,
+      receivedAtMs: this.#clock.now(),
+    });
+    if (parsed.kind === "skip") {
+      this.#onSkip({ reason: parsed.reason, eventId: undefined, eventType: "block_actions" });
+      return;
+    }
+    const handling = this.#handlePress(parsed.message, ingress);
+    this.#presses.add(handling);
+    void handling.finally(() => this.#presses.delete(handling));
+  }
+
+  async #handlePress(press: InboundMessage, ingress: Ingress): Promise<void> {
+    let notice: string;
+    try {
+      const outcome = await ingress(press);
+      notice = outcome.kind === "action" ? outcome.notice : "";
+    } catch (error) {
+      this.#logger.warn("slack.press_not_recorded", {
+        updateKey: press.updateKey,
+        error: describe(error),
+        hint: "Slack does not redeliver a button press; the user can press again",
+      });
+      notice = "That press could not be recorded; please press again.";
+    }
+    if (notice === "") return;
+    await this.#sender.postEphemeral(press.replyTarget, press.principal.id, notice).catch((error: unknown) =>
+      this.#logger.warn("slack.press_notice_failed", {
+        updateKey: press.updateKey,
+        error: describe(error),
+      }),
+    );
   }
 
   #authorization() {

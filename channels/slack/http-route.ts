@@ -42,9 +42,9 @@ export function createEventsRoute(options: EventsRouteOptions): HttpRoute {
 
       let body: unknown;
       try {
-        body = JSON.parse(rawBody);
+        body = isForm(request) ? interactivityPayload(rawBody) : JSON.parse(rawBody);
       } catch {
-        return text(400, "Expected a JSON Events API body; interactivity payloads are not served here");
+        return text(400, "Expected a JSON Events API body or a form with an interactivity `payload` (JSON)");
       }
       if (typeof body !== "object" || body === null || Array.isArray(body))
         return text(400, "Expected a JSON object");
@@ -68,6 +68,17 @@ export function createEventsRoute(options: EventsRouteOptions): HttpRoute {
       return new Response(null, { status: 200 });
     },
   };
+}
+
+function isForm(request: Request): boolean {
+  return (request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded");
+}
+
+/** Interactivity (button presses) arrives as a form whose `payload` field is the JSON body. */
+function interactivityPayload(rawBody: string): unknown {
+  const payload = new URLSearchParams(rawBody).get("payload");
+  if (payload === null) throw new Error("no payload field");
+  return JSON.parse(payload);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -21,6 +21,8 @@ export interface ParseContext {
 
 export type SkipReason =
   | "not_event_callback"
+  /** A block_actions payload without one usable button press. */
+  | "malformed_action"
   | "malformed_event"
   | "unsupported_event"
   | "unsupported_subtype"
@@ -280,4 +282,74 @@ function toAttachment(file: z.output<typeof fileSchema>): InboundAttachment {
 
 function skip(reason: SkipReason): ParseOutcome {
   return { kind: "skip", reason };
+}
+
+const blockActionsSchema = z.object({
+  type: z.literal("block_actions"),
+  user: z.object({ id: slackId, username: displayName.optional(), name: displayName.optional() }),
+  container: z.object({
+    message_ts: slackId,
+    channel_id: slackId,
+    thread_ts: slackId.optional(),
+  }),
+  channel: z.object({ id: slackId }).optional(),
+  actions: z
+    .array(z.object({ type: z.string(), value: z.string().optional(), action_ts: slackId }).loose())
+    .min(1),
+});
+
+/** True for an interactivity payload with button presses. */
+export function isBlockActions(body: unknown): boolean {
+  return typeof body === "object" && body !== null && (body as { type?: unknown }).type === "block_actions";
+}
+
+/**
+ * A Block Kit button press: an inbound message with `action` (the button's value) and no text, in
+ * the conversation of the message the button is under. Slack never redelivers an interactivity
+ * payload; the update key (user and action_ts) still dedupes a press that reaches ingress twice.
+ */
+export function parseSlackAction(body: unknown, context: ParseContext): ParseOutcome {
+  const parsed = blockActionsSchema.safeParse(body);
+  if (!parsed.success) return skip("malformed_action");
+  const { user, container, actions } = parsed.data;
+  const action = actions[0]!;
+  if (action.type !== "button" || !action.value) return skip("malformed_action");
+  if (user.id === context.botUserId) return skip("own_message");
+  const channel = container.channel_id;
+  const threadTs = container.thread_ts;
+  let conversationKey: string;
+  let target: ReplyTarget;
+  let surface: SurfaceKind;
+  if (channelKind(channel, undefined) === "dm") {
+    conversationKey = dmConversationKey(context.account, user.id);
+    target = threadTs === undefined ? { channel } : { channel, threadTs };
+    surface = "dm";
+  } else if (threadTs !== undefined) {
+    conversationKey = threadConversationKey(context.account, channel, threadTs);
+    target = { channel, threadTs };
+    surface = "thread";
+  } else {
+    conversationKey = channelConversationKey(context.account, channel);
+    target = { channel };
+    surface = "group";
+  }
+  const name = user.name || user.username || undefined;
+  return {
+    kind: "message",
+    message: {
+      channel: "slack",
+      account: context.account,
+      updateKey: `action:${user.id}:${action.action_ts}`,
+      principal: name === undefined ? { id: user.id, isBot: false } : { id: user.id, name, isBot: false },
+      conversationKey,
+      replyTarget: encodeReplyTarget(target),
+      surface,
+      text: "",
+      messageId: container.message_ts,
+      addressedToBot: true,
+      attachments: [],
+      receivedAtMs: tsToMs(action.action_ts) ?? context.receivedAtMs,
+      action: { data: action.value.slice(0, 200), interactionId: `${user.id}:${action.action_ts}` },
+    },
+  };
 }

@@ -1,4 +1,4 @@
-import type { webApi } from "@slack/bolt";
+import type { types, webApi } from "@slack/bolt";
 import { SwitchboardError } from "../../src/errors.ts";
 import type { OutgoingMessage, SendReceipt } from "../types.ts";
 import { toSwitchboardError } from "./errors.ts";
@@ -43,6 +43,7 @@ export class SlackSender {
         channel,
         text: message.text,
         mrkdwn: message.format === "rich",
+        ...(message.buttons ? { blocks: blocksFor(message) } : {}),
         ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
       }),
     );
@@ -58,7 +59,14 @@ export class SlackSender {
     this.#checkText(message, "chat.update");
     const update = () =>
       this.#call("chat.update", () =>
-        this.client.chat.update({ token: this.botToken, channel, ts: messageId, text: message.text }),
+        this.client.chat.update({
+          token: this.botToken,
+          channel,
+          ts: messageId,
+          text: message.text,
+          // An empty list removes earlier blocks (an approval prompt's buttons once decided).
+          blocks: message.buttons ? blocksFor(message) : [],
+        }),
       );
     try {
       await update();
@@ -67,6 +75,20 @@ export class SlackSender {
       await this.stopStream(target, messageId, "");
       await update();
     }
+  }
+
+  /** A short notice only `user` sees, in the target (and its thread). */
+  async postEphemeral(target: string, user: string, text: string): Promise<void> {
+    const { channel, threadTs } = decodeReplyTarget(target);
+    await this.#call("chat.postEphemeral", () =>
+      this.client.chat.postEphemeral({
+        token: this.botToken,
+        channel,
+        user,
+        text,
+        ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+      }),
+    );
   }
 
   /** chat.startStream in the target's thread, for `recipient` (a user id) of team `teamId`. */
@@ -172,4 +194,53 @@ export class SlackSender {
       throw toSwitchboardError(error, method);
     }
   }
+}
+
+/** Slack's limits: section text 3000 characters, 25 elements per actions block, action_id ≤ 255. */
+const MAX_SECTION_CHARS = 3000;
+const MAX_ROW_BUTTONS = 25;
+const MAX_ACTION_ID_CHARS = 255;
+
+/**
+ * The text as section blocks (a message with blocks shows them instead of `text`, which stays the
+ * notification fallback) and one actions block per row of buttons; action_id and value are the
+ * button's data, which the press brings back.
+ */
+export function blocksFor(message: OutgoingMessage): types.KnownBlock[] {
+  const rows = message.buttons ?? [];
+  const textType = message.format === "rich" ? "mrkdwn" : "plain_text";
+  const sections: types.KnownBlock[] = [];
+  for (let start = 0; start < message.text.length; start += MAX_SECTION_CHARS) {
+    sections.push({
+      type: "section",
+      text: { type: textType as "mrkdwn", text: message.text.slice(start, start + MAX_SECTION_CHARS) },
+    });
+  }
+  const actions = rows.map((row, index): types.KnownBlock => {
+    if (row.length === 0 || row.length > MAX_ROW_BUTTONS) {
+      throw new SwitchboardError(
+        "input_invalid",
+        `A Slack actions block holds 1–${MAX_ROW_BUTTONS} buttons.`,
+      );
+    }
+    return {
+      type: "actions",
+      block_id: `buttons_${index}`,
+      elements: row.map((button) => {
+        if (button.data.length === 0 || button.data.length > MAX_ACTION_ID_CHARS) {
+          throw new SwitchboardError(
+            "input_invalid",
+            `A Slack button's data must be 1–${MAX_ACTION_ID_CHARS} characters, got ${button.data.length}.`,
+          );
+        }
+        return {
+          type: "button" as const,
+          text: { type: "plain_text" as const, text: button.label.slice(0, 75) },
+          action_id: button.data,
+          value: button.data,
+        };
+      }),
+    };
+  });
+  return [...sections, ...actions];
 }

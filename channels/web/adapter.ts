@@ -137,7 +137,13 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
       const messageId = newId("web", nowMs);
       transcripts.append(
         sessionId,
-        { messageId, role: "assistant", text: message.text, atMs: nowMs },
+        {
+          messageId,
+          role: "assistant",
+          text: message.text,
+          atMs: nowMs,
+          ...(message.buttons ? { buttons: message.buttons } : {}),
+        },
         message.idempotencyKey,
       );
       return { messageIds: [messageId] };
@@ -146,7 +152,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
       const sessionId = sessionOf(target);
       await transcripts.load(sessionId, clock.now());
-      transcripts.edit(sessionId, messageId, message.text, clock.now());
+      transcripts.edit(sessionId, messageId, message.text, clock.now(), message.buttons);
     },
 
     async delete(target: string, messageId: string): Promise<void> {

@@ -13,19 +13,30 @@ export function isSessionId(value: string): boolean {
 }
 
 export function webMessageBodySchema(maxMessageChars: number) {
-  return z.object({
-    sessionId: z.string().regex(SESSION_ID, "sessionId must be 16-128 characters of A-Z a-z 0-9 _ -"),
-    clientMessageId: z
-      .string()
-      .regex(CLIENT_MESSAGE_ID, "clientMessageId must be 8-128 characters of A-Z a-z 0-9 _ -"),
-    text: z
-      .string()
-      .refine((text) => !isBlank(text), "text is empty (only spaces or invisible characters); type a message")
-      .refine(
-        (text) => text.length <= maxMessageChars,
-        `text is longer than ${maxMessageChars} characters; shorten it or split it`,
-      ),
-  });
+  return z
+    .object({
+      sessionId: z.string().regex(SESSION_ID, "sessionId must be 16-128 characters of A-Z a-z 0-9 _ -"),
+      clientMessageId: z
+        .string()
+        .regex(CLIENT_MESSAGE_ID, "clientMessageId must be 8-128 characters of A-Z a-z 0-9 _ -"),
+      text: z
+        .string()
+        .refine(
+          (text) => !isBlank(text),
+          "text is empty (only spaces or invisible characters); type a message",
+        )
+        .refine(
+          (text) => text.length <= maxMessageChars,
+          `text is longer than ${maxMessageChars} characters; shorten it or split it`,
+        )
+        .optional(),
+      /** A pressed button's data, instead of text. */
+      action: z.string().min(1).max(200, "action is longer than 200 characters").optional(),
+    })
+    .refine((body) => (body.text === undefined) !== (body.action === undefined), {
+      message: "send either text (a message) or action (a pressed button's data), not both or neither",
+      path: ["text"],
+    });
 }
 
 export type WebMessageBody = z.infer<ReturnType<typeof webMessageBodySchema>>;
@@ -47,10 +58,13 @@ export function toInboundMessage(body: WebMessageBody, receivedAtMs: number): In
     conversationKey: conversationKeyFor(body.sessionId),
     replyTarget: body.sessionId,
     surface: "dm",
-    text: body.text,
+    text: body.text ?? "",
     messageId: body.clientMessageId,
     addressedToBot: true,
     attachments: [],
     receivedAtMs,
+    ...(body.action === undefined
+      ? {}
+      : { action: { data: body.action, interactionId: body.clientMessageId } }),
   };
 }

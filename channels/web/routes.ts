@@ -93,6 +93,8 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
           "The message was not recorded; send it again (it will not be duplicated).",
         );
       }
+      // A press shows nothing in the transcript; its notice is in the outcome, for the page to show.
+      if (body.text === undefined) return Response.json(outcome, { status: 202 });
       const nowMs = deps.clock.now();
       // The message is recorded; a transcript that cannot load now is loaded by the next stream.
       await deps.transcripts.load(body.sessionId, nowMs).catch(() => {});

@@ -13,13 +13,15 @@ export interface WebTranscriptEntry {
   text: string;
   /** When the message was first shown, milliseconds since epoch. */
   atMs: number;
+  /** Buttons under the message (approval prompts), by row; pressing one POSTs its data as `action`. */
+  buttons?: Array<Array<{ label: string; data: string }>>;
 }
 
 /** What the page receives on `/web/api/stream`. A `snapshot` replaces the page's whole transcript. */
 export type WebStreamEvent =
   | { type: "snapshot"; messages: WebTranscriptEntry[] }
   | ({ type: "message" } & WebTranscriptEntry)
-  | { type: "edit"; messageId: string; text: string }
+  | { type: "edit"; messageId: string; text: string; buttons?: WebTranscriptEntry["buttons"] }
   | { type: "delete"; messageId: string }
   | { type: "typing" };
 
@@ -107,16 +109,31 @@ export class WebTranscripts {
    * Replaces a message's text. A message no longer remembered (evicted, or sent before a restart)
    * is shown again as a new message with the same id, so the reader still sees the final text.
    */
-  edit(sessionId: string, messageId: string, text: string, nowMs: number): void {
+  edit(
+    sessionId: string,
+    messageId: string,
+    text: string,
+    nowMs: number,
+    buttons?: WebTranscriptEntry["buttons"],
+  ): void {
     const session = this.touch(sessionId, nowMs);
     const entry = session.messages.get(messageId);
     if (!entry) {
-      this.append(sessionId, { messageId, role: "assistant", text, atMs: nowMs });
+      this.append(sessionId, {
+        messageId,
+        role: "assistant",
+        text,
+        atMs: nowMs,
+        ...(buttons ? { buttons } : {}),
+      });
       return;
     }
-    if (entry.text === text) return;
+    const sameButtons = JSON.stringify(entry.buttons) === JSON.stringify(buttons);
+    if (entry.text === text && sameButtons) return;
     entry.text = text;
-    this.publish(session, { type: "edit", messageId, text });
+    if (buttons) entry.buttons = buttons;
+    else delete entry.buttons;
+    this.publish(session, { type: "edit", messageId, text, ...(buttons ? { buttons } : {}) });
   }
 
   /** Removes a message; an unknown one is already gone, which is what was asked. */

@@ -28,6 +28,8 @@ let seed: Seed;
 let web: WebChannel;
 let server: HttpServer;
 let browser: Browser;
+const APPROVE_DATA = "ap:ap_0123456789ab:a:tag0123456789ab";
+const approvalPrompts = new Map<string, string>();
 let calls: RecordedCall[];
 let bus: EventBus;
 const inbound: InboundMessage[] = [];
@@ -42,6 +44,27 @@ beforeAll(async () => {
   // Stands in for ingress + runtime + outbox: a typing hint, a first streamed chunk, then the final edit.
   await web.start(async (message) => {
     inbound.push(message);
+    // An approval prompt with a button; its press decides and the prompt loses the button.
+    if (message.action) {
+      const prompt = approvalPrompts.get(message.replyTarget);
+      if (prompt !== undefined)
+        await web.edit(message.replyTarget, prompt, {
+          text: "Approved by you",
+          format: "rich",
+          idempotencyKey: "approval:outcome",
+        });
+      return { kind: "action", notice: "Approved." };
+    }
+    if (message.text === "please ask first") {
+      const receipt = await web.send(message.replyTarget, {
+        text: "Approval needed: **notes_append_note**",
+        format: "rich",
+        idempotencyKey: "approval:prompt",
+        buttons: [[{ label: "Approve", data: APPROVE_DATA }]],
+      });
+      approvalPrompts.set(message.replyTarget, receipt.messageIds[0]!);
+      return { kind: "admitted", runId: "run_approval", conversationId: "conv_web" };
+    }
     void (async () => {
       await web.typing(message.replyTarget);
       await Bun.sleep(150);
@@ -123,6 +146,28 @@ describe("the web chat page", () => {
       const bubble = await elementColour(page, ".bubble.user");
       expect(near(bubble.rgb, USER_BUBBLE)).toBe(true);
       expect(bubble.share).toBeGreaterThan(0.5);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+});
+
+describe("approval buttons in the web chat", () => {
+  test("a prompt shows its button; a click sends the press, shows the notice, and the button goes", async () => {
+    const page = await newPage();
+    try {
+      await page.goto(`${server.url}/`);
+      await page.locator('#connection[data-state="online"]').waitFor();
+      await page.fill("#input", "please ask first");
+      await page.press("#input", "Enter");
+      const button = page.locator(".bubble.assistant .bubble-buttons button", { hasText: "Approve" });
+      await button.waitFor();
+      await button.click();
+      await page.locator(".bubble.assistant", { hasText: "Approved by you" }).waitFor();
+      await page.locator('.bubble.assistant [role="status"]', { hasText: "Approved." }).waitFor();
+      expect(await page.locator(".bubble-buttons").count()).toBe(0);
+      const press = inbound.find((m) => m.action !== undefined);
+      expect(press).toMatchObject({ text: "", action: { data: APPROVE_DATA } });
     } finally {
       await page.close();
     }

@@ -384,3 +384,63 @@ describe("send / edit / delete / typing reach the session's stream", () => {
     while (frame !== null) frame = await stream.next(1000);
   });
 });
+
+describe("buttons in the web chat", () => {
+  const buttons = [[{ label: "Approve", data: "ap:ap_0123456789ab:a:tag0123456789ab" }]];
+
+  test("a message's buttons reach the stream and the snapshot; an edit without buttons removes them", async () => {
+    const { url } = await start(admitted("run_1"));
+    const stream = await openStream(url);
+    await stream.nextJson();
+    const sent = await web.send(SESSION, { ...outgoing("Approval needed", "approval:1:prompt"), buttons });
+    const id = sent.messageIds[0]!;
+    expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({
+      type: "message",
+      messageId: id,
+      buttons,
+    });
+    const again = await openStream(url);
+    const snapshot = await again.nextJson<{ messages: WebTranscriptEntry[] }>();
+    expect(snapshot.messages.find((m) => m.messageId === id)?.buttons).toEqual(buttons);
+    await again.cancel();
+
+    await web.edit(SESSION, id, outgoing("Approved by you", "approval:1:outcome"));
+    const edit = await stream.nextJson<WebStreamEvent>();
+    expect(edit).toEqual({ type: "edit", messageId: id, text: "Approved by you" });
+    await stream.cancel();
+  });
+
+  test("a press is POSTed as `action`: ingress gets it, the notice comes back, nothing joins the transcript", async () => {
+    const { url, received } = await start(async () => ({ kind: "action", notice: "Approved." }));
+    const response = await postMessage(url, {
+      sessionId: SESSION,
+      clientMessageId: "press_0001",
+      action: buttons[0]![0]!.data,
+    });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ kind: "action", notice: "Approved." });
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({
+      text: "",
+      updateKey: `${SESSION}:press_0001`,
+      action: { data: buttons[0]![0]!.data, interactionId: "press_0001" },
+    });
+    const stream = await openStream(url);
+    expect(await stream.nextJson<WebStreamEvent>()).toEqual({ type: "snapshot", messages: [] });
+    await stream.cancel();
+  });
+
+  test("text and action together, or neither, is 400 and reaches nothing", async () => {
+    const { url, received } = await start(admitted("run_1"));
+    for (const body of [
+      { sessionId: SESSION, clientMessageId: "press_0002", text: "hi", action: "ap:x" },
+      { sessionId: SESSION, clientMessageId: "press_0003" },
+      { sessionId: SESSION, clientMessageId: "press_0004", action: "" },
+    ]) {
+      const response = await postMessage(url, body);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe("input_invalid");
+    }
+    expect(received).toHaveLength(0);
+  });
+});

@@ -36,6 +36,47 @@ async function failure(promise: Promise<unknown>): Promise<SwitchboardError> {
 }
 
 describe("Discord adapter: sending through discord.js REST against the emulator", () => {
+  test("buttons become action rows whose custom_id is the data; an edit without buttons removes them", async () => {
+    const { emulator, adapter } = harness;
+    const buttons = [
+      [
+        { label: "Approve", data: "ap:ap_0123456789ab:a:tag" },
+        { label: "Deny", data: "ap:ap_0123456789ab:d:tag" },
+      ],
+      [{ label: "Always", data: "ap:ap_0123456789ab:A:tag" }],
+    ];
+    const sent = await adapter.send(general(), text("choose", "outbox_buttons", { buttons }));
+    const id = sent.messageIds[0]!;
+    const rows = emulator.message(id)?.message.components as Array<{
+      type: number;
+      components: Array<{ type: number; label: string; custom_id: string }>;
+    }>;
+    expect(rows.map((row) => row.type)).toEqual([1, 1]);
+    expect(rows.map((row) => row.components.map((b) => [b.type, b.label, b.custom_id]))).toEqual([
+      [
+        [2, "Approve", "ap:ap_0123456789ab:a:tag"],
+        [2, "Deny", "ap:ap_0123456789ab:d:tag"],
+      ],
+      [[2, "Always", "ap:ap_0123456789ab:A:tag"]],
+    ]);
+
+    await adapter.edit(general(), id, text("decided", "outbox_buttons"));
+    expect(emulator.message(id)?.message.content).toBe("decided");
+    expect(emulator.message(id)?.message.components).toEqual([]);
+  });
+
+  test("buttons Discord cannot show are refused before any request", async () => {
+    const { emulator, adapter } = harness;
+    const before = emulator.restCalls.length;
+    const tooLong = [[{ label: "x", data: "d".repeat(101) }]];
+    const sixInARow = [Array.from({ length: 6 }, (_, i) => ({ label: `b${i}`, data: `d${i}` }))];
+    for (const buttons of [tooLong, sixInARow]) {
+      const error = await failure(adapter.send(general(), text("choose", "outbox_bad_buttons", { buttons })));
+      expect(error.code).toBe("input_invalid");
+    }
+    expect(emulator.restCalls.length).toBe(before);
+  });
+
   test("the same outbox record sent twice shows one message (nonce + enforce_nonce)", async () => {
     const { emulator, adapter } = harness;
     const first = await adapter.send(general(), text("exactly once", "outbox_1"));

@@ -4,6 +4,7 @@ import { type Clock, systemClock } from "../../../src/util/clock.ts";
 import { handleControl } from "./control.ts";
 import { type Fault, FaultInjector, type RestRoute } from "./faults.ts";
 import { GatewayHub, type GatewayLogEntry, type GatewaySocketData } from "./gateway.ts";
+import { type EmulatedInteraction, Interactions } from "./interactions.ts";
 import { type ChannelRateLimit, ChannelRateLimiter } from "./rate-limit.ts";
 import { RestApi, type RestCall } from "./rest.ts";
 import { SnowflakeGenerator } from "./snowflake.ts";
@@ -43,6 +44,7 @@ export class DiscordEmulator {
   private readonly world: World;
   private readonly gateway: GatewayHub;
   private readonly rest: RestApi;
+  private readonly interactions: Interactions;
   private readonly faults = new FaultInjector();
   private readonly clock: Clock;
   private readonly waiters = new Set<() => void>();
@@ -78,10 +80,12 @@ export class DiscordEmulator {
       guildCreate: () => this.world.guildCreatePayload(),
       onChange,
     });
+    this.interactions = new Interactions(ids, this.world, now);
     this.rest = new RestApi({
       token: this.token,
       world: this.world,
       gateway: this.gateway,
+      interactions: this.interactions,
       faults: this.faults,
       rateLimiter: () => this.rateLimiter,
       nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
@@ -192,6 +196,37 @@ export class DiscordEmulator {
     const message = this.world.addUserMessage(channelId, userId, content, options);
     this.notify();
     return message;
+  }
+
+  /**
+   * `userId` presses the button with `customId` under the bot's message `messageId`: an
+   * INTERACTION_CREATE (type 3, component_type 2). The application must answer through
+   * POST /interactions/:id/:token/callback within 3 s. `forged` sends a custom_id the message
+   * does not carry (a made-up payload).
+   */
+  pressButton(
+    messageId: string,
+    userId: string,
+    customId: string,
+    options: { forged?: boolean } = {},
+  ): EmulatedInteraction {
+    const { interaction, payload } = this.interactions.press(messageId, userId, customId, options);
+    this.gateway.dispatch("INTERACTION_CREATE", payload);
+    this.notify();
+    return interaction;
+  }
+
+  /** Sends the INTERACTION_CREATE of an earlier press again (a duplicate delivery). */
+  redispatchInteraction(interactionId: string): void {
+    const earlier = this.interactions.all.find((i) => i.id === interactionId);
+    if (!earlier) throw new Error(`Discord emulator: no interaction ${interactionId}.`);
+    const { payload } = this.interactions.replay(earlier);
+    this.gateway.dispatch("INTERACTION_CREATE", payload);
+  }
+
+  /** Every button press so far with its callbacks and follow-ups. */
+  get buttonPresses(): readonly EmulatedInteraction[] {
+    return this.interactions.all;
   }
 
   /** Dispatches an already delivered message again, as a gateway replay or duplicate would. */

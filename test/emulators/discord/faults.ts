@@ -10,7 +10,9 @@ export type RestRoute =
   | "POST /channels/:id/messages"
   | "PATCH /channels/:id/messages/:id"
   | "DELETE /channels/:id/messages/:id"
-  | "POST /channels/:id/typing";
+  | "POST /channels/:id/typing"
+  | "POST /interactions/:id/:token/callback"
+  | "POST /webhooks/:id/:token";
 
 export const REST_ROUTES: readonly RestRoute[] = [
   "GET /gateway/bot",
@@ -21,6 +23,8 @@ export const REST_ROUTES: readonly RestRoute[] = [
   "PATCH /channels/:id/messages/:id",
   "DELETE /channels/:id/messages/:id",
   "POST /channels/:id/typing",
+  "POST /interactions/:id/:token/callback",
+  "POST /webhooks/:id/:token",
 ];
 
 export type Fault =

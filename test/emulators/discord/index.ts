@@ -6,6 +6,7 @@ export {
 } from "./emulator.ts";
 export type { Fault, RestRoute } from "./faults.ts";
 export type { GatewayLogEntry } from "./gateway.ts";
+export { CALLBACK_TYPE, customIds, type EmulatedInteraction } from "./interactions.ts";
 export type { ChannelRateLimit } from "./rate-limit.ts";
 export type { RestCall } from "./rest.ts";
 export type { GatewayMessage } from "./world.ts";

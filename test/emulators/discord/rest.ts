@@ -1,5 +1,6 @@
 import type { Fault, FaultInjector, RestRoute } from "./faults.ts";
 import type { GatewayHub } from "./gateway.ts";
+import { CALLBACK_TYPE, INTERACTION_ANSWER_MS, type Interactions } from "./interactions.ts";
 import type { ChannelRateLimiter } from "./rate-limit.ts";
 import type { EmulatedChannel, GatewayMessage, StoredMessage, World } from "./world.ts";
 
@@ -24,6 +25,7 @@ export interface RestApiOptions {
   token: string;
   world: World;
   gateway: GatewayHub;
+  interactions: Interactions;
   faults: FaultInjector;
   rateLimiter: () => ChannelRateLimiter | null;
   nonceWindowMs: number;
@@ -37,6 +39,8 @@ interface Match {
   route: RestRoute;
   channelId?: string;
   messageId?: string;
+  /** Interaction routes: the interaction (or application) id and the interaction token. */
+  token?: string;
 }
 
 type Outcome = Response | "hang" | "reset";
@@ -50,7 +54,15 @@ const ROUTE_PATTERNS: ReadonlyArray<[string, RegExp, RestRoute]> = [
   ["PATCH", /^\/channels\/(\d+)\/messages\/(\d+)$/, "PATCH /channels/:id/messages/:id"],
   ["DELETE", /^\/channels\/(\d+)\/messages\/(\d+)$/, "DELETE /channels/:id/messages/:id"],
   ["POST", /^\/channels\/(\d+)\/typing$/, "POST /channels/:id/typing"],
+  ["POST", /^\/interactions\/(\d+)\/([^/]+)\/callback$/, "POST /interactions/:id/:token/callback"],
+  ["POST", /^\/webhooks\/(\d+)\/([^/]+)$/, "POST /webhooks/:id/:token"],
 ];
+
+/** Interaction callbacks and follow-ups are authorised by the interaction token, not the bot token. */
+const TOKEN_ROUTES = new Set<RestRoute>([
+  "POST /interactions/:id/:token/callback",
+  "POST /webhooks/:id/:token",
+]);
 
 /** Discord's REST API under /api/v10, with fault injection, rate limits and nonce idempotency. */
 export class RestApi {
@@ -94,7 +106,8 @@ export class RestApi {
     body: unknown,
     call: RestCall,
   ): Promise<Outcome> {
-    if (request.headers.get("authorization") !== `Bot ${this.options.token}`) {
+    const byToken = match !== null && TOKEN_ROUTES.has(match.route);
+    if (!byToken && request.headers.get("authorization") !== `Bot ${this.options.token}`) {
       return json(401, { message: "401: Unauthorized", code: 0 });
     }
     if (!match) return json(404, { message: "404: Not Found", code: 0 });
@@ -132,6 +145,10 @@ export class RestApi {
         return this.deleteMessage(match);
       case "POST /channels/:id/typing":
         return this.channel(match) ? noContent() : unknownChannel();
+      case "POST /interactions/:id/:token/callback":
+        return this.interactionCallback(match, body);
+      case "POST /webhooks/:id/:token":
+        return this.followUp(match, body);
     }
   }
 
@@ -199,6 +216,7 @@ export class RestApi {
     }
 
     const stored = this.options.world.addBotMessage(channel, input.content as string, nonce, replyTo);
+    if (Array.isArray(input.components)) stored.message.components = input.components;
     if (nonceKey !== undefined)
       this.nonces.set(nonceKey, { messageId: stored.message.id, atMs: this.options.now() });
     if (this.options.echoOwnMessages) this.options.gateway.dispatch("MESSAGE_CREATE", stored.message);
@@ -214,6 +232,7 @@ export class RestApi {
       if (invalid) return invalid;
       stored.message.content = input.content as string;
     }
+    if (Array.isArray(input.components)) stored.message.components = input.components;
     stored.message.edited_timestamp = new Date(this.options.now()).toISOString();
     this.options.gateway.dispatch("MESSAGE_UPDATE", stored.message);
     return json(200, restView(stored.message));
@@ -226,6 +245,57 @@ export class RestApi {
     const { id, channel_id, guild_id } = stored.message;
     this.options.gateway.dispatch("MESSAGE_DELETE", { id, channel_id, ...(guild_id ? { guild_id } : {}) });
     return noContent();
+  }
+
+  /**
+   * One answer per interaction, within INTERACTION_ANSWER_MS of the press (10062 after, 40060 for
+   * a second answer). UPDATE_MESSAGE (7) edits the message the button is under.
+   */
+  private interactionCallback(match: Match, body: unknown): Response {
+    const interaction = this.options.interactions.find(match.channelId ?? "", match.token ?? "");
+    if (!interaction || this.options.now() - interaction.createdAtMs > INTERACTION_ANSWER_MS) {
+      return json(404, { message: "Unknown interaction", code: 10062 });
+    }
+    if (interaction.callbacks.length > 0) {
+      return json(400, { message: "Interaction has already been acknowledged.", code: 40060 });
+    }
+    const input = asRecord(body);
+    const type = Number(input.type);
+    if (!Object.values(CALLBACK_TYPE).includes(type as never)) {
+      return formError("type", "BASE_TYPE_CHOICES", `Value must be one of ${Object.values(CALLBACK_TYPE)}.`);
+    }
+    interaction.callbacks.push(type);
+    if (type === CALLBACK_TYPE.update) {
+      const stored = this.options.world.message(interaction.messageId);
+      const data = asRecord(input.data);
+      if (stored && !stored.deleted) {
+        if (typeof data.content === "string") stored.message.content = data.content;
+        if (Array.isArray(data.components)) stored.message.components = data.components;
+        stored.message.edited_timestamp = new Date(this.options.now()).toISOString();
+        this.options.gateway.dispatch("MESSAGE_UPDATE", stored.message);
+      }
+    }
+    return noContent();
+  }
+
+  /** A follow-up message through the interaction webhook; only after the interaction was answered. */
+  private followUp(match: Match, body: unknown): Response {
+    const interaction = this.options.interactions.findByToken(match.token ?? "");
+    if (!interaction || match.channelId !== this.options.world.bot.id) {
+      return json(404, { message: "Unknown Webhook", code: 10015 });
+    }
+    if (interaction.callbacks.length === 0) {
+      return json(400, { message: "Interaction has not been acknowledged.", code: 40060 });
+    }
+    const input = asRecord(body);
+    const invalid = validateContent(input.content, true);
+    if (invalid) return invalid;
+    const flags = typeof input.flags === "number" ? input.flags : 0;
+    interaction.followUps.push({ content: input.content as string, flags });
+    const channel = this.options.world.channels.get(interaction.channelId);
+    if (!channel) return unknownChannel();
+    const message = this.options.world.buildEphemeral(channel, input.content as string, flags);
+    return json(200, restView(message));
   }
 
   private ownMessage(match: Match): StoredMessage | Response {
@@ -257,6 +327,7 @@ function matchRoute(method: string, path: string): Match | null {
     if (routeMethod !== method) continue;
     const found = pattern.exec(path);
     if (!found) continue;
+    if (TOKEN_ROUTES.has(route)) return { route, channelId: found[1]!, token: found[2]! };
     return {
       route,
       ...(found[1] === undefined ? {} : { channelId: found[1] }),

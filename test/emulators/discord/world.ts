@@ -142,6 +142,14 @@ export class World {
     return stored;
   }
 
+  /** A follow-up's message as the webhook returns it; not stored (ephemeral ones are never in history). */
+  buildEphemeral(channel: EmulatedChannel, content: string, flags: number): GatewayMessage {
+    const message = this.buildMessage(channel, this.bot, content, [], undefined);
+    message.flags = flags;
+    message.webhook_id = this.bot.id;
+    return message;
+  }
+
   message(id: string): StoredMessage | undefined {
     return this.messagesById.get(id);
   }

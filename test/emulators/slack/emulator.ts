@@ -6,7 +6,9 @@ import { MessageBoard } from "./message-board.ts";
 import { type SocketData, SocketModeHub } from "./socket-mode.ts";
 import type {
   ApiCallRecord,
+  BlockActionsBody,
   EnvelopeRecord,
+  EphemeralMessage,
   EventCallbackBody,
   SlackFault,
   SlackIdentity,
@@ -54,6 +56,8 @@ export class SlackEmulator {
   readonly #server: Server<SocketData>;
   readonly #calls: ApiCallRecord[] = [];
   readonly #board: MessageBoard;
+  readonly #ephemerals: EphemeralMessage[] = [];
+  #actionSeq = 0;
   readonly #faults = new FaultPlan();
   readonly #rateLimiter: ChannelRateLimiter;
   readonly #hub: SocketModeHub;
@@ -105,6 +109,81 @@ export class SlackEmulator {
   /** Sends an event over Socket Mode (queued until a client connects). Returns the envelope id. */
   pushEvent(payload: EventCallbackBody): string {
     return this.#hub.push(payload);
+  }
+
+  /**
+   * The `block_actions` body of `user` pressing the button `actionId` under the bot's message
+   * `ts` in `channel`. Throws unless the message carries that button, unless `forged` (a made-up
+   * payload with any action_id/value).
+   */
+  blockAction(
+    channel: string,
+    ts: string,
+    user: { id: string; name: string },
+    actionId: string,
+    options: { forged?: boolean } = {},
+  ): BlockActionsBody {
+    const message = this.#board.list(channel).find((m) => m.ts === ts);
+    if (message === undefined) throw new Error(`Slack emulator: no message ${ts} in ${channel}`);
+    const button = (message.blocks ?? [])
+      .flatMap((block) =>
+        block.type === "actions" ? (block.elements as Array<Record<string, unknown>>) : [],
+      )
+      .find((element) => element.action_id === actionId);
+    if (button === undefined && !options.forged) {
+      throw new Error(`Slack emulator: message ${ts} has no button with action_id ${actionId}`);
+    }
+    this.#actionSeq += 1;
+    const actionTs = `${Math.floor(this.#now() / 1000)}.${String(this.#actionSeq).padStart(6, "0")}`;
+    const { teamId, appId } = this.identity;
+    return {
+      type: "block_actions",
+      user: { id: user.id, username: user.name, name: user.name, team_id: teamId },
+      api_app_id: appId,
+      token: "verification-token-unused",
+      container: {
+        type: "message",
+        message_ts: ts,
+        channel_id: channel,
+        is_ephemeral: false,
+        ...(message.threadTs === undefined ? {} : { thread_ts: message.threadTs }),
+      },
+      trigger_id: `${this.#actionSeq}.trigger`,
+      team: { id: teamId, domain: "emulated" },
+      enterprise: null,
+      is_enterprise_install: false,
+      channel: { id: channel, name: channel },
+      message: {
+        type: "message",
+        user: message.user,
+        ts: message.ts,
+        text: message.text,
+        ...(message.threadTs === undefined ? {} : { thread_ts: message.threadTs }),
+        ...(message.blocks === undefined ? {} : { blocks: message.blocks }),
+      },
+      state: { values: {} },
+      response_url: `${this.url}/actions/response/${this.#actionSeq}`,
+      actions: [
+        {
+          type: "button",
+          action_id: actionId,
+          block_id: "actions",
+          value: options.forged ? actionId : String(button?.value ?? actionId),
+          text: { type: "plain_text", text: String((button?.text as { text?: string })?.text ?? "?") },
+          action_ts: actionTs,
+        },
+      ],
+    };
+  }
+
+  /** Sends a button press over Socket Mode as an `interactive` envelope. Returns the envelope id. */
+  pushInteraction(payload: BlockActionsBody): string {
+    return this.#hub.push(payload, "interactive");
+  }
+
+  /** chat.postEphemeral messages so far (shown to one user, not in `messages()`). */
+  ephemeralMessages(user?: string): EphemeralMessage[] {
+    return this.#ephemerals.filter((m) => user === undefined || m.user === user);
   }
 
   /** Sends an envelope again now as Slack's next retry (retry_attempt + 1). */
@@ -188,6 +267,7 @@ export class SlackEmulator {
   reset(): void {
     this.#calls.length = 0;
     this.#board.clear();
+    this.#ephemerals.length = 0;
     this.#faults.clear();
     this.#rateLimiter.reset();
     this.#hub.clearEnvelopes();
@@ -252,6 +332,7 @@ export class SlackEmulator {
     return {
       identity: this.identity,
       board: this.#board,
+      ephemerals: this.#ephemerals,
       rateLimiter: this.#rateLimiter,
       channels: this.#channels,
       openSocketUrl: () => `ws://127.0.0.1:${this.#server.port}/socket?ticket=${this.#hub.issueTicket()}`,

@@ -7,6 +7,12 @@ export {
 } from "./emulator.ts";
 export { createTsGenerator, newEventId, type SlackEventBuilders, slackEventBuilders } from "./events.ts";
 export { MAX_TEXT_CHARS } from "./message-board.ts";
-export { type PostEventOptions, type PostEventResult, postEvent, signSlackRequest } from "./post-event.ts";
+export {
+  type PostEventOptions,
+  type PostEventResult,
+  postEvent,
+  postInteraction,
+  signSlackRequest,
+} from "./post-event.ts";
 export type * from "./types.ts";
 export { waitFor } from "./wait-for.ts";

@@ -1,4 +1,4 @@
-import type { SlackIdentity, VisibleMessage } from "./types.ts";
+import type { SlackBlock, SlackIdentity, VisibleMessage } from "./types.ts";
 
 /** Slack cuts message text at this length rather than rejecting it. */
 export const MAX_TEXT_CHARS = 40_000;
@@ -11,6 +11,7 @@ export interface PostInput {
   text: string;
   threadTs?: string;
   mrkdwn: boolean;
+  blocks?: SlackBlock[];
 }
 
 /**
@@ -38,6 +39,7 @@ export class MessageBoard {
       truncated,
     };
     if (input.threadTs !== undefined) message.threadTs = input.threadTs;
+    if (input.blocks !== undefined && input.blocks.length > 0) message.blocks = input.blocks;
     if (stream !== undefined) message.stream = stream;
     const list = this.#byChannel.get(input.channel) ?? [];
     list.push(message);
@@ -45,13 +47,17 @@ export class MessageBoard {
     return message;
   }
 
-  update(channel: string, ts: string, text: string): VisibleMessage | SlackErrorCode {
+  update(channel: string, ts: string, text: string, blocks?: SlackBlock[]): VisibleMessage | SlackErrorCode {
     const message = this.find(channel, ts);
     if (message === undefined) return "message_not_found";
     if (message.stream === "streaming") return "message_is_streaming";
     message.text = text.slice(0, MAX_TEXT_CHARS);
     message.truncated = text.length > MAX_TEXT_CHARS;
     message.edited = true;
+    if (blocks !== undefined) {
+      if (blocks.length > 0) message.blocks = blocks;
+      else delete message.blocks;
+    }
     return message;
   }
 

@@ -115,3 +115,28 @@ async function attemptPost(
     return { failure: name === "TimeoutError" || name === "AbortError" ? "timeout" : "connection_failed" };
   }
 }
+
+/**
+ * POSTs a button press the way Slack's interactivity does: a signed
+ * `application/x-www-form-urlencoded` body whose `payload` field is the JSON. One attempt: Slack
+ * never retries an interactivity request.
+ */
+export async function postInteraction(
+  url: string,
+  payload: unknown,
+  options: { signingSecret: string; timeoutMs?: number },
+): Promise<{ status: number; body: string; elapsedMs: number }> {
+  const rawBody = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  const headers = {
+    "content-type": "application/x-www-form-urlencoded",
+    ...signSlackRequest(options.signingSecret, rawBody, Math.floor(Date.now() / 1000)),
+  };
+  const started = performance.now();
+  const response = await fetch(url, {
+    method: "POST",
+    headers,
+    body: rawBody,
+    signal: AbortSignal.timeout(options.timeoutMs ?? 3000),
+  });
+  return { status: response.status, body: await response.text(), elapsedMs: performance.now() - started };
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { ServerWebSocket } from "bun";
-import type { EnvelopeRecord, EventCallbackBody, SlackIdentity } from "./types.ts";
+import type { BlockActionsBody, EnvelopeRecord, EventCallbackBody, SlackIdentity } from "./types.ts";
 
 export interface SocketData {
   connectionId: number;
@@ -89,8 +89,8 @@ export class SocketModeHub {
   }
 
   /** Queues an event for delivery; it goes out at once when a connection is open. */
-  push(payload: EventCallbackBody): string {
-    const envelope: Envelope = { envelopeId: randomUUID(), payload, deliveries: [], state: "pending" };
+  push(payload: EventCallbackBody | BlockActionsBody, type: Envelope["type"] = "events_api"): string {
+    const envelope: Envelope = { envelopeId: randomUUID(), payload, type, deliveries: [], state: "pending" };
     this.#envelopes.set(envelope.envelopeId, envelope);
     this.#send(envelope, 0);
     return envelope.envelopeId;
@@ -170,8 +170,8 @@ export class SocketModeHub {
       JSON.stringify({
         envelope_id: envelope.envelopeId,
         payload: envelope.payload,
-        type: "events_api",
-        accepts_response_payload: false,
+        type: envelope.type,
+        accepts_response_payload: envelope.type === "interactive",
         retry_attempt: attempt,
         retry_reason: attempt === 0 ? "" : "timeout",
       }),

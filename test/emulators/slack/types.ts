@@ -79,7 +79,23 @@ export interface VisibleMessage {
   stream?: "streaming" | "stopped";
   /** True when Slack cut the text at 40,000 characters. */
   truncated: boolean;
+  /** Block Kit blocks, when the message has them (chat.update with `blocks: []` removes them). */
+  blocks?: SlackBlock[];
 }
+
+/** A Block Kit block as the emulator keeps it. */
+export type SlackBlock = { type: string } & Record<string, unknown>;
+
+/** A chat.postEphemeral message: shown to `user` alone, never in the channel's history. */
+export interface EphemeralMessage {
+  channel: string;
+  user: string;
+  text: string;
+  threadTs?: string;
+}
+
+/** The `block_actions` payload Slack sends when a user presses a Block Kit button. */
+export type BlockActionsBody = { type: "block_actions" } & Record<string, unknown>;
 
 export interface EnvelopeDelivery {
   retryAttempt: number;
@@ -89,7 +105,9 @@ export interface EnvelopeDelivery {
 /** A Socket Mode envelope and what happened to it. */
 export interface EnvelopeRecord {
   envelopeId: string;
-  payload: EventCallbackBody;
+  payload: EventCallbackBody | BlockActionsBody;
+  /** Socket Mode envelope type: Events API events or interactivity (button presses). */
+  type: "events_api" | "interactive";
   deliveries: EnvelopeDelivery[];
   /** "pending": waiting for a connection; "abandoned": redeliveries exhausted without an ack. */
   state: "pending" | "delivered" | "acked" | "abandoned";

@@ -1,6 +1,6 @@
 import type { ChannelRateLimiter } from "./faults.ts";
 import type { MessageBoard } from "./message-board.ts";
-import type { SlackIdentity, TokenKind, VisibleMessage } from "./types.ts";
+import type { EphemeralMessage, SlackBlock, SlackIdentity, TokenKind, VisibleMessage } from "./types.ts";
 
 /** Slack's limit for markdown_text in the streaming methods. */
 export const MAX_STREAM_MARKDOWN_CHARS = 12_000;
@@ -20,6 +20,7 @@ export interface ChannelStates {
 export interface WebApiContext {
   identity: SlackIdentity;
   board: MessageBoard;
+  ephemerals: EphemeralMessage[];
   rateLimiter: ChannelRateLimiter;
   channels: ChannelStates;
   /** Issues a single-use Socket Mode URL. */
@@ -91,6 +92,8 @@ const HANDLERS: Record<string, MethodHandler> = {
     const channel = params.channel ?? "";
     const text = params.text ?? "";
     if (text.length === 0 && params.blocks === undefined) return fail("no_text");
+    const blocks = parseBlocks(params.blocks);
+    if (blocks === "invalid") return fail("invalid_blocks");
     const retryAfterSeconds = ctx.rateLimiter.admit(channel);
     if (retryAfterSeconds !== null) return rateLimited(retryAfterSeconds);
     const message = ctx.board.post({
@@ -98,6 +101,7 @@ const HANDLERS: Record<string, MethodHandler> = {
       text,
       threadTs: params.thread_ts,
       mrkdwn: params.mrkdwn !== "false",
+      ...(blocks === undefined ? {} : { blocks }),
     });
     const warning = message.truncated ? { warning: "message_truncated" } : {};
     return ok({ channel, ts: message.ts, message: messageJson(message, ctx.identity), ...warning });
@@ -106,13 +110,32 @@ const HANDLERS: Record<string, MethodHandler> = {
   "chat.update": (params, ctx) => {
     const problem = channelProblem(params.channel, ctx, { requireMember: true });
     if (problem !== null) return fail(problem);
-    const result = ctx.board.update(params.channel ?? "", params.ts ?? "", params.text ?? "");
+    const blocks = parseBlocks(params.blocks);
+    if (blocks === "invalid") return fail("invalid_blocks");
+    const result = ctx.board.update(params.channel ?? "", params.ts ?? "", params.text ?? "", blocks);
     if (typeof result === "string") return fail(result);
     return ok({
       channel: result.channel,
       ts: result.ts,
       text: result.text,
       message: messageJson(result, ctx.identity),
+    });
+  },
+
+  "chat.postEphemeral": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: true });
+    if (problem !== null) return fail(problem);
+    if (!params.user) return fail("user_not_in_channel");
+    const text = params.text ?? "";
+    if (text.length === 0) return fail("no_text");
+    ctx.ephemerals.push({
+      channel: params.channel ?? "",
+      user: params.user,
+      text,
+      ...(params.thread_ts === undefined ? {} : { threadTs: params.thread_ts }),
+    });
+    return ok({
+      message_ts: `${Math.floor(Date.now() / 1000)}.${String(ctx.ephemerals.length).padStart(6, "0")}`,
     });
   },
 
@@ -202,4 +225,32 @@ function messageJson(message: VisibleMessage, identity: SlackIdentity): Record<s
     team: identity.teamId,
     edited: message.edited ? { user: message.user, ts: message.ts } : undefined,
   };
+}
+
+/**
+ * `blocks` as web-api sends it (a JSON string in a form body); buttons need an action_id of at
+ * most 255 characters, unique in the message, as Slack checks.
+ */
+function parseBlocks(raw: string | undefined): SlackBlock[] | undefined | "invalid" {
+  if (raw === undefined) return undefined;
+  let blocks: unknown;
+  try {
+    blocks = typeof raw === "string" ? JSON.parse(raw) : raw;
+  } catch {
+    return "invalid";
+  }
+  if (!Array.isArray(blocks) || blocks.length > 50) return "invalid";
+  const actionIds = new Set<string>();
+  for (const block of blocks as Array<Record<string, unknown>>) {
+    if (typeof block !== "object" || block === null || typeof block.type !== "string") return "invalid";
+    if (block.type !== "actions") continue;
+    const elements = block.elements;
+    if (!Array.isArray(elements) || elements.length === 0 || elements.length > 25) return "invalid";
+    for (const element of elements as Array<Record<string, unknown>>) {
+      const id = element.action_id;
+      if (typeof id !== "string" || id.length === 0 || id.length > 255 || actionIds.has(id)) return "invalid";
+      actionIds.add(id);
+    }
+  }
+  return blocks as SlackBlock[];
 }

@@ -38,6 +38,8 @@ const tokenInput = byId<HTMLInputElement>("token");
 const messages = new Map<string, WebTranscriptEntry>();
 /** Sent by this page and not yet confirmed by the stream. */
 const pending = new Map<string, Pending>();
+/** The notice a button press got, by the message the button is under (shown until a reload). */
+const notices = new Map<string, string>();
 let typingTimer: ReturnType<typeof setTimeout> | undefined;
 
 function loadSessionId(): string {
@@ -81,8 +83,13 @@ function askForToken(): Promise<void> {
 
 function render(): void {
   const nodes: Node[] = [];
-  for (const entry of messages.values())
-    nodes.push(bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs)));
+  for (const entry of messages.values()) {
+    const node = bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs));
+    if (entry.buttons) node.append(buttonRows(entry));
+    const notice = notices.get(entry.messageId);
+    if (notice !== undefined) node.append(h("div", { class: "bubble-meta", role: "status" }, notice));
+    nodes.push(node);
+  }
   for (const item of pending.values()) {
     if (messages.has(item.clientMessageId)) continue;
     const node = bubble(
@@ -121,6 +128,58 @@ function bubble(role: WebTranscriptEntry["role"], id: string, text: string, meta
   );
 }
 
+/** The message's buttons; a press POSTs the button's data as `action` and shows the notice under it. */
+function buttonRows(entry: WebTranscriptEntry): HTMLElement {
+  const rows = (entry.buttons ?? []).map((row) =>
+    h(
+      "div",
+      { class: "button-row" },
+      ...row.map((button) =>
+        h(
+          "button",
+          {
+            type: "button",
+            class: "link",
+            onclick: (event: Event) =>
+              void press(entry.messageId, button.data, event.target as HTMLButtonElement),
+          },
+          button.label,
+        ),
+      ),
+    ),
+  );
+  return h("div", { class: "bubble-buttons" }, ...rows);
+}
+
+async function press(messageId: string, data: string, button: HTMLButtonElement): Promise<void> {
+  const show = (text: string) => {
+    notices.set(messageId, text);
+    render();
+  };
+  button.disabled = true;
+  const clientMessageId = randomId(16);
+  for (const delayMs of [0, ...RETRY_DELAYS_MS]) {
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    const result = await attemptPost({ clientMessageId, action: data });
+    if (result.kind === "unauthorized") {
+      await askForToken();
+      continue;
+    }
+    if (result.kind === "retry") continue;
+    button.disabled = false;
+    show(
+      result.kind === "rejected"
+        ? result.message
+        : result.outcome.kind === "action"
+          ? result.outcome.notice
+          : "",
+    );
+    return;
+  }
+  button.disabled = false;
+  show("The gateway did not answer; press again.");
+}
+
 function apply(event: WebStreamEvent): void {
   switch (event.type) {
     case "snapshot":
@@ -135,7 +194,11 @@ function apply(event: WebStreamEvent): void {
     }
     case "edit": {
       const entry = messages.get(event.messageId);
-      if (entry) entry.text = event.text;
+      if (entry) {
+        entry.text = event.text;
+        if (event.buttons) entry.buttons = event.buttons;
+        else delete entry.buttons;
+      }
       hideTyping();
       break;
     }
@@ -234,13 +297,16 @@ type PostResult =
   | { kind: "retry"; message: string; afterMs?: number }
   | { kind: "rejected"; message: string };
 
-async function attemptPost(item: Pending): Promise<PostResult> {
+async function attemptPost(
+  item: { clientMessageId: string; text: string } | { clientMessageId: string; action: string },
+): Promise<PostResult> {
   let response: Response;
+  const content = "action" in item ? { action: item.action } : { text: item.text };
   try {
     response = await fetch("/web/api/messages", {
       method: "POST",
       headers: apiHeaders({ "content-type": "application/json" }),
-      body: JSON.stringify({ sessionId, clientMessageId: item.clientMessageId, text: item.text }),
+      body: JSON.stringify({ sessionId, clientMessageId: item.clientMessageId, ...content }),
     });
   } catch {
     return { kind: "retry", message: "The gateway did not answer." };
