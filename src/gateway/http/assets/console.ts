@@ -432,31 +432,11 @@ async function showApprovals(): Promise<void> {
 
 function approvalButtons(a: ApprovalRecord): HTMLElement[] {
   if (a.state !== "pending") return [];
-  const act = (decision: "approve" | "deny", label: string, kind: string) =>
-    h(
-      "button",
-      {
-        type: "button",
-        class: kind,
-        "data-action": decision,
-        onclick: async () => {
-          try {
-            const decided = await api<ApprovalRecord>(
-              `/api/approvals/${encodeURIComponent(a.id)}/${decision}`,
-              {
-                method: "POST",
-              },
-            );
-            toast(`${decided.id} is now ${decided.state}.`);
-          } catch (error) {
-            toast(messageOf(error), true);
-          }
-          await openTab("approvals");
-        },
-      },
-      label,
-    );
-  return [act("approve", "Approve the call", "secondary"), act("deny", "Deny the call", "danger")];
+  const path = (decision: string) => `/api/approvals/${encodeURIComponent(a.id)}/${decision}`;
+  return [
+    postButton("approve", "Approve the call", "secondary", path("approve"), "approvals"),
+    postButton("deny", "Deny the call", "danger", path("deny"), "approvals"),
+  ];
 }
 
 // ---------- schedules ----------
@@ -505,31 +485,34 @@ function timing(s: Schedule): string {
 
 function scheduleButtons(s: Schedule): HTMLElement[] {
   const act = (action: "pause" | "resume" | "cancel", label: string, kind = "secondary") =>
-    h(
-      "button",
-      {
-        type: "button",
-        class: kind,
-        "data-action": action,
-        onclick: async () => {
-          try {
-            const updated = await api<Schedule>(`/api/schedules/${encodeURIComponent(s.id)}/${action}`, {
-              method: "POST",
-            });
-            toast(`${updated.id} is now ${updated.state}.`);
-          } catch (error) {
-            toast(messageOf(error), true);
-          }
-          await openTab("schedules");
-        },
-      },
-      label,
-    );
+    postButton(action, label, kind, `/api/schedules/${encodeURIComponent(s.id)}/${action}`, "schedules");
   return [
     s.state === "active" && act("pause", "Pause"),
     s.state === "paused" && act("resume", "Resume"),
     (s.state === "active" || s.state === "paused") && act("cancel", "End schedule", "danger"),
   ].filter((b): b is HTMLButtonElement => b !== false);
+}
+
+/** A button that POSTs `path`, says what the record's state became, and reopens `tab`. */
+function postButton(action: string, label: string, kind: string, path: string, tab: Tab): HTMLButtonElement {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: kind,
+      "data-action": action,
+      onclick: async () => {
+        try {
+          const updated = await api<{ id: string; state: string }>(path, { method: "POST" });
+          toast(`${updated.id} is now ${updated.state}.`);
+        } catch (error) {
+          toast(messageOf(error), true);
+        }
+        await openTab(tab);
+      },
+    },
+    label,
+  );
 }
 
 // ---------- shared ----------
