@@ -58,6 +58,13 @@ export const inboundMessageSchema = z.object({
   }),
   /** Opaque key naming the conversation: one DM, one group, one thread/topic. */
   conversationKey: z.string().min(1).max(500),
+  /**
+   * Opaque key naming the room that holds the conversation when it is finer than the room: a
+   * Slack channel for one of its threads, a Telegram group for a topic or a per-user session.
+   * Absent: the conversation is the whole room. A surface's `historyScope: "channel"` searches
+   * every conversation of the room.
+   */
+  roomKey: z.string().min(1).max(500).optional(),
   /** Opaque key the adapter decodes to send the answer to the right chat/thread. */
   replyTarget: z.string().min(1).max(500),
   surface: surfaceKindSchema,

@@ -175,6 +175,11 @@ interface Placement {
   atTs?: string;
 }
 
+/** A thread's room is its channel; a DM and a channel's top level are their own room. */
+function roomOf(account: string, channel: string, surface: SurfaceKind): { roomKey?: string } {
+  return surface === "thread" ? { roomKey: channelConversationKey(account, channel) } : {};
+}
+
 function toInbound(message: SlackMessage, placement: Placement, context: ParseContext): ParseOutcome {
   const { channel } = placement;
   const author = classifyAuthor(message, context);
@@ -215,6 +220,7 @@ function toInbound(message: SlackMessage, placement: Placement, context: ParseCo
         ? { id: author.id, isBot: author.isBot }
         : { id: author.id, name: author.name, isBot: author.isBot },
     conversationKey,
+    ...roomOf(context.account, channel, surfaceKind),
     replyTarget: encodeReplyTarget(target),
     surface: surfaceKind,
     text: stripLeadingMention(message.text, context.botUserId),
@@ -342,6 +348,7 @@ export function parseSlackAction(body: unknown, context: ParseContext): ParseOut
       updateKey: `action:${user.id}:${action.action_ts}`,
       principal: name === undefined ? { id: user.id, isBot: false } : { id: user.id, name, isBot: false },
       conversationKey,
+      ...roomOf(context.account, channel, surface),
       replyTarget: encodeReplyTarget(target),
       surface,
       text: "",

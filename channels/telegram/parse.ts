@@ -61,10 +61,11 @@ function parseMessage(msg: Message, updateKey: string, context: ParseContext): P
   const entities = msg.entities ?? msg.caption_entities ?? [];
   const reply = explicitReplyOf(msg, threadId);
 
-  let conversationKey =
+  const roomKey =
     chat.type === "private"
       ? `tg:${context.account}:dm:${principal.id}`
       : `tg:${context.account}:chat:${chat.id}`;
+  let conversationKey = roomKey;
   if (threadId !== undefined) conversationKey += `:topic:${threadId}`;
   if (chat.type !== "private" && context.groupSessions === "per-user")
     conversationKey += `:user:${principal.id}`;
@@ -82,6 +83,8 @@ function parseMessage(msg: Message, updateKey: string, context: ParseContext): P
       updateKey,
       principal,
       conversationKey,
+      // A topic or a per-user session is one conversation of the group, its room.
+      ...(conversationKey === roomKey ? {} : { roomKey }),
       replyTarget: encodeTarget(threadId === undefined ? { chatId: chat.id } : { chatId: chat.id, threadId }),
       surface,
       text,
@@ -113,8 +116,9 @@ function parseCallbackQuery(query: CallbackQuery, updateKey: string, context: Pa
   const threadId =
     "is_topic_message" in msg && msg.is_topic_message ? (msg as Message).message_thread_id : undefined;
   const surface: SurfaceKind = chat.type === "private" ? "dm" : threadId !== undefined ? "thread" : "group";
-  let conversationKey =
+  const roomKey =
     chat.type === "private" ? `tg:${context.account}:dm:${chat.id}` : `tg:${context.account}:chat:${chat.id}`;
+  let conversationKey = roomKey;
   if (threadId !== undefined) conversationKey += `:topic:${threadId}`;
   if (chat.type !== "private" && context.groupSessions === "per-user") conversationKey += `:user:${from.id}`;
   const fullName = [from.first_name, from.last_name].filter(Boolean).join(" ");
@@ -130,6 +134,8 @@ function parseCallbackQuery(query: CallbackQuery, updateKey: string, context: Pa
           ? { id: String(from.id), isBot: from.is_bot }
           : { id: String(from.id), name, isBot: from.is_bot },
       conversationKey,
+      // A topic or a per-user session is one conversation of the group, its room.
+      ...(conversationKey === roomKey ? {} : { roomKey }),
       replyTarget: encodeTarget(threadId === undefined ? { chatId: chat.id } : { chatId: chat.id, threadId }),
       surface,
       text: "",

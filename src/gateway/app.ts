@@ -16,6 +16,7 @@ import { toUsage } from "../models/usage.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { defaultModelInputs, type MediaInputs } from "../runtime/media.ts";
 import { Runtime } from "../runtime/runtime.ts";
+import { historyScopeOf } from "../search/scope.ts";
 import { createHistoryTools, HISTORY_TOOL_NAMES } from "../search/tools.ts";
 import { stateBlock } from "../state/slots.ts";
 import { createStateTools, STATE_TOOL_NAMES } from "../state/tools.ts";
@@ -110,19 +111,17 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     const dir = context ? surfacePolicy(config.file, context.channel, context.surface).agentDir : undefined;
     return agents.current(dir ?? config.agentDir);
   };
-  /** history_search and history_read, scoped by the surface's historyScope to the run's user. */
+  /** history_search and history_read, scoped by the surface's historyScope (the run's user by default). */
   const historyTools = (conversationId: string, runId: string, context: RunContext) => {
     const { historyScope } = surfacePolicy(config.file, context.channel, context.surface);
-    if (historyScope === "off") return {};
-    return createHistoryTools({
-      search: stores.search,
-      conversationId,
-      runId,
-      scope:
-        historyScope === "conversation"
-          ? { kind: "conversation", conversationId }
-          : { kind: "principal", principal: `${context.channel}:${context.principal.id}` },
+    const scope = historyScopeOf(historyScope, conversationId, {
+      channel: context.channel,
+      principalId: context.principal.id,
+      conversationKey: context.conversationKey,
+      ...(context.roomKey === undefined ? {} : { roomKey: context.roomKey }),
     });
+    if (scope === null) return {};
+    return createHistoryTools({ search: stores.search, conversationId, runId, scope });
   };
   // SWITCHBOARD_APPROVAL_SECRET, or the key generated once and kept in the database (read at start).
   let approvalSecret = config.approvalSecret;

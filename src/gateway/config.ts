@@ -31,14 +31,20 @@ export interface SurfacePolicy {
   agentDir?: string;
   /**
    * What history_search sees: `user` (the default when absent) the conversations of the same user
-   * on the same platform, `conversation` only the current one, `off` no history tools.
+   * on the same platform, `channel` every conversation in the current room (a Slack channel with
+   * its threads, a Telegram group with its topics, whoever wrote there; a DM is its own room),
+   * `conversation` only the current one, `off` no history tools.
    */
-  historyScope?: "user" | "conversation" | "off";
+  historyScope?: HistoryScope;
   /** User ids who may decide any approval here, besides the user whose message asked. */
   approvers: readonly string[];
   /** The flood limit: messages one user may send per minute here (a burst of as many, then that rate). */
   messagesPerMinute: number;
 }
+
+/** What a surface's history tools may search; see SurfacePolicy.historyScope. */
+export const HISTORY_SCOPES = ["user", "channel", "conversation", "off"] as const;
+export type HistoryScope = (typeof HISTORY_SCOPES)[number];
 
 /** The flood limit where the config names none: 20 messages a minute per user and surface. */
 export const DEFAULT_MESSAGES_PER_MINUTE = 20;
@@ -81,8 +87,8 @@ const surfaceOverride = z
     tools: z.array(z.string().min(1)).max(100).optional(),
     /** An agent directory for this surface (relative to the config file), e.g. a support persona. */
     agentDir: z.string().min(1).optional(),
-    /** What history_search sees on this surface: user (default), conversation, or off. */
-    historyScope: z.enum(["user", "conversation", "off"]).optional(),
+    /** What history_search sees on this surface: user (default), channel, conversation, or off. */
+    historyScope: z.enum(HISTORY_SCOPES).optional(),
     approvers: z.array(z.string().min(1).max(200)).max(1000).optional(),
     messagesPerMinute: z.number().int().min(1).max(100_000).optional(),
   })

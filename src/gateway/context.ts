@@ -16,6 +16,8 @@ export const runContextSchema = z.object({
   /** Stream with the platform's native drafts where the target supports them, else edits. */
   nativeStreaming: z.boolean().optional(),
   conversationKey: z.string(),
+  /** The room that holds the conversation when the adapter names one (a thread's channel). */
+  roomKey: z.string().optional(),
   principal: z.object({ id: z.string(), name: z.string().optional() }),
   origin: z.enum(["user", "schedule"]),
   /**

@@ -106,6 +106,7 @@ function runContext(message: InboundMessage, policy: SurfacePolicy): RunContext 
     delivery: policy.delivery,
     ...(policy.nativeStreaming ? { nativeStreaming: true } : {}),
     conversationKey: message.conversationKey,
+    ...(message.roomKey ? { roomKey: message.roomKey } : {}),
     principal: {
       id: message.principal.id,
       ...(message.principal.name ? { name: message.principal.name } : {}),

@@ -9,6 +9,11 @@ import type { SearchQuery } from "./query.ts";
 export type SearchScope =
   /** Conversations where this principal (`<channel>:<user id>`) had a turn: the default for the agent. */
   | { kind: "principal"; principal: string }
+  /**
+   * Every conversation in this room (`<channel>:<room key>`): a Slack channel with its threads, a
+   * Telegram group with its topics, whoever wrote there. A DM is its own room.
+   */
+  | { kind: "room"; room: string }
   /** Only this conversation. */
   | { kind: "conversation"; conversationId: string }
   /** Every conversation (operators), optionally one. */

@@ -64,23 +64,10 @@ export function toHistoryMessage(row: HistoryRow): HistoryMessage {
   };
 }
 
-/** Whether `scope` admits `conversationId`, given the principals that had a turn there. */
-export function scopeAdmits(
-  scope: SearchScope,
-  conversationId: string,
-  principals: readonly string[],
-): boolean {
-  switch (scope.kind) {
-    case "all":
-      return scope.conversationId === undefined || scope.conversationId === conversationId;
-    case "conversation":
-      return scope.conversationId === conversationId;
-    case "principal":
-      return principals.includes(scope.principal);
-  }
-}
-
-/** The SQL condition (on `m.conversation_id`) and its one parameter for a scope, in `?` style. */
+/**
+ * The SQL condition (on `m.conversation_id`) and its one parameter for a scope, in `?` style: what
+ * a search may match and what a read may open, so the two can never disagree.
+ */
 export function scopeCondition(scope: SearchScope): { sql: string; param: string | null } {
   switch (scope.kind) {
     case "all":
@@ -93,6 +80,11 @@ export function scopeCondition(scope: SearchScope): { sql: string; param: string
       return {
         sql: "m.conversation_id IN (SELECT conversation_id FROM conversation_principals WHERE principal = ?)",
         param: scope.principal,
+      };
+    case "room":
+      return {
+        sql: "m.conversation_id IN (SELECT conversation_id FROM conversation_rooms WHERE room = ?)",
+        param: scope.room,
       };
   }
 }

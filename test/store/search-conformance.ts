@@ -29,6 +29,14 @@ const ctx = (channel: string, user: string) => ({
   origin: "user",
 });
 
+/** A Slack context: a thread names its channel as its room; a DM and a channel's top level do not. */
+const slackCtx = (user: string, conversationKey: string, roomKey?: string) => ({
+  ...ctx("slack", user),
+  surface: roomKey === undefined ? "group" : "thread",
+  conversationKey,
+  ...(roomKey === undefined ? {} : { roomKey }),
+});
+
 function q(text: string): SearchQuery {
   const parsed = parseSearchQuery(text);
   if (!parsed.ok) throw new Error(parsed.error);
@@ -39,14 +47,14 @@ function q(text: string): SearchQuery {
 async function turn(
   store: RuntimeStore,
   conversationId: string,
-  user: [string, string],
+  user: [string, string] | ReturnType<typeof slackCtx>,
   text: string,
   answer: string,
 ) {
   const admitted = await store.admit(
     admitRequest(conversationId, `k-${Math.random()}`, {
       parts: [{ type: "text", text }],
-      context: ctx(...user),
+      context: Array.isArray(user) ? ctx(...user) : user,
     }),
   );
   if (admitted.outcome === "duplicate") throw new Error("duplicate");
@@ -138,6 +146,81 @@ export function runSearchConformance(name: string, open: () => Promise<OpenedSea
         expect(
           await search.searchHistory({ query: q("secret"), scope: { kind: "all" }, limit: 10 }),
         ).toHaveLength(2);
+      }),
+    );
+
+    test(
+      "channel scope: every conversation of the room, never another user's DM or another room, also not by reference",
+      withStores(async ({ store, search }) => {
+        const room = "sl:T1:ch:C1";
+        await turn(
+          store,
+          "c1-alice",
+          slackCtx("U1", `${room}:thread:1.1`, room),
+          "quarterly plan draft",
+          "ok",
+        );
+        const bobThread = await turn(
+          store,
+          "c1-bob",
+          slackCtx("U2", `${room}:thread:2.2`, room),
+          "quarterly numbers",
+          "ok",
+        );
+        await turn(store, "c1-top", slackCtx("U3", room), "quarterly review at the top level", "ok");
+        const bobDm = await turn(
+          store,
+          "dm-bob",
+          slackCtx("U2", "sl:T1:dm:U2"),
+          "quarterly salary, private",
+          "ok",
+        );
+        const otherRoom = await turn(
+          store,
+          "c2-alice",
+          slackCtx("U1", "sl:T1:ch:C2:thread:3.3", "sl:T1:ch:C2"),
+          "quarterly secret of another channel",
+          "ok",
+        );
+        const channel = { kind: "room", room: `slack:${room}` } as const;
+        const found = await search.searchHistory({ query: q("quarterly"), scope: channel, limit: 10 });
+        expect(found.map((h) => h.conversationId).sort()).toEqual(["c1-alice", "c1-bob", "c1-top"]);
+        expect(await search.searchHistory({ query: q("salary"), scope: channel, limit: 10 })).toEqual([]);
+        expect(await search.searchHistory({ query: q("secret"), scope: channel, limit: 10 })).toEqual([]);
+        // The same room key on another platform is another room.
+        expect(
+          await search.searchHistory({
+            query: q("quarterly"),
+            scope: { kind: "room", room: `telegram:${room}` },
+            limit: 10,
+          }),
+        ).toEqual([]);
+        // A DM is its own room: only that DM.
+        const dm = { kind: "room", room: "slack:sl:T1:dm:U2" } as const;
+        expect(
+          (await search.searchHistory({ query: q("quarterly"), scope: dm, limit: 10 })).map(
+            (h) => h.conversationId,
+          ),
+        ).toEqual(["dm-bob"]);
+        // References from elsewhere read exactly like made-up ones.
+        for (const ref of [bobDm.inputMessageId, otherRoom.inputMessageId, "msg-made-up"]) {
+          expect(await search.readHistory({ ref, scope: channel, before: 1, after: 1 })).toBeNull();
+        }
+        const window = await search.readHistory({
+          ref: bobThread.inputMessageId,
+          scope: channel,
+          before: 1,
+          after: 1,
+        });
+        expect(window?.conversationId).toBe("c1-bob");
+        expect(window?.messages[0]?.text).toBe("quarterly numbers");
+        // A purged conversation leaves the room.
+        expect(await store.purgeConversation("c1-bob", { nowMs: T0 })).toEqual({ outcome: "purged" });
+        expect(
+          (await search.searchHistory({ query: q("quarterly"), scope: channel, limit: 10 }))
+            .map((h) => h.conversationId)
+            .sort(),
+        ).toEqual(["c1-alice", "c1-top"]);
       }),
     );
 

@@ -2,14 +2,47 @@ import type { SQL } from "bun";
 import { toTsquery } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
 import type { Integer } from "../rows.ts";
-import {
-  type HistoryRow,
-  type HitRow,
-  scopeAdmits,
-  scopeCondition,
-  toHistoryMessage,
-  toHit,
-} from "../search-rows.ts";
+import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
+
+/**
+ * Migration 14 (SQLite's 16): which room (`<channel>:<room key>`, the conversation key where the
+ * adapter names no room) each conversation is in, kept from runs as conversation_principals is,
+ * for a surface's `historyScope: "channel"`. Runs admitted before it are mapped here.
+ */
+export const SEARCH_ROOMS_SQL = `
+CREATE TABLE conversation_rooms (
+  room TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  PRIMARY KEY (room, conversation_id)
+);
+CREATE INDEX conversation_rooms_conversation ON conversation_rooms (conversation_id);
+CREATE FUNCTION switchboard_run_room() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF (NEW.context::jsonb ->> 'conversationKey') IS NOT NULL THEN
+    INSERT INTO conversation_rooms (room, conversation_id)
+      VALUES ((NEW.context::jsonb ->> 'channel') || ':' ||
+          COALESCE(NEW.context::jsonb ->> 'roomKey', NEW.context::jsonb ->> 'conversationKey'),
+        NEW.conversation_id)
+      ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER runs_room AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION switchboard_run_room();
+CREATE FUNCTION switchboard_tombstone_rooms() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  DELETE FROM conversation_rooms WHERE conversation_id = NEW.conversation_id;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER tombstone_rooms AFTER INSERT ON conversation_tombstones
+  FOR EACH ROW EXECUTE FUNCTION switchboard_tombstone_rooms();
+INSERT INTO conversation_rooms (room, conversation_id)
+  SELECT DISTINCT (context::jsonb ->> 'channel') || ':' ||
+      COALESCE(context::jsonb ->> 'roomKey', context::jsonb ->> 'conversationKey'), conversation_id
+  FROM runs WHERE jsonb_typeof(context::jsonb) = 'object' AND (context::jsonb ->> 'conversationKey') IS NOT NULL
+  ON CONFLICT DO NOTHING;
+`;
 
 /** Messages indexed per backfill transaction. */
 export const BACKFILL_PAGE = 5_000;
@@ -74,14 +107,13 @@ export function createPostgresSearch(sql: SQL): SearchStore {
     },
     async readHistory({ ref, scope, before, after }): Promise<HistoryWindow | null> {
       return (await sql.begin("isolation level repeatable read, read only", async (tx) => {
-        const [target] = await tx<Array<{ ord: Integer; conversation_id: string }>>`
-          SELECT ord, conversation_id FROM messages WHERE id = ${ref}`;
+        // A message outside the scope is not found, exactly like one that does not exist.
+        const condition = scopeCondition(scope);
+        const [target] = await tx.unsafe<Array<{ ord: Integer; conversation_id: string }>>(
+          `SELECT m.ord, m.conversation_id FROM messages AS m WHERE m.id = $1 AND ${numbered(condition.sql, 1)}`,
+          condition.param === null ? [ref] : [ref, condition.param],
+        );
         if (!target) return null;
-        const principals = (
-          await tx<Array<{ principal: string }>>`
-            SELECT principal FROM conversation_principals WHERE conversation_id = ${target.conversation_id}`
-        ).map((r) => r.principal);
-        if (!scopeAdmits(scope, target.conversation_id, principals)) return null;
         const older = await tx<HistoryRow[]>`
           SELECT id, run_id, role, parts, created_at_ms FROM messages
           WHERE conversation_id = ${target.conversation_id} AND ord < ${target.ord} ORDER BY ord DESC LIMIT ${before}`;

@@ -26,7 +26,7 @@ import {
   SUMMARIES_SCHEMA_SQL,
   TOOL_OUTPUTS_SQL,
 } from "./schema.ts";
-import { backfillSearchIndex, createSqliteSearch } from "./search.ts";
+import { backfillSearchIndex, createSqliteSearch, SEARCH_ROOMS_SQL } from "./search.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -45,6 +45,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: "approvals", sql: `${APPROVALS_SCHEMA_SQL}\n${OUTBOX_PRESENTATION_SQL}` },
   { version: 14, name: "purged-by", sql: PURGED_BY_SQL },
   { version: 15, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
+  { version: 16, name: "history-search-rooms", sql: SEARCH_ROOMS_SQL },
 ];
 
 export interface SqliteStores {

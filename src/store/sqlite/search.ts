@@ -1,14 +1,36 @@
 import type { Database } from "bun:sqlite";
 import { toFts5Match } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
-import {
-  type HistoryRow,
-  type HitRow,
-  scopeAdmits,
-  scopeCondition,
-  toHistoryMessage,
-  toHit,
-} from "../search-rows.ts";
+import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
+
+/**
+ * Migration 16: which room (`<channel>:<room key>`, the conversation key where the adapter names
+ * no room) each conversation is in, kept from runs as conversation_principals is, for a surface's
+ * `historyScope: "channel"`. Runs admitted before it are mapped from their context here.
+ */
+export const SEARCH_ROOMS_SQL = `
+CREATE TABLE conversation_rooms (
+  room TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  PRIMARY KEY (room, conversation_id)
+) WITHOUT ROWID;
+CREATE INDEX conversation_rooms_conversation ON conversation_rooms (conversation_id);
+CREATE TRIGGER runs_room AFTER INSERT ON runs
+  WHEN json_extract(new.context, '$.conversationKey') IS NOT NULL BEGIN
+  INSERT OR IGNORE INTO conversation_rooms (room, conversation_id) VALUES (
+    json_extract(new.context, '$.channel') || ':' ||
+      COALESCE(json_extract(new.context, '$.roomKey'), json_extract(new.context, '$.conversationKey')),
+    new.conversation_id);
+END;
+CREATE TRIGGER tombstone_rooms AFTER INSERT ON conversation_tombstones BEGIN
+  DELETE FROM conversation_rooms WHERE conversation_id = new.conversation_id;
+END;
+INSERT OR IGNORE INTO conversation_rooms (room, conversation_id)
+  SELECT json_extract(context, '$.channel') || ':' ||
+      COALESCE(json_extract(context, '$.roomKey'), json_extract(context, '$.conversationKey')),
+    conversation_id
+  FROM runs WHERE json_valid(context) AND json_extract(context, '$.conversationKey') IS NOT NULL;
+`;
 
 /** Messages indexed per backfill transaction. */
 export const BACKFILL_PAGE = 5_000;
@@ -64,17 +86,15 @@ export function createSqliteSearch(db: Database): SearchStore {
     async readHistory({ ref, scope, before, after }): Promise<HistoryWindow | null> {
       return db
         .transaction(() => {
-          const target = db.query("SELECT ord, conversation_id FROM messages WHERE id = ?").get(ref) as {
+          // A message outside the scope is not found, exactly like one that does not exist.
+          const condition = scopeCondition(scope);
+          const target = db
+            .query(`SELECT m.ord, m.conversation_id FROM messages AS m WHERE m.id = ? AND ${condition.sql}`)
+            .get(...[ref, ...(condition.param === null ? [] : [condition.param])]) as {
             ord: number;
             conversation_id: string;
           } | null;
           if (!target) return null;
-          const principals = (
-            db
-              .query("SELECT principal FROM conversation_principals WHERE conversation_id = ?")
-              .all(target.conversation_id) as Array<{ principal: string }>
-          ).map((r) => r.principal);
-          if (!scopeAdmits(scope, target.conversation_id, principals)) return null;
           const columns = "id, run_id, role, parts, created_at_ms";
           const older = db
             .query(

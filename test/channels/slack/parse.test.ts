@@ -66,6 +66,8 @@ describe("parseSlackEvent", () => {
     expect(message).toMatchObject({
       updateKey: "Ev0LAN7000",
       conversationKey: "sl:T061EG9R6:A0PNCHHK2:ch:C0LAN2Q65:thread:1700000100.000200",
+      // The thread's room is its channel: what historyScope "channel" searches.
+      roomKey: "sl:T061EG9R6:A0PNCHHK2:ch:C0LAN2Q65",
       replyTarget: "C0LAN2Q65:1700000100.000200",
       surface: "thread",
       replyTo: "1700000100.000200",
@@ -85,12 +87,14 @@ describe("parseSlackEvent", () => {
     const event = body.event as Record<string, unknown>;
     delete event.thread_ts;
     delete event.parent_user_id;
-    expect(parsedMessage(body)).toMatchObject({
+    const message = parsedMessage(body);
+    expect(message).toMatchObject({
       conversationKey: "sl:T061EG9R6:A0PNCHHK2:ch:C0LAN2Q65",
       replyTarget: "C0LAN2Q65",
       surface: "group",
       addressedToBot: false,
     });
+    expect(message.roomKey).toBeUndefined();
   });
 
   test("other bots are skipped by default and passed on when allowed", () => {

@@ -129,6 +129,7 @@ describe("parseUpdate", () => {
     expect(inbound).toMatchObject({
       surface: "thread",
       conversationKey: "tg:555000111:chat:-1009876543210:topic:88",
+      roomKey: "tg:555000111:chat:-1009876543210",
       replyTarget: "-1009876543210:88",
       addressedToBot: false,
     });
@@ -163,6 +164,7 @@ describe("parseUpdate", () => {
     });
     const inbound = parsed(messageUpdate(msg), { ...context, groupSessions: "per-user" });
     expect(inbound.conversationKey).toBe("tg:555000111:chat:-1009876543210:topic:88:user:1001");
+    expect(inbound.roomKey).toBe("tg:555000111:chat:-1009876543210");
     const dm = parsed(
       messageUpdate(message({ chat: privateChat(alice), from: alice, messageId: 4, text: "x" })),
       {
