@@ -2,7 +2,7 @@
  * History search on SQLite: admission throughput with the search index on against the same
  * store with its index triggers dropped (alternating rounds, same process), then search latency
  * p50/p99 over an indexed corpus.
- *   npx bun bench/history-search.ts [--count 10000] [--rounds 3] [--messages 200000] [--queries 300]
+ *   npx bun bench/history-search.ts [--count 10000] [--rounds 5] [--messages 1000000] [--queries 300]
  */
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
@@ -13,11 +13,12 @@ import type { SearchScope } from "../src/search/store.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
 import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
 import { tempDir } from "../test/support/runtime.ts";
+import { chatText, percentiles } from "./support/chat-text.ts";
 import { argInt, printTable } from "./util.ts";
 
 const count = argInt("--count", 10_000);
-const rounds = argInt("--rounds", 3);
-const corpus = argInt("--messages", 200_000);
+const rounds = argInt("--rounds", 5);
+const corpus = argInt("--messages", 1_000_000);
 const queries = argInt("--queries", 300);
 const dir = tempDir("switchboard-bench-search-");
 
@@ -28,19 +29,7 @@ const INDEX_TRIGGERS = [
   "runs_principal",
 ];
 
-/** A deterministic pseudo-random source, so runs are comparable. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
-const rand = random(42);
-const VOCABULARY = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}${"abcdefghij"[i % 10]}`);
-/** Zipf-like: low ranks are common words, as in chat text. */
-const word = () => VOCABULARY[Math.floor(VOCABULARY.length * rand() ** 3)]!;
-const sentence = (n: number) => Array.from({ length: n }, word).join(" ");
+const { rand, word, sentence } = chatText(42);
 
 async function submits(n: number, name: string, indexed: boolean): Promise<number> {
   const stores = openSqliteStores(join(dir.path, `${name}.sqlite`));
@@ -76,8 +65,11 @@ await submits(2_000, "warm-on", true);
 await submits(2_000, "warm-off", false);
 const pairs: Array<{ on: number; off: number }> = [];
 for (let round = 0; round < rounds; round++) {
-  const off = await submits(count, `off-${round}`, false);
-  const on = await submits(count, `on-${round}`, true);
+  // Alternate which side goes first, so drift over a round favours neither.
+  const first = round % 2 === 0 ? "off" : "on";
+  const a = await submits(count, `${first}-${round}`, first === "on");
+  const b = await submits(count, `${first === "on" ? "off" : "on"}-${round}`, first !== "on");
+  const [on, off] = first === "on" ? [a, b] : [b, a];
   pairs.push({ on, off });
   console.log(
     `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
@@ -141,11 +133,7 @@ const latencies = async (scope: () => SearchScope, make: () => string) => {
     await stores.search.searchHistory({ query: parsed.query, scope: scope(), limit: 5 });
     ms.push(performance.now() - start);
   }
-  ms.sort((a, b) => a - b);
-  return {
-    p50: ms[Math.floor(ms.length * 0.5)]!,
-    p99: ms[Math.min(ms.length - 1, Math.floor(ms.length * 0.99))]!,
-  };
+  return percentiles(ms);
 };
 const user = () => ({ kind: "principal", principal: `telegram:u${Math.floor(rand() * 500)}` }) as const;
 const all = () => ({ kind: "all" }) as const;

