@@ -2,7 +2,7 @@
  * Instructions, skills and resources from an agent directory, end to end: a real gateway process
  * against the Telegram emulator and the fake model. The model calls read_skill and read_resource
  * and their results reach the next step; a broken skill is reported at start and left out; a
- * SIGHUP during a run changes what later runs see, not the run in flight.
+ * SIGHUP or a changed file during a run changes what later runs see, not the run in flight.
  */
 import { beforeAll, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -115,7 +115,15 @@ test("read_resource refuses '..' and reads a listed file", async () => {
   expect(read.visibleText).toContain("Resource said");
 }, 40_000);
 
-test("SIGHUP during a run: the run keeps the version it was admitted with, the next run gets the new one", async () => {
+/**
+ * A reload lands while a run's first model step is still streaming: the run keeps the skill and
+ * instructions it was admitted with, and the next run gets the new ones and the new version.
+ */
+async function reloadDuringRun(
+  reason: "SIGHUP" | "file changed",
+  before: { version: string; instructions: string },
+  after: { version: string; instructions: string },
+): Promise<void> {
   llm.reset();
   llm.setRules([
     {
@@ -131,27 +139,33 @@ test("SIGHUP during a run: the run keeps the version it was admitted with, the n
     },
     { match: { lastRole: "tool" }, reply: { kind: "text", text: "In flight: {{lastToolResult}}" } },
   ]);
+  const reloadsBefore = gateway.events().filter((e) => e.event === "agent.reloaded").length;
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "notes again, first" });
   await eventually(() => llm.requests().length >= 1, 20_000, "the run's first model call");
-  writeSkill("release-notes", releaseNotes("Step one: list every merged change under VERSION-TWO."));
-  writeFileSync(join(agentDir, "INSTRUCTIONS.md"), "You are Quill 2.\n");
-  process.kill(gateway.pid, "SIGHUP");
+  writeSkill("release-notes", releaseNotes(`Step one: list every merged change under ${after.version}.`));
+  writeFileSync(join(agentDir, "INSTRUCTIONS.md"), `${after.instructions}\n`);
+  // A changed file is noticed by the gateway's own polling (every 2 s); SIGHUP reloads at once.
+  if (reason === "SIGHUP") process.kill(gateway.pid, "SIGHUP");
   const reloaded = await eventually(
-    () => gateway.events().find((e) => e.event === "agent.reloaded" && e.reason === "SIGHUP"),
+    () =>
+      gateway
+        .events()
+        .filter((e) => e.event === "agent.reloaded")
+        .slice(reloadsBefore)
+        .find((e) => e.reason === reason),
     10_000,
     "the reload",
   );
   const inFlight = await telegram.waitForMessage(
     alice.id,
-    (m) => m.fromBot && m.visibleText.includes("In flight"),
+    (m) => m.fromBot && m.visibleText.includes("In flight") && m.visibleText.includes(before.version),
     20_000,
   );
-  expect(inFlight.visibleText).toContain("VERSION-ONE");
-  expect(inFlight.visibleText).not.toContain("VERSION-TWO");
+  expect(inFlight.visibleText).not.toContain(after.version);
   // The reload came before the run's second step, which still saw the old instructions.
   const second = llm.requests().find((r) => r.messages.at(-1)?.role === "tool")!;
   expect(second.receivedAtMs).toBeGreaterThan(Date.parse(String(reloaded.time)));
-  expect(systemOf(second.index)).toContain("You are Quill, the release assistant of ACME.");
+  expect(systemOf(second.index)).toContain(before.instructions);
 
   llm.reset();
   llm.setRules([
@@ -164,10 +178,31 @@ test("SIGHUP during a run: the run keeps the version it was admitted with, the n
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "notes again, second" });
   const next = await telegram.waitForMessage(
     alice.id,
-    (m) => m.fromBot && m.visibleText.includes("Next run"),
+    (m) => m.fromBot && m.visibleText.includes("Next run") && m.visibleText.includes(after.version),
     20_000,
   );
-  expect(next.visibleText).toContain("VERSION-TWO");
-  expect(next.visibleText).toContain(String(reloaded.version));
-  expect(systemOf(0)).toContain("You are Quill 2.");
+  // The run records the version it used: read_skill reports it (the latest reload's, should
+  // polling have caught the two files between their writes).
+  const latest = gateway
+    .events()
+    .filter((e) => e.event === "agent.reloaded")
+    .at(-1)!;
+  expect(next.visibleText).toContain(String(latest.version));
+  expect(systemOf(0)).toContain(after.instructions);
+}
+
+test("SIGHUP during a run: the run keeps the version it was admitted with, the next run gets the new one", async () => {
+  await reloadDuringRun(
+    "SIGHUP",
+    { version: "VERSION-ONE", instructions: "You are Quill, the release assistant of ACME." },
+    { version: "VERSION-TWO", instructions: "You are Quill 2." },
+  );
+}, 60_000);
+
+test("a changed file during a run, without SIGHUP: polling reloads it, atomically, the run keeps its version", async () => {
+  await reloadDuringRun(
+    "file changed",
+    { version: "VERSION-TWO", instructions: "You are Quill 2." },
+    { version: "VERSION-THREE", instructions: "You are Quill 3." },
+  );
 }, 60_000);
