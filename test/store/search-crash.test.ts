@@ -1,28 +1,45 @@
 /**
- * The search index after a SIGKILL in the middle of writes: a child process admits inputs as fast
- * as it can and is killed; on the same file every message is indexed exactly once, FTS5's own
- * integrity check passes, and the last message written is found.
+ * The search index after a SIGKILL in the middle of writes, on both engines: a child process
+ * admits inputs as fast as it can and is killed; then every message is indexed exactly once (on
+ * SQLite FTS5's own integrity check passes too), and the last message written is found.
  */
 import type { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { parseSearchQuery } from "../../src/search/query.ts";
+import { SQL } from "bun";
+import { parseSearchQuery, type SearchQuery } from "../../src/search/query.ts";
+import { openPostgresBackend } from "../../src/store/postgres/backend.ts";
 import { openSqliteStores } from "../../src/store/sqlite/index.ts";
+import { createDatabase } from "../support/postgres.ts";
+import { useTestServer } from "../support/postgres-hooks.ts";
 import { tempDir } from "../support/runtime.ts";
 
-test("SIGKILL mid-write leaves messages and their index consistent", async () => {
+useTestServer();
+
+/** Starts the writer on `where` (a file or a postgres:// URL) and SIGKILLs it mid-write. */
+async function killMidWrite(where: string): Promise<void> {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "support", "admit-forever.ts"), where], {
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const reader = child.stdout.getReader();
+  await reader.read(); // "writing": past the first batches
+  await Bun.sleep(700);
+  child.kill("SIGKILL");
+  await child.exited;
+}
+
+function phrase(text: string): SearchQuery {
+  const parsed = parseSearchQuery(`"${text}"`);
+  if (!parsed.ok) throw new Error(parsed.error);
+  return parsed.query;
+}
+
+test("SQLite: SIGKILL mid-write leaves messages and their index consistent", async () => {
   const dir = tempDir("switchboard-search-crash-");
   try {
     const file = join(dir.path, "crash.sqlite");
-    const child = Bun.spawn([process.execPath, join(import.meta.dir, "support", "admit-forever.ts"), file], {
-      stdout: "pipe",
-      stderr: "inherit",
-    });
-    const reader = child.stdout.getReader();
-    await reader.read(); // "writing": past the first batches
-    await Bun.sleep(700);
-    child.kill("SIGKILL");
-    await child.exited;
+    await killMidWrite(file);
 
     const stores = openSqliteStores(file);
     try {
@@ -41,10 +58,8 @@ test("SIGKILL mid-write leaves messages and their index consistent", async () =>
         parts: string;
       };
       const number = /number (\d+)/.exec(last.parts)![1]!;
-      const parsed = parseSearchQuery(`"number ${number}"`);
-      if (!parsed.ok) throw new Error(parsed.error);
       const hits = await stores.search.searchHistory({
-        query: parsed.query,
+        query: phrase(`number ${number}`),
         scope: { kind: "all" },
         limit: 3,
       });
@@ -54,5 +69,40 @@ test("SIGKILL mid-write leaves messages and their index consistent", async () =>
     }
   } finally {
     dir.cleanup();
+  }
+}, 60_000);
+
+test("PostgreSQL: SIGKILL mid-write leaves messages and their index consistent", async () => {
+  const db = await createDatabase();
+  const sql = new SQL(db.url, { adapter: "postgres", max: 1 });
+  try {
+    await killMidWrite(db.url);
+    // The killed connections' open transactions are rolled back by the server as it notices them.
+    const [counts] = await sql<Array<{ messages: string; indexed: string; missing: string; stale: string }>>`
+      SELECT (SELECT count(*) FROM messages) AS messages,
+        (SELECT count(*) FROM message_search) AS indexed,
+        (SELECT count(*) FROM messages AS m WHERE NOT EXISTS (SELECT 1 FROM message_search AS s WHERE s.ord = m.ord)) AS missing,
+        (SELECT count(*) FROM message_search AS s WHERE NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.ord = s.ord)) AS stale`;
+    expect(Number(counts!.messages)).toBeGreaterThan(320);
+    expect(Number(counts!.indexed)).toBe(Number(counts!.messages));
+    expect(Number(counts!.missing)).toBe(0);
+    expect(Number(counts!.stale)).toBe(0);
+    const [last] = await sql<Array<{ id: string; parts: string }>>`
+      SELECT id, parts FROM messages ORDER BY ord DESC LIMIT 1`;
+    const number = /number (\d+)/.exec(last!.parts)![1]!;
+    const backend = await openPostgresBackend(db.url);
+    try {
+      const hits = await backend.search.searchHistory({
+        query: phrase(`number ${number}`),
+        scope: { kind: "principal", principal: `telegram:u${Number(number) % 50}` },
+        limit: 3,
+      });
+      expect(hits.map((h) => h.ref)).toContain(last!.id);
+    } finally {
+      await backend.close();
+    }
+  } finally {
+    await sql.close();
+    await db.drop();
   }
 }, 60_000);

@@ -311,9 +311,10 @@ const META_TABLE = "switchboard_meta";
  * Brings the database's current schema to the latest version in one transaction. Processes
  * starting together take turns on an advisory lock, so each step runs once. Refuses a newer
  * schema and a partial one (tables but no version) with an error that says what to do.
+ * `migrations` is the whole list but for tests that build a database as an older version left it.
  */
-export async function migrate(sql: SQL): Promise<void> {
-  const latest = MIGRATIONS.length;
+export async function migrate(sql: SQL, migrations: readonly Migration[] = MIGRATIONS): Promise<void> {
+  const latest = migrations.length;
   await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(hashtext('switchboard:migrate'))`;
     const [where] = await tx<Array<{ database: string; schema: string }>>`
@@ -339,7 +340,7 @@ export async function migrate(sql: SQL): Promise<void> {
           "Upgrade switchboard, or restore a backup made before the upgrade.",
       );
     }
-    for (const m of MIGRATIONS.slice(current)) {
+    for (const m of migrations.slice(current)) {
       await tx.unsafe(m.sql);
       await tx.unsafe(
         `INSERT INTO ${META_TABLE} (key, value) VALUES ('schema_version', $1)
