@@ -3,6 +3,7 @@ import type { OutboxRepository } from "../../outbox/types.ts";
 import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
+import type { ApprovalService } from "../approvals/service.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { readConversationExport, toMarkdown } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
@@ -13,7 +14,6 @@ import { stateSummary } from "../state/slots.ts";
 import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
-import type { ApprovalService } from "./approvals.ts";
 import type { ModelChoices } from "./model-choice.ts";
 
 const OWN_COMMANDS = [

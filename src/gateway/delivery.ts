@@ -3,13 +3,13 @@ import { createDraftPreview, type DraftPreview } from "../../outbox/draft-previe
 import type { StreamReply } from "../../outbox/stream.ts";
 import { createTypingIndicator } from "../../outbox/typing.ts";
 import type { DeliveryWorker } from "../../outbox/worker.ts";
+import { readRunContext } from "../run-context.ts";
 import type { RuntimeEvent } from "../runtime/events.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { AnswerDelivery, RunRecord, RuntimeStore } from "../runtime/store.ts";
 import type { TerminalRunState } from "../runtime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { readRunContext } from "./context.ts";
 
 /**
  * T2's delivery half, as data: what the chat of a run ending in `state` must show. The runtime

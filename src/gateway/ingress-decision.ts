@@ -1,7 +1,7 @@
 import { type InboundMessage, isBlank } from "../../channels/types.ts";
+import type { RunContext } from "../run-context.ts";
 import type { InputPart } from "../runtime/types.ts";
 import { type AllowList, type FileConfig, type SurfacePolicy, surfacePolicy } from "./config.ts";
-import type { RunContext } from "./context.ts";
 
 /** Longest input text admitted to the model, in characters. */
 export const MAX_INPUT_CHARS = 16_000;

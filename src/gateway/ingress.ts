@@ -1,15 +1,15 @@
 import { type InboundMessage, type IngressOutcome, inboundMessageSchema } from "../../channels/types.ts";
 import { generatePairingCode, pairingMessage } from "../access/pairing.ts";
 import type { AccessStore } from "../access/store.ts";
+import type { ApprovalService } from "../approvals/service.ts";
+import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
-import type { ApprovalService } from "./approvals.ts";
 import type { ChatCommands } from "./commands.ts";
 import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
-import type { RunContext } from "./context.ts";
 import { FloodLimit } from "./flood-limit.ts";
 import { decideIngress, needsGrant } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";

@@ -1,10 +1,10 @@
 import type { ChannelName, SurfaceKind } from "../../channels/types.ts";
 import type { ModelRegistry, ResolvedModel } from "../models/registry.ts";
+import { readRunContext } from "../run-context.ts";
 import type { ModelEntry } from "../runtime/step.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { defaultModelName, type FileConfig } from "./config.ts";
-import { readRunContext } from "./context.ts";
 
 /** The model a conversation uses: a name from `models`, or null for the gateway's own model. */
 export interface CurrentModel {

@@ -5,8 +5,8 @@ import {
   PAIRING_CODE_LENGTH,
   PAIRING_MAX_WRONG_ATTEMPTS,
 } from "../access/pairing.ts";
+import { createApprovalService } from "../approvals/service.ts";
 import { SwitchboardError } from "../errors.ts";
-import { createApprovalService } from "../gateway/approvals.ts";
 import { fingerprintOf } from "../runtime/runtime.ts";
 import { APPROVAL_STATES } from "../runtime/store.ts";
 import { toolCallSummaries } from "../runtime/tool-calls.ts";

@@ -5,7 +5,7 @@ import { loadAgentFiles } from "../../src/agent/files.ts";
 import { isSwitchboardError } from "../../src/errors.ts";
 import { instructionsFor } from "../../src/gateway/app.ts";
 import { agentDirsOf, surfacePolicy } from "../../src/gateway/config.ts";
-import type { RunContext } from "../../src/gateway/context.ts";
+import type { RunContext } from "../../src/run-context.ts";
 import { configWith } from "../gateway/support/config.ts";
 import { tempDir } from "../support/runtime.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { RunContext } from "../../src/gateway/context.ts";
 import { answerDeliveryFor } from "../../src/gateway/delivery.ts";
+import type { RunContext } from "../../src/run-context.ts";
 import type { RunRecord } from "../../src/runtime/store.ts";
 import { TERMINAL_RUN_STATES } from "../../src/runtime/types.ts";
 

@@ -1,6 +1,7 @@
 import type { InboundMessage } from "../../channels/types.ts";
 import type { OutboxRepository } from "../../outbox/types.ts";
 import { isSwitchboardError } from "../errors.ts";
+import { type RunContext, readRunContext } from "../run-context.ts";
 import type { SubmitRequest } from "../runtime/runtime.ts";
 import type {
   ApprovalRecord,
@@ -11,7 +12,6 @@ import type {
 import { type ApprovalAction, signAction, verifyAction } from "../util/approval-signing.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { type RunContext, readRunContext } from "./context.ts";
 
 /** Longest rendering of a call's arguments in a prompt; the rest is cut with an ellipsis. */
 const MAX_ARGUMENT_CHARS = 600;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { channelNameSchema, surfaceKindSchema } from "../../channels/types.ts";
+import { channelNameSchema, surfaceKindSchema } from "../channels/types.ts";
 
 /**
  * What a run carries about where it came from: enough to deliver its answer (channel, account,
