@@ -25,10 +25,11 @@ const queries = argInt("--queries", 300);
 const IN_FLIGHT = 64;
 const { rand, word, sentence } = chatText(42);
 
-/** The index's triggers on PostgreSQL: messages into message_search, runs into conversation_principals. */
+/** The index's triggers on PostgreSQL: messages into message_search, runs into conversation_principals and conversation_rooms. */
 const DROP_INDEX_TRIGGERS = [
   "DROP TRIGGER messages_search ON messages",
   "DROP TRIGGER runs_principal ON runs",
+  "DROP TRIGGER runs_room ON runs",
 ];
 
 async function submits(n: number, indexed: boolean): Promise<number> {

@@ -1,6 +1,6 @@
 /**
  * History search on SQLite: admission throughput with the search index on against the same
- * store with its index triggers dropped (alternating rounds, same process), then search latency
+ * store with its index triggers (messages, principals, rooms) dropped (alternating rounds, same process), then search latency
  * p50/p99 over an indexed corpus.
  *   npx bun bench/history-search.ts [--count 10000] [--rounds 5] [--messages 1000000] [--queries 300]
  */
@@ -27,6 +27,7 @@ const INDEX_TRIGGERS = [
   "messages_search_update",
   "messages_search_delete",
   "runs_principal",
+  "runs_room",
 ];
 
 const { rand, word, sentence } = chatText(42);
