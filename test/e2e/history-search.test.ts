@@ -5,8 +5,9 @@
  * found" for them.
  */
 import { beforeAll, expect, test } from "bun:test";
-import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { privateChat, startTelegramEmulator, supergroupChat, user } from "../emulators/telegram/index.ts";
 import { messageText } from "../support/llm/fake-llm-rules.ts";
+import { runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { GATEWAY_START_TIMEOUT_MS } from "./support/gateway-process.ts";
 
@@ -14,15 +15,22 @@ const fixture = useE2eFixture("switchboard-e2e-history-", startTelegramEmulator)
 const { llm, platform: telegram } = fixture;
 const alice = user(1001, "Alice");
 const bob = user(2002, "Bob");
+const env = telegramGatewayEnv(fixture, {
+  allowed: [alice.id, bob.id],
+  surfaces: {
+    "telegram:dm": { delivery: "terminal", inputPolicy: "queue" },
+    // In forum topics the history tools see the whole group: every topic, whoever wrote there.
+    "telegram:thread": {
+      delivery: "terminal",
+      inputPolicy: "queue",
+      requireMention: false,
+      historyScope: "channel",
+    },
+  },
+});
 
 beforeAll(async () => {
-  await fixture.startGateway(
-    telegramGatewayEnv(fixture, {
-      allowed: [alice.id, bob.id],
-      surfaces: { "telegram:dm": { delivery: "terminal", inputPolicy: "queue" } },
-    }),
-    GATEWAY_START_TIMEOUT_MS,
-  );
+  await fixture.startGateway(env, GATEWAY_START_TIMEOUT_MS);
 }, GATEWAY_START_TIMEOUT_MS + 5000);
 
 const say = (who: typeof alice, text: string) =>
@@ -91,4 +99,55 @@ test("the model searches the user's past conversations and the match reaches the
     20_000,
   );
   expect(broken.visibleText).toContain("Bob sees:");
+}, 90_000);
+
+test('historyScope "channel": a topic finds another user\'s message in another topic of the group, never a DM, not even by reference', async () => {
+  const forum = supergroupChat(-1007770001, "Team", { isForum: true });
+  const inTopic = (who: typeof alice, threadId: number, text: string) =>
+    telegram.incoming({ chat: forum, from: who, text, topic: { threadId, name: `topic ${threadId}` } });
+  const groupReply = (includes: string) =>
+    telegram.waitForMessage(forum.id, (m) => m.fromBot && m.visibleText.includes(includes), 20_000);
+  llm.reset();
+  llm.setRules([
+    { match: { lastUserContains: "codename is" }, reply: { kind: "text", text: "Noted the codename." } },
+    { match: { lastUserContains: "dm password is" }, reply: { kind: "text", text: "Noted the password." } },
+  ]);
+  inTopic(bob, 5, "the release codename is heron");
+  await groupReply("Noted the codename.");
+  say(bob, "my dm password is walrus");
+  await reply(bob, "Noted the password.");
+  const [dmHit] = await runCliJson<Array<{ ref: string }>>(["search", "walrus"], {
+    SWITCHBOARD_DB: env.SWITCHBOARD_DB!,
+  });
+  expect(dmHit?.ref).toBeDefined();
+
+  llm.reset();
+  llm.setRules([
+    {
+      match: { lastUserContains: "which codename", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "history_search", input: { query: "codename" } },
+    },
+    {
+      match: { lastUserContains: "which password", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "history_search", input: { query: "password walrus" } },
+    },
+    {
+      match: { lastUserContains: "read the dm", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "history_read", input: { ref: dmHit!.ref } },
+    },
+    { match: { lastRole: "tool" }, reply: { kind: "text", text: "Room sees: {{lastToolResult}}" } },
+  ]);
+  inTopic(alice, 9, "which codename did we pick?");
+  const found = await groupReply("heron");
+  expect(found.visibleText).toContain("Room sees:");
+  inTopic(alice, 9, "which password did bob say?");
+  const none = await telegram.waitForMessage(
+    forum.id,
+    (m) => m.fromBot && m.visibleText.includes("Room sees:") && m.visibleText.includes('"results":[]'),
+    20_000,
+  );
+  expect(none.visibleText).not.toContain("walrus");
+  inTopic(alice, 9, "read the dm please");
+  const refused = await groupReply(`No message ${dmHit!.ref} was found.`);
+  expect(refused.visibleText).not.toContain("walrus");
 }, 90_000);
