@@ -3,7 +3,7 @@
  * emulator with message components and button interactions, a real stdio MCP server whose
  * `append_note` appends to a file (approval "ask"), the model behind the fake LLM server.
  */
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -24,12 +24,7 @@ const alice = discord.createUser("alice");
 const bob = discord.createUser("bob");
 const TIMEOUT = 20_000;
 
-let gateway: GatewayProcess | null = null;
-
-afterEach(async () => {
-  await gateway?.kill("SIGTERM");
-  gateway = null;
-});
+fixture.stopGatewaysAfterEach();
 
 async function start(): Promise<GatewayProcess> {
   const config = join(dir.path, "switchboard.json");
@@ -46,7 +41,7 @@ async function start(): Promise<GatewayProcess> {
       },
     }),
   );
-  gateway = await fixture.startGateway(
+  const gateway = await fixture.startGateway(
     discordGatewayEnv(fixture, {
       allowed: [alice.id, bob.id],
       dbFile: "approvals-discord.sqlite",

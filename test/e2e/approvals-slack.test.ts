@@ -3,7 +3,7 @@
  * (Socket Mode `interactive` envelopes, then interactivity over HTTP), Block Kit buttons, a real
  * stdio MCP server whose `append_note` appends to a file, the model behind the fake LLM server.
  */
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -25,11 +25,7 @@ const DM = "D0ALICE";
 const SIGNING_SECRET = "e2e-slack-signing-secret-approvals-0123";
 const TIMEOUT = 20_000;
 
-let gateway: GatewayProcess | null = null;
-afterEach(async () => {
-  await gateway?.kill("SIGTERM");
-  gateway = null;
-});
+fixture.stopGatewaysAfterEach();
 
 async function start(mode: "socket" | "http"): Promise<GatewayProcess> {
   const config = join(dir.path, "switchboard.json");
@@ -43,7 +39,7 @@ async function start(mode: "socket" | "http"): Promise<GatewayProcess> {
       },
     }),
   );
-  gateway = await fixture.startGateway(
+  const gateway = await fixture.startGateway(
     e2eGatewayEnv({
       dir: dir.path,
       llm,

@@ -4,7 +4,7 @@
  * inline keyboards and callback queries, the model behind the fake LLM server.
  */
 import { Database } from "bun:sqlite";
-import { afterEach, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cli, json } from "../cli/support/cli.ts";
@@ -28,12 +28,7 @@ const bob = user(1002, "Bob");
 const group = groupChat(-5001, "Team");
 const TIMEOUT = 20_000;
 
-let gateway: GatewayProcess | null = null;
-
-afterEach(async () => {
-  await gateway?.kill("SIGTERM");
-  gateway = null;
-});
+fixture.stopGatewaysAfterEach();
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
 
@@ -55,7 +50,7 @@ async function start(
       ...(options.approvalTimeoutMs ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
     }),
   );
-  gateway = await fixture.startGateway(
+  const gateway = await fixture.startGateway(
     {
       ...telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], dbFile }),
       SWITCHBOARD_CONFIG: config,
@@ -264,7 +259,6 @@ test("SIGKILL between the request and the press: after a restart the press works
   // would hold the chat for an operator (a property of the outbox, tested elsewhere).
   await eventually(() => promptsDelivered() > before, TIMEOUT, "the prompt's outbox record to be delivered");
   await first.kill("SIGKILL");
-  gateway = null;
   await start();
   const press = telegram.press(alice.id, prompt.messageId, alice, { label: "Approve" });
   expect(await answerFor(press.queryId)).toBe("Approved.");

@@ -4,15 +4,10 @@
  * fast, and records and counts every refused message; nobody else is slowed down.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  GATEWAY_STOP_TIMEOUT_MS,
-  type GatewayProcess,
-} from "./support/gateway-process.ts";
+import { eventually } from "./support/gateway-process.ts";
 import { metricValue } from "./support/metrics.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-flood-", startTelegramEmulator);
@@ -27,13 +22,7 @@ const env = () =>
   });
 
 describe("flood limit", () => {
-  let gateway: GatewayProcess;
-  beforeAll(async () => {
-    gateway = await fixture.startGateway(env());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_STOP_TIMEOUT_MS);
+  const gateway = fixture.gatewayAroundTests(env);
 
   test("100 messages in 10 s: a burst of 20 answered, 'too fast' said once, every refusal logged and counted", async () => {
     const updates: number[] = [];
@@ -54,7 +43,7 @@ describe("flood limit", () => {
             .filter((r) => r.lastUserText.startsWith("flood message"))
             .map((r) => r.lastUserText),
         ).size;
-        const refused = gateway.events().filter((e) => e.event === "ingress.flood_limited").length;
+        const refused = gateway.process.events().filter((e) => e.event === "ingress.flood_limited").length;
         const answers = telegram
           .messages(alice.id)
           .filter((m) => m.fromBot && m.visibleText.startsWith("echo: flood")).length;
@@ -89,11 +78,11 @@ describe("flood limit", () => {
     );
     expect(seen.size).toBe(answered.length);
 
-    const refusedLogs = gateway.events().filter((e) => e.event === "ingress.flood_limited");
+    const refusedLogs = gateway.process.events().filter((e) => e.event === "ingress.flood_limited");
     expect(refusedLogs.length).toBe(100 - answered.length);
     expect(refusedLogs.filter((e) => e.told === true).length).toBe(tooFast.length);
     expect(
-      await metricValue(gateway.url, "switchboard_inbound_ignored_total", {
+      await metricValue(gateway.process.url, "switchboard_inbound_ignored_total", {
         channel: "telegram",
         reason: "flood limit",
       }),

@@ -4,17 +4,12 @@
  * against the Discord emulator, SQLite on a temp file read table by table.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { conversationRows } from "./support/conversation-rows.ts";
-import { discordGatewayEnv, slowAnswerRule, useE2eFixture } from "./support/fixture.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  GATEWAY_STOP_TIMEOUT_MS,
-  type GatewayProcess,
-} from "./support/gateway-process.ts";
+import { discordDmSay, discordGatewayEnv, slowAnswerRule, useE2eFixture } from "./support/fixture.ts";
+import { eventually } from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-forget-dc-", startDiscordEmulator);
 const { llm, platform: discord } = fixture;
@@ -33,15 +28,7 @@ const dbPath = () => env().SWITCHBOARD_DB!;
 const botReplies = (channelId: string) =>
   discord.visibleMessages(channelId).filter((m) => m.author.id === discord.bot.id);
 
-async function say(userId: string, text: string, replyContains: string): Promise<void> {
-  discord.sendDm(userId, text);
-  const channel = discord.dmChannelId(userId);
-  await discord.waitFor(
-    () => botReplies(channel).find((m) => m.content.includes(replyContains)),
-    20_000,
-    `a bot reply containing "${replyContains}"`,
-  );
-}
+const say = discordDmSay(discord);
 
 const rowsOf = (conversationId: string) => conversationRows(dbPath(), conversationId);
 
@@ -53,13 +40,7 @@ async function conversationOf(userId: string): Promise<string> {
 }
 
 describe("forgetting on Discord", () => {
-  let gateway: GatewayProcess;
-  beforeAll(async () => {
-    gateway = await fixture.startGateway(env());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_STOP_TIMEOUT_MS);
+  const gateway = fixture.gatewayAroundTests(env);
 
   test("/forget confirm in a DM deletes every row but the tombstone; the next message starts fresh", async () => {
     await say(alice.id, "remember the word quince", "echo: remember the word quince");
@@ -78,7 +59,7 @@ describe("forgetting on Discord", () => {
     discord.sendDm(bob.id, "a slow saga");
     await eventually(() => llm.requestsContaining("a slow saga").length === 1, 15_000, "the slow call");
     const old = await conversationOf(bob.id);
-    const cliEnv = { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_OPERATOR_TOKEN: TOKEN };
+    const cliEnv = { SWITCHBOARD_URL: gateway.process.url, SWITCHBOARD_OPERATOR_TOKEN: TOKEN };
 
     const purged = await runCliJson<{ outcome: string; purgedBy: string; conversationId: string }>(
       ["conversations", "purge", old, "--actor", "carol"],

@@ -4,19 +4,14 @@
  */
 
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCliJson } from "./support/cli.ts";
 import { conversationRows } from "./support/conversation-rows.ts";
-import { slowAnswerRule, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  GATEWAY_STOP_TIMEOUT_MS,
-  type GatewayProcess,
-} from "./support/gateway-process.ts";
+import { slowAnswerRule, telegramDmSay, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { eventually } from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-forget-tg-", startTelegramEmulator);
 const { dir, llm, platform: telegram } = fixture;
@@ -36,15 +31,7 @@ const env = () =>
   telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], extra: { SWITCHBOARD_CONFIG: configFile } });
 const dbPath = () => env().SWITCHBOARD_DB!;
 
-async function say(from: typeof alice, text: string, replyContains: string): Promise<string> {
-  telegram.incoming({ chat: privateChat(from), from, text });
-  const reply = await telegram.waitForMessage(
-    from.id,
-    (m) => m.fromBot && m.visibleText.includes(replyContains),
-    20_000,
-  );
-  return reply.visibleText;
-}
+const say = telegramDmSay(telegram);
 
 const rowsOf = (conversationId: string) => conversationRows(dbPath(), conversationId);
 
@@ -71,13 +58,7 @@ async function conversationOf(userId: number): Promise<string> {
 }
 
 describe("/forget on Telegram", () => {
-  let gateway: GatewayProcess;
-  beforeAll(async () => {
-    gateway = await fixture.startGateway(env());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_STOP_TIMEOUT_MS);
+  const gateway = fixture.gatewayAroundTests(env);
 
   test("asks first; confirmed, every row of the conversation is gone (table by table) but its tombstone", async () => {
     await say(alice, "my secret is marmalade", "echo: my secret is marmalade");
@@ -149,8 +130,7 @@ describe("/forget on Telegram", () => {
     );
 
     // After a SIGKILL and restart nothing of the purged conversation reappears.
-    await gateway.kill("SIGKILL");
-    gateway = await fixture.startGateway(env());
+    await gateway.crashAndRestart();
     await say(bob, "still fresh", "echo: still fresh");
     expect(rowsOf(old).runs).toBe(0);
     expect(textOf(old)).not.toContain("long tale");

@@ -4,17 +4,12 @@
  * and survives a SIGKILL of the gateway.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
-import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  GATEWAY_STOP_TIMEOUT_MS,
-  type GatewayProcess,
-} from "./support/gateway-process.ts";
+import { discordDmSay, discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { eventually } from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-model-dc-", startDiscordEmulator);
 const { dir, llm, platform: discord } = fixture;
@@ -34,19 +29,10 @@ writeFileSync(
 const env = () =>
   discordGatewayEnv(fixture, { allowed: [alice.id, bob.id], extra: { SWITCHBOARD_CONFIG: configFile } });
 
-const botReplies = (channelId: string) =>
+const _botReplies = (channelId: string) =>
   discord.visibleMessages(channelId).filter((m) => m.author.id === discord.bot.id);
 
-async function say(userId: string, text: string, replyContains: string): Promise<string> {
-  discord.sendDm(userId, text);
-  const channel = discord.dmChannelId(userId);
-  const reply = await discord.waitFor(
-    () => botReplies(channel).find((m) => m.content.includes(replyContains)),
-    15_000,
-    `a bot reply containing "${replyContains}"`,
-  );
-  return reply.content;
-}
+const say = discordDmSay(discord);
 
 async function modelFor(text: string): Promise<string> {
   const request = await eventually(
@@ -58,13 +44,7 @@ async function modelFor(text: string): Promise<string> {
 }
 
 describe("/model on Discord", () => {
-  let gateway: GatewayProcess;
-  beforeAll(async () => {
-    gateway = await fixture.startGateway(env());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_STOP_TIMEOUT_MS);
+  const gateway = fixture.gatewayAroundTests(env);
 
   test("/model smart switches the model the server sees, for this conversation only, across a SIGKILL", async () => {
     await say(alice.id, "before picking", "echo: before picking");
@@ -80,8 +60,7 @@ describe("/model on Discord", () => {
     await say(bob.id, "bob is untouched", "echo: bob is untouched");
     expect(await modelFor("bob is untouched")).toBe("test-model");
 
-    await gateway.kill("SIGKILL");
-    gateway = await fixture.startGateway(env());
+    await gateway.crashAndRestart();
     await say(alice.id, "after the crash", "echo: after the crash");
     expect(await modelFor("after the crash")).toBe("smart-model");
   }, 90_000);

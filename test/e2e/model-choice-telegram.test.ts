@@ -5,18 +5,13 @@
  * survives a SIGKILL, and operators see and set it with the CLI.
  */
 
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
-import { slowAnswerRule, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  GATEWAY_STOP_TIMEOUT_MS,
-  type GatewayProcess,
-} from "./support/gateway-process.ts";
+import { slowAnswerRule, telegramDmSay, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { eventually } from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-model-tg-", startTelegramEmulator);
 const { dir, llm, platform: telegram } = fixture;
@@ -53,24 +48,10 @@ async function modelFor(text: string): Promise<string> {
   return request.model;
 }
 
-async function say(from: typeof alice, text: string, replyContains: string) {
-  telegram.incoming({ chat: privateChat(from), from, text });
-  const reply = await telegram.waitForMessage(
-    from.id,
-    (m) => m.fromBot && m.visibleText.includes(replyContains),
-    15_000,
-  );
-  return reply.visibleText;
-}
+const say = telegramDmSay(telegram);
 
 describe("/model on Telegram", () => {
-  let gateway: GatewayProcess;
-  beforeAll(async () => {
-    gateway = await fixture.startGateway(env());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_STOP_TIMEOUT_MS);
+  const gateway = fixture.gatewayAroundTests(env);
 
   test("the surface default is used until /model picks another; /model lists and marks the current one", async () => {
     await say(alice, "first question", "echo: first question");
@@ -110,8 +91,7 @@ describe("/model on Telegram", () => {
   }, 60_000);
 
   test("the choice survives a SIGKILL; operators see it, set it back and are refused unknown names", async () => {
-    await gateway.kill("SIGKILL");
-    gateway = await fixture.startGateway(env());
+    await gateway.crashAndRestart();
     await say(alice, "after the restart", "echo: after the restart");
     expect(await modelFor("after the restart")).toBe("smart-model");
 

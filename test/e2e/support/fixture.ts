@@ -1,11 +1,16 @@
-import { afterAll } from "bun:test";
+import { afterAll, afterEach, beforeAll } from "bun:test";
 import type { DiscordEmulator } from "../../emulators/discord/index.ts";
-import type { TelegramEmulator } from "../../emulators/telegram/index.ts";
+import { privateChat, type TelegramEmulator } from "../../emulators/telegram/index.ts";
 import type { FakeLlmRule } from "../../support/llm/fake-llm-rules.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../../support/llm/fake-llm-server.ts";
 import { tempDir } from "../../support/runtime.ts";
 import { e2eGatewayEnv, type SurfaceSettings } from "./gateway-env.ts";
-import { GATEWAY_STOP_TIMEOUT_MS, type GatewayProcess, startGatewayProcess } from "./gateway-process.ts";
+import {
+  GATEWAY_START_TIMEOUT_MS,
+  GATEWAY_STOP_TIMEOUT_MS,
+  type GatewayProcess,
+  startGatewayProcess,
+} from "./gateway-process.ts";
 
 /** What one end-to-end test file shares: a temp directory, the fake model and one platform emulator. */
 export interface E2eFixture<Platform> {
@@ -18,6 +23,20 @@ export interface E2eFixture<Platform> {
    * SIGTERM after the file's tests, before it closes the emulator.
    */
   startGateway(env: Record<string, string>, timeoutMs?: number): Promise<GatewayProcess>;
+  /**
+   * One gateway on `env()` for the tests of the enclosing describe (or file): started before
+   * them, stopped with SIGTERM after them.
+   */
+  gatewayAroundTests(env: () => Record<string, string>): RunningGateway;
+  /** Stops (SIGTERM) every gateway started through the fixture after each test: files that start one per test. */
+  stopGatewaysAfterEach(): void;
+}
+
+export interface RunningGateway {
+  /** The gateway running now: a new process after crashAndRestart. */
+  readonly process: GatewayProcess;
+  /** SIGKILLs it and starts a new one on the same environment and database. */
+  crashAndRestart(): Promise<void>;
 }
 
 /**
@@ -32,22 +51,89 @@ export function useE2eFixture<Platform extends { close(): Promise<void> | void }
   const dir = tempDir(prefix);
   const llm = startFakeLlmServer();
   const platform = startPlatform();
-  const gateways: GatewayProcess[] = [];
+  let gateways: GatewayProcess[] = [];
+  const stopAll = async () => {
+    const stopping = gateways;
+    gateways = [];
+    await Promise.all(stopping.map((gateway) => gateway.kill("SIGTERM")));
+  };
   afterAll(async () => {
-    await Promise.all(gateways.map((gateway) => gateway.kill("SIGTERM")));
+    await stopAll();
     await platform.close();
     await llm.stop();
     dir.cleanup();
   }, GATEWAY_STOP_TIMEOUT_MS);
+  const startGateway = async (env: Record<string, string>, timeoutMs?: number) => {
+    const gateway = await startGatewayProcess(env, timeoutMs);
+    gateways.push(gateway);
+    return gateway;
+  };
   return {
     dir,
     llm,
     platform,
-    async startGateway(env, timeoutMs) {
-      const gateway = await startGatewayProcess(env, timeoutMs);
-      gateways.push(gateway);
-      return gateway;
+    startGateway,
+    gatewayAroundTests(env) {
+      let current: GatewayProcess | null = null;
+      beforeAll(async () => {
+        current = await startGateway(env());
+      }, GATEWAY_START_TIMEOUT_MS);
+      afterAll(async () => {
+        await current?.kill("SIGTERM");
+      }, GATEWAY_STOP_TIMEOUT_MS);
+      return {
+        get process() {
+          if (!current) throw new Error("the gateway starts in beforeAll; use it inside a test");
+          return current;
+        },
+        async crashAndRestart() {
+          await current?.kill("SIGKILL");
+          current = await startGateway(env());
+        },
+      };
     },
+    stopGatewaysAfterEach() {
+      afterEach(stopAll, GATEWAY_STOP_TIMEOUT_MS);
+    },
+  };
+}
+
+/** How long a `say` waits for the bot's reply. */
+const SAY_TIMEOUT_MS = 20_000;
+
+/**
+ * `say(from, text, replyContains)`: writes `text` to the bot in `from`'s Telegram DM and resolves
+ * with the text of the bot's first reply there that contains `replyContains`.
+ */
+export function telegramDmSay(telegram: TelegramEmulator, timeoutMs = SAY_TIMEOUT_MS) {
+  return async function say(from: Parameters<typeof privateChat>[0], text: string, replyContains: string) {
+    telegram.incoming({ chat: privateChat(from), from, text });
+    const reply = await telegram.waitForMessage(
+      from.id,
+      (m) => m.fromBot && m.visibleText.includes(replyContains),
+      timeoutMs,
+    );
+    return reply.visibleText;
+  };
+}
+
+/**
+ * `say(userId, text, replyContains)`: writes `text` to the bot in the user's Discord DM and
+ * resolves with the content of the bot's first reply there that contains `replyContains`.
+ */
+export function discordDmSay(discord: DiscordEmulator, timeoutMs = SAY_TIMEOUT_MS) {
+  return async function say(userId: string, text: string, replyContains: string) {
+    discord.sendDm(userId, text);
+    const channel = discord.dmChannelId(userId);
+    const reply = await discord.waitFor(
+      () =>
+        discord
+          .visibleMessages(channel)
+          .find((m) => m.author.id === discord.bot.id && m.content.includes(replyContains)),
+      timeoutMs,
+      `a bot reply containing "${replyContains}"`,
+    );
+    return reply.content;
   };
 }
 
