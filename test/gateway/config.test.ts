@@ -229,6 +229,9 @@ describe("loadConfig: the SWITCHBOARD_CONFIG file", () => {
     expect(refusal({}, { version: 1, surfaces: { "slack:thread": { delivery: "fax" } } }).message).toContain(
       "surfaces.slack:thread.delivery",
     );
+    expect(
+      refusal({}, { version: 1, surfaces: { "slack:thread": { historyScope: "everyone" } } }).message,
+    ).toContain("surfaces.slack:thread.historyScope");
     expect(refusal({}, { version: 1, colour: "blue" }).message).toContain("colour");
     expect(refusal({ SWITCHBOARD_CONFIG: "/nonexistent/switchboard.json" }).message).toContain(
       "does not exist",
@@ -245,6 +248,15 @@ describe("loadConfig: the SWITCHBOARD_CONFIG file", () => {
 });
 
 describe("surfacePolicy", () => {
+  test('historyScope: "channel" on a Slack thread, inherited from "slack:*", overridden per kind', () => {
+    const file = fileConfig({
+      surfaces: { "slack:*": { historyScope: "channel" }, "slack:dm": { historyScope: "conversation" } },
+    });
+    expect(surfacePolicy(file, "slack", "thread").historyScope).toBe("channel");
+    expect(surfacePolicy(file, "slack", "dm").historyScope).toBe("conversation");
+    expect(surfacePolicy(file, "telegram", "thread").historyScope).toBeUndefined();
+  });
+
   test("defaults: supersede and stream in DMs, queue and terminal with a mention elsewhere", () => {
     const file = fileConfig();
     expect(surfacePolicy(file, "telegram", "dm")).toEqual(DEFAULT_SURFACES.dm);
