@@ -3,6 +3,7 @@ import type { OutboxRepository } from "../../outbox/types.ts";
 import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
+import type { BudgetGuard } from "../budgets/guard.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { readConversationExport, toMarkdown } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
@@ -64,13 +65,15 @@ export interface ChatCommandsOptions {
   approvals?: ApprovalService;
   /** The models /model picks from; absent: /model says there is nothing to pick. */
   models?: ModelChoices;
+  /** Budgets /status reports on; absent or none configured: no budget lines. */
+  budgets?: BudgetGuard;
 }
 
 const HELP = [
   "I'm an AI assistant. Just write to me. Commands:",
   "/new — start a fresh conversation (the old one stays readable)",
   "/stop — stop the answer in progress",
-  "/status — model, runs in progress and replies waiting",
+  "/status — model, runs in progress, replies waiting and what is left of your budget",
   "/goal — the goal I work toward; /goal <text> sets it, /goal done marks it reached",
   "/todo — my todo list for the goal",
   "/model — the models you can pick; /model NAME picks one for this conversation",
@@ -308,6 +311,13 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     const timezone = settings.timezone ?? options.defaultTimezone;
     const allowed = settings.alwaysAllow ?? [];
     const state = await options.state.loadState(conversationId);
+    const budgetLines = options.budgets?.enabled
+      ? await options.budgets.status({
+          channel: message.channel,
+          surface: message.surface,
+          principal: `${message.channel}:${message.principal.id}`,
+        })
+      : [];
     return [
       await modelStatus(scope),
       `Answers: ${running} running, ${active.length - running} queued`,
@@ -315,6 +325,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       `Schedules: ${schedules.length} active · time zone ${timezone}`,
       stateSummary(state),
       `Tools always allowed in this chat: ${allowed.length > 0 ? allowed.join(", ") : "none"} (/new clears them)`,
+      ...budgetLines,
     ].join("\n");
   };
 

@@ -1,6 +1,7 @@
 import { type InboundMessage, type IngressOutcome, inboundMessageSchema } from "../../channels/types.ts";
 import { generatePairingCode, pairingMessage } from "../access/pairing.ts";
 import type { AccessStore } from "../access/store.ts";
+import type { BudgetGuard } from "../budgets/guard.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
@@ -25,6 +26,8 @@ export interface IngressOptions {
   commands: ChatCommands;
   /** Stored access grants and pairing codes; without it `pairing` in an allowlist admits nobody new. */
   access?: AccessStore;
+  /** Token and cost budgets, checked before admission; without it (or none configured) none apply. */
+  budgets?: BudgetGuard;
   /** Button presses on approval prompts; without it a press is ignored. */
   approvals?: ApprovalService;
   metrics: Metrics;
@@ -207,6 +210,47 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       }
       case "admit":
         break;
+    }
+
+    if (options.budgets?.enabled) {
+      const budget = await options.budgets.check({
+        channel: message.channel,
+        surface: message.surface,
+        principal: `${message.channel}:${message.principal.id}`,
+      });
+      if (budget.kind === "refused") {
+        const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+        // The input is kept in its receipt. A redelivery of an update admitted before the budget
+        // ran out finds that receipt and stays a duplicate rather than getting this refusal.
+        const claimed = await store.claimIngress({
+          source,
+          key: message.updateKey,
+          outcome: "refused:budget",
+          payload: message,
+          conversationId,
+          nowMs: clock.now(),
+        });
+        const reply =
+          claimed.fresh || claimed.previousOutcome === "refused:budget"
+            ? await options.commands.notice(
+                { message, conversationId, source },
+                budget.text,
+                "refused:budget",
+              )
+            : { duplicate: true };
+        if (reply.duplicate) {
+          metrics.inboundDuplicate(message.channel);
+          return { kind: "duplicate", runId: claimed.runId, conversationId };
+        }
+        logger.info("ingress.budget_refused", {
+          channel: message.channel,
+          surface: message.surface,
+          user: message.principal.id,
+          updateKey: message.updateKey,
+          budget: budget.scope,
+        });
+        return ignore(message, "budget");
+      }
     }
 
     const ticket = runtime.submit({

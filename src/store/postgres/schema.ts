@@ -1,6 +1,7 @@
 import { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
 import { ACCESS_SCHEMA_SQL } from "./access.ts";
+import { BUDGETS_SCHEMA_SQL } from "./budgets.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
 import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 
@@ -301,6 +302,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "approvals", sql: APPROVALS_SCHEMA_SQL },
   { version: 12, name: "purged-by", sql: PURGED_BY_SQL },
   { version: 13, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
+  { version: 14, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -1,8 +1,10 @@
 import type { Database } from "bun:sqlite";
 import type { AccessStore } from "../../access/store.ts";
+import type { BudgetStore } from "../../budgets/store.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import type { SearchStore } from "../../search/store.ts";
 import { ACCESS_SCHEMA_SQL, createSqliteAccessStore } from "./access.ts";
+import { BUDGETS_SCHEMA_SQL, createSqliteBudgetStore } from "./budgets.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import {
@@ -45,6 +47,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: "approvals", sql: `${APPROVALS_SCHEMA_SQL}\n${OUTBOX_PRESENTATION_SQL}` },
   { version: 14, name: "purged-by", sql: PURGED_BY_SQL },
   { version: 15, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
+  { version: 16, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
 ];
 
 export interface SqliteStores {
@@ -55,6 +58,7 @@ export interface SqliteStores {
   operator: OperatorQueries;
   search: SearchStore;
   access: AccessStore;
+  budgets: BudgetStore;
   close(): void;
 }
 
@@ -71,6 +75,7 @@ export function openSqliteStores(filename: string, options: { busyTimeoutMs?: nu
     operator: createSqliteOperatorQueries({ db, schedules }),
     search: createSqliteSearch(db),
     access: createSqliteAccessStore(db),
+    budgets: createSqliteBudgetStore(db),
     close: () => db.close(),
   };
 }
