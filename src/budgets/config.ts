@@ -126,3 +126,17 @@ export function costOnlyBudgetProblem(
     "so that budget could never be checked. Add tokensPerDay or tokensPerMonth to it, or use only openrouter: models."
   );
 }
+
+/**
+ * The scope an operator names, with its configured limits (undefined: none configured) and how a
+ * reply would name it; null when the name is malformed.
+ */
+export function scopeNamed(budgets: BudgetsConfig | undefined, scope: string): BudgetScope | null {
+  const filter = filterOfScope(scope);
+  if (!filter) return null;
+  if (filter.kind === "user") {
+    return { scope, label: "your budget", filter, configured: budgets?.perUser };
+  }
+  const key = `${filter.channel}:${filter.surface}`;
+  return { scope, label: `the budget shared on ${key}`, filter, configured: budgets?.perSurface?.[key] };
+}

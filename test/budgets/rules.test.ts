@@ -9,6 +9,8 @@ import {
   NO_USAGE,
   refusalText,
 } from "../../src/budgets/rules.ts";
+import { isSwitchboardError } from "../../src/errors.ts";
+import { configWith, fileConfig } from "../gateway/support/config.ts";
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -183,5 +185,37 @@ describe("budget configuration", () => {
     expect(
       costOnlyBudgetProblem({ perUser: { costPerMonthUsd: 5, tokensPerDay: 9 } }, ["offline"]),
     ).toBeNull();
+  });
+});
+
+describe("SWITCHBOARD_CONFIG budgets", () => {
+  const refusal = (fileJson: unknown): string => {
+    try {
+      configWith({}, fileJson);
+    } catch (error) {
+      if (isSwitchboardError(error, "config_invalid")) return error.message;
+      throw error;
+    }
+    throw new Error(`expected config_invalid for ${JSON.stringify(fileJson)}`);
+  };
+
+  test("the issue's example parses; the zone defaults to SWITCHBOARD_TIMEZONE", () => {
+    const file = fileConfig({ budgets: { perUser: { tokensPerDay: 200000, costPerMonthUsd: 5 } } });
+    expect(file.budgets).toEqual({ perUser: { tokensPerDay: 200000, costPerMonthUsd: 5 } });
+  });
+
+  test("refusals name the key and what is wrong", () => {
+    expect(refusal({ version: 1, budgets: { perUser: {} } })).toContain("budgets.perUser");
+    expect(refusal({ version: 1, budgets: { perUser: {} } })).toContain("set at least one of tokensPerDay");
+    expect(refusal({ version: 1, budgets: { perUser: { tokensPerDay: -5 } } })).toContain(
+      "budgets.perUser.tokensPerDay",
+    );
+    expect(refusal({ version: 1, budgets: { perUser: { tokensPerWeek: 5 } } })).toContain("tokensPerWeek");
+    expect(
+      refusal({ version: 1, budgets: { timezone: "Mars/Olympus", perUser: { tokensPerDay: 5 } } }),
+    ).toContain("budgets.timezone");
+    expect(refusal({ version: 1, budgets: { perSurface: { "irc:dm": { tokensPerDay: 5 } } } })).toContain(
+      "budgets.perSurface",
+    );
   });
 });
