@@ -341,6 +341,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     approvals,
     models,
     budgets,
+    buttonSecret: secret,
   });
   const ingress = createIngress({
     runtime,

@@ -12,6 +12,7 @@ import type { ChatCommands } from "./commands.ts";
 import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
 import type { RunContext } from "./context.ts";
 import { FloodLimit } from "./flood-limit.ts";
+import { isForgetButton } from "./forget-buttons.ts";
 import { decideIngress, needsGrant } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
@@ -65,6 +66,23 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     }
     const message = parsed.data;
     const source = `${message.channel}:${message.account}`;
+    if (message.action && isForgetButton(message.action.data)) {
+      // A /forget prompt's button: claimed like a message (a redelivered press does nothing more).
+      const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+      const pressed = await options.commands.forgetPress({ message, conversationId, source });
+      if (pressed.duplicate) {
+        metrics.inboundDuplicate(message.channel);
+        return { kind: "action", notice: "" };
+      }
+      metrics.inboundAccepted(message.channel);
+      if (pressed.refused === "forged")
+        logger.warn("forget.forged_press", {
+          channel: message.channel,
+          user: message.principal.id,
+          updateKey: message.updateKey,
+        });
+      return { kind: "action", notice: pressed.notice };
+    }
     if (message.action) {
       // A button press: verified, authorised and decided once by the approval service (its
       // decision and the successor run commit together); the presser gets a short notice.
