@@ -271,6 +271,13 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       }
     }
 
+    // An update refused earlier (no pairing grant yet, too fast, over budget) stays refused when
+    // redelivered, even though it would pass now: it was answered, and the user was told to resend.
+    if ((await store.ingressOutcome(source, message.updateKey))?.startsWith("refused:")) {
+      metrics.inboundDuplicate(message.channel);
+      return { kind: "duplicate", runId: null, conversationId: null };
+    }
+
     const ticket = runtime.submit({
       conversationKey: message.conversationKey,
       idempotencyKey: `${source}:${message.updateKey}`,
