@@ -96,6 +96,16 @@ export function budgetOperations(options: {
     async raise(scope, limits, actor) {
       const by = checkActor(actor);
       const named = scopeOf(options.settings(), scope);
+      if (named.configured === undefined) {
+        // Admission applies only configured budgets: a raise here would show but never count.
+        throw new SwitchboardError(
+          "input_invalid",
+          named.filter.kind === "user"
+            ? `No per-user budget is configured, so ${named.scope} has none to raise. Add budgets.perUser to SWITCHBOARD_CONFIG first.`
+            : `No budget is configured for ${named.scope.slice("surface:".length)}. Add it to budgets.perSurface in SWITCHBOARD_CONFIG first.`,
+          { details: { field: "scope" } },
+        );
+      }
       await store.changeOverride(named.scope, { limits: checkLimits(limits) }, by, clock.now());
       return status(named.scope);
     },

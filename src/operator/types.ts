@@ -127,7 +127,8 @@ export interface OperatorService {
     status(scope: string): Promise<BudgetScopeStatus>;
     /**
      * Sets the scope's limits (merged over any earlier raise, field by field; they replace the
-     * configured ones). `input_invalid` for a malformed scope or no positive limit.
+     * configured ones). `input_invalid` for a malformed scope, a scope no configured budget
+     * covers (admission would never apply it), or no positive limit.
      */
     raise(scope: string, limits: BudgetLimits, actor: `operator:${string}`): Promise<BudgetScopeStatus>;
     /** Usage before now stops counting against the scope's current day and month. */

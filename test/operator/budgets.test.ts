@@ -98,5 +98,11 @@ test("bad input is refused with what to do and changes nothing", async () => {
       "input_invalid",
     ),
   ).toContain('"tokensPerWeek" is not a budget limit');
+  expect(
+    await refusedWith(
+      operator.budgets.raise("surface:telegram:dm", { tokensPerDay: 5 }, "operator:ann"),
+      "input_invalid",
+    ),
+  ).toContain("No budget is configured for telegram:dm. Add it to budgets.perSurface");
   expect(await seed.stores.budgets.listOverrides()).toEqual([]);
 });
