@@ -149,6 +149,14 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
       revoke: (channel, userId, actor) =>
         request("POST", `api/access/${id(channel)}/${id(userId)}/revoke`, { body: {}, actor }),
     },
+    budgets: {
+      show: () => request("GET", "api/budgets"),
+      status: (scope) => request("GET", `api/budgets/${id(scope)}`),
+      raise: (scope, limits, actor) =>
+        request("POST", `api/budgets/${id(scope)}/raise`, { body: limits, actor }),
+      reset: (scope, actor) => request("POST", `api/budgets/${id(scope)}/reset`, { body: {}, actor }),
+      clear: (scope, actor) => request("POST", `api/budgets/${id(scope)}/clear`, { body: {}, actor }),
+    },
     approvals: {
       list: (filter) =>
         request("GET", "api/approvals", {

@@ -5,6 +5,7 @@ import { isSwitchboardError } from "../errors.ts";
 import { didYouMean } from "../util/suggest.ts";
 import { ACCESS_COMMANDS, ACCESS_GROUP } from "./commands/access.ts";
 import { APPROVALS_COMMANDS, APPROVALS_GROUP } from "./commands/approvals.ts";
+import { BUDGETS_COMMANDS, BUDGETS_GROUP } from "./commands/budgets.ts";
 import { CONVERSATIONS_COMMANDS, CONVERSATIONS_GROUP } from "./commands/conversations.ts";
 import { DB_COMMANDS, DB_GROUP } from "./commands/db.ts";
 import { OUTBOX_COMMANDS, OUTBOX_GROUP } from "./commands/outbox.ts";
@@ -23,6 +24,7 @@ export const GROUPS: readonly GroupSpec[] = [
   OUTBOX_GROUP,
   APPROVALS_GROUP,
   ACCESS_GROUP,
+  BUDGETS_GROUP,
   SCHEDULES_GROUP,
   RUNS_GROUP,
   CONVERSATIONS_GROUP,
@@ -34,6 +36,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...OUTBOX_COMMANDS,
   ...APPROVALS_COMMANDS,
   ...ACCESS_COMMANDS,
+  ...BUDGETS_COMMANDS,
   ...SCHEDULES_COMMANDS,
   ...RUNS_COMMANDS,
   ...CONVERSATIONS_COMMANDS,

@@ -4,6 +4,7 @@
  */
 import { isSwitchboardError, SwitchboardError } from "../errors.ts";
 import { loadFileConfig, pickableModels } from "../gateway/config.ts";
+import type { BudgetSettings } from "../operator/budgets.ts";
 import type { OperatorService } from "../operator/types.ts";
 import type { SqliteStores } from "../store/sqlite/index.ts";
 import { systemClock } from "../util/clock.ts";
@@ -62,7 +63,12 @@ export async function openOperatorSession(command: ParsedCommand, io: CliIo): Pr
   return {
     mode: "database",
     path,
-    service: createOperatorService({ stores, clock: systemClock, modelNames: configuredModelNames(io) }),
+    service: createOperatorService({
+      stores,
+      clock: systemClock,
+      modelNames: configuredModelNames(io),
+      budgets: configuredBudgets(io),
+    }),
     close: () => stores.close(),
   };
 }
@@ -91,6 +97,7 @@ async function openPostgresSession(url: string, io: CliIo): Promise<OperatorSess
       onOutboxChanged: announce,
       onSchedulesChanged: announce,
       modelNames: configuredModelNames(io),
+      budgets: configuredBudgets(io),
     }),
     close: async () => {
       await Promise.all(pendingAnnouncements);
@@ -104,4 +111,12 @@ function configuredModelNames(io: CliIo): () => readonly string[] {
   return () => {
     return Object.keys(pickableModels(loadFileConfig(io.env)));
   };
+}
+
+/** SWITCHBOARD_CONFIG `budgets` and SWITCHBOARD_TIMEZONE, read when a `budgets` command first needs them. */
+function configuredBudgets(io: CliIo): () => BudgetSettings {
+  return () => ({
+    budgets: loadFileConfig(io.env).budgets,
+    timezone: io.env.SWITCHBOARD_TIMEZONE?.trim() || "UTC",
+  });
 }

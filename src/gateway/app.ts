@@ -9,6 +9,10 @@ import type { AgentFiles } from "../agent/files.ts";
 import { agentFilesSummary } from "../agent/prompt.ts";
 import { AGENT_FILE_TOOL_NAMES, createAgentFileTools } from "../agent/tools.ts";
 import { type ApprovalService, createApprovalService } from "../approvals/service.ts";
+import { costOnlyBudgetProblem } from "../budgets/config.ts";
+import { createBudgetGuard } from "../budgets/guard.ts";
+import { budgetWindows } from "../budgets/rules.ts";
+import type { BudgetStore } from "../budgets/store.ts";
 import { SwitchboardError } from "../errors.ts";
 import { createMediaInputs, DEFAULT_MEDIA_LIMITS } from "../media/inputs.ts";
 import { createModelRegistry } from "../models/registry.ts";
@@ -35,7 +39,7 @@ import { agentDirsOf, type GatewayConfig, pickableModels, surfacePolicy } from "
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
-import { createMetrics, type Metrics } from "./metrics.ts";
+import { createMetrics, type Metrics, type ProcessGauges } from "./metrics.ts";
 import { createModelChoices, type ModelChoices } from "./model-choice.ts";
 import { databaseReadiness } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
@@ -91,6 +95,21 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const timeline = createReplyTimeline((stage, ms) => metrics.replyStage(stage, ms));
   const registry = createModelRegistry(config.modelEnv, { named: pickableModels(config.file) });
   const models = createModelChoices({ registry, file: config.file, store: stores.runtime, clock });
+  const costProblem = costOnlyBudgetProblem(config.file.budgets, [
+    ...registry.chain.map((m) => m.spec),
+    ...[...registry.named.values()].map((m) => m.spec),
+  ]);
+  if (costProblem) {
+    throw new SwitchboardError("config_invalid", `SWITCHBOARD_CONFIG: ${costProblem}`, {
+      details: { key: "budgets" },
+    });
+  }
+  const budgets = createBudgetGuard({
+    budgets: config.file.budgets,
+    defaultTimezone: config.timezone,
+    store: stores.budgets,
+    clock,
+  });
   const { adapters, allowLists } = buildChannels(config, { clock, logger });
   for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
 
@@ -320,6 +339,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     notify: () => worker.notify(),
     approvals,
     models,
+    budgets,
+    buttonSecret: secret,
   });
   const ingress = createIngress({
     runtime,
@@ -327,6 +348,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     file: config.file,
     allowLists,
     access: stores.access,
+    budgets,
     commands,
     approvals,
     metrics,
@@ -460,8 +482,31 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         nowMs: clock.now(),
         active: true,
         mcpServers: mcp.statuses().map((s) => ({ name: s.name, up: s.state === "up" })),
+        usage: await usageGauges(stores.budgets, budgets.timezone, clock.now()),
       });
     },
+  };
+}
+
+/** How many users and conversations /metrics lists usage for (the heaviest first). */
+const METRICS_USAGE_ROWS = 50;
+
+/** Usage today and this month (in the budgets' zone) per user and per conversation, for /metrics. */
+async function usageGauges(
+  store: BudgetStore,
+  timezone: string,
+  nowMs: number,
+): Promise<NonNullable<ProcessGauges["usage"]>> {
+  const windows = budgetWindows(nowMs, timezone);
+  const [dayUsers, monthUsers, dayConversations, monthConversations] = await Promise.all([
+    store.usageBy("user", windows.dayStartMs, METRICS_USAGE_ROWS),
+    store.usageBy("user", windows.monthStartMs, METRICS_USAGE_ROWS),
+    store.usageBy("conversation", windows.dayStartMs, METRICS_USAGE_ROWS),
+    store.usageBy("conversation", windows.monthStartMs, METRICS_USAGE_ROWS),
+  ]);
+  return {
+    user: { day: dayUsers, month: monthUsers },
+    conversation: { day: dayConversations, month: monthConversations },
   };
 }
 

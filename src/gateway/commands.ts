@@ -1,9 +1,10 @@
 import type { InboundMessage } from "../../channels/types.ts";
-import type { OutboxRepository } from "../../outbox/types.ts";
+import type { OutboxButtons, OutboxRepository } from "../../outbox/types.ts";
 import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import type { ApprovalService } from "../approvals/service.ts";
+import type { BudgetGuard } from "../budgets/guard.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { readConversationExport, toMarkdown } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
@@ -14,6 +15,7 @@ import { stateSummary } from "../state/slots.ts";
 import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
+import { conversationMark, signForgetButton, verifyForgetButton } from "./forget-buttons.ts";
 import type { ModelChoices } from "./model-choice.ts";
 
 const OWN_COMMANDS = [
@@ -47,6 +49,13 @@ export interface ChatCommands {
   run(name: CommandName, scope: CommandScope): Promise<{ duplicate: boolean; text: string }>;
   /** Replies without the model (e.g. "too long"), once per update. */
   notice(scope: CommandScope, text: string, outcome: string): Promise<{ duplicate: boolean }>;
+  /**
+   * A press on a /forget prompt's button, once per press (a redelivery gets `duplicate`). A
+   * forged, someone else's or stale press is refused and changes nothing. `notice` is for the presser.
+   */
+  forgetPress(
+    scope: CommandScope,
+  ): Promise<{ duplicate: boolean; notice: string; refused?: "forged" | "stale" }>;
 }
 
 export interface ChatCommandsOptions {
@@ -64,17 +73,21 @@ export interface ChatCommandsOptions {
   approvals?: ApprovalService;
   /** The models /model picks from; absent: /model says there is nothing to pick. */
   models?: ModelChoices;
+  /** Budgets /status reports on; absent or none configured: no budget lines. */
+  budgets?: BudgetGuard;
+  /** The key /forget's buttons are signed with (the approval key); absent: /forget asks in text only. */
+  buttonSecret?: () => string;
 }
 
 const HELP = [
   "I'm an AI assistant. Just write to me. Commands:",
   "/new — start a fresh conversation (the old one stays readable)",
   "/stop — stop the answer in progress",
-  "/status — model, runs in progress and replies waiting",
+  "/status — model, runs in progress, replies waiting and what is left of your budget",
   "/goal — the goal I work toward; /goal <text> sets it, /goal done marks it reached",
   "/todo — my todo list for the goal",
   "/model — the models you can pick; /model NAME picks one for this conversation",
-  "/forget — delete this conversation for good (asks to confirm)",
+  "/forget — delete this conversation for good (asks to confirm with buttons, or /forget confirm)",
   "/export — this conversation as a Markdown transcript",
   "/in 10m stretch — a reminder after a delay",
   "/at 2026-12-01 09:00 call mum — at a date and time",
@@ -82,6 +95,9 @@ const HELP = [
   "/schedules, /cancel <id>, /tz Europe/Berlin",
   "/approve <id>, /deny <id> — decide a tool call that waits for approval",
 ].join("\n");
+
+const FORGET_QUESTION =
+  "This deletes this conversation for good: its messages, my answers, its schedules and settings. Send /forget confirm (or press Delete it) to go ahead.";
 
 /** Longest /export sent as a chat message; the rest is for `switchboard conversations export`. */
 const EXPORT_MAX_CHARS = 12_000;
@@ -93,7 +109,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
 
   const replyKey = ({ message, source }: CommandScope) => `notice:${source}:${message.updateKey}`;
 
-  const enqueueReply = async (scope: CommandScope, text: string) => {
+  const enqueueReply = async (scope: CommandScope, text: string, buttons?: OutboxButtons) => {
     const { message, conversationId, source } = scope;
     await outbox.insert(
       [
@@ -107,6 +123,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           ...(message.messageId ? { replyTo: message.messageId } : {}),
           kind: "message",
           markdown: text,
+          ...(buttons ? { presentation: { buttons } } : {}),
         },
       ],
       clock.now(),
@@ -168,6 +185,39 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     return "Done: I deleted this conversation — its messages, answers, schedules and settings. Your next message starts a fresh one.";
   };
 
+  /**
+   * `/forget confirm` or its button: claims the update with the conversation it forgets, then
+   * forgets it and replies in the chat's fresh conversation. A redelivery after a crash finishes
+   * the conversation the first delivery meant.
+   */
+  const finishForget = async (
+    scope: CommandScope,
+    notice: string,
+  ): Promise<{ duplicate: boolean; notice: string; text: string }> => {
+    const claimed = await claim(scope, "command:forget", { target: scope.conversationId });
+    if (!claimed.run) return { duplicate: true, notice: "", text: "" };
+    const earlier = (claimed.previousPayload as { forget?: unknown } | null)?.forget;
+    const text = await forget(scope, typeof earlier === "string" ? earlier : scope.conversationId);
+    const fresh = await store.resolveConversationKey(scope.message.conversationKey, clock.now());
+    await enqueueReply({ ...scope, conversationId: fresh }, text);
+    // The presser's notice: short when it worked, the whole reply when it could not.
+    return { duplicate: false, notice: text.startsWith("Done") ? notice : text, text };
+  };
+
+  /** The /forget prompt's buttons, for the user who asked; none without a signing key. */
+  const forgetButtons = ({ message, conversationId }: CommandScope): OutboxButtons | undefined => {
+    const secret = options.buttonSecret?.();
+    if (!secret) return undefined;
+    const sign = (choice: "confirm" | "keep") =>
+      signForgetButton(secret, conversationId, message.principal.id, choice);
+    return [
+      [
+        { label: "Delete it", data: sign("confirm") },
+        { label: "Keep it", data: sign("keep") },
+      ],
+    ];
+  };
+
   const timezoneOf = async (conversationId: string) =>
     (await store.loadConversationSettings(conversationId)).timezone ?? null;
 
@@ -202,7 +252,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           : toMarkdown(exported, { maxChars: EXPORT_MAX_CHARS });
       }
       case "forget":
-        return "This deletes this conversation for good: its messages, my answers, its schedules and settings. Send /forget confirm to go ahead.";
+        return FORGET_QUESTION;
       case "start":
       case "help":
         return HELP;
@@ -308,6 +358,13 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     const timezone = settings.timezone ?? options.defaultTimezone;
     const allowed = settings.alwaysAllow ?? [];
     const state = await options.state.loadState(conversationId);
+    const budgetLines = options.budgets?.enabled
+      ? await options.budgets.status({
+          channel: message.channel,
+          surface: message.surface,
+          principal: `${message.channel}:${message.principal.id}`,
+        })
+      : [];
     return [
       await modelStatus(scope),
       `Answers: ${running} running, ${active.length - running} queued`,
@@ -315,6 +372,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       `Schedules: ${schedules.length} active · time zone ${timezone}`,
       stateSummary(state),
       `Tools always allowed in this chat: ${allowed.length > 0 ? allowed.join(", ") : "none"} (/new clears them)`,
+      ...budgetLines,
     ].join("\n");
   };
 
@@ -326,19 +384,48 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     },
     async run(name, scope) {
       if (name === "forget" && isForgetConfirm(scope.message.text)) {
-        const claimed = await claim(scope, "command:forget", { target: scope.conversationId });
-        if (!claimed.run) return { duplicate: true, text: "" };
-        // A redelivery after a crash finishes the conversation the first delivery meant.
-        const earlier = (claimed.previousPayload as { forget?: unknown } | null)?.forget;
-        const text = await forget(scope, typeof earlier === "string" ? earlier : scope.conversationId);
-        const fresh = await store.resolveConversationKey(scope.message.conversationKey, clock.now());
-        await enqueueReply({ ...scope, conversationId: fresh }, text);
-        return { duplicate: false, text };
+        const done = await finishForget(scope, "Deleted.");
+        return { duplicate: done.duplicate, text: done.text };
       }
       if (!(await claim(scope, `command:${name}`)).run) return { duplicate: true, text: "" };
       const text = await execute(name, scope);
-      await enqueueReply(scope, text);
+      await enqueueReply(scope, text, name === "forget" ? forgetButtons(scope) : undefined);
       return { duplicate: false, text };
+    },
+    async forgetPress(scope) {
+      const { message } = scope;
+      const secret = options.buttonSecret?.();
+      const checked = secret
+        ? verifyForgetButton(secret, message.action?.data ?? "", message.principal.id)
+        : ({ ok: false, reason: "malformed" } as const);
+      if (!checked.ok) return { duplicate: false, notice: "This button is not valid.", refused: "forged" };
+      const current = scope.conversationId;
+      if (checked.mark === conversationMark(current)) {
+        if (checked.choice === "keep") {
+          if (!(await claim(scope, "command:forget-keep")).run) return { duplicate: true, notice: "" };
+          await enqueueReply(scope, "Kept: nothing was deleted.");
+          return { duplicate: false, notice: "Kept." };
+        }
+        return finishForget(scope, "Deleted.");
+      }
+      // The chat moved on (forgotten, or /new) since the prompt, or this is a redelivered press
+      // whose forget already ran: its receipt decides which.
+      const prior = await store.claimIngress({
+        source: scope.source,
+        key: message.updateKey,
+        outcome: "refused:stale-button",
+        payload: message,
+        conversationId: current,
+        nowMs: clock.now(),
+      });
+      if (!prior.fresh && prior.previousOutcome === "command:forget") return finishForget(scope, "Deleted.");
+      if (!prior.fresh) return { duplicate: true, notice: "" };
+      return {
+        duplicate: false,
+        refused: "stale",
+        notice:
+          "This button is out of date: that conversation was already forgotten or replaced. Nothing was deleted.",
+      };
     },
     async notice(scope, text, outcome) {
       if (!(await claim(scope, outcome)).run) return { duplicate: true };

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../channels/types.ts";
+import { budgetsSchema } from "../budgets/config.ts";
 import { SwitchboardError } from "../errors.ts";
 import { modelSpecProblem } from "../models/spec.ts";
 import { DEFAULT_SCHEMA_BUDGET_BYTES } from "../runtime/tool-catalog.ts";
@@ -202,6 +203,8 @@ const fileSchema = z
       .max(30 * 86_400_000)
       .default(86_400_000),
     models: modelsSchema,
+    /** Token and cost budgets per user and per surface (src/budgets, docs/configuration.md "Budgets"). */
+    budgets: budgetsSchema(SURFACE_KEYS, SURFACE_KEY_HINT).optional(),
   })
   .strict()
   .superRefine((file, ctx) => {

@@ -2,6 +2,7 @@ import { type InboundMessage, type IngressOutcome, inboundMessageSchema } from "
 import { generatePairingCode, pairingMessage } from "../access/pairing.ts";
 import type { AccessStore } from "../access/store.ts";
 import type { ApprovalService } from "../approvals/service.ts";
+import type { BudgetGuard } from "../budgets/guard.ts";
 import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
@@ -11,6 +12,7 @@ import type { Logger } from "../util/log.ts";
 import type { ChatCommands } from "./commands.ts";
 import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
 import { FloodLimit } from "./flood-limit.ts";
+import { isForgetButton } from "./forget-buttons.ts";
 import { decideIngress, needsGrant } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
@@ -25,6 +27,8 @@ export interface IngressOptions {
   commands: ChatCommands;
   /** Stored access grants and pairing codes; without it `pairing` in an allowlist admits nobody new. */
   access?: AccessStore;
+  /** Token and cost budgets, checked before admission; without it (or none configured) none apply. */
+  budgets?: BudgetGuard;
   /** Button presses on approval prompts; without it a press is ignored. */
   approvals?: ApprovalService;
   metrics: Metrics;
@@ -62,6 +66,23 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     }
     const message = parsed.data;
     const source = `${message.channel}:${message.account}`;
+    if (message.action && isForgetButton(message.action.data)) {
+      // A /forget prompt's button: claimed like a message (a redelivered press does nothing more).
+      const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+      const pressed = await options.commands.forgetPress({ message, conversationId, source });
+      if (pressed.duplicate) {
+        metrics.inboundDuplicate(message.channel);
+        return { kind: "action", notice: "" };
+      }
+      metrics.inboundAccepted(message.channel);
+      if (pressed.refused === "forged")
+        logger.warn("forget.forged_press", {
+          channel: message.channel,
+          user: message.principal.id,
+          updateKey: message.updateKey,
+        });
+      return { kind: "action", notice: pressed.notice };
+    }
     if (message.action) {
       // A button press: verified, authorised and decided once by the approval service (its
       // decision and the successor run commit together); the presser gets a short notice.
@@ -207,6 +228,54 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
       }
       case "admit":
         break;
+    }
+
+    if (options.budgets?.enabled) {
+      const budget = await options.budgets.check({
+        channel: message.channel,
+        surface: message.surface,
+        principal: `${message.channel}:${message.principal.id}`,
+      });
+      if (budget.kind === "refused") {
+        const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+        // The input is kept in its receipt. A redelivery of an update admitted before the budget
+        // ran out finds that receipt and stays a duplicate rather than getting this refusal.
+        const claimed = await store.claimIngress({
+          source,
+          key: message.updateKey,
+          outcome: "refused:budget",
+          payload: message,
+          conversationId,
+          nowMs: clock.now(),
+        });
+        const reply =
+          claimed.fresh || claimed.previousOutcome === "refused:budget"
+            ? await options.commands.notice(
+                { message, conversationId, source },
+                budget.text,
+                "refused:budget",
+              )
+            : { duplicate: true };
+        if (reply.duplicate) {
+          metrics.inboundDuplicate(message.channel);
+          return { kind: "duplicate", runId: claimed.runId, conversationId };
+        }
+        logger.info("ingress.budget_refused", {
+          channel: message.channel,
+          surface: message.surface,
+          user: message.principal.id,
+          updateKey: message.updateKey,
+          budget: budget.scope,
+        });
+        return ignore(message, "budget");
+      }
+    }
+
+    // An update refused earlier (no pairing grant yet, too fast, over budget) stays refused when
+    // redelivered, even though it would pass now: it was answered, and the user was told to resend.
+    if ((await store.ingressOutcome(source, message.updateKey))?.startsWith("refused:")) {
+      metrics.inboundDuplicate(message.channel);
+      return { kind: "duplicate", runId: null, conversationId: null };
     }
 
     const ticket = runtime.submit({

@@ -5,8 +5,8 @@ import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { createOperatorService } from "../operator/service.ts";
 import { openStoreBackend } from "../store/open-backend.ts";
-import { systemClock } from "../util/clock.ts";
 import { createLogger, type Logger } from "../util/log.ts";
+import { gatewayClock } from "../util/test-clock.ts";
 import { createGateway, type Gateway } from "./app.ts";
 import { type GatewayConfig, loadConfig, redactSecrets, webAccessFor } from "./config.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
@@ -79,15 +79,17 @@ export async function startGateway(
     await standby.http.stop();
     logger.info("gateway.taking_over", { database: stores.location });
   }
-  const gateway = createGateway(config, { stores, logger, extraAdapters: web ? [web] : [] });
+  const clock = gatewayClock(process.env);
+  const gateway = createGateway(config, { stores, logger, clock, extraAdapters: web ? [web] : [] });
   await gateway.start();
   const operator = createOperatorService({
     stores: gateway.stores,
-    clock: systemClock,
+    clock,
     onOutboxChanged: () => gateway.worker.notify(),
     onSchedulesChanged: () => void gateway.schedules.tick(),
     onApprovalDecided: () => void gateway.runtime.recover().catch(() => {}),
     modelNames: gateway.models.names,
+    budgets: { budgets: config.file.budgets, timezone: config.timezone },
     stopRun: (conversationId, runId) =>
       gateway.runtime.interrupt({ conversationId, runId, reason: "superseded" }),
   });

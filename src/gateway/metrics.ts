@@ -2,6 +2,7 @@
  * Prometheus metrics kept in process: counters and fixed-bucket histograms, plus gauges read at
  * scrape time. Label values are channel names, states and reasons: never user content.
  */
+import type { UsageRow } from "../budgets/store.ts";
 import type { StoreGauges } from "../store/backend.ts";
 
 type Labels = Record<string, string>;
@@ -60,6 +61,8 @@ export interface ProcessGauges {
   active: boolean;
   /** Configured MCP servers and whether each is connected. */
   mcpServers?: ReadonlyArray<{ name: string; up: boolean }>;
+  /** Model usage today and this month (budgets' zone), the heaviest users and conversations. */
+  usage?: Record<"user" | "conversation", Record<"day" | "month", readonly UsageRow[]>>;
 }
 
 export function createMetrics(): Metrics {
@@ -153,6 +156,7 @@ export function createMetrics(): Metrics {
         for (const server of live.mcpServers)
           lines.push(`${name}${formatLabels({ server: server.name })} ${server.up ? 1 : 0}`);
       }
+      if (live.usage) lines.push(...usageLines(live.usage));
       if (gauges.deliveryLatencyMs) {
         const name = "switchboard_delivery_latency_ms";
         const { p50, p99, count } = gauges.deliveryLatencyMs;
@@ -200,4 +204,41 @@ export function createMetrics(): Metrics {
 function formatLabels(labels: Labels): string {
   const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, "_")}"`);
   return parts.length ? `{${parts.join(",")}}` : "";
+}
+
+/**
+ * Tokens and cost per user and per conversation. A cost is written only when every run in the
+ * window reported one (unavailable is not zero); the runs without one are counted instead.
+ */
+function usageLines(usage: NonNullable<ProcessGauges["usage"]>): string[] {
+  const lines: string[] = [];
+  const series = [
+    [
+      "switchboard_usage_tokens",
+      "Model tokens (input + output) used, per user or conversation and period (day, month in the budgets' time zone).",
+      (r: UsageRow) => r.tokens,
+    ],
+    [
+      "switchboard_usage_cost_usd",
+      "Model cost in US dollars, where every run reported one.",
+      (r: UsageRow) => (r.costUnknownRuns > 0 ? null : r.costUsd),
+    ],
+    [
+      "switchboard_usage_cost_unknown_runs",
+      "Runs whose model reported no cost (their cost is not in switchboard_usage_cost_usd).",
+      (r: UsageRow) => r.costUnknownRuns,
+    ],
+  ] as const;
+  for (const [name, help, value] of series) {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
+    for (const by of ["user", "conversation"] as const) {
+      for (const period of ["day", "month"] as const) {
+        for (const row of usage[by][period]) {
+          const v = value(row);
+          if (v !== null) lines.push(`${name}${formatLabels({ [by]: row.key, period })} ${v}`);
+        }
+      }
+    }
+  }
+  return lines;
 }

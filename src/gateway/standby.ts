@@ -43,6 +43,7 @@ export function startStandbyHttp(
         onOutboxChanged: announce,
         onSchedulesChanged: announce,
         modelNames: Object.keys(pickableModels(config.file)),
+        budgets: { budgets: config.file.budgets, timezone: config.timezone },
       }),
       follow() {
         throw new SwitchboardError("platform_unavailable", `This gateway is a ${STANDBY_DETAIL}.`);

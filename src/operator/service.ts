@@ -16,6 +16,7 @@ import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { silentLogger } from "../util/log.ts";
+import { type BudgetSettings, budgetOperations } from "./budgets.ts";
 import { branchConversation, importConversation, readConversationExport } from "./export.ts";
 import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
@@ -35,7 +36,10 @@ export type { ConversationSummary, OperatorService } from "./types.ts";
 
 export interface OperatorServiceOptions {
   /** The opened stores; the caller closes them. */
-  stores: Pick<StoreBackend, "runtime" | "outbox" | "schedules" | "operator" | "search" | "access">;
+  stores: Pick<
+    StoreBackend,
+    "runtime" | "outbox" | "schedules" | "operator" | "search" | "access" | "budgets"
+  >;
   clock: Clock;
   /**
    * Called after an operator retried, resolved or cancelled an outbox record, so a running
@@ -51,6 +55,11 @@ export interface OperatorServiceOptions {
    * them when first needed (the CLI reads the config file only for set-model). Default none.
    */
   modelNames?: readonly string[] | (() => readonly string[]);
+  /**
+   * SWITCHBOARD_CONFIG `budgets` and the zone they count in, or how to read them when first
+   * needed (the CLI reads the config file only for `budgets`). Default: none, in UTC.
+   */
+  budgets?: BudgetSettings | (() => BudgetSettings);
   /** Ends a run now (the gateway's runtime); without it a purge commits a stop request and waits. */
   stopRun?: (conversationId: string, runId: string) => Promise<unknown>;
 }
@@ -126,7 +135,16 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
     notify: outboxChanged,
   });
 
+  const budgetSettings = options.budgets;
   return {
+    budgets: budgetOperations({
+      store: stores.budgets,
+      clock,
+      settings: () =>
+        typeof budgetSettings === "function"
+          ? budgetSettings()
+          : (budgetSettings ?? { budgets: undefined, timezone: "UTC" }),
+    }),
     access: {
       async approve(input, actor) {
         const by = checkActor(actor);

@@ -1,6 +1,8 @@
 import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { AccessGrant } from "../access/store.ts";
+import type { BudgetLimits, LimitStatus } from "../budgets/rules.ts";
+import type { BudgetOverride, UsageRow } from "../budgets/store.ts";
 import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
@@ -112,6 +114,28 @@ export interface OperatorService {
       actor: `operator:${string}`,
     ): Promise<{ channel: string; userId: string }>;
   };
+  budgets: {
+    /**
+     * Every configured budget scope and every scope an operator changed, each measured now, and
+     * usage today and this month per user and per conversation (the heaviest first).
+     */
+    show(): Promise<BudgetOverview>;
+    /**
+     * One scope (`user:<channel>:<user id>`, `surface:<surface key>`) measured now.
+     * `input_invalid` for a malformed scope.
+     */
+    status(scope: string): Promise<BudgetScopeStatus>;
+    /**
+     * Sets the scope's limits (merged over any earlier raise, field by field; they replace the
+     * configured ones). `input_invalid` for a malformed scope, a scope no configured budget
+     * covers (admission would never apply it), or no positive limit.
+     */
+    raise(scope: string, limits: BudgetLimits, actor: `operator:${string}`): Promise<BudgetScopeStatus>;
+    /** Usage before now stops counting against the scope's current day and month. */
+    reset(scope: string, actor: `operator:${string}`): Promise<BudgetScopeStatus>;
+    /** Drops raised limits and resets: back to the configuration. `not_found` when there were none. */
+    clear(scope: string, actor: `operator:${string}`): Promise<BudgetScopeStatus>;
+  };
   approvals: {
     /** Newest first. Empty when none match. */
     list(filter: {
@@ -152,4 +176,24 @@ export interface ConversationSummary {
 export interface AccessList {
   grants: AccessGrant[];
   pending: Array<{ channel: string; userId: string; userName: string | null; expiresAtMs: number }>;
+}
+
+/** One budget scope now: its limits in force (configured, raised) and each measured. */
+export interface BudgetScopeStatus {
+  scope: string;
+  /** The zone its days and months are counted in. */
+  timezone: string;
+  configured: BudgetLimits | null;
+  override: BudgetOverride | null;
+  /** Each limit in force with its usage, what remains and when it resets. */
+  limits: LimitStatus[];
+  /** Whether the next message in this scope would be refused. */
+  refused: boolean;
+}
+
+export interface BudgetOverview {
+  timezone: string;
+  scopes: BudgetScopeStatus[];
+  /** Usage per user (`<channel>:<user id>`) and per conversation, today and this month. */
+  usage: Record<"user" | "conversation", Record<"day" | "month", UsageRow[]>>;
 }

@@ -191,6 +191,9 @@ export interface RuntimeStore {
    */
   claimIngress(request: IngressClaim): Promise<IngressClaimResult>;
 
+  /** The outcome recorded for an ingress identity (`admitted`, `refused:pairing`, …); null when none. Reads only. */
+  ingressOutcome(source: string, key: string): Promise<string | null>;
+
   /** Per-conversation settings (e.g. the time zone set with /tz). Empty object when none. */
   loadConversationSettings(conversationId: string): Promise<ConversationSettings>;
 

@@ -1,6 +1,7 @@
 import type { OutboxRepository } from "../../outbox/types.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { AccessStore } from "../access/store.ts";
+import type { BudgetStore } from "../budgets/store.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
 import type { BlobStore } from "../runtime/blobs.ts";
@@ -48,6 +49,8 @@ export interface StoreBackend {
   readonly search: SearchStore;
   /** Access grants and pairing codes (`*_ALLOWED_USERS=pairing`). */
   readonly access: AccessStore;
+  /** Usage per run and operators' raised limits and resets (SWITCHBOARD_CONFIG `budgets`). */
+  readonly budgets: BudgetStore;
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;

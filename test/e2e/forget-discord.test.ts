@@ -5,7 +5,11 @@
  */
 
 import { describe, expect, test } from "bun:test";
-import { startDiscordEmulator } from "../emulators/discord/index.ts";
+import {
+  type EmulatedInteraction,
+  type GatewayMessage,
+  startDiscordEmulator,
+} from "../emulators/discord/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { conversationRows } from "./support/conversation-rows.ts";
 import { discordDmSay, discordGatewayEnv, slowAnswerRule, useE2eFixture } from "./support/fixture.ts";
@@ -15,12 +19,13 @@ const fixture = useE2eFixture("switchboard-e2e-forget-dc-", startDiscordEmulator
 const { llm, platform: discord } = fixture;
 const alice = discord.createUser("alice");
 const bob = discord.createUser("bob");
+const carol = discord.createUser("carol");
 const TOKEN = "operator-token-for-forget-tests";
 
 const env = () =>
   discordGatewayEnv(fixture, {
     surfaces: { "discord:dm": { inputPolicy: "queue", delivery: "terminal" } },
-    allowed: [alice.id, bob.id],
+    allowed: [alice.id, bob.id, carol.id],
     extra: { SWITCHBOARD_OPERATOR_TOKEN: TOKEN },
   });
 const dbPath = () => env().SWITCHBOARD_DB!;
@@ -81,5 +86,47 @@ describe("forgetting on Discord", () => {
     expect(JSON.stringify(llm.requestsContaining("hello again")[0]!.messages)).not.toContain("slow saga");
     const channel = discord.dmChannelId(bob.id);
     expect(botReplies(channel).some((m) => m.content.includes("the saga goes on"))).toBe(false);
+  }, 90_000);
+
+  test("/forget with buttons on Discord: a forged press is refused, Delete it purges once, its redelivered interaction and the stale button change nothing", async () => {
+    await say(carol.id, "the code word is damson", "echo: the code word is damson");
+    const old = await conversationOf(carol.id);
+    const channel = discord.dmChannelId(carol.id);
+    discord.sendDm(carol.id, "/forget");
+    type Button = { label: string; custom_id: string };
+    const buttonsOf = (m: GatewayMessage) =>
+      ((m.components ?? []) as Array<{ components: Button[] }>).flatMap((row) => row.components);
+    const prompt = await discord.waitFor(
+      () =>
+        botReplies(channel).find(
+          (m) => m.content.includes("Send /forget confirm") && buttonsOf(m).length > 0,
+        ),
+      20_000,
+      "the /forget prompt with buttons",
+    );
+    expect(buttonsOf(prompt).map((b) => b.label)).toEqual(["Delete it", "Keep it"]);
+    const deleteId = buttonsOf(prompt).find((b) => b.label === "Delete it")!.custom_id;
+    const noticeFor = (press: EmulatedInteraction) =>
+      discord.waitFor(() => press.followUps[0]?.content, 20_000, `the notice of interaction ${press.id}`);
+
+    const altered = `${deleteId.slice(0, -1)}${deleteId.endsWith("A") ? "B" : "A"}`;
+    const forged = discord.pressButton(prompt.id, carol.id, altered, { forged: true });
+    expect(await noticeFor(forged)).toBe("This button is not valid.");
+    expect(rowsOf(old).runs).toBeGreaterThan(0);
+
+    const press = discord.pressButton(prompt.id, carol.id, deleteId);
+    expect(await noticeFor(press)).toBe("Deleted.");
+    await say(carol.id, "after the button", "echo: after the button");
+    expect(rowsOf(old).runs).toBe(0);
+    expect(rowsOf(old).conversation_tombstones).toBe(1);
+    const fresh = await conversationOf(carol.id);
+    const freshRuns = rowsOf(fresh).runs;
+
+    discord.redispatchInteraction(press.id);
+    const stale = discord.pressButton(prompt.id, carol.id, deleteId);
+    expect(await noticeFor(stale)).toContain("This button is out of date");
+    expect(rowsOf(fresh).runs).toBe(freshRuns);
+    expect(await conversationOf(carol.id)).toBe(fresh);
+    expect(botReplies(channel).filter((m) => m.content.includes("Done: I deleted"))).toHaveLength(1);
   }, 90_000);
 });

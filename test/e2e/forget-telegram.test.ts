@@ -17,6 +17,7 @@ const fixture = useE2eFixture("switchboard-e2e-forget-tg-", startTelegramEmulato
 const { dir, llm, platform: telegram } = fixture;
 const alice = user(3001, "Alice");
 const bob = user(3002, "Bob");
+const carol = user(3003, "Carol");
 
 const configFile = join(dir.path, "forget.json");
 writeFileSync(
@@ -28,7 +29,10 @@ writeFileSync(
   }),
 );
 const env = () =>
-  telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], extra: { SWITCHBOARD_CONFIG: configFile } });
+  telegramGatewayEnv(fixture, {
+    allowed: [alice.id, bob.id, carol.id],
+    extra: { SWITCHBOARD_CONFIG: configFile },
+  });
 const dbPath = () => env().SWITCHBOARD_DB!;
 
 const say = telegramDmSay(telegram);
@@ -134,5 +138,80 @@ describe("/forget on Telegram", () => {
     await say(bob, "still fresh", "echo: still fresh");
     expect(rowsOf(old).runs).toBe(0);
     expect(textOf(old)).not.toContain("long tale");
+  }, 120_000);
+
+  test("/forget asks with buttons: a forged press is refused, Keep it keeps, Delete it purges once (its redelivery does nothing more), and the old keyboard is then out of date", async () => {
+    await say(carol, "my pin is 4321", "echo: my pin is 4321");
+    const old = await conversationOf(carol.id);
+    const ask = async (n: number) => {
+      telegram.incoming({ chat: privateChat(carol), from: carol, text: "/forget" });
+      return await eventually(
+        () => {
+          const prompts = telegram
+            .messages(carol.id)
+            .filter((m) => m.fromBot && m.visibleText.includes("Send /forget confirm") && !!m.buttons);
+          return prompts.length >= n ? prompts[n - 1] : undefined;
+        },
+        20_000,
+        `forget prompt ${n} with buttons`,
+      );
+    };
+    const answerFor = (queryId: string) =>
+      eventually(
+        () => telegram.callbackAnswers().find((a) => a.id === queryId)?.text,
+        20_000,
+        `the answer to callback query ${queryId}`,
+      );
+
+    const first = await ask(1);
+    expect(first.buttons?.flat().map((b) => b.text)).toEqual(["Delete it", "Keep it"]);
+    const deleteData = first.buttons!.flat().find((b) => b.text === "Delete it")!.callbackData;
+
+    // Forged: altered data, or the button's data pressed by someone it was not made for.
+    const forged = `${deleteData.slice(0, -1)}${deleteData.endsWith("A") ? "B" : "A"}`;
+    const altered = telegram.press(carol.id, first.messageId, carol, { forgedData: forged });
+    expect(await answerFor(altered.queryId)).toBe("This button is not valid.");
+    const byAlice = telegram.press(carol.id, first.messageId, alice, { forgedData: deleteData });
+    expect(await answerFor(byAlice.queryId)).toBe("This button is not valid.");
+    expect(rowsOf(old).runs).toBeGreaterThan(0);
+
+    const keep = telegram.press(carol.id, first.messageId, carol, { label: "Keep it" });
+    expect(await answerFor(keep.queryId)).toBe("Kept.");
+    await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.includes("Kept: nothing was deleted"),
+      20_000,
+    );
+    expect(rowsOf(old).runs).toBeGreaterThan(0);
+
+    const second = await ask(2);
+    const press = telegram.press(carol.id, second.messageId, carol, { label: "Delete it" });
+    expect(await answerFor(press.queryId)).toBe("Deleted.");
+    await telegram.waitForMessage(
+      carol.id,
+      (m) => m.fromBot && m.visibleText.includes("Done: I deleted"),
+      20_000,
+    );
+    const after = rowsOf(old);
+    expect(after.runs).toBe(0);
+    expect(after.conversation_tombstones).toBe(1);
+    expect(textOf(old)).not.toContain("4321");
+
+    // A fresh conversation, then the same press redelivered: nothing more is deleted or said.
+    await say(carol, "a new start", "echo: a new start");
+    const fresh = await conversationOf(carol.id);
+    expect(fresh).not.toBe(old);
+    const freshRuns = rowsOf(fresh).runs;
+    telegram.deliverAgain(press.update.update_id);
+    await telegram.waitForConfirmed(press.update.update_id, 20_000);
+    // The old keyboard pressed again (a new press): out of date, and the fresh conversation stays.
+    const stale = telegram.press(carol.id, first.messageId, carol, { label: "Delete it" });
+    expect(await answerFor(stale.queryId)).toContain("This button is out of date");
+    expect(rowsOf(fresh).runs).toBe(freshRuns);
+    expect(await conversationOf(carol.id)).toBe(fresh);
+    const done = telegram
+      .messages(carol.id)
+      .filter((m) => m.fromBot && m.visibleText.includes("Done: I deleted"));
+    expect(done).toHaveLength(1);
   }, 120_000);
 });

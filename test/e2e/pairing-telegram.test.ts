@@ -15,6 +15,7 @@ const fixture = useE2eFixture("switchboard-e2e-pairing-tg-", startTelegramEmulat
 const { platform: telegram } = fixture;
 const alice = user(4001, "Alice");
 const mallory = user(4002, "Mallory");
+const eve = user(4003, "Eve");
 
 const env = () => telegramGatewayEnv(fixture, { allowed: ["pairing", alice.id] });
 const cliEnv = () => ({ SWITCHBOARD_DB: env().SWITCHBOARD_DB! });
@@ -110,4 +111,34 @@ describe("pairing on Telegram", () => {
     expect(codesIn(mallory.id)).toHaveLength(2);
     expect((await runCli(["access", "revoke", "telegram", String(mallory.id)], cliEnv())).exitCode).toBe(3);
   }, 120_000);
+
+  test("under replayed updates a redemption happens once: two approvals of one code at once grant once, and the replayed request after approval does nothing", async () => {
+    gateway ??= await fixture.startGateway(env());
+    const asked = telegram.incoming({ chat: privateChat(eve), from: eve, text: "let me in please" });
+    await telegram.waitForMessage(
+      eve.id,
+      (m) => m.fromBot && m.visibleText.includes("pairing code is"),
+      TIMEOUT,
+    );
+    const [code] = codesIn(eve.id);
+
+    const both = await Promise.all([
+      runCli(["access", "approve", code!], cliEnv()),
+      runCli(["access", "approve", code!], cliEnv()),
+    ]);
+    expect(both.map((r) => r.exitCode).sort()).toEqual([0, 4]);
+    expect(both.find((r) => r.exitCode === 4)!.stderr).toContain("already approved");
+    const grants = await runCliJson<{ grants: Array<{ userId: string }> }>(["access", "list"], cliEnv());
+    expect(grants.grants.filter((g) => g.userId === String(eve.id))).toHaveLength(1);
+
+    // The update that asked for the code, delivered again after the approval: a duplicate. No
+    // second code, no answer, and its text never reaches the model.
+    const repliesBefore = botTexts(eve.id).length;
+    telegram.deliverAgain(asked.update.update_id);
+    await telegram.waitForConfirmed(asked.update.update_id, TIMEOUT);
+    await reply(eve, "now in", "echo: now in");
+    expect(botTexts(eve.id)).toHaveLength(repliesBefore + 1);
+    expect(codesIn(eve.id)).toEqual([code!]);
+    expect(fixture.llm.requestsContaining("let me in please")).toHaveLength(0);
+  }, 90_000);
 });

@@ -29,7 +29,16 @@ let logLines: string[];
 beforeAll(async () => {
   dir = tempDir("switchboard-http-");
   seed = await seedDatabase(`${dir.path}/switchboard.sqlite`);
-  const recorded = recordingOperator(createOperatorService({ stores: seed.stores, clock: seed.clock }));
+  const recorded = recordingOperator(
+    createOperatorService({
+      stores: seed.stores,
+      clock: seed.clock,
+      budgets: {
+        budgets: { perUser: { tokensPerDay: 1000 }, perSurface: { "*:*": { tokensPerMonth: 50_000 } } },
+        timezone: "UTC",
+      },
+    }),
+  );
   calls = recorded.calls;
   const { logger, lines } = capturingLogger();
   logLines = lines;
@@ -480,6 +489,45 @@ describe("the CLI's API client against this server (the contract both sides are 
     await expect(client.outbox.list({ limit: 0 })).rejects.toMatchObject({ code: "input_invalid" });
     const wrongToken = createApiOperatorService({ baseUrl: server.url, token: "nope-nope", timeoutMs: 5000 });
     await expect(wrongToken.runs.list({})).rejects.toMatchObject({ code: "unauthorized" });
+  });
+});
+
+describe("budgets over the API", () => {
+  test("status, raise, reset and clear need the operator token; bad input is refused and changes nothing", async () => {
+    const anonymous = await post(
+      `/api/budgets/${encodeURIComponent("user:telegram:42")}/raise`,
+      { tokensPerDay: 5 },
+      {},
+    );
+    expect(anonymous.status).toBe(401);
+    const extra = await post(`/api/budgets/${encodeURIComponent("user:telegram:42")}/raise`, {
+      tokensPerWeek: 5,
+    });
+    expect(extra.status).toBe(400);
+    const badScope = await get(`/api/budgets/${encodeURIComponent("telegram:42")}`);
+    expect(badScope.status).toBe(400);
+    expect((await errorOf(badScope)).message).toContain("is not a budget scope");
+    expect(await seed.stores.budgets.listOverrides()).toEqual([]);
+
+    const client = createApiOperatorService({ baseUrl: server.url, token: TOKEN, timeoutMs: 5000 });
+    const whole = await client.budgets.status("surface:*:*");
+    expect(whole).toMatchObject({
+      scope: "surface:*:*",
+      timezone: "UTC",
+      configured: { tokensPerMonth: 50_000 },
+    });
+    const raised = await client.budgets.raise("user:telegram:42", { tokensPerDay: 5000 }, "operator:bob");
+    expect(raised.limits.map((l) => [l.field, l.limit])).toEqual([["tokensPerDay", 5000]]);
+    expect(raised.override).toMatchObject({ updatedBy: "operator:bob" });
+    const reset = await client.budgets.reset("user:telegram:42", "operator:bob");
+    expect(reset.override?.resetAtMs).toBe(seed.clock.now());
+    const overview = await client.budgets.show();
+    expect(overview.scopes.map((s) => s.scope)).toEqual(["surface:*:*", "user:telegram:42"]);
+    expect(Object.keys(overview.usage)).toEqual(["user", "conversation"]);
+    expect((await client.budgets.clear("user:telegram:42", "operator:bob")).override).toBeNull();
+    await expect(client.budgets.clear("user:telegram:42", "operator:bob")).rejects.toMatchObject({
+      code: "not_found",
+    });
   });
 });
 

@@ -807,8 +807,11 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           runId: null,
           previousPayload: { replyTarget: "t1" },
         });
+        expect(await store.ingressOutcome("chat:acct", "100")).toBe("command");
+        expect(await store.ingressOutcome("chat:acct", "nope")).toBeNull();
         const ingress = { source: "chat:acct", key: "101", payload: { replyTarget: "t2" } };
         const admitted = await store.admit(admitRequest("c", "a", { ingress, nowMs: T0 + 2 }));
+        expect(await store.ingressOutcome("chat:acct", "101")).toBe("admitted");
         expect(await claim("101", "t2", T0 + 3)).toMatchObject({
           fresh: false,
           previousOutcome: "admitted",

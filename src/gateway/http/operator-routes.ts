@@ -8,6 +8,7 @@ import {
   actorHeader,
   approvalsQuery,
   branchBody,
+  budgetRaiseBody,
   conversationQuery,
   emptyBody,
   importBody,
@@ -70,6 +71,23 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     ),
     mutate("/api/access/:channel/:userId/revoke", emptyBody, (c, _body, actor) =>
       operator.access.revoke(param(c, "channel"), param(c, "userId"), actor),
+    ),
+    read("/api/budgets", async (c) => {
+      query(c, noQuery);
+      return operator.budgets.show();
+    }),
+    read("/api/budgets/:scope", async (c) => {
+      query(c, noQuery);
+      return operator.budgets.status(param(c, "scope"));
+    }),
+    mutate("/api/budgets/:scope/raise", budgetRaiseBody, (c, body, actor) =>
+      operator.budgets.raise(param(c, "scope"), body, actor),
+    ),
+    mutate("/api/budgets/:scope/reset", emptyBody, (c, _body, actor) =>
+      operator.budgets.reset(param(c, "scope"), actor),
+    ),
+    mutate("/api/budgets/:scope/clear", emptyBody, (c, _body, actor) =>
+      operator.budgets.clear(param(c, "scope"), actor),
     ),
     read("/api/approvals", async (c) => {
       const q = query(c, approvalsQuery);

@@ -84,6 +84,16 @@ export const accessApproveBody = z.strictObject({
   code: z.string({ error: "expected the pairing code the bot sent the user" }).min(1).max(64),
 });
 
+const limitValue = z.number({ error: "expected a positive number" }).positive().optional();
+
+/** A raise: the budget limits to set (each optional; the service requires at least one). */
+export const budgetRaiseBody = z.strictObject({
+  tokensPerDay: limitValue,
+  tokensPerMonth: limitValue,
+  costPerDayUsd: limitValue,
+  costPerMonthUsd: limitValue,
+});
+
 export const modelBody = z.strictObject({
   model: z.string({ error: "expected a model name, or null for the default" }).min(1).max(64).nullable(),
 });

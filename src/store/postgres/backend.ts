@@ -3,6 +3,7 @@ import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { StoreBackend } from "../backend.ts";
 import { createPostgresAccessStore } from "./access.ts";
 import { PostgresBlobStore } from "./blobs.ts";
+import { createPostgresBudgetStore } from "./budgets.ts";
 import { type GatewayLock, takeGatewayLock } from "./gateway-lock.ts";
 import { storeGauges } from "./metrics.ts";
 import { createPostgresOperatorQueries } from "./operator-queries.ts";
@@ -55,6 +56,7 @@ export async function openPostgresBackend(
     state: runtime,
     search: createPostgresSearch(sql),
     access: createPostgresAccessStore(sql),
+    budgets: createPostgresBudgetStore(sql),
     outbox: new PostgresOutboxRepository(sql),
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),

@@ -708,6 +708,12 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
   }
 
   /** Holds the identity's lock, as an admission does. */
+  async ingressOutcome(source: string, key: string): Promise<string | null> {
+    const [row] = await this.sql<Array<{ outcome: string }>>`
+      SELECT outcome FROM ingress_receipts WHERE source = ${source} AND key = ${key}`;
+    return row?.outcome ?? null;
+  }
+
   claimIngress(request: IngressClaim): Promise<IngressClaimResult> {
     return this.write(async (tx) => {
       await this.lockIngress(tx, request.source, request.key);

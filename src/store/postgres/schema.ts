@@ -1,6 +1,7 @@
 import { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
 import { ACCESS_SCHEMA_SQL } from "./access.ts";
+import { BUDGETS_SCHEMA_SQL } from "./budgets.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
 import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
 import { SEARCH_ROOMS_SQL } from "./search.ts";
@@ -303,6 +304,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: "purged-by", sql: PURGED_BY_SQL },
   { version: 13, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
   { version: 14, name: "history-search-rooms", sql: SEARCH_ROOMS_SQL },
+  { version: 15, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

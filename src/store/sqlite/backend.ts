@@ -23,6 +23,7 @@ export function openSqliteBackend(path: string, blobDir?: string): StoreBackend 
     state: stores.runtime,
     search: stores.search,
     access: stores.access,
+    budgets: stores.budgets,
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,

@@ -1,8 +1,10 @@
 import type { Database } from "bun:sqlite";
 import type { AccessStore } from "../../access/store.ts";
+import type { BudgetStore } from "../../budgets/store.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import type { SearchStore } from "../../search/store.ts";
 import { ACCESS_SCHEMA_SQL, createSqliteAccessStore } from "./access.ts";
+import { BUDGETS_SCHEMA_SQL, createSqliteBudgetStore } from "./budgets.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import {
@@ -46,6 +48,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, name: "purged-by", sql: PURGED_BY_SQL },
   { version: 15, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
   { version: 16, name: "history-search-rooms", sql: SEARCH_ROOMS_SQL },
+  { version: 17, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
 ];
 
 export interface SqliteStores {
@@ -56,6 +59,7 @@ export interface SqliteStores {
   operator: OperatorQueries;
   search: SearchStore;
   access: AccessStore;
+  budgets: BudgetStore;
   close(): void;
 }
 
@@ -72,6 +76,7 @@ export function openSqliteStores(filename: string, options: { busyTimeoutMs?: nu
     operator: createSqliteOperatorQueries({ db, schedules }),
     search: createSqliteSearch(db),
     access: createSqliteAccessStore(db),
+    budgets: createSqliteBudgetStore(db),
     close: () => db.close(),
   };
 }

@@ -798,6 +798,13 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     );
   }
 
+  async ingressOutcome(source: string, key: string): Promise<string | null> {
+    const row = this.db
+      .query("SELECT outcome FROM ingress_receipts WHERE source = ? AND key = ?")
+      .get(source, key) as { outcome: string } | null;
+    return row?.outcome ?? null;
+  }
+
   claimIngress(request: IngressClaim): Promise<IngressClaimResult> {
     return this.write(() => {
       const seen = this.db

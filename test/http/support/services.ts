@@ -30,6 +30,7 @@ export function recordingOperator(inner: OperatorService): {
   const operator: OperatorService = {
     access: wrap("access", inner.access),
     approvals: wrap("approvals", inner.approvals),
+    budgets: wrap("budgets", inner.budgets),
     runs: wrap("runs", inner.runs),
     conversations: wrap("conversations", inner.conversations),
     outbox: wrap("outbox", inner.outbox),
