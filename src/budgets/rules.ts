@@ -174,7 +174,7 @@ export function statusLines(statuses: readonly LimitStatus[], scope: string, tim
     const used = `${s.incomplete ? "at least " : ""}${amount(s.field, s.used)}`;
     const left =
       s.remaining === null
-        ? "remaining unknown (a model reported no cost)"
+        ? `remaining unknown (a model reported no ${isCost(s.field) ? "cost" : "token count"})`
         : `${amount(s.field, s.remaining)} left`;
     return `${capitalise(scope)}: ${used} of ${describeLimit(s.field, s.limit)} used, ${left}; resets ${formatInZone(s.resetsAtMs, timezone)}`;
   });

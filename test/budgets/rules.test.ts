@@ -8,6 +8,7 @@ import {
   mergeOverride,
   NO_USAGE,
   refusalText,
+  statusLines,
 } from "../../src/budgets/rules.ts";
 import { isSwitchboardError } from "../../src/errors.ts";
 import { configWith, fileConfig } from "../gateway/support/config.ts";
@@ -218,4 +219,20 @@ describe("SWITCHBOARD_CONFIG budgets", () => {
       "budgets.perSurface",
     );
   });
+});
+
+test("/status lines say what is used, what is left and when it resets; unknown stays unknown", () => {
+  const windows = budgetWindows(at("2026-05-10T12:00:00Z"), "UTC");
+  const v = budgetVerdict(
+    { tokensPerDay: 1000, costPerMonthUsd: 5 },
+    {
+      day: { ...NO_USAGE, tokens: 250, runs: 1 },
+      month: { ...NO_USAGE, tokens: 250, costUsd: 1.5, costUnknownRuns: 1, runs: 2 },
+    },
+    windows,
+  );
+  expect(statusLines(v.limits, "your budget", "UTC")).toEqual([
+    "Your budget: 250 of 1,000 tokens a day used, 750 left; resets Mon 2026-05-11 00:00",
+    "Your budget: at least $1.50 of $5.00 a month used, remaining unknown (a model reported no cost); resets Mon 2026-06-01 00:00",
+  ]);
 });

@@ -34,7 +34,7 @@ function scopeText(s: BudgetScopeStatus): string {
     const used = `${l.incomplete ? "at least " : ""}${l.field.startsWith("cost") ? money(l.used) : l.used.toLocaleString("en")}`;
     const left =
       l.remaining === null
-        ? "remaining unknown (a model reported no cost)"
+        ? `remaining unknown (a model reported no ${l.field.startsWith("cost") ? "cost" : "token count"})`
         : `${l.field.startsWith("cost") ? money(l.remaining) : l.remaining.toLocaleString("en")} left`;
     lines.push(
       `  ${describeLimit(l.field, l.limit)}: ${used} used, ${left}, resets ${isoTime(l.resetsAtMs)}`,
