@@ -60,7 +60,7 @@ describe("forgetting on Discord", () => {
   }, 60_000);
 
   test("an operator purges through the API while an answer is written: interrupted, purged, audited", async () => {
-    llm.addRules([slowAnswerRule("a slow saga", "the saga goes on and on and on", 12, 400)]);
+    llm.addRules([slowAnswerRule("a slow saga", "the saga goes on and on and on", 40, 400)]);
     discord.sendDm(bob.id, "a slow saga");
     await eventually(() => llm.requestsContaining("a slow saga").length === 1, 15_000, "the slow call");
     const old = await conversationOf(bob.id);

@@ -100,7 +100,7 @@ describe("/forget on Telegram", () => {
   }, 90_000);
 
   test("/forget confirm while an answer is being written: it is interrupted and purged; a message sent right after is answered in the fresh conversation", async () => {
-    llm.addRules([slowAnswerRule("tell me a long tale", "a very long tale indeed with many words", 10, 400)]);
+    llm.addRules([slowAnswerRule("tell me a long tale", "a very long tale indeed with many words", 40, 400)]);
     telegram.incoming({ chat: privateChat(bob), from: bob, text: "tell me a long tale" });
     await eventually(
       () => llm.requestsContaining("tell me a long tale").length === 1,
