@@ -6,12 +6,16 @@
  * appeared. Latency is from the emulator queueing the update to the emulator receiving the reply.
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
+ *     [--cpu-prof DIR] [--product-only]
+ * `--cpu-prof DIR` runs the gateway under bun's sampling profiler (a .cpuprofile and a markdown
+ * summary in DIR at its exit); `--product-only` skips the baseline (for profiling runs).
  * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
  * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
  * own /metrics histograms (interpolated within buckets), and the prompt it sends for a one-line
  * message.
  */
 import { join } from "node:path";
+import { REPLY_STAGES } from "../src/gateway/metrics.ts";
 import { e2eGatewayEnv } from "../test/e2e/support/gateway-env.ts";
 import { type GatewayProcess, startGatewayProcess } from "../test/e2e/support/gateway-process.ts";
 import {
@@ -29,8 +33,11 @@ const messages = argInt("--messages", 60);
 const chats = argInt("--chats", 20);
 const perChat = argInt("--per-chat", 10);
 const pauseMs = argInt("--pause-ms", 1000);
-/** The reply stages, and the model call between to_model and to_terminal (buckets from 5 ms). */
-const STAGES = ["admit", "to_model", "model", "to_terminal", "to_send", "send"] as const;
+const cpuProfDir = process.argv.includes("--cpu-prof")
+  ? process.argv[process.argv.indexOf("--cpu-prof") + 1]
+  : undefined;
+const productOnly = process.argv.includes("--product-only");
+const STAGES = REPLY_STAGES;
 const FIRST_USER_ID = 910_001;
 const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
 
@@ -41,6 +48,8 @@ interface Bot {
   emulator: TelegramEmulator;
   /** Prometheus text, for the product only. */
   metrics?: () => Promise<string>;
+  /** The product's log lines, shown when a workload fails. */
+  logs?: string[];
   stop(): Promise<void>;
 }
 
@@ -56,18 +65,32 @@ async function startProduct(): Promise<Bot> {
     e2eGatewayEnv({
       dir: dir.path,
       llm,
-      // One message per reply, as the baseline sends (the default for DMs streams by edits).
-      surfaces: { "telegram:dm": { delivery: "terminal" } },
+      // One message per reply, as the baseline sends (the default for DMs streams by edits); the
+      // paced users write up to 60 a minute, over the default per-user flood limit.
+      surfaces: { "telegram:dm": { delivery: "terminal", messagesPerMinute: 1_000 } },
       extra: {
         TELEGRAM_BOT_TOKEN: emulator.token,
         TELEGRAM_API_ROOT: emulator.url,
         TELEGRAM_ALLOWED_USERS: userIds.join(","),
       },
     }),
+    undefined,
+    undefined,
+    cpuProfDir === undefined
+      ? undefined
+      : [
+          process.execPath,
+          "--cpu-prof",
+          "--cpu-prof-md",
+          `--cpu-prof-dir=${cpuProfDir}`,
+          join(import.meta.dir, "..", "src", "cli", "main.ts"),
+          "start",
+        ],
   );
   return {
     emulator,
     metrics: async () => (await fetch(`${gateway.url}/metrics`)).text(),
+    logs: gateway.logs,
     async stop() {
       await gateway.kill("SIGTERM");
       await emulator.close();
@@ -149,15 +172,15 @@ async function workload(bot: Bot, chatCount: number, count: number): Promise<(nu
 
 function quantile(values: (number | null)[], q: number): number {
   const sorted = values.filter((v) => v !== null).sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
-/** Cumulative bucket counts of one stage ("model": the step histogram) from Prometheus text. */
+/** Cumulative bucket counts of one stage from Prometheus text. */
 function stageBuckets(text: string, stage: string): [number, number][] {
-  const pattern =
-    stage === "model"
-      ? /^switchboard_step_latency_ms_bucket\{le="([^"]+)"\} (\d+)$/gm
-      : new RegExp(`^switchboard_reply_stage_ms_bucket\\{stage="${stage}",le="([^"]+)"\\} (\\d+)$`, "gm");
+  const pattern = new RegExp(
+    `^switchboard_reply_stage_ms_bucket\\{stage="${stage}",le="([^"]+)"\\} (\\d+)$`,
+    "gm",
+  );
   return [...text.matchAll(pattern)].map((m) => [m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2])]);
 }
 
@@ -218,14 +241,21 @@ console.error(
 );
 const product = await startProduct();
 llm.reset();
-const productRun = await measure(product);
+const productRun = await measure(product).catch(async (error: unknown) => {
+  console.error(`switchboard's last log lines:\n${product.logs?.slice(-40).join("\n")}`);
+  await product.stop();
+  throw error;
+});
 const oneLine = llm.requests().find((request) => request.lastUserText.startsWith("ping "));
 await product.stop();
 
-console.error("baseline (grammY + AI SDK, no database): the same workloads");
-const baseline = await startBaseline();
-const baselineRun = await measure(baseline);
-await baseline.stop();
+let baselineRun: Run = { oneChat: [], manyChats: [] };
+if (!productOnly) {
+  console.error("baseline (grammY + AI SDK, no database): the same workloads");
+  const baseline = await startBaseline();
+  baselineRun = await measure(baseline);
+  await baseline.stop();
+}
 await llm.stop();
 dir.cleanup();
 
@@ -253,9 +283,9 @@ for (const [label, key, n] of [
   if (stages) {
     console.log("    switchboard stage medians (from /metrics):");
     for (const [i, stage] of STAGES.entries())
-      console.log(
-        `      ${stage.padEnd(12)} ${fmt(stages[i] ?? null)}${stage === "model" ? "   (the model call; 5 ms buckets, coarse)" : ""}`,
-      );
+      console.log(`      ${stage.padEnd(12)} ${fmt(stages[i] ?? null)}`);
+    const sum = stages.reduce<number>((total, ms) => total + (ms ?? 0), 0);
+    console.log(`      sum          ${fmt(sum)}   (end to end p50 ${fmt(p(productRun, 0.5))})`);
   }
 }
 if (oneLine) {

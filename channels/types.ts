@@ -106,7 +106,16 @@ export type IngressOutcome =
  * rejects, the adapter must NOT acknowledge the update (answer 5xx / do not advance the offset /
  * do not ack the envelope) so the platform delivers it again.
  */
-export type Ingress = (message: InboundMessage) => Promise<IngressOutcome>;
+export type Ingress = (message: InboundMessage, timing?: IngressTiming) => Promise<IngressOutcome>;
+
+/** When the adapter got the update, for the reply's `receive` latency stage. */
+export interface IngressTiming {
+  /**
+   * `performance.now()` (this process, sub-millisecond) when the platform's answer carrying the
+   * update arrived: the long poll's response, the webhook request, the socket event.
+   */
+  arrivedAtMs: number;
+}
 
 /** Platform ids of what a send produced; stored as the outbox receipt. */
 export interface SendReceipt {

@@ -49,9 +49,7 @@ function toView(schedule: Schedule): ScheduleView {
 const promptField = z
   .string()
   .min(1)
-  .describe(
-    "What to do when it fires, written as an instruction to yourself, e.g. 'Summarise my unread email.'",
-  );
+  .describe("An instruction to yourself for when it fires, e.g. 'Summarise my unread email.'");
 
 // Built once per process: the AI SDK converts a schema to JSON Schema on first use and keeps it,
 // so tools built per run reuse the conversion instead of redoing it on every model call.
@@ -73,7 +71,9 @@ const atInput = zodSchema(
 );
 const everyInput = zodSchema(
   z.object({
-    cron: z.string().describe("5 cron fields, e.g. '0 9 * * 1-5' for weekdays at 09:00."),
+    cron: z
+      .string()
+      .describe("minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5' for weekdays at 09:00."),
     timezone: z.string().describe("IANA time zone the cron fields are read in, e.g. Europe/Berlin."),
     prompt: promptField,
   }),
@@ -146,8 +146,7 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
     }),
 
     schedule_every: tool({
-      description:
-        "Run a prompt repeatedly in this conversation on a 5-field cron schedule (minute hour day-of-month month day-of-week) in an IANA time zone.",
+      description: "Run a prompt repeatedly in this conversation on a cron schedule in a time zone.",
       inputSchema: everyInput,
       execute: ({ cron, timezone, prompt }) =>
         createFor({ kind: "cron", expression: cron }, prompt, timezone),

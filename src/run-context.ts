@@ -29,8 +29,20 @@ export const runContextSchema = z.object({
 
 export type RunContext = z.infer<typeof runContextSchema>;
 
+/**
+ * Parsed contexts by the stored object they came from: one execution hands the same `run.context`
+ * to its tools, instructions, model choice and answer delivery, and each parse costs about as
+ * much as the rest of that step's bookkeeping. Callers never mutate either object.
+ */
+const parsedContexts = new WeakMap<object, RunContext | null>();
+
 /** The run's context, or null for runs not started by a channel (tests, tools). */
 export function readRunContext(value: unknown): RunContext | null {
+  if (typeof value !== "object" || value === null) return null;
+  const cached = parsedContexts.get(value);
+  if (cached !== undefined) return cached;
   const parsed = runContextSchema.safeParse(value);
-  return parsed.success ? parsed.data : null;
+  const context = parsed.success ? parsed.data : null;
+  parsedContexts.set(value, context);
+  return context;
 }

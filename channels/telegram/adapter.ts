@@ -122,7 +122,7 @@ export class TelegramAdapter implements ChannelAdapter {
       pollTimeoutSeconds: this.config.pollTimeoutSeconds,
       requestTimeoutMs: this.config.requestTimeoutMs,
       allowedUpdates,
-      receive: (update) => this.receive(update),
+      receive: (update, arrivedAtMs) => this.receive(update, arrivedAtMs),
       clock: this.clock,
       onEvent: this.onEvent,
     });
@@ -160,7 +160,7 @@ export class TelegramAdapter implements ChannelAdapter {
       webhookRoute({
         path: this.config.webhookPath,
         secret: this.config.webhookSecret,
-        receive: (update) => this.receive(update),
+        receive: (update, arrivedAtMs) => this.receive(update, arrivedAtMs),
         isAccepting: () => this.running.mode === "webhook" && this.running.accepting,
         onEvent: this.onEvent,
       }),
@@ -195,13 +195,13 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   /** Parses and hands one update to ingress; resolves when it is durable or skipped. */
-  private receive(update: Update): Promise<void> {
-    const handling = this.deliver(update);
+  private receive(update: Update, arrivedAtMs: number): Promise<void> {
+    const handling = this.deliver(update, arrivedAtMs);
     this.inFlight.add(handling);
     return handling.finally(() => this.inFlight.delete(handling));
   }
 
-  private async deliver(update: Update): Promise<void> {
+  private async deliver(update: Update, arrivedAtMs: number): Promise<void> {
     const me = this.me;
     const ingress = this.ingress;
     if (!me || !ingress)
@@ -211,7 +211,7 @@ export class TelegramAdapter implements ChannelAdapter {
       this.onEvent({ kind: "update_skipped", updateId: update.update_id, reason: parsed.reason });
       return;
     }
-    const outcome = await ingress(parsed.message);
+    const outcome = await ingress(parsed.message, { arrivedAtMs });
     const action = parsed.message.action;
     if (action) {
       // Every press is answered (else the client spins); a failed answer is not worth a redelivery.

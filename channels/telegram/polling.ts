@@ -21,8 +21,11 @@ export interface PollerOptions {
   pollTimeoutSeconds: number;
   requestTimeoutMs: number;
   allowedUpdates: ("message" | "edited_message" | "callback_query")[];
-  /** Resolves once the update is durable or deliberately skipped; rejects to have it fetched again. */
-  receive(update: Update): Promise<void>;
+  /**
+   * Resolves once the update is durable or deliberately skipped; rejects to have it fetched again.
+   * `arrivedAtMs`: `performance.now()` when the getUpdates answer carrying it arrived.
+   */
+  receive(update: Update, arrivedAtMs: number): Promise<void>;
   clock: Clock;
   onEvent: TelegramEventSink;
 }
@@ -46,6 +49,8 @@ export class TelegramPoller {
   private readonly bot: Bot;
   private acceptedThroughUpdateId = 0;
   private highestOffsetSent = 0;
+  /** When the batch being handled arrived (grammY handles a batch before it fetches the next). */
+  private batchArrivedAtMs = 0;
   /** An earlier update of the batch being handled failed: hold back the rest. */
   private holdBatch = false;
   private stopping = false;
@@ -114,7 +119,7 @@ export class TelegramPoller {
   private async handle(update: Update): Promise<void> {
     if (this.stopping || this.holdBatch) throw new UpdateNotAccepted(update.update_id, null);
     try {
-      await this.options.receive(update);
+      await this.options.receive(update, this.batchArrivedAtMs);
     } catch (error) {
       this.holdBatch = true;
       throw new UpdateNotAccepted(update.update_id, error);
@@ -145,6 +150,7 @@ export class TelegramPoller {
     this.holdBatch = false;
     try {
       const response = await prev(method, { ...payload, offset }, signal);
+      this.batchArrivedAtMs = performance.now();
       if (response.ok) {
         this.highestOffsetSent = Math.max(this.highestOffsetSent, offset);
         this.connected = true;

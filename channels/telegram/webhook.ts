@@ -13,8 +13,11 @@ export const SECRET_HEADER = "x-telegram-bot-api-secret-token";
 export interface WebhookRouteOptions {
   path: string;
   secret: string;
-  /** Resolves when the update is durable (or deliberately skipped); rejects to have it retried. */
-  receive(update: Update): Promise<void>;
+  /**
+   * Resolves when the update is durable (or deliberately skipped); rejects to have it retried.
+   * `arrivedAtMs`: `performance.now()` when the request reached the route.
+   */
+  receive(update: Update, arrivedAtMs: number): Promise<void>;
   /** False before start() and after stop(): answer 503 so Telegram keeps the update. */
   isAccepting(): boolean;
   onEvent: TelegramEventSink;
@@ -26,6 +29,7 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
     method: "POST",
     path: options.path,
     handle: async function handleTelegramWebhook(request: Request): Promise<Response> {
+      const arrivedAtMs = performance.now();
       if (!options.isAccepting()) {
         options.onEvent({ kind: "webhook_rejected", status: 503, reason: "adapter not started" });
         return text(503, "not accepting updates yet");
@@ -41,7 +45,7 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
         return text(400, "body must be a JSON Telegram update");
       }
       try {
-        await options.receive(update);
+        await options.receive(update, arrivedAtMs);
       } catch (error) {
         options.onEvent({ kind: "ingress_failed", updateId: update.update_id, error });
         return text(500, "update not stored; retry");

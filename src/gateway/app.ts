@@ -364,9 +364,9 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   // Closed first on shutdown: updates are then refused (not acknowledged, so platforms redeliver
   // them later) while the adapters stay up to deliver the answers still being written.
   let accepting = true;
-  const guardedIngress: typeof ingress = (message) =>
+  const guardedIngress: typeof ingress = (message, timing) =>
     accepting
-      ? ingress(message)
+      ? ingress(message, timing)
       : Promise.reject(
           new SwitchboardError(
             "runtime_closed",

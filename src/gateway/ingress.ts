@@ -1,4 +1,9 @@
-import { type InboundMessage, type IngressOutcome, inboundMessageSchema } from "../../channels/types.ts";
+import {
+  type InboundMessage,
+  type IngressOutcome,
+  type IngressTiming,
+  inboundMessageSchema,
+} from "../../channels/types.ts";
 import { generatePairingCode, pairingMessage } from "../access/pairing.ts";
 import type { AccessStore } from "../access/store.ts";
 import type { ApprovalService } from "../approvals/service.ts";
@@ -46,7 +51,9 @@ export interface IngressOptions {
  * everything that accepts one commits durably (ingress receipt + conversation mapping + admission
  * in one transaction) before it resolves, so the adapter acknowledges only what is safe.
  */
-export function createIngress(options: IngressOptions): (message: InboundMessage) => Promise<IngressOutcome> {
+export function createIngress(
+  options: IngressOptions,
+): (message: InboundMessage, timing?: IngressTiming) => Promise<IngressOutcome> {
   const { runtime, store, file, metrics, clock, logger } = options;
   const flood = new FloodLimit();
 
@@ -56,7 +63,7 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     return { kind: "ignored", reason };
   };
 
-  return async function ingest(candidate: InboundMessage): Promise<IngressOutcome> {
+  return async function ingest(candidate: InboundMessage, timing?: IngressTiming): Promise<IngressOutcome> {
     const receivedAtMs = options.timeline?.received();
     const parsed = inboundMessageSchema.safeParse(candidate);
     if (!parsed.success) {
@@ -300,7 +307,12 @@ export function createIngress(options: IngressOptions): (message: InboundMessage
     }
     metrics.inboundAccepted(message.channel);
     if (receivedAtMs !== undefined) {
-      options.timeline?.admitted(admission.runId, receivedAtMs, admission.outcome === "admitted");
+      options.timeline?.admitted(
+        admission.runId,
+        receivedAtMs,
+        admission.outcome === "admitted",
+        timing?.arrivedAtMs,
+      );
     }
     return { kind: "admitted", runId: admission.runId, conversationId: admission.conversationId };
   };

@@ -9,7 +9,9 @@ type Labels = Record<string, string>;
 
 const BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000];
 /** The reply stages are mostly well under 5 ms, so their buckets start at a quarter millisecond. */
-const STAGE_BUCKETS_MS = [0.25, 0.5, 1, 2, 3, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000];
+const STAGE_BUCKETS_MS = [
+  0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 5, 7.5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000,
+];
 
 class Histogram {
   readonly counts: number[];
@@ -27,15 +29,25 @@ class Histogram {
 }
 
 /**
- * The stages of one reply, each timed from the end of the one before (the model call itself is
- * left out):
- * - `admit`: update received → admitted (T1 committed);
+ * The stages of one reply, each timed from the end of the one before:
+ * - `receive`: the platform's answer carrying the update arrived (long poll, webhook, socket
+ *   event) → ingress got the parsed message;
+ * - `admit`: ingress got it → admitted (T1 committed);
  * - `to_model`: admitted → model request sent;
+ * - `model`: each model call, request sent → its stream finished;
  * - `to_terminal`: model finished → terminal committed (T2);
  * - `to_send`: T2 → the first send started;
  * - `send`: send started → the platform answered.
  */
-export const REPLY_STAGES = ["admit", "to_model", "to_terminal", "to_send", "send"] as const;
+export const REPLY_STAGES = [
+  "receive",
+  "admit",
+  "to_model",
+  "model",
+  "to_terminal",
+  "to_send",
+  "send",
+] as const;
 export type ReplyStage = (typeof REPLY_STAGES)[number];
 
 export interface Metrics {
@@ -110,7 +122,7 @@ export function createMetrics(): Metrics {
     replyStage: (stage, ms) =>
       observe(
         "switchboard_reply_stage_ms",
-        "Time a reply spent in each stage: admit (update received to T1 committed), to_model (to the model request), to_terminal (model finished to T2 committed), to_send (T2 to the send), send (the platform call).",
+        "Time a reply spent in each stage: receive (platform answer to ingress), admit (ingress to T1 committed), to_model (to the model request), model (each model call), to_terminal (model finished to T2 committed), to_send (T2 to the send), send (the platform call).",
         ms,
         { stage },
         STAGE_BUCKETS_MS,

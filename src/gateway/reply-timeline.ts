@@ -9,6 +9,8 @@ const MAX_TRACKED_RUNS = 10_000;
 interface Stamps {
   /** Set by a fresh admission, taken by the run's first model call. */
   admittedAtMs?: number;
+  /** The model call in flight's start. */
+  modelStartedAtMs?: number;
   /** The latest model call's end. */
   modelFinishedAtMs?: number;
   terminalAtMs?: number;
@@ -23,8 +25,11 @@ interface Stamps {
 export interface ReplyTimeline {
   /** An update reached ingress: returns its stamp, for `admitted`. */
   received(): number;
-  /** Its input was committed (T1) at `runId`; `fresh` when that started a run (not joined one). */
-  admitted(runId: string, receivedAtMs: number, fresh: boolean): void;
+  /**
+   * Its input was committed (T1) at `runId`; `fresh` when that started a run (not joined one).
+   * `platformAtMs`: when the adapter got the update (see `IngressTiming`), when it said.
+   */
+  admitted(runId: string, receivedAtMs: number, fresh: boolean, platformAtMs?: number): void;
   modelCalls: ModelCallObserver;
   /** The run's terminal commit (T2) is done. */
   terminalCommitted(runId: string): void;
@@ -49,20 +54,27 @@ export function createReplyTimeline(
 
   return {
     received: nowMs,
-    admitted(runId, receivedAtMs, fresh) {
+    admitted(runId, receivedAtMs, fresh, platformAtMs) {
       const atMs = nowMs();
+      if (platformAtMs !== undefined) observe("receive", receivedAtMs - platformAtMs);
       observe("admit", atMs - receivedAtMs);
       if (fresh) stampsOf(runId).admittedAtMs = atMs;
     },
     modelCalls: {
       started(runId) {
-        const stamps = runs.get(runId);
-        if (stamps?.admittedAtMs === undefined) return;
-        observe("to_model", nowMs() - stamps.admittedAtMs);
+        const atMs = nowMs();
+        const stamps = stampsOf(runId);
+        stamps.modelStartedAtMs = atMs;
+        if (stamps.admittedAtMs === undefined) return;
+        observe("to_model", atMs - stamps.admittedAtMs);
         delete stamps.admittedAtMs;
       },
       finished(runId) {
-        stampsOf(runId).modelFinishedAtMs = nowMs();
+        const stamps = stampsOf(runId);
+        stamps.modelFinishedAtMs = nowMs();
+        if (stamps.modelStartedAtMs === undefined) return;
+        observe("model", stamps.modelFinishedAtMs - stamps.modelStartedAtMs);
+        delete stamps.modelStartedAtMs;
       },
     },
     terminalCommitted(runId) {

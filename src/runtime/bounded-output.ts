@@ -1,4 +1,4 @@
-import { tool } from "ai";
+import { tool, zodSchema } from "ai";
 import { z } from "zod";
 import type { RuntimeStore } from "./store.ts";
 
@@ -41,15 +41,20 @@ export function boundOutput(
   };
 }
 
+// Built once: a schema's JSON form is converted on first use and then reused by every run.
+const readOutputInput = zodSchema(
+  z.object({
+    ref: z.string().min(1).max(100).describe('The reference from the cut output, e.g. "out_…"'),
+    offset: z.number().int().min(0).default(0).describe("Character to start at (0 is the beginning)"),
+    length: z.number().int().min(1).max(PAGE_CHARS).default(PAGE_CHARS),
+  }),
+);
+
 /** The `read_output` tool of one conversation: pages of an output stored by boundOutput. */
 export function createReadOutputTool(store: RuntimeStore, conversationId: string) {
   return tool({
     description: `Reads a part of a tool output that was too long to show whole, by its reference (out_…). Returns at most ${PAGE_CHARS} characters from offset.`,
-    inputSchema: z.object({
-      ref: z.string().min(1).max(100).describe('The reference from the cut output, e.g. "out_…"'),
-      offset: z.number().int().min(0).default(0).describe("Character to start at (0 is the beginning)"),
-      length: z.number().int().min(1).max(PAGE_CHARS).default(PAGE_CHARS),
-    }),
+    inputSchema: readOutputInput,
     execute: async ({ ref, offset, length }) => {
       const slice = await store.readToolOutput(conversationId, ref, { offset, length });
       if (!slice) {

@@ -7,6 +7,7 @@ import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import { boundOutput, createReadOutputTool, READ_OUTPUT } from "./bounded-output.ts";
 import type { RuntimeEvent } from "./events.ts";
+import { withLeanInputs } from "./lean-schema.ts";
 import { type MediaInputs, needsPreparation, prepareInputs, shownBlobIds, userNotices } from "./media.ts";
 import { buildPrompt, MEDIA_TURNS, type ProjectionMedia } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
@@ -348,21 +349,22 @@ export class RunExecutor {
   private async tools(run: RunRecord, fence: Fence): Promise<PreparedTools | undefined> {
     if (!this.options.tools) return undefined;
     const assertOwned = () => this.options.store.assertFence(fence);
-    const tools: ToolSet = this.options.tools({
+    const created: ToolSet = this.options.tools({
       conversationId: run.conversationId,
       runId: run.id,
       context: run.context,
       assertOwned,
     });
-    if (Object.keys(tools).length === 0) return undefined;
-    tools[READ_OUTPUT] = createReadOutputTool(this.options.store, run.conversationId);
+    if (Object.keys(created).length === 0) return undefined;
+    created[READ_OUTPUT] = createReadOutputTool(this.options.store, run.conversationId);
+    const tools = withLeanInputs(created);
     const catalog = this.options.toolCatalog;
     const plan = planCatalog(
       await measureCatalog(tools),
       catalog?.budgetBytes ?? DEFAULT_SCHEMA_BUDGET_BYTES,
       (name) => RUNTIME_TOOLS.has(name) || (catalog?.pinned?.(name) ?? false),
     );
-    if (plan.deferred) tools[TOOL_SEARCH] = createToolSearchTool(plan);
+    if (plan.deferred) Object.assign(tools, withLeanInputs({ [TOOL_SEARCH]: createToolSearchTool(plan) }));
     const all: ToolSet = {};
     const execute = new Map<string, ToolExecute>();
     for (const [name, definition] of Object.entries(tools)) {

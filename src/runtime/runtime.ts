@@ -248,12 +248,22 @@ export class Runtime {
 
   submit(request: SubmitRequest): Ticket {
     const admission = this.admit(request);
-    // A fresh admission cannot be terminal yet, so only a duplicate needs a look at the store.
-    const result = admission.then((a) => this.waitFor(a.runId, a.outcome === "duplicate"));
     // The caller may only await one of them; never let the other become an unhandled rejection.
     admission.catch(() => {});
-    result.catch(() => {});
-    return { admission, result };
+    // Waited for only when read: most callers (ingress) never do, and a waiter costs a store
+    // read when its run ends. Read late, the run may have ended already, so look in the store.
+    let result: Promise<RunOutcome> | undefined;
+    const waitFor = (runId: string) => this.waitFor(runId, true);
+    return {
+      admission,
+      get result() {
+        if (!result) {
+          result = admission.then((a) => waitFor(a.runId));
+          result.catch(() => {});
+        }
+        return result;
+      },
+    };
   }
 
   private async admit(request: SubmitRequest): Promise<Admission> {

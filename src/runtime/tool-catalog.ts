@@ -1,4 +1,4 @@
-import { asSchema, type ToolSet, tool } from "ai";
+import { asSchema, type ToolSet, tool, zodSchema } from "ai";
 import { z } from "zod";
 import type { MessagePart } from "./types.ts";
 
@@ -81,6 +81,8 @@ export function rankCatalog(
     .map((s) => s.entry);
 }
 
+const searchResultSelection = z.object({ selected: z.array(z.string()) });
+
 /**
  * The tools selected so far in this run: the names of its successful searches, the latest first,
  * at most MAX_SELECTED_TOOLS, and only names the catalog still has.
@@ -89,7 +91,7 @@ export function selectedTools(parts: readonly MessagePart[], catalog: ReadonlySe
   const selected: string[] = [];
   for (const part of [...parts].reverse()) {
     if (part.type !== "tool-result" || part.toolName !== TOOL_SEARCH || part.isError) continue;
-    const parsed = z.object({ selected: z.array(z.string()) }).safeParse(part.output);
+    const parsed = searchResultSelection.safeParse(part.output);
     if (!parsed.success) continue;
     for (const name of parsed.data.selected) {
       if (selected.length >= MAX_SELECTED_TOOLS) return selected;
@@ -132,13 +134,18 @@ export function offeredNames(plan: CatalogPlan, parts: readonly MessagePart[]): 
   return [...plan.pinned, TOOL_SEARCH, ...selected];
 }
 
+// Built once: a schema's JSON form is converted on first use and then reused by every run.
+const searchInput = zodSchema(
+  z.object({
+    query: z.string().min(1).max(1024).describe("Keywords for the tool you need"),
+  }),
+);
+
 /** The `tool_search` tool over the searchable part of a deferred catalog. */
 export function createToolSearchTool(plan: CatalogPlan) {
   return tool({
     description: `Finds tools by what they do. ${plan.searchable.length} more tools exist than are shown; search with a few keywords (e.g. "create issue", or a tool's name) and the tools found can be called from your next step on.`,
-    inputSchema: z.object({
-      query: z.string().min(1).max(1024).describe("Keywords for the tool you need"),
-    }),
+    inputSchema: searchInput,
     execute: async ({ query }): Promise<SearchResult> => {
       const found = rankCatalog(query, plan.searchable);
       return {

@@ -34,7 +34,7 @@ const expectedVersion = z
   .nonnegative()
   .optional()
   .describe(
-    "The version your change is based on (from goal_get or the last result; 0 when unset). Given, the change is refused if someone changed it since.",
+    "The version you last read (goal_get or your last result; 0 if unset); refused if changed since.",
   );
 
 const goalSetInput = zodSchema(
@@ -66,7 +66,7 @@ const todoWriteInput = zodSchema(
         }),
       )
       .max(MAX_TODO_ITEMS)
-      .describe(`The whole list, in order (it replaces the previous one); at most ${MAX_TODO_ITEMS} items.`),
+      .describe("The whole list, in order."),
     expectedVersion,
   }),
 );

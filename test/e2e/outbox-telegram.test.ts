@@ -7,6 +7,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { OutboxRecord } from "../../outbox/types.ts";
+import { REPLY_STAGES } from "../../src/gateway/metrics.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
@@ -55,7 +56,7 @@ describe("terminal replies", () => {
   }, GATEWAY_START_TIMEOUT_MS);
 
   test("every reply stage gets an observation in /metrics", async () => {
-    const stages = ["admit", "to_model", "to_terminal", "to_send", "send"];
+    const stages = REPLY_STAGES;
     const counts = async () =>
       Promise.all(
         stages.map((stage) => metricValue(gateway!.url, "switchboard_reply_stage_ms_count", { stage })),
@@ -66,7 +67,7 @@ describe("terminal replies", () => {
     const added = async () => (await counts()).map((n, i) => n - before[i]!);
     // The reply is visible before the gateway reads the platform's answer: give it a moment.
     await eventually(async () => (await added()).every((n) => n === 1), 5_000, "one observation per stage");
-    expect(await added()).toEqual([1, 1, 1, 1, 1]);
+    expect(await added()).toEqual(stages.map(() => 1));
     const metrics = await (await fetch(`${gateway!.url}/metrics`)).text();
     expect(metrics).toContain("# TYPE switchboard_reply_stage_ms histogram");
     expect(metrics).toMatch(/^switchboard_reply_stage_ms_bucket\{stage="send",le="\+Inf"\} \d+$/m);

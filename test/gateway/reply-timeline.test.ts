@@ -17,11 +17,12 @@ function setup() {
   return { timeline, observed, at, record };
 }
 
-test("each stage is timed from the end of the one before; the model call is left out", () => {
+test("each stage is timed from the end of the one before, from the platform's answer to the send's", () => {
   const { timeline, observed, at, record } = setup();
+  at(0.5);
   const received = timeline.received();
-  at(0.6);
-  timeline.admitted("run_1", received, true);
+  at(1.125);
+  timeline.admitted("run_1", received, true, 0.25);
   at(1.5);
   timeline.modelCalls.started("run_1");
   at(40);
@@ -33,8 +34,10 @@ test("each stage is timed from the end of the one before; the model call is left
   at(44);
   timeline.delivery.firstSendAnswered(record("run_1"));
   expect(observed).toEqual([
-    ["admit", 0.6],
-    ["to_model", 0.9],
+    ["receive", 0.25],
+    ["admit", 0.625],
+    ["to_model", 0.375],
+    ["model", 38.5],
     ["to_terminal", 1.25],
     ["to_send", 0.75],
     ["send", 2],
@@ -61,6 +64,7 @@ test("a later step's model call, a joined input, a recovered reply and a retried
   expect(observed).toEqual([
     ["admit", 0],
     ["to_model", 0],
+    ["model", 0],
     ["admit", 0],
     ["to_terminal", 5],
     ["to_send", 0],

@@ -176,6 +176,29 @@ describe("the step loop", () => {
     ]);
   });
 
+  test("a ticket's result costs nothing until read, and read after the run ended it still resolves", async () => {
+    harness = createHarness([{ type: "text", text: "late but here" }]);
+    const { runtime, stores } = harness;
+    const loadRun = stores.runtime.loadRun.bind(stores.runtime);
+    let loads = 0;
+    stores.runtime.loadRun = (runId) => {
+      loads += 1;
+      return loadRun(runId);
+    };
+    const ended = new Promise<void>((resolve) =>
+      runtime.subscribe((e) => {
+        if (e.type === "terminal") resolve();
+      }),
+    );
+    const ticket = runtime.submit({ conversationId: "c", idempotencyKey: "k", parts: text("x") });
+    await ended;
+    await runtime.close({ gracePeriodMs: 1000 });
+    expect(loads).toBe(0);
+    const outcome = await ticket.result;
+    expect(outcome).toMatchObject({ state: "completed", text: "late but here" });
+    expect(outcome.runId).toBe((await ticket.admission).runId);
+  });
+
   test("close() reports what it achieved", async () => {
     harness = createHarness([{ type: "hang", text: "never ends" }]);
     const { runtime, model, stores } = harness;

@@ -1,4 +1,4 @@
-import { tool } from "ai";
+import { tool, zodSchema } from "ai";
 import { z } from "zod";
 import { webFetch } from "./fetch.ts";
 import { type SearchBackend, webSearch } from "./search.ts";
@@ -6,15 +6,25 @@ import { type SearchBackend, webSearch } from "./search.ts";
 export const WEB_FETCH = "web_fetch";
 export const WEB_SEARCH = "web_search";
 
+// Built once: a schema's JSON form is converted on first use and then reused by every run.
+const fetchInput = zodSchema(
+  z.object({
+    url: z.string().min(1).max(4096).describe("The full URL, e.g. https://example.com/page"),
+  }),
+);
+const searchInput = zodSchema(
+  z.object({
+    query: z.string().min(1).max(400).describe("What to search for"),
+  }),
+);
+
 /** The `web_fetch` tool: a page's readable part as Markdown. Read-only, so safe to run again. */
 export function createWebFetchTool(options: { allowPrivate: boolean }) {
   return {
     [WEB_FETCH]: tool({
       description:
         "Fetches a web page (http or https) and returns its readable text as Markdown, at most about 20,000 characters.",
-      inputSchema: z.object({
-        url: z.string().min(1).max(4096).describe("The full URL, e.g. https://example.com/page"),
-      }),
+      inputSchema: fetchInput,
       execute: async ({ url }) => {
         const page = await webFetch(url, { allowPrivate: options.allowPrivate });
         const title = page.title ? `# ${page.title}\n\n` : "";
@@ -30,9 +40,7 @@ export function createWebSearchTool(backend: SearchBackend) {
     [WEB_SEARCH]: tool({
       description:
         "Searches the web and returns up to 10 results (title, url, snippet). Use web_fetch to read a result.",
-      inputSchema: z.object({
-        query: z.string().min(1).max(400).describe("What to search for"),
-      }),
+      inputSchema: searchInput,
       execute: async ({ query }) => {
         const results = await webSearch(backend, query);
         return results.length === 0 ? { results, note: "no results; try other words" } : { results };

@@ -1,5 +1,5 @@
 import type { TelegramAdapterEvent } from "../../../channels/telegram/events.ts";
-import type { InboundMessage, Ingress, IngressOutcome } from "../../../channels/types.ts";
+import type { InboundMessage, Ingress, IngressOutcome, IngressTiming } from "../../../channels/types.ts";
 import { type Clock, systemClock } from "../../../src/util/clock.ts";
 
 /** Real time, except that backoff sleeps longer than `capMs` are cut short (and recorded). */
@@ -19,16 +19,18 @@ export function shortSleepClock(capMs = 20): Clock & { requestedSleepsMs: number
 export function recordingIngress(
   behaviour: (message: InboundMessage, attempt: number) => Promise<IngressOutcome> | IngressOutcome = () =>
     admitted(),
-): Ingress & { received: InboundMessage[] } {
+): Ingress & { received: InboundMessage[]; timings: (IngressTiming | undefined)[] } {
   const received: InboundMessage[] = [];
+  const timings: (IngressTiming | undefined)[] = [];
   const attempts = new Map<string, number>();
-  const ingress = async (message: InboundMessage) => {
+  const ingress = async (message: InboundMessage, timing?: IngressTiming) => {
     received.push(message);
+    timings.push(timing);
     const attempt = (attempts.get(message.updateKey) ?? 0) + 1;
     attempts.set(message.updateKey, attempt);
     return await behaviour(message, attempt);
   };
-  return Object.assign(ingress, { received });
+  return Object.assign(ingress, { received, timings });
 }
 
 export function admitted(): IngressOutcome {

@@ -55,12 +55,16 @@ describe("Telegram adapter, long polling", () => {
     expect(adapter.isConnected()).toBe(true);
     expect(adapter.account).toBe(String(emulator.bot.id));
 
+    const queuedAtMs = performance.now();
     const { update, message } = emulator.incoming({
       chat: privateChat(alice),
       from: alice,
       text: "hello there",
     });
     await waitUntil(() => ingress.received.length === 1, 3_000, "ingress call");
+    // Stamped when the long poll's answer arrived (the reply's `receive` stage starts there).
+    expect(ingress.timings[0]?.arrivedAtMs).toBeGreaterThan(queuedAtMs);
+    expect(ingress.timings[0]?.arrivedAtMs).toBeLessThanOrEqual(performance.now());
     expect(ingress.received[0]).toEqual({
       channel: "telegram",
       account: String(emulator.bot.id),

@@ -88,12 +88,16 @@ describe("Telegram adapter, webhook", () => {
       allowedUpdates: ["message", "callback_query"],
     });
 
+    const postedAfterMs = performance.now();
     const { update } = emulator.incoming({
       chat: groupChat(-4001, "Friends"),
       from: alice,
       text: "hi @switchboard_test_bot",
     });
     await emulator.waitForConfirmed(update.update_id, 3_000);
+    // Stamped as the request reached the route (the reply's `receive` stage starts there).
+    expect(ingress.timings[0]?.arrivedAtMs).toBeGreaterThan(postedAfterMs);
+    expect(ingress.timings[0]?.arrivedAtMs).toBeLessThanOrEqual(performance.now());
     expect(emulator.webhookAttempts()).toEqual([
       expect.objectContaining({ updateId: update.update_id, status: 200 }),
     ]);
