@@ -16,19 +16,12 @@ import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { silentLogger } from "../util/log.ts";
+import { decodeCursor, toPage } from "./cursor.ts";
 import { branchConversation, importConversation, readConversationExport } from "./export.ts";
 import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { OperatorService } from "./types.ts";
-import {
-  checkActor,
-  checkCursor,
-  checkLimit,
-  checkNote,
-  checkOneOf,
-  OUTBOX_STATES,
-  RUN_STATES,
-} from "./validate.ts";
+import { checkActor, checkLimit, checkNote, checkOneOf, OUTBOX_STATES, RUN_STATES } from "./validate.ts";
 
 export { OPERATOR_LIMITS } from "./limits.ts";
 export type { ConversationSummary, OperatorService } from "./types.ts";
@@ -226,7 +219,14 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           OPERATOR_LIMITS.runs.default,
           OPERATOR_LIMITS.runs.max,
         );
-        return queries.listRuns({ ...filter, limit });
+        const before = filter.cursor === undefined ? undefined : decodeCursor("runs", filter.cursor)[0];
+        const rows = await queries.listRuns({
+          state: filter.state,
+          conversationId: filter.conversationId,
+          beforeQueueSeq: before,
+          limit: limit + 1,
+        });
+        return toPage(rows, limit, "runs", (run) => [run.queueSeq]);
       },
       async show(runId) {
         const view = await stores.runtime.loadRun(runId);
@@ -244,20 +244,21 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
     conversations: {
       async list(filter) {
         const { default: fallback, max } = OPERATOR_LIMITS.conversations;
-        return queries.listConversations(checkLimit("limit", filter.limit, fallback, max));
+        const limit = checkLimit("limit", filter.limit, fallback, max);
+        const before = filter.cursor === undefined ? undefined : decodeCursor("conversations", filter.cursor);
+        const rows = await queries.listConversations({ ...(before ? { before } : {}), limit: limit + 1 });
+        return toPage(rows, limit, "conversations", (c) => [c.lastActivityAtMs ?? c.createdAtMs, c.id]);
       },
       async show(conversationId, page) {
         const { default: fallback, max } = OPERATOR_LIMITS.messages;
         const limit = checkLimit("limit", page.limit, fallback, max);
-        const afterOrder = checkCursor("after", page.afterOrder);
+        const beforeOrder = page.cursor === undefined ? undefined : decodeCursor("messages", page.cursor)[0];
         const conversation = await queries.conversationSummary(conversationId);
         if (!conversation) return null;
-        const { items, nextAfterOrder } = await stores.runtime.listMessages(conversationId, {
-          afterOrder,
-          limit,
-        });
+        const rows = await queries.listMessagesNewestFirst(conversationId, { beforeOrder, limit: limit + 1 });
+        const { items, nextCursor } = toPage(rows, limit, "messages", (item) => [item.order]);
         const settings = await stores.runtime.loadConversationSettings(conversationId);
-        return { conversation, model: settings.model ?? null, items, nextAfterOrder };
+        return { conversation, model: settings.model ?? null, items, nextCursor };
       },
       async setModel(conversationId, model, actor) {
         checkActor(actor);
@@ -356,7 +357,15 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
       async list(filter) {
         checkOneOf("state", filter.state, OUTBOX_STATES);
         const { default: fallback, max } = OPERATOR_LIMITS.outbox;
-        return stores.outbox.list({ ...filter, limit: checkLimit("limit", filter.limit, fallback, max) });
+        const limit = checkLimit("limit", filter.limit, fallback, max);
+        const before = filter.cursor === undefined ? undefined : decodeCursor("outbox", filter.cursor);
+        const rows = await queries.listOutbox({
+          state: filter.state,
+          conversationId: filter.conversationId,
+          ...(before ? { before } : {}),
+          limit: limit + 1,
+        });
+        return toPage(rows, limit, "outbox", (r) => [r.createdAtMs, r.ordinal, r.id]);
       },
       show: (idOrKey) => stores.outbox.show(idOrKey),
       async retry(id, actor, note) {

@@ -5,6 +5,7 @@ import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, Usage } from "../runtime/types.ts";
 import type { SearchHit } from "../search/store.ts";
+import type { Page } from "./cursor.ts";
 import type { BranchResult, ConversationExport } from "./export.ts";
 import type { ForgetResult } from "./forget.ts";
 
@@ -22,24 +23,36 @@ export interface RunDetail {
 
 export interface OperatorService {
   runs: {
-    /** Newest first. Empty when none match. */
-    list(filter: { state?: RunState; conversationId?: string; limit?: number }): Promise<RunRecord[]>;
+    /**
+     * One page, newest first (by admission order); `cursor` is the `nextCursor` of the previous
+     * page. Empty items when none match.
+     */
+    list(filter: {
+      state?: RunState;
+      conversationId?: string;
+      cursor?: string;
+      limit?: number;
+    }): Promise<Page<RunRecord>>;
     /** One run with its answer text and its tool calls; null when unknown. */
     show(runId: string): Promise<RunDetail | null>;
   };
   conversations: {
-    /** Most recently active first. */
-    list(filter: { limit?: number }): Promise<ConversationSummary[]>;
-    /** Messages paged in order, each with its run's state (superseded/absorbed marked). Null when unknown. */
+    /** One page, most recently active first; `cursor` is the `nextCursor` of the previous page. */
+    list(filter: { cursor?: string; limit?: number }): Promise<Page<ConversationSummary>>;
+    /**
+     * The conversation and one page of its messages, newest first, each with its run's state
+     * (superseded/absorbed marked); `cursor` (the previous page's `nextCursor`) pages to older
+     * messages. Null when unknown.
+     */
     show(
       conversationId: string,
-      page: { afterOrder?: number; limit?: number },
+      page: { cursor?: string; limit?: number },
     ): Promise<{
       conversation: ConversationSummary;
       /** The model picked with /model or `setModel`; null: the surface's default. */
       model: string | null;
       items: MessagePageItem[];
-      nextAfterOrder: number | null;
+      nextCursor: string | null;
     } | null>;
     /**
      * Sets the conversation's model (a name from SWITCHBOARD_CONFIG `models`; null: back to the
@@ -84,7 +97,13 @@ export interface OperatorService {
    */
   search(query: string, filter: { conversationId?: string; limit?: number }): Promise<SearchHit[]>;
   outbox: {
-    list(filter: { state?: OutboxState; conversationId?: string; limit?: number }): Promise<OutboxRecord[]>;
+    /** One page, newest first; `cursor` is the `nextCursor` of the previous page. */
+    list(filter: {
+      state?: OutboxState;
+      conversationId?: string;
+      cursor?: string;
+      limit?: number;
+    }): Promise<Page<OutboxRecord>>;
     show(idOrKey: string): Promise<OutboxRecord | null>;
     retry(id: string, actor: `operator:${string}`, note?: string): Promise<OutboxRecord>;
     resolve(

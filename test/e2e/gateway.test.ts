@@ -175,9 +175,9 @@ describe("a gateway with nothing configured", () => {
     const snapshot = await firstSnapshot(gateway.url, session);
     const replies = snapshot.filter((m) => m.role === "assistant").map((m) => m.text);
     expect(replies).toEqual([sent.body.reply as string]);
-    const outbox = (await (
+    const { items: outbox } = (await (
       await fetch(`${gateway.url}/api/outbox?limit=200`, { headers: { authorization: `Bearer ${TOKEN}` } })
-    ).json()) as Array<{ target: string; state: string }>;
+    ).json()) as { items: Array<{ target: string; state: string }> };
     expect(outbox.filter((r) => r.target === session).map((r) => r.state)).toEqual(["delivered"]);
   }, 30_000);
 

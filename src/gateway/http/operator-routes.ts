@@ -16,6 +16,7 @@ import {
   noQuery,
   noteBody,
   outboxQuery,
+  pageQuery,
   resolveBody,
   runsQuery,
   schedulesQuery,
@@ -83,19 +84,25 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     ),
     read("/api/runs", async (c) => {
       const q = query(c, runsQuery);
-      return operator.runs.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
+      return operator.runs.list({
+        state: q.state,
+        conversationId: q.conversation,
+        cursor: q.cursor,
+        limit: q.limit,
+      });
     }),
     read("/api/runs/:id", async (c) => {
       query(c, noQuery);
       return found(await operator.runs.show(param(c, "id")), `run ${param(c, "id")}`, "GET /api/runs");
     }),
-    read("/api/conversations", async (c) =>
-      operator.conversations.list({ limit: query(c, limitQuery).limit }),
-    ),
+    read("/api/conversations", async (c) => {
+      const q = query(c, pageQuery);
+      return operator.conversations.list({ cursor: q.cursor, limit: q.limit });
+    }),
     read("/api/conversations/:id", async (c) => {
       const q = query(c, conversationQuery);
       const id = param(c, "id");
-      const page = await operator.conversations.show(id, { afterOrder: q.after, limit: q.limit });
+      const page = await operator.conversations.show(id, { cursor: q.cursor, limit: q.limit });
       return found(page, `conversation ${id}`, "GET /api/conversations");
     }),
     read("/api/search", async (c) => {
@@ -121,7 +128,12 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     ),
     read("/api/outbox", async (c) => {
       const q = query(c, outboxQuery);
-      return operator.outbox.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
+      return operator.outbox.list({
+        state: q.state,
+        conversationId: q.conversation,
+        cursor: q.cursor,
+        limit: q.limit,
+      });
     }),
     read("/api/outbox/:id", async (c) => {
       query(c, noQuery);

@@ -124,7 +124,9 @@ async function openTab(tab: Tab): Promise<void> {
 // ---------- conversations ----------
 
 async function showConversations(): Promise<void> {
-  const conversations = await api<ConversationSummary[]>("/api/conversations?limit=100");
+  const { items: conversations } = await api<{ items: ConversationSummary[] }>(
+    "/api/conversations?limit=100",
+  );
   const rows = conversations.map((c) =>
     h(
       "tr",
@@ -149,7 +151,7 @@ async function showConversation(id: string): Promise<void> {
   );
   const live = h("ol", { class: "live", id: "live-events" });
   const messages = h("div", { class: "messages", id: "messages" });
-  renderMessages(messages, page.items);
+  renderMessages(messages, [...page.items].reverse());
   view.replaceChildren(
     h(
       "p",
@@ -185,7 +187,7 @@ async function showConversation(id: string): Promise<void> {
         const next = await api<{ items: MessagePageItem[] }>(
           `/api/conversations/${encodeURIComponent(id)}?limit=200`,
         );
-        renderMessages(messages, next.items);
+        renderMessages(messages, [...next.items].reverse());
       }, 200);
     }
   });
@@ -301,7 +303,7 @@ async function followEvents(
 
 async function showOutbox(): Promise<void> {
   const query = state.outboxFilter ? `?state=${state.outboxFilter}&limit=200` : "?limit=200";
-  const records = await api<OutboxRecord[]>(`/api/outbox${query}`);
+  const { items: records } = await api<{ items: OutboxRecord[] }>(`/api/outbox${query}`);
   const filter = h(
     "select",
     {
