@@ -1,7 +1,7 @@
 import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
-import type { RunState } from "../runtime/types.ts";
+import type { RunState, StepRecord } from "../runtime/types.ts";
 import type { ConversationSummary } from "./types.ts";
 
 /**
@@ -44,6 +44,10 @@ export interface OperatorQueries {
     conversationId: string,
     page: { beforeOrder?: number; limit: number },
   ): Promise<MessagePageItem[]>;
+  /** The model steps of these runs, by run then step; a run with no step yet has none. */
+  listSteps(runIds: readonly string[]): Promise<Array<StepRecord & { runId: string }>>;
+  /** The usage of every model step that finished at or after `sinceMs`, one entry per step. */
+  stepUsageSince(sinceMs: number): Promise<Array<{ runId: string; usage: StepRecord["usage"] }>>;
   /** Schedules of every conversation (or of one), oldest first; only live ones unless `includeEnded`. */
   listSchedules(filter: { conversationId?: string; includeEnded: boolean }): Promise<Schedule[]>;
 }

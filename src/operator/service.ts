@@ -20,7 +20,7 @@ import { decodeCursor, toPage } from "./cursor.ts";
 import { branchConversation, importConversation, readConversationExport } from "./export.ts";
 import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
-import type { OperatorService } from "./types.ts";
+import type { ConversationListItem, ConversationSummary, OperatorService } from "./types.ts";
 import { checkActor, checkLimit, checkNote, checkOneOf, OUTBOX_STATES, RUN_STATES } from "./validate.ts";
 
 export { OPERATOR_LIMITS } from "./limits.ts";
@@ -118,6 +118,27 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
     logger: silentLogger,
     notify: outboxChanged,
   });
+
+  /** The summary with its channel and user (from the latest run's context) and newest message. */
+  async function withLatest(summary: ConversationSummary): Promise<ConversationListItem> {
+    const [[run], [message]] = await Promise.all([
+      queries.listRuns({ conversationId: summary.id, limit: 1 }),
+      queries.listMessagesNewestFirst(summary.id, { limit: 1 }),
+    ]);
+    const context = (run?.context ?? {}) as { channel?: string; principal?: { id?: string; name?: string } };
+    return {
+      ...summary,
+      channel: context.channel ?? null,
+      title: context.principal?.name ?? context.principal?.id ?? null,
+      lastMessage: message
+        ? {
+            role: message.message.role,
+            text: answerText(message.message.parts).slice(0, 200),
+            atMs: message.message.createdAtMs,
+          }
+        : null,
+    };
+  }
 
   return {
     access: {
@@ -226,16 +247,22 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           beforeQueueSeq: before,
           limit: limit + 1,
         });
-        return toPage(rows, limit, "runs", (run) => [run.queueSeq]);
+        const page = toPage(rows, limit, "runs", (run) => [run.queueSeq]);
+        const models = new Map<string, string>();
+        for (const step of await queries.listSteps(page.items.map((r) => r.id)))
+          models.set(step.runId, step.model);
+        return { ...page, items: page.items.map((run) => ({ ...run, model: models.get(run.id) ?? null })) };
       },
       async show(runId) {
         const view = await stores.runtime.loadRun(runId);
         if (!view) return null;
         const parts = view.answer?.parts ?? [];
+        const steps = (await queries.listSteps([runId])).map(({ runId: _, ...step }) => step);
         return {
           run: view.run,
           answerText: answerText(parts),
           usage: view.run.usage,
+          steps,
           toolCalls: toolCallSummaries(parts),
         };
       },
@@ -247,7 +274,8 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         const limit = checkLimit("limit", filter.limit, fallback, max);
         const before = filter.cursor === undefined ? undefined : decodeCursor("conversations", filter.cursor);
         const rows = await queries.listConversations({ ...(before ? { before } : {}), limit: limit + 1 });
-        return toPage(rows, limit, "conversations", (c) => [c.lastActivityAtMs ?? c.createdAtMs, c.id]);
+        const page = toPage(rows, limit, "conversations", (c) => [c.lastActivityAtMs ?? c.createdAtMs, c.id]);
+        return { ...page, items: await Promise.all(page.items.map(withLatest)) };
       },
       async show(conversationId, page) {
         const { default: fallback, max } = OPERATOR_LIMITS.messages;

@@ -3,7 +3,7 @@ import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { AccessGrant } from "../access/store.ts";
 import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
-import type { RunState, Usage } from "../runtime/types.ts";
+import type { RunState, StepRecord, Usage } from "../runtime/types.ts";
 import type { SearchHit } from "../search/store.ts";
 import type { Page } from "./cursor.ts";
 import type { BranchResult, ConversationExport } from "./export.ts";
@@ -13,10 +13,15 @@ import type { ForgetResult } from "./forget.ts";
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
  * mutation records who did it (`actor`, e.g. `operator:alice`) in the record's history.
  */
+/** A run as lists show it: the record and the model of its latest step (null before the first). */
+export type RunListItem = RunRecord & { model: string | null };
+
 export interface RunDetail {
   run: RunRecord;
   answerText: string;
   usage: Usage;
+  /** Each model step: model, finish reason, usage and timing, in order. */
+  steps: StepRecord[];
   /** Each tool call of the run, in order, with its timing and outcome. */
   toolCalls: ToolCallSummary[];
 }
@@ -32,13 +37,13 @@ export interface OperatorService {
       conversationId?: string;
       cursor?: string;
       limit?: number;
-    }): Promise<Page<RunRecord>>;
+    }): Promise<Page<RunListItem>>;
     /** One run with its answer text and its tool calls; null when unknown. */
     show(runId: string): Promise<RunDetail | null>;
   };
   conversations: {
     /** One page, most recently active first; `cursor` is the `nextCursor` of the previous page. */
-    list(filter: { cursor?: string; limit?: number }): Promise<Page<ConversationSummary>>;
+    list(filter: { cursor?: string; limit?: number }): Promise<Page<ConversationListItem>>;
     /**
      * The conversation and one page of its messages, newest first, each with its run's state
      * (superseded/absorbed marked); `cursor` (the previous page's `nextCursor`) pages to older
@@ -166,6 +171,17 @@ export interface ConversationSummary {
   lastActivityAtMs: number | null;
   runs: number;
   activeRuns: number;
+}
+
+/**
+ * A conversation as lists show it: its channel and who it is with (from its latest run's
+ * context; null for conversations no channel started) and its newest message.
+ */
+export interface ConversationListItem extends ConversationSummary {
+  channel: string | null;
+  /** The user's name (or id) the latest run came from. */
+  title: string | null;
+  lastMessage: { role: string; text: string; atMs: number } | null;
 }
 
 export interface AccessList {

@@ -10,7 +10,7 @@ import {
   type ScheduleState,
 } from "../../schedules/types.ts";
 import type { ConversationSummary } from "../operator/types.ts";
-import { ACTIVE_RUN_STATES } from "../runtime/types.ts";
+import { ACTIVE_RUN_STATES, type StepRecord, type Usage } from "../runtime/types.ts";
 import type { Integer } from "./rows.ts";
 
 export const ACTIVE_STATES_SQL = `(${ACTIVE_RUN_STATES.map((s) => `'${s}'`).join(", ")})`;
@@ -90,6 +90,28 @@ export function outboxPageSql(p: Param): string {
     WHERE (${p(1, "text")} IS NULL OR state = ${p(1, "text")}) AND (${p(2, "text")} IS NULL OR conversation_id = ${p(2, "text")})
       AND (${p(3, "bigint")} IS NULL OR (created_at_ms, ordinal, id) < (${p(3, "bigint")}, ${p(4, "bigint")}, ${p(5, "text")}))
     ORDER BY created_at_ms DESC, ordinal DESC, id DESC LIMIT ${p(6, "bigint")}`;
+}
+
+export interface StepRow {
+  run_id: string;
+  step: Integer;
+  model: string;
+  finish_reason: string;
+  usage: string;
+  started_at_ms: Integer;
+  finished_at_ms: Integer;
+}
+
+export function toStep(row: StepRow): StepRecord & { runId: string } {
+  return {
+    runId: row.run_id,
+    step: Number(row.step),
+    model: row.model,
+    finishReason: row.finish_reason,
+    usage: JSON.parse(row.usage) as Usage,
+    startedAtMs: Number(row.started_at_ms),
+    finishedAtMs: Number(row.finished_at_ms),
+  };
 }
 
 /** A conversation's messages newest first with their run's state: `p(1)` conversation, `p(2)` before this order, `p(3)` limit. */

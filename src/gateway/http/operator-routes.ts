@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import { SwitchboardError } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
+import type { Dashboard } from "../dashboard.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import {
   accessApproveBody,
@@ -29,6 +30,7 @@ export interface OperatorRoutesDeps {
   operator: OperatorService;
   maxBodyBytes: number;
   onOperatorAction?: () => void;
+  dashboard?: () => Promise<Dashboard>;
 }
 
 type Actor = `operator:${string}`;
@@ -62,6 +64,15 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
   const param = (context: RouteContext, name: string): string => context.params[name]!;
 
   return [
+    read("/api/dashboard", async (c) => {
+      query(c, noQuery);
+      if (!deps.dashboard)
+        throw new SwitchboardError(
+          "platform_unavailable",
+          "This gateway keeps no dashboard (it is a standby); open the console of the active gateway.",
+        );
+      return deps.dashboard();
+    }),
     read("/api/access", async (c) => {
       query(c, noQuery);
       return operator.access.list();

@@ -10,7 +10,9 @@ import {
   outboxPageSql,
   type Param,
   runPageSql,
+  type StepRow,
   toConversationSummary,
+  toStep,
 } from "../operator-sql.ts";
 import { type OutboxRow, toOutboxRecord } from "../outbox-records.ts";
 import { type MessageRow, type RunRow, toMessagePageItem, toRun } from "../rows.ts";
@@ -73,6 +75,22 @@ export function createPostgresOperatorQueries(stores: {
         page.limit,
       ])) as Array<MessageRow & { run_state: string }>;
       return rows.map(toMessagePageItem);
+    },
+
+    async listSteps(runIds) {
+      if (runIds.length === 0) return [];
+      const rows = (await sql.unsafe(
+        "SELECT * FROM steps WHERE run_id = ANY($1::text[]) ORDER BY run_id, step",
+        [runIds],
+      )) as StepRow[];
+      return rows.map(toStep);
+    },
+
+    async stepUsageSince(sinceMs) {
+      const rows = (await sql.unsafe("SELECT run_id, usage FROM steps WHERE finished_at_ms >= $1::bigint", [
+        sinceMs,
+      ])) as Array<{ run_id: string; usage: string }>;
+      return rows.map((row) => ({ runId: row.run_id, usage: JSON.parse(row.usage) }));
     },
 
     listSchedules: (filter) =>

@@ -10,7 +10,9 @@ import {
   outboxPageSql,
   type Param,
   runPageSql,
+  type StepRow,
   toConversationSummary,
+  toStep,
 } from "../operator-sql.ts";
 import { type OutboxRow, toOutboxRecord } from "../outbox-records.ts";
 import { type MessageRow, type RunRow, toMessagePageItem, toRun } from "../rows.ts";
@@ -89,6 +91,29 @@ export function createSqliteOperatorQueries(stores: {
             MessageRow & { run_state: string }
           >
         ).map(toMessagePageItem),
+      ),
+
+    listSteps: (runIds) =>
+      read(() =>
+        runIds.length === 0
+          ? []
+          : (
+              db
+                .query(
+                  `SELECT * FROM steps WHERE run_id IN (${placeholders(runIds.length)}) ORDER BY run_id, step`,
+                )
+                .all(...runIds) as StepRow[]
+            ).map(toStep),
+      ),
+
+    stepUsageSince: (sinceMs) =>
+      read(() =>
+        (
+          db.query("SELECT run_id, usage FROM steps WHERE finished_at_ms >= ?1").all(sinceMs) as Array<{
+            run_id: string;
+            usage: string;
+          }>
+        ).map((row) => ({ runId: row.run_id, usage: JSON.parse(row.usage) })),
       ),
 
     listSchedules: (filter) =>
