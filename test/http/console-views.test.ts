@@ -253,6 +253,14 @@ describe("console views", () => {
       await page.click("#search-form button[type=submit]");
       await page.locator("tr.hit mark", { hasText: "standup" }).waitFor();
       expect(new URL(page.url()).hash).toBe("#/search?q=standup");
+      // The state of the message's run: completed keeps it, failed leaves none.
+      await page.selectOption("#search-state", "completed");
+      await page.locator("tr.hit mark", { hasText: "standup" }).waitFor();
+      expect(new URL(page.url()).hash).toBe("#/search?q=standup&state=completed");
+      await page.selectOption("#search-state", "failed");
+      await page.locator("h3", { hasText: "Messages (0)" }).waitFor();
+      await page.selectOption("#search-state", "");
+      await page.locator("tr.hit mark", { hasText: "standup" }).waitFor();
       // A date range that excludes the seeded day hides it.
       await page.fill("#search-to", "2026-02-01");
       await page.press("#search-to", "Enter");

@@ -8,7 +8,7 @@ import { href, navigate, type Route, replaceQuery } from "./router.js";
 import { badge, choice, cost, duration, fields, pagedTable, table, textFilter, tokens } from "./ui.js";
 
 // Browser code imports types only; tsc checks this list against RunState.
-const RUN_STATES = [
+export const RUN_STATES = [
   "queued",
   "running",
   "interrupt_requested",

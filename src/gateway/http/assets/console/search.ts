@@ -1,9 +1,9 @@
 /**
  * Global search. An id (`run_…`, `obx_…`, `conv_…`, `ap_…`) opens that record; other words search
  * the message history (the store's full-text search) and the conversations whose user, name or
- * channel key match, newest first. Filters: channel, the runs' state, and a date range.
+ * channel key match, newest first. Filters: channel, the state of a message's run, and a date range.
  */
-import type { ConversationListItem } from "../../../../operator/types.ts";
+import type { ConversationListItem, RunDetail } from "../../../../operator/types.ts";
 import type { SearchHit } from "../../../../search/store.ts";
 import { h, idCell, timeCell } from "../dom.js";
 import { ApiError, api, type Page, withQuery } from "./api.js";
@@ -11,6 +11,17 @@ import { href, navigate, type Route, replaceQuery, type Tab } from "./router.js"
 import { choice, table, textFilter } from "./ui.js";
 
 const CHANNELS = ["telegram", "discord", "slack", "web"] as const;
+const RUN_STATES = [
+  "completed",
+  "failed",
+  "interrupted",
+  "superseded",
+  "absorbed",
+  "cancelled",
+  "awaiting_approval",
+  "queued",
+  "running",
+];
 /** How many recently active conversations the user search reads (5 pages of 100). */
 const USER_SEARCH_PAGES = 5;
 
@@ -21,7 +32,7 @@ const ID_TABS: Array<[RegExp, Tab, string]> = [
 ];
 
 export async function showSearch(view: HTMLElement, route: Route): Promise<void> {
-  const { q = "", channel, from, to } = route.query;
+  const { q = "", channel, state, from, to } = route.query;
   const form = h(
     "form",
     {
@@ -42,6 +53,7 @@ export async function showSearch(view: HTMLElement, route: Route): Promise<void>
     }),
     h("button", { type: "submit" }, "Search"),
     choice("search-channel", "channel", CHANNELS, channel, (value) => replaceQuery({ channel: value })),
+    choice("search-state", "run state", RUN_STATES, state, (value) => replaceQuery({ state: value })),
     textFilter("search-from", "From", from, (value) => replaceQuery({ from: value }), "date"),
     textFilter("search-to", "To", to, (value) => replaceQuery({ to: value }), "date"),
   );
@@ -86,8 +98,12 @@ export async function showSearch(view: HTMLElement, route: Route): Promise<void>
     !channel || c.channel === channel || c.key?.startsWith(`${channel}:`);
   const people = conversations.filter((c) => byChannel(c) && inRange(c.lastActivityAtMs ?? c.createdAtMs));
   const channelOf = new Map(conversations.map((c) => [c.id, c.channel]));
+  const stateOf = state ? await runStates(hits.map((hit) => hit.runId)) : new Map<string, string>();
   const messages = hits.filter(
-    (hit) => inRange(hit.atMs) && (!channel || (channelOf.get(hit.conversationId) ?? channel) === channel),
+    (hit) =>
+      inRange(hit.atMs) &&
+      (!channel || (channelOf.get(hit.conversationId) ?? channel) === channel) &&
+      (!state || stateOf.get(hit.runId) === state),
   );
   view.replaceChildren(
     form,
@@ -135,6 +151,15 @@ export async function showSearch(view: HTMLElement, route: Route): Promise<void>
       "No message matches.",
     ),
   );
+}
+
+/** The state of each run (read only when the state filter is set; at most 100 hits). */
+async function runStates(runIds: string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(runIds)];
+  const details = await Promise.all(
+    unique.map((id) => api<RunDetail>(`/api/runs/${encodeURIComponent(id)}`).catch(() => null)),
+  );
+  return new Map(details.filter((d) => d !== null).map((d) => [d.run.id, d.run.state]));
 }
 
 /** The matching passage with its [bracketed] matches marked (as text, never as HTML). */
