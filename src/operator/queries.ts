@@ -2,7 +2,7 @@ import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { RunState, StepRecord } from "../runtime/types.ts";
-import type { ConversationSummary } from "./types.ts";
+import type { CommandInput, ConversationSummary } from "./types.ts";
 
 /**
  * Read-only views across conversations that only operators need (the runtime, outbox and schedule
@@ -44,6 +44,11 @@ export interface OperatorQueries {
     conversationId: string,
     page: { beforeOrder?: number; limit: number },
   ): Promise<MessagePageItem[]>;
+  /**
+   * A conversation's chat commands (`/help`, `/every …`) as they arrived, newest first, at most
+   * `limit`: the command's name, its text and when it was received. Their replies are outbox records.
+   */
+  listCommandInputs(conversationId: string, limit: number): Promise<CommandInput[]>;
   /** The model steps of these runs, by run then step; a run with no step yet has none. */
   listSteps(runIds: readonly string[]): Promise<Array<StepRecord & { runId: string }>>;
   /** The usage of every model step that finished at or after `sinceMs`, one entry per step. */

@@ -285,8 +285,11 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         if (!conversation) return null;
         const rows = await queries.listMessagesNewestFirst(conversationId, { beforeOrder, limit: limit + 1 });
         const { items, nextCursor } = toPage(rows, limit, "messages", (item) => [item.order]);
-        const settings = await stores.runtime.loadConversationSettings(conversationId);
-        return { conversation, model: settings.model ?? null, items, nextCursor };
+        const [settings, commands] = await Promise.all([
+          stores.runtime.loadConversationSettings(conversationId),
+          queries.listCommandInputs(conversationId, 200),
+        ]);
+        return { conversation, model: settings.model ?? null, items, nextCursor, commands };
       },
       async setModel(conversationId, model, actor) {
         checkActor(actor);

@@ -58,6 +58,8 @@ export interface OperatorService {
       model: string | null;
       items: MessagePageItem[];
       nextCursor: string | null;
+      /** The conversation's newest chat commands (at most 200), newest first: they are not messages. */
+      commands: CommandInput[];
     } | null>;
     /**
      * Sets the conversation's model (a name from SWITCHBOARD_CONFIG `models`; null: back to the
@@ -182,6 +184,13 @@ export interface ConversationListItem extends ConversationSummary {
   /** The user's name (or id) the latest run came from. */
   title: string | null;
   lastMessage: { role: string; text: string; atMs: number } | null;
+}
+
+/** A chat command a user sent (its reply is an outbox record of the same conversation). */
+export interface CommandInput {
+  command: string;
+  text: string;
+  atMs: number;
 }
 
 export interface AccessList {

@@ -9,7 +9,7 @@ import {
   type ScheduleRepository,
   type ScheduleState,
 } from "../../schedules/types.ts";
-import type { ConversationSummary } from "../operator/types.ts";
+import type { CommandInput, ConversationSummary } from "../operator/types.ts";
 import { ACTIVE_RUN_STATES, type StepRecord, type Usage } from "../runtime/types.ts";
 import type { Integer } from "./rows.ts";
 
@@ -90,6 +90,30 @@ export function outboxPageSql(p: Param): string {
     WHERE (${p(1, "text")} IS NULL OR state = ${p(1, "text")}) AND (${p(2, "text")} IS NULL OR conversation_id = ${p(2, "text")})
       AND (${p(3, "bigint")} IS NULL OR (created_at_ms, ordinal, id) < (${p(3, "bigint")}, ${p(4, "bigint")}, ${p(5, "text")}))
     ORDER BY created_at_ms DESC, ordinal DESC, id DESC LIMIT ${p(6, "bigint")}`;
+}
+
+/** A conversation's command receipts newest first: `p(1)` conversation, `p(2)` limit. */
+export function commandInputSql(p: Param): string {
+  return `SELECT outcome, payload, created_at_ms FROM ingress_receipts
+    WHERE conversation_id = ${p(1, "text")} AND outcome LIKE 'command:%'
+    ORDER BY created_at_ms DESC, key DESC LIMIT ${p(2, "bigint")}`;
+}
+
+export interface CommandInputRow {
+  outcome: string;
+  payload: string;
+  created_at_ms: Integer;
+}
+
+export function toCommandInput(row: CommandInputRow): CommandInput {
+  let text = "";
+  try {
+    const payload = JSON.parse(row.payload) as { text?: unknown };
+    if (typeof payload.text === "string") text = payload.text;
+  } catch {
+    // A receipt whose payload is not JSON shows the command's name only.
+  }
+  return { command: row.outcome.slice("command:".length), text, atMs: Number(row.created_at_ms) };
 }
 
 export interface StepRow {

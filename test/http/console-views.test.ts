@@ -77,6 +77,15 @@ beforeAll(async () => {
     ],
     nowMs: nowMs + 1500,
   });
+  // A chat command in the Telegram conversation: no message, but part of the exchange.
+  await seed.stores.runtime.claimIngress({
+    source: "telegram:bot-1",
+    key: "update-help",
+    outcome: "command:help",
+    payload: { text: "/help", channel: "telegram" },
+    conversationId: seed.telegram.conversationId,
+    nowMs: nowMs + 2000,
+  });
   const operator = createOperatorService({ stores: seed.stores, clock: seed.clock });
   const metrics = createMetrics();
   for (const ms of [1.5, 2.5, 4, 40]) metrics.replyStage("send", ms);
@@ -215,6 +224,11 @@ describe("console views", () => {
       await screenshot(page, "console-run-detail");
       await page.click("#run-conversation");
       await page.locator("#messages .bubble", { hasText: "Two notes mention" }).waitFor();
+      // Newest first: the command (received last) heads the list, then the answer.
+      const first = page.locator("#messages article").first();
+      expect(await first.getAttribute("data-command")).toBe("help");
+      expect(await first.textContent()).toContain("/help");
+      expect(await page.locator("#messages article").nth(1).textContent()).toContain("Two notes mention");
     } finally {
       await page.close();
     }

@@ -126,5 +126,38 @@ export function runOperatorPagingConformance(engine: string, open: () => Promise
         expect(messagePages.flat().map((i) => i.order)).toEqual(everything);
         expect(messagePages.slice(0, -1).every((p) => p.length === 2)).toBe(true);
       }));
+
+    test("a conversation's chat commands as received, newest first, other conversations' and non-commands left out", async () => {
+      const h = await open();
+      try {
+        await seed(h.stores, 3);
+        const [mine, other] = (
+          await createOperatorService({ stores: h.stores, clock: fixedClock }).conversations.list({})
+        ).items.map((c) => c.id);
+        const claim = (key: string, outcome: string, conversationId: string, text: string, nowMs: number) =>
+          h.stores.runtime.claimIngress({
+            source: "web:local",
+            key,
+            outcome,
+            payload: { text, channel: "web" },
+            conversationId,
+            nowMs,
+          });
+        await claim("u1", "command:help", mine!, "/help", T0 + 1);
+        await claim("u2", "command:every", mine!, "/every 0 9 * * 1-5 stand-up", T0 + 2);
+        await claim("u3", "command:help", other!, "/help", T0 + 3);
+        await claim("u4", "notice:too_long", mine!, "x".repeat(10), T0 + 4);
+        const shown = await createOperatorService({ stores: h.stores, clock: fixedClock }).conversations.show(
+          mine!,
+          {},
+        );
+        expect(shown!.commands).toEqual([
+          { command: "every", text: "/every 0 9 * * 1-5 stand-up", atMs: T0 + 2 },
+          { command: "help", text: "/help", atMs: T0 + 1 },
+        ]);
+      } finally {
+        await h.close();
+      }
+    });
   });
 }

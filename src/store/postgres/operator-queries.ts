@@ -2,7 +2,9 @@ import type { SQL } from "bun";
 import type { ScheduleRepository } from "../../../schedules/types.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import {
+  type CommandInputRow,
   type ConversationSummaryRow,
+  commandInputSql,
   conversationPageSql,
   conversationSummarySql,
   listSchedulesAcross,
@@ -11,6 +13,7 @@ import {
   type Param,
   runPageSql,
   type StepRow,
+  toCommandInput,
   toConversationSummary,
   toStep,
 } from "../operator-sql.ts";
@@ -22,6 +25,7 @@ const RUN_PAGE = runPageSql(param);
 const CONVERSATION_PAGE = conversationPageSql(param);
 const OUTBOX_PAGE = outboxPageSql(param);
 const MESSAGE_PAGE = messagePageSql(param);
+const COMMAND_INPUTS = commandInputSql(param);
 
 /** Operator queries over switchboard's PostgreSQL database and its schedule repository. */
 export function createPostgresOperatorQueries(stores: {
@@ -75,6 +79,11 @@ export function createPostgresOperatorQueries(stores: {
         page.limit,
       ])) as Array<MessageRow & { run_state: string }>;
       return rows.map(toMessagePageItem);
+    },
+
+    async listCommandInputs(conversationId, limit) {
+      const rows = (await sql.unsafe(COMMAND_INPUTS, [conversationId, limit])) as CommandInputRow[];
+      return rows.map(toCommandInput);
     },
 
     async listSteps(runIds) {

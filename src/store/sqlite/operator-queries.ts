@@ -2,7 +2,9 @@ import type { Database } from "bun:sqlite";
 import type { ScheduleRepository } from "../../../schedules/types.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import {
+  type CommandInputRow,
   type ConversationSummaryRow,
+  commandInputSql,
   conversationPageSql,
   conversationSummarySql,
   listSchedulesAcross,
@@ -11,6 +13,7 @@ import {
   type Param,
   runPageSql,
   type StepRow,
+  toCommandInput,
   toConversationSummary,
   toStep,
 } from "../operator-sql.ts";
@@ -23,6 +26,7 @@ const RUN_PAGE = runPageSql(param);
 const CONVERSATION_PAGE = conversationPageSql(param);
 const OUTBOX_PAGE = outboxPageSql(param);
 const MESSAGE_PAGE = messagePageSql(param);
+const COMMAND_INPUTS = commandInputSql(param);
 
 /** Operator queries over switchboard's SQLite database and its schedule repository. */
 export function createSqliteOperatorQueries(stores: {
@@ -91,6 +95,11 @@ export function createSqliteOperatorQueries(stores: {
             MessageRow & { run_state: string }
           >
         ).map(toMessagePageItem),
+      ),
+
+    listCommandInputs: (conversationId, limit) =>
+      read(() =>
+        (db.query(COMMAND_INPUTS).all(conversationId, limit) as CommandInputRow[]).map(toCommandInput),
       ),
 
     listSteps: (runIds) =>

@@ -3,7 +3,7 @@
  * "Load older", command replies among the messages, and its live event stream.
  */
 import type { OutboxRecord } from "../../../../../outbox/types.ts";
-import type { ConversationListItem, ConversationSummary } from "../../../../operator/types.ts";
+import type { CommandInput, ConversationListItem, ConversationSummary } from "../../../../operator/types.ts";
 import type { RuntimeEvent } from "../../../../runtime/events.ts";
 import type { MessagePageItem } from "../../../../runtime/store.ts";
 import type { MessagePart, RunState } from "../../../../runtime/types.ts";
@@ -22,6 +22,7 @@ interface ConversationPage {
   model: string | null;
   items: MessagePageItem[];
   nextCursor: string | null;
+  commands: CommandInput[];
 }
 
 export async function showConversations(view: HTMLElement, route: Route, live: AbortSignal): Promise<void> {
@@ -58,8 +59,14 @@ async function showConversation(view: HTMLElement, id: string, live: AbortSignal
     api<ConversationPage>(withQuery(path, { limit: 50 })),
     api<Page<OutboxRecord>>(withQuery("/api/outbox", { conversation: id, limit: 200 })),
   ]);
-  // Command replies (/help, /schedules…) are outbox records of no model run.
-  const commands = replies.items.filter((r) => !r.runId.startsWith("run_"));
+  // Command exchanges are no messages: the command as received, and its reply (an outbox record of no run).
+  const commands: Array<{ createdAtMs: number; node: () => HTMLElement }> = [
+    // Replies first: newest first, a reply in the same millisecond as its command goes above it.
+    ...replies.items
+      .filter((r) => !r.runId.startsWith("run_"))
+      .map((r) => ({ createdAtMs: r.createdAtMs, node: () => commandNode(r) })),
+    ...page.commands.map((c) => ({ createdAtMs: c.atMs, node: () => commandInputNode(c) })),
+  ];
   const liveList = h("ol", { class: "live", id: "live-events" });
   const messages = h("div", { class: "messages", id: "messages" });
   let cursor = page.nextCursor;
@@ -71,7 +78,7 @@ async function showConversation(view: HTMLElement, id: string, live: AbortSignal
     shownFromMs =
       cursor === null ? Number.NEGATIVE_INFINITY : (items.at(-1)?.message.createdAtMs ?? shownFromMs);
     const inSpan = commands.filter((r) => r.createdAtMs < upToMs && r.createdAtMs >= shownFromMs);
-    const nodes = [...items.map(messageNode), ...inSpan.map(commandNode)].sort(
+    const nodes = [...items.map(messageNode), ...inSpan.map((c) => c.node())].sort(
       (a, b) => Number(b.dataset.at) - Number(a.dataset.at),
     );
     if (append) messages.append(...nodes);
@@ -144,6 +151,15 @@ function messageNode(item: MessagePageItem): HTMLElement {
       " ",
       h("a", { class: "mono", href: href({ tab: "runs", id: item.message.runId }) }, item.message.runId),
     ),
+  );
+}
+
+function commandInputNode(input: CommandInput): HTMLElement {
+  return h(
+    "article",
+    { class: "bubble user command", "data-at": String(input.atMs), "data-command": input.command },
+    h("div", { class: "bubble-text mono" }, input.text || `/${input.command}`),
+    h("div", { class: "bubble-meta" }, `command · ${formatTime(input.atMs)}`),
   );
 }
 
