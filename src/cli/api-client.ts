@@ -168,15 +168,21 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
     runs: {
       list: (filter) =>
         request("GET", "api/runs", {
-          query: { state: filter.state, conversation: filter.conversationId, limit: filter.limit },
+          query: {
+            state: filter.state,
+            conversation: filter.conversationId,
+            cursor: filter.cursor,
+            limit: filter.limit,
+          },
         }),
       show: (runId) => request("GET", `api/runs/${id(runId)}`, { nullOnNotFound: true }),
     },
     conversations: {
-      list: (filter) => request("GET", "api/conversations", { query: { limit: filter.limit } }),
+      list: (filter) =>
+        request("GET", "api/conversations", { query: { cursor: filter.cursor, limit: filter.limit } }),
       show: (conversationId, page) =>
         request("GET", `api/conversations/${id(conversationId)}`, {
-          query: { after: page.afterOrder, limit: page.limit },
+          query: { cursor: page.cursor, limit: page.limit },
           nullOnNotFound: true,
         }),
       setModel: (conversationId, model, actor) =>
@@ -199,7 +205,12 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
     outbox: {
       list: (filter) =>
         request("GET", "api/outbox", {
-          query: { state: filter.state, conversation: filter.conversationId, limit: filter.limit },
+          query: {
+            state: filter.state,
+            conversation: filter.conversationId,
+            cursor: filter.cursor,
+            limit: filter.limit,
+          },
         }),
       show: (idOrKey) => request("GET", `api/outbox/${id(idOrKey)}`, { nullOnNotFound: true }),
       retry: (recordId, actor, note) =>

@@ -32,10 +32,12 @@ import { createWebFetchTool, createWebSearchTool, WEB_FETCH, WEB_SEARCH } from "
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import type { Logger } from "../util/log.ts";
+import { ChangeFeed } from "./change-feed.ts";
 import { ChannelStarter } from "./channel-starter.ts";
 import { buildChannels } from "./channels.ts";
 import { createChatCommands } from "./commands.ts";
 import { agentDirsOf, type GatewayConfig, pickableModels, surfacePolicy } from "./config.ts";
+import { type Dashboard, readDashboard } from "./dashboard.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
@@ -74,8 +76,12 @@ export interface Gateway {
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
   stop(options?: { graceMs?: number }): Promise<ShutdownReport>;
-  readiness(): Promise<{ ready: boolean; checks: Record<string, { ok: boolean; detail?: string }> }>;
+  readiness(): Promise<{ ready: boolean; checks: Record<string, ReadinessCheck> }>;
   renderMetrics(): Promise<string>;
+  /** Runs and replies moving, for the console's live lists. */
+  readonly changes: ChangeFeed;
+  /** The console's dashboard, from the store's gauges, the latency histograms and readiness. */
+  dashboard(): Promise<Dashboard>;
 }
 
 export interface ShutdownReport {
@@ -93,6 +99,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const { stores } = deps;
   const metrics = createMetrics();
   const timeline = createReplyTimeline((stage, ms) => metrics.replyStage(stage, ms));
+  const changes = new ChangeFeed();
   const registry = createModelRegistry(config.modelEnv, { named: pickableModels(config.file) });
   const models = createModelChoices({ registry, file: config.file, store: stores.runtime, clock });
   const costProblem = costOnlyBudgetProblem(config.file.budgets, [
@@ -267,7 +274,14 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     adapters,
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
-    observer: { rateLimited: (channel) => metrics.outboxRateLimited(channel), ...timeline.delivery },
+    observer: {
+      rateLimited: (channel) => metrics.outboxRateLimited(channel),
+      ...timeline.delivery,
+      firstSendAnswered: (record) => {
+        timeline.delivery.firstSendAnswered(record);
+        changes.publish({ kind: "outbox", outboxId: record.id, conversationId: record.conversationId });
+      },
+    },
     logger,
   });
 
@@ -376,6 +390,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   runtime.subscribe((event) => {
     if (event.type === "checkpoint") metrics.stepLatency(event.durationMs);
     else if (event.type === "terminal") timeline.terminalCommitted(event.runId);
+    if (event.type === "admission" || event.type === "run-state" || event.type === "terminal")
+      changes.publish({
+        kind: "run",
+        runId: event.runId,
+        conversationId: event.conversationId,
+        ...("state" in event ? { state: event.state } : {}),
+      });
   });
   const channels = new ChannelStarter(
     adapters,
@@ -475,6 +496,16 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
             : { ok: false, degraded: true, detail: server.error ?? server.state };
       }
       return { ready: Object.values(checks).every((c) => c.ok || c.degraded), checks };
+    },
+    changes,
+    dashboard() {
+      return readDashboard({
+        nowMs: () => clock.now(),
+        gauges: () => stores.gauges(),
+        latency: () => metrics.latency(),
+        readiness: () => this.readiness(),
+        stepUsageSince: (sinceMs) => stores.operator.stepUsageSince(sinceMs),
+      });
     },
     async renderMetrics() {
       return metrics.render(await stores.gauges(), {

@@ -105,6 +105,8 @@ export async function startGateway(
       follow: (conversationId, afterSeq, signal) => gateway.runtime.follow(conversationId, afterSeq, signal),
       readiness: () => gateway.readiness(),
       metrics: () => gateway.renderMetrics(),
+      dashboard: () => gateway.dashboard(),
+      changes: gateway.changes,
       routes,
       web: web ?? createWebChannel({}),
       operatorToken: config.operatorToken,

@@ -20,6 +20,26 @@ class Histogram {
   constructor(readonly buckets: readonly number[]) {
     this.counts = new Array<number>(buckets.length + 1).fill(0);
   }
+  /**
+   * The `q` quantile (0..1) estimated as Prometheus' histogram_quantile does: linear within the
+   * bucket the rank falls in; above the last bound, that bound. Null before any observation.
+   */
+  quantile(q: number): number | null {
+    if (this.total === 0) return null;
+    const rank = q * this.total;
+    let cumulative = 0;
+    for (let i = 0; i < this.counts.length; i += 1) {
+      const inBucket = this.counts[i]!;
+      if (cumulative + inBucket >= rank && inBucket > 0) {
+        if (i === this.buckets.length) return this.buckets.at(-1)!;
+        const lower = i === 0 ? 0 : this.buckets[i - 1]!;
+        const upper = this.buckets[i]!;
+        return lower + ((upper - lower) * (rank - cumulative)) / inBucket;
+      }
+      cumulative += inBucket;
+    }
+    return this.buckets.at(-1)!;
+  }
   observe(valueMs: number): void {
     const i = this.buckets.findIndex((b) => valueMs <= b);
     this.counts[i === -1 ? this.buckets.length : i]! += 1;
@@ -50,6 +70,21 @@ export const REPLY_STAGES = [
 ] as const;
 export type ReplyStage = (typeof REPLY_STAGES)[number];
 
+/** p50 and p99 in ms, and how many observations they come from. */
+export interface Quantiles {
+  p50: number;
+  p99: number;
+  count: number;
+}
+
+/** What this process's latency histograms show so far (since it started). */
+export interface LatencySnapshot {
+  /** `switchboard_step_latency_ms`: one model step. */
+  step: Quantiles | null;
+  /** `switchboard_reply_stage_ms` by stage. */
+  stages: Record<ReplyStage, Quantiles | null>;
+}
+
 export interface Metrics {
   inboundAccepted(channel: string): void;
   inboundDuplicate(channel: string): void;
@@ -61,6 +96,8 @@ export interface Metrics {
   /** The platform answered a delivery 429 (our limiter should never let that happen). */
   outboxRateLimited(channel: string): void;
   render(gauges: StoreGauges, process: ProcessGauges): string;
+  /** p50/p99 of the step and reply-stage histograms, for the console's dashboard. */
+  latency(): LatencySnapshot;
 }
 
 /** This process's state at scrape time. */
@@ -133,6 +170,19 @@ export function createMetrics(): Metrics {
         "Deliveries the platform answered 429 (the account then waits retry_after). Should stay 0.",
         { channel },
       ),
+    latency() {
+      const quantiles = (histogram: Histogram | undefined): Quantiles | null =>
+        histogram && histogram.total > 0
+          ? { p50: histogram.quantile(0.5)!, p99: histogram.quantile(0.99)!, count: histogram.total }
+          : null;
+      const stages = histograms.get("switchboard_reply_stage_ms")?.byLabels;
+      return {
+        step: quantiles(histograms.get("switchboard_step_latency_ms")?.byLabels.get("")),
+        stages: Object.fromEntries(
+          REPLY_STAGES.map((stage) => [stage, quantiles(stages?.get(formatLabels({ stage })))]),
+        ) as Record<ReplyStage, Quantiles | null>,
+      };
+    },
     render(gauges, live) {
       const lines: string[] = [];
       const memory = process.memoryUsage();

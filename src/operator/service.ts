@@ -17,19 +17,12 @@ import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { silentLogger } from "../util/log.ts";
 import { type BudgetSettings, budgetOperations } from "./budgets.ts";
+import { decodeCursor, toPage } from "./cursor.ts";
 import { branchConversation, importConversation, readConversationExport } from "./export.ts";
 import { forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
-import type { OperatorService } from "./types.ts";
-import {
-  checkActor,
-  checkCursor,
-  checkLimit,
-  checkNote,
-  checkOneOf,
-  OUTBOX_STATES,
-  RUN_STATES,
-} from "./validate.ts";
+import type { ConversationListItem, ConversationSummary, OperatorService } from "./types.ts";
+import { checkActor, checkLimit, checkNote, checkOneOf, OUTBOX_STATES, RUN_STATES } from "./validate.ts";
 
 export { OPERATOR_LIMITS } from "./limits.ts";
 export type { ConversationSummary, OperatorService } from "./types.ts";
@@ -136,6 +129,27 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
   });
 
   const budgetSettings = options.budgets;
+  /** The summary with its channel and user (from the latest run's context) and newest message. */
+  async function withLatest(summary: ConversationSummary): Promise<ConversationListItem> {
+    const [[run], [message]] = await Promise.all([
+      queries.listRuns({ conversationId: summary.id, limit: 1 }),
+      queries.listMessagesNewestFirst(summary.id, { limit: 1 }),
+    ]);
+    const context = (run?.context ?? {}) as { channel?: string; principal?: { id?: string; name?: string } };
+    return {
+      ...summary,
+      channel: context.channel ?? null,
+      title: context.principal?.name ?? context.principal?.id ?? null,
+      lastMessage: message
+        ? {
+            role: message.message.role,
+            text: answerText(message.message.parts).slice(0, 200),
+            atMs: message.message.createdAtMs,
+          }
+        : null,
+    };
+  }
+
   return {
     budgets: budgetOperations({
       store: stores.budgets,
@@ -244,16 +258,29 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           OPERATOR_LIMITS.runs.default,
           OPERATOR_LIMITS.runs.max,
         );
-        return queries.listRuns({ ...filter, limit });
+        const before = filter.cursor === undefined ? undefined : decodeCursor("runs", filter.cursor)[0];
+        const rows = await queries.listRuns({
+          state: filter.state,
+          conversationId: filter.conversationId,
+          beforeQueueSeq: before,
+          limit: limit + 1,
+        });
+        const page = toPage(rows, limit, "runs", (run) => [run.queueSeq]);
+        const models = new Map<string, string>();
+        for (const step of await queries.listSteps(page.items.map((r) => r.id)))
+          models.set(step.runId, step.model);
+        return { ...page, items: page.items.map((run) => ({ ...run, model: models.get(run.id) ?? null })) };
       },
       async show(runId) {
         const view = await stores.runtime.loadRun(runId);
         if (!view) return null;
         const parts = view.answer?.parts ?? [];
+        const steps = (await queries.listSteps([runId])).map(({ runId: _, ...step }) => step);
         return {
           run: view.run,
           answerText: answerText(parts),
           usage: view.run.usage,
+          steps,
           toolCalls: toolCallSummaries(parts),
         };
       },
@@ -262,20 +289,25 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
     conversations: {
       async list(filter) {
         const { default: fallback, max } = OPERATOR_LIMITS.conversations;
-        return queries.listConversations(checkLimit("limit", filter.limit, fallback, max));
+        const limit = checkLimit("limit", filter.limit, fallback, max);
+        const before = filter.cursor === undefined ? undefined : decodeCursor("conversations", filter.cursor);
+        const rows = await queries.listConversations({ ...(before ? { before } : {}), limit: limit + 1 });
+        const page = toPage(rows, limit, "conversations", (c) => [c.lastActivityAtMs ?? c.createdAtMs, c.id]);
+        return { ...page, items: await Promise.all(page.items.map(withLatest)) };
       },
       async show(conversationId, page) {
         const { default: fallback, max } = OPERATOR_LIMITS.messages;
         const limit = checkLimit("limit", page.limit, fallback, max);
-        const afterOrder = checkCursor("after", page.afterOrder);
+        const beforeOrder = page.cursor === undefined ? undefined : decodeCursor("messages", page.cursor)[0];
         const conversation = await queries.conversationSummary(conversationId);
         if (!conversation) return null;
-        const { items, nextAfterOrder } = await stores.runtime.listMessages(conversationId, {
-          afterOrder,
-          limit,
-        });
-        const settings = await stores.runtime.loadConversationSettings(conversationId);
-        return { conversation, model: settings.model ?? null, items, nextAfterOrder };
+        const rows = await queries.listMessagesNewestFirst(conversationId, { beforeOrder, limit: limit + 1 });
+        const { items, nextCursor } = toPage(rows, limit, "messages", (item) => [item.order]);
+        const [settings, commands] = await Promise.all([
+          stores.runtime.loadConversationSettings(conversationId),
+          queries.listCommandInputs(conversationId, 200),
+        ]);
+        return { conversation, model: settings.model ?? null, items, nextCursor, commands };
       },
       async setModel(conversationId, model, actor) {
         checkActor(actor);
@@ -374,7 +406,15 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
       async list(filter) {
         checkOneOf("state", filter.state, OUTBOX_STATES);
         const { default: fallback, max } = OPERATOR_LIMITS.outbox;
-        return stores.outbox.list({ ...filter, limit: checkLimit("limit", filter.limit, fallback, max) });
+        const limit = checkLimit("limit", filter.limit, fallback, max);
+        const before = filter.cursor === undefined ? undefined : decodeCursor("outbox", filter.cursor);
+        const rows = await queries.listOutbox({
+          state: filter.state,
+          conversationId: filter.conversationId,
+          ...(before ? { before } : {}),
+          limit: limit + 1,
+        });
+        return toPage(rows, limit, "outbox", (r) => [r.createdAtMs, r.ordinal, r.id]);
       },
       show: (idOrKey) => stores.outbox.show(idOrKey),
       async retry(id, actor, note) {

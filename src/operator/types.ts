@@ -5,8 +5,9 @@ import type { BudgetLimits, LimitStatus } from "../budgets/rules.ts";
 import type { BudgetOverride, UsageRow } from "../budgets/store.ts";
 import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
-import type { RunState, Usage } from "../runtime/types.ts";
+import type { RunState, StepRecord, Usage } from "../runtime/types.ts";
 import type { SearchHit } from "../search/store.ts";
+import type { Page } from "./cursor.ts";
 import type { BranchResult, ConversationExport } from "./export.ts";
 import type { ForgetResult } from "./forget.ts";
 
@@ -14,34 +15,53 @@ import type { ForgetResult } from "./forget.ts";
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
  * mutation records who did it (`actor`, e.g. `operator:alice`) in the record's history.
  */
+/** A run as lists show it: the record and the model of its latest step (null before the first). */
+export type RunListItem = RunRecord & { model: string | null };
+
 export interface RunDetail {
   run: RunRecord;
   answerText: string;
   usage: Usage;
+  /** Each model step: model, finish reason, usage and timing, in order. */
+  steps: StepRecord[];
   /** Each tool call of the run, in order, with its timing and outcome. */
   toolCalls: ToolCallSummary[];
 }
 
 export interface OperatorService {
   runs: {
-    /** Newest first. Empty when none match. */
-    list(filter: { state?: RunState; conversationId?: string; limit?: number }): Promise<RunRecord[]>;
+    /**
+     * One page, newest first (by admission order); `cursor` is the `nextCursor` of the previous
+     * page. Empty items when none match.
+     */
+    list(filter: {
+      state?: RunState;
+      conversationId?: string;
+      cursor?: string;
+      limit?: number;
+    }): Promise<Page<RunListItem>>;
     /** One run with its answer text and its tool calls; null when unknown. */
     show(runId: string): Promise<RunDetail | null>;
   };
   conversations: {
-    /** Most recently active first. */
-    list(filter: { limit?: number }): Promise<ConversationSummary[]>;
-    /** Messages paged in order, each with its run's state (superseded/absorbed marked). Null when unknown. */
+    /** One page, most recently active first; `cursor` is the `nextCursor` of the previous page. */
+    list(filter: { cursor?: string; limit?: number }): Promise<Page<ConversationListItem>>;
+    /**
+     * The conversation and one page of its messages, newest first, each with its run's state
+     * (superseded/absorbed marked); `cursor` (the previous page's `nextCursor`) pages to older
+     * messages. Null when unknown.
+     */
     show(
       conversationId: string,
-      page: { afterOrder?: number; limit?: number },
+      page: { cursor?: string; limit?: number },
     ): Promise<{
       conversation: ConversationSummary;
       /** The model picked with /model or `setModel`; null: the surface's default. */
       model: string | null;
       items: MessagePageItem[];
-      nextAfterOrder: number | null;
+      nextCursor: string | null;
+      /** The conversation's newest chat commands (at most 200), newest first: they are not messages. */
+      commands: CommandInput[];
     } | null>;
     /**
      * Sets the conversation's model (a name from SWITCHBOARD_CONFIG `models`; null: back to the
@@ -86,7 +106,13 @@ export interface OperatorService {
    */
   search(query: string, filter: { conversationId?: string; limit?: number }): Promise<SearchHit[]>;
   outbox: {
-    list(filter: { state?: OutboxState; conversationId?: string; limit?: number }): Promise<OutboxRecord[]>;
+    /** One page, newest first; `cursor` is the `nextCursor` of the previous page. */
+    list(filter: {
+      state?: OutboxState;
+      conversationId?: string;
+      cursor?: string;
+      limit?: number;
+    }): Promise<Page<OutboxRecord>>;
     show(idOrKey: string): Promise<OutboxRecord | null>;
     retry(id: string, actor: `operator:${string}`, note?: string): Promise<OutboxRecord>;
     resolve(
@@ -171,6 +197,24 @@ export interface ConversationSummary {
   lastActivityAtMs: number | null;
   runs: number;
   activeRuns: number;
+}
+
+/**
+ * A conversation as lists show it: its channel and who it is with (from its latest run's
+ * context; null for conversations no channel started) and its newest message.
+ */
+export interface ConversationListItem extends ConversationSummary {
+  channel: string | null;
+  /** The user's name (or id) the latest run came from. */
+  title: string | null;
+  lastMessage: { role: string; text: string; atMs: number } | null;
+}
+
+/** A chat command a user sent (its reply is an outbox record of the same conversation). */
+export interface CommandInput {
+  command: string;
+  text: string;
+  atMs: number;
 }
 
 export interface AccessList {

@@ -55,19 +55,6 @@ export function checkLimit(field: string, value: number | undefined, fallback: n
   return limit;
 }
 
-/** A page cursor: 0 (the start) or a positive integer taken from a previous page. */
-export function checkCursor(field: string, value: number | undefined): number {
-  const cursor = value ?? 0;
-  if (!Number.isInteger(cursor) || cursor < 0) {
-    throw new SwitchboardError(
-      "input_invalid",
-      `${field} must be 0 or the nextAfterOrder of a previous page, not ${cursor}.`,
-      { details: { field } },
-    );
-  }
-  return cursor;
-}
-
 /** A resolution must say what the operator checked on the platform; it is the audit trail. */
 export function checkNote(field: string, note: string): string {
   const trimmed = note.trim();

@@ -1,4 +1,10 @@
-import type { ApprovalRecord, ApprovalState, MessagePage, RunRecord } from "../runtime/store.ts";
+import type {
+  ApprovalRecord,
+  ApprovalState,
+  MessagePage,
+  MessagePageItem,
+  RunRecord,
+} from "../runtime/store.ts";
 import type { Message, MessagePart, MessageStatus, RunState, StopReason, Usage } from "../runtime/types.ts";
 
 /**
@@ -92,12 +98,12 @@ export function toMessagePage(
   rows: ReadonlyArray<MessageRow & { run_state: string }>,
   limit: number,
 ): MessagePage {
-  const items = rows.slice(0, limit).map((row) => ({
-    order: Number(row.ord),
-    message: toMessage(row),
-    runState: row.run_state as RunState,
-  }));
+  const items = rows.slice(0, limit).map(toMessagePageItem);
   return { items, nextAfterOrder: rows.length > limit ? (items.at(-1)?.order ?? null) : null };
+}
+
+export function toMessagePageItem(row: MessageRow & { run_state: string }): MessagePageItem {
+  return { order: Number(row.ord), message: toMessage(row), runState: row.run_state as RunState };
 }
 
 export interface ApprovalRow {

@@ -49,7 +49,7 @@ describe("API mode", () => {
     async () => {
       const outbox = await api(["outbox", "list", "--state", "ambiguous", "--limit", "5", "--json"]);
       expect(outbox.code).toBe(0);
-      expect(json(outbox)).toEqual(asJson(await operator.outbox.list({ state: "ambiguous" })));
+      expect(json(outbox)).toEqual(asJson((await operator.outbox.list({ state: "ambiguous" })).items));
       expect(gateway.requests.at(-1)).toMatchObject({
         method: "GET",
         path: "/api/outbox",
@@ -58,12 +58,27 @@ describe("API mode", () => {
       });
 
       const id = seed.telegram.conversationId;
-      const page = await api(["conversations", "show", id, "--after", "1", "--limit", "2", "--json"]);
-      expect(json(page)).toEqual(asJson(await operator.conversations.show(id, { afterOrder: 1, limit: 2 })));
+      const first = await operator.conversations.show(id, { limit: 2 });
+      const cursor = first!.nextCursor!;
+      const page = await api(["conversations", "show", id, "--cursor", cursor, "--limit", "2", "--json"]);
+      expect(json(page)).toEqual(asJson(await operator.conversations.show(id, { cursor, limit: 2 })));
       expect(gateway.requests.at(-1)).toMatchObject({
         path: `/api/conversations/${id}`,
-        query: { after: "1", limit: "2" },
+        query: { cursor, limit: "2" },
       });
+
+      // --all follows nextCursor page by page; the JSON is the whole list, as without paging.
+      const everyRun = await api(["runs", "list", "--limit", "2", "--all", "--json"]);
+      expect(json(everyRun)).toEqual(asJson((await operator.runs.list({})).items));
+      expect(gateway.requests.slice(-3).map((r) => r.query.cursor === undefined)).toEqual([
+        true,
+        false,
+        false,
+      ]);
+      const firstPage = await api(["runs", "list", "--limit", "2"]);
+      expect(firstPage.stdout).toContain(
+        `More: repeat with --cursor ${(await operator.runs.list({ limit: 2 })).nextCursor} (or --all).`,
+      );
 
       const runs = await api(["runs", "list", "--conversation", seed.slack.conversationId]);
       expect(runs.stdout).toContain(seed.failed.runId);

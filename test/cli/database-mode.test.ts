@@ -47,7 +47,7 @@ describe("reading", () => {
     async () => {
       const listed = await sb("outbox", "list", "--json");
       expect(listed.code).toBe(0);
-      expect(json(listed)).toEqual(asJson(await operator.outbox.list({})));
+      expect(json(listed)).toEqual(asJson((await operator.outbox.list({})).items));
 
       const table = await sb("outbox", "list", "--state", "ambiguous");
       expect(table.code).toBe(0);
@@ -90,11 +90,26 @@ describe("reading", () => {
   test(
     "runs list and show",
     async () => {
-      expect(json(await sb("runs", "list", "--json"))).toEqual(asJson(await operator.runs.list({})));
+      expect(json(await sb("runs", "list", "--json"))).toEqual(asJson((await operator.runs.list({})).items));
       const queued = json<Array<{ id: string }>>(await sb("runs", "list", "--state", "queued", "--json"));
       expect(queued.map((r) => r.id)).toEqual([seed.queuedRunId]);
       const limited = await sb("runs", "list", "--limit", "2");
-      expect(limited.stdout.trimEnd().split("\n")).toHaveLength(3);
+      const cursor = (await operator.runs.list({ limit: 2 })).nextCursor!;
+      expect(limited.stdout.trimEnd().split("\n")).toEqual([
+        expect.stringMatching(/^ID\s+STATE/),
+        expect.stringContaining(seed.queuedRunId),
+        expect.stringContaining(seed.pending.runId),
+        "",
+        `More: repeat with --cursor ${cursor} (or --all).`,
+      ]);
+      const next = await sb("runs", "list", "--limit", "2", "--cursor", cursor, "--json");
+      expect(json<Array<{ id: string }>>(next).map((r) => r.id)).toEqual([
+        seed.failed.runId,
+        seed.ambiguous.runId,
+      ]);
+      const bad = await sb("runs", "list", "--cursor", "nope");
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('cursor "nope" is not a cursor of the runs list');
 
       const shown = await sb("runs", "show", seed.delivered.runId, "--json");
       expect(json(shown)).toEqual(asJson(await operator.runs.show(seed.delivered.runId)));
@@ -113,7 +128,7 @@ describe("reading", () => {
     "conversations list and show, paged",
     async () => {
       expect(json(await sb("conversations", "list", "--json"))).toEqual(
-        asJson(await operator.conversations.list({})),
+        asJson((await operator.conversations.list({})).items),
       );
       const table = await sb("conversations", "list");
       expect(table.stdout).toMatch(/^ID\s+KEY\s+RUNS\s+ACTIVE\s+LAST ACTIVITY\s+CREATED\n/);
@@ -123,13 +138,20 @@ describe("reading", () => {
       const page = await sb("conversations", "show", id, "--limit", "2", "--json");
       expect(json(page)).toEqual(asJson(await operator.conversations.show(id, { limit: 2 })));
       const human = await sb("conversations", "show", id, "--limit", "2");
-      expect(human.stdout).toContain("Summarise yesterday's standup");
-      expect(human.stdout).toContain(`More: switchboard conversations show ${id} --after `);
-      const next = json<{ items: unknown[]; nextAfterOrder: number | null }>(
-        await sb("conversations", "show", id, "--after", "4", "--json"),
+      // The newest two, printed in reading order, and how to see the older ones.
+      expect(human.stdout.indexOf("Action items: ship the CLI.")).toBeLessThan(
+        human.stdout.indexOf("One more thing"),
       );
-      expect(next).toMatchObject({ nextAfterOrder: null });
-      expect(next.items).toHaveLength(1);
+      expect(human.stdout).not.toContain("Summarise yesterday's standup");
+      const cursor = json<{ nextCursor: string }>(page).nextCursor;
+      expect(human.stdout).toContain(
+        `Older messages: switchboard conversations show ${id} --cursor ${cursor}\n`,
+      );
+      const next = json<{ items: unknown[]; nextCursor: string | null }>(
+        await sb("conversations", "show", id, "--cursor", cursor, "--limit", "3", "--json"),
+      );
+      expect(next).toMatchObject({ nextCursor: null });
+      expect(next.items).toHaveLength(3);
 
       expect((await sb("conversations", "show", "conv_missing")).code).toBe(3);
     },

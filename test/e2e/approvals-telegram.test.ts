@@ -287,7 +287,9 @@ test("operators list pending approvals and decide them over the API; a second de
   }>;
   const request = pending.find((a) => a.id === id);
   expect(request).toMatchObject({ toolName: "notes_append_note", input: { text: "tea" }, state: "pending" });
-  const waiting = (await (await api("/api/runs?state=awaiting_approval")).json()) as Array<{ id: string }>;
+  const waiting = (
+    (await (await api("/api/runs?state=awaiting_approval")).json()) as { items: Array<{ id: string }> }
+  ).items;
   expect(waiting.map((r) => r.id)).toContain((request as unknown as { runId: string }).runId);
   const approved = await api(`/api/approvals/${id}/approve`, {
     method: "POST",

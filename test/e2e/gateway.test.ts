@@ -175,9 +175,9 @@ describe("a gateway with nothing configured", () => {
     const snapshot = await firstSnapshot(gateway.url, session);
     const replies = snapshot.filter((m) => m.role === "assistant").map((m) => m.text);
     expect(replies).toEqual([sent.body.reply as string]);
-    const outbox = (await (
+    const { items: outbox } = (await (
       await fetch(`${gateway.url}/api/outbox?limit=200`, { headers: { authorization: `Bearer ${TOKEN}` } })
-    ).json()) as Array<{ target: string; state: string }>;
+    ).json()) as { items: Array<{ target: string; state: string }> };
     expect(outbox.filter((r) => r.target === session).map((r) => r.state)).toEqual(["delivered"]);
   }, 30_000);
 
@@ -207,9 +207,35 @@ describe("a gateway with nothing configured", () => {
     expect(wrong.status).toBe(401);
     const right = await fetch(`${gateway.url}/api/runs`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(right.status).toBe(200);
-    const runs = (await right.json()) as Array<{ state: string }>;
-    expect(runs.length).toBeGreaterThan(0);
+    const runs = (await right.json()) as { items: Array<{ state: string }>; nextCursor: string | null };
+    expect(runs.items.length).toBeGreaterThan(0);
   }, 20_000);
+
+  test("the console's dashboard and live changes come from the running gateway", async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const dashboard = (await (await fetch(`${gateway.url}/api/dashboard`, { headers: auth })).json()) as {
+      checks: Record<string, { ok: boolean }>;
+      latency: { stages: Record<string, { count: number } | null> };
+      usageToday: { steps: number };
+    };
+    expect(dashboard.checks["channel:web"]?.ok).toBe(true);
+    expect(dashboard.latency.stages.admit?.count).toBeGreaterThan(0);
+    expect(dashboard.usageToday.steps).toBeGreaterThan(0);
+    // A message admitted and answered shows up on the change stream as it happens.
+    const abort = new AbortController();
+    const stream = await fetch(`${gateway.url}/api/events`, { headers: auth, signal: abort.signal });
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const sent = await say(gateway.url, sessionId(17), "live change please", "message-0017");
+    let text = "";
+    while (!(text.includes(`"runId":"${sent.body.runId}"`) && text.includes('"state":"completed"'))) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the change stream ended");
+      text += value;
+    }
+    abort.abort();
+    expect(text).toContain('"kind":"run"');
+    expect(text).not.toContain("live change please");
+  }, 30_000);
 
   test("a second gateway on the same SQLite file refuses to start and names the one running; the first keeps answering", async () => {
     const second = await cli(["start"], { SWITCHBOARD_DB: dbPath, SWITCHBOARD_HTTP_PORT: "0" });

@@ -97,14 +97,14 @@ describe("a standby gateway on PostgreSQL", () => {
     // The standby reads what the active gateway wrote.
     const runs = await fetch(`${second.url}/api/runs`, authorized);
     expect(runs.status).toBe(200);
-    const list = (await runs.json()) as Array<{ state: string }>;
+    const { items: list } = (await runs.json()) as { items: Array<{ state: string }> };
     expect(list.map((run) => run.state)).toEqual(["completed"]);
     // Event streams need the runtime, which only the active gateway runs.
-    const [conversation] = (await (
-      await fetch(`${second.url}/api/conversations`, authorized)
-    ).json()) as Array<{
-      id: string;
-    }>;
+    const {
+      items: [conversation],
+    } = (await (await fetch(`${second.url}/api/conversations`, authorized)).json()) as {
+      items: Array<{ id: string }>;
+    };
     const events = await fetch(`${second.url}/api/conversations/${conversation!.id}/events`, authorized);
     expect(events.status).toBe(503);
     expect(((await events.json()) as { error: { message: string } }).error.message).toContain("standby");

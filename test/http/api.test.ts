@@ -179,17 +179,24 @@ describe("operator authentication", () => {
 
 describe("operator reads", () => {
   test("runs: list with filters, one run with its answer, 404 for an unknown id", async () => {
-    const all = (await (await get("/api/runs")).json()) as Array<{ id: string; state: string }>;
+    type Listed = { items: Array<{ id: string; state: string }>; nextCursor: string | null };
+    const items = async (path: string) => ((await (await get(path)).json()) as Listed).items;
+    const all = await items("/api/runs");
     expect(all.map((r) => r.id)).toContain(seed.delivered.runId);
     expect(all.length).toBe(5);
-    const queued = (await (await get("/api/runs?state=queued&limit=10")).json()) as Array<{ id: string }>;
+    const queued = await items("/api/runs?state=queued&limit=10");
     expect(queued.map((r) => r.id)).toEqual([seed.queuedRunId]);
-    const slack = (await (
-      await get(`/api/runs?conversation=${seed.slack.conversationId}`)
-    ).json()) as unknown[];
+    const slack = await items(`/api/runs?conversation=${seed.slack.conversationId}`);
     expect(slack.length).toBe(2);
     // Empty values mean "no filter", as the CLI may send them.
-    expect(((await (await get("/api/runs?state=&conversation=&limit=")).json()) as unknown[]).length).toBe(5);
+    expect((await items("/api/runs?state=&conversation=&limit=&cursor=")).length).toBe(5);
+    // Pages: limit and the opaque nextCursor of the previous page.
+    const first = (await (await get("/api/runs?limit=3")).json()) as Listed;
+    expect(first.items.map((r) => r.id)).toEqual(all.slice(0, 3).map((r) => r.id));
+    const second = (await (
+      await get(`/api/runs?limit=3&cursor=${encodeURIComponent(first.nextCursor!)}`)
+    ).json()) as Listed;
+    expect(second).toEqual({ items: all.slice(3), nextCursor: null });
 
     const one = (await (await get(`/api/runs/${seed.delivered.runId}`)).json()) as {
       run: { id: string };
@@ -202,36 +209,44 @@ describe("operator reads", () => {
     expect((await errorOf(unknown)).message).toContain("run_nope");
   });
 
-  test("conversations: list, and messages paged with after/limit", async () => {
-    const list = (await (await get("/api/conversations?limit=10")).json()) as Array<{
-      id: string;
-      key: string;
-    }>;
+  test("conversations: list, and messages newest first paged with cursor/limit", async () => {
+    const { items: list, nextCursor } = (await (await get("/api/conversations?limit=10")).json()) as {
+      items: Array<{ id: string; key: string }>;
+      nextCursor: string | null;
+    };
+    expect(nextCursor).toBeNull();
     expect(list.map((c) => c.key).sort()).toEqual([seed.slack.key, seed.telegram.key].sort());
     const first = (await (
       await get(`/api/conversations/${seed.telegram.conversationId}?limit=2`)
     ).json()) as {
       conversation: { id: string };
       items: Array<{ order: number; message: { role: string } }>;
-      nextAfterOrder: number | null;
+      nextCursor: string | null;
     };
     expect(first.conversation.id).toBe(seed.telegram.conversationId);
     expect(first.items.length).toBe(2);
-    expect(first.nextAfterOrder).not.toBeNull();
+    expect(first.items[0]!.order).toBeGreaterThan(first.items[1]!.order);
+    expect(first.nextCursor).not.toBeNull();
     const next = (await (
-      await get(`/api/conversations/${seed.telegram.conversationId}?after=${first.nextAfterOrder}&limit=2`)
+      await get(`/api/conversations/${seed.telegram.conversationId}?cursor=${first.nextCursor}&limit=2`)
     ).json()) as { items: Array<{ order: number }> };
-    expect(next.items[0]!.order).toBeGreaterThan(first.items[1]!.order);
+    expect(next.items[0]!.order).toBeLessThan(first.items[1]!.order);
     expect((await get("/api/conversations/conv_nope")).status).toBe(404);
   });
 
   test("outbox: list by state and conversation, one record by id", async () => {
-    const ambiguous = (await (await get("/api/outbox?state=ambiguous")).json()) as Array<{ id: string }>;
-    expect(ambiguous.map((r) => r.id)).toEqual([seed.ambiguous.outboxId!]);
-    const slack = (await (
-      await get(`/api/outbox?conversation=${seed.slack.conversationId}`)
-    ).json()) as unknown[];
-    expect(slack.length).toBe(2);
+    const ambiguous = (await (await get("/api/outbox?state=ambiguous")).json()) as {
+      items: Array<{ id: string }>;
+      nextCursor: string | null;
+    };
+    expect(ambiguous).toEqual({
+      items: [expect.objectContaining({ id: seed.ambiguous.outboxId! })],
+      nextCursor: null,
+    });
+    const slack = (await (await get(`/api/outbox?conversation=${seed.slack.conversationId}`)).json()) as {
+      items: unknown[];
+    };
+    expect(slack.items.length).toBe(2);
     const one = (await (await get(`/api/outbox/${seed.failed.outboxId}`)).json()) as {
       id: string;
       state: string;
@@ -265,7 +280,8 @@ describe("input validation", () => {
       ["/api/outbox?limit=ten", "limit"],
       ["/api/outbox?state=sent", "state"],
       ["/api/runs?sate=queued", "sate"],
-      [`/api/conversations/${"c"}?after=-1`, "after"],
+      [`/api/conversations/${"c"}?after=1`, "after"],
+      [`/api/runs?cursor=${"x".repeat(401)}`, "cursor"],
       ["/api/schedules?all=yes", "all"],
     ] as const) {
       const response = await get(path);
@@ -274,6 +290,10 @@ describe("input validation", () => {
       expect(error.code).toBe("input_invalid");
       expect(error.message).toContain(`'${field}'`);
     }
+    // A cursor that is not one this list handed out: refused, with what to pass instead.
+    const forged = await get("/api/outbox?cursor=bm9wZQ");
+    expect(forged.status).toBe(400);
+    expect((await errorOf(forged)).message).toContain("not a cursor of the outbox list; pass the nextCursor");
   });
 
   test("bad bodies are 400 naming the field; nothing changes", async () => {
@@ -464,13 +484,13 @@ describe("the CLI's API client against this server (the contract both sides are 
   test("reads and mutations give the OperatorService results; errors keep their codes", async () => {
     const client = createApiOperatorService({ baseUrl: server.url, token: TOKEN, timeoutMs: 5000 });
     const runs = await client.runs.list({ conversationId: seed.telegram.conversationId, limit: 10 });
-    expect(runs.length).toBe(3);
+    expect(runs.items.length).toBe(3);
     expect((await client.runs.show(seed.delivered.runId))?.answerText).toBe("Here is **the summary**.");
     expect(await client.runs.show("run_nope")).toBeNull();
     expect(await client.conversations.show("conv_nope", {})).toBeNull();
     const page = await client.conversations.show(seed.slack.conversationId, { limit: 1 });
     expect(page?.items.length).toBe(1);
-    expect((await client.outbox.list({ state: "cancelled" })).map((r) => r.id)).toEqual([
+    expect((await client.outbox.list({ state: "cancelled" })).items.map((r) => r.id)).toEqual([
       seed.pending.outboxId!,
     ]);
     expect((await client.schedules.list({ includeEnded: true })).length).toBe(3);

@@ -504,6 +504,7 @@ describe("the operator console", () => {
       // The token is kept per tab (sessionStorage): a new page signs in again.
       await page.fill("#token", TOKEN);
       await page.click("#login-form button[type=submit]");
+      await page.click('#tabs button[data-tab="conversations"]');
       await page.locator(`tr[data-id="${seed.telegram.conversationId}"]`).click();
       await page.locator("#messages .bubble", { hasText: "the summary" }).waitFor();
       expect(await page.locator("#messages .bubble strong").first().textContent()).toBe("the summary");

@@ -89,13 +89,13 @@ describe("conversation export and import", () => {
       'line 2: "type" must be message, run, schedule or outbox',
     );
     expect(refusal(`{"hello":1}\n`)).toContain("line 1: the first line must be the header");
-    const before = (await operator.conversations.list({ limit: 100 })).length;
+    const before = (await operator.conversations.list({ limit: 100 })).items.length;
     await expect(
       operator.conversations.import(`${header}\n{not json\n`, "operator:ops"),
     ).rejects.toMatchObject({
       code: "input_invalid",
     });
-    expect((await operator.conversations.list({ limit: 100 })).length).toBe(before);
+    expect((await operator.conversations.list({ limit: 100 })).items.length).toBe(before);
   });
 });
 

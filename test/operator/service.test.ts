@@ -57,7 +57,7 @@ async function refusal(promise: Promise<unknown>, code: SwitchboardErrorCode, me
 
 describe("runs", () => {
   test("lists newest first, filtered by state and conversation, limited", async () => {
-    const all = await operator.runs.list({});
+    const all = (await operator.runs.list({})).items;
     expect(all.map((r) => r.id)).toEqual([
       seed.queuedRunId,
       seed.pending.runId,
@@ -65,11 +65,40 @@ describe("runs", () => {
       seed.ambiguous.runId,
       seed.delivered.runId,
     ]);
-    expect((await operator.runs.list({ state: "queued" })).map((r) => r.id)).toEqual([seed.queuedRunId]);
-    const slack = await operator.runs.list({ conversationId: seed.slack.conversationId });
+    expect((await operator.runs.list({ state: "queued" })).items.map((r) => r.id)).toEqual([
+      seed.queuedRunId,
+    ]);
+    const slack = (await operator.runs.list({ conversationId: seed.slack.conversationId })).items;
     expect(slack.map((r) => r.id)).toEqual([seed.pending.runId, seed.failed.runId]);
-    expect(await operator.runs.list({ limit: 2 })).toHaveLength(2);
-    expect(await operator.runs.list({ conversationId: "conv_unknown" })).toEqual([]);
+    expect(await operator.runs.list({ conversationId: "conv_unknown" })).toEqual({
+      items: [],
+      nextCursor: null,
+    });
+  });
+
+  test("pages with an opaque cursor: no repeats, no gaps, null after the last page", async () => {
+    const all = (await operator.runs.list({})).items.map((r) => r.id);
+    const first = await operator.runs.list({ limit: 2 });
+    expect(first.items.map((r) => r.id)).toEqual(all.slice(0, 2));
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await operator.runs.list({ limit: 2, cursor: first.nextCursor! });
+    expect(second.items.map((r) => r.id)).toEqual(all.slice(2, 4));
+    const last = await operator.runs.list({ limit: 2, cursor: second.nextCursor! });
+    expect(last).toEqual({ items: [expect.objectContaining({ id: all[4] })], nextCursor: null });
+    // A run admitted while paging is newer than every page: it never shifts a later page.
+    const filtered = await operator.runs.list({ state: "completed", limit: 1 });
+    expect(filtered.items).toHaveLength(1);
+    await refusal(
+      operator.runs.list({ cursor: "bm90LWEtY3Vyc29y" }),
+      "input_invalid",
+      /cursor "bm90LWEtY3Vyc29y" is not a cursor of the runs list; pass the nextCursor/,
+    );
+    const outboxCursor = (await operator.outbox.list({ limit: 1 })).nextCursor!;
+    await refusal(
+      operator.runs.list({ cursor: outboxCursor }),
+      "input_invalid",
+      /not a cursor of the runs list/,
+    );
   });
 
   test("refuses an unknown state and a limit out of range, naming the allowed values", async () => {
@@ -98,48 +127,55 @@ describe("runs", () => {
 
 describe("conversations", () => {
   test("lists the most recently active first with key, run counts and active runs", async () => {
-    const list = await operator.conversations.list({});
+    const list = (await operator.conversations.list({})).items;
     expect(list.map((c) => c.id)).toEqual([seed.telegram.conversationId, seed.slack.conversationId]);
     const [telegram, slack] = list;
     expect(telegram).toMatchObject({ key: seed.telegram.key, runs: 3, activeRuns: 1 });
     expect(slack).toMatchObject({ key: seed.slack.key, runs: 2, activeRuns: 0 });
     expect(telegram!.lastActivityAtMs!).toBeGreaterThan(slack!.lastActivityAtMs!);
     expect(telegram!.createdAtMs).toBeLessThan(slack!.createdAtMs);
-    expect(await operator.conversations.list({ limit: 1 })).toHaveLength(1);
+    const first = await operator.conversations.list({ limit: 1 });
+    expect(first.items.map((c) => c.id)).toEqual([seed.telegram.conversationId]);
+    const second = await operator.conversations.list({ limit: 1, cursor: first.nextCursor! });
+    expect(second).toEqual({
+      items: [expect.objectContaining({ id: seed.slack.conversationId })],
+      nextCursor: null,
+    });
   });
 
-  test("shows messages in order, paged, with their runs' states", async () => {
+  test("shows messages newest first, paged to older ones, with their runs' states", async () => {
     const first = await operator.conversations.show(seed.telegram.conversationId, { limit: 3 });
     expect(first?.conversation.key).toBe(seed.telegram.key);
     expect(first?.items.map((i) => [i.message.role, i.runState])).toEqual([
-      ["user", "completed"],
+      ["user", "queued"],
       ["assistant", "completed"],
       ["user", "completed"],
     ]);
-    expect(first?.nextAfterOrder).toBe(first!.items[2]!.order);
+    expect(first?.nextCursor).toEqual(expect.any(String));
     const rest = await operator.conversations.show(seed.telegram.conversationId, {
-      afterOrder: first!.nextAfterOrder!,
+      cursor: first!.nextCursor!,
       limit: 3,
     });
     expect(rest?.items.map((i) => [i.message.role, i.runState])).toEqual([
       ["assistant", "completed"],
-      ["user", "queued"],
+      ["user", "completed"],
     ]);
-    expect(rest?.nextAfterOrder).toBeNull();
+    expect(rest!.items[0]!.order).toBeLessThan(first!.items[2]!.order);
+    expect(rest?.nextCursor).toBeNull();
     expect(await operator.conversations.show("conv_nope", {})).toBeNull();
     await refusal(
-      operator.conversations.show(seed.telegram.conversationId, { afterOrder: -1 }),
+      operator.conversations.show(seed.telegram.conversationId, { cursor: "-1" }),
       "input_invalid",
-      /after must be 0 or the nextAfterOrder/,
+      /cursor "-1" is not a cursor of the messages list/,
     );
   });
 });
 
 describe("outbox", () => {
   test("lists by state and conversation; shows by id or key", async () => {
-    const ambiguous = await operator.outbox.list({ state: "ambiguous" });
+    const ambiguous = (await operator.outbox.list({ state: "ambiguous" })).items;
     expect(ambiguous.map((r) => r.id)).toEqual([seed.ambiguous.outboxId!]);
-    const slack = await operator.outbox.list({ conversationId: seed.slack.conversationId });
+    const slack = (await operator.outbox.list({ conversationId: seed.slack.conversationId })).items;
     expect(slack.map((r) => r.id)).toEqual([seed.pending.outboxId!, seed.failed.outboxId!]);
     expect((await operator.outbox.show(`${seed.failed.runId}:0`))?.id).toBe(seed.failed.outboxId!);
     expect(await operator.outbox.show("obx_nope")).toBeNull();

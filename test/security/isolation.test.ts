@@ -119,6 +119,8 @@ describe("operator API", () => {
     ["GET", "/api/conversations"],
     ["GET", "/api/outbox"],
     ["GET", "/api/schedules"],
+    ["GET", "/api/dashboard"],
+    ["GET", "/api/events"],
     ["GET", "/api/no-such-route"],
     ["POST", "/api/outbox/obx_x/retry"],
     ["POST", "/api/outbox/obx_x/cancel"],

@@ -15,7 +15,7 @@ import {
   JSON_OPTION,
   SOURCE_OPTIONS,
 } from "../spec.ts";
-import { print, withOperator } from "./shared.ts";
+import { PAGE_OPTIONS, print, printPage, readPages, withOperator } from "./shared.ts";
 
 export const CONVERSATIONS_GROUP: GroupSpec = {
   name: "conversations",
@@ -66,7 +66,7 @@ function describeConversation(
     conversation: ConversationSummary;
     model: string | null;
     items: MessagePageItem[];
-    nextAfterOrder: number | null;
+    nextCursor: string | null;
   },
 ): string {
   const c = shown.conversation;
@@ -79,53 +79,60 @@ function describeConversation(
     ["last activity", isoTime(c.lastActivityAtMs)],
     ["created", isoTime(c.createdAtMs)],
   ]);
+  // The API pages newest first; a page reads top to bottom in time order.
   const messages =
     shown.items.length === 0
       ? "No messages on this page.\n"
       : table(
           ["ORDER", "TIME", "ROLE", "RUN", "RUN STATE", "TEXT"],
-          shown.items.map((item) => [
-            String(item.order),
-            isoTime(item.message.createdAtMs),
-            item.message.role,
-            item.message.runId,
-            item.runState,
-            messagePreview(item.message),
-          ]),
+          [...shown.items]
+            .reverse()
+            .map((item) => [
+              String(item.order),
+              isoTime(item.message.createdAtMs),
+              item.message.role,
+              item.message.runId,
+              item.runState,
+              messagePreview(item.message),
+            ]),
         );
-  const more =
-    shown.nextAfterOrder === null
+  const older =
+    shown.nextCursor === null
       ? ""
-      : `\nMore: switchboard conversations show ${id} --after ${shown.nextAfterOrder}\n`;
-  return `${header}\n${messages}${more}`;
+      : `\nOlder messages: switchboard conversations show ${id} --cursor ${shown.nextCursor}\n`;
+  return `${header}\n${messages}${older}`;
 }
 
 export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
   {
     path: ["conversations", "list"],
-    synopsis: "conversations list [--limit N] [--json]",
+    synopsis: "conversations list [--limit N] [--cursor C | --all] [--json]",
     summary: "List conversations, most recently active first, with their channel key and run counts.",
     args: [],
     options: {
       limit: {
         type: "string",
         valueName: "N",
-        description: `At most N (1-${OPERATOR_LIMITS.conversations.max}). Default ${OPERATOR_LIMITS.conversations.default}.`,
+        description: `At most N per page (1-${OPERATOR_LIMITS.conversations.max}). Default ${OPERATOR_LIMITS.conversations.default}.`,
       },
+      ...PAGE_OPTIONS,
       ...JSON_OPTION,
       ...SOURCE_OPTIONS,
       ...HELP_OPTION,
     },
     async run(command, io) {
       const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.conversations.max });
-      const list = await withOperator(command, io, (service) => service.conversations.list({ limit }));
-      print(command, io, list, listRows);
+      const page = await withOperator(command, io, (service) =>
+        readPages(command, (cursor) => service.conversations.list({ cursor, limit })),
+      );
+      printPage(command, io, page, listRows);
     },
   },
   {
     path: ["conversations", "show"],
-    synopsis: "conversations show ID [--limit N] [--after ORDER] [--json]",
-    summary: "Show a conversation and its messages in order, each with its run's state.",
+    synopsis: "conversations show ID [--limit N] [--cursor C] [--json]",
+    summary:
+      "Show a conversation and its newest messages (older ones with --cursor), each with its run's state.",
     args: [{ name: "ID", description: "Conversation id (conv_…)." }],
     options: {
       limit: {
@@ -133,10 +140,10 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
         valueName: "N",
         description: `Messages per page (1-${OPERATOR_LIMITS.messages.max}). Default ${OPERATOR_LIMITS.messages.default}.`,
       },
-      after: {
+      cursor: {
         type: "string",
-        valueName: "ORDER",
-        description: "Start after this message order (the nextAfterOrder of the previous page).",
+        valueName: "CURSOR",
+        description: "Show the messages older than the previous page (the cursor it ended with).",
       },
       ...JSON_OPTION,
       ...SOURCE_OPTIONS,
@@ -145,9 +152,9 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
     async run(command, io) {
       const id = command.arg(0);
       const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.messages.max });
-      const afterOrder = command.integer("after", { min: 0, max: Number.MAX_SAFE_INTEGER });
+      const cursor = command.string("cursor");
       const shown = await withOperator(command, io, (service) =>
-        service.conversations.show(id, { afterOrder, limit }),
+        service.conversations.show(id, { cursor, limit }),
       );
       if (!shown) {
         throw new SwitchboardError(

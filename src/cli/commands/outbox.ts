@@ -13,7 +13,7 @@ import {
   type ParsedCommand,
   SOURCE_OPTIONS,
 } from "../spec.ts";
-import { print, withOperator } from "./shared.ts";
+import { PAGE_OPTIONS, print, printPage, readPages, withOperator } from "./shared.ts";
 
 export const OUTBOX_GROUP: GroupSpec = {
   name: "outbox",
@@ -106,7 +106,7 @@ function outcomeOf(command: ParsedCommand): "delivered" | "failed" {
 export const OUTBOX_COMMANDS: CommandSpec[] = [
   {
     path: ["outbox", "list"],
-    synopsis: "outbox list [--state S] [--conversation C] [--limit N] [--json]",
+    synopsis: "outbox list [--state S] [--conversation C] [--limit N] [--cursor C | --all] [--json]",
     summary: "List outbox records, newest first.",
     args: [],
     options: {
@@ -115,8 +115,9 @@ export const OUTBOX_COMMANDS: CommandSpec[] = [
       limit: {
         type: "string",
         valueName: "N",
-        description: `At most N records (1-${OPERATOR_LIMITS.outbox.max}). Default ${OPERATOR_LIMITS.outbox.default}.`,
+        description: `At most N records per page (1-${OPERATOR_LIMITS.outbox.max}). Default ${OPERATOR_LIMITS.outbox.default}.`,
       },
+      ...PAGE_OPTIONS,
       ...JSON_OPTION,
       ...SOURCE_OPTIONS,
       ...HELP_OPTION,
@@ -125,10 +126,10 @@ export const OUTBOX_COMMANDS: CommandSpec[] = [
       const state = command.choice("state", OUTBOX_STATES);
       const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.outbox.max });
       const conversationId = command.string("conversation");
-      const records = await withOperator(command, io, (service) =>
-        service.outbox.list({ state, conversationId, limit }),
+      const page = await withOperator(command, io, (service) =>
+        readPages(command, (cursor) => service.outbox.list({ state, conversationId, cursor, limit })),
       );
-      print(command, io, records, listRows);
+      printPage(command, io, page, listRows);
     },
   },
   {

@@ -7,7 +7,7 @@ import type { ToolCallSummary } from "../../runtime/tool-calls.ts";
 import type { Usage } from "../../runtime/types.ts";
 import { fields, isoTime, orDash, table } from "../format.ts";
 import { type CommandSpec, type GroupSpec, HELP_OPTION, JSON_OPTION, SOURCE_OPTIONS } from "../spec.ts";
-import { print, withOperator } from "./shared.ts";
+import { PAGE_OPTIONS, print, printPage, readPages, withOperator } from "./shared.ts";
 
 export const RUNS_GROUP: GroupSpec = { name: "runs", summary: "agent runs, one per admitted input." };
 
@@ -74,7 +74,7 @@ function describeRun(shown: RunDetail): string {
 export const RUNS_COMMANDS: CommandSpec[] = [
   {
     path: ["runs", "list"],
-    synopsis: "runs list [--state S] [--conversation C] [--limit N] [--json]",
+    synopsis: "runs list [--state S] [--conversation C] [--limit N] [--cursor C | --all] [--json]",
     summary: "List runs, newest first.",
     args: [],
     options: {
@@ -83,8 +83,9 @@ export const RUNS_COMMANDS: CommandSpec[] = [
       limit: {
         type: "string",
         valueName: "N",
-        description: `At most N runs (1-${OPERATOR_LIMITS.runs.max}). Default ${OPERATOR_LIMITS.runs.default}.`,
+        description: `At most N runs per page (1-${OPERATOR_LIMITS.runs.max}). Default ${OPERATOR_LIMITS.runs.default}.`,
       },
+      ...PAGE_OPTIONS,
       ...JSON_OPTION,
       ...SOURCE_OPTIONS,
       ...HELP_OPTION,
@@ -93,10 +94,10 @@ export const RUNS_COMMANDS: CommandSpec[] = [
       const state = command.choice("state", RUN_STATES);
       const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.runs.max });
       const conversationId = command.string("conversation");
-      const runs = await withOperator(command, io, (service) =>
-        service.runs.list({ state, conversationId, limit }),
+      const page = await withOperator(command, io, (service) =>
+        readPages(command, (cursor) => service.runs.list({ state, conversationId, cursor, limit })),
       );
-      print(command, io, runs, listRows);
+      printPage(command, io, page, listRows);
     },
   },
   {

@@ -1,14 +1,18 @@
-/** GET /api/conversations/:id/events: a conversation's runtime events as Server-Sent Events. */
+/**
+ * GET /api/conversations/:id/events: a conversation's runtime events as Server-Sent Events.
+ * GET /api/events: what changed anywhere (ids and states), for the console's live lists.
+ */
 import { SwitchboardError } from "../../errors.ts";
+import { eventStreamResponse } from "../../util/event-stream.ts";
 import type { Logger } from "../../util/log.ts";
 import { queryObject, validate } from "./body.ts";
-import { eventsQuery, lastEventId } from "./operator-schemas.ts";
+import { eventsQuery, lastEventId, noQuery } from "./operator-schemas.ts";
 import type { Route } from "./router.ts";
 import { runtimeEventStream } from "./sse.ts";
 import type { HttpServices } from "./types.ts";
 
 export interface EventRoutesDeps {
-  services: Pick<HttpServices, "operator" | "follow">;
+  services: Pick<HttpServices, "operator" | "follow" | "changes">;
   heartbeatMs: number;
   logger: Logger;
   /** Registers the stream so stopping the server ends it; returns the unregister function. */
@@ -22,6 +26,30 @@ export interface EventRoutesDeps {
  */
 export function eventRoutes(deps: EventRoutesDeps): Route[] {
   return [
+    {
+      method: "GET",
+      pattern: "/api/events",
+      access: "operator",
+      handle: async ({ url, request }) => {
+        validate(noQuery, queryObject(url), "query");
+        const feed = deps.services.changes;
+        if (!feed)
+          throw new SwitchboardError(
+            "platform_unavailable",
+            "This gateway publishes no live changes (it is a standby); open the console of the active gateway.",
+          );
+        const abort = new AbortController();
+        const untrack = deps.track(abort);
+        abort.signal.addEventListener("abort", untrack, { once: true });
+        request.signal.addEventListener("abort", () => abort.abort(), { once: true });
+        return eventStreamResponse({
+          signal: abort.signal,
+          heartbeatMs: deps.heartbeatMs,
+          open: (write) =>
+            feed.subscribe((change) => write(`event: change\ndata: ${JSON.stringify(change)}\n\n`)),
+        });
+      },
+    },
     {
       method: "GET",
       pattern: "/api/conversations/:id/events",

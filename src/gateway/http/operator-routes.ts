@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import { SwitchboardError } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
+import type { Dashboard } from "../dashboard.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import {
   accessApproveBody,
@@ -17,6 +18,7 @@ import {
   noQuery,
   noteBody,
   outboxQuery,
+  pageQuery,
   resolveBody,
   runsQuery,
   schedulesQuery,
@@ -29,6 +31,7 @@ export interface OperatorRoutesDeps {
   operator: OperatorService;
   maxBodyBytes: number;
   onOperatorAction?: () => void;
+  dashboard?: () => Promise<Dashboard>;
 }
 
 type Actor = `operator:${string}`;
@@ -62,6 +65,15 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
   const param = (context: RouteContext, name: string): string => context.params[name]!;
 
   return [
+    read("/api/dashboard", async (c) => {
+      query(c, noQuery);
+      if (!deps.dashboard)
+        throw new SwitchboardError(
+          "platform_unavailable",
+          "This gateway keeps no dashboard (it is a standby); open the console of the active gateway.",
+        );
+      return deps.dashboard();
+    }),
     read("/api/access", async (c) => {
       query(c, noQuery);
       return operator.access.list();
@@ -101,19 +113,25 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     ),
     read("/api/runs", async (c) => {
       const q = query(c, runsQuery);
-      return operator.runs.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
+      return operator.runs.list({
+        state: q.state,
+        conversationId: q.conversation,
+        cursor: q.cursor,
+        limit: q.limit,
+      });
     }),
     read("/api/runs/:id", async (c) => {
       query(c, noQuery);
       return found(await operator.runs.show(param(c, "id")), `run ${param(c, "id")}`, "GET /api/runs");
     }),
-    read("/api/conversations", async (c) =>
-      operator.conversations.list({ limit: query(c, limitQuery).limit }),
-    ),
+    read("/api/conversations", async (c) => {
+      const q = query(c, pageQuery);
+      return operator.conversations.list({ cursor: q.cursor, limit: q.limit });
+    }),
     read("/api/conversations/:id", async (c) => {
       const q = query(c, conversationQuery);
       const id = param(c, "id");
-      const page = await operator.conversations.show(id, { afterOrder: q.after, limit: q.limit });
+      const page = await operator.conversations.show(id, { cursor: q.cursor, limit: q.limit });
       return found(page, `conversation ${id}`, "GET /api/conversations");
     }),
     read("/api/search", async (c) => {
@@ -139,7 +157,12 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     ),
     read("/api/outbox", async (c) => {
       const q = query(c, outboxQuery);
-      return operator.outbox.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
+      return operator.outbox.list({
+        state: q.state,
+        conversationId: q.conversation,
+        cursor: q.cursor,
+        limit: q.limit,
+      });
     }),
     read("/api/outbox/:id", async (c) => {
       query(c, noQuery);

@@ -23,6 +23,11 @@ const limit = z.coerce
   .int(wholeNumber)
   .min(1, "expected 1 to 1000")
   .max(1000, "expected 1 to 1000");
+/** An opaque page cursor: the `nextCursor` of the previous page (checked by the operator service). */
+const cursor = z
+  .string()
+  .min(1, "expected the nextCursor of the previous page")
+  .max(400, "longer than 400 characters");
 const seq = z.coerce.number({ error: wholeNumber }).int(wholeNumber).min(0, "expected 0 or more");
 const id = z.string().min(1).max(200);
 const note = z.string({ error: "expected a string" }).max(2000, "longer than 2000 characters");
@@ -30,6 +35,7 @@ const note = z.string({ error: "expected a string" }).max(2000, "longer than 200
 export const runsQuery = z.strictObject({
   state: z.enum([...ACTIVE_RUN_STATES, ...TERMINAL_RUN_STATES]).optional(),
   conversation: id.optional(),
+  cursor: cursor.optional(),
   limit: limit.optional(),
 });
 
@@ -46,13 +52,16 @@ export const searchQuery = z.strictObject({
 
 export const limitQuery = z.strictObject({ limit: limit.optional() });
 
-export const conversationQuery = z.strictObject({ after: seq.optional(), limit: limit.optional() });
+export const pageQuery = z.strictObject({ cursor: cursor.optional(), limit: limit.optional() });
+
+export const conversationQuery = pageQuery;
 
 export const eventsQuery = z.strictObject({ cursor: seq.optional() });
 
 export const outboxQuery = z.strictObject({
   state: z.enum(OUTBOX_STATES).optional(),
   conversation: id.optional(),
+  cursor: cursor.optional(),
   limit: limit.optional(),
 });
 

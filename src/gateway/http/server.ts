@@ -64,7 +64,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...operatorRoutes({
       operator: services.operator,
       maxBodyBytes,
-      onOperatorAction: services.onOperatorAction,
+      onOperatorAction: () => {
+        services.onOperatorAction?.();
+        services.changes?.publish({ kind: "operator" });
+      },
+      dashboard: services.dashboard,
     }),
     ...eventRoutes({
       services,

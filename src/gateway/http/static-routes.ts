@@ -4,7 +4,7 @@
  * stripped by Bun's transpiler at startup: no bundler, no build step, no external resources. The
  * one package the pages use, marked, is served from node_modules as /assets/marked.js.
  */
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { OPERATOR_TOKEN_ENV } from "./auth.ts";
 import type { Route } from "./router.ts";
@@ -20,7 +20,13 @@ const PAGE_HEADERS = {
   "cache-control": "no-cache",
 };
 
-const SCRIPTS = ["chat", "console", "markdown", "dom", "event-stream"] as const;
+/** Every `.ts` file under assets/ (the console's views live in assets/console/). */
+async function scriptNames(): Promise<string[]> {
+  const entries = await readdir(ASSET_DIR, { recursive: true });
+  return entries
+    .filter((name) => name.endsWith(".ts"))
+    .map((name) => name.slice(0, -3).replaceAll("\\", "/"));
+}
 
 interface Asset {
   body: string;
@@ -34,7 +40,7 @@ export async function loadAssets(): Promise<Map<string, Asset>> {
   assets.set("/", { body: await text("chat.html"), contentType: "text/html; charset=utf-8" });
   assets.set("/console", { body: await text("console.html"), contentType: "text/html; charset=utf-8" });
   assets.set("/assets/style.css", { body: await text("style.css"), contentType: "text/css; charset=utf-8" });
-  for (const name of SCRIPTS) {
+  for (const name of await scriptNames()) {
     const body = linkPackages(transpiler.transformSync(await text(`${name}.ts`)));
     assets.set(`/assets/${name}.js`, { body, contentType: "text/javascript; charset=utf-8" });
   }

@@ -3,6 +3,8 @@ import type { WebChannel } from "../../../channels/web/index.ts";
 import type { SwitchboardErrorCode } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
 import type { RuntimeEvent } from "../../runtime/events.ts";
+import type { ChangeFeed } from "../change-feed.ts";
+import type { Dashboard } from "../dashboard.ts";
 import type { OperatorTokens } from "./auth.ts";
 
 export interface ReadinessCheck {
@@ -32,6 +34,10 @@ export interface HttpServices {
   operatorToken: string | null;
   /** Named operators' own tokens; a request with one acts as that operator. */
   operatorTokens?: OperatorTokens;
+  /** The console's dashboard; without it `GET /api/dashboard` answers 503 (a standby gateway). */
+  dashboard?: () => Promise<Dashboard>;
+  /** Changes for the console's live lists (`GET /api/events`); operator actions are added here. */
+  changes?: ChangeFeed;
   /** Called after each successful operator mutation (wakes the outbox worker). */
   onOperatorAction?: () => void;
 }

@@ -2,14 +2,31 @@ import type { Database } from "bun:sqlite";
 import type { ScheduleRepository } from "../../../schedules/types.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import {
+  type CommandInputRow,
   type ConversationSummaryRow,
+  commandInputSql,
+  conversationPageSql,
   conversationSummarySql,
   listSchedulesAcross,
-  MOST_RECENT_FIRST,
+  messagePageSql,
+  outboxPageSql,
+  type Param,
+  runPageSql,
+  type StepRow,
+  toCommandInput,
   toConversationSummary,
+  toStep,
 } from "../operator-sql.ts";
-import { type RunRow, toRun } from "../rows.ts";
+import { type OutboxRow, toOutboxRecord } from "../outbox-records.ts";
+import { type MessageRow, type RunRow, toMessagePageItem, toRun } from "../rows.ts";
 import { placeholders } from "./database.ts";
+
+const param: Param = (n) => `?${n}`;
+const RUN_PAGE = runPageSql(param);
+const CONVERSATION_PAGE = conversationPageSql(param);
+const OUTBOX_PAGE = outboxPageSql(param);
+const MESSAGE_PAGE = messagePageSql(param);
+const COMMAND_INPUTS = commandInputSql(param);
 
 /** Operator queries over switchboard's SQLite database and its schedule repository. */
 export function createSqliteOperatorQueries(stores: {
@@ -30,20 +47,22 @@ export function createSqliteOperatorQueries(stores: {
       read(() =>
         (
           db
-            .query(
-              `SELECT * FROM runs WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR conversation_id = ?2)
-               ORDER BY queue_seq DESC LIMIT ?3`,
-            )
-            .all(filter.state ?? null, filter.conversationId ?? null, filter.limit) as RunRow[]
+            .query(RUN_PAGE)
+            .all(
+              filter.state ?? null,
+              filter.conversationId ?? null,
+              filter.beforeQueueSeq ?? null,
+              filter.limit,
+            ) as RunRow[]
         ).map(toRun),
       ),
 
-    listConversations: (limit) =>
+    listConversations: (page) =>
       read(() =>
         (
           db
-            .query(conversationSummarySql("", `${MOST_RECENT_FIRST} LIMIT ?1`))
-            .all(limit) as ConversationSummaryRow[]
+            .query(CONVERSATION_PAGE)
+            .all(page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit) as ConversationSummaryRow[]
         ).map(toConversationSummary),
       ),
 
@@ -52,6 +71,59 @@ export function createSqliteOperatorQueries(stores: {
         const row = db.query(conversationSummarySql("WHERE c.id = ?1", "")).get(conversationId);
         return row ? toConversationSummary(row as ConversationSummaryRow) : null;
       }),
+
+    listOutbox: (filter) =>
+      read(() =>
+        (
+          db
+            .query(OUTBOX_PAGE)
+            .all(
+              filter.state ?? null,
+              filter.conversationId ?? null,
+              filter.before?.[0] ?? null,
+              filter.before?.[1] ?? null,
+              filter.before?.[2] ?? null,
+              filter.limit,
+            ) as OutboxRow[]
+        ).map(toOutboxRecord),
+      ),
+
+    listMessagesNewestFirst: (conversationId, page) =>
+      read(() =>
+        (
+          db.query(MESSAGE_PAGE).all(conversationId, page.beforeOrder ?? null, page.limit) as Array<
+            MessageRow & { run_state: string }
+          >
+        ).map(toMessagePageItem),
+      ),
+
+    listCommandInputs: (conversationId, limit) =>
+      read(() =>
+        (db.query(COMMAND_INPUTS).all(conversationId, limit) as CommandInputRow[]).map(toCommandInput),
+      ),
+
+    listSteps: (runIds) =>
+      read(() =>
+        runIds.length === 0
+          ? []
+          : (
+              db
+                .query(
+                  `SELECT * FROM steps WHERE run_id IN (${placeholders(runIds.length)}) ORDER BY run_id, step`,
+                )
+                .all(...runIds) as StepRow[]
+            ).map(toStep),
+      ),
+
+    stepUsageSince: (sinceMs) =>
+      read(() =>
+        (
+          db.query("SELECT run_id, usage FROM steps WHERE finished_at_ms >= ?1").all(sinceMs) as Array<{
+            run_id: string;
+            usage: string;
+          }>
+        ).map((row) => ({ runId: row.run_id, usage: JSON.parse(row.usage) })),
+      ),
 
     listSchedules: (filter) =>
       listSchedulesAcross(stores.schedules, filter, (states) =>

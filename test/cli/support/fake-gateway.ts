@@ -55,14 +55,16 @@ export function startFakeGateway(options: { operator: OperatorService; token: st
       operator.runs.list({
         state: str(q.get("state")) as never,
         conversationId: str(q.get("conversation")),
+        cursor: str(q.get("cursor")),
         limit: num(q.get("limit")),
       }),
     "GET /api/runs/:id": async ([id]) => found(await operator.runs.show(id!), "run"),
-    "GET /api/conversations": (_, q) => operator.conversations.list({ limit: num(q.get("limit")) }),
+    "GET /api/conversations": (_, q) =>
+      operator.conversations.list({ cursor: str(q.get("cursor")), limit: num(q.get("limit")) }),
     "GET /api/conversations/:id": async ([id], q) =>
       found(
         await operator.conversations.show(id!, {
-          afterOrder: num(q.get("after")),
+          cursor: str(q.get("cursor")),
           limit: num(q.get("limit")),
         }),
         "conversation",
@@ -71,6 +73,7 @@ export function startFakeGateway(options: { operator: OperatorService; token: st
       operator.outbox.list({
         state: str(q.get("state")) as never,
         conversationId: str(q.get("conversation")),
+        cursor: str(q.get("cursor")),
         limit: num(q.get("limit")),
       }),
     "GET /api/outbox/:id": async ([id]) => found(await operator.outbox.show(id!), "outbox record"),

@@ -1,0 +1,406 @@
+/**
+ * The console's views in Chromium against the real HTTP server and operator service: the
+ * dashboard, runs and a run's detail, an outbox record's detail, search, deep links that survive
+ * a reload, a list that updates live, and no sideways overflow at 390 px. Screenshots are saved
+ * under test/.artifacts/ and decoded to check they show something.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { ChangeFeed } from "../../src/gateway/change-feed.ts";
+import { readDashboard } from "../../src/gateway/dashboard.ts";
+import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
+import { createMetrics } from "../../src/gateway/metrics.ts";
+import { createOperatorService } from "../../src/operator/service.ts";
+import { storeGauges } from "../../src/store/sqlite/metrics.ts";
+import { type Seed, seedDatabase } from "../operator/support/seed.ts";
+import { tempDir } from "../support/runtime.ts";
+import { ARTIFACT_DIR, launchChromium } from "./support/browser.ts";
+import { decodePng, distinctColours } from "./support/png.ts";
+import { capturingLogger, testServices } from "./support/services.ts";
+
+const TOKEN = "console-views-token-5b1d7e";
+let dir: ReturnType<typeof tempDir>;
+let seed: Seed;
+let server: HttpServer;
+let browser: Browser;
+let changes: ChangeFeed;
+/** A run with two model steps, a tool call and an answer. */
+const DETAILED_RUN = "run_seed5";
+
+beforeAll(async () => {
+  dir = tempDir("switchboard-console-views-");
+  seed = await seedDatabase(join(dir.path, "switchboard.sqlite"));
+  const nowMs = seed.clock.now();
+  const acquired = (await seed.stores.runtime.acquireRun({
+    runId: seed.queuedRunId,
+    owner: "t",
+    nowMs,
+    leaseMs: 60_000,
+  }))!;
+  expect(acquired.run.id).toBe(DETAILED_RUN);
+  const call = {
+    type: "tool-call",
+    toolCallId: "call-7",
+    toolName: "notes_search",
+    input: { q: "retro" },
+  } as const;
+  const result = {
+    type: "tool-result",
+    toolCallId: "call-7",
+    toolName: "notes_search",
+    output: "2 notes",
+    isError: false,
+    finishedAtMs: nowMs + 400,
+  } as const;
+  await seed.stores.runtime.checkpoint({
+    fence: acquired.fence,
+    assistantParts: [{ ...call, startedAtMs: nowMs + 100, attempts: 1 }, result],
+    step: {
+      step: 0,
+      model: "openrouter:acme/fast-1",
+      finishReason: "tool-calls",
+      usage: { inputTokens: 1200, outputTokens: 40, costUsd: 0.0021 },
+      startedAtMs: nowMs,
+      finishedAtMs: nowMs + 900,
+    },
+    joinedInputIds: [],
+    nowMs,
+  });
+  await seed.stores.runtime.commitTerminal({
+    fence: acquired.fence,
+    state: "completed",
+    assistantParts: [
+      { ...call, startedAtMs: nowMs + 100, attempts: 1 },
+      result,
+      { type: "text", text: "Two notes mention the **retro**." },
+    ],
+    nowMs: nowMs + 1500,
+  });
+  // A chat command in the Telegram conversation: no message, but part of the exchange.
+  await seed.stores.runtime.claimIngress({
+    source: "telegram:bot-1",
+    key: "update-help",
+    outcome: "command:help",
+    payload: { text: "/help", channel: "telegram" },
+    conversationId: seed.telegram.conversationId,
+    nowMs: nowMs + 2000,
+  });
+  const operator = createOperatorService({ stores: seed.stores, clock: seed.clock });
+  const metrics = createMetrics();
+  for (const ms of [1.5, 2.5, 4, 40]) metrics.replyStage("send", ms);
+  metrics.stepLatency(900);
+  changes = new ChangeFeed();
+  server = await startHttpServer({
+    host: "127.0.0.1",
+    port: 0,
+    services: testServices({
+      operator,
+      operatorToken: TOKEN,
+      changes,
+      readiness: async () => ({
+        ready: true,
+        checks: {
+          database: { ok: true },
+          "channel:telegram": { ok: true },
+          "mcp:notes": { ok: false, degraded: true, detail: "connection refused" },
+        },
+      }),
+      dashboard: () =>
+        readDashboard({
+          nowMs: () => seed.clock.now(),
+          gauges: async () => storeGauges(seed.stores.db),
+          latency: () => metrics.latency(),
+          readiness: async () => ({
+            checks: {
+              database: { ok: true },
+              "channel:telegram": { ok: true },
+              "mcp:notes": { ok: false, degraded: true, detail: "connection refused" },
+            },
+          }),
+          stepUsageSince: (sinceMs) => seed.stores.operator.stepUsageSince(sinceMs),
+        }),
+    }).services,
+    logger: capturingLogger().logger,
+  });
+  browser = await launchChromium();
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+  seed?.stores.close();
+  dir?.cleanup();
+});
+
+async function signedIn(hash = "", viewport = { width: 1200, height: 800 }): Promise<Page> {
+  const page = await browser.newPage({ viewport });
+  page.setDefaultTimeout(8000);
+  await page.goto(`${server.url}/console${hash}`);
+  await page.fill("#token", TOKEN);
+  await page.click("#login-form button[type=submit]");
+  await page.locator("#tabs").waitFor();
+  return page;
+}
+
+/** Saves a screenshot and checks it is a rendered page, not a blank one. */
+async function screenshot(page: Page, name: string): Promise<void> {
+  const png = decodePng(await page.screenshot({ path: join(ARTIFACT_DIR, `${name}.png`), fullPage: true }));
+  expect(distinctColours(png)).toBeGreaterThan(30);
+}
+
+describe("console views", () => {
+  test("dashboard: work in flight, stuck replies with a nav badge, latency, today's usage, checks", async () => {
+    const page = await signedIn();
+    try {
+      await page.locator("#tile-ambiguous").waitFor();
+      expect(page.url()).toEndWith("/console");
+      const tile = async (id: string) =>
+        (await page.locator(`#tile-${id} .tile-value`).textContent())?.trim();
+      expect(await tile("ambiguous")).toBe("1");
+      expect(await tile("failed")).toBe("1");
+      expect(await tile("waiting")).toBe("1");
+      expect(await page.locator("#tile-ambiguous").getAttribute("class")).toContain("alert");
+      expect(await page.locator('#tabs button[data-tab="outbox"] .nav-badge').textContent()).toBe("2");
+      const send = page.locator('tr[data-latency="send"] td');
+      expect(await send.nth(1).textContent()).toMatch(/ms$/);
+      expect(await send.nth(3).textContent()).toBe("4");
+      expect(await page.locator('tr[data-latency="model step"] td').nth(3).textContent()).toBe("1");
+      expect(await page.locator("#usage-today").textContent()).toContain(
+        "1 model steps in 1 runs · 1,200 in / 40 out tokens · cost $0.0021",
+      );
+      expect(await page.locator('tr[data-check="mcp:notes"] .badge').textContent()).toBe("degraded");
+      expect(await page.locator('tr[data-check="mcp:notes"]').textContent()).toContain("connection refused");
+      await screenshot(page, "console-dashboard");
+      // A tile is a link to the list behind it.
+      await page.click("#tile-ambiguous");
+      await page.locator(`tr[data-id="${seed.ambiguous.outboxId}"]`).waitFor();
+      expect(new URL(page.url()).hash).toBe("#/outbox?state=ambiguous");
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("runs: state, surface, model, duration, tokens, cost; filters; the detail with steps, tool calls and answer", async () => {
+    const page = await signedIn("#/runs");
+    try {
+      const row = page.locator(`tr[data-id="${DETAILED_RUN}"]`);
+      await row.waitFor();
+      const cells = await row.locator("td").allTextContents();
+      expect(cells[1]).toBe("completed");
+      expect(cells[3]).toBe("openrouter:acme/fast-1");
+      expect(cells[4]).toBe("1.5 s");
+      expect(cells[5]).toBe("1,200 in / 40 out");
+      expect(cells[6]).toBe("$0.0021");
+      expect(await page.locator("tbody tr").count()).toBe(5);
+      await page.selectOption("#runs-state", "failed");
+      await page.locator("#view p.muted", { hasText: "No runs match." }).waitFor();
+      expect(new URL(page.url()).hash).toBe("#/runs?state=failed");
+      await page.selectOption("#runs-state", "completed");
+      await page.fill("#runs-conversation", seed.slack.conversationId);
+      await page.press("#runs-conversation", "Enter");
+      await page.waitForFunction(() => document.querySelectorAll("tbody tr").length === 2);
+      expect(new URL(page.url()).hash).toBe(
+        `#/runs?state=completed&conversation=${seed.slack.conversationId}`,
+      );
+      expect(await page.locator('tbody .badge[data-state="completed"]').count()).toBe(2);
+      await page.goto(`${server.url}/console#/runs`);
+
+      await row.click();
+      await page.locator("#run-answer strong", { hasText: "retro" }).waitFor();
+      expect(new URL(page.url()).hash).toBe(`#/runs/${DETAILED_RUN}`);
+      const step = await page.locator('tr[data-step="0"] td').allTextContents();
+      expect(step).toEqual([
+        "0",
+        "openrouter:acme/fast-1",
+        "tool-calls",
+        "900 ms",
+        "1,200 in / 40 out",
+        "$0.0021",
+      ]);
+      const toolCall = await page.locator('tr[data-tool-call="call-7"] td').allTextContents();
+      expect(toolCall.slice(0, 2)).toEqual(["notes_search", "ok"]);
+      expect(toolCall[3]).toBe("300 ms");
+      await screenshot(page, "console-run-detail");
+      await page.click("#run-conversation");
+      await page.locator("#messages .bubble", { hasText: "Two notes mention" }).waitFor();
+      // Newest first: the command (received last) heads the list, then the answer.
+      const first = page.locator("#messages article").first();
+      expect(await first.getAttribute("data-command")).toBe("help");
+      expect(await first.textContent()).toContain("/help");
+      expect(await page.locator("#messages article").nth(1).textContent()).toContain("Two notes mention");
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("outbox detail: full text, target, history with who and note, and jumps to its conversation and run", async () => {
+    const id = seed.failed.outboxId!;
+    const page = await signedIn("#/outbox");
+    try {
+      await page.click(`tr[data-id="${id}"] a.detail-link`);
+      await page.locator("#outbox-text", { hasText: "Deploy notes: all green." }).waitFor();
+      expect(await page.locator("#outbox-target").textContent()).toBe("slack · bot-1 · C9");
+      const history = await page.locator("tr.history").allTextContents();
+      expect(history.some((line) => line.includes("system") && line.includes("failed"))).toBe(true);
+      // An action from here lands in the history with the operator and the note.
+      await page.click('#record-actions button[data-action="retry"]');
+      await page.fill("#note-input", "Slack channel was archived; unarchived it.");
+      await page.click("#note-ok");
+      await page.locator("tr.history", { hasText: "Slack channel was archived; unarchived it." }).waitFor();
+      expect(await page.locator("tr.history").last().textContent()).toContain("operator:console");
+      await screenshot(page, "console-outbox-detail");
+      await page.click("#outbox-run");
+      await page.locator(`h2 .mono`, { hasText: seed.failed.runId }).waitFor();
+      await page.goBack();
+      await page.click("#outbox-conversation");
+      await page.locator("#messages .bubble", { hasText: "Post the deploy notes" }).waitFor();
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("search: words find messages, a user finds their conversation, an id opens its record", async () => {
+    const page = await signedIn("#/search");
+    try {
+      await page.fill("#search-q", "standup");
+      await page.click("#search-form button[type=submit]");
+      await page.locator("tr.hit mark", { hasText: "standup" }).waitFor();
+      expect(new URL(page.url()).hash).toBe("#/search?q=standup");
+      // The state of the message's run: completed keeps it, failed leaves none.
+      await page.selectOption("#search-state", "completed");
+      await page.locator("tr.hit mark", { hasText: "standup" }).waitFor();
+      expect(new URL(page.url()).hash).toBe("#/search?q=standup&state=completed");
+      await page.selectOption("#search-state", "failed");
+      await page.locator("h3", { hasText: "Messages (0)" }).waitFor();
+      await page.selectOption("#search-state", "");
+      await page.locator("tr.hit mark", { hasText: "standup" }).waitFor();
+      // A date range that excludes the seeded day hides it.
+      await page.fill("#search-to", "2026-02-01");
+      await page.press("#search-to", "Enter");
+      await page.locator("h3", { hasText: "Messages (0)" }).waitFor();
+      await page.goto(`${server.url}/console#/search?q=C9`);
+      await page.locator(`tr[data-id="${seed.slack.conversationId}"]`).waitFor();
+      await screenshot(page, "console-search");
+      await page.fill("#search-q", seed.delivered.runId);
+      await page.click("#search-form button[type=submit]");
+      await page.waitForFunction((id) => location.hash === `#/runs/${id}`, seed.delivered.runId);
+      await page.locator("#run-answer strong", { hasText: "the summary" }).waitFor();
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("a deep link opens its view and filters, and a reload keeps them", async () => {
+    const page = await signedIn(`#/outbox?state=delivered&conversation=${seed.telegram.conversationId}`);
+    try {
+      const check = async () => {
+        await page.locator(`tr[data-id="${seed.delivered.outboxId}"]`).waitFor();
+        expect(await page.locator("#outbox-filter").inputValue()).toBe("delivered");
+        expect(await page.locator("#outbox-conversation").inputValue()).toBe(seed.telegram.conversationId);
+        expect(await page.locator("tbody tr").count()).toBe(1);
+        expect(await page.locator('#tabs button[data-tab="outbox"]').getAttribute("class")).toContain(
+          "active",
+        );
+      };
+      await check();
+      await page.reload();
+      await check();
+      await page.goto(`${server.url}/console#/runs/${DETAILED_RUN}`);
+      await page.reload();
+      await page.locator("#run-answer strong", { hasText: "retro" }).waitFor();
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("a list updates live: a new reply appears without a reload", async () => {
+    const page = await signedIn("#/outbox?state=pending");
+    try {
+      await page.locator(`tr[data-id="${seed.pending.outboxId}"]`).waitFor();
+      await page.locator('#live-status[data-state="live"]').waitFor();
+      // A new run answers; the gateway publishes the change as its runtime event arrives.
+      const nowMs = seed.clock.now();
+      const admitted = await seed.stores.runtime.admit({
+        conversation: { key: seed.slack.key },
+        idempotencyKey: "live-1",
+        fingerprint: "live-1",
+        parts: [{ type: "text", text: "live?" }],
+        context: null,
+        policy: "queue",
+        coalescePending: false,
+        proposedIds: { runId: "run_live1", messageId: "msg_live1" },
+        nowMs,
+      });
+      const acquired = (await seed.stores.runtime.acquireRun({
+        runId: admitted.runId,
+        owner: "t",
+        nowMs,
+        leaseMs: 60_000,
+      }))!;
+      await seed.stores.runtime.commitTerminal({
+        fence: acquired.fence,
+        state: "completed",
+        assistantParts: [{ type: "text", text: "Live and well." }],
+        delivery: {
+          runId: admitted.runId,
+          conversationId: admitted.conversationId,
+          channel: "slack",
+          account: "bot-1",
+          target: "C9",
+          state: "completed",
+          text: "Live and well.",
+        },
+        nowMs,
+      });
+      const before = await page.evaluate(() => performance.getEntriesByType("navigation").length);
+      changes.publish({
+        kind: "run",
+        runId: admitted.runId,
+        conversationId: admitted.conversationId,
+        state: "completed",
+      });
+      await page.locator("tbody tr td.text", { hasText: "Live and well." }).waitFor();
+      expect(await page.evaluate(() => performance.getEntriesByType("navigation").length)).toBe(before);
+      expect(new URL(page.url()).hash).toBe("#/outbox?state=pending");
+      await screenshot(page, "console-live-update");
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("on a 390 px phone no view overflows sideways, the new ones included", async () => {
+    const page = await signedIn("", { width: 390, height: 844 });
+    try {
+      const views = [
+        "#/dashboard",
+        "#/runs",
+        `#/runs/${DETAILED_RUN}`,
+        "#/conversations",
+        `#/conversations/${seed.telegram.conversationId}`,
+        "#/outbox",
+        `#/outbox/${seed.ambiguous.outboxId}`,
+        "#/approvals",
+        "#/schedules",
+        "#/search?q=standup",
+      ];
+      for (const hash of views) {
+        await page.evaluate((h) => {
+          location.hash = h;
+        }, hash);
+        await page.locator("#view h2").first().waitFor();
+        await page.waitForFunction(
+          () => !document.querySelector("#view p.muted")?.textContent?.startsWith("Loading"),
+        );
+        const widths = await page.evaluate(() => ({
+          page: document.documentElement.scrollWidth,
+          viewport: window.innerWidth,
+        }));
+        expect({ hash, ...widths }).toEqual({ hash, page: 390, viewport: 390 });
+      }
+      await screenshot(page, "console-390-views");
+    } finally {
+      await page.close();
+    }
+  }, 40_000);
+});
