@@ -25,8 +25,8 @@ let seed: Seed;
 let server: HttpServer;
 let browser: Browser;
 let changes: ChangeFeed;
-/** A run with two model steps, a tool call and an answer. */
-const DETAILED_RUN = "run_seed5";
+/** The seed's queued run, given two model steps, a tool call and an answer below. */
+let DETAILED_RUN: string;
 
 beforeAll(async () => {
   dir = tempDir("switchboard-console-views-");
@@ -38,7 +38,7 @@ beforeAll(async () => {
     nowMs,
     leaseMs: 60_000,
   }))!;
-  expect(acquired.run.id).toBe(DETAILED_RUN);
+  DETAILED_RUN = acquired.run.id;
   const call = {
     type: "tool-call",
     toolCallId: "call-7",
