@@ -601,7 +601,11 @@ function gatewayMedia(
       return await adapter.openFile(ref, signal);
     },
     accepts: config.media.modelInputs ?? defaultModelInputs(deps.primarySpec),
-    limits: { ...DEFAULT_MEDIA_LIMITS, maxFileBytes: config.media.maxFileBytes },
+    limits: {
+      ...DEFAULT_MEDIA_LIMITS,
+      maxFileBytes: config.media.maxFileBytes,
+      maxAudioSeconds: config.media.maxAudioSeconds,
+    },
     logger: deps.logger.child({ component: "media" }),
     ...(transcriptionModel
       ? { transcribe: (audio, _type, signal) => transcribeAudio(transcriptionModel, audio, signal) }

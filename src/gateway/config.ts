@@ -268,6 +268,8 @@ export interface MediaConfig {
   maxFileBytes: number;
   /** SWITCHBOARD_MAX_CONVERSATION_MB, in bytes: files one conversation may download in all. */
   maxConversationBytes: number;
+  /** SWITCHBOARD_MAX_AUDIO_MINUTES, in seconds: longer voice notes and audio are not transcribed. */
+  maxAudioSeconds: number;
   /** SWITCHBOARD_MODEL_INPUTS; null: the default for the model's provider. */
   modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
   /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
@@ -895,6 +897,15 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
       "SWITCHBOARD_MAX_CONVERSATION_MB=500",
     );
   }
+  const audioRaw = nonEmpty(env, "SWITCHBOARD_MAX_AUDIO_MINUTES") ?? "10";
+  const audioMinutes = Number(audioRaw);
+  if (!Number.isFinite(audioMinutes) || audioMinutes <= 0 || audioMinutes > 600) {
+    fail(
+      "SWITCHBOARD_MAX_AUDIO_MINUTES",
+      `must be a number of minutes above 0, at most 600 (got "${audioRaw}")`,
+      "SWITCHBOARD_MAX_AUDIO_MINUTES=10",
+    );
+  }
   const inputsRaw = nonEmpty(env, "SWITCHBOARD_MODEL_INPUTS");
   let modelInputs: MediaConfig["modelInputs"] = null;
   if (inputsRaw !== undefined) {
@@ -923,6 +934,7 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
   return {
     maxFileBytes: Math.round(maxMb * 1024 * 1024),
     maxConversationBytes: Math.round(conversationMb * 1024 * 1024),
+    maxAudioSeconds: Math.round(audioMinutes * 60),
     modelInputs,
     transcriptionModel,
   };

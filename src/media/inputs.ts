@@ -26,6 +26,11 @@ export type Transcriber = (audio: Uint8Array, mediaType: string, signal: AbortSi
 export interface MediaLimits {
   /** Largest file downloaded, in bytes (SWITCHBOARD_MAX_FILE_MB). */
   maxFileBytes: number;
+  /**
+   * Longest voice note or audio transcribed, in seconds (SWITCHBOARD_MAX_AUDIO_MINUTES), judged by
+   * the length the platform states; a longer one is stored and the model gets a note instead.
+   */
+  maxAudioSeconds: number;
   /** Longest text inlined into the prompt, in characters. */
   maxInlineChars: number;
   /** Deadline of one download attempt. */
@@ -36,6 +41,7 @@ export interface MediaLimits {
 
 export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
   maxFileBytes: 20 * 1024 * 1024,
+  maxAudioSeconds: 10 * 60,
   maxInlineChars: 20_000,
   downloadTimeoutMs: 60_000,
   retryDelaysMs: [1000, 4000],
@@ -174,6 +180,16 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
           ...(first ? { userNotice: TRANSCRIPTION_HINT } : {}),
         };
       }
+      const seconds = part.durationSeconds;
+      if (seconds !== undefined && seconds > limits.maxAudioSeconds) {
+        const limit = minutesText(limits.maxAudioSeconds);
+        logger.warn("media.audio_too_long", { blobId: stored.id, durationSeconds: seconds });
+        return {
+          ...base,
+          note: `a recording of ${minutesText(seconds)}, longer than the ${limit} transcription limit; it was stored but not transcribed`,
+          userNotice: `${name} is ${minutesText(seconds)} long, over the ${limit} limit for transcription, so it was not read; send a shorter one or type what it says.`,
+        };
+      }
       try {
         const bytes = await blobs.read(stored.id);
         const transcript = await options.transcribe(bytes ?? new Uint8Array(), mediaType, signal);
@@ -232,6 +248,15 @@ function sizeText(bytes: number): string {
   if (bytes >= 1024 * 1024) return `${round(bytes / 1024 / 1024)} MB`;
   if (bytes >= 1024) return `${round(bytes / 1024)} KB`;
   return `${bytes} bytes`;
+}
+
+/** `90` → `1 min 30 s`, `600` → `10 min`, `42` → `42 s`. */
+function minutesText(seconds: number): string {
+  const whole = Math.round(seconds);
+  const minutes = Math.floor(whole / 60);
+  const rest = whole % 60;
+  if (minutes === 0) return `${rest} s`;
+  return rest === 0 ? `${minutes} min` : `${minutes} min ${rest} s`;
 }
 
 function durationText(ms: number): string {

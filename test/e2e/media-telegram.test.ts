@@ -26,7 +26,13 @@ function env(
 }
 
 let shared: GatewayProcess | null = null;
-const people = [user(2001, "Photo"), user(2002, "Voice"), user(2003, "Big"), user(2004, "Broken")];
+const people = [
+  user(2001, "Photo"),
+  user(2002, "Voice"),
+  user(2003, "Big"),
+  user(2004, "Broken"),
+  user(2005, "Long"),
+];
 async function sharedGateway(): Promise<GatewayProcess> {
   shared ??= await fixture.startGateway(
     env(
@@ -116,6 +122,32 @@ test("a voice note goes through the transcription server and its transcript is i
   expect(heard?.bytes).toEqual(voice);
   const prompt = llm.requests().find((r) => r.lastUserText.includes("remind me to water the plants"));
   expect(prompt?.lastUserText).toContain("[voice transcript of");
+}, 60_000);
+
+test("a voice note longer than the transcription limit gets a note, and no transcription request", async () => {
+  await sharedGateway();
+  const fay = people[4]!;
+  const voice = oggOpus(7_000);
+  telegram.files.add("voice-long-f", voice);
+  const heardBefore = llm.transcriptions().length;
+  telegram.incoming({
+    chat: privateChat(fay),
+    from: fay,
+    media: { kind: "voice", fileId: "voice-long-f", durationSeconds: 12 * 60, fileSize: voice.byteLength },
+  });
+  const reply = await telegram.waitForMessage(
+    fay.id,
+    (m) => m.fromBot && m.visibleText.includes("limit for transcription"),
+    30_000,
+  );
+  expect(reply.visibleText).toContain(
+    "The voice note is 12 min long, over the 10 min limit for transcription",
+  );
+  const prompt = llm
+    .requests()
+    .find((r) => r.lastUserText.includes("longer than the 10 min transcription limit"));
+  expect(prompt).toBeDefined();
+  expect(llm.transcriptions().slice(heardBefore)).toEqual([]);
 }, 60_000);
 
 test("a file over the limit is refused before any download, and the user is told the limit", async () => {

@@ -203,6 +203,73 @@ describe("bad input", () => {
   });
 });
 
+describe("voice notes and the transcription limit", () => {
+  const OGG = new Uint8Array([...new TextEncoder().encode("OggS"), 0, 2, ...new Array(22).fill(0), 0, 0]);
+  const voice = new Uint8Array(4000);
+  voice.set(OGG, 0);
+  voice.set(new TextEncoder().encode("OpusHead"), 28);
+
+  function transcribing(maxAudioSeconds: number) {
+    const heard: number[] = [];
+    const logger = recordingLogger();
+    const media = createMediaInputs({
+      blobs,
+      open: (_context, ref, signal) => adapter.openFile(ref, signal),
+      accepts: new Set(["image"]),
+      limits: { ...DEFAULT_MEDIA_LIMITS, maxAudioSeconds, retryDelaysMs: [] },
+      logger,
+      transcribe: async (audio) => {
+        heard.push(audio.byteLength);
+        return "hello there";
+      },
+    });
+    const prepare = (durationSeconds?: number) =>
+      media.prepare({
+        part: {
+          type: "file",
+          ref: served(voice),
+          kind: "voice",
+          ...(durationSeconds === undefined ? {} : { durationSeconds }),
+        },
+        context: {},
+        runId: "r",
+        conversationId: "c",
+        signal: new AbortController().signal,
+      });
+    return { heard, logger, prepare };
+  }
+
+  test("a voice note over the limit is stored with a note for the model and a line for the user, never transcribed", async () => {
+    const { heard, logger, prepare } = transcribing(600);
+    const prepared = await prepare(11 * 60 + 5);
+    expect(prepared).toMatchObject({ status: "fetched", mediaType: "audio/ogg; codecs=opus" });
+    if (prepared.status !== "fetched") throw new Error("expected fetched");
+    expect(prepared.text).toBeUndefined();
+    expect(prepared.note).toBe(
+      "a recording of 11 min 5 s, longer than the 10 min transcription limit; it was stored but not transcribed",
+    );
+    expect(prepared.userNotice).toBe(
+      "The voice note is 11 min 5 s long, over the 10 min limit for transcription, so it was not read; send a shorter one or type what it says.",
+    );
+    expect(heard).toEqual([]);
+    expect(await blobs.stat(prepared.blobId)).toEqual({ sizeBytes: voice.byteLength });
+    expect(logger.records.some((r) => r.event === "media.audio_too_long")).toBe(true);
+  });
+
+  test("at the limit, or with no stated length, a voice note is transcribed", async () => {
+    const { heard, prepare } = transcribing(90);
+    const atLimit = await prepare(90);
+    expect(atLimit).toMatchObject({ status: "fetched", text: "hello there", transcript: true });
+    const unstated = await prepare();
+    expect(unstated).toMatchObject({ status: "fetched", text: "hello there", transcript: true });
+    expect(heard).toEqual([voice.byteLength, voice.byteLength]);
+    const over = await prepare(91);
+    if (over.status !== "fetched") throw new Error("expected fetched");
+    expect(over.note).toContain("longer than the 1 min 30 s transcription limit");
+    expect(heard).toHaveLength(2);
+  });
+});
+
 describe("per-conversation quota", () => {
   test("files are counted per conversation; one that would pass the quota is refused unread", async () => {
     const used = new Map<string, number>();
