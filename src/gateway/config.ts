@@ -270,6 +270,8 @@ export interface MediaConfig {
   maxConversationBytes: number;
   /** SWITCHBOARD_MAX_AUDIO_MINUTES, in seconds: longer voice notes and audio are not transcribed. */
   maxAudioSeconds: number;
+  /** SWITCHBOARD_BLOB_RETENTION_DAYS in ms: files of history older than this are removed; null: kept. */
+  blobRetentionMs: number | null;
   /** SWITCHBOARD_MODEL_INPUTS; null: the default for the model's provider. */
   modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
   /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
@@ -906,6 +908,19 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
       "SWITCHBOARD_MAX_AUDIO_MINUTES=10",
     );
   }
+  const retentionRaw = nonEmpty(env, "SWITCHBOARD_BLOB_RETENTION_DAYS");
+  let blobRetentionMs: number | null = null;
+  if (retentionRaw !== undefined && retentionRaw !== "off") {
+    const days = Number(retentionRaw);
+    if (!Number.isFinite(days) || days <= 0) {
+      fail(
+        "SWITCHBOARD_BLOB_RETENTION_DAYS",
+        `must be a number of days above 0, or off (got "${retentionRaw}")`,
+        "SWITCHBOARD_BLOB_RETENTION_DAYS=30",
+      );
+    }
+    blobRetentionMs = Math.round(days * 24 * 60 * 60 * 1000);
+  }
   const inputsRaw = nonEmpty(env, "SWITCHBOARD_MODEL_INPUTS");
   let modelInputs: MediaConfig["modelInputs"] = null;
   if (inputsRaw !== undefined) {
@@ -935,6 +950,7 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
     maxFileBytes: Math.round(maxMb * 1024 * 1024),
     maxConversationBytes: Math.round(conversationMb * 1024 * 1024),
     maxAudioSeconds: Math.round(audioMinutes * 60),
+    blobRetentionMs,
     modelInputs,
     transcriptionModel,
   };

@@ -90,6 +90,7 @@ export async function startGateway(
     modelNames: gateway.models.names,
     stopRun: (conversationId, runId) =>
       gateway.runtime.interrupt({ conversationId, runId, reason: "superseded" }),
+    blobs: gateway.blobJanitor,
   });
   const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
   const http = await startHttpServer({

@@ -17,7 +17,7 @@ import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { silentLogger } from "../util/log.ts";
 import { branchConversation, importConversation, readConversationExport } from "./export.ts";
-import { forgetConversation } from "./forget.ts";
+import { type ForgetOptions, forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { OperatorService } from "./types.ts";
 import {
@@ -53,6 +53,8 @@ export interface OperatorServiceOptions {
   modelNames?: readonly string[] | (() => readonly string[]);
   /** Ends a run now (the gateway's runtime); without it a purge commits a stop request and waits. */
   stopRun?: (conversationId: string, runId: string) => Promise<unknown>;
+  /** Removes a purged conversation's files at once (the gateway's); else its periodic sweep does. */
+  blobs?: ForgetOptions["blobs"];
 }
 
 /**
@@ -329,7 +331,12 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         // Later messages of its chat start a fresh conversation instead of joining the one going away.
         if (summary.key !== null) await stores.runtime.rotateConversationKey(summary.key, clock.now());
         const result = await forgetConversation(
-          { store: stores.runtime, clock, ...(options.stopRun ? { stopRun: options.stopRun } : {}) },
+          {
+            store: stores.runtime,
+            clock,
+            ...(options.stopRun ? { stopRun: options.stopRun } : {}),
+            ...(options.blobs ? { blobs: options.blobs } : {}),
+          },
           conversationId,
           actor,
         );

@@ -3,6 +3,8 @@
  * downloads) and the fake model server (chat completions and audio transcriptions).
  */
 import { expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import sharp from "sharp";
 import { scaleForModel } from "../../src/media/image.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
@@ -245,3 +247,61 @@ test("SIGKILL during a download: after the restart the file is fetched again and
   expect(prompts.length).toBe(1);
   expect(prompts[0]?.lastUserText).toContain("first line of the report");
 }, 120_000);
+
+/** Blob files under `dir` (temp files of puts under way excluded). */
+function blobFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) =>
+      /^[0-9a-f]{2}[/\\][0-9a-f]{64}$/.test(name),
+    );
+  } catch {
+    return [];
+  }
+}
+
+test("/new and /forget remove the conversation's files, each photo kept as sent and scaled", async () => {
+  const gil = user(2020, "Gil");
+  const hal = user(2021, "Hal");
+  const blobDir = join(fixture.dir.path, "cleanup-blobs");
+  await fixture.startGateway(
+    env("cleanup.sqlite", { SWITCHBOARD_BLOB_DIR: blobDir }, [gil.id, hal.id]),
+    GATEWAY_START_TIMEOUT_MS,
+  );
+  const photo = async (colour: number) =>
+    new Uint8Array(
+      await sharp({ create: { width: 900, height: 600, channels: 3, background: { r: colour, g: 9, b: 9 } } })
+        .jpeg()
+        .toBuffer(),
+    );
+  const send = async (who: typeof gil, fileId: string, bytes: Uint8Array) => {
+    // The emulator names each size of a photo `<fileId>-<index>`.
+    telegram.files.add(`${fileId}-0`, bytes);
+    telegram.incoming({
+      chat: privateChat(who),
+      from: who,
+      caption: `look at ${fileId}`,
+      media: { kind: "photo", fileId, sizes: [{ width: 900, height: 600, fileSize: bytes.byteLength }] },
+    });
+    await telegram.waitForMessage(
+      who.id,
+      (m) => m.fromBot && m.visibleText.includes(`look at ${fileId}`),
+      30_000,
+    );
+  };
+  const say = async (who: typeof gil, text: string, expected: string) => {
+    telegram.incoming({ chat: privateChat(who), from: who, text });
+    await telegram.waitForMessage(who.id, (m) => m.fromBot && m.visibleText.includes(expected), 30_000);
+  };
+
+  await send(gil, "gil-photo", await photo(10));
+  await send(hal, "hal-photo", await photo(200));
+  // Each photo is kept twice: as sent, and scaled for the model.
+  expect(blobFiles(blobDir)).toHaveLength(4);
+
+  await say(gil, "/new", "Started a new conversation");
+  await eventually(() => blobFiles(blobDir).length === 2, 10_000, "Gil's files to be removed after /new");
+
+  await say(hal, "/forget", "Send /forget confirm");
+  await say(hal, "/forget confirm", "Done: I deleted this conversation");
+  await eventually(() => blobFiles(blobDir).length === 0, 10_000, "Hal's files to be removed after /forget");
+}, 90_000);
