@@ -8,9 +8,9 @@ import { join } from "node:path";
 import sharp from "sharp";
 import { scaleForModel } from "../../src/media/image.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
-import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
+import { oggOpus, userParts } from "./support/media.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-media-", startTelegramEmulator);
 const { llm, platform: telegram } = fixture;
@@ -45,19 +45,6 @@ async function sharedGateway(): Promise<GatewayProcess> {
     GATEWAY_START_TIMEOUT_MS,
   );
   return shared;
-}
-
-/** The parts of the user message whose text includes `marker`, as the model server received them. */
-function userParts(requests: FakeLlmRequest[], marker: string): Array<Record<string, unknown>> {
-  for (const request of requests) {
-    for (const message of request.messages) {
-      if (message.role !== "user" || !Array.isArray(message.content)) continue;
-      if (message.content.some((p) => p.type === "text" && p.text?.includes(marker))) {
-        return message.content as Array<Record<string, unknown>>;
-      }
-    }
-  }
-  return [];
 }
 
 test("a photo reaches the model as an image part whose bytes are the scaled original", async () => {
@@ -96,16 +83,6 @@ test("a photo reaches the model as an image part whose bytes are the scaled orig
   expect([meta.width, meta.height]).toEqual([2048, 1229]);
   expect(telegram.files.downloads("photo-a-2")).toEqual({ started: 1, completed: 1 });
 }, 60_000);
-
-/** An Ogg Opus header: enough for the type to be sniffed as audio/ogg. */
-function oggOpus(bytes: number): Uint8Array {
-  const out = new Uint8Array(bytes);
-  out.set(new TextEncoder().encode("OggS"), 0);
-  out[4] = 0;
-  out[5] = 2;
-  out.set(new TextEncoder().encode("OpusHead"), 28);
-  return out;
-}
 
 test("a voice note goes through the transcription server and its transcript is in the prompt", async () => {
   await sharedGateway();
