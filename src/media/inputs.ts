@@ -37,6 +37,11 @@ export interface MediaLimits {
   downloadTimeoutMs: number;
   /** Waits before the 2nd, 3rd… attempt of a download that failed with an outage. */
   retryDelaysMs: readonly number[];
+  /**
+   * Images decoded and scaled at once across all runs: each holds its original and its pixels
+   * in memory (a 10 MB photo is ~30 MB decoded), so this bounds the gateway's peak.
+   */
+  maxConcurrentImages: number;
 }
 
 export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
@@ -45,6 +50,7 @@ export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
   maxInlineChars: 20_000,
   downloadTimeoutMs: 60_000,
   retryDelaysMs: [1000, 4000],
+  maxConcurrentImages: 2,
 };
 
 export interface MediaInputsOptions {
@@ -72,6 +78,7 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
   const { blobs, limits, logger } = options;
   const mb = sizeText;
   const limitText = mb(limits.maxFileBytes);
+  const imageSlots = new Slots(limits.maxConcurrentImages);
 
   const refusedTooLarge = (name: string, sizeBytes: number | undefined): PreparedFile => ({
     status: "refused",
@@ -139,10 +146,12 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
         : undefined;
     if (IMAGE_TYPES.has(mediaType)) {
       try {
-        const bytes = await blobs.read(stored.id);
-        if (!bytes) throw new Error("the stored file is gone");
-        const scaled = await scaleForModel(bytes);
-        const copy = await blobs.put(once(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
+        const copy = await imageSlots.run(async () => {
+          const bytes = await blobs.read(stored.id);
+          if (!bytes) throw new Error("the stored file is gone");
+          const scaled = await scaleForModel(bytes);
+          return await blobs.put(once(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
+        });
         return { ...base, imageBlobId: copy.id };
       } catch (error) {
         const why = error instanceof Error ? error.message : String(error);
@@ -307,4 +316,24 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       { once: true },
     );
   });
+}
+
+/** At most `size` tasks at once; the others wait in order. */
+class Slots {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly size: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active >= this.size) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.active += 1;
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active -= 1;
+    }
+  }
 }
