@@ -23,6 +23,8 @@ export const inboundAttachmentSchema = z.object({
   name: z.string().optional(),
   mediaType: z.string().optional(),
   sizeBytes: z.number().optional(),
+  /** Playing time of a voice note, audio or video, as the platform states it. */
+  durationSeconds: z.number().nonnegative().optional(),
 });
 export type InboundAttachment = z.infer<typeof inboundAttachmentSchema>;
 

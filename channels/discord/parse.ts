@@ -76,7 +76,7 @@ export function readMessage(message: Message, botUserId: string): DiscordMessage
         }),
     botOwnsOrJoinedThread,
     attachments: [
-      ...message.attachments.map((a) => toAttachment(a.url, a.name, a.contentType, a.size)),
+      ...message.attachments.map((a) => toAttachment(a.url, a.name, a.contentType, a.size, a.duration)),
       ...message.stickers.map(
         (sticker): InboundAttachment => ({ kind: "sticker", ref: sticker.id, name: sticker.name }),
       ),
@@ -159,12 +159,21 @@ function toAttachment(
   name: string,
   contentType: string | null,
   sizeBytes: number,
+  /** Voice messages state their length. */
+  durationSeconds: number | null,
 ): InboundAttachment {
   const mediaType = contentType ?? undefined;
   const family = mediaType?.split("/")[0];
   const kind =
     family === "image" ? "photo" : family === "audio" ? "audio" : family === "video" ? "video" : "file";
-  return { kind, ref: url, name, sizeBytes, ...(mediaType === undefined ? {} : { mediaType }) };
+  return {
+    kind,
+    ref: url,
+    name,
+    sizeBytes,
+    ...(mediaType === undefined ? {} : { mediaType }),
+    ...(durationSeconds === null ? {} : { durationSeconds }),
+  };
 }
 
 function skip(reason: SkipReason): ParseResult {

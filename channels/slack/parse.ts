@@ -52,6 +52,8 @@ const fileSchema = z.object({
   mimetype: z.string().optional(),
   size: z.number().optional(),
   url_private: z.string().optional(),
+  /** Audio and video clips recorded in Slack state their length. */
+  duration_ms: z.number().nonnegative().optional(),
 });
 
 const messageSchema = z.object({
@@ -283,6 +285,7 @@ function toAttachment(file: z.output<typeof fileSchema>): InboundAttachment {
   if (file.name !== undefined) attachment.name = file.name;
   if (mediaType !== undefined) attachment.mediaType = mediaType;
   if (file.size !== undefined) attachment.sizeBytes = file.size;
+  if (file.duration_ms !== undefined) attachment.durationSeconds = file.duration_ms / 1000;
   return attachment;
 }
 

@@ -252,6 +252,7 @@ interface FileLike {
   file_name?: string;
   mime_type?: string;
   file_size?: number;
+  duration?: number;
 }
 
 function fileAttachment(kind: InboundAttachment["kind"], file: FileLike): InboundAttachment {
@@ -261,6 +262,7 @@ function fileAttachment(kind: InboundAttachment["kind"], file: FileLike): Inboun
     ...(file.file_name === undefined ? {} : { name: file.file_name }),
     ...(file.mime_type === undefined ? {} : { mediaType: file.mime_type }),
     ...(file.file_size === undefined ? {} : { sizeBytes: file.file_size }),
+    ...(file.duration === undefined ? {} : { durationSeconds: file.duration }),
   };
 }
 

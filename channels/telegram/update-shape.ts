@@ -16,6 +16,7 @@ const file = z.looseObject({
   file_name: z.string().optional(),
   mime_type: z.string().optional(),
   file_size: z.number().nonnegative().optional(),
+  duration: z.number().nonnegative().optional(),
 });
 
 const person = z.looseObject({

@@ -15,11 +15,13 @@ import type {
   Ingress,
   IngressOutcome,
   OutgoingMessage,
+  RemoteFile,
   SendReceipt,
 } from "../types.ts";
 import { isSessionId, WEB_ACCOUNT } from "./inbound.ts";
 import { createWebRoutes } from "./routes.ts";
 import { type WebHistory, WebTranscripts } from "./transcript.ts";
+import { type WebUploadOptions, WebUploads } from "./uploads.ts";
 
 export const WEB_CAPABILITIES: ChannelCapabilities = {
   // A resend with the same idempotency key returns the first send's message id and shows nothing.
@@ -51,6 +53,8 @@ export interface WebChannelOptions {
   messagesPerSessionPerMinute?: number;
   /** A session's durable transcript, loaded when it is not in memory (after a restart, or evicted). */
   history?: WebHistory;
+  /** File uploads into the gateway's blob store; absent: the page cannot attach files. */
+  uploads?: WebUploadOptions;
 }
 
 /** The web channel: every optional capability of ChannelAdapter is present. */
@@ -61,6 +65,7 @@ export interface WebChannel extends ChannelAdapter {
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void>;
   delete(target: string, messageId: string): Promise<void>;
   typing(target: string): Promise<void>;
+  openFile(ref: string, signal: AbortSignal): Promise<RemoteFile>;
 }
 
 export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
@@ -73,6 +78,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     },
     options.history,
   );
+  const uploads = options.uploads ? new WebUploads(options.uploads) : undefined;
   let ingress: Ingress | null = null;
   let stopping = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
@@ -97,6 +103,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     messagesPerSessionPerMinute: options.messagesPerSessionPerMinute ?? 30,
     receive,
     stopSignal: () => stopping.signal,
+    ...(uploads ? { uploads } : {}),
   });
 
   const sessionOf = (target: string): string => {
@@ -163,6 +170,12 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
 
     async typing(target: string): Promise<void> {
       transcripts.typing(sessionOf(target), clock.now());
+    },
+
+    async openFile(ref: string): Promise<RemoteFile> {
+      if (!uploads)
+        throw new SwitchboardError("platform_rejected", "file uploads are not enabled on this gateway");
+      return await uploads.open(ref);
     },
 
     // The page renders Markdown itself, sanitised (src/gateway/http/assets/markdown.ts).

@@ -4,6 +4,9 @@ import { type InboundMessage, isBlank } from "../types.ts";
 
 export const WEB_ACCOUNT = "local";
 
+/** Files one web message may carry. */
+export const MAX_FILES_PER_MESSAGE = 10;
+
 /** Random ids the page makes (crypto.getRandomValues): URL-safe, long enough not to be guessed. */
 const SESSION_ID = /^[A-Za-z0-9_-]{16,128}$/;
 const CLIENT_MESSAGE_ID = /^[A-Za-z0-9_-]{8,128}$/;
@@ -32,11 +35,29 @@ export function webMessageBodySchema(maxMessageChars: number) {
         .optional(),
       /** A pressed button's data, instead of text. */
       action: z.string().min(1).max(200, "action is longer than 200 characters").optional(),
+      /** Files uploaded first (POST /web/api/uploads), by the id the upload answered. */
+      files: z
+        .array(
+          z.object({
+            uploadId: z.string().regex(/^[0-9a-f]{64}$/, "uploadId must be the id an upload answered"),
+            name: z.string().min(1).max(200, "name is longer than 200 characters"),
+          }),
+        )
+        .min(1)
+        .max(MAX_FILES_PER_MESSAGE, `at most ${MAX_FILES_PER_MESSAGE} files per message`)
+        .optional(),
     })
-    .refine((body) => (body.text === undefined) !== (body.action === undefined), {
-      message: "send either text (a message) or action (a pressed button's data), not both or neither",
-      path: ["text"],
-    });
+    .refine(
+      (body) =>
+        body.action === undefined
+          ? body.text !== undefined || body.files !== undefined
+          : body.text === undefined && body.files === undefined,
+      {
+        message:
+          "send either text and/or files (a message) or action (a pressed button's data), not both or neither",
+        path: ["text"],
+      },
+    );
 }
 
 export type WebMessageBody = z.infer<ReturnType<typeof webMessageBodySchema>>;
@@ -49,7 +70,11 @@ export function conversationKeyFor(sessionId: string): string {
  * The update key is scoped by session: a retried POST (same clientMessageId) dedupes, while an id
  * reused by another browser cannot swallow that browser's message.
  */
-export function toInboundMessage(body: WebMessageBody, receivedAtMs: number): InboundMessage {
+export function toInboundMessage(
+  body: WebMessageBody,
+  receivedAtMs: number,
+  sizeOf: (uploadId: string) => number | undefined = () => undefined,
+): InboundMessage {
   return {
     channel: "web",
     account: WEB_ACCOUNT,
@@ -61,7 +86,15 @@ export function toInboundMessage(body: WebMessageBody, receivedAtMs: number): In
     text: body.text ?? "",
     messageId: body.clientMessageId,
     addressedToBot: true,
-    attachments: [],
+    attachments: (body.files ?? []).map((file) => {
+      const sizeBytes = sizeOf(file.uploadId);
+      return {
+        kind: "file" as const,
+        ref: `upload:${file.uploadId}`,
+        name: file.name,
+        ...(sizeBytes === undefined ? {} : { sizeBytes }),
+      };
+    }),
     receivedAtMs,
     ...(body.action === undefined
       ? {}

@@ -3,13 +3,17 @@ import { isSwitchboardError } from "../../src/errors.ts";
 import type { Clock } from "../../src/util/clock.ts";
 import { eventStreamResponse } from "../../src/util/event-stream.ts";
 import { KeyedRateLimiter } from "../../src/util/rate-limit.ts";
-import { PayloadTooLargeError, readBodyText } from "../../src/util/read-body.ts";
+import { isServerBodyLimitError, PayloadTooLargeError, readBodyText } from "../../src/util/read-body.ts";
+import { streamChunks } from "../../src/util/stream-chunks.ts";
 import type { HttpRoute, InboundMessage, IngressOutcome } from "../types.ts";
 import { isSessionId, toInboundMessage, webMessageBodySchema } from "./inbound.ts";
 import type { WebTranscripts } from "./transcript.ts";
+import { isUploadTooLarge, type WebUploads } from "./uploads.ts";
 
 export const WEB_MESSAGES_PATH = "/web/api/messages";
 export const WEB_STREAM_PATH = "/web/api/stream";
+/** Where the page uploads a file's bytes (`application/octet-stream`) before sending its message. */
+export const WEB_UPLOADS_PATH = "/web/api/uploads";
 /**
  * Carries the session id on the stream request. A header, not the query string, because proxies
  * and browser history keep URLs, and the session id is the only key to its transcript.
@@ -30,11 +34,14 @@ export interface WebRoutesDeps {
   receive(message: InboundMessage): Promise<IngressOutcome>;
   /** Aborts when the channel stops, ending every open stream. */
   stopSignal(): AbortSignal;
+  /** Where uploads go; absent: the upload route answers that files are off. */
+  uploads?: WebUploads;
 }
 
 export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
   const bodySchema = webMessageBodySchema(deps.maxMessageChars);
   const messagesPerSession = new KeyedRateLimiter({ perMinute: deps.messagesPerSessionPerMinute });
+  const uploadsPerSession = new KeyedRateLimiter({ perMinute: deps.messagesPerSessionPerMinute });
 
   const postMessage: HttpRoute = {
     method: "POST",
@@ -61,6 +68,13 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         return problem(400, "input_invalid", `${field}: ${issue?.message ?? "invalid"}`);
       }
       const body = parsed.data;
+      const unknown = body.files?.find((f) => !deps.uploads?.find(body.sessionId, f.uploadId));
+      if (unknown)
+        return problem(
+          400,
+          "input_invalid",
+          `files: "${unknown.name}" was not uploaded by this session (or too long ago); upload it again.`,
+        );
       const decision = messagesPerSession.take(body.sessionId, deps.clock.now());
       if (!decision.allowed) {
         const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
@@ -73,7 +87,9 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
       }
       let outcome: IngressOutcome;
       try {
-        outcome = await deps.receive(toInboundMessage(body, deps.clock.now()));
+        outcome = await deps.receive(
+          toInboundMessage(body, deps.clock.now(), (id) => deps.uploads?.find(body.sessionId, id)?.sizeBytes),
+        );
       } catch (error) {
         if (isSwitchboardError(error, "idempotency_conflict"))
           return problem(
@@ -94,14 +110,15 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         );
       }
       // A press shows nothing in the transcript; its notice is in the outcome, for the page to show.
-      if (body.text === undefined) return Response.json(outcome, { status: 202 });
+      if (body.action !== undefined) return Response.json(outcome, { status: 202 });
       const nowMs = deps.clock.now();
       // The message is recorded; a transcript that cannot load now is loaded by the next stream.
       await deps.transcripts.load(body.sessionId, nowMs).catch(() => {});
+      const attached = (body.files ?? []).map((f) => `📎 ${f.name}`);
       deps.transcripts.append(body.sessionId, {
         messageId: body.clientMessageId,
         role: "user",
-        text: body.text,
+        text: [body.text ?? "", ...attached].filter((line) => line !== "").join("\n"),
         atMs: nowMs,
       });
       // A command's reply is in the outcome too, but it reaches the page the way every answer does:
@@ -137,7 +154,48 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     },
   };
 
-  return [postMessage, stream];
+  const upload: HttpRoute = {
+    method: "POST",
+    path: WEB_UPLOADS_PATH,
+    handle: async function handleWebUpload(request: Request): Promise<Response> {
+      const uploads = deps.uploads;
+      if (!uploads) return problem(404, "not_found", "File uploads are not enabled on this gateway.");
+      const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
+      if (!isSessionId(sessionId))
+        return problem(
+          400,
+          "input_invalid",
+          `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -).`,
+        );
+      const limit = `${Math.round((uploads.maxFileBytes / 1024 / 1024) * 10) / 10} MB`;
+      const tooLarge = () =>
+        problem(
+          413,
+          "payload_too_large",
+          `The file is larger than the ${limit} limit per file (SWITCHBOARD_MAX_FILE_MB).`,
+        );
+      const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+      if (Number.isFinite(declared) && declared > uploads.maxFileBytes) return tooLarge();
+      const decision = uploadsPerSession.take(sessionId, deps.clock.now());
+      if (!decision.allowed) {
+        const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+        return problem(429, "rate_limited", `Too many uploads from this session; wait ${seconds} s.`, {
+          "retry-after": String(seconds),
+        });
+      }
+      if (!request.body)
+        return problem(400, "input_invalid", "The upload has no body; send the file's bytes.");
+      try {
+        const file = await uploads.put(sessionId, streamChunks(request.body));
+        return Response.json({ uploadId: file.id, sizeBytes: file.sizeBytes }, { status: 201 });
+      } catch (error) {
+        if (isUploadTooLarge(error) || isServerBodyLimitError(error)) return tooLarge();
+        throw error;
+      }
+    },
+  };
+
+  return [postMessage, stream, upload];
 }
 
 function problem(status: number, code: string, message: string, headers?: Record<string, string>): Response {

@@ -19,6 +19,7 @@ import { createModelRegistry } from "../models/registry.ts";
 import { openAiCompatibleTranscriptionModel, transcribeAudio } from "../models/transcription.ts";
 import { toUsage } from "../models/usage.ts";
 import { type RunContext, readRunContext } from "../run-context.ts";
+import { BlobJanitor } from "../runtime/blob-cleanup.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { defaultModelInputs, type MediaInputs } from "../runtime/media.ts";
 import { Runtime } from "../runtime/runtime.ts";
@@ -72,6 +73,8 @@ export interface Gateway {
   readonly agents: AgentDirectories;
   /** The models users pick with /model, for the operator service. */
   readonly models: ModelChoices;
+  /** Removes files nothing needs (after /new, /forget, at start and hourly); for the operator service. */
+  readonly blobJanitor: BlobJanitor;
   /** Recovers, then starts delivery, channels and schedules. */
   start(): Promise<void>;
   /** Stops ingress first, lets runs finish within the grace period, drains the outbox. */
@@ -90,6 +93,9 @@ export interface ShutdownReport {
   outboxDrained: boolean;
   waitingReplies: number;
 }
+
+/** How often unreferenced files and (with SWITCHBOARD_BLOB_RETENTION_DAYS) old ones are removed. */
+const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /** Composes the product: store, runtime, outbox worker, schedules and channels, in one process. */
 export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway {
@@ -342,6 +348,15 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     logger: logger.child({ component: "approvals" }),
     notify: () => worker.notify(),
   });
+  const blobJanitor = new BlobJanitor({
+    blobs: stores.blobs,
+    references: () => stores.blobReferences(),
+    conversationBlobIds: (conversationId) => stores.conversationBlobIds(conversationId),
+    now: () => clock.now(),
+    logger: logger.child({ component: "blobs" }),
+    retentionMs: config.media.blobRetentionMs,
+  });
+  let blobTimer: ReturnType<typeof setInterval> | null = null;
   const commands = createChatCommands({
     runtime,
     store: stores.runtime,
@@ -355,6 +370,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     models,
     budgets,
     buttonSecret: secret,
+    blobs: blobJanitor,
   });
   const ingress = createIngress({
     runtime,
@@ -422,6 +438,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     mcp,
     agents,
     models,
+    blobJanitor,
     async start() {
       agents.start();
       approvalSecret ??= await stores.runtime.loadOrCreateSecret(
@@ -450,6 +467,9 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         void approvals?.expireDue().catch((error) => logger.warn("approval.sweep_failed", { error }));
       sweep();
       expiryTimer = setInterval(sweep, Math.max(1000, Math.min(30_000, config.file.approvalTimeoutMs / 4)));
+      // Files of purges made while it was down (or by the CLI), and retention; then hourly.
+      void blobJanitor.sweep();
+      blobTimer = setInterval(() => void blobJanitor.sweep(), BLOB_SWEEP_INTERVAL_MS);
       // Without this an operator's `outbox retry` or `schedules resume` on the file waits for an
       // unrelated wake-up (a new message, a timer) before the running gateway acts on it.
       externalCommits = stores.watchExternalCommits(
@@ -467,6 +487,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       accepting = false;
       agents.stop();
       if (expiryTimer) clearInterval(expiryTimer);
+      if (blobTimer) clearInterval(blobTimer);
       channels.stop();
       externalCommits?.stop();
       await schedules.stop();
@@ -676,7 +697,11 @@ function gatewayMedia(
       return await adapter.openFile(ref, signal);
     },
     accepts: config.media.modelInputs ?? defaultModelInputs(deps.primarySpec),
-    limits: { ...DEFAULT_MEDIA_LIMITS, maxFileBytes: config.media.maxFileBytes },
+    limits: {
+      ...DEFAULT_MEDIA_LIMITS,
+      maxFileBytes: config.media.maxFileBytes,
+      maxAudioSeconds: config.media.maxAudioSeconds,
+    },
     logger: deps.logger.child({ component: "media" }),
     ...(transcriptionModel
       ? { transcribe: (audio, _type, signal) => transcribeAudio(transcriptionModel, audio, signal) }

@@ -8,6 +8,7 @@ import type { BudgetGuard } from "../budgets/guard.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { readConversationExport, toMarkdown } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
+import type { BlobJanitor } from "../runtime/blob-cleanup.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import { runStateCommand, STATE_COMMANDS } from "../state/commands.ts";
@@ -77,6 +78,8 @@ export interface ChatCommandsOptions {
   budgets?: BudgetGuard;
   /** The key /forget's buttons are signed with (the approval key); absent: /forget asks in text only. */
   buttonSecret?: () => string;
+  /** Removes the files of a conversation left with /new or /forget (none other points at). */
+  blobs?: Pick<BlobJanitor, "collect" | "sweep">;
 }
 
 const HELP = [
@@ -174,6 +177,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           clock,
           stopRun: (conversationId, runId) =>
             runtime.interrupt({ conversationId, runId, reason: "superseded" }),
+          ...(options.blobs ? { blobs: options.blobs } : {}),
         },
         target,
         `user:${message.channel}:${message.principal.id}`,
@@ -227,6 +231,10 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       case "new": {
         await runtime.interrupt({ conversationId });
         await store.rotateConversationKey(message.conversationKey, clock.now());
+        // The old conversation stays readable; its files go (an operator sees "no longer stored").
+        const released = await options.blobs?.collect(conversationId);
+        await store.saveConversationSettings(conversationId, { mediaReleased: true }, clock.now());
+        if (released) void options.blobs?.sweep(released);
         return "Started a new conversation. The previous one is kept and stays readable for operators; your schedules carry on (/schedules lists them).";
       }
       case "stop":

@@ -277,6 +277,10 @@ export interface MediaConfig {
   maxFileBytes: number;
   /** SWITCHBOARD_MAX_CONVERSATION_MB, in bytes: files one conversation may download in all. */
   maxConversationBytes: number;
+  /** SWITCHBOARD_MAX_AUDIO_MINUTES, in seconds: longer voice notes and audio are not transcribed. */
+  maxAudioSeconds: number;
+  /** SWITCHBOARD_BLOB_RETENTION_DAYS in ms: files of history older than this are removed; null: kept. */
+  blobRetentionMs: number | null;
   /** SWITCHBOARD_MODEL_INPUTS; null: the default for the model's provider. */
   modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
   /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
@@ -904,6 +908,28 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
       "SWITCHBOARD_MAX_CONVERSATION_MB=500",
     );
   }
+  const audioRaw = nonEmpty(env, "SWITCHBOARD_MAX_AUDIO_MINUTES") ?? "10";
+  const audioMinutes = Number(audioRaw);
+  if (!Number.isFinite(audioMinutes) || audioMinutes <= 0 || audioMinutes > 600) {
+    fail(
+      "SWITCHBOARD_MAX_AUDIO_MINUTES",
+      `must be a number of minutes above 0, at most 600 (got "${audioRaw}")`,
+      "SWITCHBOARD_MAX_AUDIO_MINUTES=10",
+    );
+  }
+  const retentionRaw = nonEmpty(env, "SWITCHBOARD_BLOB_RETENTION_DAYS");
+  let blobRetentionMs: number | null = null;
+  if (retentionRaw !== undefined && retentionRaw !== "off") {
+    const days = Number(retentionRaw);
+    if (!Number.isFinite(days) || days <= 0) {
+      fail(
+        "SWITCHBOARD_BLOB_RETENTION_DAYS",
+        `must be a number of days above 0, or off (got "${retentionRaw}")`,
+        "SWITCHBOARD_BLOB_RETENTION_DAYS=30",
+      );
+    }
+    blobRetentionMs = Math.round(days * 24 * 60 * 60 * 1000);
+  }
   const inputsRaw = nonEmpty(env, "SWITCHBOARD_MODEL_INPUTS");
   let modelInputs: MediaConfig["modelInputs"] = null;
   if (inputsRaw !== undefined) {
@@ -932,6 +958,8 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
   return {
     maxFileBytes: Math.round(maxMb * 1024 * 1024),
     maxConversationBytes: Math.round(conversationMb * 1024 * 1024),
+    maxAudioSeconds: Math.round(audioMinutes * 60),
+    blobRetentionMs,
     modelInputs,
     transcriptionModel,
   };

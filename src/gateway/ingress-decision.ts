@@ -91,6 +91,7 @@ function inputParts(text: string, message: InboundMessage): InputPart[] {
       ...(a.mediaType ? { mediaType: a.mediaType } : {}),
       ...(a.name ? { name: a.name } : {}),
       ...(a.sizeBytes === undefined ? {} : { sizeBytes: a.sizeBytes }),
+      ...(a.durationSeconds === undefined ? {} : { durationSeconds: a.durationSeconds }),
     });
   }
   return parts;

@@ -38,6 +38,7 @@ export async function startGateway(
         messagesPerSessionPerMinute: config.web.messagesPerSessionPerMinute,
         // As many as the page replays (the web channel's default of 200 per session).
         history: webHistoryLoader(stores, 200),
+        uploads: { blobs: stores.blobs, maxFileBytes: config.media.maxFileBytes },
       })
     : null;
   if (missingDirectory)
@@ -92,11 +93,14 @@ export async function startGateway(
     budgets: { budgets: config.file.budgets, timezone: config.timezone },
     stopRun: (conversationId, runId) =>
       gateway.runtime.interrupt({ conversationId, runId, reason: "superseded" }),
+    blobs: gateway.blobJanitor,
   });
   const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
   const http = await startHttpServer({
     host: config.http.host,
     port: config.http.port,
+    // A web chat upload may be as large as one file may be; every other route bounds its own body.
+    ...(web ? { maxRequestBodyBytes: Math.max(1024 * 1024, config.media.maxFileBytes + 64 * 1024) } : {}),
     logger: logger.child({ component: "http" }),
     webAccess: webAccessFor(config),
     webRequestsPerIpPerMinute: config.web.requestsPerIpPerMinute,

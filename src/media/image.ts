@@ -14,8 +14,9 @@ export interface ScaledImage {
 
 /**
  * The image as the model sees it: oriented, at most MAX_IMAGE_SIDE on its long side, re-encoded
- * (PNG when it has transparency, else JPEG). Throws on a corrupt or truncated image and on one
- * over MAX_INPUT_PIXELS, before decoding its pixels.
+ * (PNG when it has transparency, else JPEG: libjpeg-turbo, not mozjpeg, whose trellis search took
+ * seconds per photo on a loaded machine; see docs/benchmarks.md, Media). Throws on a corrupt or
+ * truncated image and on one over MAX_INPUT_PIXELS, before decoding its pixels.
  */
 export async function scaleForModel(
   input: Uint8Array,
@@ -38,7 +39,7 @@ export async function scaleForModel(
     .resize({ width: MAX_IMAGE_SIDE, height: MAX_IMAGE_SIDE, fit: "inside", withoutEnlargement: true });
   const { data, info } = meta.hasAlpha
     ? await pipeline.png().toBuffer({ resolveWithObject: true })
-    : await pipeline.jpeg({ quality: 85, mozjpeg: true }).toBuffer({ resolveWithObject: true });
+    : await pipeline.jpeg({ quality: 85 }).toBuffer({ resolveWithObject: true });
   return {
     bytes: new Uint8Array(data),
     mediaType: meta.hasAlpha ? "image/png" : "image/jpeg",

@@ -26,19 +26,31 @@ export type Transcriber = (audio: Uint8Array, mediaType: string, signal: AbortSi
 export interface MediaLimits {
   /** Largest file downloaded, in bytes (SWITCHBOARD_MAX_FILE_MB). */
   maxFileBytes: number;
+  /**
+   * Longest voice note or audio transcribed, in seconds (SWITCHBOARD_MAX_AUDIO_MINUTES), judged by
+   * the length the platform states; a longer one is stored and the model gets a note instead.
+   */
+  maxAudioSeconds: number;
   /** Longest text inlined into the prompt, in characters. */
   maxInlineChars: number;
   /** Deadline of one download attempt. */
   downloadTimeoutMs: number;
   /** Waits before the 2nd, 3rd… attempt of a download that failed with an outage. */
   retryDelaysMs: readonly number[];
+  /**
+   * Images decoded and scaled at once across all runs: each holds its original and its pixels
+   * in memory (a 10 MB photo is ~30 MB decoded), so this bounds the gateway's peak.
+   */
+  maxConcurrentImages: number;
 }
 
 export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
   maxFileBytes: 20 * 1024 * 1024,
+  maxAudioSeconds: 10 * 60,
   maxInlineChars: 20_000,
   downloadTimeoutMs: 60_000,
   retryDelaysMs: [1000, 4000],
+  maxConcurrentImages: 2,
 };
 
 export interface MediaInputsOptions {
@@ -66,6 +78,7 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
   const { blobs, limits, logger } = options;
   const mb = sizeText;
   const limitText = mb(limits.maxFileBytes);
+  const imageSlots = new Slots(limits.maxConcurrentImages);
 
   const refusedTooLarge = (name: string, sizeBytes: number | undefined): PreparedFile => ({
     status: "refused",
@@ -133,10 +146,12 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
         : undefined;
     if (IMAGE_TYPES.has(mediaType)) {
       try {
-        const bytes = await blobs.read(stored.id);
-        if (!bytes) throw new Error("the stored file is gone");
-        const scaled = await scaleForModel(bytes);
-        const copy = await blobs.put(once(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
+        const copy = await imageSlots.run(async () => {
+          const bytes = await blobs.read(stored.id);
+          if (!bytes) throw new Error("the stored file is gone");
+          const scaled = await scaleForModel(bytes);
+          return await blobs.put(once(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
+        });
         return { ...base, imageBlobId: copy.id };
       } catch (error) {
         const why = error instanceof Error ? error.message : String(error);
@@ -172,6 +187,16 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
           ...base,
           note: "a voice note or audio file that was not transcribed (no transcription model is configured)",
           ...(first ? { userNotice: TRANSCRIPTION_HINT } : {}),
+        };
+      }
+      const seconds = part.durationSeconds;
+      if (seconds !== undefined && seconds > limits.maxAudioSeconds) {
+        const limit = minutesText(limits.maxAudioSeconds);
+        logger.warn("media.audio_too_long", { blobId: stored.id, durationSeconds: seconds });
+        return {
+          ...base,
+          note: `a recording of ${minutesText(seconds)}, longer than the ${limit} transcription limit; it was stored but not transcribed`,
+          userNotice: `${name} is ${minutesText(seconds)} long, over the ${limit} limit for transcription, so it was not read; send a shorter one or type what it says.`,
         };
       }
       try {
@@ -234,6 +259,15 @@ function sizeText(bytes: number): string {
   return `${bytes} bytes`;
 }
 
+/** `90` → `1 min 30 s`, `600` → `10 min`, `42` → `42 s`. */
+function minutesText(seconds: number): string {
+  const whole = Math.round(seconds);
+  const minutes = Math.floor(whole / 60);
+  const rest = whole % 60;
+  if (minutes === 0) return `${rest} s`;
+  return rest === 0 ? `${minutes} min` : `${minutes} min ${rest} s`;
+}
+
 function durationText(ms: number): string {
   return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
 }
@@ -282,4 +316,24 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       { once: true },
     );
   });
+}
+
+/** At most `size` tasks at once; the others wait in order. */
+class Slots {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly size: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.active >= this.size) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.active += 1;
+    try {
+      return await task();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active -= 1;
+    }
+  }
 }

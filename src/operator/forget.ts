@@ -1,4 +1,5 @@
 import { SwitchboardError } from "../errors.ts";
+import type { BlobJanitor } from "../runtime/blob-cleanup.ts";
 import type { PurgeRecord, RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 
@@ -13,6 +14,11 @@ export interface ForgetOptions {
   stopRun?: (conversationId: string, runId: string) => Promise<unknown>;
   /** How long the conversation's runs may take to end before the purge is refused. Default 20 s. */
   settleMs?: number;
+  /**
+   * Removes the conversation's files after the purge (those no other row points at). Without it
+   * (the CLI on the database) the running gateway's periodic sweep removes them.
+   */
+  blobs?: Pick<BlobJanitor, "collect" | "sweep">;
 }
 
 export interface ForgetResult extends PurgeRecord {
@@ -35,9 +41,11 @@ export async function forgetConversation(
   const stop =
     options.stopRun ?? ((_: string, runId: string) => store.requestStop(runId, "superseded", clock.now()));
   const stopped = new Set<string>();
+  const released = await options.blobs?.collect(conversationId);
   for (;;) {
     const result = await store.purgeConversation(conversationId, { nowMs: clock.now(), actor });
     if (result.outcome === "purged" || result.outcome === "already_purged") {
+      if (released) await options.blobs?.sweep(released);
       const record = await store.loadPurge(conversationId);
       return {
         outcome: result.outcome,

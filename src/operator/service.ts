@@ -19,7 +19,7 @@ import { silentLogger } from "../util/log.ts";
 import { type BudgetSettings, budgetOperations } from "./budgets.ts";
 import { decodeCursor, toPage } from "./cursor.ts";
 import { branchConversation, importConversation, readConversationExport } from "./export.ts";
-import { forgetConversation } from "./forget.ts";
+import { type ForgetOptions, forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { ConversationListItem, ConversationSummary, OperatorService } from "./types.ts";
 import { checkActor, checkLimit, checkNote, checkOneOf, OUTBOX_STATES, RUN_STATES } from "./validate.ts";
@@ -55,6 +55,8 @@ export interface OperatorServiceOptions {
   budgets?: BudgetSettings | (() => BudgetSettings);
   /** Ends a run now (the gateway's runtime); without it a purge commits a stop request and waits. */
   stopRun?: (conversationId: string, runId: string) => Promise<unknown>;
+  /** Removes a purged conversation's files at once (the gateway's); else its periodic sweep does. */
+  blobs?: ForgetOptions["blobs"];
 }
 
 /**
@@ -379,7 +381,12 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         // Later messages of its chat start a fresh conversation instead of joining the one going away.
         if (summary.key !== null) await stores.runtime.rotateConversationKey(summary.key, clock.now());
         const result = await forgetConversation(
-          { store: stores.runtime, clock, ...(options.stopRun ? { stopRun: options.stopRun } : {}) },
+          {
+            store: stores.runtime,
+            clock,
+            ...(options.stopRun ? { stopRun: options.stopRun } : {}),
+            ...(options.blobs ? { blobs: options.blobs } : {}),
+          },
           conversationId,
           actor,
         );

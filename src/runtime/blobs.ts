@@ -16,6 +16,18 @@ export interface BlobStore {
   stat(id: string): Promise<{ sizeBytes: number } | null>;
   /** Removes a blob; false when there was none. */
   delete(id: string): Promise<boolean>;
+  /**
+   * Every stored blob, in id order, a page at a time (for cleanup). A put of bytes already stored
+   * renews `storedAtMs`, so a blob someone just put is never taken for an old one.
+   */
+  list(): AsyncIterable<BlobListing>;
+}
+
+export interface BlobListing {
+  id: string;
+  sizeBytes: number;
+  /** When the blob was last put (ms since the epoch). */
+  storedAtMs: number;
 }
 
 export interface StoredBlob {

@@ -293,6 +293,11 @@ export interface ConversationSettings {
   model?: string;
   /** Bytes of files downloaded for this conversation (SWITCHBOARD_MAX_CONVERSATION_MB). */
   mediaBytes?: number;
+  /**
+   * The conversation was left with /new: its messages stay readable, its files may be removed
+   * (the prompt then names them "no longer stored").
+   */
+  mediaReleased?: boolean;
   /** The conversation was told how to set up voice transcription (it is told once). */
   transcriptionHinted?: boolean;
   /** Tools a person allowed for good in this conversation ("Always allow in this chat"). */

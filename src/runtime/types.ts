@@ -64,6 +64,8 @@ export interface FilePart {
   mediaType?: string;
   name?: string;
   sizeBytes?: number;
+  /** Playing time of audio or video as the platform stated it. */
+  durationSeconds?: number;
   prepared?: PreparedFile;
 }
 

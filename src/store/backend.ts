@@ -4,6 +4,7 @@ import type { AccessStore } from "../access/store.ts";
 import type { BudgetStore } from "../budgets/store.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
+import type { BlobReferences } from "../runtime/blob-cleanup.ts";
 import type { BlobStore } from "../runtime/blobs.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { SearchStore } from "../search/store.ts";
@@ -56,6 +57,13 @@ export interface StoreBackend {
   readonly operator: OperatorQueries;
   /** Media files: a directory beside the SQLite file, or tables on PostgreSQL. */
   readonly blobs: BlobStore;
+  /**
+   * Which blobs the rows still point at, for cleanup: `pinned` by pending work (inputs of
+   * unfinished runs), `kept` by the messages of conversations not left with /new.
+   */
+  blobReferences(): Promise<BlobReferences>;
+  /** Blob ids the messages of one conversation point at; empty when none. */
+  conversationBlobIds(conversationId: string): Promise<Set<string>>;
   /**
    * Makes this process the database's one active gateway, which recovers every run and send a
    * dead process left. PostgreSQL holds a session advisory lock until `close()`; SQLite claims

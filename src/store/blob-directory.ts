@@ -1,18 +1,22 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, open, readFile, rename, rm, stat, unlink } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat, unlink, utimes } from "node:fs/promises";
 import { join } from "node:path";
-import { type BlobStore, isBlobId, type StoredBlob } from "../runtime/blobs.ts";
+import { type BlobListing, type BlobStore, isBlobId, type StoredBlob } from "../runtime/blobs.ts";
 import { intake } from "./blob-intake.ts";
 
 /**
  * Blobs as files under `dir`: `<dir>/<first two hex digits>/<sha256>`. A put streams into
  * `<dir>/tmp/`, fsyncs, then renames into place, so a crash leaves either no blob or a whole one
- * (and at worst a temp file, removed at the next open).
+ * (and at worst a temp file, removed at the next open). A file's modification time is when it
+ * was last put (set from `now`, so tests can age blobs).
  */
 export class DirectoryBlobStore implements BlobStore {
   private readonly tmp: string;
 
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    private readonly now: () => number = Date.now,
+  ) {
     this.tmp = join(dir, "tmp");
   }
 
@@ -40,8 +44,24 @@ export class DirectoryBlobStore implements BlobStore {
     await file.close();
     const target = this.pathOf(stored.id);
     await mkdir(join(this.dir, stored.id.slice(0, 2)), { recursive: true, mode: 0o700 });
+    const at = new Date(this.now());
+    await utimes(temp, at, at);
     await rename(temp, target);
     return stored;
+  }
+
+  async *list(): AsyncIterable<BlobListing> {
+    const shards = (await readdir(this.dir).catch(() => [] as string[])).filter((d) =>
+      /^[0-9a-f]{2}$/.test(d),
+    );
+    for (const shard of shards.sort()) {
+      const names = await readdir(join(this.dir, shard)).catch(() => [] as string[]);
+      for (const id of names.filter(isBlobId).sort()) {
+        const info = await stat(this.pathOf(id)).catch(() => null);
+        // Gone between the listing and now (removed by another sweep): nothing to report.
+        if (info) yield { id, sizeBytes: info.size, storedAtMs: info.mtimeMs };
+      }
+    }
   }
 
   async read(id: string): Promise<Uint8Array | null> {

@@ -3,12 +3,14 @@
  * downloads) and the fake model server (chat completions and audio transcriptions).
  */
 import { expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
 import sharp from "sharp";
 import { scaleForModel } from "../../src/media/image.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
-import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
+import { oggOpus, userParts } from "./support/media.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-media-", startTelegramEmulator);
 const { llm, platform: telegram } = fixture;
@@ -26,7 +28,13 @@ function env(
 }
 
 let shared: GatewayProcess | null = null;
-const people = [user(2001, "Photo"), user(2002, "Voice"), user(2003, "Big"), user(2004, "Broken")];
+const people = [
+  user(2001, "Photo"),
+  user(2002, "Voice"),
+  user(2003, "Big"),
+  user(2004, "Broken"),
+  user(2005, "Long"),
+];
 async function sharedGateway(): Promise<GatewayProcess> {
   shared ??= await fixture.startGateway(
     env(
@@ -37,19 +45,6 @@ async function sharedGateway(): Promise<GatewayProcess> {
     GATEWAY_START_TIMEOUT_MS,
   );
   return shared;
-}
-
-/** The parts of the user message whose text includes `marker`, as the model server received them. */
-function userParts(requests: FakeLlmRequest[], marker: string): Array<Record<string, unknown>> {
-  for (const request of requests) {
-    for (const message of request.messages) {
-      if (message.role !== "user" || !Array.isArray(message.content)) continue;
-      if (message.content.some((p) => p.type === "text" && p.text?.includes(marker))) {
-        return message.content as Array<Record<string, unknown>>;
-      }
-    }
-  }
-  return [];
 }
 
 test("a photo reaches the model as an image part whose bytes are the scaled original", async () => {
@@ -89,16 +84,6 @@ test("a photo reaches the model as an image part whose bytes are the scaled orig
   expect(telegram.files.downloads("photo-a-2")).toEqual({ started: 1, completed: 1 });
 }, 60_000);
 
-/** An Ogg Opus header: enough for the type to be sniffed as audio/ogg. */
-function oggOpus(bytes: number): Uint8Array {
-  const out = new Uint8Array(bytes);
-  out.set(new TextEncoder().encode("OggS"), 0);
-  out[4] = 0;
-  out[5] = 2;
-  out.set(new TextEncoder().encode("OpusHead"), 28);
-  return out;
-}
-
 test("a voice note goes through the transcription server and its transcript is in the prompt", async () => {
   await sharedGateway();
   const bob = people[1]!;
@@ -116,6 +101,32 @@ test("a voice note goes through the transcription server and its transcript is i
   expect(heard?.bytes).toEqual(voice);
   const prompt = llm.requests().find((r) => r.lastUserText.includes("remind me to water the plants"));
   expect(prompt?.lastUserText).toContain("[voice transcript of");
+}, 60_000);
+
+test("a voice note longer than the transcription limit gets a note, and no transcription request", async () => {
+  await sharedGateway();
+  const fay = people[4]!;
+  const voice = oggOpus(7_000);
+  telegram.files.add("voice-long-f", voice);
+  const heardBefore = llm.transcriptions().length;
+  telegram.incoming({
+    chat: privateChat(fay),
+    from: fay,
+    media: { kind: "voice", fileId: "voice-long-f", durationSeconds: 12 * 60, fileSize: voice.byteLength },
+  });
+  const reply = await telegram.waitForMessage(
+    fay.id,
+    (m) => m.fromBot && m.visibleText.includes("limit for transcription"),
+    30_000,
+  );
+  expect(reply.visibleText).toContain(
+    "The voice note is 12 min long, over the 10 min limit for transcription",
+  );
+  const prompt = llm
+    .requests()
+    .find((r) => r.lastUserText.includes("longer than the 10 min transcription limit"));
+  expect(prompt).toBeDefined();
+  expect(llm.transcriptions().slice(heardBefore)).toEqual([]);
 }, 60_000);
 
 test("a file over the limit is refused before any download, and the user is told the limit", async () => {
@@ -213,3 +224,61 @@ test("SIGKILL during a download: after the restart the file is fetched again and
   expect(prompts.length).toBe(1);
   expect(prompts[0]?.lastUserText).toContain("first line of the report");
 }, 120_000);
+
+/** Blob files under `dir` (temp files of puts under way excluded). */
+function blobFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) =>
+      /^[0-9a-f]{2}[/\\][0-9a-f]{64}$/.test(name),
+    );
+  } catch {
+    return [];
+  }
+}
+
+test("/new and /forget remove the conversation's files, each photo kept as sent and scaled", async () => {
+  const gil = user(2020, "Gil");
+  const hal = user(2021, "Hal");
+  const blobDir = join(fixture.dir.path, "cleanup-blobs");
+  await fixture.startGateway(
+    env("cleanup.sqlite", { SWITCHBOARD_BLOB_DIR: blobDir }, [gil.id, hal.id]),
+    GATEWAY_START_TIMEOUT_MS,
+  );
+  const photo = async (colour: number) =>
+    new Uint8Array(
+      await sharp({ create: { width: 900, height: 600, channels: 3, background: { r: colour, g: 9, b: 9 } } })
+        .jpeg()
+        .toBuffer(),
+    );
+  const send = async (who: typeof gil, fileId: string, bytes: Uint8Array) => {
+    // The emulator names each size of a photo `<fileId>-<index>`.
+    telegram.files.add(`${fileId}-0`, bytes);
+    telegram.incoming({
+      chat: privateChat(who),
+      from: who,
+      caption: `look at ${fileId}`,
+      media: { kind: "photo", fileId, sizes: [{ width: 900, height: 600, fileSize: bytes.byteLength }] },
+    });
+    await telegram.waitForMessage(
+      who.id,
+      (m) => m.fromBot && m.visibleText.includes(`look at ${fileId}`),
+      30_000,
+    );
+  };
+  const say = async (who: typeof gil, text: string, expected: string) => {
+    telegram.incoming({ chat: privateChat(who), from: who, text });
+    await telegram.waitForMessage(who.id, (m) => m.fromBot && m.visibleText.includes(expected), 30_000);
+  };
+
+  await send(gil, "gil-photo", await photo(10));
+  await send(hal, "hal-photo", await photo(200));
+  // Each photo is kept twice: as sent, and scaled for the model.
+  expect(blobFiles(blobDir)).toHaveLength(4);
+
+  await say(gil, "/new", "Started a new conversation");
+  await eventually(() => blobFiles(blobDir).length === 2, 10_000, "Gil's files to be removed after /new");
+
+  await say(hal, "/forget", "Send /forget confirm");
+  await say(hal, "/forget confirm", "Done: I deleted this conversation");
+  await eventually(() => blobFiles(blobDir).length === 0, 10_000, "Hal's files to be removed after /forget");
+}, 90_000);

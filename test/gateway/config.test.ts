@@ -87,6 +87,8 @@ describe("loadConfig: the environment", () => {
       [{ SLACK_BOT_TOKEN: "xoxb-1" }, "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"],
       [{ SWITCHBOARD_MAX_FILE_MB: "0" }, "SWITCHBOARD_MAX_FILE_MB", 'above 0, at most 2000 (got "0")'],
       [{ SWITCHBOARD_MAX_CONVERSATION_MB: "lots" }, "SWITCHBOARD_MAX_CONVERSATION_MB", 'got "lots"'],
+      [{ SWITCHBOARD_MAX_AUDIO_MINUTES: "-1" }, "SWITCHBOARD_MAX_AUDIO_MINUTES", 'at most 600 (got "-1")'],
+      [{ SWITCHBOARD_BLOB_RETENTION_DAYS: "0" }, "SWITCHBOARD_BLOB_RETENTION_DAYS", 'or off (got "0")'],
       [{ SWITCHBOARD_MODEL_INPUTS: "text,video" }, "SWITCHBOARD_MODEL_INPUTS", '"video"; use a comma list'],
       [
         { SWITCHBOARD_TRANSCRIPTION_MODEL: "openrouter:whisper" },
@@ -108,16 +110,23 @@ describe("loadConfig: the environment", () => {
     expect(defaults.media).toEqual({
       maxFileBytes: 20 * 1024 * 1024,
       maxConversationBytes: 500 * 1024 * 1024,
+      maxAudioSeconds: 600,
+      blobRetentionMs: null,
       modelInputs: null,
       transcriptionModel: null,
     });
     const config = loadConfig({
       SWITCHBOARD_MAX_FILE_MB: "5",
+      SWITCHBOARD_MAX_AUDIO_MINUTES: "2.5",
+      SWITCHBOARD_BLOB_RETENTION_DAYS: "30",
       SWITCHBOARD_MODEL_INPUTS: "text, image,file",
       SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1",
       SWITCHBOARD_BLOB_DIR: "/var/lib/switchboard/blobs",
     });
     expect(config.media.maxFileBytes).toBe(5 * 1024 * 1024);
+    expect(config.media.maxAudioSeconds).toBe(150);
+    expect(config.media.blobRetentionMs).toBe(30 * 24 * 60 * 60 * 1000);
+    expect(loadConfig({ SWITCHBOARD_BLOB_RETENTION_DAYS: "off" }).media.blobRetentionMs).toBeNull();
     expect([...(config.media.modelInputs ?? [])]).toEqual(["image", "file"]);
     expect(config.media.transcriptionModel).toBe("openai-compatible:whisper-1");
     expect(config.database).toMatchObject({ engine: "sqlite", blobDir: "/var/lib/switchboard/blobs" });

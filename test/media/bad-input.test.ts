@@ -13,6 +13,7 @@ import type { FilePart, PreparedFile } from "../../src/runtime/types.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
 import { startTelegramEmulator } from "../emulators/telegram/index.ts";
 import { recordingLogger } from "../support/logger.ts";
+import { ELF, jpeg, pngClaiming } from "../support/media-files.ts";
 import { tempDir } from "../support/runtime.ts";
 
 const telegram = startTelegramEmulator();
@@ -55,29 +56,6 @@ function served(bytes: Uint8Array, fault?: Parameters<typeof telegram.files.add>
   const id = `file-${counter}`;
   telegram.files.add(id, bytes, fault);
   return id;
-}
-
-const ELF = new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, ...new Array(200).fill(0)]);
-
-async function jpeg(width: number, height: number): Promise<Uint8Array> {
-  const bytes = await sharp({ create: { width, height, channels: 3, background: { r: 10, g: 120, b: 240 } } })
-    .jpeg()
-    .toBuffer();
-  return new Uint8Array(bytes);
-}
-
-/** A real PNG whose header claims `width`×`height` (CRC fixed), as a decompression bomb would. */
-async function pngClaiming(width: number, height: number): Promise<Uint8Array> {
-  const png = new Uint8Array(
-    await sharp({ create: { width: 8, height: 8, channels: 3, background: "#fff" } })
-      .png()
-      .toBuffer(),
-  );
-  const view = new DataView(png.buffer, png.byteOffset);
-  view.setUint32(16, width);
-  view.setUint32(20, height);
-  view.setUint32(29, Bun.hash.crc32(png.subarray(12, 29)));
-  return png;
 }
 
 describe("bad input", () => {
@@ -200,6 +178,73 @@ describe("bad input", () => {
     });
     if (withFiles.status !== "fetched") throw new Error("expected fetched");
     expect(withFiles.note).toBeUndefined();
+  });
+});
+
+describe("voice notes and the transcription limit", () => {
+  const OGG = new Uint8Array([...new TextEncoder().encode("OggS"), 0, 2, ...new Array(22).fill(0), 0, 0]);
+  const voice = new Uint8Array(4000);
+  voice.set(OGG, 0);
+  voice.set(new TextEncoder().encode("OpusHead"), 28);
+
+  function transcribing(maxAudioSeconds: number) {
+    const heard: number[] = [];
+    const logger = recordingLogger();
+    const media = createMediaInputs({
+      blobs,
+      open: (_context, ref, signal) => adapter.openFile(ref, signal),
+      accepts: new Set(["image"]),
+      limits: { ...DEFAULT_MEDIA_LIMITS, maxAudioSeconds, retryDelaysMs: [] },
+      logger,
+      transcribe: async (audio) => {
+        heard.push(audio.byteLength);
+        return "hello there";
+      },
+    });
+    const prepare = (durationSeconds?: number) =>
+      media.prepare({
+        part: {
+          type: "file",
+          ref: served(voice),
+          kind: "voice",
+          ...(durationSeconds === undefined ? {} : { durationSeconds }),
+        },
+        context: {},
+        runId: "r",
+        conversationId: "c",
+        signal: new AbortController().signal,
+      });
+    return { heard, logger, prepare };
+  }
+
+  test("a voice note over the limit is stored with a note for the model and a line for the user, never transcribed", async () => {
+    const { heard, logger, prepare } = transcribing(600);
+    const prepared = await prepare(11 * 60 + 5);
+    expect(prepared).toMatchObject({ status: "fetched", mediaType: "audio/ogg; codecs=opus" });
+    if (prepared.status !== "fetched") throw new Error("expected fetched");
+    expect(prepared.text).toBeUndefined();
+    expect(prepared.note).toBe(
+      "a recording of 11 min 5 s, longer than the 10 min transcription limit; it was stored but not transcribed",
+    );
+    expect(prepared.userNotice).toBe(
+      "The voice note is 11 min 5 s long, over the 10 min limit for transcription, so it was not read; send a shorter one or type what it says.",
+    );
+    expect(heard).toEqual([]);
+    expect(await blobs.stat(prepared.blobId)).toEqual({ sizeBytes: voice.byteLength });
+    expect(logger.records.some((r) => r.event === "media.audio_too_long")).toBe(true);
+  });
+
+  test("at the limit, or with no stated length, a voice note is transcribed", async () => {
+    const { heard, prepare } = transcribing(90);
+    const atLimit = await prepare(90);
+    expect(atLimit).toMatchObject({ status: "fetched", text: "hello there", transcript: true });
+    const unstated = await prepare();
+    expect(unstated).toMatchObject({ status: "fetched", text: "hello there", transcript: true });
+    expect(heard).toEqual([voice.byteLength, voice.byteLength]);
+    const over = await prepare(91);
+    if (over.status !== "fetched") throw new Error("expected fetched");
+    expect(over.note).toContain("longer than the 1 min 30 s transcription limit");
+    expect(heard).toHaveLength(2);
   });
 });
 

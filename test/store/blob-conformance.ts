@@ -51,6 +51,27 @@ export function runBlobConformance(engine: string, open: () => Promise<BlobHarne
       });
     });
 
+    test("list yields every blob once, in id order, with its size; a deleted one is gone", async () => {
+      await withBlobs(async (blobs) => {
+        const before = Date.now();
+        const ids: string[] = [];
+        for (let i = 0; i < 12; i++) {
+          const stored = await blobs.put(chunks(new TextEncoder().encode(`blob ${i}`.repeat(i + 1)), 7), {
+            maxBytes: 1000,
+          });
+          ids.push(stored.id);
+        }
+        await blobs.delete(ids[3]!);
+        const listed = await Array.fromAsync(blobs.list());
+        expect(listed.map((b) => b.id)).toEqual(ids.filter((_, i) => i !== 3).sort());
+        for (const blob of listed) {
+          expect(blob.sizeBytes).toBe((await blobs.stat(blob.id))!.sizeBytes);
+          expect(blob.storedAtMs).toBeGreaterThanOrEqual(before - 1000);
+          expect(blob.storedAtMs).toBeLessThanOrEqual(Date.now() + 1000);
+        }
+      });
+    });
+
     test("over the limit: blob_too_large and nothing is kept", async () => {
       await withBlobs(async (blobs) => {
         const bytes = new Uint8Array(randomBytes(10_000));

@@ -8,7 +8,10 @@ import type { Page } from "../../src/operator/cursor.ts";
 import { createOperatorService, type OperatorService } from "../../src/operator/service.ts";
 import type { StoreBackend } from "../../src/store/backend.ts";
 
-type Stores = Pick<StoreBackend, "runtime" | "outbox" | "schedules" | "operator" | "search" | "access" | "budgets">;
+type Stores = Pick<
+  StoreBackend,
+  "runtime" | "outbox" | "schedules" | "operator" | "search" | "access" | "budgets"
+>;
 
 export interface OperatorHarness {
   stores: Stores;

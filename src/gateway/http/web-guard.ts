@@ -92,14 +92,25 @@ export function checkWebRequest(request: Request, policy: WebAccessPolicy): Resp
         { "www-authenticate": 'Bearer realm="switchboard-web"' },
       );
   }
-  if (request.method === "POST" && !isJson(request.headers.get("content-type")))
-    return apiError(
-      415,
-      "unsupported_media_type",
-      "Send the message as JSON with 'Content-Type: application/json'.",
-    );
+  if (request.method === "POST") {
+    const type = mediaTypeOf(request.headers.get("content-type"));
+    // An upload's bytes are octet-stream: like JSON, a type no cross-site form or simple fetch can
+    // send without a CORS preflight (never granted), and only on the upload path.
+    const upload = new URL(request.url).pathname === WEB_UPLOAD_PATH;
+    if (upload ? type !== "application/octet-stream" : type !== "application/json")
+      return apiError(
+        415,
+        "unsupported_media_type",
+        upload
+          ? "Send the file's bytes with 'Content-Type: application/octet-stream'."
+          : "Send the message as JSON with 'Content-Type: application/json'.",
+      );
+  }
   return null;
 }
+
+/** The web chat's upload route (channels/web/routes.ts), the one POST that is not JSON. */
+export const WEB_UPLOAD_PATH = "/web/api/uploads";
 
 function originAllowed(origin: string, request: Request, policy: WebAccessPolicy): boolean {
   if (policy.allowedOrigins.has(origin)) return true;
@@ -113,8 +124,8 @@ function originAllowed(origin: string, request: Request, policy: WebAccessPolicy
   return url.origin === origin && url.host === normalisedHost(request.headers.get("host") ?? "");
 }
 
-function isJson(contentType: string | null): boolean {
-  return contentType?.split(";")[0]?.trim().toLowerCase() === "application/json";
+function mediaTypeOf(contentType: string | null): string | undefined {
+  return contentType?.split(";")[0]?.trim().toLowerCase();
 }
 
 /** `Host` without its port, lower case, IPv6 in brackets; null when it is not a host. */

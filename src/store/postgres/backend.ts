@@ -2,6 +2,7 @@ import { SQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { StoreBackend } from "../backend.ts";
 import { createPostgresAccessStore } from "./access.ts";
+import { readBlobReferences, readConversationBlobIds } from "./blob-references.ts";
 import { PostgresBlobStore } from "./blobs.ts";
 import { createPostgresBudgetStore } from "./budgets.ts";
 import { type GatewayLock, takeGatewayLock } from "./gateway-lock.ts";
@@ -61,6 +62,8 @@ export async function openPostgresBackend(
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),
     blobs,
+    blobReferences: () => readBlobReferences(sql),
+    conversationBlobIds: (conversationId) => readConversationBlobIds(sql, conversationId),
     async becomeActiveGateway(gateway) {
       lock ??= await takeGatewayLock(sql, location, gateway);
       // A put in flight on a dead gateway stopped long before this one took over.

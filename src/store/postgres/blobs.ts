@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { SQL } from "bun";
-import { type BlobStore, isBlobId, type StoredBlob } from "../../runtime/blobs.ts";
+import { type BlobListing, type BlobStore, isBlobId, type StoredBlob } from "../../runtime/blobs.ts";
 import { intake } from "../blob-intake.ts";
 
 /** Rows hold at most this much, so a put never buffers more than one chunk. */
 const CHUNK_BYTES = 1024 * 1024;
 const STAGING_PREFIX = "staging:";
+/** Blobs listed per query. */
+const LIST_PAGE = 500;
 
 /**
  * Blobs in PostgreSQL (`blobs` + `blob_chunks`), so every gateway on the database, a standby on
@@ -64,6 +66,7 @@ export class PostgresBlobStore implements BlobStore {
         await tx`UPDATE blob_chunks SET blob_id = ${stored.id} WHERE blob_id = ${staging}`;
       } else {
         await tx`DELETE FROM blob_chunks WHERE blob_id = ${staging}`;
+        await tx`UPDATE blobs SET created_at_ms = ${this.now()} WHERE id = ${stored.id}`;
       }
     });
     return stored;
@@ -93,6 +96,21 @@ export class PostgresBlobStore implements BlobStore {
     const [blob] = await this.sql<Array<{ size_bytes: string | number }>>`
       SELECT size_bytes FROM blobs WHERE id = ${id}`;
     return blob ? { sizeBytes: Number(blob.size_bytes) } : null;
+  }
+
+  async *list(): AsyncIterable<BlobListing> {
+    let after = "";
+    for (;;) {
+      const page = await this.sql<
+        Array<{ id: string; size_bytes: string | number; created_at_ms: string | number }>
+      >`
+        SELECT id, size_bytes, created_at_ms FROM blobs WHERE id > ${after} ORDER BY id LIMIT ${LIST_PAGE}`;
+      for (const row of page) {
+        yield { id: row.id, sizeBytes: Number(row.size_bytes), storedAtMs: Number(row.created_at_ms) };
+      }
+      if (page.length < LIST_PAGE) return;
+      after = page[page.length - 1]!.id;
+    }
   }
 
   async delete(id: string): Promise<boolean> {

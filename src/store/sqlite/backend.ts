@@ -1,6 +1,7 @@
 import { dirname, join } from "node:path";
 import type { StoreBackend } from "../backend.ts";
 import { DirectoryBlobStore } from "../blob-directory.ts";
+import { readBlobReferences, readConversationBlobIds } from "./blob-references.ts";
 import { watchExternalCommits } from "./external-commits.ts";
 import { claimGatewayFile, type GatewayClaim } from "./gateway-claim.ts";
 import { openSqliteStores } from "./index.ts";
@@ -28,6 +29,8 @@ export function openSqliteBackend(path: string, blobDir?: string): StoreBackend 
     schedules: stores.schedules,
     operator: stores.operator,
     blobs,
+    blobReferences: () => readBlobReferences(db),
+    conversationBlobIds: async (conversationId) => readConversationBlobIds(db, conversationId),
     // A standby needs PostgreSQL (the configuration refuses it here), so a claimed file refuses.
     becomeActiveGateway: async () => {
       claim ??= await claimGatewayFile(db, path);

@@ -1,6 +1,7 @@
 import type { Server } from "bun";
-import type { APIUser } from "discord.js";
+import type { APIAttachment, APIUser } from "discord.js";
 import { type Clock, systemClock } from "../../../src/util/clock.ts";
+import { type FileFault, FileHost } from "../file-host.ts";
 import { handleControl } from "./control.ts";
 import { type Fault, FaultInjector, type RestRoute } from "./faults.ts";
 import { GatewayHub, type GatewayLogEntry, type GatewaySocketData } from "./gateway.ts";
@@ -26,6 +27,21 @@ export interface DiscordEmulatorOptions {
   clock?: Clock;
 }
 
+/** A file on a user's message (see DiscordEmulator.sendDm). */
+export interface DiscordFileInput {
+  /** The test's name for the file, for `files.downloads(fileId)`. */
+  fileId: string;
+  filename: string;
+  /** Served at the attachment URL; absent: the URL answers 404. */
+  bytes?: Uint8Array;
+  fault?: FileFault;
+  contentType?: string;
+  /** What the attachment states; default the bytes' length. */
+  size?: number;
+  /** Voice messages state their length. */
+  durationSecs?: number;
+}
+
 export const DEFAULT_DISCORD_TOKEN = "emulated-discord-token";
 
 /** Waits for an emulator condition; resolves with the predicate's first truthy value. */
@@ -46,6 +62,9 @@ export class DiscordEmulator {
   private readonly rest: RestApi;
   private readonly interactions: Interactions;
   private readonly faults = new FaultInjector();
+  private readonly snowflakes: SnowflakeGenerator;
+  /** Attachment downloads, at `/attachments/<fileId>/<filename>` (Discord's CDN). */
+  readonly files = new FileHost();
   private readonly clock: Clock;
   private readonly waiters = new Set<() => void>();
   private rateLimiter: ChannelRateLimiter | null;
@@ -55,6 +74,7 @@ export class DiscordEmulator {
     this.clock = options.clock ?? systemClock;
     const now = () => this.clock.now();
     const ids = new SnowflakeGenerator(now);
+    this.snowflakes = ids;
     this.token = options.token ?? DEFAULT_DISCORD_TOKEN;
     this.bot = {
       id: ids.next(),
@@ -168,9 +188,39 @@ export class DiscordEmulator {
   // ── inbound traffic ──────────────────────────────────────────────────────────────────────────
 
   /** A DM from `userId` to the bot, dispatched as MESSAGE_CREATE with channel_type 1. */
-  sendDm(userId: string, content: string, options: Pick<UserMessageOptions, "replyTo"> = {}): GatewayMessage {
+  sendDm(
+    userId: string,
+    content: string,
+    options: Pick<UserMessageOptions, "replyTo"> & { files?: DiscordFileInput[] } = {},
+  ): GatewayMessage {
     const channel = this.world.dmChannelFor(userId);
-    return this.dispatchMessage(this.world.addUserMessage(channel.id, userId, content, options));
+    const { files, ...rest } = options;
+    const attachments = files?.map((file) => this.attachment(file));
+    return this.dispatchMessage(
+      this.world.addUserMessage(channel.id, userId, content, {
+        ...rest,
+        ...(attachments ? { attachments } : {}),
+      }),
+    );
+  }
+
+  /**
+   * An attachment served by this emulator: registers `bytes` (unless `bytes` is absent: a file
+   * that was never uploaded) and describes it as Discord does (`size` defaults to the bytes').
+   */
+  private attachment(file: DiscordFileInput): APIAttachment {
+    const id = this.snowflakes.next();
+    const path = `${id}/${file.filename}`;
+    if (file.bytes) this.files.add(file.fileId, file.bytes, file.fault, path);
+    return {
+      id,
+      filename: file.filename,
+      size: file.size ?? file.bytes?.byteLength ?? 0,
+      url: `${this.baseUrl}/attachments/${path}`,
+      proxy_url: `${this.baseUrl}/attachments/${path}`,
+      ...(file.contentType ? { content_type: file.contentType } : {}),
+      ...(file.durationSecs === undefined ? {} : { duration_secs: file.durationSecs }),
+    };
   }
 
   /** A message from `userId` in a guild text channel or thread. */
@@ -353,6 +403,9 @@ export class DiscordEmulator {
       // Hanging requests must outlive Bun's idle timeout, or the server would answer for us.
       server.timeout(request, 0);
       return this.rest.handle(request, url.pathname.slice("/api/v10".length));
+    }
+    if (url.pathname.startsWith("/attachments/") && request.method === "GET") {
+      return this.files.serve(decodeURIComponent(url.pathname.slice("/attachments/".length)));
     }
     if (url.pathname.startsWith("/__control/")) {
       return handleControl(this, request, url);

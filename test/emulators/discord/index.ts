@@ -2,6 +2,7 @@ export {
   DEFAULT_DISCORD_TOKEN,
   DiscordEmulator,
   type DiscordEmulatorOptions,
+  type DiscordFileInput,
   startDiscordEmulator,
 } from "./emulator.ts";
 export type { Fault, RestRoute } from "./faults.ts";

@@ -1,4 +1,4 @@
-import type { APIMessage, APIUser } from "discord.js";
+import type { APIAttachment, APIMessage, APIUser } from "discord.js";
 import { type SnowflakeGenerator, snowflakeTimeMs } from "./snowflake.ts";
 
 /** Discord channel type numbers on the wire. */
@@ -36,6 +36,8 @@ export interface UserMessageOptions {
   mentionBot?: boolean;
   /** Id of a message in the same channel this one replies to. */
   replyTo?: string;
+  /** Files on the message, as MESSAGE_CREATE carries them (the emulator serves their `url`). */
+  attachments?: APIAttachment[];
 }
 
 /** Users, one guild with its channels and threads, DM channels and every message: the emulator's state. */
@@ -129,6 +131,7 @@ export class World {
     const mentions = options.mentionBot ? [this.bot] : [];
     const text = options.mentionBot ? `<@${this.bot.id}> ${content}` : content;
     const message = this.buildMessage(channel, author, text, mentions, options.replyTo);
+    if (options.attachments) message.attachments = options.attachments;
     this.store({ message, deleted: false });
     return message;
   }

@@ -1,6 +1,12 @@
 import type { Server } from "bun";
+import { type FileFault, FileHost } from "../file-host.ts";
 import { handleControlRequest } from "./control.ts";
-import { createTsGenerator, type SlackEventBuilders, slackEventBuilders } from "./events.ts";
+import {
+  createTsGenerator,
+  type SlackEventBuilders,
+  type SlackFileInput,
+  slackEventBuilders,
+} from "./events.ts";
 import { ChannelRateLimiter, FaultPlan } from "./faults.ts";
 import { MessageBoard } from "./message-board.ts";
 import { type SocketData, SocketModeHub } from "./socket-mode.ts";
@@ -64,6 +70,8 @@ export class SlackEmulator {
   readonly #channels: ChannelStates = { archived: new Set(), notIn: new Set() };
   readonly #hangingCalls = new Set<() => void>();
   readonly #now: () => number;
+  /** Files served at `/files-pri/<team>-<id>/<name>` to the bot token (url_private). */
+  readonly files = new FileHost();
 
   constructor(options: SlackEmulatorOptions = {}) {
     this.identity = { ...DEFAULT_IDENTITY, ...options.identity };
@@ -102,6 +110,31 @@ export class SlackEmulator {
   /** What to pass as web-api's slackApiUrl (with the trailing slash it needs). */
   get apiUrl(): string {
     return `${this.url}/api/`;
+  }
+
+  /**
+   * A file for a message's `files`, downloadable from this emulator with the bot token (unless
+   * `bytes` is absent: then its URL answers 404). `size` defaults to the bytes' length.
+   */
+  hostFile(file: {
+    id: string;
+    name: string;
+    mimetype: string;
+    bytes?: Uint8Array;
+    size?: number;
+    fault?: FileFault;
+    durationMs?: number;
+  }): SlackFileInput {
+    const path = `${this.identity.teamId}-${file.id}/${file.name}`;
+    if (file.bytes) this.files.add(file.id, file.bytes, file.fault, path);
+    return {
+      id: file.id,
+      name: file.name,
+      mimetype: file.mimetype,
+      size: file.size ?? file.bytes?.byteLength ?? 0,
+      url_private: `${this.url}/files-pri/${path}`,
+      ...(file.durationMs === undefined ? {} : { duration_ms: file.durationMs }),
+    };
   }
 
   // ---- Socket Mode controls ----
@@ -294,6 +327,12 @@ export class SlackEmulator {
     }
     if (url.pathname.startsWith("/api/")) return this.#handleApi(url.pathname.slice("/api/".length), request);
     if (url.pathname.startsWith("/__control/")) return handleControlRequest(this, url, request);
+    if (url.pathname.startsWith("/files-pri/") && request.method === "GET") {
+      // Slack answers a request without the token with its login page; a 403 says the same here.
+      if (request.headers.get("authorization") !== `Bearer ${this.botToken}`)
+        return new Response("not signed in", { status: 403 });
+      return this.files.serve(decodeURIComponent(url.pathname.slice("/files-pri/".length)));
+    }
     return new Response("not found", { status: 404 });
   }
 

@@ -26,6 +26,10 @@ export interface SlackFileInput {
   name: string;
   mimetype: string;
   size: number;
+  /** Where the file downloads; default a files.slack.com URL (see SlackEmulator.hostFile). */
+  url_private?: string;
+  /** Audio and video clips state their length. */
+  duration_ms?: number;
 }
 
 interface MessageInput {
@@ -138,7 +142,8 @@ export function slackEventBuilders(identity: SlackIdentity, nextTs: () => string
       event.subtype = "file_share";
       event.files = input.files.map((file) => ({
         ...file,
-        url_private: `https://files.slack.com/files-pri/${identity.teamId}-${file.id}/${file.name}`,
+        url_private:
+          file.url_private ?? `https://files.slack.com/files-pri/${identity.teamId}-${file.id}/${file.name}`,
       }));
     }
     return event;

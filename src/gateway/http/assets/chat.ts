@@ -19,7 +19,22 @@ const RECONNECT_DELAY_MS = 2000;
 const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000];
 const TYPING_SHOWN_MS = 6000;
 
-type Pending = { clientMessageId: string; text: string; state: "sending" | "failed"; error?: string };
+type Pending = {
+  clientMessageId: string;
+  text: string;
+  files?: SentFile[];
+  state: "sending" | "failed";
+  error?: string;
+};
+type SentFile = { uploadId: string; name: string };
+/** A file chosen, pasted or dropped: uploaded at once, sent with the next message. */
+type Attachment = {
+  key: string;
+  name: string;
+  state: "uploading" | "ready" | "failed";
+  uploadId?: string;
+  error?: string;
+};
 
 const sessionId = loadSessionId();
 const transcript = byId("transcript");
@@ -41,6 +56,10 @@ const pending = new Map<string, Pending>();
 /** The notice a button press got, by the message the button is under (shown until a reload). */
 const notices = new Map<string, string>();
 let typingTimer: ReturnType<typeof setTimeout> | undefined;
+/** Files for the next message, in the order they were added. */
+const attachments: Attachment[] = [];
+const attachmentList = byId("attachments");
+const fileInput = byId<HTMLInputElement>("file");
 
 function loadSessionId(): string {
   const stored = localStorage.getItem(SESSION_KEY);
@@ -95,7 +114,7 @@ function render(): void {
     const node = bubble(
       "user",
       item.clientMessageId,
-      item.text,
+      shownText(item),
       item.state === "sending" ? "sending…" : "not sent",
     );
     node.classList.add(item.state === "sending" ? "is-sending" : "is-failed");
@@ -267,7 +286,7 @@ async function post(item: Pending): Promise<void> {
         messages.set(item.clientMessageId, {
           messageId: item.clientMessageId,
           role: "user",
-          text: item.text,
+          text: shownText(item),
           atMs: Date.now(),
         });
       }
@@ -298,10 +317,18 @@ type PostResult =
   | { kind: "rejected"; message: string };
 
 async function attemptPost(
-  item: { clientMessageId: string; text: string } | { clientMessageId: string; action: string },
+  item:
+    | { clientMessageId: string; text: string; files?: SentFile[] }
+    | { clientMessageId: string; action: string },
 ): Promise<PostResult> {
   let response: Response;
-  const content = "action" in item ? { action: item.action } : { text: item.text };
+  const content =
+    "action" in item
+      ? { action: item.action }
+      : {
+          ...(item.text.trim() === "" ? {} : { text: item.text }),
+          ...(item.files && item.files.length > 0 ? { files: item.files } : {}),
+        };
   try {
     response = await fetch("/web/api/messages", {
       method: "POST",
@@ -333,12 +360,114 @@ function checkLength(): boolean {
 function submit(event: Event): void {
   event.preventDefault();
   const text = input.value;
-  if (text.trim() === "" || !checkLength()) return;
+  if (attachments.some((a) => a.state === "uploading")) return;
+  const files = attachments.flatMap((a) => (a.uploadId ? [{ uploadId: a.uploadId, name: a.name }] : []));
+  if ((text.trim() === "" && files.length === 0) || !checkLength()) return;
   input.value = "";
-  const item: Pending = { clientMessageId: randomId(16), text, state: "sending" };
+  attachments.length = 0;
+  renderAttachments();
+  const item: Pending = { clientMessageId: randomId(16), text, files, state: "sending" };
   pending.set(item.clientMessageId, item);
   void post(item);
 }
+
+/** What the transcript shows for a message this page sent (as the gateway records it). */
+function shownText(item: { text: string; files?: SentFile[] }): string {
+  return [item.text, ...(item.files ?? []).map((f) => `📎 ${f.name}`)]
+    .filter((line) => line.trim() !== "")
+    .join("\n");
+}
+
+/** Uploads a chosen, pasted or dropped file at once; the next message carries it. */
+async function attach(file: File): Promise<void> {
+  const attachment: Attachment = { key: randomId(8), name: file.name || "pasted file", state: "uploading" };
+  attachments.push(attachment);
+  renderAttachments();
+  for (;;) {
+    let response: Response;
+    try {
+      response = await fetch("/web/api/uploads", {
+        method: "POST",
+        headers: apiHeaders({ "content-type": "application/octet-stream" }),
+        body: file,
+      });
+    } catch {
+      attachment.state = "failed";
+      attachment.error = "The gateway did not answer; remove it and attach it again.";
+      break;
+    }
+    if (response.status === 401) {
+      await askForToken();
+      continue;
+    }
+    const body = (await response.json().catch(() => null)) as {
+      uploadId?: string;
+      error?: { message?: string };
+    } | null;
+    if (response.status === 201 && body?.uploadId) {
+      attachment.state = "ready";
+      attachment.uploadId = body.uploadId;
+    } else {
+      attachment.state = "failed";
+      attachment.error = body?.error?.message ?? `The gateway answered ${response.status}.`;
+    }
+    break;
+  }
+  renderAttachments();
+}
+
+function renderAttachments(): void {
+  attachmentList.hidden = attachments.length === 0;
+  attachmentList.replaceChildren(
+    ...attachments.map((a) =>
+      h(
+        "li",
+        { class: `attachment state-${a.state}`, "data-state": a.state },
+        `📎 ${a.name}`,
+        a.state === "uploading" ? " (uploading…)" : "",
+        a.error ? ` — ${a.error}` : "",
+        h(
+          "button",
+          {
+            type: "button",
+            class: "remove",
+            "aria-label": `Remove ${a.name}`,
+            onclick: () => {
+              attachments.splice(attachments.indexOf(a), 1);
+              renderAttachments();
+            },
+          },
+          "×",
+        ),
+      ),
+    ),
+  );
+  sendButton.disabled = attachments.some((a) => a.state === "uploading") || input.value.length > maxChars;
+}
+
+const attachAll = (files: FileList | null | undefined) => {
+  for (const file of Array.from(files ?? [])) void attach(file);
+};
+byId("attach").addEventListener("click", () => fileInput.click());
+fileInput.addEventListener("change", () => {
+  attachAll(fileInput.files);
+  fileInput.value = "";
+});
+input.addEventListener("paste", (event) => {
+  const files = event.clipboardData?.files;
+  if (files && files.length > 0) {
+    event.preventDefault();
+    attachAll(files);
+  }
+});
+document.addEventListener("dragover", (event) => {
+  if (event.dataTransfer?.types.includes("Files")) event.preventDefault();
+});
+document.addEventListener("drop", (event) => {
+  if (!event.dataTransfer?.files.length) return;
+  event.preventDefault();
+  attachAll(event.dataTransfer.files);
+});
 
 byId("composer").addEventListener("submit", submit);
 input.addEventListener("input", checkLength);

@@ -1,0 +1,102 @@
+/**
+ * Files the browser uploads before it sends the message that carries them. The bytes stream into
+ * the gateway's blob store (bounded, never held whole); the message then names them by id, and
+ * only a session that uploaded a file may attach it. The run fetches it like any platform's file
+ * (`openFile("upload:<id>")`), so the type is sniffed and the limits applied in one place.
+ */
+import { isSwitchboardError, SwitchboardError } from "../../src/errors.ts";
+import type { RemoteFile } from "../types.ts";
+
+/**
+ * Where uploads are kept: the gateway's BlobStore (src/runtime/blobs.ts), named by the part of
+ * it this channel uses (channels/ does not import the runtime).
+ */
+export interface UploadStore {
+  /** Streams `source` in; throws `blob_too_large` (nothing kept) past `maxBytes`. */
+  put(
+    source: AsyncIterable<Uint8Array>,
+    options: { maxBytes: number },
+  ): Promise<{ id: string; sizeBytes: number }>;
+  /** The bytes; null when gone. */
+  read(id: string): Promise<Uint8Array | null>;
+}
+
+/** A blob id: 64 lower-case hex digits (a sha256). */
+const UPLOAD_ID = /^[0-9a-f]{64}$/;
+
+export const UPLOAD_REF_PREFIX = "upload:";
+
+export interface WebUploadOptions {
+  blobs: UploadStore;
+  /** Largest file accepted (SWITCHBOARD_MAX_FILE_MB), in bytes. */
+  maxFileBytes: number;
+  /** Uploads one session may hold before it sends them; default 20. */
+  maxPerSession?: number;
+  /** Sessions remembered; default 1000 (the oldest is forgotten first). */
+  maxSessions?: number;
+}
+
+export interface UploadedFile {
+  id: string;
+  sizeBytes: number;
+}
+
+export class WebUploads {
+  readonly maxFileBytes: number;
+  private readonly bySession = new Map<string, Map<string, UploadedFile>>();
+
+  constructor(private readonly options: WebUploadOptions) {
+    this.maxFileBytes = options.maxFileBytes;
+  }
+
+  /**
+   * Streams `body` into the blob store for `sessionId`. Throws `blob_too_large` past the limit
+   * (nothing kept).
+   */
+  async put(sessionId: string, body: AsyncIterable<Uint8Array>): Promise<UploadedFile> {
+    const stored = await this.options.blobs.put(body, { maxBytes: this.options.maxFileBytes });
+    const file = { id: stored.id, sizeBytes: stored.sizeBytes };
+    let files = this.bySession.get(sessionId);
+    if (files) this.bySession.delete(sessionId);
+    files ??= new Map();
+    this.bySession.set(sessionId, files);
+    files.set(file.id, file);
+    const maxPerSession = this.options.maxPerSession ?? 20;
+    for (const oldest of files.keys()) {
+      if (files.size <= maxPerSession) break;
+      files.delete(oldest);
+    }
+    for (const oldest of this.bySession.keys()) {
+      if (this.bySession.size <= (this.options.maxSessions ?? 1000)) break;
+      this.bySession.delete(oldest);
+    }
+    return file;
+  }
+
+  /** The upload `id` of `sessionId`; undefined when this session did not upload it (or it was forgotten). */
+  find(sessionId: string, id: string): UploadedFile | undefined {
+    return this.bySession.get(sessionId)?.get(id);
+  }
+
+  /** The bytes of an upload, for the run that prepares it. */
+  async open(ref: string): Promise<RemoteFile> {
+    const id = ref.slice(UPLOAD_REF_PREFIX.length);
+    const bytes =
+      ref.startsWith(UPLOAD_REF_PREFIX) && UPLOAD_ID.test(id) ? await this.options.blobs.read(id) : null;
+    if (!bytes)
+      throw new SwitchboardError(
+        "platform_rejected",
+        "the uploaded file is no longer stored; upload it again",
+      );
+    return {
+      body: (async function* () {
+        yield bytes;
+      })(),
+      sizeBytes: bytes.byteLength,
+    };
+  }
+}
+
+export function isUploadTooLarge(error: unknown): boolean {
+  return isSwitchboardError(error, "blob_too_large");
+}

@@ -1,0 +1,43 @@
+import { type BlobReferences, blobIdsOfParts } from "../runtime/blob-cleanup.ts";
+import { isBlobId } from "../runtime/blobs.ts";
+import type { MessagePart } from "../runtime/types.ts";
+
+/**
+ * One kind of row that points at blobs, for cleanup: its query (per engine), and how to read the
+ * blob ids off one row. `pinned` rows are pending work (never removed); the others are history,
+ * which retention may remove.
+ */
+export interface BlobReferenceSource<Row> {
+  name: string;
+  pinned: boolean;
+  sql: string;
+  ids(row: Row): string[];
+}
+
+/**
+ * Runs every source's query and sorts the ids into pinned and kept. The queries need not share a
+ * snapshot: history (`kept`) covers every message of a live conversation, so a run that finishes
+ * between two queries moves nothing out of both sets.
+ */
+export async function collectReferences<Row>(
+  sources: ReadonlyArray<BlobReferenceSource<Row>>,
+  query: (sql: string) => Row[] | Promise<Row[]>,
+): Promise<BlobReferences> {
+  const pinned = new Set<string>();
+  const kept = new Set<string>();
+  for (const source of sources) {
+    const into = source.pinned ? pinned : kept;
+    for (const row of await query(source.sql)) for (const id of source.ids(row)) into.add(id);
+  }
+  return { pinned, kept };
+}
+
+/** The blob ids of a `messages` row's `parts` (JSON text); a row that does not parse has none. */
+export function idsOfMessageParts(row: Record<string, unknown>): string[] {
+  if (typeof row.parts !== "string") return [];
+  try {
+    return blobIdsOfParts(JSON.parse(row.parts) as MessagePart[]).filter(isBlobId);
+  } catch {
+    return [];
+  }
+}

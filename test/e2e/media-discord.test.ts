@@ -1,0 +1,97 @@
+/**
+ * Media end to end through a real gateway process, the Discord emulator (attachments on
+ * MESSAGE_CREATE, served at their URL) and the fake model server (chat completions and audio
+ * transcriptions).
+ */
+import { beforeAll, expect, test } from "bun:test";
+import { startDiscordEmulator } from "../emulators/discord/index.ts";
+import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { GATEWAY_START_TIMEOUT_MS } from "./support/gateway-process.ts";
+import { expectScaledImage, largeJpeg, oggOpus, onePagePdf, userParts } from "./support/media.ts";
+
+const fixture = useE2eFixture("switchboard-e2e-media-dc-", startDiscordEmulator);
+const { llm, platform: discord } = fixture;
+const alice = discord.createUser("alice");
+const bob = discord.createUser("bob");
+const carol = discord.createUser("carol");
+const dan = discord.createUser("dan");
+
+beforeAll(async () => {
+  await fixture.startGateway(
+    discordGatewayEnv(fixture, {
+      allowed: [alice.id, bob.id, carol.id, dan.id],
+      extra: { SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1" },
+    }),
+    GATEWAY_START_TIMEOUT_MS,
+  );
+}, GATEWAY_START_TIMEOUT_MS);
+
+const botReply = (userId: string, text: string) =>
+  discord.waitFor(
+    () =>
+      discord
+        .visibleMessages(discord.dmChannelId(userId))
+        .find((m) => m.author.id === discord.bot.id && m.content.includes(text)),
+    30_000,
+    `a bot reply containing "${text}"`,
+  );
+
+test("a photo reaches the model as an image part whose bytes are the scaled original", async () => {
+  const original = await largeJpeg(40);
+  discord.sendDm(alice.id, "what colour is this discord photo", {
+    files: [{ fileId: "dc-photo", filename: "photo.jpg", bytes: original, contentType: "image/jpeg" }],
+  });
+  await botReply(alice.id, "echo:");
+  await expectScaledImage(userParts(llm.requests(), "what colour is this discord photo"), original);
+  expect(discord.files.downloads("dc-photo")).toEqual({ started: 1, completed: 1 });
+}, 60_000);
+
+test("a voice message goes through the transcription server and its transcript is in the prompt", async () => {
+  llm.setTranscription({ text: "book a table for two on discord" });
+  const voice = oggOpus(6_500);
+  discord.sendDm(bob.id, "", {
+    files: [
+      {
+        fileId: "dc-voice",
+        filename: "voice-message.ogg",
+        bytes: voice,
+        contentType: "audio/ogg",
+        durationSecs: 3,
+      },
+    ],
+  });
+  await botReply(bob.id, "echo:");
+  const heard = llm.transcriptions().find((t) => t.bytes.byteLength === voice.byteLength);
+  expect(heard?.bytes).toEqual(voice);
+  const prompt = llm.requests().find((r) => r.lastUserText.includes("book a table for two on discord"));
+  expect(prompt?.lastUserText).toContain("[voice transcript of voice-message.ogg");
+}, 60_000);
+
+test("a PDF for a model without file input: stored, the model gets a note and the user a line", async () => {
+  const pdf = onePagePdf("quarterly figures");
+  discord.sendDm(carol.id, "summarise the discord pdf", {
+    files: [{ fileId: "dc-pdf", filename: "figures.pdf", bytes: pdf, contentType: "application/pdf" }],
+  });
+  const reply = await botReply(carol.id, "which this model cannot read");
+  expect(reply.content).toContain('"figures.pdf" is a PDF, which this model cannot read');
+  const prompt = llm.requests().find((r) => r.lastUserText.includes("summarise the discord pdf"));
+  expect(prompt?.lastUserText).toContain("this model cannot read PDF files");
+  expect(discord.files.downloads("dc-pdf")).toEqual({ started: 1, completed: 1 });
+}, 60_000);
+
+test("an attachment over the limit is refused before any download, and the user is told the limit", async () => {
+  discord.sendDm(dan.id, "read this huge discord file", {
+    files: [
+      {
+        fileId: "dc-huge",
+        filename: "huge.bin",
+        bytes: new Uint8Array(1000),
+        size: 30 * 1024 * 1024,
+        contentType: "application/octet-stream",
+      },
+    ],
+  });
+  const reply = await botReply(dan.id, "limit per file");
+  expect(reply.content).toContain('"huge.bin" is larger than the 20 MB limit per file');
+  expect(discord.files.downloads("dc-huge").started).toBe(0);
+}, 60_000);
