@@ -249,6 +249,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     adapters,
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
+    blobs: stores.blobs,
     observer: { rateLimited: (channel) => metrics.outboxRateLimited(channel), ...timeline.delivery },
     logger,
   });

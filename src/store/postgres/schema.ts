@@ -283,6 +283,11 @@ const PURGED_BY_SQL = `
 ALTER TABLE conversation_tombstones ADD COLUMN purged_by TEXT;
 `;
 
+/** Migration 14: the file a message record delivers (JSON OutboxMedia); SQLite's migration 16. */
+const OUTBOX_MEDIA_SQL = `
+ALTER TABLE outbox ADD COLUMN media TEXT;
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -301,6 +306,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "approvals", sql: APPROVALS_SCHEMA_SQL },
   { version: 12, name: "purged-by", sql: PURGED_BY_SQL },
   { version: 13, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
+  { version: 14, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -7,6 +7,7 @@ import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import {
   AMBIGUOUS_HOLDS_SQL,
+  OUTBOX_MEDIA_SQL,
   OUTBOX_PRESENTATION_SQL,
   OUTBOX_SCHEMA_SQL,
   SqliteOutboxRepository,
@@ -45,6 +46,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: "approvals", sql: `${APPROVALS_SCHEMA_SQL}\n${OUTBOX_PRESENTATION_SQL}` },
   { version: 14, name: "purged-by", sql: PURGED_BY_SQL },
   { version: 15, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
+  { version: 16, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
 ];
 
 export interface SqliteStores {
