@@ -1,14 +1,7 @@
+import { isPhotoType } from "../channels/file-types.ts";
 import type { ChannelName, FileLimits } from "../channels/types.ts";
 import type { Renderer } from "./render.ts";
 import type { OutboxMedia, RenderedText } from "./types.ts";
-
-/** Image types every platform shows inline as a photo; other images travel as documents. */
-const PHOTO_TYPES = new Set(["image/jpeg", "image/png", "image/webp"]);
-
-/** True when a file of this (sniffed) type is shown as a photo. */
-export function isPhotoType(mimeType: string): boolean {
-  return PHOTO_TYPES.has(mimeType);
-}
 
 /** Whole megabytes where exact, else one decimal: "10 MB", "2.5 MB"; small sizes in bytes. */
 export function formatMegabytes(bytes: number): string {
