@@ -13,7 +13,7 @@ import type {
   RenderedText,
 } from "../../outbox/types.ts";
 import { SwitchboardError } from "../errors.ts";
-import type { AnswerDelivery } from "../runtime/store.ts";
+import type { AnswerDelivery, FileDelivery } from "../runtime/store.ts";
 import type { Integer } from "./rows.ts";
 
 export type { AnswerDelivery };
@@ -225,6 +225,27 @@ export function promptInserts(answer: AnswerDelivery): OutboxInsert[] {
     markdown: prompt.markdown,
     presentation: { buttons: prompt.buttons },
   }));
+}
+
+/** The message record of a file a run sends. */
+export function fileInsert(run: { runId: string; conversationId: string }, file: FileDelivery): OutboxInsert {
+  return {
+    key: file.key,
+    runId: run.runId,
+    conversationId: run.conversationId,
+    channel: file.channel as ChannelName,
+    account: file.account,
+    target: file.target,
+    ...(file.replyTo === undefined ? {} : { replyTo: file.replyTo }),
+    kind: "message",
+    markdown: file.caption,
+    media: {
+      blobId: file.blobId,
+      filename: file.filename,
+      mimeType: file.mimeType,
+      sizeBytes: file.sizeBytes,
+    },
+  };
 }
 
 /** The stored form of an insert's file (null: a text message). */
