@@ -12,7 +12,6 @@ import { tempDir } from "../support/runtime.ts";
 import { runCliJson } from "./support/cli.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import {
-  eventually,
   GATEWAY_START_TIMEOUT_MS,
   type GatewayProcess,
   startGatewayProcess,
