@@ -1,5 +1,4 @@
-import { isPhotoType } from "../channels/file-types.ts";
-import type { ChannelName, FileLimits } from "../channels/types.ts";
+import { type ChannelName, type FileLimits, isPhotoType } from "../channels/types.ts";
 import type { Renderer } from "./render.ts";
 import type { OutboxMedia, RenderedText } from "./types.ts";
 

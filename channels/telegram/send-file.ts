@@ -2,8 +2,7 @@
  * Files out: the Bot API method a file goes through, chosen from its sniffed type, and
  * Telegram's upload limits for bots on the public Bot API server.
  */
-import { isPhotoType } from "../file-types.ts";
-import type { FileLimits } from "../types.ts";
+import { type FileLimits, isPhotoType } from "../types.ts";
 
 const MB = 1024 * 1024;
 

@@ -3,7 +3,7 @@
  * stored in the blob store (its type sniffed from the bytes, never taken from the server) and
  * enqueued under a key per tool call and image, so a call run again sends none of them twice.
  */
-import { isPhotoType } from "../../../channels/file-types.ts";
+import { isPhotoType } from "../../../channels/types.ts";
 import { isSwitchboardError } from "../../errors.ts";
 import { sniffMediaType } from "../../media/sniff.ts";
 import type { BlobStore } from "../../runtime/blobs.ts";
