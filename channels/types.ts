@@ -139,6 +139,37 @@ export interface OutgoingMessage {
   buttons?: Array<Array<{ label: string; data: string }>>;
 }
 
+/** Image types every platform shows inline as a photo; other images travel as documents. */
+const PHOTO_TYPES = new Set(["image/jpeg", "image/png", "image/webp"]);
+
+/** True when a file of this (sniffed) type is shown as a photo. */
+export function isPhotoType(mimeType: string): boolean {
+  return PHOTO_TYPES.has(mimeType);
+}
+
+/** A file to send, read from the blob store; its type was sniffed from the bytes. */
+export interface OutgoingFile {
+  bytes: Uint8Array;
+  filename: string;
+  mimeType: string;
+  /** Already rendered and within `FileLimits.maxCaptionChars`; empty for no caption. */
+  caption: string;
+  format: "rich" | "plain";
+  replyTo?: string;
+  /** Stable per outbox record; Discord's nonce. */
+  idempotencyKey: string;
+}
+
+/** How a platform takes files, by the kind it would show them as. */
+export interface FileLimits {
+  /** Largest file a bot may upload, in bytes. */
+  maxFileBytes: number;
+  /** Largest image shown as a photo, in bytes (bigger ones are refused); defaults to maxFileBytes. */
+  maxPhotoBytes?: number;
+  /** Longest caption that may go with a file, in characters as the platform counts them. */
+  maxCaptionChars: number;
+}
+
 /** What the adapter can promise about a send. */
 export interface ChannelCapabilities {
   /** A send may be repeated after an uncertain outcome without a second visible message. */
@@ -227,6 +258,10 @@ export interface ChannelAdapter {
   /** Routes this adapter serves on the gateway's HTTP server (webhooks). */
   routes?(): HttpRoute[];
   send(target: string, message: OutgoingMessage): Promise<SendReceipt>;
+  /** Uploads a file with its caption; absent where the channel cannot show files. */
+  sendFile?(target: string, file: OutgoingFile): Promise<SendReceipt>;
+  /** Present with `sendFile`. */
+  readonly fileLimits?: FileLimits;
   edit?(target: string, messageId: string, message: OutgoingMessage): Promise<void>;
   delete?(target: string, messageId: string): Promise<void>;
   typing?(target: string): Promise<void>;

@@ -1,8 +1,10 @@
 import type { ChannelAdapter, OutgoingMessage } from "../channels/types.ts";
 import { isSwitchboardError } from "../src/errors.ts";
+import type { BlobStore } from "../src/runtime/blobs.ts";
 import type { Clock } from "../src/util/clock.ts";
 import { killPoint } from "../src/util/kill-point.ts";
 import type { Logger } from "../src/util/log.ts";
+import { mediaRefusal, renderMediaCaption } from "./media.ts";
 import { createPlatformCaller, PlatformCallError, type PlatformCaller, rateLaneOf } from "./platform-call.ts";
 import type { DeliveryRateLimiter } from "./rate-limiter.ts";
 import { isFormattingRejection, type Renderer } from "./render.ts";
@@ -10,6 +12,7 @@ import { createRetryPolicy, type RetryPolicyOptions } from "./retry-policy.ts";
 import { type ShownMessages, syncMessages } from "./sync-messages.ts";
 import type {
   DeliveryObserver,
+  OutboxMedia,
   OutboxMessageRecord,
   OutboxRecord,
   OutboxRepository,
@@ -31,6 +34,8 @@ export interface DeliveryDeps {
   signal: AbortSignal;
   /** How long an ambiguous record holds back its chat's later replies; Infinity: until an operator decides. */
   ambiguousHoldMs: number;
+  /** Where media records' files are read from; without it a media record fails. */
+  blobs?: BlobStore;
 }
 
 /** The end of a new ambiguous record's hold; undefined: until an operator decides. */
@@ -51,16 +56,65 @@ export async function deliverRecord(
   else await deliverFinalStream(deps, adapter, record);
 }
 
+/** A message's text as platform chunks; for a file, chunk 0 is its caption. */
+function renderRecord(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  record: OutboxMessageRecord,
+  format: "rich" | "plain",
+): RenderedText {
+  const maxChars = adapter.limits.maxMessageChars;
+  if (record.media === null) return deps.renderer.render(record.markdown, record.channel, format, maxChars);
+  return renderMediaCaption(deps.renderer, record.markdown, record.channel, format, {
+    maxMessageChars: maxChars,
+    maxCaptionChars: adapter.fileLimits?.maxCaptionChars ?? maxChars,
+  });
+}
+
+/**
+ * The file of a media record, or null after failing the record: the channel refuses it (no
+ * files, over its limit) or its blob is gone. Nothing is sent for a refused file.
+ */
+async function loadMedia(
+  deps: DeliveryDeps,
+  adapter: ChannelAdapter,
+  record: OutboxMessageRecord & { media: OutboxMedia },
+): Promise<Uint8Array | null> {
+  const refusal =
+    mediaRefusal(record.media, record.channel, adapter.sendFile ? adapter.fileLimits : undefined) ??
+    (deps.blobs === undefined ? "the gateway has no blob store to read the file from" : null);
+  const bytes = refusal === null ? await deps.blobs!.read(record.media.blobId) : null;
+  const reason =
+    refusal ??
+    (bytes === null
+      ? `the file ${record.media.filename} (blob ${record.media.blobId}) is no longer stored; it was not sent.`
+      : null);
+  if (reason === null) return bytes;
+  await deps.repo.markFailed(record.id, reason, deps.clock.now());
+  deps.logger.warn("outbox.file_refused", {
+    recordId: record.id,
+    conversationId: record.conversationId,
+    channel: record.channel,
+    reason,
+  });
+  return null;
+}
+
 async function deliverMessage(
   deps: DeliveryDeps,
   adapter: ChannelAdapter,
   queued: OutboxMessageRecord,
 ): Promise<void> {
-  const maxChars = adapter.limits.maxMessageChars;
-  const rendered = queued.rendered ?? deps.renderer.render(queued.markdown, queued.channel, "rich", maxChars);
+  const rendered = queued.rendered ?? renderRecord(deps, adapter, queued, "rich");
   const record = await deps.repo.markSending(queued.id, deps.clock.now(), rendered);
   if (record?.kind !== "message") return;
   killPoint("outbox.sending-persisted");
+  const media = record.media;
+  let file: Uint8Array | null = null;
+  if (media !== null && record.chunksDelivered === 0) {
+    file = await loadMedia(deps, adapter, { ...record, media });
+    if (file === null) return;
+  }
   if (record.presentation?.editOf !== undefined) {
     await deliverEdit(deps, adapter, record, record.presentation.editOf);
     return;
@@ -84,6 +138,17 @@ async function deliverMessage(
       sent = (
         await call("send", () => {
           if (index === 0) deps.observer.firstSendStarted?.(record);
+          if (index === 0 && media !== null && file !== null && adapter.sendFile) {
+            return adapter.sendFile(record.target, {
+              bytes: file,
+              filename: media.filename,
+              mimeType: media.mimeType,
+              caption: message.text,
+              format: message.format,
+              idempotencyKey: message.idempotencyKey,
+              ...(message.replyTo === undefined ? {} : { replyTo: message.replyTo }),
+            });
+          }
           return adapter.send(record.target, message);
         })
       ).messageIds;
@@ -93,7 +158,7 @@ async function deliverMessage(
       // Fall back to plain text once, and only while nothing of this answer is visible yet:
       // plain chunks do not line up with rich ones already shown.
       if (current.format === "rich" && index === 0 && isFormattingRejection(causeOf(error))) {
-        const plain = deps.renderer.render(record.markdown, record.channel, "plain", maxChars);
+        const plain = renderRecord(deps, adapter, record, "plain");
         if (!(await deps.repo.replaceRendered(record.id, plain, deps.clock.now()))) return;
         deps.logger.warn("outbox.formatting_fallback", { recordId: record.id, sending: "plain text" });
         current = plain;

@@ -40,6 +40,20 @@ export interface OutboxPresentation {
   editOf?: string;
 }
 
+/**
+ * The file a media record delivers. Its caption is the record's `markdown` (may be empty). The
+ * bytes live in the blob store; the type was sniffed from them when they were stored.
+ */
+export interface OutboxMedia {
+  /** Blob store id (hex sha256) of the bytes. */
+  blobId: string;
+  /** The name the file is shown with. */
+  filename: string;
+  /** Sniffed from the bytes, never taken from where the file came from. */
+  mimeType: string;
+  sizeBytes: number;
+}
+
 interface OutboxRecordBase {
   id: string;
   /** Unique and stable: `<runId>:<segment>` (`run_x:0`, `run_x:stream`). A second insert with it is ignored. */
@@ -76,6 +90,11 @@ export interface OutboxMessageRecord extends OutboxRecordBase {
   rendered: RenderedText | null;
   /** How many of `rendered.chunks` are confirmed delivered; a resumed delivery starts there. */
   chunksDelivered: number;
+  /**
+   * A file to deliver: chunk 0 goes with it as its caption (possibly empty), further chunks follow
+   * as text messages. Null for a text message.
+   */
+  media: OutboxMedia | null;
 }
 
 export interface OutboxStreamRecord extends OutboxRecordBase {
@@ -105,6 +124,8 @@ export interface OutboxInsert {
   final?: boolean;
   /** Messages only: buttons, or the record it edits. */
   presentation?: OutboxPresentation;
+  /** Messages only: a file to deliver, with `markdown` as its caption (may then be empty). */
+  media?: OutboxMedia;
 }
 
 export interface OutboxListFilter {

@@ -1,4 +1,5 @@
 import type { ChannelAdapter, ChannelName } from "../channels/types.ts";
+import type { BlobStore } from "../src/runtime/blobs.ts";
 import type { Clock } from "../src/util/clock.ts";
 import type { Logger } from "../src/util/log.ts";
 import { ambiguousHoldUntil, type DeliveryDeps, deliverRecord } from "./deliver.ts";
@@ -34,6 +35,8 @@ export interface DeliveryWorkerOptions {
    * anyway (it stays ambiguous for an operator). Default Infinity: until an operator decides.
    */
   ambiguousHoldMs?: number;
+  /** Where media records' files are read from. Without it, media records fail. */
+  blobs?: BlobStore;
 }
 
 export interface DeliveryWorker {
@@ -81,6 +84,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     },
     signal: shutdown.signal,
     ambiguousHoldMs: options.ambiguousHoldMs ?? Number.POSITIVE_INFINITY,
+    ...(options.blobs === undefined ? {} : { blobs: options.blobs }),
   };
 
   const lanes = new Map<string, Promise<void>>();

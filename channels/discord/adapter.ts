@@ -23,6 +23,7 @@ import type {
   InboundMessage,
   Ingress,
   IngressOutcome,
+  OutgoingFile,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
@@ -32,7 +33,7 @@ import { type DiscordConfig, type DiscordConfigInput, parseDiscordConfig } from 
 import { toSwitchboardError } from "./errors.ts";
 import { decodeTarget } from "./keys.ts";
 import { pressToInbound, readMessage, readPress, toInbound } from "./parse.ts";
-import { DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
+import { DISCORD_FILE_LIMITS, DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
 
 export const DISCORD_CAPABILITIES: ChannelCapabilities = {
   idempotentSend: true,
@@ -68,6 +69,7 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly channel = "discord" as const;
   readonly capabilities = DISCORD_CAPABILITIES;
   readonly limits = DISCORD_LIMITS;
+  readonly fileLimits = DISCORD_FILE_LIMITS;
   private readonly client: Client;
   private readonly sender: DiscordSender;
   private readonly clock: Clock;
@@ -198,6 +200,10 @@ export class DiscordAdapter implements ChannelAdapter {
 
   send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
     return this.sender.send(target, message);
+  }
+
+  sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
+    return this.sender.sendFile(target, file);
   }
 
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {

@@ -14,13 +14,19 @@ import {
   Routes,
 } from "discord.js";
 import { isSwitchboardError, SwitchboardError } from "../../src/errors.ts";
-import type { OutgoingMessage, SendReceipt } from "../types.ts";
+import type { FileLimits, OutgoingFile, OutgoingMessage, SendReceipt } from "../types.ts";
 import { type DiscordAction, toSwitchboardError } from "./errors.ts";
 import { decodeTarget } from "./keys.ts";
 
 export const MAX_MESSAGE_CHARS = 2000;
 /** Discord accepts nonces of at most 25 characters. */
 export const MAX_NONCE_CHARS = 25;
+
+/** Bots upload files up to 10 MiB (Discord's default); a caption is the message's content. */
+export const DISCORD_FILE_LIMITS: FileLimits = {
+  maxFileBytes: 10 * 1024 * 1024,
+  maxCaptionChars: MAX_MESSAGE_CHARS,
+};
 
 /** Model output may contain "@everyone" or role pings; only plain user mentions may ping. */
 const ALLOWED_MENTIONS: APIAllowedMentions = { parse: [AllowedMentionsTypes.User], replied_user: true };
@@ -60,6 +66,38 @@ export class DiscordSender {
     };
     const created = (await this.call("send", () =>
       this.rest.post(Routes.channelMessages(channelId), { body }),
+    )) as APIMessage;
+    return { messageIds: [created.id] };
+  }
+
+  /**
+   * Posts the file as a multipart attachment with its caption as the content, under the record's
+   * nonce with `enforce_nonce`: a retried upload returns the first message instead of a second.
+   */
+  async sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
+    const channelId = decodeTarget(target);
+    if (file.caption !== "") checkText(file.caption);
+    const filename = file.filename.replace(/[\p{Cc}\\/]/gu, "_");
+    const body: RESTPostAPIChannelMessageJSONBody = {
+      ...(file.caption === "" ? {} : { content: file.caption }),
+      nonce: nonceFor(file.idempotencyKey),
+      enforce_nonce: true,
+      allowed_mentions: ALLOWED_MENTIONS,
+      attachments: [{ id: 0, filename }],
+      ...(file.replyTo === undefined
+        ? {}
+        : {
+            message_reference: {
+              message_id: checkSnowflake(file.replyTo, "replyTo"),
+              fail_if_not_exists: false,
+            },
+          }),
+    };
+    const created = (await this.call("send", () =>
+      this.rest.post(Routes.channelMessages(channelId), {
+        body,
+        files: [{ name: filename, data: file.bytes, contentType: file.mimeType }],
+      }),
     )) as APIMessage;
     return { messageIds: [created.id] };
   }

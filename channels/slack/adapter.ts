@@ -7,10 +7,12 @@ import type {
   ChannelAdapter,
   ChannelCapabilities,
   ChannelLimits,
+  FileLimits,
   HttpRoute,
   InboundMessage,
   Ingress,
   NativeStream,
+  OutgoingFile,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
@@ -73,6 +75,11 @@ export class SlackAdapter implements ChannelAdapter {
   readonly channel = "slack" as const;
   readonly capabilities = SLACK_CAPABILITIES;
   readonly limits = SLACK_LIMITS;
+  /** Slack takes files up to 1 GB; the caption is the share's initial comment. */
+  readonly fileLimits: FileLimits = {
+    maxFileBytes: 1024 * 1024 * 1024,
+    maxCaptionChars: SLACK_LIMITS.maxMessageChars,
+  };
 
   readonly #config: SlackConfig;
   readonly #clock: Clock;
@@ -221,6 +228,10 @@ export class SlackAdapter implements ChannelAdapter {
 
   send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
     return this.#sender.send(target, message);
+  }
+
+  sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
+    return this.#sender.sendFile(target, file);
   }
 
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {

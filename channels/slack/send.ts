@@ -1,6 +1,6 @@
 import type { types, webApi } from "@slack/bolt";
 import { SwitchboardError } from "../../src/errors.ts";
-import type { OutgoingMessage, SendReceipt } from "../types.ts";
+import type { OutgoingFile, OutgoingMessage, SendReceipt } from "../types.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { decodeReplyTarget } from "./keys.ts";
 
@@ -48,6 +48,66 @@ export class SlackSender {
       }),
     );
     return receiptOf(result, "chat.postMessage");
+  }
+
+  /**
+   * Slack's external upload: files.getUploadURLExternal announces the file, its bytes are POSTed
+   * to the URL it returns, and files.completeUploadExternal shares it in the channel (thread) with
+   * the caption as its initial comment. No idempotency key: a crash mid-way is `ambiguous`. The
+   * receipt names the file (`file:<id>`): Slack does not return the message's ts here.
+   */
+  async sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
+    const { channel, threadTs } = decodeReplyTarget(target);
+    const announced = await this.#call("files.getUploadURLExternal", () =>
+      this.client.files.getUploadURLExternal({
+        token: this.botToken,
+        filename: file.filename,
+        length: file.bytes.byteLength,
+      }),
+    );
+    const uploadUrl = announced.upload_url;
+    const fileId = announced.file_id;
+    if (typeof uploadUrl !== "string" || typeof fileId !== "string") {
+      throw new SwitchboardError(
+        "platform_unavailable",
+        "Slack files.getUploadURLExternal returned no upload_url",
+        {
+          retryable: true,
+          details: { platform: "slack", method: "files.getUploadURLExternal" },
+        },
+      );
+    }
+    const uploaded = await fetch(uploadUrl, {
+      method: "POST",
+      body: new Blob([file.bytes as Uint8Array<ArrayBuffer>]),
+      headers: { "content-type": "application/octet-stream" },
+    }).catch((error: unknown) => {
+      throw new SwitchboardError(
+        "platform_timeout",
+        `Slack's file upload failed: ${(error as Error).message}`,
+        {
+          retryable: false,
+          details: { platform: "slack", method: "upload" },
+        },
+      );
+    });
+    if (!uploaded.ok) {
+      throw new SwitchboardError(
+        uploaded.status >= 500 ? "platform_unavailable" : "platform_rejected",
+        `Slack refused the file upload with HTTP ${uploaded.status}`,
+        { retryable: uploaded.status >= 500, details: { platform: "slack", method: "upload" } },
+      );
+    }
+    await this.#call("files.completeUploadExternal", () =>
+      this.client.files.completeUploadExternal({
+        token: this.botToken,
+        files: [{ id: fileId, title: file.filename }],
+        channel_id: channel,
+        ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+        ...(file.caption === "" ? {} : { initial_comment: file.caption }),
+      } as Parameters<webApi.WebClient["files"]["completeUploadExternal"]>[0]),
+    );
+    return { messageIds: [`file:${fileId}`] };
   }
 
   /**

@@ -14,6 +14,7 @@ import type {
   ChannelLimits,
   HttpRoute,
   Ingress,
+  OutgoingFile,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
@@ -25,6 +26,7 @@ import { type ParseContext, parseUpdate } from "./parse.ts";
 import { TelegramPoller } from "./polling.ts";
 import { renderTelegramHtml } from "./render.ts";
 import { TelegramSender } from "./send.ts";
+import { TELEGRAM_FILE_LIMITS } from "./send-file.ts";
 import { decodeTarget } from "./target.ts";
 import { webhookRoute } from "./webhook.ts";
 
@@ -61,6 +63,7 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly channel = "telegram" as const;
   readonly capabilities = TELEGRAM_CAPABILITIES;
   readonly limits = TELEGRAM_LIMITS;
+  readonly fileLimits = TELEGRAM_FILE_LIMITS;
   readonly config: TelegramConfig;
   private readonly api: Api;
   private readonly sender: TelegramSender;
@@ -169,6 +172,10 @@ export class TelegramAdapter implements ChannelAdapter {
 
   send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
     return this.sender.send(target, message);
+  }
+
+  sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
+    return this.sender.sendFile(target, file);
   }
 
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {

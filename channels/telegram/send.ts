@@ -4,9 +4,10 @@
  */
 
 import type { Api } from "grammy";
-import { GrammyError } from "grammy";
-import type { OutgoingMessage, SendReceipt } from "../types.ts";
+import { GrammyError, InputFile } from "grammy";
+import type { OutgoingFile, OutgoingMessage, SendReceipt } from "../types.ts";
 import { callWithDeadline, type GrammySignal } from "./deadline.ts";
+import { telegramFileMethod, uploadFilename } from "./send-file.ts";
 import { decodeMessageId, decodeTarget } from "./target.ts";
 
 export class TelegramSender {
@@ -34,6 +35,28 @@ export class TelegramSender {
         signal,
       ),
     );
+    return { messageIds: [String(sent.message_id)] };
+  }
+
+  /** Uploads `file` (multipart) by the method its type calls for, with its caption. */
+  async sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
+    const { chatId, threadId } = decodeTarget(target);
+    const replyTo = file.replyTo === undefined ? undefined : decodeMessageId(file.replyTo);
+    const input = new InputFile(file.bytes, uploadFilename(file.filename));
+    const options = {
+      ...(file.caption === "" ? {} : { caption: file.caption }),
+      ...(file.caption !== "" && file.format === "rich" ? { parse_mode: "HTML" as const } : {}),
+      ...(threadId === undefined ? {} : { message_thread_id: threadId }),
+      ...(replyTo === undefined
+        ? {}
+        : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+    };
+    const method = telegramFileMethod(file.mimeType);
+    const sent = await this.call(method, (signal): Promise<{ message_id: number }> => {
+      if (method === "sendPhoto") return this.api.sendPhoto(chatId, input, options, signal);
+      if (method === "sendVoice") return this.api.sendVoice(chatId, input, options, signal);
+      return this.api.sendDocument(chatId, input, options, signal);
+    });
     return { messageIds: [String(sent.message_id)] };
   }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { ToolSet } from "ai";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import { mediaRefusal } from "../../outbox/media.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { createScheduleTools } from "../../schedules/tools.ts";
@@ -28,6 +29,8 @@ import { createHistoryTools, HISTORY_TOOL_NAMES } from "../search/tools.ts";
 import { stateBlock } from "../state/slots.ts";
 import { createStateTools, STATE_TOOL_NAMES } from "../state/tools.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
+import { createFileTools, SEND_FILE, type SendFileToolOptions } from "../tools/files/send-file.ts";
+import { deliverToolImages } from "../tools/files/tool-images.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
 import { createWebFetchTool, createWebSearchTool, WEB_FETCH, WEB_SEARCH } from "../tools/web/tool.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
@@ -216,6 +219,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     // refused); the MCP tools a server's config lists as idempotent.
     idempotent: (name) =>
       name === "schedule_list" ||
+      // Enqueued under a key per tool call: run again, it adds nothing.
+      name === SEND_FILE ||
       name === WEB_FETCH ||
       name === WEB_SEARCH ||
       (AGENT_FILE_TOOL_NAMES as readonly string[]).includes(name) ||
@@ -233,13 +238,44 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       const files = agentFilesOf(context, ctx.runId);
       logger.debug("run.agent_files", { runId: ctx.runId, root: files.root, version: files.version });
       const sets = new Map<string, ToolSet>();
-      const { tools: mcpTools, info } = mcp.toolSet();
+      const outgoing: SendFileToolOptions = {
+        runId: ctx.runId,
+        destination: {
+          channel: context.channel,
+          account: context.account,
+          target: context.target,
+          ...(context.replyTo === undefined ? {} : { replyTo: context.replyTo }),
+        },
+        blobs: stores.blobs,
+        maxFileBytes: config.media.maxFileBytes,
+        fetch: config.webFetch.enabled
+          ? {
+              allowPrivate: config.webFetch.allowPrivate,
+              timeoutMs: FILE_DOWNLOAD_TIMEOUT_MS,
+              maxRedirects: 5,
+            }
+          : null,
+        listMessages: (page) => stores.runtime.listMessages(ctx.conversationId, page),
+        refusal: (file) => {
+          const adapter = adapters.get(context.channel);
+          return mediaRefusal(file, context.channel, adapter?.sendFile ? adapter.fileLimits : undefined);
+        },
+        enqueue: async (files) => {
+          const ids = await ctx.enqueueFiles(files);
+          worker.notify();
+          return ids;
+        },
+      };
+      const { tools: mcpTools, info } = mcp.toolSet((images, toolCallId, toolName) =>
+        deliverToolImages(outgoing, images, toolCallId, toolName),
+      );
       for (const [name, definition] of Object.entries(mcpTools)) {
         const server = info.get(name)?.server ?? "";
         sets.set(server, { ...sets.get(server), [name]: definition });
       }
       sets.set("agent", createAgentFileTools(files));
       sets.set("history", historyTools(ctx.conversationId, ctx.runId, context));
+      sets.set("files", createFileTools(outgoing));
       sets.set(
         "state",
         createStateTools({
@@ -280,6 +316,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     adapters,
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
+    blobs: stores.blobs,
     observer: {
       rateLimited: (channel) => metrics.outboxRateLimited(channel),
       ...timeline.delivery,
@@ -571,8 +608,12 @@ const SCHEDULE_TOOL_NAMES = [
   "schedule_cancel",
 ];
 
+/** How long send_file may take to download a file from a URL. */
+const FILE_DOWNLOAD_TIMEOUT_MS = 60_000;
+
 const BUILT_IN_TOOLS: ReadonlySet<string> = new Set([
   ...SCHEDULE_TOOL_NAMES,
+  SEND_FILE,
   WEB_FETCH,
   WEB_SEARCH,
   ...AGENT_FILE_TOOL_NAMES,

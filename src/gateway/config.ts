@@ -96,7 +96,7 @@ const surfaceOverride = z
   .strict();
 
 /** The gateway's own tool sets, named beside the MCP servers in a surface's `tools`. */
-export const BUILT_IN_TOOL_SETS = ["web", "schedules", "agent", "state", "history"] as const;
+export const BUILT_IN_TOOL_SETS = ["web", "schedules", "agent", "state", "history", "files"] as const;
 
 /** Every key of `surfaces`: a channel (or `*`) and a kind of chat (or `*`). */
 export const SURFACE_KEYS = [...CHANNEL_NAMES, "*"].flatMap((channel) =>

@@ -17,6 +17,7 @@ import type {
   AnswerDelivery,
   ApprovalRequestInsert,
   Fence,
+  FileDelivery,
   RunRecord,
   RuntimeStore,
 } from "./store.ts";
@@ -63,6 +64,8 @@ export interface ToolContext {
   context: unknown;
   /** Throws `fence_lost` when this run is no longer owned by this worker. */
   assertOwned: () => Promise<void>;
+  /** Enqueues files for delivery in one fenced transaction (see RuntimeStore.enqueueFiles). */
+  enqueueFiles: (files: FileDelivery[]) => Promise<string[]>;
 }
 
 /** A named condition checked between steps; when it holds the run ends `policy_stop`. */
@@ -354,6 +357,7 @@ export class RunExecutor {
       runId: run.id,
       context: run.context,
       assertOwned,
+      enqueueFiles: (files) => this.options.store.enqueueFiles(fence, files, this.options.clock.now()),
     });
     if (Object.keys(created).length === 0) return undefined;
     created[READ_OUTPUT] = createReadOutputTool(this.options.store, run.conversationId);

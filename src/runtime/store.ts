@@ -109,6 +109,14 @@ export interface RuntimeStore {
    */
   commitTerminal(request: TerminalRequest): Promise<TerminalResult>;
 
+  /**
+   * Enqueues files the run sends (send_file, images a tool returned) for delivery, in one fenced
+   * transaction, in order after what the target already has queued. Keys are stable per tool call,
+   * so enqueuing again (a call run once more after a crash) adds nothing: the file is sent once.
+   * Returns the ids of new records. Throws `fence_lost` for a stale owner.
+   */
+  enqueueFiles(fence: Fence, files: FileDelivery[], nowMs: number): Promise<string[]>;
+
   /** Gives a run back (graceful shutdown): running → queued with its progress kept. Fenced. */
   releaseRun(fence: Fence, nowMs: number): Promise<void>;
 
@@ -537,6 +545,23 @@ export interface AnswerDelivery {
   text: string;
   /** Messages sent after the answer, each with buttons (approval prompts). */
   prompts?: DeliveryPrompt[];
+}
+
+/** A file a run sends to its conversation's reply target, with a caption (may be empty). */
+export interface FileDelivery {
+  /** Unique and stable: the outbox key (`<runId>:file:<toolCallId>[:<n>]`). */
+  key: string;
+  /** Where the run answers (its context's channel, account, target and the message it replies to). */
+  channel: string;
+  account: string;
+  target: string;
+  replyTo?: string;
+  caption: string;
+  /** The stored file: blob id, the name it is shown with, its sniffed type and size. */
+  blobId: string;
+  filename: string;
+  mimeType: string;
+  sizeBytes: number;
 }
 
 /** A message with buttons, delivered after a run's answer. */

@@ -41,3 +41,14 @@ export function idsOfMessageParts(row: Record<string, unknown>): string[] {
     return [];
   }
 }
+
+/** The blob id of an `outbox` row's `media` (JSON OutboxMedia); none when absent or unreadable. */
+export function idsOfOutboxMedia(row: Record<string, unknown>): string[] {
+  if (typeof row.media !== "string") return [];
+  try {
+    const blobId = (JSON.parse(row.media) as { blobId?: unknown }).blobId;
+    return typeof blobId === "string" && isBlobId(blobId) ? [blobId] : [];
+  } catch {
+    return [];
+  }
+}

@@ -5,6 +5,7 @@ import type {
   OutboxActor,
   OutboxHistoryEntry,
   OutboxInsert,
+  OutboxMedia,
   OutboxPresentation,
   OutboxRecord,
   OutboxState,
@@ -12,7 +13,7 @@ import type {
   RenderedText,
 } from "../../outbox/types.ts";
 import { SwitchboardError } from "../errors.ts";
-import type { AnswerDelivery } from "../runtime/store.ts";
+import type { AnswerDelivery, FileDelivery } from "../runtime/store.ts";
 import type { Integer } from "./rows.ts";
 
 export type { AnswerDelivery };
@@ -68,6 +69,7 @@ export interface OutboxRow {
   last_error: string | null;
   history: string;
   presentation?: string | null;
+  media?: string | null;
   created_at_ms: Integer;
   updated_at_ms: Integer;
 }
@@ -104,6 +106,7 @@ export function toOutboxRecord(row: OutboxRow): OutboxRecord {
     kind: "message",
     rendered: row.rendered === null ? null : (JSON.parse(row.rendered) as RenderedText),
     chunksDelivered: row.chunks_delivered,
+    media: row.media ? (JSON.parse(row.media) as OutboxMedia) : null,
   };
 }
 
@@ -161,9 +164,18 @@ export function appendedReceiptJson(receipt: string | null, messageIds: readonly
 
 // ---- inserts ----
 
-/** Throws `input_invalid` for a message without text: an empty answer is left out of the outbox. */
+/**
+ * Throws `input_invalid` for a message without text or file (an empty answer is left out of the
+ * outbox), or a stream with a file.
+ */
 export function assertInsertable(insert: OutboxInsert): void {
-  if (insert.kind === "message" && insert.markdown.trim() === "") {
+  if (insert.media !== undefined && insert.kind !== "message") {
+    throw new SwitchboardError(
+      "input_invalid",
+      `Outbox record ${insert.key} is a ${insert.kind} with a file; only message records carry files.`,
+    );
+  }
+  if (insert.kind === "message" && insert.media === undefined && insert.markdown.trim() === "") {
     throw new SwitchboardError(
       "input_invalid",
       `Outbox record ${insert.key} has no text; leave an empty answer out of the outbox instead of enqueuing it.`,
@@ -214,6 +226,31 @@ export function promptInserts(answer: AnswerDelivery): OutboxInsert[] {
     presentation: { buttons: prompt.buttons },
   }));
 }
+
+/** The message record of a file a run sends. */
+export function fileInsert(run: { runId: string; conversationId: string }, file: FileDelivery): OutboxInsert {
+  return {
+    key: file.key,
+    runId: run.runId,
+    conversationId: run.conversationId,
+    channel: file.channel as ChannelName,
+    account: file.account,
+    target: file.target,
+    ...(file.replyTo === undefined ? {} : { replyTo: file.replyTo }),
+    kind: "message",
+    markdown: file.caption,
+    media: {
+      blobId: file.blobId,
+      filename: file.filename,
+      mimeType: file.mimeType,
+      sizeBytes: file.sizeBytes,
+    },
+  };
+}
+
+/** The stored form of an insert's file (null: a text message). */
+export const mediaJson = (insert: OutboxInsert): string | null =>
+  insert.kind === "message" && insert.media ? JSON.stringify(insert.media) : null;
 
 /** The stored form of an insert's presentation (null: plain text). */
 export const presentationJson = (insert: OutboxInsert): string | null =>

@@ -342,13 +342,13 @@ export function terminalEvent(
 /**
  * What a purge does beyond the runtime's own tables, inside its transaction, as statements with
  * one parameter (the conversation id; `?`, which both engines' drivers bind here): schedules and
- * their occurrences go; outbox records stay as delivery history without their text, and those
+ * their occurrences go; outbox records stay as delivery history without their text or file, and those
  * not yet sent are cancelled (an empty text must never be sent).
  */
 export const PURGE_COMPANION_SQL = [
   "DELETE FROM schedule_occurrences WHERE schedule_id IN (SELECT id FROM schedules WHERE conversation_id = ?)",
   "DELETE FROM schedules WHERE conversation_id = ?",
-  `UPDATE outbox SET markdown = '', rendered = NULL,
+  `UPDATE outbox SET markdown = '', rendered = NULL, media = NULL,
      state = CASE WHEN state IN ('pending', 'ambiguous', 'failed') THEN 'cancelled' ELSE state END
    WHERE conversation_id = ?`,
 ] as const;

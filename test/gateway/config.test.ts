@@ -324,6 +324,6 @@ describe("surfacePolicy", () => {
     expect(error.message).toContain(
       'surfaces.telegram:dm.tools.0: "note" is not a tool set (did you mean "notes"?)',
     );
-    expect(error.message).toContain("tool sets are web, schedules, agent, state, history, notes");
+    expect(error.message).toContain("tool sets are web, schedules, agent, state, history, files, notes");
   });
 });

@@ -430,5 +430,94 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
         expect(await repo.markDelivered(live.record.id, { messageIds: ["1"] }, T0, "final")).toBe(true);
       });
     });
+
+    describe("media records", () => {
+      const photo = {
+        blobId: "a".repeat(64),
+        filename: "chart.png",
+        mimeType: "image/png",
+        sizeBytes: 2048,
+      };
+
+      test("a file and its caption round-trip; an empty caption is allowed, a stream with a file is not", async () => {
+        const [id] = await repo.insert(
+          [messageInsert("chat-m", "the chart", { key: "run_m:file:1", runId: "run_m", media: photo })],
+          T0,
+        );
+        const [bare] = await repo.insert(
+          [messageInsert("chat-m", "", { key: "run_m:file:2", runId: "run_m", media: photo })],
+          T0,
+        );
+        const record = await repo.show(id!);
+        expect(record?.kind === "message" && record.media).toEqual(photo);
+        expect(record?.markdown).toBe("the chart");
+        expect((await repo.show(bare!))?.markdown).toBe("");
+        await expectError(
+          repo.insert([{ ...messageInsert("chat-m", "x"), kind: "stream", media: photo }], T0),
+          "input_invalid",
+          /only message records carry files/,
+        );
+        await expectError(repo.insert([messageInsert("chat-m", " ")], T0), "input_invalid", /no text/);
+        const text = (await repo.insert([messageInsert("chat-m", "words")], T0))[0]!;
+        const plain = await repo.show(text);
+        expect(plain?.kind === "message" && plain.media).toBeNull();
+      });
+
+      test("text and files of one reply keep their order, one at a time per chat", async () => {
+        await backend.transaction((tx) =>
+          tx.insert(
+            [
+              messageInsert("chat-o", "before", { key: "run_o:a", runId: "run_o" }),
+              messageInsert("chat-o", "", { key: "run_o:file:1", runId: "run_o", media: photo }),
+              messageInsert("chat-o", "after", { key: "run_o:b", runId: "run_o" }),
+            ],
+            T0,
+          ),
+        );
+        const order: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const [head] = await repo.nextDeliverable(T0, { limit: 10, channels: ALL });
+          order.push(head!.key);
+          await repo.markSending(head!.id, T0);
+          expect(await repo.nextDeliverable(T0, { limit: 10, channels: ALL })).toEqual([]);
+          await repo.markDelivered(head!.id, { messageIds: [String(i)] }, T0);
+        }
+        expect(order).toEqual(["run_o:a", "run_o:file:1", "run_o:b"]);
+      });
+
+      test("a file a run sent earlier does not stop its answer from streaming after it", async () => {
+        const [file] = await repo.insert(
+          [messageInsert("chat-f", "", { key: "run_f2:file:1", runId: "run_f2", media: photo })],
+          T0,
+        );
+        const stream = {
+          runId: "run_f2",
+          conversationId: "conv-f",
+          channel: "telegram" as const,
+          account: "bot-1",
+          target: "chat-f",
+          markdown: "partial",
+        };
+        expect(await repo.beginStream(stream, T0)).toEqual({ live: false, reason: "queued" });
+        await repo.markSending(file!, T0);
+        await repo.markDelivered(file!, { messageIds: ["9"] }, T0);
+        expect((await repo.beginStream(stream, T0)).live).toBe(true);
+      });
+
+      test("an upload interrupted by a crash is ambiguous, unless the channel's sends are idempotent", async () => {
+        const [telegram] = await repo.insert([messageInsert("chat-k", "", { media: photo })], T0);
+        const [discord] = await repo.insert(
+          [messageInsert("chat-k", "", { media: photo, channel: "discord" })],
+          T0,
+        );
+        await repo.markSending(telegram!, T0);
+        await repo.markSending(discord!, T0);
+        const summary = await repo.recoverInterrupted(new Set(["discord"]), T0 + 10);
+        expect(summary.ambiguous).toEqual([telegram!]);
+        expect(summary.requeued).toEqual([discord!]);
+        const requeued = await repo.show(discord!);
+        expect(requeued?.kind === "message" && requeued.media).toEqual(photo);
+      });
+    });
   });
 }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { BlobJanitor } from "../../src/runtime/blob-cleanup.ts";
 import type { StoreBackend } from "../../src/store/backend.ts";
+import { messageInsert } from "../outbox/support/records.ts";
 import { recordingLogger } from "../support/logger.ts";
 import { admitRequest } from "./conformance.ts";
 
@@ -135,6 +136,28 @@ export function runBlobCleanupConformance(engine: string, open: () => Promise<Bl
         await close();
       }
     }, 30_000);
+
+    test("a file the outbox has yet to send stays pinned until its record is delivered", async () => {
+      const { backend, close } = await open();
+      try {
+        const { id: blobId } = await backend.blobs.put(
+          (async function* () {
+            yield new TextEncoder().encode("a chart the agent sends");
+          })(),
+          { maxBytes: 1000 },
+        );
+        const media = { blobId, filename: "chart.png", mimeType: "image/png", sizeBytes: 23 };
+        const now = Date.now();
+        const [id] = await backend.outbox.insert([messageInsert("chat-f", "", { media })], now);
+        expect((await backend.blobReferences()).pinned).toEqual(new Set([blobId]));
+        await backend.outbox.markSending(id!, now);
+        expect((await backend.blobReferences()).pinned).toEqual(new Set([blobId]));
+        await backend.outbox.markDelivered(id!, { messageIds: ["m1"] }, now);
+        expect((await backend.blobReferences()).pinned).toEqual(new Set());
+      } finally {
+        await close();
+      }
+    });
 
     test("a put of bytes already stored renews the blob, so a sweep leaves it", async () => {
       const { backend, close } = await open();

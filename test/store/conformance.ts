@@ -213,6 +213,45 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "files a run sends are enqueued fenced, once per key, with the run's conversation",
+      withStores(async ({ store, outbox }) => {
+        const a = await store.admit(admitRequest("c-files", "a"));
+        const first = await store.acquireRun({ runId: a.runId, owner: "w1", nowMs: T0, leaseMs: 100 });
+        const file = {
+          key: `${a.runId}:file:call-1`,
+          channel: "telegram",
+          account: "bot-1",
+          target: "chat-1",
+          replyTo: "42",
+          caption: "the chart",
+          blobId: "c".repeat(64),
+          filename: "chart.png",
+          mimeType: "image/png",
+          sizeBytes: 1234,
+        };
+        const ids = await store.enqueueFiles(first!.fence, [file], T0);
+        expect(ids).toHaveLength(1);
+        expect(await store.enqueueFiles(first!.fence, [file], T0 + 1)).toEqual([]);
+        const record = await outbox.show(file.key);
+        expect(record).toMatchObject({
+          runId: a.runId,
+          conversationId: "c-files",
+          target: "chat-1",
+          replyTo: "42",
+          markdown: "the chart",
+          state: "pending",
+          media: { blobId: file.blobId, filename: "chart.png", mimeType: "image/png", sizeBytes: 1234 },
+        });
+        await store.acquireRun({ runId: a.runId, owner: "w2", nowMs: T0 + 200, leaseMs: 100 });
+        const late = { ...file, key: `${a.runId}:file:call-2` };
+        await expect(store.enqueueFiles(first!.fence, [late], T0 + 200)).rejects.toMatchObject({
+          code: "fence_lost",
+        });
+        expect(await outbox.show(late.key)).toBeNull();
+      }),
+    );
+
+    test(
       "tool progress is saved between steps, fenced, without a step or an event",
       withStore(async (store) => {
         const a = await store.admit(admitRequest("c", "a"));

@@ -35,6 +35,7 @@ import {
   holdsChatSql,
   isFinal,
   isFinalInsert,
+  mediaJson,
   type OperatorTarget,
   type OutboxRow,
   presentationJson,
@@ -101,13 +102,13 @@ export async function insertOutboxRecords(
     const id = insert.id ?? newId("obx", nowMs);
     const rows = await tx`
       INSERT INTO outbox (id, key, run_id, conversation_id, channel, account, target, reply_to, ordinal, kind,
-        markdown, final, state, attempts, next_attempt_at_ms, history, presentation, created_at_ms, updated_at_ms)
+        markdown, final, state, attempts, next_attempt_at_ms, history, presentation, media, created_at_ms, updated_at_ms)
       VALUES (${id}, ${insert.key}, ${insert.runId}, ${insert.conversationId}, ${insert.channel},
         ${insert.account}, ${insert.target}, ${insert.replyTo ?? null},
         (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM outbox
          WHERE channel = ${insert.channel} AND account = ${insert.account} AND target = ${insert.target}),
         ${insert.kind}, ${storableText(insert.markdown)}, ${isFinalInsert(insert)}, 'pending', 0, ${nowMs},
-        ${enqueuedHistoryJson(nowMs)}, ${presentationJson(insert)}, ${nowMs}, ${nowMs})
+        ${enqueuedHistoryJson(nowMs)}, ${presentationJson(insert)}, ${mediaJson(insert)}, ${nowMs}, ${nowMs})
       ON CONFLICT (key) DO NOTHING RETURNING id`;
     if (rows.length === 1) inserted.push(id);
   }
@@ -423,7 +424,9 @@ export class PostgresOutboxRepository implements OutboxRepository {
       const key = streamKey(insert.runId);
       let row = await rowOf(tx, key);
       if (row === null) {
-        const [answered] = await tx`SELECT 1 FROM outbox WHERE run_id = ${insert.runId} LIMIT 1`;
+        // Files the run sent by a tool are not its answer: the answer may still stream after them.
+        const [answered] =
+          await tx`SELECT 1 FROM outbox WHERE run_id = ${insert.runId} AND media IS NULL LIMIT 1`;
         if (answered) return { live: false, reason: "answered" };
         await insertOutboxRecords(tx, [{ ...insert, key, kind: "stream", final: false }], nowMs);
         row = (await rowOf(tx, key))!;

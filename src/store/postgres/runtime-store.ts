@@ -13,6 +13,7 @@ import type {
   ConversationHead,
   ConversationSettings,
   Fence,
+  FileDelivery,
   IngressClaim,
   IngressClaimResult,
   MessagePage,
@@ -34,6 +35,7 @@ import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
+import { fileInsert } from "../outbox-records.ts";
 import {
   type ApprovalRow,
   type Integer,
@@ -64,7 +66,7 @@ import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../stat
 import { sumUsage } from "../usage.ts";
 import { postgresAdmissionSteps } from "./admission-steps.ts";
 import { CommitPublisher } from "./commit-publisher.ts";
-import { commitAnswerDelivery } from "./outbox.ts";
+import { commitAnswerDelivery, insertOutboxRecords } from "./outbox.ts";
 import { compactionCandidates, messageById, promptContext, summaryOf } from "./prompt-reads.ts";
 import { openMigratedPool } from "./schema.ts";
 
@@ -446,6 +448,16 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
         char_length(text)::int AS total
       FROM tool_outputs WHERE ref = ${ref} AND conversation_id = ${conversationId}`;
     return row ? { toolName: row.tool_name, text: row.text, totalChars: Number(row.total) } : null;
+  }
+
+  enqueueFiles(fence: Fence, files: FileDelivery[], nowMs: number): Promise<string[]> {
+    return this.write(async (tx) => {
+      const run = await this.fenced(tx, fence);
+      const inserts = files.map((file) =>
+        fileInsert({ runId: run.id, conversationId: run.conversationId }, file),
+      );
+      return await insertOutboxRecords(tx.sql, inserts, nowMs);
+    });
   }
 
   saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void> {

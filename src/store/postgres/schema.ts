@@ -285,6 +285,11 @@ const PURGED_BY_SQL = `
 ALTER TABLE conversation_tombstones ADD COLUMN purged_by TEXT;
 `;
 
+/** Migration 14: the file a message record delivers (JSON OutboxMedia); SQLite's migration 16. */
+const OUTBOX_MEDIA_SQL = `
+ALTER TABLE outbox ADD COLUMN media TEXT;
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -305,6 +310,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
   { version: 14, name: "history-search-rooms", sql: SEARCH_ROOMS_SQL },
   { version: 15, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
+  { version: 16, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

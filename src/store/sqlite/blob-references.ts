@@ -1,10 +1,15 @@
 import type { Database } from "bun:sqlite";
 import type { BlobReferences } from "../../runtime/blob-cleanup.ts";
-import { type BlobReferenceSource, collectReferences, idsOfMessageParts } from "../blob-reference-sources.ts";
+import {
+  type BlobReferenceSource,
+  collectReferences,
+  idsOfMessageParts,
+  idsOfOutboxMedia,
+} from "../blob-reference-sources.ts";
 
 /**
- * Every table whose rows point at blobs. A table that stores blob ids (outgoing files in the
- * outbox) adds a source here and in ../postgres/blob-references.ts, with the same meaning.
+ * Every table whose rows point at blobs. A new one adds a source here and in
+ * ../postgres/blob-references.ts, with the same meaning.
  */
 const SOURCES: ReadonlyArray<BlobReferenceSource<Record<string, unknown>>> = [
   {
@@ -22,6 +27,12 @@ const SOURCES: ReadonlyArray<BlobReferenceSource<Record<string, unknown>>> = [
             SELECT 1 FROM conversation_settings s
             WHERE s.conversation_id = m.conversation_id AND json_extract(s.settings, '$.mediaReleased') = 1)`,
     ids: idsOfMessageParts,
+  },
+  {
+    name: "files the outbox has yet to settle",
+    pinned: true,
+    sql: `SELECT media FROM outbox WHERE media IS NOT NULL AND state NOT IN ('delivered', 'cancelled')`,
+    ids: idsOfOutboxMedia,
   },
 ];
 

@@ -9,6 +9,7 @@ import { type Migration, openDatabase } from "./database.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import {
   AMBIGUOUS_HOLDS_SQL,
+  OUTBOX_MEDIA_SQL,
   OUTBOX_PRESENTATION_SQL,
   OUTBOX_SCHEMA_SQL,
   SqliteOutboxRepository,
@@ -49,6 +50,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: "access-pairing", sql: ACCESS_SCHEMA_SQL },
   { version: 16, name: "history-search-rooms", sql: SEARCH_ROOMS_SQL },
   { version: 17, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
+  { version: 18, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
 ];
 
 export interface SqliteStores {

@@ -33,6 +33,7 @@ import {
   holdsChatSql,
   isFinal,
   isFinalInsert,
+  mediaJson,
   type OperatorTarget,
   type OutboxRow,
   presentationJson,
@@ -89,6 +90,9 @@ CREATE INDEX outbox_sending ON outbox (state) WHERE state = 'sending';
 /** Part of migration 9: a message record's buttons, or the earlier record it edits (JSON). */
 export const OUTBOX_PRESENTATION_SQL = "ALTER TABLE outbox ADD COLUMN presentation TEXT;";
 
+/** Migration 16 (outbox-media): the file a message record delivers (JSON OutboxMedia). */
+export const OUTBOX_MEDIA_SQL = "ALTER TABLE outbox ADD COLUMN media TEXT;";
+
 /**
  * Migration 7: an ambiguous record's `next_attempt_at_ms` says until when it holds back its chat.
  * Records already ambiguous were left to an operator, so they keep holding until one decides.
@@ -137,8 +141,8 @@ export function insertOutboxRecordsSync(
     const id = insert.id ?? newId("obx", nowMs);
     db.query(
       `INSERT INTO outbox (id, key, run_id, conversation_id, channel, account, target, reply_to, ordinal, kind,
-         markdown, final, state, attempts, next_attempt_at_ms, history, presentation, created_at_ms, updated_at_ms)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?)`,
+         markdown, final, state, attempts, next_attempt_at_ms, history, presentation, media, created_at_ms, updated_at_ms)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?, ?, ?)`,
     ).run(
       id,
       insert.key,
@@ -155,6 +159,7 @@ export function insertOutboxRecordsSync(
       nowMs,
       enqueuedHistoryJson(nowMs),
       presentationJson(insert),
+      mediaJson(insert),
       nowMs,
       nowMs,
     );
@@ -466,7 +471,10 @@ export class SqliteOutboxRepository implements OutboxRepository {
       const key = streamKey(insert.runId);
       let row = getRow(this.db, key);
       if (row === null) {
-        if (this.db.query("SELECT 1 FROM outbox WHERE run_id = ? LIMIT 1").get(insert.runId)) {
+        // Files the run sent by a tool are not its answer: the answer may still stream after them.
+        if (
+          this.db.query("SELECT 1 FROM outbox WHERE run_id = ? AND media IS NULL LIMIT 1").get(insert.runId)
+        ) {
           return { live: false, reason: "answered" };
         }
         insertOutboxRecordsSync(this.db, [{ ...insert, key, kind: "stream", final: false }], nowMs);

@@ -13,6 +13,7 @@ import type {
   ConversationHead,
   ConversationSettings,
   Fence,
+  FileDelivery,
   IngressClaim,
   IngressClaimResult,
   MessagePage,
@@ -34,6 +35,7 @@ import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
+import { fileInsert } from "../outbox-records.ts";
 import {
   type ApprovalRow,
   type MessageRow,
@@ -64,7 +66,7 @@ import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../stat
 import { sumUsage } from "../usage.ts";
 import { sqliteAdmissionSteps } from "./admission-steps.ts";
 import { GroupCommit, type Outcome } from "./group-commit.ts";
-import { commitAnswerDeliverySync } from "./outbox.ts";
+import { commitAnswerDeliverySync, insertOutboxRecordsSync } from "./outbox.ts";
 import { compactionCandidates, promptContext, summaryOf } from "./prompt-reads.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
@@ -488,6 +490,16 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
         total: number;
       } | null;
       return row ? { toolName: row.tool_name, text: row.text, totalChars: row.total } : null;
+    });
+  }
+
+  enqueueFiles(fence: Fence, files: FileDelivery[], nowMs: number): Promise<string[]> {
+    return this.write(() => {
+      const run = this.fenced(fence);
+      const inserts = files.map((file) =>
+        fileInsert({ runId: run.id, conversationId: run.conversationId }, file),
+      );
+      return insertOutboxRecordsSync(this.db, inserts, nowMs);
     });
   }
 

@@ -97,7 +97,11 @@ export class McpTools {
    * Every server's tools as AI SDK tools, with what the runtime needs per name; those of "ask"
    * servers are offered too and wait for approval before they run (see requiresApproval).
    */
-  toolSet(): { tools: ToolSet; info: Map<string, McpToolInfo> } {
+  /**
+   * The tools the model is offered. With `deliverImages`, image content a call returns is handed
+   * to it (to send to the chat as photos) and the model reads what became of each image.
+   */
+  toolSet(deliverImages?: DeliverImages): { tools: ToolSet; info: Map<string, McpToolInfo> } {
     const tools: ToolSet = {};
     const info = new Map<string, McpToolInfo>();
     const byServer = new Map(this.servers.map((s) => [s.name, s]));
@@ -109,8 +113,13 @@ export class McpTools {
       tools[name] = tool({
         description: definition.description ?? `${toolName} (MCP server ${serverName})`,
         inputSchema: jsonSchema(definition.inputSchema as Parameters<typeof jsonSchema>[0]),
-        execute: async (input: unknown, { abortSignal }) =>
-          toModelOutput(await server.call(toolName, input, abortSignal)),
+        execute: async (input: unknown, { abortSignal, toolCallId }) => {
+          const result = await server.call(toolName, input, abortSignal);
+          const images = result.isError ? [] : result.content.filter((part) => part.type === "image");
+          const notes =
+            images.length > 0 && deliverImages ? await deliverImages(images, toolCallId, name) : [];
+          return toModelOutput(result, notes);
+        },
       });
       info.set(name, {
         server: serverName,
@@ -144,13 +153,22 @@ export class McpTools {
   }
 }
 
+/** Image content of one call, in order. */
+export type McpImage = Extract<CallToolResult["content"][number], { type: "image" }>;
+
+/** Sends a call's images to the chat; returns, per image, what the model reads instead of it. */
+export type DeliverImages = (images: McpImage[], toolCallId: string, toolName: string) => Promise<string[]>;
+
 /**
- * What the model gets from a call: the text content, joined. A result the server marks as an
- * error becomes a thrown error, so the model sees a failed call rather than an answer.
+ * What the model gets from a call: the text content, joined; an image reads as `imageNotes`
+ * (in order) when it was delivered, else as omitted. A result the server marks as an error
+ * becomes a thrown error, so the model sees a failed call rather than an answer.
  */
-export function toModelOutput(result: CallToolResult): string {
+export function toModelOutput(result: CallToolResult, imageNotes: readonly string[] = []): string {
+  let image = 0;
   const text = result.content
     .map((part) => {
+      if (part.type === "image" && image < imageNotes.length) return imageNotes[image++]!;
       if (part.type === "text") return part.text;
       if (part.type === "resource_link") return `[resource ${part.uri}]`;
       if (part.type === "resource")

@@ -35,30 +35,38 @@ const DEFAULTS = { maxBytes: 2_000_000, maxChars: 20_000, timeoutMs: 15_000, max
 const systemResolve = async (hostname: string) =>
   (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
 
+/** What every guarded GET needs: the SSRF rules and bounds web_fetch applies. */
+export type GuardedGetOptions = Pick<WebFetchOptions, "allowPrivate" | "isBlocked" | "resolve"> & {
+  timeoutMs: number;
+  maxRedirects: number;
+};
+
 /**
- * GETs an http(s) page and returns its readable part as Markdown. Every hop (the URL and each
- * redirect) is checked after DNS resolution: a name resolving to a refused address is refused.
+ * GETs an http(s) URL and hands the final successful response to `read`, all within
+ * `timeoutMs`. Every hop (the URL and each redirect) is checked after DNS resolution: a name
+ * resolving to a refused address is refused. Every failure is a WebFetchError saying why.
  */
-export async function webFetch(rawUrl: string, options: WebFetchOptions): Promise<WebPage> {
-  const settings = { ...DEFAULTS, ...options };
-  const signal = AbortSignal.timeout(settings.timeoutMs);
+export async function guardedGet<T>(
+  rawUrl: string,
+  options: GuardedGetOptions,
+  accept: string,
+  read: (response: Response, url: URL) => Promise<T>,
+): Promise<T> {
+  const signal = AbortSignal.timeout(options.timeoutMs);
   let url = parseUrl(rawUrl);
   try {
     for (let hop = 0; ; hop++) {
-      await checkDestination(url, settings);
+      await checkDestination(url, options);
       const response = await fetch(url, {
         redirect: "manual",
         signal,
-        headers: {
-          accept: "text/html, text/plain;q=0.9, */*;q=0.1",
-          "user-agent": "switchboard-web-fetch/1",
-        },
+        headers: { accept, "user-agent": "switchboard-web-fetch/1" },
       });
       const location = response.headers.get("location");
       if (response.status >= 300 && response.status < 400 && location) {
         await response.body?.cancel();
-        if (hop >= settings.maxRedirects)
-          throw new WebFetchError(`more than ${settings.maxRedirects} redirects from ${rawUrl}`);
+        if (hop >= options.maxRedirects)
+          throw new WebFetchError(`more than ${options.maxRedirects} redirects from ${rawUrl}`);
         url = parseUrl(new URL(location, url).href);
         continue;
       }
@@ -66,6 +74,23 @@ export async function webFetch(rawUrl: string, options: WebFetchOptions): Promis
         await response.body?.cancel();
         throw new WebFetchError(`${url.href} answered HTTP ${response.status}`);
       }
+      return await read(response, url);
+    }
+  } catch (error) {
+    if (error instanceof WebFetchError) throw error;
+    if (signal.aborted) throw new WebFetchError(`${url.href} did not answer within ${options.timeoutMs} ms`);
+    throw new WebFetchError(`fetching ${url.href} failed: ${(error as Error).message}`);
+  }
+}
+
+/** GETs an http(s) page (see guardedGet) and returns its readable part as Markdown. */
+export async function webFetch(rawUrl: string, options: WebFetchOptions): Promise<WebPage> {
+  const settings = { ...DEFAULTS, ...options };
+  return await guardedGet(
+    rawUrl,
+    settings,
+    "text/html, text/plain;q=0.9, */*;q=0.1",
+    async (response, url) => {
       const { text, truncated } = await readBounded(response, settings.maxBytes);
       const type = response.headers.get("content-type") ?? "";
       const page = toMarkdown(url.href, text, type);
@@ -75,12 +100,8 @@ export async function webFetch(rawUrl: string, options: WebFetchOptions): Promis
         markdown: cut ? `${page.markdown.slice(0, settings.maxChars)}\n\n[truncated]` : page.markdown,
         truncated: truncated || cut,
       };
-    }
-  } catch (error) {
-    if (error instanceof WebFetchError) throw error;
-    if (signal.aborted) throw new WebFetchError(`${url.href} did not answer within ${settings.timeoutMs} ms`);
-    throw new WebFetchError(`fetching ${url.href} failed: ${(error as Error).message}`);
-  }
+    },
+  );
 }
 
 function parseUrl(raw: string): URL {
@@ -98,7 +119,7 @@ function parseUrl(raw: string): URL {
   return url;
 }
 
-async function checkDestination(url: URL, settings: WebFetchOptions & typeof DEFAULTS): Promise<void> {
+async function checkDestination(url: URL, settings: GuardedGetOptions): Promise<void> {
   if (settings.allowPrivate) return;
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const addresses = isIP(host)

@@ -9,7 +9,13 @@ import { type EmulatedInteraction, Interactions } from "./interactions.ts";
 import { type ChannelRateLimit, ChannelRateLimiter } from "./rate-limit.ts";
 import { RestApi, type RestCall } from "./rest.ts";
 import { SnowflakeGenerator } from "./snowflake.ts";
-import { type EmulatedChannel, type GatewayMessage, type UserMessageOptions, World } from "./world.ts";
+import {
+  type EmulatedChannel,
+  type GatewayMessage,
+  type StoredMessage,
+  type UserMessageOptions,
+  World,
+} from "./world.ts";
 
 export interface DiscordEmulatorOptions {
   /** Bot token the REST API and IDENTIFY accept (without "Bot "). Default "emulated-discord-token". */
@@ -348,7 +354,7 @@ export class DiscordEmulator {
   }
 
   /** The message with `id` (also deleted ones), with the nonce its creator sent. */
-  message(id: string): { message: GatewayMessage; nonce?: string; deleted: boolean } | undefined {
+  message(id: string): StoredMessage | undefined {
     return this.world.message(id);
   }
 

@@ -185,8 +185,12 @@ export class RestApi {
     const channel = this.channel(match);
     if (!channel) return unknownChannel();
     const input = asRecord(body);
-    const invalid = validateContent(input.content, true) ?? validateNonce(input.nonce);
+    const uploads = ((body as Record<symbol, unknown> | undefined)?.[UPLOADS] ?? []) as UploadedAttachment[];
+    const invalid = validateContent(input.content, uploads.length === 0) ?? validateNonce(input.nonce);
     if (invalid) return invalid;
+    if (uploads.some((upload) => upload.bytes.byteLength > MAX_UPLOAD_BYTES)) {
+      return json(413, { message: "Request entity too large", code: 40005 });
+    }
 
     const limiter = this.options.rateLimiter();
     const decision = limiter?.tryAcquire(channel.id);
@@ -215,8 +219,24 @@ export class RestApi {
       }
     }
 
-    const stored = this.options.world.addBotMessage(channel, input.content as string, nonce, replyTo);
+    const stored = this.options.world.addBotMessage(
+      channel,
+      (input.content as string | undefined) ?? "",
+      nonce,
+      replyTo,
+    );
     if (Array.isArray(input.components)) stored.message.components = input.components;
+    if (uploads.length > 0) {
+      stored.uploads = uploads;
+      stored.message.attachments = uploads.map((upload, index) => ({
+        id: `${stored.message.id}${index}`,
+        filename: upload.filename,
+        size: upload.bytes.byteLength,
+        content_type: upload.contentType,
+        url: `https://cdn.discordapp.com/attachments/${channel.id}/${stored.message.id}/${upload.filename}`,
+        proxy_url: `https://media.discordapp.net/attachments/${channel.id}/${stored.message.id}/${upload.filename}`,
+      }));
+    }
     if (nonceKey !== undefined)
       this.nonces.set(nonceKey, { messageId: stored.message.id, atMs: this.options.now() });
     if (this.options.echoOwnMessages) this.options.gateway.dispatch("MESSAGE_CREATE", stored.message);
@@ -446,7 +466,37 @@ function asRecord(value: unknown): Record<string, unknown> {
   return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
 }
 
+/** Multipart uploads (`files[n]` parts) of a request, kept off the JSON body under this key. */
+export const UPLOADS = Symbol("uploads");
+
+export interface UploadedAttachment {
+  filename: string;
+  contentType: string;
+  bytes: Uint8Array;
+}
+
+/** Discord's default upload limit for bots (without boosts). */
+export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+
+/** A JSON body, or a multipart one: `payload_json` with its `files[n]` parts under UPLOADS. */
 async function readJson(request: Request): Promise<unknown> {
+  if ((request.headers.get("content-type") ?? "").includes("multipart/form-data")) {
+    const form = await request.formData();
+    const payload = form.get("payload_json");
+    const body = (typeof payload === "string" ? JSON.parse(payload) : {}) as Record<string | symbol, unknown>;
+    const uploads: UploadedAttachment[] = [];
+    for (const [key, value] of form.entries()) {
+      if (!key.startsWith("files[") || typeof value === "string") continue;
+      const part = value as unknown as File;
+      uploads.push({
+        filename: part.name,
+        contentType: part.type || "application/octet-stream",
+        bytes: new Uint8Array(await part.arrayBuffer()),
+      });
+    }
+    body[UPLOADS] = uploads;
+    return body;
+  }
   const text = await request.text();
   if (text === "") return undefined;
   try {

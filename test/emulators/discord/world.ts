@@ -29,6 +29,8 @@ export interface StoredMessage {
   /** The nonce the creator sent, if any (REST creates only). */
   nonce?: string;
   deleted: boolean;
+  /** Files uploaded with it (multipart), with their bytes. */
+  uploads?: Array<{ filename: string; contentType: string; bytes: Uint8Array }>;
 }
 
 export interface UserMessageOptions {

@@ -22,7 +22,13 @@ import type {
   VisibleMessage,
 } from "./types.ts";
 import { waitFor } from "./wait-for.ts";
-import { answerWebApiCall, type ChannelStates, rateLimited, type WebApiAnswer } from "./web-api.ts";
+import {
+  answerWebApiCall,
+  type ChannelStates,
+  type PendingUpload,
+  rateLimited,
+  type WebApiAnswer,
+} from "./web-api.ts";
 
 export interface SlackEmulatorOptions {
   /** Bot token (xoxb-) the Web API accepts. */
@@ -62,6 +68,7 @@ export class SlackEmulator {
   readonly #server: Server<SocketData>;
   readonly #calls: ApiCallRecord[] = [];
   readonly #board: MessageBoard;
+  readonly #uploads = new Map<string, PendingUpload>();
   readonly #ephemerals: EphemeralMessage[] = [];
   #actionSeq = 0;
   readonly #faults = new FaultPlan();
@@ -326,6 +333,8 @@ export class SlackEmulator {
       return server.upgrade(request, { data }) ? undefined : new Response("upgrade failed", { status: 400 });
     }
     if (url.pathname.startsWith("/api/")) return this.#handleApi(url.pathname.slice("/api/".length), request);
+    if (url.pathname.startsWith("/upload/"))
+      return this.#receiveUpload(url.pathname.slice("/upload/".length), request);
     if (url.pathname.startsWith("/__control/")) return handleControlRequest(this, url, request);
     if (url.pathname.startsWith("/files-pri/") && request.method === "GET") {
       // Slack answers a request without the token with its login page; a 403 says the same here.
@@ -367,8 +376,31 @@ export class SlackEmulator {
     return new Response(JSON.stringify(answer.body), { status: answer.status, headers });
   }
 
+  /** The upload step of files.getUploadURLExternal: the bytes, POSTed raw or as a form's file. */
+  async #receiveUpload(id: string, request: Request): Promise<Response> {
+    const upload = this.#uploads.get(id);
+    if (upload === undefined || request.method !== "POST") return new Response("not found", { status: 404 });
+    const type = request.headers.get("content-type") ?? "";
+    let bytes: Uint8Array;
+    if (type.includes("multipart/form-data")) {
+      const part = [...(await request.formData()).values()].find((v) => typeof v !== "string") as unknown as
+        | File
+        | undefined;
+      bytes = new Uint8Array((await part?.arrayBuffer()) ?? new ArrayBuffer(0));
+    } else {
+      bytes = new Uint8Array(await request.arrayBuffer());
+    }
+    if (bytes.byteLength !== upload.length) {
+      return new Response(`expected ${upload.length} bytes, got ${bytes.byteLength}`, { status: 400 });
+    }
+    upload.bytes = bytes;
+    return new Response(`OK - ${bytes.byteLength}`, { status: 200 });
+  }
+
   #webApiContext() {
     return {
+      uploads: this.#uploads,
+      uploadUrl: (id: string) => `http://127.0.0.1:${this.#server.port}/upload/${id}`,
       identity: this.identity,
       board: this.#board,
       ephemerals: this.#ephemerals,

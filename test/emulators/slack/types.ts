@@ -79,6 +79,8 @@ export interface VisibleMessage {
   stream?: "streaming" | "stopped";
   /** True when Slack cut the text at 40,000 characters. */
   truncated: boolean;
+  /** Files shared with it (files.completeUploadExternal), with their uploaded bytes. */
+  files?: Array<{ id: string; title: string; filename: string; bytes: Uint8Array }>;
   /** Block Kit blocks, when the message has them (chat.update with `blocks: []` removes them). */
   blocks?: SlackBlock[];
 }

@@ -2,6 +2,9 @@ import type { ChannelRateLimiter } from "./faults.ts";
 import type { MessageBoard } from "./message-board.ts";
 import type { EphemeralMessage, SlackBlock, SlackIdentity, TokenKind, VisibleMessage } from "./types.ts";
 
+/** Largest file the emulator takes (Slack's own limit is 1 GB). */
+export const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024;
+
 /** Slack's limit for markdown_text in the streaming methods. */
 export const MAX_STREAM_MARKDOWN_CHARS = 12_000;
 
@@ -25,6 +28,17 @@ export interface WebApiContext {
   channels: ChannelStates;
   /** Issues a single-use Socket Mode URL. */
   openSocketUrl(): string;
+  /** Files announced by files.getUploadURLExternal, by id; `bytes` once uploaded. */
+  uploads: Map<string, PendingUpload>;
+  /** Where the bytes of file `id` are POSTed. */
+  uploadUrl(id: string): string;
+}
+
+export interface PendingUpload {
+  filename: string;
+  length: number;
+  bytes?: Uint8Array;
+  completed: boolean;
 }
 
 type Params = Record<string, string>;
@@ -105,6 +119,55 @@ const HANDLERS: Record<string, MethodHandler> = {
     });
     const warning = message.truncated ? { warning: "message_truncated" } : {};
     return ok({ channel, ts: message.ts, message: messageJson(message, ctx.identity), ...warning });
+  },
+
+  "files.getUploadURLExternal": (params, ctx) => {
+    const length = Number(params.length);
+    if (!params.filename) return fail("invalid_arguments");
+    if (!Number.isInteger(length) || length <= 0) return fail("invalid_arguments");
+    if (length > MAX_UPLOAD_BYTES) return fail("file_too_large");
+    const id = `F${String(ctx.uploads.size + 1).padStart(10, "0")}`;
+    ctx.uploads.set(id, { filename: params.filename, length, completed: false });
+    return ok({ upload_url: ctx.uploadUrl(id), file_id: id });
+  },
+
+  "files.completeUploadExternal": (params, ctx) => {
+    let files: Array<{ id?: string; title?: string }>;
+    try {
+      files = JSON.parse(params.files ?? "") as Array<{ id?: string; title?: string }>;
+    } catch {
+      return fail("invalid_arguments");
+    }
+    if (!Array.isArray(files) || files.length === 0) return fail("invalid_arguments");
+    const pending = files.map((f) => ({ file: f, upload: ctx.uploads.get(f.id ?? "") }));
+    if (pending.some((p) => p.upload?.bytes === undefined || p.upload.completed))
+      return fail("file_not_found");
+    const channel = params.channel_id;
+    if (channel !== undefined) {
+      const problem = channelProblem(channel, ctx, { requireMember: true });
+      if (problem !== null) return fail(problem);
+      const retryAfterSeconds = ctx.rateLimiter.admit(channel);
+      if (retryAfterSeconds !== null) return rateLimited(retryAfterSeconds);
+    }
+    for (const p of pending) p.upload!.completed = true;
+    const shared = pending.map((p) => ({
+      id: p.file.id!,
+      title: p.file.title ?? p.upload!.filename,
+      filename: p.upload!.filename,
+      bytes: p.upload!.bytes!,
+    }));
+    if (channel !== undefined) {
+      const message = ctx.board.post({
+        channel,
+        text: params.initial_comment ?? "",
+        threadTs: params.thread_ts,
+        mrkdwn: true,
+      });
+      message.files = shared;
+    }
+    return ok({
+      files: shared.map((f) => ({ id: f.id, title: f.title, name: f.filename, size: f.bytes.length })),
+    });
   },
 
   "chat.update": (params, ctx) => {

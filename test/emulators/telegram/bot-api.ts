@@ -4,12 +4,25 @@
  */
 
 import type { Message, User } from "grammy/types";
-import type { ChatState, ChatStore, InlineButton, VisibleMessage } from "./chats.ts";
+import type { ChatState, ChatStore, InlineButton, SentFile, VisibleMessage } from "./chats.ts";
 import { parseTelegramHtml } from "./html.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import type { UpdateQueue } from "./update-queue.ts";
 
 export const MAX_MESSAGE_CHARS = 4096;
+export const MAX_CAPTION_CHARS = 1024;
+/** What the Bot API server takes from bots: photos to 10 MB, other files to 50 MB. */
+export const MAX_PHOTO_UPLOAD_BYTES = 10 * 1024 * 1024;
+export const MAX_FILE_UPLOAD_BYTES = 50 * 1024 * 1024;
+
+/** A multipart file part, read whole by the emulator's request parser. */
+export interface UploadedFile {
+  filename: string;
+  bytes: Uint8Array;
+}
+
+const isUploadedFile = (value: unknown): value is UploadedFile =>
+  typeof value === "object" && value !== null && (value as UploadedFile).bytes instanceof Uint8Array;
 
 export type ApiAnswer =
   | { ok: true; result: unknown }
@@ -95,6 +108,9 @@ export class BotApi {
       });
     },
     sendMessage: (params) => this.sendMessage(params),
+    sendPhoto: (params) => this.sendFile("sendPhoto", "photo", params),
+    sendDocument: (params) => this.sendFile("sendDocument", "document", params),
+    sendVoice: (params) => this.sendFile("sendVoice", "voice", params),
     editMessageText: (params) => this.editMessageText(params),
     deleteMessage: (params) => this.deleteMessage(params),
     sendChatAction: (params) => this.sendChatAction(params),
@@ -210,6 +226,73 @@ export class BotApi {
       previousVersions: [],
       raw,
       ...(keyboard.buttons ? { buttons: keyboard.buttons } : {}),
+    });
+    return ok(raw);
+  }
+
+  /**
+   * sendPhoto / sendDocument / sendVoice with a multipart upload (`attach://<part>` or the part
+   * under the field's own name). A file_id or URL is refused: the emulator records uploads only.
+   */
+  private sendFile(method: SentFile["method"], field: string, params: Params): ApiAnswer {
+    const target = this.resolveChat(params.chat_id);
+    if ("ok" in target) return target;
+    const reference = params[field];
+    const upload =
+      typeof reference === "string" && reference.startsWith("attach://")
+        ? params[reference.slice("attach://".length)]
+        : reference;
+    if (!isUploadedFile(upload)) return badRequest(`there is no ${field} in the request`);
+    if (upload.bytes.byteLength === 0) return badRequest("file must be non-empty");
+    const maxBytes = method === "sendPhoto" ? MAX_PHOTO_UPLOAD_BYTES : MAX_FILE_UPLOAD_BYTES;
+    if (upload.bytes.byteLength > maxBytes) return apiError(413, "Request Entity Too Large");
+    const caption = typeof params.caption === "string" ? params.caption : "";
+    const parsed = this.parseText(caption, params.parse_mode);
+    if (!parsed.ok) return parsed.answer;
+    if (parsed.visibleText.length > MAX_CAPTION_CHARS) return badRequest("message caption is too long");
+    const thread = this.resolveThread(target, params.message_thread_id);
+    if (thread.error) return thread.error;
+    const reply = this.resolveReply(target, params);
+    if (reply.error) return reply.error;
+    const limited = this.checkRateLimit(method, target);
+    if (limited) return limited;
+
+    const messageId = this.deps.chats.allocateMessageId(target.chat.id);
+    const nowMs = this.deps.now();
+    const fileId = `emulated-${method}-${target.chat.id}-${messageId}`;
+    const described = { file_id: fileId, file_unique_id: `${fileId}-u`, file_size: upload.bytes.byteLength };
+    const attachment =
+      method === "sendPhoto"
+        ? { photo: [{ ...described, width: 1, height: 1 }] }
+        : method === "sendVoice"
+          ? { voice: { ...described, duration: 1 } }
+          : { document: { ...described, file_name: upload.filename } };
+    const raw = {
+      message_id: messageId,
+      from: this.deps.bot,
+      chat: target.chat,
+      date: Math.floor(nowMs / 1000),
+      ...(thread.threadId === undefined
+        ? {}
+        : { message_thread_id: thread.threadId, is_topic_message: true }),
+      ...(reply.message ? { reply_to_message: reply.message.raw } : {}),
+      ...attachment,
+      ...(caption === "" ? {} : { caption: parsed.visibleText }),
+    } as unknown as Message;
+    target.messages.set(messageId, {
+      messageId,
+      chatId: target.chat.id,
+      threadId: thread.threadId,
+      fromBot: true,
+      fromId: this.deps.bot.id,
+      text: caption,
+      parseMode: parsed.parseMode,
+      visibleText: parsed.visibleText,
+      replyToMessageId: reply.message?.messageId,
+      sentAtMs: nowMs,
+      previousVersions: [],
+      raw,
+      file: { method, filename: upload.filename, bytes: upload.bytes },
     });
     return ok(raw);
   }

@@ -28,8 +28,16 @@ export interface VisibleMessage {
   previousVersions: MessageVersion[];
   /** The Bot API message object last returned or received for it. */
   raw: Message;
+  /** The file a sendPhoto / sendDocument / sendVoice carried (its caption is `text`). */
+  file?: SentFile;
   /** Inline keyboard buttons (rows) under the bot's message; absent when none. */
   buttons?: InlineButton[][];
+}
+
+export interface SentFile {
+  method: "sendPhoto" | "sendDocument" | "sendVoice";
+  filename: string;
+  bytes: Uint8Array;
 }
 
 export interface InlineButton {

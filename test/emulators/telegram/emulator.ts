@@ -3,7 +3,13 @@
  * `url` is the apiRoot to give grammY; test controls are methods here and JSON under /__control/.
  */
 import type { Chat, Message, Update, User } from "grammy/types";
-import { type ApiAnswer, BotApi, type Params, type WebhookRegistration } from "./bot-api.ts";
+import {
+  type ApiAnswer,
+  BotApi,
+  type Params,
+  type UploadedFile,
+  type WebhookRegistration,
+} from "./bot-api.ts";
 import {
   botUser,
   editedMessageUpdate,
@@ -459,9 +465,17 @@ async function readParams(request: Request, url: URL): Promise<Params> {
     if (text.trim() !== "") Object.assign(params, JSON.parse(text) as Params);
   } else if (type.includes("form")) {
     const form = await request.formData();
-    form.forEach((value, key) => {
-      params[key] = typeof value === "string" ? parseLoose(value) : value;
-    });
+    for (const [key, value] of form.entries()) {
+      if (typeof value === "string") {
+        params[key] = parseLoose(value);
+        continue;
+      }
+      const part = value as unknown as File;
+      params[key] = {
+        filename: part.name,
+        bytes: new Uint8Array(await part.arrayBuffer()),
+      } satisfies UploadedFile;
+    }
   }
   return params;
 }

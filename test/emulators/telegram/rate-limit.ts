@@ -31,7 +31,7 @@ export const TELEGRAM_RATE_LIMITS: RateLimitConfig = {
   perChat: { limit: 1, windowMs: 1_000 },
   perGroup: { limit: 20, windowMs: 60_000 },
   global: { limit: 30, windowMs: 1_000 },
-  countedMethods: ["sendMessage", "editMessageText"],
+  countedMethods: ["sendMessage", "editMessageText", "sendPhoto", "sendDocument", "sendVoice"],
 };
 
 export type RateLimitScope = "chat" | "group" | "global";

@@ -3,13 +3,15 @@ import type {
   ChannelCapabilities,
   ChannelLimits,
   ChannelName,
+  FileLimits,
+  OutgoingFile,
   OutgoingMessage,
   SendReceipt,
 } from "../../../channels/types.ts";
 import { SwitchboardError } from "../../../src/errors.ts";
 import type { Clock } from "../../../src/util/clock.ts";
 
-export type Operation = "send" | "edit" | "delete" | "typing";
+export type Operation = "send" | "file" | "edit" | "delete" | "typing";
 
 /**
  * What one scripted call does instead of succeeding. `hang` never answers; `reached` says whether
@@ -26,6 +28,8 @@ export interface CallRecord {
   format?: "rich" | "plain";
   replyTo?: string;
   idempotencyKey?: string;
+  /** `file` calls: what was uploaded. */
+  file?: { filename: string; mimeType: string; bytes: Uint8Array };
   outcome: "ok" | "error" | "hang";
 }
 
@@ -65,6 +69,8 @@ export interface FakeAdapterOptions {
   firstMessageId?: number;
   /** Fake time each call takes before the platform acts on it. Default 0. */
   latencyMs?: number;
+  /** Takes files within these limits; null: a channel without files. Default 10 MB, captions 1024. */
+  fileLimits?: FileLimits | null;
 }
 
 /**
@@ -77,6 +83,7 @@ export class FakeAdapter implements ChannelAdapter {
   readonly account: string;
   readonly capabilities: ChannelCapabilities;
   readonly limits: ChannelLimits;
+  readonly fileLimits?: FileLimits;
   readonly calls: CallRecord[] = [];
   /** Most calls that were in flight at once. */
   maxInFlight = 0;
@@ -103,6 +110,8 @@ export class FakeAdapter implements ChannelAdapter {
       ...options.limits,
     };
     this.nextId = options.firstMessageId ?? 100;
+    if (options.fileLimits === null) this.sendFile = undefined;
+    else this.fileLimits = options.fileLimits ?? { maxFileBytes: 10 * 1024 * 1024, maxCaptionChars: 1024 };
   }
 
   /** The next `times` calls of `op` (to `target`, if given) do `effect`; scripts queue in call order. */
@@ -158,6 +167,32 @@ export class FakeAdapter implements ChannelAdapter {
       return { messageIds: [id] };
     });
   }
+
+  /** Shows a file as `[file <name>] <caption>`. */
+  sendFile?: (target: string, file: OutgoingFile) => Promise<SendReceipt> = async (target, file) => {
+    const call: CallRecord = {
+      op: "file",
+      atMs: this.options.clock.now(),
+      target,
+      text: file.caption,
+      format: file.format,
+      idempotencyKey: file.idempotencyKey,
+      file: { filename: file.filename, mimeType: file.mimeType, bytes: file.bytes },
+      outcome: "ok",
+      ...(file.replyTo === undefined ? {} : { replyTo: file.replyTo }),
+    };
+    return this.perform(call, () => {
+      const chat = this.chat(target);
+      if (this.capabilities.idempotentSend) {
+        const earlier = chat.find((m) => m.idempotencyKey === file.idempotencyKey);
+        if (earlier) return { messageIds: [earlier.id] };
+      }
+      const id = String(this.nextId++);
+      const text = `[file ${file.filename}]${file.caption === "" ? "" : ` ${file.caption}`}`;
+      chat.push({ id, text, format: file.format, idempotencyKey: file.idempotencyKey });
+      return { messageIds: [id] };
+    });
+  };
 
   async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
     const call: CallRecord = {

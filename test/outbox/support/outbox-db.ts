@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
+  OUTBOX_MEDIA_SQL,
   OUTBOX_PRESENTATION_SQL,
   OUTBOX_SCHEMA_SQL,
   SqliteOutboxRepository,
@@ -20,6 +21,7 @@ export class OutboxDb {
     const db = this.connect();
     db.exec(OUTBOX_SCHEMA_SQL);
     db.exec(OUTBOX_PRESENTATION_SQL);
+    db.exec(OUTBOX_MEDIA_SQL);
   }
 
   /** A new connection to the same file (a restarted process). */
