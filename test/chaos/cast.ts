@@ -19,21 +19,34 @@ import {
 export type ChaosChannel = "telegram" | "discord";
 
 /**
- * The surfaces' behaviour, written to the file SWITCHBOARD_CONFIG names. The flood limit is raised
- * out of the way: the soak's users write in bursts, and every message it sends must be answered.
+ * The surfaces' behaviour and the agent's tools, written to the file SWITCHBOARD_CONFIG names. The
+ * flood limit is raised out of the way: the soak's users write in bursts, and every message it
+ * sends must be answered. The tools come from one Streamable HTTP MCP server (the official SDK's,
+ * test/fixtures/mcp/http-server.ts) that the driver runs for the whole soak, so it outlives every
+ * gateway and counts the effects in one file: as `ledger` its calls run without asking
+ * (`slow_append`, not idempotent: "begin <id>" at once, "end <id>" when done), as `notes` they
+ * wait for approval (`append_note` writes "<id>").
  */
-export const CHAOS_CONFIG = {
-  version: 1,
-  surfaces: {
-    "*:*": { messagesPerMinute: 10_000 },
-    "telegram:dm": { inputPolicy: "supersede", delivery: "stream" },
-    "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
-    "telegram:thread": { inputPolicy: "queue", delivery: "stream", requireMention: false },
-    "discord:dm": { inputPolicy: "interrupt", delivery: "terminal" },
-    "discord:group": { inputPolicy: "queue", delivery: "terminal" },
-    "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
-  },
-} as const;
+export function chaosConfig(mcpUrl: string) {
+  const server = (approval: "ask" | "never") => ({
+    url: mcpUrl,
+    approval,
+    tools: { allow: [approval === "ask" ? "append_note" : "slow_append"] },
+  });
+  return {
+    version: 1,
+    surfaces: {
+      "*:*": { messagesPerMinute: 10_000 },
+      "telegram:dm": { inputPolicy: "supersede", delivery: "stream" },
+      "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
+      "telegram:thread": { inputPolicy: "queue", delivery: "stream", requireMention: false },
+      "discord:dm": { inputPolicy: "interrupt", delivery: "terminal" },
+      "discord:group": { inputPolicy: "queue", delivery: "terminal" },
+      "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
+    },
+    mcpServers: { ledger: server("never"), notes: server("ask") },
+  } as const;
+}
 
 export interface Place {
   name: string;
@@ -49,6 +62,11 @@ export interface Place {
   post(speaker: string, text: string, mention: boolean): string;
   /** The platform delivers that update again (a duplicate or a late replay). */
   replay(updateKey: string): void;
+  /**
+   * Telegram only: `speaker` presses the button `label` under the bot's message `messageId`;
+   * returns the update key (null when that message or button is gone).
+   */
+  press?(speaker: string, messageId: number, label: string): string | null;
 }
 
 export interface Cast {
@@ -99,6 +117,13 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     },
     replay(updateKey) {
       telegram.deliverAgain(Number(updateKey));
+    },
+    press(speaker, messageId, label) {
+      const from = tgUsers[speaker];
+      if (!from) throw new Error(`no Telegram user ${speaker}`);
+      const message = telegram.messages(chat.id).find((m) => m.messageId === messageId);
+      if (!message?.buttons?.flat().some((b) => b.text === label)) return null;
+      return String(telegram.press(chat.id, messageId, from, { label }).update.update_id);
     },
   });
 

@@ -32,6 +32,7 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
     faultRate: 0.2,
     duplicateRate: 0.1,
     replayRate: 0.08,
+    toolRate: 0.12,
     armedWindowMs: 12_000,
     settleTimeoutMs: 90_000,
   });
@@ -44,5 +45,8 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.faults.total).toBeGreaterThan(0);
   expect(report.duplicates.immediate + report.duplicates.replays).toBeGreaterThan(0);
   expect(report.messages.schedules).toBeGreaterThanOrEqual(2);
+  expect(report.messages.toolCalls).toBeGreaterThan(0);
+  expect(report.presses.approve).toBeGreaterThan(0);
+  expect(report.toolEffects).toBeGreaterThan(0);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

@@ -6,13 +6,14 @@
  * is over it lets the gateway settle (playing the operator for ambiguous records) and checks the
  * invariants from the outside.
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
 import { startTelegramEmulator, type TelegramEmulator } from "../emulators/telegram/index.ts";
+import { startHttpMcpServer } from "../fixtures/mcp/http-server.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
-import { type Cast, CHAOS_CONFIG, createCast, type Place } from "./cast.ts";
+import { type Cast, chaosConfig, createCast, type Place } from "./cast.ts";
 import { type ChaosDatabase, type ChaosEngine, openChaosDatabase } from "./database.ts";
 import { type FaultCounts, FaultInjector } from "./faults.ts";
 import { checkInvariants, type Violation } from "./invariants.ts";
@@ -39,6 +40,11 @@ export interface ChaosOptions {
   duplicateRate: number;
   /** Probability, per message posted, that an older update is delivered again. */
   replayRate: number;
+  /**
+   * Probability that a message (in a Telegram place) makes the model call an MCP tool that runs at
+   * once, and, apart, one that needs approval (the driver presses Approve or Deny). Default 0.
+   */
+  toolRate?: number;
   /** How long an armed gateway may run before the driver gives up on its kill point. */
   armedWindowMs: number;
   settleTimeoutMs: number;
@@ -62,7 +68,13 @@ export interface ChaosReport {
   seed: number;
   engine: ChaosEngine;
   standby: boolean;
-  messages: { answerable: number; ignorable: number; schedules: number };
+  messages: {
+    answerable: number;
+    ignorable: number;
+    schedules: number;
+    toolCalls: number;
+    approvals: number;
+  };
   kills: {
     sigkills: number;
     killPoints: Record<string, number>;
@@ -73,6 +85,12 @@ export interface ChaosReport {
   };
   faults: FaultCounts & { total: number };
   duplicates: { immediate: number; replays: number; discordRedeliveries: number };
+  /** Button presses on approval prompts, and how many were pressed again or replayed. */
+  presses: { approve: number; deny: number; again: number; replays: number };
+  /** Approval requests by final state. */
+  approvals: Record<string, number>;
+  /** Lines the tools appended (each effect once). */
+  toolEffects: number;
   /** Calls that answer inputs. */
   modelCalls: number;
   /** Calls that answer none (summarising compaction). */
@@ -80,6 +98,8 @@ export interface ChaosReport {
   repeatedModelCalls: number;
   resumedRuns: number;
   ambiguousRecords: number;
+  /** Approval prompts resolved as delivered without a receipt, whose decision edit failed (a known gap). */
+  uneditablePrompts: number;
   operator: OperatorDecision[];
   settled: boolean;
   elapsedMs: number;
@@ -120,7 +140,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const cast = createCast(peers.telegram, peers.discord);
   const database = await openChaosDatabase(options.engine ?? "sqlite", dir.path);
   const configPath = join(dir.path, "switchboard.json");
-  writeFileSync(configPath, JSON.stringify(CHAOS_CONFIG));
+  const notesFile = join(dir.path, "notes.txt");
+  const mcp = startHttpMcpServer({ notesFile });
+  writeFileSync(configPath, JSON.stringify(chaosConfig(mcp.url)));
   const env = (): Record<string, string> => ({
     ...database.env,
     SWITCHBOARD_CONFIG: configPath,
@@ -146,7 +168,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await supervisor.start();
     log(`gateway up at ${supervisor.url}; ${database.engine} database ${database.location}`);
     const trafficStart = Date.now();
-    ticker = setInterval(() => faults.tick(Date.now()), TICK_MS);
+    ticker = setInterval(() => {
+      faults.tick(Date.now());
+      traffic.pressPrompts();
+    }, TICK_MS);
     const chaos = runKills(options, random, supervisor, traffic, trafficStart, log);
     let trafficOver = false;
     const duringTraffic: OperatorDecision[] = [];
@@ -182,6 +207,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       botMessages: readChats([...new Set(cast.places.map((p) => p.chat))], peers.telegram, peers.discord),
       ...readModelLog(peers.llm.requests()),
       unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
+      toolEffects: existsSync(notesFile) ? readFileSync(notesFile, "utf8").split("\n").filter(Boolean) : [],
     };
     await supervisor.stop();
     const checked = checkInvariants(snapshot);
@@ -202,6 +228,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         answerable: traffic.sent.filter((s) => s.expect === "answer").length,
         ignorable: traffic.sent.filter((s) => s.expect === "ignored").length,
         schedules: traffic.sent.filter((s) => s.expect === "schedule").length,
+        toolCalls: traffic.sent.filter((s) => s.id.startsWith("t")).length,
+        approvals: traffic.sent.filter((s) => s.id.startsWith("p")).length,
       },
       kills: {
         sigkills: supervisor.stats.sigkills,
@@ -212,11 +240,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       },
       faults: { ...faults.counts, total: faults.total },
       duplicates: { ...traffic.duplicates },
+      presses: { ...traffic.presses },
+      approvals: snapshot.approvals.reduce<Record<string, number>>(
+        (byState, a) => Object.assign(byState, { [a.state]: (byState[a.state] ?? 0) + 1 }),
+        {},
+      ),
+      toolEffects: snapshot.toolEffects.length,
       modelCalls: snapshot.modelRequests.length,
       housekeepingModelCalls: snapshot.housekeepingCalls,
       repeatedModelCalls: checked.repeatedModelCalls,
       resumedRuns: checked.resumedRuns,
       ambiguousRecords: checked.ambiguousRecords,
+      uneditablePrompts: checked.uneditablePrompts,
       operator: [...duringTraffic, ...afterTraffic],
       settled,
       elapsedMs: Date.now() - started,
@@ -230,6 +265,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await peers.telegram.close();
     await peers.discord.close();
     await peers.llm.stop();
+    await mcp.stop();
     await database.close({ keep: keptDir !== null });
     if (keptDir === null) dir.cleanup();
   }
@@ -403,7 +439,8 @@ async function settle(
       continue;
     }
     const idle =
-      work.active + work.undelivered + work.schedules === 0 && peers.telegram.pendingUpdateIds().length === 0;
+      work.active + work.undelivered + work.schedules + work.approvals === 0 &&
+      peers.telegram.pendingUpdateIds().length === 0;
     quietPolls = idle && signature === lastSignature ? quietPolls + 1 : 0;
     lastSignature = signature;
     if (quietPolls >= 3) return { settled: true, operator };
@@ -416,6 +453,7 @@ async function pendingWork(database: ChaosDatabase): Promise<{
   undelivered: number;
   ambiguous: number;
   schedules: number;
+  approvals: number;
 }> {
   const count = async (sql: string) => Number((await database.read<{ n: number | string }>(sql))[0]?.n ?? 0);
   return {
@@ -429,6 +467,8 @@ async function pendingWork(database: ChaosDatabase): Promise<{
     schedules:
       (await count("SELECT count(*) AS n FROM schedules WHERE state = 'active'")) +
       (await count("SELECT count(*) AS n FROM schedule_occurrences WHERE state IN ('claimed', 'retrying')")),
+    // The driver presses every prompt it sees: a pending request is still to be decided.
+    approvals: await count("SELECT count(*) AS n FROM approvals WHERE state = 'pending'"),
   };
 }
 
@@ -443,6 +483,10 @@ class Traffic {
   readonly sent: Array<SentInput & { sentAtMs: number; offeredAtMs: number }> = [];
   readonly duplicates = { immediate: 0, replays: 0, discordRedeliveries: 0 };
   readonly redeliveries: Array<{ atMs: number; sinceMs: number; ids: string[] }> = [];
+  readonly presses = { approve: 0, deny: 0, again: 0, replays: 0 };
+  /** Approval calls whose prompt the driver has not pressed yet, and presses made (for replays). */
+  private readonly awaitingPress = new Map<string, { place: Place; speaker: string }>();
+  private readonly pressed: Array<{ place: Place; updateKey: string }> = [];
   private nextId = 1;
 
   constructor(
@@ -466,7 +510,11 @@ class Traffic {
       const jitter = this.random.next() * 0.8;
       await sleepUntil(startMs + ((i + jitter) / this.options.messages) * this.options.trafficMs);
       if (scheduleSlots.has(i)) this.postSchedule();
-      if (this.random.chance(0.1)) this.postIgnorable();
+      const toolRate = this.options.toolRate ?? 0;
+      const roll = this.random.next();
+      if (roll < 0.1) this.postIgnorable();
+      else if (roll < 0.1 + toolRate) this.postToolCall("t");
+      else if (roll < 0.1 + 2 * toolRate) this.postToolCall("p");
       else this.postAnswerable();
       if (this.random.chance(this.options.replayRate) && this.sent.length > 1) {
         const old = this.random.pick(this.sent);
@@ -514,6 +562,81 @@ class Traffic {
     }
   }
 
+  /**
+   * A message in a Telegram place that the model answers with an MCP tool call: `t` runs
+   * `ledger_slow_append` at once (long enough for a kill to land mid-call), `p` calls
+   * `notes_append_note`, which waits for the asker's button press. The answer after the tool
+   * result starts `a-<id>` and quotes the result.
+   */
+  postToolCall(kind: "t" | "p"): void {
+    const place = this.random.pick(this.cast.places.filter((p) => p.press !== undefined));
+    const id = this.id(kind);
+    const speaker = this.random.pick(place.speakers);
+    this.peers.llm.addRules([
+      {
+        match: { lastUserContains: id, lastRole: "user" },
+        reply:
+          kind === "t"
+            ? {
+                kind: "tool-call",
+                toolName: "ledger_slow_append",
+                input: { text: id, ms: this.random.int(100, 2_500) },
+              }
+            : { kind: "tool-call", toolName: "notes_append_note", input: { text: id } },
+      },
+      {
+        match: { lastToolInputContains: `"${id}"`, lastRole: "tool" },
+        reply: {
+          kind: "text",
+          text: `a-${id} done: {{lastToolResult}}`,
+          chunks: this.random.int(2, 4),
+          chunkDelayMs: this.random.int(40, 200),
+        },
+      },
+    ]);
+    const updateKey = place.post(speaker, `${id} ${this.words(this.random.int(2, 5))}`, place.needsMention);
+    this.record(id, place, updateKey, "answer", speaker);
+    if (kind === "p") this.awaitingPress.set(id, { place, speaker });
+    if (this.random.chance(this.options.duplicateRate)) {
+      place.replay(updateKey);
+      this.duplicates.immediate += 1;
+    }
+  }
+
+  /**
+   * The askers press the approval prompts that have appeared: Approve (3 in 4) or Deny, sometimes
+   * twice, and the platform delivers some presses again, at once or later.
+   */
+  pressPrompts(): void {
+    for (const [id, { place, speaker }] of this.awaitingPress) {
+      const chatId = Number(place.chat.split(":")[1]);
+      const prompt = this.peers.telegram
+        .messages(chatId)
+        .find(
+          (m) =>
+            m.fromBot && m.buttons && m.visibleText.includes("Approval needed") && m.visibleText.includes(id),
+        );
+      if (!prompt) continue;
+      const label = this.random.chance(0.75) ? "Approve" : "Deny";
+      const updateKey = place.press?.(speaker, prompt.messageId, label);
+      if (!updateKey) continue;
+      this.awaitingPress.delete(id);
+      this.presses[label === "Approve" ? "approve" : "deny"] += 1;
+      this.pressed.push({ place, updateKey });
+      if (this.random.chance(0.15) && place.press?.(speaker, prompt.messageId, label))
+        this.presses.again += 1;
+      if (this.random.chance(this.options.duplicateRate)) {
+        place.replay(updateKey);
+        this.presses.replays += 1;
+      }
+      if (this.random.chance(this.options.replayRate * 2) && this.pressed.length > 1) {
+        const old = this.random.pick(this.pressed);
+        old.place.replay(old.updateKey);
+        this.presses.replays += 1;
+      }
+    }
+  }
+
   /** Group chatter without a mention, or a DM from someone no allowlist names. */
   private postIgnorable(): void {
     const id = this.id("i");
@@ -529,7 +652,9 @@ class Traffic {
   private script(id: string): void {
     this.peers.llm.addRules([
       {
-        match: { lastUserContains: id },
+        // Only right after the user's message: a run continued after a tool result whose last
+        // user message is this one answers that result (postToolCall's rules).
+        match: { lastUserContains: id, lastRole: "user" },
         reply: {
           kind: "text",
           text: `a-${id} ${this.words(this.random.int(4, 14))}`,
@@ -540,8 +665,15 @@ class Traffic {
     ]);
   }
 
-  private record(id: string, place: Place, updateKey: string, expect: SentInput["expect"]): void {
+  private record(
+    id: string,
+    place: Place,
+    updateKey: string,
+    expect: SentInput["expect"],
+    speaker?: string,
+  ): void {
     this.sent.push({
+      ...(speaker ? { speaker } : {}),
       id,
       place: place.name,
       channel: place.channel,
@@ -554,7 +686,7 @@ class Traffic {
     });
   }
 
-  private id(prefix: "q" | "s" | "i"): string {
+  private id(prefix: "q" | "s" | "i" | "t" | "p"): string {
     const id = `${prefix}${String(this.nextId).padStart(5, "0")}`;
     this.nextId += 1;
     return id;
