@@ -76,6 +76,11 @@ export interface Cast {
   byName(name: string): Place;
   /** A user no allowlist names: their messages must never reach the model. */
   stranger: { telegramDm: Place; discordDm: Place };
+  /**
+   * Carol's Telegram DM, apart from the random traffic: she talks, then sends `/forget confirm`
+   * mid-conversation, and talks again in the fresh conversation.
+   */
+  forgetter: Place;
   telegramAllowed: string;
   discordAllowed: string;
 }
@@ -85,6 +90,7 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
   const tgUsers: Record<string, TgUser> = {
     alice: user(1001, "Alice"),
     bob: user(1002, "Bob"),
+    carol: user(1003, "Carol"),
     mallory: user(6666, "Mallory"),
   };
   const group = groupChat(-5001, "Team");
@@ -194,15 +200,21 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
       needsMention: false,
     }),
   };
+  const forgetter = telegramPlace("tg-dm-carol", privateChat(tgUsers.carol!), "supersede", ["carol"], {
+    needsMention: false,
+  });
   return {
     places,
     stranger,
+    forgetter,
     byName(name) {
-      const found = [...places, stranger.telegramDm, stranger.discordDm].find((p) => p.name === name);
+      const found = [...places, forgetter, stranger.telegramDm, stranger.discordDm].find(
+        (p) => p.name === name,
+      );
       if (!found) throw new Error(`no place ${name}`);
       return found;
     },
-    telegramAllowed: `${tgUsers.alice!.id},${tgUsers.bob!.id}`,
+    telegramAllowed: `${tgUsers.alice!.id},${tgUsers.bob!.id},${tgUsers.carol!.id}`,
     discordAllowed: `${dcUser("alice").id},${dcUser("bob").id}`,
   };
 }

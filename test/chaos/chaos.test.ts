@@ -33,6 +33,7 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
     duplicateRate: 0.1,
     replayRate: 0.08,
     toolRate: 0.12,
+    forgets: 2,
     armedWindowMs: 12_000,
     settleTimeoutMs: 90_000,
   });
@@ -48,5 +49,6 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.messages.toolCalls).toBeGreaterThan(0);
   expect(report.presses.approve).toBeGreaterThan(0);
   expect(report.toolEffects).toBeGreaterThan(0);
+  expect(report.messages.forgets).toBe(2);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

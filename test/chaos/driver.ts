@@ -45,6 +45,11 @@ export interface ChaosOptions {
    * once, and, apart, one that needs approval (the driver presses Approve or Deny). Default 0.
    */
   toolRate?: number;
+  /**
+   * `/forget confirm` episodes in Carol's DM: she writes once or twice, forgets mid-conversation
+   * (an answer may be streaming), then writes again in the fresh conversation. Default 0.
+   */
+  forgets?: number;
   /** How long an armed gateway may run before the driver gives up on its kill point. */
   armedWindowMs: number;
   settleTimeoutMs: number;
@@ -74,6 +79,8 @@ export interface ChaosReport {
     schedules: number;
     toolCalls: number;
     approvals: number;
+    forgets: number;
+    purged: number;
   };
   kills: {
     sigkills: number;
@@ -204,7 +211,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const snapshot: Snapshot = {
       sent: traffic.sent,
       ...(await readDatabase(database)),
-      botMessages: readChats([...new Set(cast.places.map((p) => p.chat))], peers.telegram, peers.discord),
+      botMessages: readChats(
+        [...new Set([...cast.places, cast.forgetter].map((p) => p.chat))],
+        peers.telegram,
+        peers.discord,
+      ),
       ...readModelLog(peers.llm.requests()),
       unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
       toolEffects: existsSync(notesFile) ? readFileSync(notesFile, "utf8").split("\n").filter(Boolean) : [],
@@ -218,6 +229,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     if (violations.length > 0) {
       keptDir = dir.path;
       writeTimeline(join(dir.path, "timeline.txt"), supervisor, traffic);
+      writeFileSync(
+        join(dir.path, "model-requests.jsonl"),
+        peers.llm
+          .requests()
+          .map((r) =>
+            JSON.stringify({
+              at: new Date(r.receivedAtMs).toISOString(),
+              stream: r.stream,
+              messages: r.messages,
+            }),
+          )
+          .join("\n"),
+      );
     }
     const fired = supervisor.stats.killPointsFired;
     return {
@@ -230,6 +254,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         schedules: traffic.sent.filter((s) => s.expect === "schedule").length,
         toolCalls: traffic.sent.filter((s) => s.id.startsWith("t")).length,
         approvals: traffic.sent.filter((s) => s.id.startsWith("p")).length,
+        forgets: traffic.forgets.length,
+        purged: traffic.sent.filter((s) => s.expect === "purged").length,
       },
       kills: {
         sigkills: supervisor.stats.sigkills,
@@ -484,6 +510,10 @@ class Traffic {
   readonly duplicates = { immediate: 0, replays: 0, discordRedeliveries: 0 };
   readonly redeliveries: Array<{ atMs: number; sinceMs: number; ids: string[] }> = [];
   readonly presses = { approve: 0, deny: 0, again: 0, replays: 0 };
+  /** The `/forget confirm` updates posted, and when. */
+  readonly forgets: Array<{ updateKey: string; atMs: number }> = [];
+  /** Forget episodes run one after another (each waits for its "Done"). */
+  private forgetting: Promise<void> = Promise.resolve();
   /** Approval calls whose prompt the driver has not pressed yet, and presses made (for replays). */
   private readonly awaitingPress = new Map<string, { place: Place; speaker: string }>();
   private readonly pressed: Array<{ place: Place; updateKey: string }> = [];
@@ -506,22 +536,73 @@ class Traffic {
         this.random.int(0, this.options.messages - 1),
       ),
     );
+    const forgetSlots = new Set(
+      Array.from({ length: this.options.forgets ?? 0 }, (_, k) =>
+        Math.floor(((k + 0.5) / (this.options.forgets ?? 1)) * this.options.messages * 0.8),
+      ),
+    );
     for (let i = 0; i < this.options.messages; i += 1) {
       const jitter = this.random.next() * 0.8;
       await sleepUntil(startMs + ((i + jitter) / this.options.messages) * this.options.trafficMs);
       if (scheduleSlots.has(i)) this.postSchedule();
+      if (forgetSlots.has(i)) this.forgetting = this.forgetting.then(() => this.forgetEpisode());
       const toolRate = this.options.toolRate ?? 0;
       const roll = this.random.next();
       if (roll < 0.1) this.postIgnorable();
       else if (roll < 0.1 + toolRate) this.postToolCall("t");
       else if (roll < 0.1 + 2 * toolRate) this.postToolCall("p");
       else this.postAnswerable();
-      if (this.random.chance(this.options.replayRate) && this.sent.length > 1) {
-        const old = this.random.pick(this.sent);
+      // Carol's DM is left out: Telegram redelivers only unconfirmed updates, and a purge takes
+      // the receipts of its conversation along, so an old replay there would be a new message.
+      const replayable = this.sent.filter((s) => s.place !== this.cast.forgetter.name);
+      if (this.random.chance(this.options.replayRate) && replayable.length > 1) {
+        const old = this.random.pick(replayable);
         this.cast.byName(old.place).replay(old.updateKey);
         this.duplicates.replays += 1;
       }
     }
+    await this.forgetting;
+  }
+
+  /**
+   * Carol writes once or twice, then `/forget confirm` (duplicated at times) while an answer may
+   * still be on its way; everything she wrote before it is to be purged. Once "Done" shows (or 30 s
+   * passed) she writes again, which must be answered in the fresh conversation.
+   */
+  private async forgetEpisode(): Promise<void> {
+    const place = this.cast.forgetter;
+    const chatId = Number(place.chat.split(":")[1]);
+    const done = () =>
+      this.peers.telegram
+        .messages(chatId)
+        .filter((m) => m.fromBot && m.visibleText.includes("I deleted this conversation")).length;
+    for (let k = this.random.int(1, 2); k > 0; k -= 1) {
+      const id = this.id("f");
+      this.script(id);
+      this.record(
+        id,
+        place,
+        place.post("carol", `${id} ${this.words(this.random.int(2, 5))}`, false),
+        "purged",
+      );
+    }
+    await Bun.sleep(this.random.int(0, 1_500));
+    const doneBefore = done();
+    const atMs = Date.now();
+    for (const input of this.sent) {
+      if (input.place !== place.name || input.forgetAtMs !== undefined) continue;
+      input.expect = "purged";
+      input.forgetAtMs = atMs;
+    }
+    const updateKey = place.post("carol", "/forget confirm", false);
+    this.forgets.push({ updateKey, atMs });
+    if (this.random.chance(this.options.duplicateRate)) {
+      place.replay(updateKey);
+      this.duplicates.immediate += 1;
+    }
+    const deadline = Date.now() + 30_000;
+    while (done() === doneBefore && Date.now() < deadline) await Bun.sleep(200);
+    if (done() > doneBefore) this.postAnswerable(place);
   }
 
   /** `/in 2s <id> …` in a DM; the scheduled answer is scripted like any other. */
@@ -686,7 +767,7 @@ class Traffic {
     });
   }
 
-  private id(prefix: "q" | "s" | "i" | "t" | "p"): string {
+  private id(prefix: "q" | "s" | "i" | "t" | "p" | "f"): string {
     const id = `${prefix}${String(this.nextId).padStart(5, "0")}`;
     this.nextId += 1;
     return id;

@@ -154,6 +154,9 @@ function healthy(): Snapshot {
     ],
     approvalResponses: [{ runId: "run6", approvalId: "ap_1" }],
     toolEffects: ["begin t00005", "end t00005", "p00006"],
+    tombstones: [],
+    purgeLeftovers: [],
+    modelRequestLog: [],
   };
 }
 
@@ -359,6 +362,43 @@ describe("chaos invariants", () => {
     const noSuccessor = healthy();
     noSuccessor.approvals[0]!.successorRunId = null;
     expect(violated(noSuccessor)).toContain("approval-decided-once");
+  });
+
+  test("a purged message that reappears, is shown to the model after the purge, or leaves rows", () => {
+    const forgotten = () => {
+      const s = healthy();
+      s.sent.push(
+        sent("f00010", { place: "tg-dm-carol", chat: "tg:1003", expect: "purged", forgetAtMs: 100 }),
+      );
+      s.tombstones = [{ conversationId: "conv_carol", purgedAtMs: 150 }];
+      s.modelRequests.push("f00010 hello");
+      s.modelRequestLog = [{ atMs: 120, text: "f00010 hello" }];
+      s.outbox.push({
+        ...record("run_gone", "f00010"),
+        markdown: "",
+        receiptIds: [],
+        conversationId: "conv_carol",
+      });
+      return s;
+    };
+    expect(checkInvariants(forgotten()).violations).toEqual([]);
+    const reappeared = forgotten();
+    reappeared.runs.push(run("run8", ["f00010"], { conversationId: "conv_fresh" }));
+    expect(violated(reappeared)).toContain("purged-stays-gone");
+    const shownAfter = forgotten();
+    shownAfter.modelRequestLog.push({ atMs: 900, text: "in flight: f00010 hello" });
+    expect(checkInvariants(shownAfter).violations).toEqual([]);
+    shownAfter.modelRequestLog.push({ atMs: 1_200, text: "history: f00010 hello" });
+    expect(violated(shownAfter)).toEqual(["purged-stays-gone"]);
+    const leftover = forgotten();
+    leftover.purgeLeftovers = [{ conversationId: "conv_carol", table: "messages", rows: 2 }];
+    expect(violated(leftover)).toEqual(["purged-stays-gone"]);
+    const kept = forgotten();
+    kept.outbox.at(-1)!.markdown = "a-f00010 words";
+    expect(violated(kept)).toContain("purged-stays-gone");
+    const never = forgotten();
+    never.tombstones = [];
+    expect(violated(never)).toEqual(["purged-stays-gone"]);
   });
 
   test("an update Telegram still holds", () => {

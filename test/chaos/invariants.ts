@@ -24,6 +24,7 @@ export type InvariantName =
   | "order"
   | "tool-effect-once"
   | "approval-decided-once"
+  | "purged-stays-gone"
   | "settled";
 
 export interface Violation {
@@ -50,7 +51,7 @@ export interface InvariantReport {
 }
 
 const answerMarker = (id: string) => `a-${id}`;
-const ANSWER_MARKER = /\ba-([qstp]\d{5})\b/;
+const ANSWER_MARKER = /\ba-([qstpf]\d{5})\b/;
 /** Outbox records of an approval request: its prompt and the edit that shows the decision. */
 const APPROVAL_RECORD = /^approval:[^:]+:(prompt|outcome)$/;
 
@@ -74,6 +75,7 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   checkOrder(snapshot, runsById, delivered, violate);
   checkToolEffects(snapshot, runsHolding, runsById, violate);
   checkApprovals(snapshot, runsById, violate);
+  checkPurged(snapshot, runsHolding, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
   }
@@ -189,11 +191,17 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
   const shown: OutboxRow[] = [];
   const recordsByRun = new Map<string, OutboxRow[]>();
   const fingerprints = new Map<string, number>();
+  // A purge drops the text of its records, and a purged text may be what another record shows
+  // (two "Done: I deleted…" replies): in those chats a fingerprint proves nothing unique.
+  const purgedTextChats = new Set(
+    snapshot.outbox.filter((r) => r.markdown === "" && r.state === "delivered").map((r) => r.chat),
+  );
   for (const record of snapshot.outbox) {
     if (!APPROVAL_RECORD.test(record.key))
       recordsByRun.set(record.runId, [...(recordsByRun.get(record.runId) ?? []), record]);
     const fingerprint = fingerprintOf(record.markdown);
-    if (fingerprint)
+    if (fingerprint && purgedTextChats.has(record.chat)) fingerprints.set(`${record.chat}|${fingerprint}`, 2);
+    else if (fingerprint)
       fingerprints.set(
         `${record.chat}|${fingerprint}`,
         (fingerprints.get(`${record.chat}|${fingerprint}`) ?? 0) + 1,
@@ -318,9 +326,11 @@ function checkSupersededSilent(snapshot: Snapshot, violate: Violate): void {
  */
 function checkModelCalls(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, violate: Violate): number {
   const calls = new Map<string, number>();
+  const purgedIds = new Set(snapshot.sent.filter((s) => s.expect === "purged").map((s) => s.id));
   snapshot.modelRequests.forEach((text, index) => {
     const id = idsIn(text).at(-1);
     const run = id === undefined ? undefined : runsHolding.get(id)?.[0];
+    if (!run && id !== undefined && purgedIds.has(id)) return; // its run went with the purge: checkPurged
     if (!run) {
       violate(
         "model-calls",
@@ -510,5 +520,50 @@ function checkApprovals(snapshot: Snapshot, runsById: Map<string, RunRow>, viola
     const id = idsIn(approval.input)[0];
     if (id && successor?.answerText.includes(`appended "${id}"`) && linesOf(snapshot.toolEffects, id) === 0)
       violate("tool-effect-once", approval.id, `its answer reports the effect of ${id}, which is not there`);
+  }
+}
+
+/**
+ * `/forget confirm` purged the conversation of every `purged` input: a tombstone committed after
+ * the command was posted; no run holds the input any more (a kill and a redelivered update must
+ * not bring it back); no model request after the purge showed it; no table but the tombstones
+ * names the conversation, and its outbox records kept no text.
+ */
+/**
+ * A model call sent just before the purge (the interrupted run's) may be read by the fake model a
+ * little after the purge committed on a loaded machine; later than this it was sent after it.
+ */
+const IN_FLIGHT_GRACE_MS = 1_000;
+
+function checkPurged(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, violate: Violate): void {
+  const tombstones = [...snapshot.tombstones].sort((a, b) => a.purgedAtMs - b.purgedAtMs);
+  for (const input of snapshot.sent) {
+    if (input.expect !== "purged") continue;
+    const purge = tombstones.find((t) => t.purgedAtMs >= (input.forgetAtMs ?? 0));
+    if (!purge) {
+      violate("purged-stays-gone", input.id, "its /forget confirm never purged a conversation");
+      continue;
+    }
+    const holders = runsHolding.get(input.id) ?? [];
+    if (holders.length > 0)
+      violate("purged-stays-gone", input.id, `reappeared in run ${holders.map((r) => r.id).join(", ")}`);
+    const shownAfter = snapshot.modelRequestLog.filter(
+      (r) => r.atMs > purge.purgedAtMs + IN_FLIGHT_GRACE_MS && r.text.includes(input.id),
+    ).length;
+    if (shownAfter > 0)
+      violate("purged-stays-gone", input.id, `shown to the model ${shownAfter} times after the purge`);
+  }
+  const purged = new Set(snapshot.tombstones.map((t) => t.conversationId));
+  for (const leftover of snapshot.purgeLeftovers) {
+    if (leftover.rows > 0)
+      violate(
+        "purged-stays-gone",
+        leftover.conversationId,
+        `${leftover.rows} rows left in ${leftover.table} after the purge`,
+      );
+  }
+  for (const record of snapshot.outbox) {
+    if (record.conversationId && purged.has(record.conversationId) && record.markdown !== "")
+      violate("purged-stays-gone", record.id, "an outbox record of a purged conversation kept its text");
   }
 }

@@ -14,6 +14,7 @@ export function formatReport(report: ChaosReport): string {
         .map(([state, n]) => `${n} ${state}`)
         .join(", ") || "none"
     }; presses: ${report.presses.approve} approve, ${report.presses.deny} deny, ${report.presses.again} pressed again, ${report.presses.replays} replayed; ${report.toolEffects} tool effects`,
+    `forget: ${report.messages.forgets} /forget confirm, ${report.messages.purged} messages purged`,
     `kills: ${report.kills.sigkills} SIGKILLs by the driver, kill points fired: ${points || "none"}${
       report.kills.killPointsMissed.length > 0 ? ` (missed: ${report.kills.killPointsMissed.join(", ")})` : ""
     }; ${report.kills.restarts} processes started${

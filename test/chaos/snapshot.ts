@@ -13,8 +13,12 @@ import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import type { ChaosChannel } from "./cast.ts";
 import type { ChaosDatabase } from "./database.ts";
 
-/** `answer`: must be answered; `ignored`: must never reach the model; `schedule`: an `/in` command. */
-export type Expectation = "answer" | "ignored" | "schedule";
+/**
+ * `answer`: must be answered; `ignored`: must never reach the model; `schedule`: an `/in` command;
+ * `purged`: written before a `/forget confirm` in its chat, so it may have been answered (once),
+ * and after the purge nothing of it may be anywhere.
+ */
+export type Expectation = "answer" | "ignored" | "schedule" | "purged";
 
 /** One message the driver posted (not its duplicates and replays, which must change nothing). */
 export interface SentInput {
@@ -32,6 +36,8 @@ export interface SentInput {
   ordered: boolean;
   /** Who wrote it (the only one, with approvers, who may decide its approval). */
   speaker?: string;
+  /** `purged` inputs: when the `/forget confirm` that purges their conversation was posted. */
+  forgetAtMs?: number;
 }
 
 /** One approval request as the `approvals` table holds it. */
@@ -74,6 +80,7 @@ export interface OutboxRow {
   receiptIds: string[];
   /** Why the last attempt failed, if it did. */
   lastError: string | null;
+  conversationId?: string;
 }
 
 export interface ChatMessage {
@@ -107,13 +114,20 @@ export interface Snapshot {
   approvalResponses: Array<{ runId: string; approvalId: string }>;
   /** The lines the MCP tools appended to the notes file: the tool effects, one line each. */
   toolEffects: string[];
+  /** Purged conversations, with when the purge committed. */
+  tombstones: Array<{ conversationId: string; purgedAtMs: number }>;
+  /** Rows still naming a purged conversation, per table (tombstones and outbox rows not counted). */
+  purgeLeftovers: Array<{ conversationId: string; table: string; rows: number }>;
+  /** Every model request: when it arrived and everything it showed the model. */
+  modelRequestLog: Array<{ atMs: number; text: string }>;
 }
 
 /**
  * Ids as the driver writes them into texts: q = a message, s = a schedule's prompt, i = ignorable,
- * t = a message the model answers with a tool call, p = one whose tool call needs approval.
+ * t = a message the model answers with a tool call, p = one whose tool call needs approval,
+ * f = a message in a conversation that is then forgotten.
  */
-export const INPUT_ID = /\b[qsitp]\d{5}\b/g;
+export const INPUT_ID = /\b[qsitpf]\d{5}\b/g;
 
 export function idsIn(text: string): string[] {
   return text.match(INPUT_ID) ?? [];
@@ -139,7 +153,15 @@ export async function readDatabase(
 ): Promise<
   Pick<
     Snapshot,
-    "receipts" | "runs" | "outbox" | "schedules" | "occurrences" | "approvals" | "approvalResponses"
+    | "receipts"
+    | "runs"
+    | "outbox"
+    | "schedules"
+    | "occurrences"
+    | "approvals"
+    | "approvalResponses"
+    | "tombstones"
+    | "purgeLeftovers"
   >
 > {
   const texts = new Map<string, string>();
@@ -195,6 +217,7 @@ export async function readDatabase(
       id: string;
       key: string;
       run_id: string;
+      conversation_id: string;
       state: string;
       kind: string;
       markdown: string;
@@ -218,6 +241,7 @@ export async function readDatabase(
       ),
       receiptIds: r.receipt ? ((JSON.parse(r.receipt) as { messageIds?: string[] }).messageIds ?? []) : [],
       lastError: r.last_error,
+      conversationId: r.conversation_id,
     }),
   );
   const schedules = await database.read<{ id: string; prompt: string; state: string }>(
@@ -255,7 +279,35 @@ export async function readDatabase(
       successorRunId: a.successor_run_id,
     }),
   );
-  return { receipts, runs, outbox, schedules, occurrences, approvals, approvalResponses };
+  const tombstones = (
+    await database.read<{ conversation_id: string; purged_at_ms: number | string }>(
+      "SELECT conversation_id, purged_at_ms FROM conversation_tombstones",
+    )
+  ).map((t) => ({ conversationId: t.conversation_id, purgedAtMs: Number(t.purged_at_ms) }));
+  const purgeLeftovers: Snapshot["purgeLeftovers"] = [];
+  if (tombstones.length > 0) {
+    const tables = (await database.conversationTables()).filter(
+      (t) => t !== "conversation_tombstones" && t !== "outbox",
+    );
+    for (const table of tables) {
+      const rows = await database.read<{ conversation_id: string; n: number | string }>(
+        `SELECT conversation_id, count(*) AS n FROM ${table} WHERE conversation_id IN (SELECT conversation_id FROM conversation_tombstones) GROUP BY conversation_id`,
+      );
+      for (const row of rows)
+        purgeLeftovers.push({ conversationId: row.conversation_id, table, rows: Number(row.n) });
+    }
+  }
+  return {
+    receipts,
+    runs,
+    outbox,
+    schedules,
+    occurrences,
+    approvals,
+    approvalResponses,
+    tombstones,
+    purgeLeftovers,
+  };
 }
 
 /** The bot's visible messages in every chat the run used. */
@@ -301,11 +353,12 @@ export function answeredText(request: Pick<FakeLlmRequest, "messages" | "lastUse
 
 export function readModelLog(
   requests: readonly FakeLlmRequest[],
-): Pick<Snapshot, "modelRequests" | "housekeepingCalls" | "modelSawText"> {
+): Pick<Snapshot, "modelRequests" | "housekeepingCalls" | "modelSawText" | "modelRequestLog"> {
   const housekeeping = (r: FakeLlmRequest) => !r.stream && idsIn(answeredText(r)).length === 0;
   return {
     modelRequests: requests.filter((r) => !housekeeping(r)).map(answeredText),
     housekeepingCalls: requests.filter(housekeeping).length,
     modelSawText: requests.map((r) => JSON.stringify(r.messages)).join("\n"),
+    modelRequestLog: requests.map((r) => ({ atMs: r.receivedAtMs, text: JSON.stringify(r.messages) })),
   };
 }
