@@ -81,6 +81,11 @@ export interface Cast {
    * mid-conversation, and talks again in the fresh conversation.
    */
   forgetter: Place;
+  /**
+   * Dave's Telegram DM: nobody listed him, so with `pairing` in the allowlist his first message
+   * gets a pairing code; the operator approves it, and from then on he is answered.
+   */
+  pairer: Place;
   telegramAllowed: string;
   discordAllowed: string;
 }
@@ -91,6 +96,7 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     alice: user(1001, "Alice"),
     bob: user(1002, "Bob"),
     carol: user(1003, "Carol"),
+    dave: user(1004, "Dave"),
     mallory: user(6666, "Mallory"),
   };
   const group = groupChat(-5001, "Team");
@@ -203,18 +209,22 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
   const forgetter = telegramPlace("tg-dm-carol", privateChat(tgUsers.carol!), "supersede", ["carol"], {
     needsMention: false,
   });
+  const pairer = telegramPlace("tg-dm-dave", privateChat(tgUsers.dave!), "supersede", ["dave"], {
+    needsMention: false,
+  });
   return {
     places,
     stranger,
     forgetter,
+    pairer,
     byName(name) {
-      const found = [...places, forgetter, stranger.telegramDm, stranger.discordDm].find(
+      const found = [...places, forgetter, pairer, stranger.telegramDm, stranger.discordDm].find(
         (p) => p.name === name,
       );
       if (!found) throw new Error(`no place ${name}`);
       return found;
     },
-    telegramAllowed: `${tgUsers.alice!.id},${tgUsers.bob!.id},${tgUsers.carol!.id}`,
+    telegramAllowed: `pairing,${tgUsers.alice!.id},${tgUsers.bob!.id},${tgUsers.carol!.id}`,
     discordAllowed: `${dcUser("alice").id},${dcUser("bob").id}`,
   };
 }

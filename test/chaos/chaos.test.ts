@@ -34,6 +34,7 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
     replayRate: 0.08,
     toolRate: 0.12,
     forgets: 2,
+    pairings: 1,
     armedWindowMs: 12_000,
     settleTimeoutMs: 90_000,
   });
@@ -50,5 +51,6 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.presses.approve).toBeGreaterThan(0);
   expect(report.toolEffects).toBeGreaterThan(0);
   expect(report.messages.forgets).toBe(2);
+  expect(report.pairings).toEqual([expect.objectContaining({ grants: 1 })]);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

@@ -157,6 +157,15 @@ function healthy(): Snapshot {
     tombstones: [],
     purgeLeftovers: [],
     modelRequestLog: [],
+    pairings: [
+      {
+        user: "telegram:1004",
+        codesIssued: 1,
+        codesShown: ["ABCDEFGH", "ABCDEFGH"],
+        grants: 1,
+        redemptions: ["approved", "already approved"],
+      },
+    ],
   };
 }
 
@@ -399,6 +408,22 @@ describe("chaos invariants", () => {
     const never = forgotten();
     never.tombstones = [];
     expect(violated(never)).toEqual(["purged-stays-gone"]);
+  });
+
+  test("pairing: a second code, a second grant, a second redemption that approved", () => {
+    const secondCode = healthy();
+    secondCode.pairings[0]!.codesIssued = 2;
+    secondCode.pairings[0]!.codesShown.push("ZZZZZZZZ");
+    expect(violated(secondCode)).toEqual(["pairing-once"]);
+    const twice = healthy();
+    twice.pairings[0]!.redemptions = ["approved", "approved"];
+    expect(violated(twice)).toEqual(["pairing-once"]);
+    const noGrant = healthy();
+    noGrant.pairings[0]!.grants = 0;
+    expect(violated(noGrant)).toEqual(["pairing-once"]);
+    const diedMidCall = healthy();
+    diedMidCall.pairings[0]!.redemptions = ["unknown", "already approved", "already approved"];
+    expect(checkInvariants(diedMidCall).violations).toEqual([]);
   });
 
   test("an update Telegram still holds", () => {

@@ -25,6 +25,7 @@ export type InvariantName =
   | "tool-effect-once"
   | "approval-decided-once"
   | "purged-stays-gone"
+  | "pairing-once"
   | "settled";
 
 export interface Violation {
@@ -76,6 +77,7 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   checkToolEffects(snapshot, runsHolding, runsById, violate);
   checkApprovals(snapshot, runsById, violate);
   checkPurged(snapshot, runsHolding, violate);
+  checkPairings(snapshot, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
   }
@@ -565,5 +567,27 @@ function checkPurged(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, vio
   for (const record of snapshot.outbox) {
     if (record.conversationId && purged.has(record.conversationId) && record.markdown !== "")
       violate("purged-stays-gone", record.id, "an outbox record of a purged conversation kept its text");
+  }
+}
+
+/**
+ * Pairing under replays and kills: the user's one message before approval issued one code (a
+ * duplicate or replay of it issues none), the first approval granted access once, and every
+ * later redemption of the same code changed nothing ("already approved").
+ */
+function checkPairings(snapshot: Snapshot, violate: Violate): void {
+  for (const pairing of snapshot.pairings) {
+    if (pairing.codesIssued > 1)
+      violate("pairing-once", pairing.user, `${pairing.codesIssued} codes issued for one message`);
+    if (new Set(pairing.codesShown).size > 1)
+      violate("pairing-once", pairing.user, `shown codes ${[...new Set(pairing.codesShown)].join(", ")}`);
+    // "unknown": the gateway died during that call, which may or may not have approved.
+    const answered = pairing.redemptions.filter((r) => r !== "unknown");
+    const firstMayHaveCommitted = pairing.redemptions[0] === "unknown";
+    if (answered[0] !== "approved" && !(firstMayHaveCommitted && answered[0] === "already approved"))
+      violate("pairing-once", pairing.user, `the first approval answered ${answered[0] ?? "nothing"}`);
+    if (answered.slice(1).some((r) => r !== "already approved"))
+      violate("pairing-once", pairing.user, `a second redemption answered ${answered.slice(1).join(", ")}`);
+    if (pairing.grants !== 1) violate("pairing-once", pairing.user, `${pairing.grants} grants`);
   }
 }

@@ -15,6 +15,10 @@ export function formatReport(report: ChaosReport): string {
         .join(", ") || "none"
     }; presses: ${report.presses.approve} approve, ${report.presses.deny} deny, ${report.presses.again} pressed again, ${report.presses.replays} replayed; ${report.toolEffects} tool effects`,
     `forget: ${report.messages.forgets} /forget confirm, ${report.messages.purged} messages purged`,
+    ...report.pairings.map(
+      (p) =>
+        `pairing ${p.user}: ${p.codesIssued} code issued, ${p.grants} grant, approvals answered ${p.redemptions.join(", ")}`,
+    ),
     `kills: ${report.kills.sigkills} SIGKILLs by the driver, kill points fired: ${points || "none"}${
       report.kills.killPointsMissed.length > 0 ? ` (missed: ${report.kills.killPointsMissed.join(", ")})` : ""
     }; ${report.kills.restarts} processes started${

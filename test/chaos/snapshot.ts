@@ -120,6 +120,21 @@ export interface Snapshot {
   purgeLeftovers: Array<{ conversationId: string; table: string; rows: number }>;
   /** Every model request: when it arrived and everything it showed the model. */
   modelRequestLog: Array<{ atMs: number; text: string }>;
+  /** Pairing episodes: an unlisted user's codes and grant, and what each approval of the code answered. */
+  pairings: PairingOutcome[];
+}
+
+export interface PairingOutcome {
+  /** `telegram:<user id>` */
+  user: string;
+  /** Rows in pairing_codes for the user (one per update that asked). */
+  codesIssued: number;
+  /** Distinct codes the bot showed in the user's chat. */
+  codesShown: string[];
+  /** Rows in access_grants for the user. */
+  grants: number;
+  /** What `access approve CODE` answered, in order ("approved", "already approved"). */
+  redemptions: string[];
 }
 
 /**
