@@ -66,6 +66,8 @@ const options: ChaosOptions = {
   toolRate: 0.1,
   forgets: Math.max(2, Math.round(minutes)),
   pairings: 1,
+  // One message in twelve is a photo or a voice note.
+  mediaRate: 0.08,
   armedWindowMs: 20_000,
   settleTimeoutMs: 120_000,
   // Someone watches the ambiguous list once a minute; each ambiguous record holds back its chat.

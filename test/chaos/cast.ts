@@ -67,6 +67,15 @@ export interface Place {
    * returns the update key (null when that message or button is gone).
    */
   press?(speaker: string, messageId: number, label: string): string | null;
+  /**
+   * Telegram only: `speaker` sends a photo or a voice note (served by the emulator's getFile)
+   * captioned `caption`; returns the update key and the file id the gateway downloads.
+   */
+  postMedia?(
+    speaker: string,
+    caption: string,
+    media: { kind: "photo" | "voice"; bytes: Uint8Array; name: string },
+  ): { updateKey: string; fileId: string };
 }
 
 export interface Cast {
@@ -129,6 +138,28 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     },
     replay(updateKey) {
       telegram.deliverAgain(Number(updateKey));
+    },
+    postMedia(speaker, caption, media) {
+      const from = tgUsers[speaker];
+      if (!from) throw new Error(`no Telegram user ${speaker}`);
+      // A photo's sizes are files of their own: the largest (the only one here) is `<id>-0`.
+      const fileId = media.kind === "photo" ? `${media.name}-0` : media.name;
+      telegram.files.add(fileId, media.bytes);
+      const { update } = telegram.incoming({
+        chat,
+        from,
+        caption,
+        ...(options.topic ? { topic: options.topic } : {}),
+        media:
+          media.kind === "photo"
+            ? {
+                kind: "photo",
+                fileId: media.name,
+                sizes: [{ width: 64, height: 48, fileSize: media.bytes.byteLength }],
+              }
+            : { kind: "voice", fileId: media.name, durationSeconds: 2, fileSize: media.bytes.byteLength },
+      });
+      return { updateKey: String(update.update_id), fileId };
     },
     press(speaker, messageId, label) {
       const from = tgUsers[speaker];

@@ -1,7 +1,9 @@
 /**
  * The short chaos run (about 2 minutes, fixed seed), once on SQLite and once on PostgreSQL: a real
  * gateway process against the Telegram and Discord emulators and the fake LLM, SIGKILLed at every
- * named kill point and at random, with platform faults, duplicates and replays. On PostgreSQL a
+ * named kill point and at random, with platform faults, duplicates and replays, while people also
+ * make the model call MCP tools (some needing their button press), send photos and voice notes,
+ * /forget a conversation, and a stranger pairs. On PostgreSQL a
  * second gateway always waits as a standby and takes over after each death that is not followed
  * by an armed start. The long run is `npm run soak -- --minutes 30 [--engine postgres [--standby]]`.
  */
@@ -35,6 +37,7 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
     toolRate: 0.12,
     forgets: 2,
     pairings: 1,
+    mediaRate: 0.1,
     armedWindowMs: 12_000,
     settleTimeoutMs: 90_000,
   });
@@ -52,5 +55,6 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.toolEffects).toBeGreaterThan(0);
   expect(report.messages.forgets).toBe(2);
   expect(report.pairings).toEqual([expect.objectContaining({ grants: 1 })]);
+  expect(report.messages.photos + report.messages.voiceNotes).toBeGreaterThan(0);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

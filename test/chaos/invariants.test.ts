@@ -157,6 +157,7 @@ function healthy(): Snapshot {
     tombstones: [],
     purgeLeftovers: [],
     modelRequestLog: [],
+    media: [],
     pairings: [
       {
         user: "telegram:1004",
@@ -424,6 +425,16 @@ describe("chaos invariants", () => {
     const diedMidCall = healthy();
     diedMidCall.pairings[0]!.redemptions = ["unknown", "already approved", "already approved"];
     expect(checkInvariants(diedMidCall).violations).toEqual([]);
+  });
+
+  test("a photo answered but never fetched, a voice note answered without its transcript", () => {
+    const s = healthy();
+    s.media = [{ id: "q00001", kind: "photo", downloadsCompleted: 1, modelSawIt: true }];
+    expect(checkInvariants(s).violations).toEqual([]);
+    s.media = [{ id: "q00001", kind: "photo", downloadsCompleted: 0, modelSawIt: true }];
+    expect(violated(s)).toEqual(["media-fetched"]);
+    s.media = [{ id: "q00002", kind: "voice", downloadsCompleted: 1, modelSawIt: false }];
+    expect(violated(s)).toEqual(["media-fetched"]);
   });
 
   test("an update Telegram still holds", () => {

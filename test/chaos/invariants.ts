@@ -26,6 +26,7 @@ export type InvariantName =
   | "approval-decided-once"
   | "purged-stays-gone"
   | "pairing-once"
+  | "media-fetched"
   | "settled";
 
 export interface Violation {
@@ -52,7 +53,7 @@ export interface InvariantReport {
 }
 
 const answerMarker = (id: string) => `a-${id}`;
-const ANSWER_MARKER = /\ba-([qstpf]\d{5})\b/;
+const ANSWER_MARKER = /\ba-([qstpfm]\d{5})\b/;
 /** Outbox records of an approval request: its prompt and the edit that shows the decision. */
 const APPROVAL_RECORD = /^approval:[^:]+:(prompt|outcome)$/;
 
@@ -78,6 +79,7 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   checkApprovals(snapshot, runsById, violate);
   checkPurged(snapshot, runsHolding, violate);
   checkPairings(snapshot, violate);
+  checkMedia(snapshot, runsHolding, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
   }
@@ -589,5 +591,26 @@ function checkPairings(snapshot: Snapshot, violate: Violate): void {
     if (answered.slice(1).some((r) => r !== "already approved"))
       violate("pairing-once", pairing.user, `a second redemption answered ${answered.slice(1).join(", ")}`);
     if (pairing.grants !== 1) violate("pairing-once", pairing.user, `${pairing.grants} grants`);
+  }
+}
+
+/**
+ * A photo or voice note answered by the model was fetched (its file downloaded to the end) and
+ * shown: an image part, or the transcript. Answered once is delivered-once's part.
+ */
+function checkMedia(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, violate: Violate): void {
+  for (const media of snapshot.media) {
+    const answered = (runsHolding.get(media.id) ?? []).some(
+      (r) => r.state === "completed" && r.answerText.includes(`a-${media.id}`),
+    );
+    if (!answered) continue; // superseded or absorbed: the other invariants account for it
+    if (media.downloadsCompleted < 1)
+      violate("media-fetched", media.id, `answered, but its ${media.kind} was never downloaded`);
+    if (!media.modelSawIt)
+      violate(
+        "media-fetched",
+        media.id,
+        `answered, but the model never got its ${media.kind === "photo" ? "image" : "transcript"}`,
+      );
   }
 }

@@ -14,6 +14,7 @@ export function formatReport(report: ChaosReport): string {
         .map(([state, n]) => `${n} ${state}`)
         .join(", ") || "none"
     }; presses: ${report.presses.approve} approve, ${report.presses.deny} deny, ${report.presses.again} pressed again, ${report.presses.replays} replayed; ${report.toolEffects} tool effects`,
+    `media: ${report.messages.photos} photos, ${report.messages.voiceNotes} voice notes`,
     `forget: ${report.messages.forgets} /forget confirm, ${report.messages.purged} messages purged`,
     ...report.pairings.map(
       (p) =>

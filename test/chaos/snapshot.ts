@@ -122,6 +122,16 @@ export interface Snapshot {
   modelRequestLog: Array<{ atMs: number; text: string }>;
   /** Pairing episodes: an unlisted user's codes and grant, and what each approval of the code answered. */
   pairings: PairingOutcome[];
+  media: MediaOutcome[];
+}
+
+/** A captioned photo or voice note: its file's completed downloads, and whether the model got it. */
+export interface MediaOutcome {
+  id: string;
+  kind: "photo" | "voice";
+  downloadsCompleted: number;
+  /** A request answering it carried an image part (photo) or a voice transcript. */
+  modelSawIt: boolean;
 }
 
 export interface PairingOutcome {
@@ -140,9 +150,9 @@ export interface PairingOutcome {
 /**
  * Ids as the driver writes them into texts: q = a message, s = a schedule's prompt, i = ignorable,
  * t = a message the model answers with a tool call, p = one whose tool call needs approval,
- * f = a message in a conversation that is then forgotten.
+ * f = a message in a conversation that is then forgotten, m = a captioned photo or voice note.
  */
-export const INPUT_ID = /\b[qsitpf]\d{5}\b/g;
+export const INPUT_ID = /\b[qsitpfm]\d{5}\b/g;
 
 export function idsIn(text: string): string[] {
   return text.match(INPUT_ID) ?? [];
