@@ -61,6 +61,13 @@ const options: ChaosOptions = {
   faultRate,
   duplicateRate: 0.08,
   replayRate: 0.05,
+  // About one message in ten calls a tool that runs at once and one in ten one that needs
+  // approval; Carol forgets her conversation about once a minute.
+  toolRate: 0.1,
+  forgets: Math.max(2, Math.round(minutes)),
+  pairings: 1,
+  // One message in twelve is a photo or a voice note.
+  mediaRate: 0.08,
   armedWindowMs: 20_000,
   settleTimeoutMs: 120_000,
   // Someone watches the ambiguous list once a minute; each ambiguous record holds back its chat.

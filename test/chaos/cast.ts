@@ -19,21 +19,34 @@ import {
 export type ChaosChannel = "telegram" | "discord";
 
 /**
- * The surfaces' behaviour, written to the file SWITCHBOARD_CONFIG names. The flood limit is raised
- * out of the way: the soak's users write in bursts, and every message it sends must be answered.
+ * The surfaces' behaviour and the agent's tools, written to the file SWITCHBOARD_CONFIG names. The
+ * flood limit is raised out of the way: the soak's users write in bursts, and every message it
+ * sends must be answered. The tools come from one Streamable HTTP MCP server (the official SDK's,
+ * test/fixtures/mcp/http-server.ts) that the driver runs for the whole soak, so it outlives every
+ * gateway and counts the effects in one file: as `ledger` its calls run without asking
+ * (`slow_append`, not idempotent: "begin <id>" at once, "end <id>" when done), as `notes` they
+ * wait for approval (`append_note` writes "<id>").
  */
-export const CHAOS_CONFIG = {
-  version: 1,
-  surfaces: {
-    "*:*": { messagesPerMinute: 10_000 },
-    "telegram:dm": { inputPolicy: "supersede", delivery: "stream" },
-    "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
-    "telegram:thread": { inputPolicy: "queue", delivery: "stream", requireMention: false },
-    "discord:dm": { inputPolicy: "interrupt", delivery: "terminal" },
-    "discord:group": { inputPolicy: "queue", delivery: "terminal" },
-    "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
-  },
-} as const;
+export function chaosConfig(mcpUrl: string) {
+  const server = (approval: "ask" | "never") => ({
+    url: mcpUrl,
+    approval,
+    tools: { allow: [approval === "ask" ? "append_note" : "slow_append"] },
+  });
+  return {
+    version: 1,
+    surfaces: {
+      "*:*": { messagesPerMinute: 10_000 },
+      "telegram:dm": { inputPolicy: "supersede", delivery: "stream" },
+      "telegram:group": { inputPolicy: "queue", delivery: "terminal" },
+      "telegram:thread": { inputPolicy: "queue", delivery: "stream", requireMention: false },
+      "discord:dm": { inputPolicy: "interrupt", delivery: "terminal" },
+      "discord:group": { inputPolicy: "queue", delivery: "terminal" },
+      "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
+    },
+    mcpServers: { ledger: server("never"), notes: server("ask") },
+  } as const;
+}
 
 export interface Place {
   name: string;
@@ -49,6 +62,20 @@ export interface Place {
   post(speaker: string, text: string, mention: boolean): string;
   /** The platform delivers that update again (a duplicate or a late replay). */
   replay(updateKey: string): void;
+  /**
+   * Telegram only: `speaker` presses the button `label` under the bot's message `messageId`;
+   * returns the update key (null when that message or button is gone).
+   */
+  press?(speaker: string, messageId: number, label: string): string | null;
+  /**
+   * Telegram only: `speaker` sends a photo or a voice note (served by the emulator's getFile)
+   * captioned `caption`; returns the update key and the file id the gateway downloads.
+   */
+  postMedia?(
+    speaker: string,
+    caption: string,
+    media: { kind: "photo" | "voice"; bytes: Uint8Array; name: string },
+  ): { updateKey: string; fileId: string };
 }
 
 export interface Cast {
@@ -58,6 +85,16 @@ export interface Cast {
   byName(name: string): Place;
   /** A user no allowlist names: their messages must never reach the model. */
   stranger: { telegramDm: Place; discordDm: Place };
+  /**
+   * Carol's Telegram DM, apart from the random traffic: she talks, then sends `/forget confirm`
+   * mid-conversation, and talks again in the fresh conversation.
+   */
+  forgetter: Place;
+  /**
+   * Dave's Telegram DM: nobody listed him, so with `pairing` in the allowlist his first message
+   * gets a pairing code; the operator approves it, and from then on he is answered.
+   */
+  pairer: Place;
   telegramAllowed: string;
   discordAllowed: string;
 }
@@ -67,6 +104,8 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
   const tgUsers: Record<string, TgUser> = {
     alice: user(1001, "Alice"),
     bob: user(1002, "Bob"),
+    carol: user(1003, "Carol"),
+    dave: user(1004, "Dave"),
     mallory: user(6666, "Mallory"),
   };
   const group = groupChat(-5001, "Team");
@@ -99,6 +138,35 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     },
     replay(updateKey) {
       telegram.deliverAgain(Number(updateKey));
+    },
+    postMedia(speaker, caption, media) {
+      const from = tgUsers[speaker];
+      if (!from) throw new Error(`no Telegram user ${speaker}`);
+      // A photo's sizes are files of their own: the largest (the only one here) is `<id>-0`.
+      const fileId = media.kind === "photo" ? `${media.name}-0` : media.name;
+      telegram.files.add(fileId, media.bytes);
+      const { update } = telegram.incoming({
+        chat,
+        from,
+        caption,
+        ...(options.topic ? { topic: options.topic } : {}),
+        media:
+          media.kind === "photo"
+            ? {
+                kind: "photo",
+                fileId: media.name,
+                sizes: [{ width: 64, height: 48, fileSize: media.bytes.byteLength }],
+              }
+            : { kind: "voice", fileId: media.name, durationSeconds: 2, fileSize: media.bytes.byteLength },
+      });
+      return { updateKey: String(update.update_id), fileId };
+    },
+    press(speaker, messageId, label) {
+      const from = tgUsers[speaker];
+      if (!from) throw new Error(`no Telegram user ${speaker}`);
+      const message = telegram.messages(chat.id).find((m) => m.messageId === messageId);
+      if (!message?.buttons?.flat().some((b) => b.text === label)) return null;
+      return String(telegram.press(chat.id, messageId, from, { label }).update.update_id);
     },
   });
 
@@ -169,15 +237,25 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
       needsMention: false,
     }),
   };
+  const forgetter = telegramPlace("tg-dm-carol", privateChat(tgUsers.carol!), "supersede", ["carol"], {
+    needsMention: false,
+  });
+  const pairer = telegramPlace("tg-dm-dave", privateChat(tgUsers.dave!), "supersede", ["dave"], {
+    needsMention: false,
+  });
   return {
     places,
     stranger,
+    forgetter,
+    pairer,
     byName(name) {
-      const found = [...places, stranger.telegramDm, stranger.discordDm].find((p) => p.name === name);
+      const found = [...places, forgetter, pairer, stranger.telegramDm, stranger.discordDm].find(
+        (p) => p.name === name,
+      );
       if (!found) throw new Error(`no place ${name}`);
       return found;
     },
-    telegramAllowed: `${tgUsers.alice!.id},${tgUsers.bob!.id}`,
+    telegramAllowed: `pairing,${tgUsers.alice!.id},${tgUsers.bob!.id},${tgUsers.carol!.id}`,
     discordAllowed: `${dcUser("alice").id},${dcUser("bob").id}`,
   };
 }

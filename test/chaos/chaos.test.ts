@@ -1,7 +1,9 @@
 /**
  * The short chaos run (about 2 minutes, fixed seed), once on SQLite and once on PostgreSQL: a real
  * gateway process against the Telegram and Discord emulators and the fake LLM, SIGKILLed at every
- * named kill point and at random, with platform faults, duplicates and replays. On PostgreSQL a
+ * named kill point and at random, with platform faults, duplicates and replays, while people also
+ * make the model call MCP tools (some needing their button press), send photos and voice notes,
+ * /forget a conversation. On PostgreSQL a
  * second gateway always waits as a standby and takes over after each death that is not followed
  * by an armed start. The long run is `npm run soak -- --minutes 30 [--engine postgres [--standby]]`.
  */
@@ -32,6 +34,13 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
     faultRate: 0.2,
     duplicateRate: 0.1,
     replayRate: 0.08,
+    toolRate: 0.12,
+    forgets: 2,
+    // No pairing here until a refused update redelivered after its approval stays a duplicate
+    // (docs/benchmarks.md, "What the tool, approval, /forget and pairing traffic found", 2): a
+    // kill between the code and Telegram's confirmation admits it. `npm run soak` keeps pairing.
+    pairings: 0,
+    mediaRate: 0.1,
     armedWindowMs: 12_000,
     settleTimeoutMs: 90_000,
   });
@@ -44,5 +53,10 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.faults.total).toBeGreaterThan(0);
   expect(report.duplicates.immediate + report.duplicates.replays).toBeGreaterThan(0);
   expect(report.messages.schedules).toBeGreaterThanOrEqual(2);
+  expect(report.messages.toolCalls).toBeGreaterThan(0);
+  expect(report.presses.approve).toBeGreaterThan(0);
+  expect(report.toolEffects).toBeGreaterThan(0);
+  expect(report.messages.forgets).toBe(2);
+  expect(report.messages.photos + report.messages.voiceNotes).toBeGreaterThan(0);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

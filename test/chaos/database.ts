@@ -14,6 +14,8 @@ export interface ChaosDatabase {
   readonly env: Record<string, string>;
   /** Runs a read-only query; integers may come back as numbers or strings. */
   read<T>(sql: string): Promise<T[]>;
+  /** The tables that have a `conversation_id` column (what a purge must empty). */
+  conversationTables(): Promise<string[]>;
   /** Drops a PostgreSQL database unless it is kept for a failed run's evidence. */
   close(options: { keep: boolean }): Promise<void>;
 }
@@ -22,18 +24,25 @@ export interface ChaosDatabase {
 export async function openChaosDatabase(engine: ChaosEngine, dir: string): Promise<ChaosDatabase> {
   if (engine === "sqlite") {
     const path = join(dir, "gateway.sqlite");
+    const read = async <T>(sql: string): Promise<T[]> => {
+      // A fresh read-only connection per query holds no snapshot between polls (WAL).
+      const db = new Database(path, { readonly: true });
+      try {
+        return db.query(sql).all() as T[];
+      } finally {
+        db.close();
+      }
+    };
     return {
       engine,
       location: path,
       env: { SWITCHBOARD_DB: path },
-      async read<T>(sql: string): Promise<T[]> {
-        // A fresh read-only connection per query holds no snapshot between polls (WAL).
-        const db = new Database(path, { readonly: true });
-        try {
-          return db.query(sql).all() as T[];
-        } finally {
-          db.close();
-        }
+      read,
+      async conversationTables() {
+        const rows = await read<{ name: string }>(
+          "SELECT m.name AS name FROM sqlite_master m WHERE m.type = 'table' AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE name = 'conversation_id')",
+        );
+        return rows.map((r) => r.name);
       },
       close: async () => {},
     };
@@ -45,6 +54,12 @@ export async function openChaosDatabase(engine: ChaosEngine, dir: string): Promi
     location: created.url,
     env: { SWITCHBOARD_DATABASE_URL: created.url },
     read: async <T>(text: string) => (await sql.unsafe(text)) as T[],
+    async conversationTables() {
+      const rows = (await sql.unsafe(
+        "SELECT table_name AS name FROM information_schema.columns WHERE column_name = 'conversation_id' AND table_schema = current_schema()",
+      )) as Array<{ name: string }>;
+      return rows.map((r) => r.name);
+    },
     async close({ keep }) {
       await sql.close();
       if (!keep) await created.drop();

@@ -37,6 +37,7 @@ function record(runId: string, marker: string, extra: Partial<OutboxRow> = {}): 
     chat: GROUP,
     everAmbiguous: false,
     receiptIds: [`m_${marker}`],
+    lastError: null,
     ...extra,
   };
 }
@@ -62,11 +63,15 @@ function healthy(): Snapshot {
       sent("q00002"),
       sent("i00003", { expect: "ignored" }),
       sent("s00004", { place: "tg-dm-alice", chat: DM, expect: "schedule", ordered: false }),
+      sent("t00005", { place: "tg-dm-alice", chat: DM, ordered: false }),
+      sent("p00006", { place: "tg-dm-alice", chat: DM, ordered: false, speaker: "alice" }),
     ],
     receipts: [
       { channel: "telegram", key: "u_q00001", runId: "run1", outcome: "admitted" },
       { channel: "telegram", key: "u_q00002", runId: "run2", outcome: "admitted" },
       { channel: "telegram", key: "u_s00004", runId: null, outcome: "command:in" },
+      { channel: "telegram", key: "u_t00005", runId: "run4", outcome: "admitted" },
+      { channel: "telegram", key: "u_p00006", runId: "run5", outcome: "admitted" },
     ],
     runs: [
       run("run1", ["q00001"]),
@@ -75,6 +80,13 @@ function healthy(): Snapshot {
         conversationId: "conv_dm",
         inputTexts: ["[Scheduled prompt sch_1] s00004 stretch"],
       }),
+      run("run4", ["t00005"], {
+        conversationId: "conv_dm",
+        steps: 2,
+        answerText: 'a-t00005 done: slowly appended "t00005"',
+      }),
+      run("run5", ["p00006"], { conversationId: "conv_dm", state: "awaiting_approval", answerText: "" }),
+      run("run6", [], { conversationId: "conv_dm", answerText: 'a-p00006 done: appended "p00006"' }),
     ],
     outbox: [
       record("run1", "q00001"),
@@ -86,6 +98,22 @@ function healthy(): Snapshot {
         markdown: "Scheduled sch_1 (once, first run Mon 2026-11-30 09:17 UTC).",
         receiptIds: ["m_notice"],
       },
+      record("run4", "t00005", { chat: DM, markdown: 'a-t00005 done: slowly appended "t00005"' }),
+      {
+        ...record("run5", "none", { chat: DM }),
+        id: "obx_prompt",
+        key: "approval:ap_1:prompt",
+        markdown: '🔐 Approval needed: **notes_append_note**\n```json\n{\n  "text": "p00006"\n}\n```',
+        receiptIds: ["m_prompt"],
+      },
+      {
+        ...record("run5", "none", { chat: DM }),
+        id: "obx_outcome",
+        key: "approval:ap_1:outcome",
+        markdown: '✅ Approved by Alice: notes_append_note\n{\n  "text": "p00006"\n}',
+        receiptIds: ["m_prompt"],
+      },
+      record("run6", "p00006", { chat: DM, markdown: 'a-p00006 done: appended "p00006"' }),
     ],
     schedules: [{ id: "sch_1", prompt: "s00004 stretch", state: "completed" }],
     occurrences: [{ scheduleId: "sch_1", scheduledForMs: 1, state: "dispatched", runId: "run3" }],
@@ -97,12 +125,48 @@ function healthy(): Snapshot {
       [DM]: [
         { id: "m_notice", text: "Scheduled sch_1 (once, first run Mon 2026-11-30 09:17 UTC)." },
         { id: "m_s00004", text: "a-s00004 words" },
+        { id: "m_t00005", text: 'a-t00005 done: slowly appended "t00005"' },
+        { id: "m_prompt", text: '✅ Approved by Alice: notes_append_note\n{\n  "text": "p00006"\n}' },
+        { id: "m_p00006", text: 'a-p00006 done: appended "p00006"' },
       ],
     },
-    modelRequests: ["q00001 hello", "q00002 hello", "[Scheduled prompt sch_1] s00004 stretch"],
+    modelRequests: [
+      "q00001 hello",
+      "q00002 hello",
+      "[Scheduled prompt sch_1] s00004 stretch",
+      "t00005 hello",
+      '{"text":"t00005","ms":300}',
+      "p00006 hello",
+      '{"text":"p00006"}',
+    ],
     housekeepingCalls: 0,
-    modelSawText: "q00001 hello q00002 hello s00004 stretch",
+    modelSawText: "q00001 hello q00002 hello s00004 stretch t00005 hello p00006 hello",
     unconfirmedUpdates: [],
+    approvals: [
+      {
+        id: "ap_1",
+        runId: "run5",
+        toolName: "notes_append_note",
+        input: '{"text":"p00006"}',
+        state: "approved",
+        successorRunId: "run6",
+      },
+    ],
+    approvalResponses: [{ runId: "run6", approvalId: "ap_1" }],
+    toolEffects: ["begin t00005", "end t00005", "p00006"],
+    tombstones: [],
+    purgeLeftovers: [],
+    modelRequestLog: [],
+    media: [],
+    pairings: [
+      {
+        user: "telegram:1004",
+        codesIssued: 1,
+        codesShown: ["ABCDEFGH", "ABCDEFGH"],
+        grants: 1,
+        redemptions: ["approved", "already approved"],
+      },
+    ],
   };
 }
 
@@ -219,8 +283,24 @@ describe("chaos invariants", () => {
     const s = healthy();
     s.modelRequests.push(...log.modelRequests.slice(1));
     expect(checkInvariants(s).violations).toEqual([
-      expect.objectContaining({ invariant: "model-calls", subject: "request #3" }),
+      expect.objectContaining({ invariant: "model-calls", subject: "request #7" }),
     ]);
+  });
+
+  test("a call right after a tool result answers the input its tool call names", () => {
+    const afterTool = {
+      lastUserText: "q00009 a newer message",
+      stream: false,
+      messages: [
+        { role: "user", content: "q00009 a newer message" },
+        {
+          role: "assistant",
+          tool_calls: [{ id: "c1", function: { name: "x", arguments: '{"text":"p00006"}' } }],
+        },
+        { role: "tool", content: "appended" },
+      ],
+    } as unknown as FakeLlmRequest;
+    expect(readModelLog([afterTool]).modelRequests).toEqual(['{"text":"p00006"}']);
   });
 
   test("a schedule that fired twice or never", () => {
@@ -240,6 +320,121 @@ describe("chaos invariants", () => {
     const s = healthy();
     s.botMessages[GROUP]!.reverse();
     expect(violated(s)).toEqual(["order"]);
+  });
+
+  test("a tool call that ran twice, a claimed effect that never ended, a lost effect not called unknown", () => {
+    const twice = healthy();
+    twice.toolEffects.push("begin t00005");
+    expect(violated(twice)).toEqual(["tool-effect-once"]);
+    const claimed = healthy();
+    claimed.toolEffects = claimed.toolEffects.filter((l) => l !== "end t00005");
+    expect(violated(claimed)).toEqual(["tool-effect-once"]);
+    const unknown = healthy();
+    unknown.toolEffects = unknown.toolEffects.filter((l) => l !== "end t00005");
+    unknown.runs[3]!.answerText = "a-t00005 done: outcome unknown: the gateway restarted";
+    unknown.outbox[4]!.markdown = unknown.runs[3]!.answerText;
+    unknown.botMessages[DM]![2]!.text = unknown.runs[3]!.answerText;
+    expect(checkInvariants(unknown).violations).toEqual([]);
+  });
+
+  test("a resumed tool run may call the model once more per acquisition, not more", () => {
+    const resumed = healthy();
+    resumed.modelRequests.push('{"text":"t00005","ms":300}');
+    expect(violated(resumed)).toEqual(["model-calls"]);
+    resumed.runs[3]!.acquisitions = 2;
+    expect(checkInvariants(resumed).violations).toEqual([]);
+  });
+
+  test("an approval decided twice, an effect without approval or run twice, a prompt shown twice", () => {
+    const decidedTwice = healthy();
+    decidedTwice.approvalResponses.push({ runId: "run7", approvalId: "ap_1" });
+    expect(violated(decidedTwice)).toEqual(["approval-decided-once"]);
+    const ranTwice = healthy();
+    ranTwice.toolEffects.push("p00006");
+    expect(violated(ranTwice)).toEqual(["tool-effect-once"]);
+    const denied = healthy();
+    denied.approvals[0]!.state = "denied";
+    expect(violated(denied)).toEqual(["tool-effect-once"]);
+    const promptTwice = healthy();
+    promptTwice.botMessages[DM]!.push({ id: "m_prompt2", text: '🔐 Approval needed\n"text": "p00006"' });
+    expect(violated(promptTwice)).toEqual(["delivered-once"]);
+    const uneditable = healthy();
+    uneditable.outbox[5] = { ...uneditable.outbox[5]!, everAmbiguous: true, receiptIds: [] };
+    uneditable.outbox[6] = {
+      ...uneditable.outbox[6]!,
+      state: "failed",
+      lastError: "record approval:ap_1:prompt has no message to edit (delivered)",
+    };
+    expect(checkInvariants(uneditable).violations).toEqual([]);
+    expect(checkInvariants(uneditable).uneditablePrompts).toBe(1);
+    uneditable.outbox[6]!.lastError = "bad request";
+    expect(violated(uneditable)).toEqual(["delivered-once"]);
+    const noSuccessor = healthy();
+    noSuccessor.approvals[0]!.successorRunId = null;
+    expect(violated(noSuccessor)).toContain("approval-decided-once");
+  });
+
+  test("a purged message that reappears, is shown to the model after the purge, or leaves rows", () => {
+    const forgotten = () => {
+      const s = healthy();
+      s.sent.push(
+        sent("f00010", { place: "tg-dm-carol", chat: "tg:1003", expect: "purged", forgetAtMs: 100 }),
+      );
+      s.tombstones = [{ conversationId: "conv_carol", purgedAtMs: 150 }];
+      s.modelRequests.push("f00010 hello");
+      s.modelRequestLog = [{ atMs: 120, text: "f00010 hello" }];
+      s.outbox.push({
+        ...record("run_gone", "f00010"),
+        markdown: "",
+        receiptIds: [],
+        conversationId: "conv_carol",
+      });
+      return s;
+    };
+    expect(checkInvariants(forgotten()).violations).toEqual([]);
+    const reappeared = forgotten();
+    reappeared.runs.push(run("run8", ["f00010"], { conversationId: "conv_fresh" }));
+    expect(violated(reappeared)).toContain("purged-stays-gone");
+    const shownAfter = forgotten();
+    shownAfter.modelRequestLog.push({ atMs: 900, text: "in flight: f00010 hello" });
+    expect(checkInvariants(shownAfter).violations).toEqual([]);
+    shownAfter.modelRequestLog.push({ atMs: 1_200, text: "history: f00010 hello" });
+    expect(violated(shownAfter)).toEqual(["purged-stays-gone"]);
+    const leftover = forgotten();
+    leftover.purgeLeftovers = [{ conversationId: "conv_carol", table: "messages", rows: 2 }];
+    expect(violated(leftover)).toEqual(["purged-stays-gone"]);
+    const kept = forgotten();
+    kept.outbox.at(-1)!.markdown = "a-f00010 words";
+    expect(violated(kept)).toContain("purged-stays-gone");
+    const never = forgotten();
+    never.tombstones = [];
+    expect(violated(never)).toEqual(["purged-stays-gone"]);
+  });
+
+  test("pairing: a second code, a second grant, a second redemption that approved", () => {
+    const secondCode = healthy();
+    secondCode.pairings[0]!.codesIssued = 2;
+    secondCode.pairings[0]!.codesShown.push("ZZZZZZZZ");
+    expect(violated(secondCode)).toEqual(["pairing-once"]);
+    const twice = healthy();
+    twice.pairings[0]!.redemptions = ["approved", "approved"];
+    expect(violated(twice)).toEqual(["pairing-once"]);
+    const noGrant = healthy();
+    noGrant.pairings[0]!.grants = 0;
+    expect(violated(noGrant)).toEqual(["pairing-once"]);
+    const diedMidCall = healthy();
+    diedMidCall.pairings[0]!.redemptions = ["unknown", "already approved", "already approved"];
+    expect(checkInvariants(diedMidCall).violations).toEqual([]);
+  });
+
+  test("a photo answered but never fetched, a voice note answered without its transcript", () => {
+    const s = healthy();
+    s.media = [{ id: "q00001", kind: "photo", downloadsCompleted: 1, modelSawIt: true }];
+    expect(checkInvariants(s).violations).toEqual([]);
+    s.media = [{ id: "q00001", kind: "photo", downloadsCompleted: 0, modelSawIt: true }];
+    expect(violated(s)).toEqual(["media-fetched"]);
+    s.media = [{ id: "q00002", kind: "voice", downloadsCompleted: 1, modelSawIt: false }];
+    expect(violated(s)).toEqual(["media-fetched"]);
   });
 
   test("an update Telegram still holds", () => {

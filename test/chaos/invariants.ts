@@ -22,6 +22,11 @@ export type InvariantName =
   | "model-calls"
   | "schedule-fired-once"
   | "order"
+  | "tool-effect-once"
+  | "approval-decided-once"
+  | "purged-stays-gone"
+  | "pairing-once"
+  | "media-fetched"
   | "settled";
 
 export interface Violation {
@@ -39,10 +44,18 @@ export interface InvariantReport {
   resumedRuns: number;
   /** Model calls that resumed a run (calls beyond the first per run). */
   repeatedModelCalls: number;
+  /**
+   * Approval prompts whose decision could not be shown: the prompt's send was ambiguous, the
+   * operator resolved it as delivered (no receipt: the platform message id is unknown), so the
+   * outcome edit failed with "no message to edit". A known gap, counted apart, not a violation.
+   */
+  uneditablePrompts: number;
 }
 
 const answerMarker = (id: string) => `a-${id}`;
-const ANSWER_MARKER = /\ba-([qs]\d{5})\b/;
+const ANSWER_MARKER = /\ba-([qstpfm]\d{5})\b/;
+/** Outbox records of an approval request: its prompt and the edit that shows the decision. */
+const APPROVAL_RECORD = /^approval:[^:]+:(prompt|outcome)$/;
 
 export function checkInvariants(snapshot: Snapshot): InvariantReport {
   const violations: Violation[] = [];
@@ -62,6 +75,11 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   const calls = checkModelCalls(snapshot, runsHolding, violate);
   checkSchedules(snapshot, runsById, violate);
   checkOrder(snapshot, runsById, delivered, violate);
+  checkToolEffects(snapshot, runsHolding, runsById, violate);
+  checkApprovals(snapshot, runsById, violate);
+  checkPurged(snapshot, runsHolding, violate);
+  checkPairings(snapshot, violate);
+  checkMedia(snapshot, runsHolding, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
   }
@@ -70,6 +88,7 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
     ambiguousRecords: snapshot.outbox.filter((r) => r.everAmbiguous).length,
     resumedRuns: snapshot.runs.filter((r) => r.acquisitions > 1).length,
     repeatedModelCalls: calls,
+    uneditablePrompts: snapshot.outbox.filter((r) => uneditable(r, snapshot.outbox)).length,
   };
 }
 
@@ -176,10 +195,17 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
   const shown: OutboxRow[] = [];
   const recordsByRun = new Map<string, OutboxRow[]>();
   const fingerprints = new Map<string, number>();
+  // A purge drops the text of its records, and a purged text may be what another record shows
+  // (two "Done: I deleted…" replies): in those chats a fingerprint proves nothing unique.
+  const purgedTextChats = new Set(
+    snapshot.outbox.filter((r) => r.markdown === "" && r.state === "delivered").map((r) => r.chat),
+  );
   for (const record of snapshot.outbox) {
-    recordsByRun.set(record.runId, [...(recordsByRun.get(record.runId) ?? []), record]);
+    if (!APPROVAL_RECORD.test(record.key))
+      recordsByRun.set(record.runId, [...(recordsByRun.get(record.runId) ?? []), record]);
     const fingerprint = fingerprintOf(record.markdown);
-    if (fingerprint)
+    if (fingerprint && purgedTextChats.has(record.chat)) fingerprints.set(`${record.chat}|${fingerprint}`, 2);
+    else if (fingerprint)
       fingerprints.set(
         `${record.chat}|${fingerprint}`,
         (fingerprints.get(`${record.chat}|${fingerprint}`) ?? 0) + 1,
@@ -189,6 +215,10 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
     const run = runsById.get(record.runId);
     if (run?.state === "superseded" || run?.state === "absorbed") continue; // superseded-silent checks those
     const messages = snapshot.botMessages[record.chat] ?? [];
+    if (APPROVAL_RECORD.test(record.key)) {
+      checkApprovalRecord(record, snapshot.outbox, messages, violate);
+      continue;
+    }
     const fingerprint = fingerprintOf(record.markdown);
     const unique = fingerprint !== null && fingerprints.get(`${record.chat}|${fingerprint}`) === 1;
     const count = unique ? countIn(messages, fingerprint) : null;
@@ -228,6 +258,49 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
 }
 
 /**
+ * An approval prompt, edited in place to show the decision: the call's arguments (which name the
+ * input id) appear in at most one message of the bot, besides the answer; a delivered prompt or
+ * outcome edit names a message that is in the chat.
+ */
+function uneditable(record: OutboxRow, outbox: readonly OutboxRow[]): boolean {
+  if (!record.key.endsWith(":outcome") || record.state !== "failed") return false;
+  const prompt = outbox.find((r) => r.key === record.key.replace(/:outcome$/, ":prompt"));
+  return (
+    prompt?.everAmbiguous === true &&
+    prompt.receiptIds.length === 0 &&
+    (record.lastError ?? "").includes("has no message to edit")
+  );
+}
+
+function checkApprovalRecord(
+  record: OutboxRow,
+  outbox: readonly OutboxRow[],
+  messages: readonly ChatMessage[],
+  violate: Violate,
+): void {
+  const where = `${record.id} (${record.key}) in ${record.chat}`;
+  const id = idsIn(record.markdown)[0];
+  const shown = id
+    ? messages.filter((m) => m.text.includes(`"${id}"`) && !ANSWER_MARKER.test(m.text)).length
+    : 0;
+  if (shown > 1) violate("delivered-once", where, `the approval request for ${id} is shown ${shown} times`);
+  switch (record.state) {
+    case "delivered":
+      if (!record.receiptIds.every((receipt) => messages.some((m) => m.id === receipt)))
+        violate("delivered-once", where, "delivered, but its platform message is not in the chat");
+      if (record.key.endsWith(":prompt") && shown !== 1)
+        violate("delivered-once", where, `delivered, but the request for ${id} is shown ${shown} times`);
+      break;
+    case "ambiguous":
+    case "cancelled":
+      break;
+    default:
+      if (!uneditable(record, outbox))
+        violate("delivered-once", where, `never delivered: still ${record.state}`);
+  }
+}
+
+/**
  * No answer of a superseded run is visible anywhere, except at most once when its stream record
  * was ambiguous: a live preview whose send lost its answer may be on the platform, unknown to us.
  */
@@ -249,12 +322,19 @@ function checkSupersededSilent(snapshot: Snapshot, violate: Violate): void {
   }
 }
 
-/** Returns how many calls resumed a run (beyond each run's first). */
+/**
+ * Returns how many calls resumed a run (beyond each run's first step). A run with tool calls
+ * takes one call per step, and a kill mid-step repeats that step, so an owner that persisted
+ * `steps` steps made at most `acquisitions + steps - 1` calls. The run an approval decision
+ * queues continues the asking run's input: its calls count with that run's.
+ */
 function checkModelCalls(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, violate: Violate): number {
   const calls = new Map<string, number>();
+  const purgedIds = new Set(snapshot.sent.filter((s) => s.expect === "purged").map((s) => s.id));
   snapshot.modelRequests.forEach((text, index) => {
     const id = idsIn(text).at(-1);
     const run = id === undefined ? undefined : runsHolding.get(id)?.[0];
+    if (!run && id !== undefined && purgedIds.has(id)) return; // its run went with the purge: checkPurged
     if (!run) {
       violate(
         "model-calls",
@@ -265,18 +345,30 @@ function checkModelCalls(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>,
     }
     calls.set(run.id, (calls.get(run.id) ?? 0) + 1);
   });
+  const runsById = new Map(snapshot.runs.map((r) => [r.id, r]));
+  const successors = new Map<string, RunRow[]>();
+  for (const approval of snapshot.approvals) {
+    const successor = approval.successorRunId ? runsById.get(approval.successorRunId) : undefined;
+    if (successor) successors.set(approval.runId, [...(successors.get(approval.runId) ?? []), successor]);
+  }
+  const successorIds = new Set([...successors.values()].flat().map((r) => r.id));
+  const bound = (r: RunRow) => r.acquisitions + Math.max(0, r.steps - 1);
   let repeated = 0;
   for (const run of snapshot.runs) {
+    if (successorIds.has(run.id)) continue; // counted with the run that asked
+    const group = [run, ...(successors.get(run.id) ?? [])];
     const made = calls.get(run.id) ?? 0;
-    repeated += Math.max(0, made - 1);
-    if (made > run.acquisitions) {
+    const steps = group.reduce((sum, r) => sum + Math.max(1, r.steps), 0);
+    repeated += Math.max(0, made - steps);
+    const allowed = group.reduce((sum, r) => sum + bound(r), 0);
+    if (made > allowed) {
       violate(
         "model-calls",
         run.id,
-        `${made} model calls but only ${run.acquisitions} acquisitions: a duplicate or replay reached the model`,
+        `${made} model calls but only ${group.map((r) => `${r.acquisitions} acquisitions and ${r.steps} steps`).join(" + ")}: a duplicate or replay reached the model`,
       );
     }
-    if (run.state === "completed" && ANSWER_MARKER.test(run.answerText) && made === 0) {
+    if (made === 0 && group.some((r) => r.state === "completed" && ANSWER_MARKER.test(r.answerText))) {
       violate("model-calls", run.id, "completed with a model answer but the model was never called");
     }
   }
@@ -350,5 +442,175 @@ function checkOrder(
         );
       }
     }
+  }
+}
+
+const linesOf = (effects: readonly string[], line: string) => effects.filter((l) => l === line).length;
+
+/**
+ * Tool calls that run at once (`t…`, `ledger_slow_append`, not idempotent): each began at most
+ * once and ended at most as often as it began. A completed answer that reports the effect has it;
+ * one whose call began and never ended says the outcome is unknown.
+ */
+function checkToolEffects(
+  snapshot: Snapshot,
+  runsHolding: Map<string, RunRow[]>,
+  runsById: Map<string, RunRow>,
+  violate: Violate,
+): void {
+  for (const input of snapshot.sent) {
+    if (!input.id.startsWith("t")) continue;
+    const began = linesOf(snapshot.toolEffects, `begin ${input.id}`);
+    const ended = linesOf(snapshot.toolEffects, `end ${input.id}`);
+    if (began > 1) violate("tool-effect-once", input.id, `the call began ${began} times (not idempotent)`);
+    if (ended > began) violate("tool-effect-once", input.id, `ended ${ended} times but began ${began}`);
+    for (const run of runsHolding.get(input.id) ?? []) {
+      if (run.state !== "completed" || !runsById.has(run.id)) continue;
+      if (run.answerText.includes(`slowly appended "${input.id}"`) && ended === 0)
+        violate(
+          "tool-effect-once",
+          run.id,
+          `its answer reports the effect of ${input.id}, which never ended`,
+        );
+      if (began === 1 && ended === 0 && !run.answerText.includes("outcome unknown"))
+        violate(
+          "tool-effect-once",
+          run.id,
+          `the call for ${input.id} began, never ended, and the answer does not say its outcome is unknown`,
+        );
+    }
+  }
+}
+
+/**
+ * Calls that need approval (`p…`, `notes_append_note`): one request per input; its effect only
+ * when approved, at most once; each decision held by at most one run, the successor it names.
+ */
+function checkApprovals(snapshot: Snapshot, runsById: Map<string, RunRow>, violate: Violate): void {
+  for (const input of snapshot.sent) {
+    if (!input.id.startsWith("p")) continue;
+    const requests = snapshot.approvals.filter((a) => idsIn(a.input).includes(input.id));
+    const effects = linesOf(snapshot.toolEffects, input.id);
+    if (requests.length > 1)
+      violate("approval-decided-once", input.id, `${requests.length} approval requests for one call`);
+    if (effects > 1) violate("tool-effect-once", input.id, `the approved call ran ${effects} times`);
+    if (effects > 0 && !requests.some((a) => a.state === "approved"))
+      violate(
+        "tool-effect-once",
+        input.id,
+        `the call ran, but its request is ${requests.map((a) => a.state).join(", ") || "missing"}`,
+      );
+  }
+  for (const approval of snapshot.approvals) {
+    const holders = new Set(
+      snapshot.approvalResponses.filter((r) => r.approvalId === approval.id).map((r) => r.runId),
+    );
+    const decided = approval.state !== "pending" && approval.state !== "cancelled";
+    if (holders.size > 1)
+      violate(
+        "approval-decided-once",
+        approval.id,
+        `decided in ${holders.size} runs: ${[...holders].join(", ")}`,
+      );
+    if (decided && (!approval.successorRunId || !holders.has(approval.successorRunId)))
+      violate(
+        "approval-decided-once",
+        approval.id,
+        `${approval.state}, but its successor ${approval.successorRunId ?? "(none)"} does not hold the decision`,
+      );
+    if (!decided && holders.size > 0)
+      violate("approval-decided-once", approval.id, `${approval.state}, yet a run holds a decision`);
+    const successor = approval.successorRunId ? runsById.get(approval.successorRunId) : undefined;
+    const id = idsIn(approval.input)[0];
+    if (id && successor?.answerText.includes(`appended "${id}"`) && linesOf(snapshot.toolEffects, id) === 0)
+      violate("tool-effect-once", approval.id, `its answer reports the effect of ${id}, which is not there`);
+  }
+}
+
+/**
+ * `/forget confirm` purged the conversation of every `purged` input: a tombstone committed after
+ * the command was posted; no run holds the input any more (a kill and a redelivered update must
+ * not bring it back); no model request after the purge showed it; no table but the tombstones
+ * names the conversation, and its outbox records kept no text.
+ */
+/**
+ * A model call sent just before the purge (the interrupted run's) may be read by the fake model a
+ * little after the purge committed on a loaded machine; later than this it was sent after it.
+ */
+const IN_FLIGHT_GRACE_MS = 1_000;
+
+function checkPurged(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, violate: Violate): void {
+  const tombstones = [...snapshot.tombstones].sort((a, b) => a.purgedAtMs - b.purgedAtMs);
+  for (const input of snapshot.sent) {
+    if (input.expect !== "purged") continue;
+    const purge = tombstones.find((t) => t.purgedAtMs >= (input.forgetAtMs ?? 0));
+    if (!purge) {
+      violate("purged-stays-gone", input.id, "its /forget confirm never purged a conversation");
+      continue;
+    }
+    const holders = runsHolding.get(input.id) ?? [];
+    if (holders.length > 0)
+      violate("purged-stays-gone", input.id, `reappeared in run ${holders.map((r) => r.id).join(", ")}`);
+    const shownAfter = snapshot.modelRequestLog.filter(
+      (r) => r.atMs > purge.purgedAtMs + IN_FLIGHT_GRACE_MS && r.text.includes(input.id),
+    ).length;
+    if (shownAfter > 0)
+      violate("purged-stays-gone", input.id, `shown to the model ${shownAfter} times after the purge`);
+  }
+  const purged = new Set(snapshot.tombstones.map((t) => t.conversationId));
+  for (const leftover of snapshot.purgeLeftovers) {
+    if (leftover.rows > 0)
+      violate(
+        "purged-stays-gone",
+        leftover.conversationId,
+        `${leftover.rows} rows left in ${leftover.table} after the purge`,
+      );
+  }
+  for (const record of snapshot.outbox) {
+    if (record.conversationId && purged.has(record.conversationId) && record.markdown !== "")
+      violate("purged-stays-gone", record.id, "an outbox record of a purged conversation kept its text");
+  }
+}
+
+/**
+ * Pairing under replays and kills: the user's one message before approval issued one code (a
+ * duplicate or replay of it issues none), the first approval granted access once, and every
+ * later redemption of the same code changed nothing ("already approved").
+ */
+function checkPairings(snapshot: Snapshot, violate: Violate): void {
+  for (const pairing of snapshot.pairings) {
+    if (pairing.codesIssued > 1)
+      violate("pairing-once", pairing.user, `${pairing.codesIssued} codes issued for one message`);
+    if (new Set(pairing.codesShown).size > 1)
+      violate("pairing-once", pairing.user, `shown codes ${[...new Set(pairing.codesShown)].join(", ")}`);
+    // "unknown": the gateway died during that call, which may or may not have approved.
+    const answered = pairing.redemptions.filter((r) => r !== "unknown");
+    const firstMayHaveCommitted = pairing.redemptions[0] === "unknown";
+    if (answered[0] !== "approved" && !(firstMayHaveCommitted && answered[0] === "already approved"))
+      violate("pairing-once", pairing.user, `the first approval answered ${answered[0] ?? "nothing"}`);
+    if (answered.slice(1).some((r) => r !== "already approved"))
+      violate("pairing-once", pairing.user, `a second redemption answered ${answered.slice(1).join(", ")}`);
+    if (pairing.grants !== 1) violate("pairing-once", pairing.user, `${pairing.grants} grants`);
+  }
+}
+
+/**
+ * A photo or voice note answered by the model was fetched (its file downloaded to the end) and
+ * shown: an image part, or the transcript. Answered once is delivered-once's part.
+ */
+function checkMedia(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, violate: Violate): void {
+  for (const media of snapshot.media) {
+    const answered = (runsHolding.get(media.id) ?? []).some(
+      (r) => r.state === "completed" && r.answerText.includes(`a-${media.id}`),
+    );
+    if (!answered) continue; // superseded or absorbed: the other invariants account for it
+    if (media.downloadsCompleted < 1)
+      violate("media-fetched", media.id, `answered, but its ${media.kind} was never downloaded`);
+    if (!media.modelSawIt)
+      violate(
+        "media-fetched",
+        media.id,
+        `answered, but the model never got its ${media.kind === "photo" ? "image" : "transcript"}`,
+      );
   }
 }

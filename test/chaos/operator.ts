@@ -86,3 +86,18 @@ export async function resolveAmbiguous(
   }
   return decisions;
 }
+
+/**
+ * `switchboard access approve CODE` against the gateway's API: "approved", or what refused it
+ * ("already approved" for a code approved before: a second redemption changes nothing).
+ */
+export async function approvePairing(access: OperatorAccess, code: string): Promise<string> {
+  try {
+    await cli(access, ["access", "approve", code, "--json"]);
+    return "approved";
+  } catch (error) {
+    const message = String((error as Error).message);
+    if (message.includes("already approved")) return "already approved";
+    throw error;
+  }
+}

@@ -8,7 +8,18 @@ export function formatReport(report: ChaosReport): string {
   const f = report.faults;
   const lines = [
     `seed ${report.seed} on ${report.engine}${report.standby ? " with a standby" : ""}, ${(report.elapsedMs / 1000).toFixed(1)} s, settled: ${report.settled ? "yes" : "NO"}`,
-    `messages: ${report.messages.answerable} answerable, ${report.messages.ignorable} ignorable, ${report.messages.schedules} schedules`,
+    `messages: ${report.messages.answerable} answerable (${report.messages.toolCalls} with a tool call, ${report.messages.approvals} with one needing approval), ${report.messages.ignorable} ignorable, ${report.messages.schedules} schedules`,
+    `approvals: ${
+      Object.entries(report.approvals)
+        .map(([state, n]) => `${n} ${state}`)
+        .join(", ") || "none"
+    }; presses: ${report.presses.approve} approve, ${report.presses.deny} deny, ${report.presses.again} pressed again, ${report.presses.replays} replayed; ${report.toolEffects} tool effects`,
+    `media: ${report.messages.photos} photos, ${report.messages.voiceNotes} voice notes`,
+    `forget: ${report.messages.forgets} /forget confirm, ${report.messages.purged} messages purged`,
+    ...report.pairings.map(
+      (p) =>
+        `pairing ${p.user}: ${p.codesIssued} code issued, ${p.grants} grant, approvals answered ${p.redemptions.join(", ")}`,
+    ),
     `kills: ${report.kills.sigkills} SIGKILLs by the driver, kill points fired: ${points || "none"}${
       report.kills.killPointsMissed.length > 0 ? ` (missed: ${report.kills.killPointsMissed.join(", ")})` : ""
     }; ${report.kills.restarts} processes started${
@@ -18,6 +29,11 @@ export function formatReport(report: ChaosReport): string {
     `duplicates: ${report.duplicates.immediate} immediate, ${report.duplicates.replays} replays, ${report.duplicates.discordRedeliveries} Discord redeliveries after restarts`,
     `model calls: ${report.modelCalls} (${report.repeatedModelCalls} for resumed runs; ${report.resumedRuns} runs resumed), ${report.housekeepingModelCalls} for compaction`,
     `ambiguous records: ${report.ambiguousRecords} (operator: ${report.operator.filter((d) => d.action === "resolved-delivered").length} seen and resolved, ${report.operator.filter((d) => d.action === "retried").length} retried)`,
+    ...(report.uneditablePrompts > 0
+      ? [
+          `known gap: ${report.uneditablePrompts} approval prompts resolved as delivered without a message id could not be edited to show their decision`,
+        ]
+      : []),
     `violations: ${report.violations.length}`,
     ...report.violations.map((v) => `  [${v.invariant}] ${v.subject}: ${v.detail}`),
   ];

@@ -8,16 +8,24 @@ import { decodeTarget as decodeDiscordTarget } from "../../channels/discord/keys
 import { decodeTarget as decodeTelegramTarget } from "../../channels/telegram/target.ts";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
 import type { TelegramEmulator } from "../emulators/telegram/index.ts";
+import { lastToolInputOf } from "../support/llm/fake-llm-rules.ts";
 import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import type { ChaosChannel } from "./cast.ts";
 import type { ChaosDatabase } from "./database.ts";
 
-/** `answer`: must be answered; `ignored`: must never reach the model; `schedule`: an `/in` command. */
-export type Expectation = "answer" | "ignored" | "schedule";
+/**
+ * `answer`: must be answered; `ignored`: must never reach the model; `schedule`: an `/in` command;
+ * `purged`: written before a `/forget confirm` in its chat, so it may have been answered (once),
+ * and after the purge nothing of it may be anywhere.
+ */
+export type Expectation = "answer" | "ignored" | "schedule" | "purged";
 
 /** One message the driver posted (not its duplicates and replays, which must change nothing). */
 export interface SentInput {
-  /** Unique token in the text (`q00042`, `s00003`); the model's scripted answer starts `a-<id>`. */
+  /**
+   * Unique token in the text (`q00042`, `s00003`; `t…` asks for a tool call that runs at once,
+   * `p…` for one that needs approval); the model's scripted answer starts `a-<id>`.
+   */
   id: string;
   place: string;
   channel: ChaosChannel;
@@ -26,6 +34,21 @@ export interface SentInput {
   expect: Expectation;
   /** The place answers in input order (queue policy). */
   ordered: boolean;
+  /** Who wrote it (the only one, with approvers, who may decide its approval). */
+  speaker?: string;
+  /** `purged` inputs: when the `/forget confirm` that purges their conversation was posted. */
+  forgetAtMs?: number;
+}
+
+/** One approval request as the `approvals` table holds it. */
+export interface ApprovalRow {
+  id: string;
+  runId: string;
+  toolName: string;
+  /** The call's arguments as JSON (the scripted ones name the input id). */
+  input: string;
+  state: string;
+  successorRunId: string | null;
 }
 
 export interface RunRow {
@@ -55,6 +78,9 @@ export interface OutboxRow {
   /** Its history shows the record was `ambiguous` at some point. */
   everAmbiguous: boolean;
   receiptIds: string[];
+  /** Why the last attempt failed, if it did. */
+  lastError: string | null;
+  conversationId?: string;
 }
 
 export interface ChatMessage {
@@ -83,10 +109,50 @@ export interface Snapshot {
   modelSawText: string;
   /** Telegram updates the gateway never confirmed. */
   unconfirmedUpdates: number[];
+  approvals: ApprovalRow[];
+  /** Every approval decision a run holds as input (a `tool-approval-response` part). */
+  approvalResponses: Array<{ runId: string; approvalId: string }>;
+  /** The lines the MCP tools appended to the notes file: the tool effects, one line each. */
+  toolEffects: string[];
+  /** Purged conversations, with when the purge committed. */
+  tombstones: Array<{ conversationId: string; purgedAtMs: number }>;
+  /** Rows still naming a purged conversation, per table (tombstones and outbox rows not counted). */
+  purgeLeftovers: Array<{ conversationId: string; table: string; rows: number }>;
+  /** Every model request: when it arrived and everything it showed the model. */
+  modelRequestLog: Array<{ atMs: number; text: string }>;
+  /** Pairing episodes: an unlisted user's codes and grant, and what each approval of the code answered. */
+  pairings: PairingOutcome[];
+  media: MediaOutcome[];
 }
 
-/** Ids as the driver writes them into texts: q = a message, s = a schedule's prompt, i = ignorable. */
-export const INPUT_ID = /\b[qsi]\d{5}\b/g;
+/** A captioned photo or voice note: its file's completed downloads, and whether the model got it. */
+export interface MediaOutcome {
+  id: string;
+  kind: "photo" | "voice";
+  downloadsCompleted: number;
+  /** A request answering it carried an image part (photo) or a voice transcript. */
+  modelSawIt: boolean;
+}
+
+export interface PairingOutcome {
+  /** `telegram:<user id>` */
+  user: string;
+  /** Rows in pairing_codes for the user (one per update that asked). */
+  codesIssued: number;
+  /** Distinct codes the bot showed in the user's chat. */
+  codesShown: string[];
+  /** Rows in access_grants for the user. */
+  grants: number;
+  /** What `access approve CODE` answered, in order ("approved", "already approved"). */
+  redemptions: string[];
+}
+
+/**
+ * Ids as the driver writes them into texts: q = a message, s = a schedule's prompt, i = ignorable,
+ * t = a message the model answers with a tool call, p = one whose tool call needs approval,
+ * f = a message in a conversation that is then forgotten, m = a captioned photo or voice note.
+ */
+export const INPUT_ID = /\b[qsitpfm]\d{5}\b/g;
 
 export function idsIn(text: string): string[] {
   return text.match(INPUT_ID) ?? [];
@@ -109,10 +175,30 @@ function textOfParts(json: string): string {
 /** Reads the gateway's database (safe while it runs). Integers may come back as strings (PostgreSQL). */
 export async function readDatabase(
   database: ChaosDatabase,
-): Promise<Pick<Snapshot, "receipts" | "runs" | "outbox" | "schedules" | "occurrences">> {
+): Promise<
+  Pick<
+    Snapshot,
+    | "receipts"
+    | "runs"
+    | "outbox"
+    | "schedules"
+    | "occurrences"
+    | "approvals"
+    | "approvalResponses"
+    | "tombstones"
+    | "purgeLeftovers"
+  >
+> {
   const texts = new Map<string, string>();
-  for (const row of await database.read<{ id: string; parts: string }>("SELECT id, parts FROM messages")) {
+  const approvalResponses: Snapshot["approvalResponses"] = [];
+  for (const row of await database.read<{ id: string; run_id: string; parts: string }>(
+    "SELECT id, run_id, parts FROM messages",
+  )) {
     texts.set(row.id, textOfParts(row.parts));
+    for (const part of JSON.parse(row.parts) as Array<{ type: string; approvalId?: string }>) {
+      if (part.type === "tool-approval-response" && part.approvalId)
+        approvalResponses.push({ runId: row.run_id, approvalId: part.approvalId });
+    }
   }
   const runs = (
     await database.read<{
@@ -156,6 +242,7 @@ export async function readDatabase(
       id: string;
       key: string;
       run_id: string;
+      conversation_id: string;
       state: string;
       kind: string;
       markdown: string;
@@ -163,6 +250,7 @@ export async function readDatabase(
       target: string;
       history: string;
       receipt: string | null;
+      last_error: string | null;
     }>("SELECT * FROM outbox ORDER BY created_at_ms, id")
   ).map(
     (r): OutboxRow => ({
@@ -177,6 +265,8 @@ export async function readDatabase(
         (h) => h.action === "ambiguous",
       ),
       receiptIds: r.receipt ? ((JSON.parse(r.receipt) as { messageIds?: string[] }).messageIds ?? []) : [],
+      lastError: r.last_error,
+      conversationId: r.conversation_id,
     }),
   );
   const schedules = await database.read<{ id: string; prompt: string; state: string }>(
@@ -195,7 +285,54 @@ export async function readDatabase(
     state: o.state,
     runId: o.run_id,
   }));
-  return { receipts, runs, outbox, schedules, occurrences };
+  const approvals = (
+    await database.read<{
+      id: string;
+      run_id: string;
+      tool_name: string;
+      input: string;
+      state: string;
+      successor_run_id: string | null;
+    }>("SELECT id, run_id, tool_name, input, state, successor_run_id FROM approvals")
+  ).map(
+    (a): ApprovalRow => ({
+      id: a.id,
+      runId: a.run_id,
+      toolName: a.tool_name,
+      input: a.input,
+      state: a.state,
+      successorRunId: a.successor_run_id,
+    }),
+  );
+  const tombstones = (
+    await database.read<{ conversation_id: string; purged_at_ms: number | string }>(
+      "SELECT conversation_id, purged_at_ms FROM conversation_tombstones",
+    )
+  ).map((t) => ({ conversationId: t.conversation_id, purgedAtMs: Number(t.purged_at_ms) }));
+  const purgeLeftovers: Snapshot["purgeLeftovers"] = [];
+  if (tombstones.length > 0) {
+    const tables = (await database.conversationTables()).filter(
+      (t) => t !== "conversation_tombstones" && t !== "outbox",
+    );
+    for (const table of tables) {
+      const rows = await database.read<{ conversation_id: string; n: number | string }>(
+        `SELECT conversation_id, count(*) AS n FROM ${table} WHERE conversation_id IN (SELECT conversation_id FROM conversation_tombstones) GROUP BY conversation_id`,
+      );
+      for (const row of rows)
+        purgeLeftovers.push({ conversationId: row.conversation_id, table, rows: Number(row.n) });
+    }
+  }
+  return {
+    receipts,
+    runs,
+    outbox,
+    schedules,
+    occurrences,
+    approvals,
+    approvalResponses,
+    tombstones,
+    purgeLeftovers,
+  };
 }
 
 /** The bot's visible messages in every chat the run used. */
@@ -226,13 +363,27 @@ export function readChats(
   return result;
 }
 
+/**
+ * The text that names the input a request answers: the last user message, or, right after a tool
+ * result, the arguments of the call it answers (a run continued after an approval may come after
+ * newer user messages; the scripted calls name their input id).
+ */
+export function answeredText(request: Pick<FakeLlmRequest, "messages" | "lastUserText">): string {
+  if (request.messages.at(-1)?.role === "tool") {
+    const input = lastToolInputOf(request.messages);
+    if (idsIn(input).length > 0) return input;
+  }
+  return request.lastUserText;
+}
+
 export function readModelLog(
   requests: readonly FakeLlmRequest[],
-): Pick<Snapshot, "modelRequests" | "housekeepingCalls" | "modelSawText"> {
-  const housekeeping = (r: FakeLlmRequest) => !r.stream && idsIn(r.lastUserText).length === 0;
+): Pick<Snapshot, "modelRequests" | "housekeepingCalls" | "modelSawText" | "modelRequestLog"> {
+  const housekeeping = (r: FakeLlmRequest) => !r.stream && idsIn(answeredText(r)).length === 0;
   return {
-    modelRequests: requests.filter((r) => !housekeeping(r)).map((r) => r.lastUserText),
+    modelRequests: requests.filter((r) => !housekeeping(r)).map(answeredText),
     housekeepingCalls: requests.filter(housekeeping).length,
     modelSawText: requests.map((r) => JSON.stringify(r.messages)).join("\n"),
+    modelRequestLog: requests.map((r) => ({ atMs: r.receivedAtMs, text: JSON.stringify(r.messages) })),
   };
 }

@@ -73,6 +73,29 @@ describe("fake LLM server", () => {
     );
   });
 
+  test("matches a tool result by the arguments of the call it answers", async () => {
+    server.setRules([
+      {
+        match: { lastRole: "tool", lastToolInputContains: '"p00001"' },
+        reply: { kind: "text", text: "about p00001" },
+      },
+    ]);
+    const afterCall = (args: string) =>
+      completion({
+        messages: [
+          { role: "user", content: "a newer message" },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "c1", type: "function", function: { name: "t", arguments: args } }],
+          },
+          { role: "tool", tool_call_id: "c1", content: "done" },
+        ],
+      });
+    expect(JSON.stringify(await (await afterCall('{"text":"p00001"}')).json())).toContain("about p00001");
+    expect(JSON.stringify(await (await afterCall('{"text":"p00002"}')).json())).toContain("echo:");
+  });
+
   test("rejects malformed rules with a 400 that says what is wrong", async () => {
     const response = await fetch(`${server.url}/__control/rules`, {
       method: "POST",

@@ -63,6 +63,8 @@ export const fakeLlmRuleSchema = z.strictObject({
       lastRole: z.enum(["system", "user", "assistant", "tool"]).optional(),
       /** The requested model id equals this. */
       model: z.string().optional(),
+      /** The arguments of a tool call in the last assistant message contain this (the call a tool result answers). */
+      lastToolInputContains: z.string().optional(),
     })
     .optional(),
   reply: fakeReplySchema,
@@ -132,5 +134,17 @@ export function ruleMatches(rule: FakeLlmRule, request: Pick<FakeLlmRequest, "me
   ) {
     return false;
   }
+  if (
+    match.lastToolInputContains !== undefined &&
+    !lastToolInputOf(request.messages).includes(match.lastToolInputContains)
+  ) {
+    return false;
+  }
   return true;
+}
+
+/** The JSON arguments of the tool calls in the last assistant message ("" when it made none). */
+export function lastToolInputOf(messages: ChatMessage[]): string {
+  const lastAssistant = messages.findLast((message) => message.role === "assistant");
+  return (lastAssistant?.tool_calls ?? []).map((call) => call.function.arguments).join("\n");
 }
