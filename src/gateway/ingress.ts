@@ -280,7 +280,9 @@ export function createIngress(
 
     // An update refused earlier (no pairing grant yet, too fast, over budget) stays refused when
     // redelivered, even though it would pass now: it was answered, and the user was told to resend.
-    if ((await store.ingressOutcome(source, message.updateKey))?.startsWith("refused:")) {
+    // One of a conversation forgotten since stays forgotten.
+    const earlier = await store.ingressOutcome(source, message.updateKey);
+    if (earlier?.startsWith("refused:") || earlier === "purged") {
       metrics.inboundDuplicate(message.channel);
       return { kind: "duplicate", runId: null, conversationId: null };
     }

@@ -346,6 +346,11 @@ export function terminalEvent(
  * not yet sent are cancelled (an empty text must never be sent).
  */
 export const PURGE_COMPANION_SQL = [
+  // The platform may deliver an update of the conversation again after the purge (a restart before
+  // its offset was confirmed): its receipt stays, without content, so it is not admitted afresh.
+  `UPDATE ingress_receipts SET conversation_id = NULL, run_id = NULL, input_message_id = NULL,
+     outcome = 'purged', payload = 'null'
+   WHERE conversation_id = ?`,
   "DELETE FROM schedule_occurrences WHERE schedule_id IN (SELECT id FROM schedules WHERE conversation_id = ?)",
   "DELETE FROM schedules WHERE conversation_id = ?",
   `UPDATE outbox SET markdown = '', rendered = NULL, media = NULL,

@@ -3,7 +3,7 @@
  * gateway process against the Telegram and Discord emulators and the fake LLM, SIGKILLed at every
  * named kill point and at random, with platform faults, duplicates and replays, while people also
  * make the model call MCP tools (some needing their button press), send photos and voice notes,
- * /forget a conversation. On PostgreSQL a
+ * /forget a conversation and ask for pairing codes. On PostgreSQL a
  * second gateway always waits as a standby and takes over after each death that is not followed
  * by an armed start. The long run is `npm run soak -- --minutes 30 [--engine postgres [--standby]]`.
  */
@@ -36,10 +36,7 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
     replayRate: 0.08,
     toolRate: 0.12,
     forgets: 2,
-    // No pairing here until a refused update redelivered after its approval stays a duplicate
-    // (docs/benchmarks.md, "What the tool, approval, /forget and pairing traffic found", 2): a
-    // kill between the code and Telegram's confirmation admits it. `npm run soak` keeps pairing.
-    pairings: 0,
+    pairings: 1,
     mediaRate: 0.1,
     armedWindowMs: 12_000,
     settleTimeoutMs: 90_000,

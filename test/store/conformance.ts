@@ -576,6 +576,9 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           purgedBy: "user:telegram:1001",
         });
         expect(await store.loadPurge("keep")).toBeNull();
+        // Its updates stay known, without content, so a platform's redelivery is not admitted afresh.
+        expect(await store.ingressOutcome("chat:acct", "u1")).toBe("purged");
+        expect(await store.ingressOutcome("chat:acct", "u2")).toBe("purged");
         expect(await store.loadConversationSettings("c")).toEqual({});
         // Another conversation is untouched.
         expect(await store.loadRun(other.runId)).not.toBeNull();

@@ -623,7 +623,6 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
         "messages",
         "runs",
         "events",
-        "ingress_receipts",
         "conversation_keys",
         "tool_outputs",
         "conversation_state",

@@ -691,15 +691,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
       this.db
         .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
         .run(conversationId);
-      for (const table of [
-        "messages",
-        "runs",
-        "events",
-        "ingress_receipts",
-        "tool_outputs",
-        "conversation_state",
-        "approvals",
-      ]) {
+      for (const table of ["messages", "runs", "events", "tool_outputs", "conversation_state", "approvals"]) {
         this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
       }
       for (const table of ["conversation_keys", "conversation_settings", "conversation_summaries"]) {
