@@ -707,8 +707,8 @@ class Traffic {
     if (!code) return; // checkPairings reports the missing approval
     // The operator keeps trying while gateways die and start (each start takes seconds on a busy machine).
     const approveBy = Date.now() + 180_000;
-    // Delivered again before the approval: it must issue no second code. (After the approval a
-    // redelivered refused update is admitted today: docs/benchmarks.md, "Seen, not fixed here".)
+    // Delivered again before the approval: it must issue no second code. (A redelivery after the
+    // approval, which kills cause, must stay a duplicate: checked by the pairing invariant.)
     place.replay(first);
     this.duplicates.replays += 1;
     for (let redemption = 0; redemption < 2; ) {
