@@ -15,6 +15,39 @@ export interface BlobReferenceSource<Row> {
 }
 
 /**
+ * Every table whose rows point at blobs, with the same meaning on both engines; `released` is the
+ * engine's SQL for "the conversation's settings say `mediaReleased`" (about `s.settings`). A new
+ * table that stores blob ids adds a source here.
+ */
+export function blobReferenceSources(
+  released: string,
+): ReadonlyArray<BlobReferenceSource<Record<string, unknown>>> {
+  return [
+    {
+      name: "inputs of unfinished runs",
+      pinned: true,
+      sql: `SELECT m.parts FROM messages m JOIN runs r ON r.id = m.run_id
+            WHERE r.state IN ('queued', 'running', 'interrupt_requested') AND m.parts LIKE '%"blobId"%'`,
+      ids: idsOfMessageParts,
+    },
+    {
+      name: "messages of live conversations",
+      pinned: false,
+      sql: `SELECT m.parts FROM messages m
+            WHERE m.parts LIKE '%"blobId"%' AND NOT EXISTS (
+              SELECT 1 FROM conversation_settings s WHERE s.conversation_id = m.conversation_id AND ${released})`,
+      ids: idsOfMessageParts,
+    },
+    {
+      name: "files the outbox has yet to settle",
+      pinned: true,
+      sql: `SELECT media FROM outbox WHERE media IS NOT NULL AND state NOT IN ('delivered', 'cancelled')`,
+      ids: idsOfOutboxMedia,
+    },
+  ];
+}
+
+/**
  * Runs every source's query and sorts the ids into pinned and kept. The queries need not share a
  * snapshot: history (`kept`) covers every message of a live conversation, so a run that finishes
  * between two queries moves nothing out of both sets.
