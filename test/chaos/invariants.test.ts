@@ -337,6 +337,15 @@ describe("chaos invariants", () => {
     expect(checkInvariants(unknown).violations).toEqual([]);
   });
 
+  test("a run stopped after a tool step may have made its next call without recording it, once", () => {
+    const stopped = healthy();
+    stopped.modelRequests.push('{"text":"t00005","ms":300}');
+    stopped.runs[3]!.state = "interrupted";
+    expect(violated(stopped).filter((name) => name === "model-calls")).toEqual([]);
+    stopped.modelRequests.push('{"text":"t00005","ms":300}');
+    expect(violated(stopped)).toContain("model-calls");
+  });
+
   test("a resumed tool run may call the model once more per acquisition, not more", () => {
     const resumed = healthy();
     resumed.modelRequests.push('{"text":"t00005","ms":300}');

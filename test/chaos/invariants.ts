@@ -352,7 +352,11 @@ function checkModelCalls(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>,
     if (successor) successors.set(approval.runId, [...(successors.get(approval.runId) ?? []), successor]);
   }
   const successorIds = new Set([...successors.values()].flat().map((r) => r.id));
-  const bound = (r: RunRow) => r.acquisitions + Math.max(0, r.steps - 1);
+  // Each recorded step is one call, and each acquisition may add one call that no step recorded:
+  // the one a kill cut short (then made again) or, in a run stopped by a newer message or an
+  // interrupt, the call in flight when it stopped. A completed run recorded its last call.
+  const bound = (r: RunRow) =>
+    r.state === "completed" ? r.acquisitions + Math.max(0, r.steps - 1) : r.acquisitions + r.steps;
   let repeated = 0;
   for (const run of snapshot.runs) {
     if (successorIds.has(run.id)) continue; // counted with the run that asked
