@@ -47,6 +47,7 @@ import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics, type ProcessGauges } from "./metrics.ts";
 import { createModelChoices, type ModelChoices } from "./model-choice.ts";
+import { announcingOutcomes } from "./outbox-changes.ts";
 import { databaseReadiness } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
 import { pickToolSets } from "./tool-sets.ts";
@@ -312,7 +313,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   });
 
   const worker = createDeliveryWorker({
-    repo: stores.outbox,
+    repo: announcingOutcomes(stores.outbox, (change) => changes.publish(change)),
     adapters,
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
