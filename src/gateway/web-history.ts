@@ -45,10 +45,19 @@ export function webTranscriptFrom(
     const ids = record.receipt?.messageIds ?? [];
     // A message record shows its rendered chunks, one message each; a stream shows its latest text.
     const texts = record.kind === "message" && record.rendered ? record.rendered.chunks : [record.markdown];
+    // Buttons (an approval prompt's) sit under the last message; a later record that edits it in
+    // place has the same message id, so it replaces the entry, buttons and all, when loaded.
+    const buttons = record.kind === "message" ? record.presentation?.buttons : undefined;
     ids.forEach((messageId, index) => {
       const text = texts[index];
-      if (text !== undefined)
-        entries.push({ messageId, role: "assistant", text, atMs: record.createdAtMs + index });
+      if (text === undefined) return;
+      entries.push({
+        messageId,
+        role: "assistant",
+        text,
+        atMs: record.createdAtMs + index,
+        ...(buttons && index === ids.length - 1 ? { buttons } : {}),
+      });
     });
   }
   return entries.sort((a, b) => a.atMs - b.atMs || (a.role === b.role ? 0 : a.role === "user" ? -1 : 1));
