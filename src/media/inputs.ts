@@ -4,6 +4,7 @@ import type { MediaInputs, ModelInputKind } from "../runtime/media.ts";
 import type { FilePart, PreparedFile } from "../runtime/types.ts";
 import type { Logger } from "../util/log.ts";
 import { scaleForModel } from "./image.ts";
+import { pdfText } from "./pdf-text.ts";
 import { IMAGE_TYPES, isTextType, sniffMediaType } from "./sniff.ts";
 
 /** An attachment's bytes as a channel serves them. */
@@ -163,22 +164,33 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
         };
       }
     }
+    const bounded = (text: string) =>
+      text.length > limits.maxInlineChars
+        ? `${text.slice(0, limits.maxInlineChars)}\n[… ${text.length - limits.maxInlineChars} more characters not shown]`
+        : text;
     if (isTextType(mediaType)) {
       const bytes = await blobs.read(stored.id);
-      const text = new TextDecoder().decode(bytes ?? new Uint8Array());
-      const bounded =
-        text.length > limits.maxInlineChars
-          ? `${text.slice(0, limits.maxInlineChars)}\n[… ${text.length - limits.maxInlineChars} more characters not shown]`
-          : text;
-      return { ...base, text: bounded };
+      return { ...base, text: bounded(new TextDecoder().decode(bytes ?? new Uint8Array())) };
     }
     if (mediaType === "application/pdf") {
       if (options.accepts.has("file")) return base;
-      return {
-        ...base,
-        note: "this model cannot read PDF files and switchboard does not extract their text",
-        userNotice: `${name} is a PDF, which this model cannot read; paste the text you need instead.`,
-      };
+      try {
+        const text = await pdfText((await blobs.read(stored.id)) ?? new Uint8Array());
+        if (text !== "") return { ...base, text: bounded(text) };
+        return {
+          ...base,
+          note: "a PDF with no text to extract (scanned pages?), which this model cannot read as a file",
+          userNotice: `${name} has no text I can read (scanned pages?); paste the text you need instead.`,
+        };
+      } catch (error) {
+        const why = error instanceof Error ? error.message : String(error);
+        logger.warn("media.pdf_unreadable", { blobId: stored.id, error: why });
+        return {
+          ...base,
+          note: `the PDF could not be read (${why}); it is stored but not shown`,
+          userNotice: `${name} could not be read as a PDF (${why}).`,
+        };
+      }
     }
     if (mediaType.startsWith("audio/") || (part.kind === "voice" && mediaType === "video/webm")) {
       if (!options.transcribe) {

@@ -3,6 +3,7 @@
  * emulator, a directory blob store, file-type and sharp. Each case ends in a clear outcome for
  * the model and the user, a log line, and nothing opened that should not be.
  */
+
 import { afterAll, describe, expect, test } from "bun:test";
 import sharp from "sharp";
 import { TelegramAdapter } from "../../channels/telegram/adapter.ts";
@@ -11,6 +12,7 @@ import { sniffMediaType } from "../../src/media/sniff.ts";
 import type { ModelInputKind } from "../../src/runtime/media.ts";
 import type { FilePart, PreparedFile } from "../../src/runtime/types.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
+import { onePagePdf } from "../e2e/support/media.ts";
 import { startTelegramEmulator } from "../emulators/telegram/index.ts";
 import { recordingLogger } from "../support/logger.ts";
 import { ELF, jpeg, pngClaiming } from "../support/media-files.ts";
@@ -165,12 +167,30 @@ describe("bad input", () => {
     expect(prepared.text).toBe(`${"x".repeat(100)}\n[… 900 more characters not shown]`);
   });
 
-  test("a PDF for a model without file input gets a note; with it, it is kept for a file part", async () => {
-    const pdf = new TextEncoder().encode("%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n");
+  test("a PDF for a model without file input becomes its text, bounded; a broken or textless one a note; with file input it is kept for a file part", async () => {
+    const pdf = onePagePdf("Quarterly figures (draft): revenue rose");
     const without = await pipeline({}, ["image"]).prepare({ type: "file", ref: served(pdf), kind: "file" });
     expect(without).toMatchObject({ status: "fetched", mediaType: "application/pdf" });
     if (without.status !== "fetched") throw new Error("expected fetched");
-    expect(without.note).toBe("this model cannot read PDF files and switchboard does not extract their text");
+    expect(without.text).toBe("Quarterly figures (draft): revenue rose");
+    expect(without.note).toBeUndefined();
+    const short = await pipeline({ maxInlineChars: 9 }, ["image"]).prepare({
+      type: "file",
+      ref: served(pdf),
+      kind: "file",
+    });
+    if (short.status !== "fetched") throw new Error("expected fetched");
+    expect(short.text).toBe("Quarterly\n[… 30 more characters not shown]");
+    const broken = new TextEncoder().encode("%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n");
+    const unreadable = await pipeline({}, ["image"]).prepare({
+      type: "file",
+      ref: served(broken),
+      kind: "file",
+    });
+    if (unreadable.status !== "fetched") throw new Error("expected fetched");
+    expect(unreadable.text).toBeUndefined();
+    expect(unreadable.note).toContain("the PDF could not be read");
+    expect(unreadable.userNotice).toContain("could not be read as a PDF");
     const withFiles = await pipeline({}, ["image", "file"]).prepare({
       type: "file",
       ref: served(pdf),
