@@ -114,6 +114,7 @@ test("a 200-tool catalog: the model gets tool_search and the pinned tools, then 
       "schedule_cancel",
       "schedule_every",
       "schedule_list",
+      "send_file",
       "tool_search",
       "web_fetch",
       "web_search",
