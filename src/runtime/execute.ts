@@ -235,6 +235,10 @@ export class RunExecutor {
         }
         if (awaitingApproval(parts).length > 0)
           return await this.finish(inputs, run, fence, "awaiting_approval", parts);
+        // The last step answered (its checkpoint committed, the process died before the terminal
+        // commit): the answer is whole, so finish it instead of asking the model again.
+        if (run.steps > 0 && parts.at(-1)?.type === "text")
+          return await this.finish(inputs, run, fence, "completed", parts);
         const policy = this.options.stopPolicies.find((p) => p.when({ run, parts, steps: run.steps }));
         if (policy)
           return await this.finish(inputs, run, fence, "policy_stop", parts, `stop policy ${policy.name}`);

@@ -93,3 +93,31 @@ test("a gateway whose whole process group was SIGKILLed is restarted at once and
     15_000,
   );
 }, 60_000);
+
+test("a crash after the answer's step was saved, before the run ended: the restart sends that answer once, without asking the model again", async () => {
+  for (const gateway of started.splice(0)) await gateway.kill("SIGKILL");
+  // Terminal delivery: nothing of the answer is sent before the run ends.
+  const terminalEnv = () =>
+    e2eGatewayEnv({
+      dir: dir.path,
+      llm,
+      surfaces: { "telegram:dm": { delivery: "terminal" } },
+      extra: env(),
+    });
+  const dying = await startGatewayProcess({
+    ...terminalEnv(),
+    SWITCHBOARD_TEST_KILL_POINT: "step.persisted",
+  });
+  started.push(dying);
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "answered just before dying" });
+  await dying.exited;
+
+  started.push(await startGatewayProcess(terminalEnv(), GATEWAY_START_TIMEOUT_MS));
+  const reply = await telegram.waitForMessage(
+    alice.id,
+    (m) => m.fromBot && m.visibleText.includes("answered just before dying"),
+    15_000,
+  );
+  expect(reply.visibleText).toBe("echo: answered just before dying");
+  expect(llm.requestsContaining("answered just before dying")).toHaveLength(1);
+}, 60_000);
