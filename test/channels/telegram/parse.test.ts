@@ -211,9 +211,9 @@ describe("parseUpdate", () => {
     );
     expect(attachments).toEqual([
       [{ kind: "file", ref: "BQAdoc", name: "report.pdf", mediaType: "application/pdf", sizeBytes: 52_000 }],
-      [{ kind: "voice", ref: "AwAvoice", mediaType: "audio/ogg", sizeBytes: 9_000 }],
-      [{ kind: "audio", ref: "CQAaudio", name: "Song", mediaType: "audio/mpeg" }],
-      [{ kind: "video", ref: "BAAvideo", mediaType: "video/mp4" }],
+      [{ kind: "voice", ref: "AwAvoice", mediaType: "audio/ogg", sizeBytes: 9_000, durationSeconds: 3 }],
+      [{ kind: "audio", ref: "CQAaudio", name: "Song", mediaType: "audio/mpeg", durationSeconds: 200 }],
+      [{ kind: "video", ref: "BAAvideo", mediaType: "video/mp4", durationSeconds: 10 }],
       [{ kind: "sticker", ref: "CAAsticker", mediaType: "image/webp", name: "👍" }],
     ]);
   });
