@@ -196,10 +196,9 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
   const recordsByRun = new Map<string, OutboxRow[]>();
   const fingerprints = new Map<string, number>();
   // A purge drops the text of its records, and a purged text may be what another record shows
-  // (two "Done: I deleted…" replies): in those chats a fingerprint proves nothing unique.
-  const purgedTextChats = new Set(
-    snapshot.outbox.filter((r) => r.markdown === "" && r.state === "delivered").map((r) => r.chat),
-  );
+  // (two "Done: I deleted…" replies): in those chats a fingerprint proves nothing unique. The purged
+  // record may have been shown whatever its state now (an ambiguous one the purge cancelled).
+  const purgedTextChats = new Set(snapshot.outbox.filter((r) => r.markdown === "").map((r) => r.chat));
   for (const record of snapshot.outbox) {
     if (!APPROVAL_RECORD.test(record.key))
       recordsByRun.set(record.runId, [...(recordsByRun.get(record.runId) ?? []), record]);
