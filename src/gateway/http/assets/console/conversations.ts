@@ -165,10 +165,12 @@ function commandInputNode(input: CommandInput): HTMLElement {
 
 function commandNode(record: OutboxRecord): HTMLElement {
   const body = h("div", { class: "bubble-text" });
-  renderMarkdown(body, record.markdown || "(empty)");
+  const media = record.kind === "message" ? record.media : null;
+  renderMarkdown(body, record.markdown || (media ? "" : "(empty)"));
   return h(
     "article",
     { class: "bubble assistant command", "data-at": String(record.createdAtMs), "data-outbox": record.id },
+    media ? h("div", { class: "bubble-file mono" }, `📎 ${media.filename} (${media.mimeType})`) : null,
     body,
     h(
       "div",
