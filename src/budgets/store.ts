@@ -32,6 +32,8 @@ export interface BudgetStore {
    * conversation's runs still count for their user, under no conversation.
    */
   usageBy(group: "user" | "conversation", sinceMs: number, limit: number): Promise<UsageRow[]>;
+  /** Usage of one conversation's runs admitted at or after `sinceMs`; all zero when none (or purged). */
+  conversationUsageSince(conversationId: string, sinceMs: number): Promise<UsageTotals>;
   /** The operator's change to `scope`; null when none. */
   override(scope: string): Promise<BudgetOverride | null>;
   listOverrides(): Promise<BudgetOverride[]>;

@@ -152,6 +152,7 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
     budgets: {
       show: () => request("GET", "api/budgets"),
       status: (scope) => request("GET", `api/budgets/${id(scope)}`),
+      conversation: (conversationId) => request("GET", `api/conversations/${id(conversationId)}/usage`),
       raise: (scope, limits, actor) =>
         request("POST", `api/budgets/${id(scope)}/raise`, { body: limits, actor }),
       reset: (scope, actor) => request("POST", `api/budgets/${id(scope)}/reset`, { body: {}, actor }),

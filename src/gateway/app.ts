@@ -409,6 +409,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     budgets,
     buttonSecret: secret,
     blobs: blobJanitor,
+    files: {
+      store: stores.blobs,
+      limits: (channel) => {
+        const adapter = adapters.get(channel);
+        return adapter?.sendFile ? adapter.fileLimits : undefined;
+      },
+    },
   });
   const ingress = createIngress({
     runtime,

@@ -1,14 +1,15 @@
-import type { InboundMessage } from "../../channels/types.ts";
-import type { OutboxButtons, OutboxRepository } from "../../outbox/types.ts";
+import type { ChannelName, FileLimits, InboundMessage } from "../../channels/types.ts";
+import type { OutboxButtons, OutboxMedia, OutboxRepository } from "../../outbox/types.ts";
 import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import type { ApprovalService } from "../approvals/service.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import { isSwitchboardError } from "../errors.ts";
-import { readConversationExport, toMarkdown } from "../operator/export.ts";
+import { readConversationExport } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
 import type { BlobJanitor } from "../runtime/blob-cleanup.ts";
+import type { BlobStore } from "../runtime/blobs.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import { runStateCommand, STATE_COMMANDS } from "../state/commands.ts";
@@ -16,6 +17,7 @@ import { stateSummary } from "../state/slots.ts";
 import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
+import { exportReply, exportText } from "./export-reply.ts";
 import { conversationMark, signForgetButton, verifyForgetButton } from "./forget-buttons.ts";
 import type { ModelChoices } from "./model-choice.ts";
 
@@ -80,6 +82,11 @@ export interface ChatCommandsOptions {
   buttonSecret?: () => string;
   /** Removes the files of a conversation left with /new or /forget (none other points at). */
   blobs?: Pick<BlobJanitor, "collect" | "sweep">;
+  /**
+   * Files out, for /export: the blob store the file goes into, and how a channel takes files
+   * (undefined: it sends none). Absent: /export answers with a Markdown message everywhere.
+   */
+  files?: { store: BlobStore; limits: (channel: ChannelName) => FileLimits | undefined };
 }
 
 const HELP = [
@@ -91,7 +98,7 @@ const HELP = [
   "/todo — my todo list for the goal",
   "/model — the models you can pick; /model NAME picks one for this conversation",
   "/forget — delete this conversation for good (asks to confirm with buttons, or /forget confirm)",
-  "/export — this conversation as a Markdown transcript",
+  "/export — this conversation as a Markdown file (a message where files can't be sent)",
   "/in 10m stretch — a reminder after a delay",
   "/at 2026-12-01 09:00 call mum — at a date and time",
   "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
@@ -102,9 +109,6 @@ const HELP = [
 const FORGET_QUESTION =
   "This deletes this conversation for good: its messages, my answers, its schedules and settings. Send /forget confirm (or press Delete it) to go ahead.";
 
-/** Longest /export sent as a chat message; the rest is for `switchboard conversations export`. */
-const EXPORT_MAX_CHARS = 12_000;
-
 /** Chat commands handled without the model, the same on every channel. */
 export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
   const { runtime, store, outbox, clock } = options;
@@ -112,7 +116,12 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
 
   const replyKey = ({ message, source }: CommandScope) => `notice:${source}:${message.updateKey}`;
 
-  const enqueueReply = async (scope: CommandScope, text: string, buttons?: OutboxButtons) => {
+  const enqueueReply = async (
+    scope: CommandScope,
+    text: string,
+    buttons?: OutboxButtons,
+    media?: OutboxMedia,
+  ) => {
     const { message, conversationId, source } = scope;
     await outbox.insert(
       [
@@ -127,6 +136,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           kind: "message",
           markdown: text,
           ...(buttons ? { presentation: { buttons } } : {}),
+          ...(media ? { media } : {}),
         },
       ],
       clock.now(),
@@ -225,7 +235,8 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
   const timezoneOf = async (conversationId: string) =>
     (await store.loadConversationSettings(conversationId)).timezone ?? null;
 
-  const execute = async (name: CommandName, scope: CommandScope): Promise<string> => {
+  /** Every command but /export, whose reply may be a file. */
+  const execute = async (name: Exclude<CommandName, "export">, scope: CommandScope): Promise<string> => {
     const { message, conversationId } = scope;
     switch (name) {
       case "new": {
@@ -245,20 +256,6 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         return status(scope);
       case "model":
         return model(scope);
-      case "export": {
-        const exported = await readConversationExport(
-          {
-            runtime: store,
-            schedules: (id) => options.schedules.list(id, { includeEnded: true }),
-            outbox: async () => [],
-          },
-          conversationId,
-          clock.now(),
-        );
-        return exported.messages.length === 0
-          ? "This conversation has no messages yet."
-          : toMarkdown(exported, { maxChars: EXPORT_MAX_CHARS });
-      }
       case "forget":
         return FORGET_QUESTION;
       case "start":
@@ -300,6 +297,47 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         });
       }
     }
+  };
+
+  /**
+   * /export: the transcript as a Markdown file where the channel takes files, stored in the blob
+   * store before its outbox record (which pins it until sent); else a Markdown message. A
+   * redelivery after a crash in between stores the file again (same bytes or a new blob the
+   * cleanup's grace covers) and enqueues it once, under the update's reply key.
+   */
+  const exportConversation = async ({
+    message,
+    conversationId,
+  }: CommandScope): Promise<{ text: string; media?: OutboxMedia }> => {
+    const exported = await readConversationExport(
+      {
+        runtime: store,
+        schedules: (id) => options.schedules.list(id, { includeEnded: true }),
+        outbox: async () => [],
+      },
+      conversationId,
+      clock.now(),
+    );
+    const files = options.files;
+    if (!files) return { text: exportText(exported) };
+    const reply = exportReply(exported, files.limits(message.channel));
+    if (reply.kind === "text") return { text: reply.text };
+    const { bytes } = reply;
+    const stored = await files.store.put(
+      (async function* () {
+        yield bytes;
+      })(),
+      { maxBytes: bytes.byteLength },
+    );
+    return {
+      text: reply.caption,
+      media: {
+        blobId: stored.id,
+        filename: reply.filename,
+        mimeType: reply.mimeType,
+        sizeBytes: stored.sizeBytes,
+      },
+    };
   };
 
   const modelList = (current: string | null, lead: string): string => {
@@ -396,6 +434,11 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         return { duplicate: done.duplicate, text: done.text };
       }
       if (!(await claim(scope, `command:${name}`)).run) return { duplicate: true, text: "" };
+      if (name === "export") {
+        const reply = await exportConversation(scope);
+        await enqueueReply(scope, reply.text, undefined, reply.media);
+        return { duplicate: false, text: reply.text };
+      }
       const text = await execute(name, scope);
       await enqueueReply(scope, text, name === "forget" ? forgetButtons(scope) : undefined);
       return { duplicate: false, text };

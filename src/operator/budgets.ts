@@ -81,17 +81,40 @@ export function budgetOperations(options: {
         store.usageBy("conversation", windows.dayStartMs, USAGE_ROWS),
         store.usageBy("conversation", windows.monthStartMs, USAGE_ROWS),
       ]);
+      const users = settings.budgets?.perUser
+        ? [...new Set([...dayUsers, ...monthUsers].map((row) => `user:${row.key}`))]
+        : [];
       return {
         timezone: g.timezone,
+        periods: {
+          day: { startMs: windows.dayStartMs, endMs: windows.dayEndMs },
+          month: { startMs: windows.monthStartMs, endMs: windows.monthEndMs },
+        },
         scopes: await Promise.all(scopes.map((scope) => status(scope))),
         usage: {
           user: { day: dayUsers, month: monthUsers },
           conversation: { day: dayConversations, month: monthConversations },
         },
+        users: await Promise.all(users.sort().map((scope) => status(scope))),
       };
     },
 
     status,
+
+    async conversation(conversationId) {
+      const { guard: g } = guard();
+      const windows = budgetWindows(clock.now(), g.timezone);
+      const [day, month] = await Promise.all([
+        store.conversationUsageSince(conversationId, windows.dayStartMs),
+        store.conversationUsageSince(conversationId, windows.monthStartMs),
+      ]);
+      return {
+        conversationId,
+        timezone: g.timezone,
+        day: { ...day, startMs: windows.dayStartMs, endMs: windows.dayEndMs },
+        month: { ...month, startMs: windows.monthStartMs, endMs: windows.monthEndMs },
+      };
+    },
 
     async raise(scope, limits, actor) {
       const by = checkActor(actor);

@@ -1,7 +1,7 @@
 import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Occurrence, Schedule } from "../../schedules/types.ts";
 import type { AccessGrant } from "../access/store.ts";
-import type { BudgetLimits, LimitStatus } from "../budgets/rules.ts";
+import type { BudgetLimits, LimitStatus, UsageTotals } from "../budgets/rules.ts";
 import type { BudgetOverride, UsageRow } from "../budgets/store.ts";
 import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
@@ -151,6 +151,8 @@ export interface OperatorService {
      * `input_invalid` for a malformed scope.
      */
     status(scope: string): Promise<BudgetScopeStatus>;
+    /** What one conversation's runs used today and this month; zero for an unknown or purged one. */
+    conversation(conversationId: string): Promise<ConversationUsage>;
     /**
      * Sets the scope's limits (merged over any earlier raise, field by field; they replace the
      * configured ones). `input_invalid` for a malformed scope, a scope no configured budget
@@ -237,7 +239,27 @@ export interface BudgetScopeStatus {
 
 export interface BudgetOverview {
   timezone: string;
+  /** Today and this month in `timezone`, as half-open [start, end) instants: usage counts from `startMs`. */
+  periods: Record<"day" | "month", BudgetPeriod>;
   scopes: BudgetScopeStatus[];
   /** Usage per user (`<channel>:<user id>`) and per conversation, today and this month. */
   usage: Record<"user" | "conversation", Record<"day" | "month", UsageRow[]>>;
+  /**
+   * The per-user budget (`user:<channel>:<user id>`) of each user in `usage`, measured now; empty
+   * when no per-user budget is configured.
+   */
+  users: BudgetScopeStatus[];
+}
+
+export interface BudgetPeriod {
+  startMs: number;
+  endMs: number;
+}
+
+/** What one conversation's runs used today and this month (budgets limit users and surfaces, not conversations). */
+export interface ConversationUsage {
+  conversationId: string;
+  timezone: string;
+  day: UsageTotals & BudgetPeriod;
+  month: UsageTotals & BudgetPeriod;
 }

@@ -78,7 +78,7 @@ export interface BlobJanitorOptions {
   blobs: BlobStore;
   /** The engine's reference query; read after the listing, so a row saved meanwhile counts. */
   references(): Promise<BlobReferences>;
-  /** Blob ids of one conversation's messages (read before /new or a purge drops them). */
+  /** Blob ids of one conversation's messages and outgoing files (read before /new or a purge drops them). */
   conversationBlobIds(conversationId: string): Promise<ReadonlySet<string>>;
   now(): number;
   logger: Logger;

@@ -62,7 +62,7 @@ export interface StoreBackend {
    * unfinished runs), `kept` by the messages of conversations not left with /new.
    */
   blobReferences(): Promise<BlobReferences>;
-  /** Blob ids the messages of one conversation point at; empty when none. */
+  /** Blob ids the messages of one conversation point at, and the files its outbox sends (an /export); empty when none. */
   conversationBlobIds(conversationId: string): Promise<Set<string>>;
   /**
    * Makes this process the database's one active gateway, which recovers every run and send a

@@ -2,8 +2,10 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { InboundMessage } from "../../channels/types.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { type ChatCommands, type CommandScope, createChatCommands } from "../../src/gateway/commands.ts";
+import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
+import { readBlobReferences } from "../../src/store/sqlite/blob-references.ts";
 import { systemClock } from "../../src/util/clock.ts";
-import { createHarness, type RuntimeHarness } from "../support/runtime.ts";
+import { createHarness, type RuntimeHarness, tempDir } from "../support/runtime.ts";
 
 let harness: RuntimeHarness;
 let schedules: ScheduleService;
@@ -151,5 +153,99 @@ describe("chat commands: running", () => {
     expect((await harness.stores.outbox.show("notice:telegram:bot1:u-long"))?.markdown).toBe(
       "Your message is too long",
     );
+  });
+});
+
+describe("chat commands: /export", () => {
+  let blobDir: ReturnType<typeof tempDir>;
+  let blobs: DirectoryBlobStore;
+  let exporting: ChatCommands;
+  beforeEach(() => {
+    blobDir = tempDir("switchboard-export-blobs-");
+    blobs = new DirectoryBlobStore(blobDir.path);
+    exporting = createChatCommands({
+      runtime: harness.runtime,
+      store: harness.stores.runtime,
+      state: harness.stores.runtime,
+      outbox: harness.stores.outbox,
+      schedules,
+      defaultTimezone: "Europe/Berlin",
+      clock: systemClock,
+      notify: () => {},
+      // Telegram takes files; the web chat sends none.
+      files: {
+        store: blobs,
+        limits: (channel) =>
+          channel === "telegram" ? { maxFileBytes: 1024 * 1024, maxCaptionChars: 1024 } : undefined,
+      },
+    });
+  });
+  afterEach(() => blobDir.cleanup());
+
+  /** One settled exchange in the chat's conversation. */
+  async function exchange(conversationId: string, question: string, answer: string): Promise<void> {
+    const nowMs = Date.now();
+    const admitted = await harness.stores.runtime.admit({
+      conversation: { id: conversationId },
+      idempotencyKey: `k-${question}`,
+      fingerprint: question,
+      parts: [{ type: "text", text: question }],
+      context: null,
+      policy: "queue",
+      coalescePending: false,
+      proposedIds: { runId: `run_${++updates}`, messageId: `msg_${updates}` },
+      nowMs,
+    });
+    const acquired = await harness.stores.runtime.acquireRun({
+      runId: admitted.runId,
+      owner: "t",
+      nowMs,
+      leaseMs: 60_000,
+    });
+    await harness.stores.runtime.commitTerminal({
+      fence: acquired!.fence,
+      state: "completed",
+      assistantParts: [{ type: "text", text: answer }],
+      nowMs,
+    });
+  }
+
+  test("a channel that takes files gets one Markdown file in the blob store, pinned until sent; a redelivery adds nothing", async () => {
+    const first = await scope("/export", "u-export");
+    await exchange(first.conversationId, "what rhymes with orange?", "Nothing quite does.");
+    const reply = await exporting.run("export", first);
+    expect(reply.text).toMatch(/^This conversation as Markdown: 2 messages, exported .* UTC\.$/);
+    const record = await harness.stores.outbox.show("notice:telegram:bot1:u-export");
+    if (record?.kind !== "message" || !record.media) throw new Error("expected a file record");
+    expect(record.markdown).toBe(reply.text);
+    expect(record.media).toMatchObject({
+      filename: `conversation-${first.conversationId}.md`,
+      mimeType: "text/markdown",
+    });
+    const bytes = await blobs.read(record.media.blobId);
+    const markdown = new TextDecoder().decode(bytes!);
+    expect(record.media.sizeBytes).toBe(bytes!.byteLength);
+    expect(markdown).toContain("what rhymes with orange?");
+    expect(markdown).toContain("Nothing quite does.");
+    expect((await readBlobReferences(harness.stores.db)).pinned.has(record.media.blobId)).toBe(true);
+
+    expect(await exporting.run("export", await scope("/export", "u-export"))).toEqual({
+      duplicate: true,
+      text: "",
+    });
+    expect(await harness.stores.outbox.list({ conversationId: first.conversationId })).toHaveLength(1);
+    expect(await Array.fromAsync(blobs.list())).toHaveLength(1);
+  });
+
+  test("the web chat, which takes no files, gets the transcript as a Markdown message", async () => {
+    const web = await scope("/export", "u-export-web");
+    const message = { ...web.message, channel: "web" as const };
+    await exchange(web.conversationId, "hello from the browser", "Hello!");
+    const reply = await exporting.run("export", { ...web, message });
+    expect(reply.text).toStartWith(`# Conversation ${web.conversationId}`);
+    expect(reply.text).toContain("hello from the browser");
+    const record = await harness.stores.outbox.show("notice:telegram:bot1:u-export-web");
+    expect(record).toMatchObject({ kind: "message", media: null, markdown: reply.text, channel: "web" });
+    expect(await Array.fromAsync(blobs.list())).toEqual([]);
   });
 });

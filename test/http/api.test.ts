@@ -544,7 +544,17 @@ describe("budgets over the API", () => {
     const overview = await client.budgets.show();
     expect(overview.scopes.map((s) => s.scope)).toEqual(["surface:*:*", "user:telegram:42"]);
     expect(Object.keys(overview.usage)).toEqual(["user", "conversation"]);
+    expect(overview.periods.day.endMs).toBeGreaterThan(seed.clock.now());
+    expect(overview.periods.month.endMs).toBeGreaterThanOrEqual(overview.periods.day.endMs);
     expect((await client.budgets.clear("user:telegram:42", "operator:bob")).override).toBeNull();
+    const usage = await client.budgets.conversation(seed.telegram.conversationId);
+    expect(usage).toMatchObject({
+      conversationId: seed.telegram.conversationId,
+      timezone: "UTC",
+      day: { runs: 0, tokens: 0, startMs: overview.periods.day.startMs, endMs: overview.periods.day.endMs },
+      month: { runs: 0, startMs: overview.periods.month.startMs },
+    });
+    expect((await get(`/api/conversations/${seed.telegram.conversationId}/usage`, {})).status).toBe(401);
     await expect(client.budgets.clear("user:telegram:42", "operator:bob")).rejects.toMatchObject({
       code: "not_found",
     });

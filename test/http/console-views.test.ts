@@ -27,6 +27,8 @@ let browser: Browser;
 let changes: ChangeFeed;
 /** The seed's queued run, given two model steps, a tool call and an answer below. */
 let DETAILED_RUN: string;
+/** The conversation of the one run the budgets count (its context names a channel and user). */
+let BUDGET_CONVERSATION: string;
 
 beforeAll(async () => {
   dir = tempDir("switchboard-console-views-");
@@ -86,7 +88,17 @@ beforeAll(async () => {
     conversationId: seed.telegram.conversationId,
     nowMs: nowMs + 2000,
   });
-  const operator = createOperatorService({ stores: seed.stores, clock: seed.clock });
+  const operator = createOperatorService({
+    stores: seed.stores,
+    clock: seed.clock,
+    budgets: {
+      budgets: {
+        perUser: { tokensPerDay: 5000, costPerMonthUsd: 2 },
+        perSurface: { "*:*": { tokensPerMonth: 1_000_000 } },
+      },
+      timezone: "UTC",
+    },
+  });
   const metrics = createMetrics();
   for (const ms of [1.5, 2.5, 4, 40]) metrics.replyStage("send", ms);
   metrics.stepLatency(900);
@@ -132,6 +144,52 @@ afterAll(async () => {
   seed?.stores.close();
   dir?.cleanup();
 });
+
+/**
+ * A user's run with usage, counted by the budgets (a run counts when its context names a channel
+ * and user); made by the budgets test, so the other views' counts stay the seed's.
+ */
+async function spendInBudgetConversation(): Promise<void> {
+  const nowMs = seed.clock.now();
+  const spent = await seed.stores.runtime.admit({
+    conversation: { key: "telegram:dm:budget-4242" },
+    idempotencyKey: "budget-run-1",
+    fingerprint: "budget-run-1",
+    parts: [{ type: "text", text: "a costly question" }],
+    context: { channel: "telegram", surface: "dm", principal: { id: "4242" } },
+    policy: "queue",
+    coalescePending: false,
+    proposedIds: { runId: "run_budget1", messageId: "msg_budget1" },
+    nowMs,
+  });
+  BUDGET_CONVERSATION = spent.conversationId;
+  const spending = (await seed.stores.runtime.acquireRun({
+    runId: spent.runId,
+    owner: "t",
+    nowMs,
+    leaseMs: 60_000,
+  }))!;
+  await seed.stores.runtime.checkpoint({
+    fence: spending.fence,
+    assistantParts: [{ type: "text", text: "An answer that cost something." }],
+    step: {
+      step: 0,
+      model: "openrouter:acme/fast-1",
+      finishReason: "stop",
+      usage: { inputTokens: 1400, outputTokens: 100, costUsd: 0.003 },
+      startedAtMs: nowMs,
+      finishedAtMs: nowMs + 500,
+    },
+    joinedInputIds: [],
+    nowMs,
+  });
+  await seed.stores.runtime.commitTerminal({
+    fence: spending.fence,
+    state: "completed",
+    assistantParts: [{ type: "text", text: "An answer that cost something." }],
+    nowMs: nowMs + 600,
+  });
+}
 
 async function signedIn(hash = "", viewport = { width: 1200, height: 800 }): Promise<Page> {
   const page = await browser.newPage({ viewport });
@@ -291,6 +349,61 @@ describe("console views", () => {
     }
   }, 30_000);
 
+  test("budgets: limits in force, usage per user with their budget and per conversation, and a conversation's own usage", async () => {
+    await spendInBudgetConversation();
+    const page = await signedIn("#/budgets");
+    try {
+      const cells = (selector: string) => page.locator(`${selector} td`).allTextContents();
+      await page.locator('tr[data-user="telegram:4242"][data-period="day"]').waitFor();
+      expect(await page.locator("#budget-periods").textContent()).toContain("Days and months in UTC");
+      const surface = await cells('tr[data-scope="surface:*:*"][data-field="tokensPerMonth"]');
+      expect(surface.slice(1, 4)).toEqual(["1,000,000 tokens a month", "1,500", "998,500 left"]);
+      expect(surface[4]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+      expect(surface[5]).toBe("ok");
+      const today = await cells('tr[data-user="telegram:4242"][data-period="day"]');
+      expect(today.slice(1)).toEqual([
+        "today",
+        "1",
+        "1,500",
+        "$0.0030",
+        "5,000 tokens a day · 3,500 left",
+        expect.stringMatching(/^\d{4}-\d\d-\d\d 00:00:00$|^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+      ]);
+      const month = await cells('tr[data-user="telegram:4242"][data-period="month"]');
+      expect(month.slice(1, 6)).toEqual([
+        "this month",
+        "1",
+        "1,500",
+        "$0.0030",
+        "$2.00 a month · $2.00 left",
+      ]);
+      expect(month[6]).not.toBe(today[6]);
+      const conversation = page.locator(`tr[data-conversation="${BUDGET_CONVERSATION}"][data-period="day"]`);
+      expect((await conversation.locator("td").allTextContents()).slice(1, 5)).toEqual([
+        "today",
+        "1",
+        "1,500",
+        "$0.0030",
+      ]);
+      expect(await page.locator('#tabs button[data-tab="budgets"]').getAttribute("class")).toContain(
+        "active",
+      );
+      await screenshot(page, "console-budgets");
+
+      await conversation.locator("a").click();
+      await page.locator("#messages .bubble", { hasText: "An answer that cost something." }).waitFor();
+      expect(new URL(page.url()).hash).toBe(`#/conversations/${BUDGET_CONVERSATION}`);
+      const usage = await page.locator("#conversation-usage").textContent();
+      expect(usage).toContain("today 1,500 tokens, $0.0030 in 1 runs");
+      expect(usage).toContain("this month 1,500 tokens, $0.0030 in 1 runs");
+      // A conversation the budgets never counted shows zero, not nothing.
+      await page.goto(`${server.url}/console#/conversations/${seed.slack.conversationId}`);
+      await page.locator("#conversation-usage", { hasText: "today 0 tokens, $0.0000 in 0 runs" }).waitFor();
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
   test("a deep link opens its view and filters, and a reload keeps them", async () => {
     const page = await signedIn(`#/outbox?state=delivered&conversation=${seed.telegram.conversationId}`);
     try {
@@ -382,6 +495,7 @@ describe("console views", () => {
         `#/outbox/${seed.ambiguous.outboxId}`,
         "#/approvals",
         "#/schedules",
+        "#/budgets",
         "#/search?q=standup",
       ];
       for (const hash of views) {

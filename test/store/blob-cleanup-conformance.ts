@@ -159,6 +159,41 @@ export function runBlobCleanupConformance(engine: string, open: () => Promise<Bl
       }
     });
 
+    test("/forget removes a file the conversation was sent (an /export) at once, not after the grace", async () => {
+      const { backend, close } = await open();
+      try {
+        let now = Date.now();
+        const janitor = new BlobJanitor({
+          blobs: backend.blobs,
+          references: () => backend.blobReferences(),
+          conversationBlobIds: (id) => backend.conversationBlobIds(id),
+          now: () => now,
+          logger: recordingLogger(),
+          graceMs: HOUR_MS,
+        });
+        const { id: blobId } = await backend.blobs.put(
+          (async function* () {
+            yield new TextEncoder().encode("# Conversation conv-chat-x\n\nmy secret is marmalade\n");
+          })(),
+          { maxBytes: 1000 },
+        );
+        const media = { blobId, filename: "conversation.md", mimeType: "text/markdown", sizeBytes: 50 };
+        const [id] = await backend.outbox.insert([messageInsert("chat-x", "the export", { media })], now);
+        await backend.outbox.markSending(id!, now);
+        await backend.outbox.markDelivered(id!, { messageIds: ["m1"] }, now);
+        expect(await backend.conversationBlobIds("conv-chat-x")).toEqual(new Set([blobId]));
+        now += 60_000;
+        const released = await janitor.collect("conv-chat-x");
+        expect(await backend.runtime.purgeConversation("conv-chat-x", { nowMs: now })).toMatchObject({
+          outcome: "purged",
+        });
+        await janitor.sweep(released);
+        expect(await backend.blobs.stat(blobId)).toBeNull();
+      } finally {
+        await close();
+      }
+    });
+
     test("a put of bytes already stored renews the blob, so a sweep leaves it", async () => {
       const { backend, close } = await open();
       try {

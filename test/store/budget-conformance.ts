@@ -11,6 +11,8 @@ export interface BudgetHarness {
 }
 
 const T0 = 1_800_000_000_000;
+/** A fresh PostgreSQL database with every migration takes seconds on a loaded machine. */
+const CONFORMANCE_TIMEOUT_MS = 30_000;
 
 /** The BudgetStore contract, run against each engine: usage comes from runs' recorded steps. */
 export function runBudgetConformance(engine: string, open: () => Promise<BudgetHarness>): void {
@@ -129,7 +131,16 @@ export function runBudgetConformance(engine: string, open: () => Promise<BudgetH
           ["a", 180],
           ["b", 30],
         ]);
+        expect(await h.budgets.conversationUsageSince("b", T0)).toEqual({
+          tokens: 30,
+          tokensUnknownRuns: 0,
+          costUsd: 0,
+          costUnknownRuns: 1,
+          runs: 1,
+        });
+        expect((await h.budgets.conversationUsageSince("a", T0 + 1)).runs).toBe(0);
       }),
+      CONFORMANCE_TIMEOUT_MS,
     );
 
     test(
@@ -139,7 +150,9 @@ export function runBudgetConformance(engine: string, open: () => Promise<BudgetH
         expect(await h.runtime.purgeConversation("p", { nowMs: T0 + 5 })).toEqual({ outcome: "purged" });
         expect((await h.budgets.usageSince({ kind: "user", principal: "telegram:42" }, T0)).tokens).toBe(42);
         expect(await h.budgets.usageBy("conversation", T0, 10)).toEqual([]);
+        expect((await h.budgets.conversationUsageSince("p", T0)).runs).toBe(0);
       }),
+      CONFORMANCE_TIMEOUT_MS,
     );
 
     test(
@@ -176,6 +189,7 @@ export function runBudgetConformance(engine: string, open: () => Promise<BudgetH
         expect(await h.budgets.clearOverride(scope)).toBe(false);
         expect(await h.budgets.override(scope)).toBeNull();
       }),
+      CONFORMANCE_TIMEOUT_MS,
     );
   });
 }

@@ -134,6 +134,10 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       const page = await operator.conversations.show(id, { cursor: q.cursor, limit: q.limit });
       return found(page, `conversation ${id}`, "GET /api/conversations");
     }),
+    read("/api/conversations/:id/usage", async (c) => {
+      query(c, noQuery);
+      return operator.budgets.conversation(param(c, "id"));
+    }),
     read("/api/search", async (c) => {
       const q = query(c, searchQuery);
       return operator.search(q.q, { conversationId: q.conversation, limit: q.limit });

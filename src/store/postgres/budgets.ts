@@ -103,6 +103,14 @@ export function createPostgresBudgetStore(sql: SQL): BudgetStore {
       return totalsFromRow(row);
     },
 
+    async conversationUsageSince(conversationId, sinceMs) {
+      const [row] = await sql.unsafe<TotalsRow[]>(
+        `SELECT ${TOTALS_SQL} FROM budget_usage WHERE conversation_id = $1 AND at_ms >= $2`,
+        [conversationId, sinceMs],
+      );
+      return totalsFromRow(row);
+    },
+
     async usageBy(group, sinceMs, limit) {
       const column = group === "user" ? "principal" : "conversation_id";
       const rows = await sql.unsafe<Array<TotalsRow & { key: string }>>(

@@ -93,6 +93,16 @@ export function createSqliteBudgetStore(db: Database): BudgetStore {
       return totalsFromRow(row);
     },
 
+    async conversationUsageSince(conversationId, sinceMs) {
+      return totalsFromRow(
+        db
+          .query<TotalsRow, [string, number]>(
+            `SELECT ${TOTALS_SQL} FROM budget_usage WHERE conversation_id = ? AND at_ms >= ?`,
+          )
+          .get(conversationId, sinceMs),
+      );
+    },
+
     async usageBy(group, sinceMs, limit) {
       const column = group === "user" ? "principal" : "conversation_id";
       return db

@@ -7,6 +7,7 @@
 import type { Dashboard } from "../../dashboard.ts";
 import { ApiError, api, authHeaders, messageOf, setToken, token, whenUnauthorized } from "./console/api.js";
 import { showApprovals } from "./console/approvals.js";
+import { showBudgets } from "./console/budgets.js";
 import { showConversations } from "./console/conversations.js";
 import { showDashboard } from "./console/dashboard.js";
 import { showOutbox } from "./console/outbox.js";
@@ -96,6 +97,8 @@ async function show(target: HTMLElement, route: Route, live: AbortSignal): Promi
       return showApprovals(target, route);
     case "schedules":
       return showSchedules(target, route);
+    case "budgets":
+      return showBudgets(target, route);
     case "search":
       return showSearch(target, route);
   }

@@ -3,7 +3,12 @@
  * "Load older", command replies among the messages, and its live event stream.
  */
 import type { OutboxRecord } from "../../../../../outbox/types.ts";
-import type { CommandInput, ConversationListItem, ConversationSummary } from "../../../../operator/types.ts";
+import type {
+  CommandInput,
+  ConversationListItem,
+  ConversationSummary,
+  ConversationUsage,
+} from "../../../../operator/types.ts";
 import type { RuntimeEvent } from "../../../../runtime/events.ts";
 import type { MessagePageItem } from "../../../../runtime/store.ts";
 import type { MessagePart, RunState } from "../../../../runtime/types.ts";
@@ -11,6 +16,7 @@ import { formatTime, h, idCell, preview, timeCell } from "../dom.js";
 import { readEventStream } from "../event-stream.js";
 import { renderMarkdown } from "../markdown.js";
 import { api, authHeaders, messageOf, type Page, withQuery } from "./api.js";
+import { conversationUsageLine } from "./budgets.js";
 import { href, navigate, type Route } from "./router.js";
 import { badge, pagedTable, toast } from "./ui.js";
 
@@ -55,9 +61,10 @@ export async function showConversations(view: HTMLElement, route: Route, live: A
 
 async function showConversation(view: HTMLElement, id: string, live: AbortSignal): Promise<void> {
   const path = `/api/conversations/${encodeURIComponent(id)}`;
-  const [page, replies] = await Promise.all([
+  const [page, replies, usage] = await Promise.all([
     api<ConversationPage>(withQuery(path, { limit: 50 })),
     api<Page<OutboxRecord>>(withQuery("/api/outbox", { conversation: id, limit: 200 })),
+    api<ConversationUsage>(`${path}/usage`),
   ]);
   // Command exchanges are no messages: the command as received, and its reply (an outbox record of no run).
   const commands: Array<{ createdAtMs: number; node: () => HTMLElement }> = [
@@ -109,6 +116,7 @@ async function showConversation(view: HTMLElement, id: string, live: AbortSignal
       " · ",
       h("a", { href: href({ tab: "outbox", query: { conversation: id } }) }, "its replies"),
     ),
+    conversationUsageLine(usage),
     h(
       "div",
       { class: "split" },
@@ -165,10 +173,12 @@ function commandInputNode(input: CommandInput): HTMLElement {
 
 function commandNode(record: OutboxRecord): HTMLElement {
   const body = h("div", { class: "bubble-text" });
-  renderMarkdown(body, record.markdown || "(empty)");
+  const media = record.kind === "message" ? record.media : null;
+  renderMarkdown(body, record.markdown || (media ? "" : "(empty)"));
   return h(
     "article",
     { class: "bubble assistant command", "data-at": String(record.createdAtMs), "data-outbox": record.id },
+    media ? h("div", { class: "bubble-file mono" }, `📎 ${media.filename} (${media.mimeType})`) : null,
     body,
     h(
       "div",

@@ -10,6 +10,7 @@ export const TABS = [
   "outbox",
   "approvals",
   "schedules",
+  "budgets",
   "search",
 ] as const;
 export type Tab = (typeof TABS)[number];
