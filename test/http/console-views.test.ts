@@ -325,6 +325,18 @@ describe("console views", () => {
       await page.fill("#search-q", "77123");
       await page.click("#search-form button[type=submit]");
       await page.locator(`tr[data-id="${old.conversationId}"]`).waitFor();
+      // The channel filter on messages goes by each hit's run, however old its conversation.
+      await page.goto(`${server.url}/console#/search?q=long%20ago&channel=telegram`);
+      await page.locator("tr.hit mark", { hasText: "long" }).waitFor();
+      await page.selectOption("#search-channel", "slack");
+      await page.locator("h3", { hasText: "Messages (0)" }).waitFor();
+      await page.selectOption("#search-channel", "");
+      // 600 keys match: the 100 most recently active are shown, and the page says there are more.
+      await page.fill("#search-q", "web:filler-");
+      await page.click("#search-form button[type=submit]");
+      await page.locator("#search-more-people").waitFor();
+      expect(await page.locator("tr[data-id]").count()).toBe(100);
+      await page.locator("tr[data-id] td:nth-child(3)", { hasText: "web:filler-599" }).waitFor();
       await page.fill("#search-q", seed.delivered.runId);
       await page.click("#search-form button[type=submit]");
       await page.waitForFunction((id) => location.hash === `#/runs/${id}`, seed.delivered.runId);
