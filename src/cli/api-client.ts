@@ -180,7 +180,9 @@ export function createApiOperatorService(options: ApiClientOptions): OperatorSer
     },
     conversations: {
       list: (filter) =>
-        request("GET", "api/conversations", { query: { cursor: filter.cursor, limit: filter.limit } }),
+        request("GET", "api/conversations", {
+          query: { q: filter.query, cursor: filter.cursor, limit: filter.limit },
+        }),
       show: (conversationId, page) =>
         request("GET", `api/conversations/${id(conversationId)}`, {
           query: { cursor: page.cursor, limit: page.limit },

@@ -7,3 +7,6 @@ export const OPERATOR_LIMITS = {
   occurrences: { default: 20, max: 500 },
   search: { default: 20, max: 100 },
 } as const;
+
+/** The longest conversation search (`query` of the conversation list) accepted, in characters. */
+export const CONVERSATION_QUERY_MAX = 200;

@@ -22,10 +22,14 @@ export interface OperatorQueries {
   /**
    * Conversations most recently active first (never-active ones by creation time, ties by id
    * descending), at most `limit`. `before` is `[activityMs, id]` of the previous page's last one.
+   * `matching`: only conversations where it occurs, case-insensitively (ASCII letters at least; other
+   * letters as the engine's lower() folds them), in the id or name of a user who had a run there,
+   * or in a channel key mapped to it; `%` and `_` in it are plain characters.
    */
   listConversations(page: {
     before?: readonly [number, string];
     limit: number;
+    matching?: string;
   }): Promise<ConversationSummary[]>;
   /** One conversation's summary; null when there is no such conversation. */
   conversationSummary(conversationId: string): Promise<ConversationSummary | null>;

@@ -22,7 +22,15 @@ import { branchConversation, importConversation, readConversationExport } from "
 import { type ForgetOptions, forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
 import type { ConversationListItem, ConversationSummary, OperatorService } from "./types.ts";
-import { checkActor, checkLimit, checkNote, checkOneOf, OUTBOX_STATES, RUN_STATES } from "./validate.ts";
+import {
+  checkActor,
+  checkConversationQuery,
+  checkLimit,
+  checkNote,
+  checkOneOf,
+  OUTBOX_STATES,
+  RUN_STATES,
+} from "./validate.ts";
 
 export { OPERATOR_LIMITS } from "./limits.ts";
 export type { ConversationSummary, OperatorService } from "./types.ts";
@@ -293,7 +301,12 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         const { default: fallback, max } = OPERATOR_LIMITS.conversations;
         const limit = checkLimit("limit", filter.limit, fallback, max);
         const before = filter.cursor === undefined ? undefined : decodeCursor("conversations", filter.cursor);
-        const rows = await queries.listConversations({ ...(before ? { before } : {}), limit: limit + 1 });
+        const matching = checkConversationQuery("query", filter.query);
+        const rows = await queries.listConversations({
+          ...(before ? { before } : {}),
+          ...(matching === undefined ? {} : { matching }),
+          limit: limit + 1,
+        });
         const page = toPage(rows, limit, "conversations", (c) => [c.lastActivityAtMs ?? c.createdAtMs, c.id]);
         return { ...page, items: await Promise.all(page.items.map(withLatest)) };
       },

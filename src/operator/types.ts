@@ -44,8 +44,13 @@ export interface OperatorService {
     show(runId: string): Promise<RunDetail | null>;
   };
   conversations: {
-    /** One page, most recently active first; `cursor` is the `nextCursor` of the previous page. */
-    list(filter: { cursor?: string; limit?: number }): Promise<Page<ConversationListItem>>;
+    /**
+     * One page, most recently active first; `cursor` is the `nextCursor` of the previous page.
+     * `query` keeps the conversations, of any age, where it occurs case-insensitively in a user's id
+     * or name (so in the title) or in the channel key; `%` and `_` are plain characters, blank is
+     * no filter, longer than CONVERSATION_QUERY_MAX is `input_invalid`.
+     */
+    list(filter: { cursor?: string; limit?: number; query?: string }): Promise<Page<ConversationListItem>>;
     /**
      * The conversation and one page of its messages, newest first, each with its run's state
      * (superseded/absorbed marked); `cursor` (the previous page's `nextCursor`) pages to older

@@ -6,6 +6,7 @@ import { OUTBOX_TRANSITIONS } from "../../outbox/transitions.ts";
 import type { OutboxState } from "../../outbox/types.ts";
 import { SwitchboardError } from "../errors.ts";
 import { ACTIVE_RUN_STATES, type RunState, TERMINAL_RUN_STATES } from "../runtime/types.ts";
+import { CONVERSATION_QUERY_MAX } from "./limits.ts";
 
 export const RUN_STATES: readonly RunState[] = [...ACTIVE_RUN_STATES, ...TERMINAL_RUN_STATES];
 export const OUTBOX_STATES = Object.keys(OUTBOX_TRANSITIONS) as OutboxState[];
@@ -62,6 +63,20 @@ export function checkNote(field: string, note: string): string {
     throw new SwitchboardError(
       "input_invalid",
       `${field} is required: say what you checked on the platform (it is kept in the record's history).`,
+      { details: { field } },
+    );
+  }
+  return trimmed;
+}
+
+/** The conversation search trimmed, undefined when blank (no filter); `input_invalid` when too long. */
+export function checkConversationQuery(field: string, value: string | undefined): string | undefined {
+  const trimmed = value?.trim() ?? "";
+  if (trimmed === "") return undefined;
+  if (trimmed.length > CONVERSATION_QUERY_MAX) {
+    throw new SwitchboardError(
+      "input_invalid",
+      `${field} is ${trimmed.length} characters long; search with at most ${CONVERSATION_QUERY_MAX} (part of a name, user id or channel key is enough).`,
       { details: { field } },
     );
   }

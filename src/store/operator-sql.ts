@@ -63,14 +63,26 @@ export type Param = (n: number, type: "text" | "bigint") => string;
 
 /**
  * A page of conversations, most recently active first (never-active ones by creation time), after
- * the key (`p(1)` activity ms, `p(2)` id) of the previous page's last one; `p(3)` the limit.
+ * the key (`p(1)` activity ms, `p(2)` id) of the previous page's last one; `p(3)` the limit. When
+ * `matching`, only conversations with a conversation_lookup term LIKE `p(4)` (a `containsPattern`):
+ * the filter selects from every conversation before the page is ordered, so age does not matter.
  */
-export function conversationPageSql(p: Param): string {
+export function conversationPageSql(p: Param, matching = false): string {
   return conversationSummarySql(
-    "",
+    matching
+      ? `WHERE c.id IN (SELECT conversation_id FROM conversation_lookup WHERE term LIKE ${p(4, "text")} ESCAPE '\\')`
+      : "",
     `WHERE (${p(1, "bigint")} IS NULL OR (COALESCE(last_activity_at_ms, created_at_ms), id) < (${p(1, "bigint")}, ${p(2, "text")}))
      ORDER BY COALESCE(last_activity_at_ms, created_at_ms) DESC, id DESC LIMIT ${p(3, "bigint")}`,
   );
+}
+
+/**
+ * The LIKE pattern (ESCAPE '\') that finds `text` anywhere in a lower-cased term: lower-cased
+ * itself, with `%`, `_` and the escape character taken literally.
+ */
+export function containsPattern(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** Runs newest first: `p(1)` state, `p(2)` conversation, `p(3)` before this queue_seq, `p(4)` limit; NULL: any. */

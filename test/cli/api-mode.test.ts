@@ -67,6 +67,15 @@ describe("API mode", () => {
         query: { cursor, limit: "2" },
       });
 
+      const matching = await api(["conversations", "list", "-q", seed.slack.key, "--limit", "5", "--json"]);
+      expect(json(matching)).toEqual(
+        asJson((await operator.conversations.list({ query: seed.slack.key })).items),
+      );
+      expect(gateway.requests.at(-1)).toMatchObject({
+        path: "/api/conversations",
+        query: { q: seed.slack.key, limit: "5" },
+      });
+
       // --all follows nextCursor page by page; the JSON is the whole list, as without paging.
       const everyRun = await api(["runs", "list", "--limit", "2", "--all", "--json"]);
       expect(json(everyRun)).toEqual(asJson((await operator.runs.list({})).items));

@@ -159,6 +159,28 @@ describe("reading", () => {
   );
 
   test(
+    "conversations list --query / -q keeps the matching conversations; none says so; too long is refused",
+    async () => {
+      const byKey = await sb("conversations", "list", "--query", seed.slack.key.toUpperCase(), "--json");
+      expect(json(byKey)).toEqual(
+        asJson((await operator.conversations.list({ query: seed.slack.key })).items),
+      );
+      expect(json<Array<{ id: string }>>(byKey).map((c) => c.id)).toEqual([seed.slack.conversationId]);
+      const short = await sb("conversations", "list", "-q", seed.telegram.key);
+      expect(short.code).toBe(0);
+      expect(short.stdout).toContain(seed.telegram.conversationId);
+      expect(short.stdout).not.toContain(seed.slack.conversationId);
+      const none = await sb("conversations", "list", "-q", "%");
+      expect(none.code).toBe(0);
+      expect(none.stdout).toBe('No conversation matches "%".\n');
+      const long = await sb("conversations", "list", "-q", "x".repeat(201));
+      expect(long.code).toBe(4);
+      expect(long.stderr).toContain("query is 201 characters long; search with at most 200");
+    },
+    TIMEOUT_MS,
+  );
+
+  test(
     "schedules list shows live ones of every conversation; --all adds ended ones",
     async () => {
       const { daily, paused, cancelled } = seed.schedules;

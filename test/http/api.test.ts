@@ -234,6 +234,37 @@ describe("operator reads", () => {
     expect((await get("/api/conversations/conv_nope")).status).toBe(404);
   });
 
+  test("conversations?q= keeps the matching ones (any case, wildcards literal), paged with the same cursors", async () => {
+    type Listed = { items: Array<{ id: string }>; nextCursor: string | null };
+    const list = async (query: string) => {
+      const response = await get(`/api/conversations?${query}`);
+      expect(response.status).toBe(200);
+      return (await response.json()) as Listed;
+    };
+    const slackKey = encodeURIComponent(seed.slack.key.toUpperCase());
+    expect(await list(`q=${slackKey}`)).toEqual({
+      items: [expect.objectContaining({ id: seed.slack.conversationId, key: seed.slack.key })],
+      nextCursor: null,
+    });
+    expect(await list(`q=${encodeURIComponent("%")}`)).toEqual({ items: [], nextCursor: null });
+    expect(await list("q=nobody-by-this-name")).toEqual({ items: [], nextCursor: null });
+    // Empty is absent: the whole list.
+    expect((await list("q=")).items).toHaveLength(2);
+    // Both keys have a ':'; one per page, the cursor keeps to the filtered list.
+    const first = await list(`q=${encodeURIComponent(":")}&limit=1`);
+    expect(first.items).toHaveLength(1);
+    expect(first.nextCursor).not.toBeNull();
+    const second = await list(`q=${encodeURIComponent(":")}&limit=1&cursor=${first.nextCursor}`);
+    expect(second.nextCursor).toBeNull();
+    expect([...first.items, ...second.items].map((c) => c.id).sort()).toEqual(
+      [seed.telegram.conversationId, seed.slack.conversationId].sort(),
+    );
+    expect(calls.at(-1)).toEqual({
+      method: "conversations.list",
+      args: [{ cursor: first.nextCursor, limit: 1, query: ":" }],
+    });
+  });
+
   test("outbox: list by state and conversation, one record by id", async () => {
     const ambiguous = (await (await get("/api/outbox?state=ambiguous")).json()) as {
       items: Array<{ id: string }>;
@@ -290,6 +321,16 @@ describe("input validation", () => {
       expect(error.code).toBe("input_invalid");
       expect(error.message).toContain(`'${field}'`);
     }
+    // A conversation search longer than 200 characters: the documented error, no store read.
+    const before = calls.length;
+    const long = await get(`/api/conversations?q=${"x".repeat(201)}`);
+    expect(long.status).toBe(400);
+    expect(await errorOf(long)).toEqual({
+      code: "input_invalid",
+      message: "Invalid query parameter 'q': longer than 200 characters.",
+    });
+    expect(calls.length).toBe(before);
+    expect((await get(`/api/conversations?q=${"x".repeat(200)}`)).status).toBe(200);
     // A cursor that is not one this list handed out: refused, with what to pass instead.
     const forged = await get("/api/outbox?cursor=bm9wZQ");
     expect(forged.status).toBe(400);
@@ -488,6 +529,11 @@ describe("the CLI's API client against this server (the contract both sides are 
     expect((await client.runs.show(seed.delivered.runId))?.answerText).toBe("Here is **the summary**.");
     expect(await client.runs.show("run_nope")).toBeNull();
     expect(await client.conversations.show("conv_nope", {})).toBeNull();
+    const found = await client.conversations.list({ query: seed.telegram.key.toUpperCase() });
+    expect(found.items.map((c) => c.id)).toEqual([seed.telegram.conversationId]);
+    await expect(client.conversations.list({ query: "y".repeat(201) })).rejects.toMatchObject({
+      code: "input_invalid",
+    });
     const page = await client.conversations.show(seed.slack.conversationId, { limit: 1 });
     expect(page?.items.length).toBe(1);
     expect((await client.outbox.list({ state: "cancelled" })).items.map((r) => r.id)).toEqual([

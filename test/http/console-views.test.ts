@@ -318,7 +318,7 @@ describe("console views", () => {
     }
   }, 30_000);
 
-  test("search: words find messages, a user finds their conversation, an id opens its record", async () => {
+  test("search: words find messages, a user finds their conversation (however old), an id opens its record", async () => {
     const page = await signedIn("#/search");
     try {
       await page.fill("#search-q", "standup");
@@ -340,6 +340,61 @@ describe("console views", () => {
       await page.goto(`${server.url}/console#/search?q=C9`);
       await page.locator(`tr[data-id="${seed.slack.conversationId}"]`).waitFor();
       await screenshot(page, "console-search");
+      // A user who wrote a day before everyone else, behind 600 more recently active chats: the
+      // server searches every conversation, by the user's name or id.
+      const old = await seed.stores.runtime.admit({
+        conversation: { key: "tg:bot-1:dm:77123" },
+        idempotencyKey: "old-user-1",
+        fingerprint: "fp-old-user-1",
+        parts: [{ type: "text", text: "hello from long ago" }],
+        context: {
+          channel: "telegram",
+          account: "bot-1",
+          target: "77123",
+          surface: "dm",
+          delivery: "terminal",
+          conversationKey: "tg:bot-1:dm:77123",
+          principal: { id: "77123", name: "Hannelore Quist" },
+          origin: "user",
+        },
+        policy: "queue",
+        coalescePending: false,
+        proposedIds: { runId: "run_olduser1", messageId: "msg_olduser1" },
+        nowMs: seed.clock.now() - 86_400_000,
+      });
+      for (let i = 0; i < 600; i += 1) {
+        seed.clock.advance(1);
+        await seed.stores.runtime.admit({
+          conversation: { key: `web:filler-${i}` },
+          idempotencyKey: `filler-${i}`,
+          fingerprint: `fp-filler-${i}`,
+          parts: [{ type: "text", text: `filler ${i}` }],
+          context: null,
+          policy: "queue",
+          coalescePending: false,
+          proposedIds: { runId: `run_filler${i}`, messageId: `msg_filler${i}` },
+          nowMs: seed.clock.now(),
+        });
+      }
+      await page.fill("#search-q", "hannelore q");
+      await page.click("#search-form button[type=submit]");
+      await page.locator(`tr[data-id="${old.conversationId}"]`, { hasText: "Hannelore Quist" }).waitFor();
+      await page.locator("h3", { hasText: "Conversations with a matching user (1)" }).waitFor();
+      await page.fill("#search-q", "77123");
+      await page.click("#search-form button[type=submit]");
+      await page.locator(`tr[data-id="${old.conversationId}"]`).waitFor();
+      // The channel filter on messages goes by each hit's run, however old its conversation.
+      await page.goto(`${server.url}/console#/search?q=long%20ago&channel=telegram`);
+      await page.locator("tr.hit mark", { hasText: "long" }).waitFor();
+      await page.selectOption("#search-channel", "slack");
+      await page.locator("h3", { hasText: "Messages (0)" }).waitFor();
+      await page.selectOption("#search-channel", "");
+      // 600 keys match: the 100 most recently active are shown, and the page says there are more.
+      await page.fill("#search-q", "web:filler-");
+      await page.click("#search-form button[type=submit]");
+      await page.locator("#search-more-people").waitFor();
+      expect(await page.locator("tr[data-id]").count()).toBe(100);
+      await page.locator("tr[data-id] td:nth-child(3)", { hasText: "web:filler-599" }).waitFor();
       await page.fill("#search-q", seed.delivered.runId);
       await page.click("#search-form button[type=submit]");
       await page.waitForFunction((id) => location.hash === `#/runs/${id}`, seed.delivered.runId);
@@ -347,7 +402,7 @@ describe("console views", () => {
     } finally {
       await page.close();
     }
-  }, 30_000);
+  }, 60_000);
 
   test("budgets: limits in force, usage per user with their budget and per conversation, and a conversation's own usage", async () => {
     await spendInBudgetConversation();

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { SwitchboardError } from "../../errors.ts";
 import { toJsonl, toMarkdown } from "../../operator/export.ts";
-import { OPERATOR_LIMITS } from "../../operator/limits.ts";
+import { CONVERSATION_QUERY_MAX, OPERATOR_LIMITS } from "../../operator/limits.ts";
 import type { ConversationSummary } from "../../operator/types.ts";
 import type { MessagePageItem } from "../../runtime/store.ts";
 import type { Message } from "../../runtime/types.ts";
@@ -106,10 +106,16 @@ function describeConversation(
 export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
   {
     path: ["conversations", "list"],
-    synopsis: "conversations list [--limit N] [--cursor C | --all] [--json]",
+    synopsis: "conversations list [--query TEXT] [--limit N] [--cursor C | --all] [--json]",
     summary: "List conversations, most recently active first, with their channel key and run counts.",
     args: [],
     options: {
+      query: {
+        type: "string",
+        short: "q",
+        valueName: "TEXT",
+        description: `Only conversations, of any age, whose user id, user name or channel key contains TEXT (any case; % and _ are plain characters; at most ${CONVERSATION_QUERY_MAX} characters).`,
+      },
       limit: {
         type: "string",
         valueName: "N",
@@ -122,10 +128,15 @@ export const CONVERSATIONS_COMMANDS: CommandSpec[] = [
     },
     async run(command, io) {
       const limit = command.integer("limit", { min: 1, max: OPERATOR_LIMITS.conversations.max });
+      const query = command.string("query");
       const page = await withOperator(command, io, (service) =>
-        readPages(command, (cursor) => service.conversations.list({ cursor, limit })),
+        readPages(command, (cursor) => service.conversations.list({ cursor, limit, query })),
       );
-      printPage(command, io, page, listRows);
+      printPage(command, io, page, (items) =>
+        query !== undefined && items.length === 0
+          ? `No conversation matches ${JSON.stringify(query)}.\n`
+          : listRows(items),
+      );
     },
   },
   {

@@ -11,6 +11,7 @@ import {
   branchBody,
   budgetRaiseBody,
   conversationQuery,
+  conversationsQuery,
   emptyBody,
   importBody,
   limitQuery,
@@ -18,7 +19,6 @@ import {
   noQuery,
   noteBody,
   outboxQuery,
-  pageQuery,
   resolveBody,
   runsQuery,
   schedulesQuery,
@@ -125,8 +125,8 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       return found(await operator.runs.show(param(c, "id")), `run ${param(c, "id")}`, "GET /api/runs");
     }),
     read("/api/conversations", async (c) => {
-      const q = query(c, pageQuery);
-      return operator.conversations.list({ cursor: q.cursor, limit: q.limit });
+      const q = query(c, conversationsQuery);
+      return operator.conversations.list({ cursor: q.cursor, limit: q.limit, query: q.q });
     }),
     read("/api/conversations/:id", async (c) => {
       const q = query(c, conversationQuery);

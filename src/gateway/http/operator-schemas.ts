@@ -1,6 +1,7 @@
 /** zod schemas for every operator API query and body. Unknown fields are refused, so typos surface. */
 import { z } from "zod";
 import type { OutboxState } from "../../../outbox/types.ts";
+import { CONVERSATION_QUERY_MAX } from "../../operator/limits.ts";
 import { APPROVAL_STATES } from "../../runtime/store.ts";
 import { ACTIVE_RUN_STATES, TERMINAL_RUN_STATES } from "../../runtime/types.ts";
 
@@ -53,6 +54,11 @@ export const searchQuery = z.strictObject({
 export const limitQuery = z.strictObject({ limit: limit.optional() });
 
 export const pageQuery = z.strictObject({ cursor: cursor.optional(), limit: limit.optional() });
+
+/** The conversation list: a page, optionally only the conversations matching `q`. */
+export const conversationsQuery = pageQuery.extend({
+  q: z.string().max(CONVERSATION_QUERY_MAX, `longer than ${CONVERSATION_QUERY_MAX} characters`).optional(),
+});
 
 export const conversationQuery = pageQuery;
 

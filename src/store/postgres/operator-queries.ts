@@ -5,6 +5,7 @@ import {
   type CommandInputRow,
   type ConversationSummaryRow,
   commandInputSql,
+  containsPattern,
   conversationPageSql,
   conversationSummarySql,
   listSchedulesAcross,
@@ -23,6 +24,7 @@ import { type MessageRow, type RunRow, toMessagePageItem, toRun } from "../rows.
 const param: Param = (n, type) => `$${n}::${type}`;
 const RUN_PAGE = runPageSql(param);
 const CONVERSATION_PAGE = conversationPageSql(param);
+const MATCHING_CONVERSATION_PAGE = conversationPageSql(param, true);
 const OUTBOX_PAGE = outboxPageSql(param);
 const MESSAGE_PAGE = messagePageSql(param);
 const COMMAND_INPUTS = commandInputSql(param);
@@ -45,11 +47,12 @@ export function createPostgresOperatorQueries(stores: {
     },
 
     async listConversations(page) {
-      const rows = (await sql.unsafe(CONVERSATION_PAGE, [
-        page.before?.[0] ?? null,
-        page.before?.[1] ?? null,
-        page.limit,
-      ])) as ConversationSummaryRow[];
+      const params = [page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit];
+      const rows = (
+        page.matching === undefined
+          ? await sql.unsafe(CONVERSATION_PAGE, params)
+          : await sql.unsafe(MATCHING_CONVERSATION_PAGE, [...params, containsPattern(page.matching)])
+      ) as ConversationSummaryRow[];
       return rows.map(toConversationSummary);
     },
 

@@ -291,6 +291,61 @@ ALTER TABLE outbox ADD COLUMN media TEXT;
 `;
 
 /**
+ * Migration 17: what the operator's conversation search matches, lower-cased; SQLite's migration
+ * 19. One row per conversation and term: the id and name of every user who had a run in it and
+ * every channel key mapped to it, kept by triggers in the transaction that writes the run or the
+ * key, dropped with the conversation's tombstone. A search scans this narrow table (every
+ * conversation, whatever its age) instead of the runs' JSON.
+ */
+const CONVERSATION_LOOKUP_SQL = `
+CREATE TABLE conversation_lookup (
+  conversation_id TEXT NOT NULL,
+  term TEXT NOT NULL,
+  PRIMARY KEY (conversation_id, term)
+);
+CREATE FUNCTION switchboard_run_lookup() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF jsonb_typeof(NEW.context::jsonb) = 'object' THEN
+    INSERT INTO conversation_lookup (conversation_id, term)
+      SELECT NEW.conversation_id, lower(value) FROM (VALUES
+        (NEW.context::jsonb -> 'principal' ->> 'id'),
+        (NEW.context::jsonb -> 'principal' ->> 'name')
+      ) AS terms (value)
+      WHERE value IS NOT NULL AND value <> ''
+      ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER runs_lookup AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION switchboard_run_lookup();
+CREATE FUNCTION switchboard_key_lookup() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO conversation_lookup (conversation_id, term) VALUES (NEW.conversation_id, lower(NEW.key))
+    ON CONFLICT DO NOTHING;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER conversation_keys_lookup AFTER INSERT OR UPDATE OF conversation_id ON conversation_keys
+  FOR EACH ROW EXECUTE FUNCTION switchboard_key_lookup();
+CREATE FUNCTION switchboard_tombstone_lookup() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  DELETE FROM conversation_lookup WHERE conversation_id = NEW.conversation_id;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER tombstone_lookup AFTER INSERT ON conversation_tombstones
+  FOR EACH ROW EXECUTE FUNCTION switchboard_tombstone_lookup();
+INSERT INTO conversation_lookup (conversation_id, term)
+  SELECT DISTINCT conversation_id, lower(value) FROM runs,
+    LATERAL (VALUES (context::jsonb -> 'principal' ->> 'id'), (context::jsonb -> 'principal' ->> 'name')) AS terms (value)
+  WHERE jsonb_typeof(context::jsonb) = 'object' AND value IS NOT NULL AND value <> ''
+  ON CONFLICT DO NOTHING;
+INSERT INTO conversation_lookup (conversation_id, term)
+  SELECT DISTINCT conversation_id, lower(key) FROM conversation_keys
+  ON CONFLICT DO NOTHING;
+`;
+
+/**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
  */
@@ -311,6 +366,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, name: "history-search-rooms", sql: SEARCH_ROOMS_SQL },
   { version: 15, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
   { version: 16, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
+  { version: 17, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -20,6 +20,7 @@ import { createSqliteScheduleRepository } from "./schedules.ts";
 import {
   ADMISSION_COLUMNS_SQL,
   APPROVALS_SCHEMA_SQL,
+  CONVERSATION_LOOKUP_SQL,
   EVENTS_BY_ROWID_SQL,
   HISTORY_SEARCH_SQL,
   PURGED_BY_SQL,
@@ -51,6 +52,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 16, name: "history-search-rooms", sql: SEARCH_ROOMS_SQL },
   { version: 17, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
   { version: 18, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
+  { version: 19, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
 ];
 
 export interface SqliteStores {

@@ -5,6 +5,7 @@ import {
   type CommandInputRow,
   type ConversationSummaryRow,
   commandInputSql,
+  containsPattern,
   conversationPageSql,
   conversationSummarySql,
   listSchedulesAcross,
@@ -24,6 +25,7 @@ import { placeholders } from "./database.ts";
 const param: Param = (n) => `?${n}`;
 const RUN_PAGE = runPageSql(param);
 const CONVERSATION_PAGE = conversationPageSql(param);
+const MATCHING_CONVERSATION_PAGE = conversationPageSql(param, true);
 const OUTBOX_PAGE = outboxPageSql(param);
 const MESSAGE_PAGE = messagePageSql(param);
 const COMMAND_INPUTS = commandInputSql(param);
@@ -58,13 +60,14 @@ export function createSqliteOperatorQueries(stores: {
       ),
 
     listConversations: (page) =>
-      read(() =>
-        (
-          db
-            .query(CONVERSATION_PAGE)
-            .all(page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit) as ConversationSummaryRow[]
-        ).map(toConversationSummary),
-      ),
+      read(() => {
+        const params = [page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit];
+        const rows =
+          page.matching === undefined
+            ? db.query(CONVERSATION_PAGE).all(...params)
+            : db.query(MATCHING_CONVERSATION_PAGE).all(...params, containsPattern(page.matching));
+        return (rows as ConversationSummaryRow[]).map(toConversationSummary);
+      }),
 
     conversationSummary: (conversationId) =>
       read(() => {

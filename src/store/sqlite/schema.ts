@@ -271,3 +271,42 @@ CREATE TABLE secrets (
 export const PURGED_BY_SQL = `
 ALTER TABLE conversation_tombstones ADD COLUMN purged_by TEXT;
 `;
+
+/**
+ * Migration 19: what the operator's conversation search (`conversations list --query`) matches,
+ * lower-cased, one row per conversation and term: the id and name of every user who had a run in
+ * it and every channel key mapped to it. Kept by triggers in the transaction that writes the run
+ * or the key, dropped with the conversation's tombstone. A search scans this narrow table (every
+ * conversation, whatever its age) instead of the runs' JSON.
+ */
+export const CONVERSATION_LOOKUP_SQL = `
+CREATE TABLE conversation_lookup (
+  conversation_id TEXT NOT NULL,
+  term TEXT NOT NULL,
+  PRIMARY KEY (conversation_id, term)
+) WITHOUT ROWID;
+CREATE TRIGGER runs_lookup AFTER INSERT ON runs WHEN json_valid(new.context) BEGIN
+  INSERT OR IGNORE INTO conversation_lookup (conversation_id, term)
+    SELECT new.conversation_id, lower(value) FROM (
+      SELECT json_extract(new.context, '$.principal.id') AS value
+      UNION ALL SELECT json_extract(new.context, '$.principal.name')
+    ) WHERE value IS NOT NULL AND value <> '';
+END;
+CREATE TRIGGER conversation_keys_lookup_insert AFTER INSERT ON conversation_keys BEGIN
+  INSERT OR IGNORE INTO conversation_lookup (conversation_id, term) VALUES (new.conversation_id, lower(new.key));
+END;
+CREATE TRIGGER conversation_keys_lookup_update AFTER UPDATE OF conversation_id ON conversation_keys BEGIN
+  INSERT OR IGNORE INTO conversation_lookup (conversation_id, term) VALUES (new.conversation_id, lower(new.key));
+END;
+CREATE TRIGGER tombstone_lookup AFTER INSERT ON conversation_tombstones BEGIN
+  DELETE FROM conversation_lookup WHERE conversation_id = new.conversation_id;
+END;
+INSERT OR IGNORE INTO conversation_lookup (conversation_id, term)
+  SELECT conversation_id, lower(value) FROM (
+    SELECT conversation_id, json_extract(context, '$.principal.id') AS value FROM runs WHERE json_valid(context)
+    UNION ALL
+    SELECT conversation_id, json_extract(context, '$.principal.name') FROM runs WHERE json_valid(context)
+  ) WHERE value IS NOT NULL AND value <> '';
+INSERT OR IGNORE INTO conversation_lookup (conversation_id, term)
+  SELECT conversation_id, lower(key) FROM conversation_keys;
+`;

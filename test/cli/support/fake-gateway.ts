@@ -60,7 +60,11 @@ export function startFakeGateway(options: { operator: OperatorService; token: st
       }),
     "GET /api/runs/:id": async ([id]) => found(await operator.runs.show(id!), "run"),
     "GET /api/conversations": (_, q) =>
-      operator.conversations.list({ cursor: str(q.get("cursor")), limit: num(q.get("limit")) }),
+      operator.conversations.list({
+        query: str(q.get("q")),
+        cursor: str(q.get("cursor")),
+        limit: num(q.get("limit")),
+      }),
     "GET /api/conversations/:id": async ([id], q) =>
       found(
         await operator.conversations.show(id!, {

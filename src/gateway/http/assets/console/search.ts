@@ -1,7 +1,8 @@
 /**
  * Global search. An id (`run_…`, `obx_…`, `conv_…`, `ap_…`) opens that record; other words search
- * the message history (the store's full-text search) and the conversations whose user, name or
- * channel key match, newest first. Filters: channel, the state of a message's run, and a date range.
+ * the message history (the store's full-text search) and, on the server, every conversation whose
+ * user id, user name or channel key contains them, most recently active first. Filters: channel,
+ * the state of a message's run, and a date range.
  */
 import type { ConversationListItem, RunDetail } from "../../../../operator/types.ts";
 import type { SearchHit } from "../../../../search/store.ts";
@@ -22,8 +23,8 @@ const RUN_STATES = [
   "queued",
   "running",
 ];
-/** How many recently active conversations the user search reads (5 pages of 100). */
-const USER_SEARCH_PAGES = 5;
+/** How many matching conversations one search shows (the most recently active). */
+const PEOPLE_SHOWN = 100;
 
 const ID_TABS: Array<[RegExp, Tab, string]> = [
   [/^run_/, "runs", "/api/runs/"],
@@ -87,23 +88,26 @@ export async function showSearch(view: HTMLElement, route: Route): Promise<void>
   const fromMs = from ? Date.parse(`${from}T00:00:00`) : Number.NEGATIVE_INFINITY;
   const toMs = to ? Date.parse(`${to}T23:59:59.999`) : Number.POSITIVE_INFINITY;
   const inRange = (ms: number | null) => ms !== null && ms >= fromMs && ms <= toMs;
-  const [hits, conversations] = await Promise.all([
-    api<SearchHit[]>(withQuery("/api/search", { q, limit: 100 })).catch((error: unknown) => {
-      if (error instanceof ApiError && error.code === "input_invalid") return [];
-      throw error;
-    }),
-    matchingConversations(q),
+  const noneWhenInvalid = (error: unknown): never[] => {
+    if (error instanceof ApiError && error.code === "input_invalid") return [];
+    throw error;
+  };
+  const [hits, matched] = await Promise.all([
+    api<SearchHit[]>(withQuery("/api/search", { q, limit: 100 })).catch(noneWhenInvalid),
+    api<Page<ConversationListItem>>(withQuery("/api/conversations", { q, limit: PEOPLE_SHOWN })).catch(
+      (error: unknown): Page<ConversationListItem> => ({ items: noneWhenInvalid(error), nextCursor: null }),
+    ),
   ]);
+  const conversations = matched.items;
   const byChannel = (c: ConversationListItem) =>
     !channel || c.channel === channel || c.key?.startsWith(`${channel}:`);
   const people = conversations.filter((c) => byChannel(c) && inRange(c.lastActivityAtMs ?? c.createdAtMs));
-  const channelOf = new Map(conversations.map((c) => [c.id, c.channel]));
-  const stateOf = state ? await runStates(hits.map((hit) => hit.runId)) : new Map<string, string>();
+  const runOf = state || channel ? await runFacts(hits.map((hit) => hit.runId)) : new Map<string, RunFacts>();
   const messages = hits.filter(
     (hit) =>
       inRange(hit.atMs) &&
-      (!channel || (channelOf.get(hit.conversationId) ?? channel) === channel) &&
-      (!state || stateOf.get(hit.runId) === state),
+      (!channel || runOf.get(hit.runId)?.channel === channel) &&
+      (!state || runOf.get(hit.runId)?.state === state),
   );
   view.replaceChildren(
     form,
@@ -126,6 +130,15 @@ export async function showSearch(view: HTMLElement, route: Route): Promise<void>
       ),
       "No user matches.",
     ),
+    ...(matched.nextCursor === null
+      ? []
+      : [
+          h(
+            "p",
+            { class: "muted", id: "search-more-people" },
+            `Showing the ${PEOPLE_SHOWN} most recently active; more conversations match: search with more of the name.`,
+          ),
+        ]),
     h("h3", {}, `Messages (${messages.length})`),
     table(
       ["When", "Role", "Match", "Conversation", "Run"],
@@ -153,13 +166,27 @@ export async function showSearch(view: HTMLElement, route: Route): Promise<void>
   );
 }
 
-/** The state of each run (read only when the state filter is set; at most 100 hits). */
-async function runStates(runIds: string[]): Promise<Map<string, string>> {
+interface RunFacts {
+  state: string;
+  /** The channel the run came from (its context); null for runs no channel started. */
+  channel: string | null;
+}
+
+/** The state and channel of each run (read only when a state or channel filter is set; at most 100 hits). */
+async function runFacts(runIds: string[]): Promise<Map<string, RunFacts>> {
   const unique = [...new Set(runIds)];
   const details = await Promise.all(
     unique.map((id) => api<RunDetail>(`/api/runs/${encodeURIComponent(id)}`).catch(() => null)),
   );
-  return new Map(details.filter((d) => d !== null).map((d) => [d.run.id, d.run.state]));
+  return new Map(
+    details
+      .filter((d) => d !== null)
+      .map((d) => {
+        const context = d.run.context as { channel?: unknown } | null;
+        const channel = typeof context?.channel === "string" ? context.channel : null;
+        return [d.run.id, { state: d.run.state, channel }];
+      }),
+  );
 }
 
 /** The matching passage with its [bracketed] matches marked (as text, never as HTML). */
@@ -168,20 +195,4 @@ function snippet(text: string): HTMLElement {
   for (const [i, piece] of text.split(/\[([^\]]*)\]/).entries())
     cell.append(i % 2 === 1 ? h("mark", {}, piece) : piece);
   return cell;
-}
-
-async function matchingConversations(q: string): Promise<ConversationListItem[]> {
-  const needle = q.toLowerCase();
-  const found: ConversationListItem[] = [];
-  let cursor: string | null = null;
-  for (let page = 0; page < USER_SEARCH_PAGES; page += 1) {
-    const listed: Page<ConversationListItem> = await api<Page<ConversationListItem>>(
-      withQuery("/api/conversations", { cursor, limit: 100 }),
-    );
-    for (const c of listed.items)
-      if ([c.title, c.key].some((value) => value?.toLowerCase().includes(needle))) found.push(c);
-    cursor = listed.nextCursor;
-    if (cursor === null) break;
-  }
-  return found;
 }
