@@ -1,10 +1,13 @@
 /**
  * Files out end to end in the web chat: a real gateway process, the fake model server calling
- * send_file with a URL on a local page server, and the chat page in Chromium. The image appears in
- * the page once, fetched with the session's header; a reload and a gateway restart (the
- * transcript then comes from the store) show it once again, and no other session can fetch it.
+ * send_file with a URL on a local page server (or an MCP tool answering with an image), and the
+ * chat page in Chromium. The image appears in the page once, fetched with the session's header; a
+ * reload and a gateway restart (the transcript then comes from the store) show it once again, and
+ * no other session can fetch it.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import sharp from "sharp";
 import { launchChromium } from "../http/support/browser.ts";
@@ -52,13 +55,14 @@ afterAll(async () => {
 
 // One port for every start: the page's session id lives in the origin's localStorage.
 const port = freePort();
-const env = () =>
+const env = (extra: Record<string, string> = {}) =>
   e2eGatewayEnv({
     dir: dir.path,
     llm,
     dbFile: "web-files.sqlite",
     surfaces: { "web:dm": { delivery: "terminal", inputPolicy: "queue" } },
     extra: {
+      ...extra,
       SWITCHBOARD_WEB: "on",
       SWITCHBOARD_HTTP_PORT: String(port),
       SWITCHBOARD_FETCH_ALLOW_PRIVATE: "on",
@@ -151,3 +155,50 @@ test("the agent sends an image: it shows once in the page, after a reload, and a
     await page.close();
   }
 }, 90_000);
+
+test("an MCP tool's image is shown in the page, once", async () => {
+  const plot = join(dir.path, "plot.png");
+  writeFileSync(plot, png);
+  const config = join(dir.path, "mcp.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      version: 1,
+      surfaces: { "web:dm": { delivery: "terminal", inputPolicy: "queue" } },
+      mcpServers: {
+        notes: {
+          command: process.execPath,
+          args: [join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts")],
+          env: { NOTES_FILE: join(dir.path, "notes.txt"), PLOT_FILE: plot },
+          approval: "never",
+        },
+      },
+    }),
+  );
+  llm.setRules([
+    {
+      match: { lastUserContains: "draw the plot", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "notes_plot", input: {} },
+    },
+    { match: { lastRole: "tool" }, reply: { kind: "text", text: "Plotted." } },
+  ]);
+  await gateway?.kill("SIGTERM");
+  gateway = await startGatewayProcess(env({ SWITCHBOARD_CONFIG: config }), GATEWAY_START_TIMEOUT_MS);
+  const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+  page.setDefaultTimeout(15_000);
+  try {
+    await page.goto(`${gateway.url}/`);
+    await page.locator('#connection[data-state="online"]').waitFor();
+    await page.evaluate(() => localStorage.setItem("switchboard.sessionId", "mcp-plot-session-0123456789"));
+    await page.reload();
+    await page.locator('#connection[data-state="online"]').waitFor();
+    await page.fill("#input", "draw the plot");
+    await page.press("#input", "Enter");
+    await page.locator(".bubble.assistant", { hasText: "Plotted." }).waitFor();
+    expect(await shownImages(page, 1)).toEqual([[64, 40]]);
+    await Bun.sleep(500); // a second copy would show by now
+    expect(await shownImages(page, 1)).toEqual([[64, 40]]);
+  } finally {
+    await page.close();
+  }
+}, 60_000);
