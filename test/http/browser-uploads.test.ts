@@ -200,6 +200,43 @@ describe("files the agent sends (Chromium)", () => {
       await page.close();
     }
   }, 30_000);
+
+  test("a file no longer stored says so in its place, and is not fetched again on every render", async () => {
+    const page = await chatPage();
+    try {
+      const sessionId = await page.evaluate(() => localStorage.getItem("switchboard.sessionId")!);
+      const bytes = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+      const stored = await blobs.put(
+        (async function* () {
+          yield bytes;
+        })(),
+        { maxBytes: MAX_FILE_BYTES },
+      );
+      await blobs.delete(stored.id);
+      let fetches = 0;
+      page.on("request", (request) => {
+        if (request.url().includes("/web/api/files/")) fetches += 1;
+      });
+      await web.sendFile!(sessionId, {
+        bytes,
+        filename: "gone.png",
+        mimeType: "image/png",
+        caption: "",
+        format: "rich",
+        idempotencyKey: "rec_gone:0#0",
+      });
+      await page
+        .locator(".bubble.assistant .bubble-error", {
+          hasText: "gone.png could not be shown: it is no longer stored.",
+        })
+        .waitFor();
+      await web.send(sessionId, { text: "more", format: "rich", idempotencyKey: "rec_more:0#0" });
+      await page.locator(".bubble.assistant", { hasText: "more" }).waitFor();
+      expect(fetches).toBe(1);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
 });
 
 describe("the upload route keeps the web guard's promises", () => {

@@ -161,7 +161,10 @@ function fileView(file: WebFile): HTMLElement {
       (url) => {
         image.src = url;
       },
-      () => image.replaceWith(h("div", { class: "bubble-error" }, `${file.name} could not be loaded.`)),
+      (error: Error) =>
+        image.replaceWith(
+          h("div", { class: "bubble-error" }, `${file.name} could not be shown: ${error.message}.`),
+        ),
     );
     return image;
   }
@@ -180,7 +183,13 @@ function fileView(file: WebFile): HTMLElement {
   );
 }
 
-/** The file's bytes as an object URL, fetched with the session header; a failure is retried on the next render. */
+class FileGone extends Error {
+  constructor(status: number) {
+    super(status === 404 ? "it is no longer stored" : `the gateway answered ${status}`);
+  }
+}
+
+/** The file's bytes as an object URL, fetched with the session header (once per page). */
 function fileUrl(file: WebFile): Promise<string> {
   let url = fileUrls.get(file.id);
   if (!url) {
@@ -201,11 +210,14 @@ function fileUrl(file: WebFile): Promise<string> {
           );
           continue;
         }
-        if (!response.ok) throw new Error(`The gateway answered ${response.status}.`);
+        if (!response.ok) throw new FileGone(response.status);
         return URL.createObjectURL(await response.blob());
       }
     })();
-    url.catch(() => fileUrls.delete(file.id));
+    // A file the gateway refused (404: no longer stored) stays refused; only an outage is retried.
+    url.catch((error) => {
+      if (!(error instanceof FileGone)) fileUrls.delete(file.id);
+    });
     fileUrls.set(file.id, url);
   }
   return url;
@@ -219,7 +231,7 @@ async function download(file: WebFile): Promise<void> {
     link.remove();
   } catch (error) {
     banner.hidden = false;
-    banner.textContent = `${file.name} could not be downloaded: ${(error as Error).message}`;
+    banner.textContent = `${file.name} could not be downloaded: ${(error as Error).message}.`;
   }
 }
 
