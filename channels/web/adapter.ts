@@ -3,6 +3,7 @@
  * go through ingress like any platform's; answers are kept in an in-memory transcript per browser
  * session and pushed to the page over Server-Sent Events.
  */
+import { createHash } from "node:crypto";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import { newId } from "../../src/util/ids.ts";
@@ -10,17 +11,20 @@ import type {
   ChannelAdapter,
   ChannelCapabilities,
   ChannelLimits,
+  FileLimits,
   HttpRoute,
   InboundMessage,
   Ingress,
   IngressOutcome,
+  OutgoingFile,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
 } from "../types.ts";
+import { webFileOf } from "./files.ts";
 import { isSessionId, WEB_ACCOUNT } from "./inbound.ts";
 import { createWebRoutes } from "./routes.ts";
-import { type WebHistory, WebTranscripts } from "./transcript.ts";
+import { type WebHistory, type WebTranscriptEntry, WebTranscripts } from "./transcript.ts";
 import { type WebUploadOptions, WebUploads } from "./uploads.ts";
 
 export const WEB_CAPABILITIES: ChannelCapabilities = {
@@ -53,7 +57,10 @@ export interface WebChannelOptions {
   messagesPerSessionPerMinute?: number;
   /** A session's durable transcript, loaded when it is not in memory (after a restart, or evicted). */
   history?: WebHistory;
-  /** File uploads into the gateway's blob store; absent: the page cannot attach files. */
+  /**
+   * The gateway's blob store: the page uploads files into it, and files the agent sends are served
+   * from it. Absent: the page cannot attach files and the channel sends none.
+   */
   uploads?: WebUploadOptions;
 }
 
@@ -66,6 +73,9 @@ export interface WebChannel extends ChannelAdapter {
   delete(target: string, messageId: string): Promise<void>;
   typing(target: string): Promise<void>;
   openFile(ref: string, signal: AbortSignal): Promise<RemoteFile>;
+  /** Present with `uploads`: the file joins the transcript, served to its session only. */
+  sendFile?(target: string, file: OutgoingFile): Promise<SendReceipt>;
+  readonly fileLimits?: FileLimits;
 }
 
 export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
@@ -114,7 +124,47 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     return target;
   };
 
+  /**
+   * Shows the message `entry` builds unless a send with this idempotency key already did (then its
+   * message id, and nothing new is shown).
+   */
+  const show = async (
+    target: string,
+    idempotencyKey: string,
+    entry: (messageId: string, atMs: number) => WebTranscriptEntry,
+  ): Promise<SendReceipt> => {
+    const sessionId = sessionOf(target);
+    await transcripts.load(sessionId, clock.now());
+    const earlier = transcripts.sentWithKey(sessionId, idempotencyKey);
+    if (earlier !== undefined) return { messageIds: [earlier] };
+    const nowMs = clock.now();
+    const messageId = newId("web", nowMs);
+    transcripts.append(sessionId, entry(messageId, nowMs), idempotencyKey);
+    return { messageIds: [messageId] };
+  };
+
+  const files = uploads
+    ? {
+        fileLimits: { maxFileBytes: uploads.maxFileBytes, maxCaptionChars: maxMessageChars },
+        sendFile: (target: string, file: OutgoingFile): Promise<SendReceipt> =>
+          show(target, file.idempotencyKey, (messageId, atMs) => ({
+            messageId,
+            role: "assistant",
+            text: file.caption,
+            atMs,
+            // Blobs are content-addressed: the sha256 of the bytes is the id they are stored under.
+            file: webFileOf({
+              id: createHash("sha256").update(file.bytes).digest("hex"),
+              name: file.filename,
+              mimeType: file.mimeType,
+              sizeBytes: file.bytes.byteLength,
+            }),
+          })),
+      }
+    : {};
+
   return {
+    ...files,
     channel: "web",
     account: WEB_ACCOUNT,
     capabilities: WEB_CAPABILITIES,
@@ -135,26 +185,14 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
 
     routes: () => routes,
 
-    async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
-      const sessionId = sessionOf(target);
-      await transcripts.load(sessionId, clock.now());
-      const earlier = transcripts.sentWithKey(sessionId, message.idempotencyKey);
-      if (earlier !== undefined) return { messageIds: [earlier] };
-      const nowMs = clock.now();
-      const messageId = newId("web", nowMs);
-      transcripts.append(
-        sessionId,
-        {
-          messageId,
-          role: "assistant",
-          text: message.text,
-          atMs: nowMs,
-          ...(message.buttons ? { buttons: message.buttons } : {}),
-        },
-        message.idempotencyKey,
-      );
-      return { messageIds: [messageId] };
-    },
+    send: (target: string, message: OutgoingMessage): Promise<SendReceipt> =>
+      show(target, message.idempotencyKey, (messageId, atMs) => ({
+        messageId,
+        role: "assistant",
+        text: message.text,
+        atMs,
+        ...(message.buttons ? { buttons: message.buttons } : {}),
+      })),
 
     async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
       const sessionId = sessionOf(target);

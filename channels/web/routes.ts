@@ -6,6 +6,7 @@ import { KeyedRateLimiter } from "../../src/util/rate-limit.ts";
 import { isServerBodyLimitError, PayloadTooLargeError, readBodyText } from "../../src/util/read-body.ts";
 import { streamChunks } from "../../src/util/stream-chunks.ts";
 import type { HttpRoute, InboundMessage, IngressOutcome } from "../types.ts";
+import { WEB_FILES_PATH, webFileHeaders } from "./files.ts";
 import { isSessionId, toInboundMessage, webMessageBodySchema } from "./inbound.ts";
 import type { WebTranscripts } from "./transcript.ts";
 import { isUploadTooLarge, type WebUploads } from "./uploads.ts";
@@ -195,7 +196,35 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     },
   };
 
-  return [postMessage, stream, upload];
+  const file: HttpRoute = {
+    method: "GET",
+    path: `${WEB_FILES_PATH}/:fileId`,
+    handle: async function handleWebFile(request: Request): Promise<Response> {
+      const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
+      if (!isSessionId(sessionId))
+        return problem(
+          400,
+          "input_invalid",
+          `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -), never in the URL.`,
+        );
+      const fileId = new URL(request.url).pathname.slice(WEB_FILES_PATH.length + 1);
+      // The same answer for a file of another session as for none at all: ids are not disclosed.
+      const notFound = () =>
+        problem(404, "not_found", "This chat shows no such file, or it is no longer stored.");
+      if (!deps.uploads) return notFound();
+      try {
+        await deps.transcripts.load(sessionId, deps.clock.now());
+      } catch {
+        return problem(503, "unavailable", "The transcript could not be read now; try again shortly.");
+      }
+      const shown = deps.transcripts.fileOf(sessionId, fileId);
+      const bytes = shown ? await deps.uploads.read(fileId) : null;
+      if (!shown || !bytes) return notFound();
+      return new Response(bytes as Uint8Array<ArrayBuffer>, { headers: webFileHeaders(shown) });
+    },
+  };
+
+  return [postMessage, stream, upload, file];
 }
 
 function problem(status: number, code: string, message: string, headers?: Record<string, string>): Response {

@@ -7,6 +7,21 @@
 
 export type WebRole = "user" | "assistant";
 
+/**
+ * A file the agent sent, shown with its message: an image inline, anything else as a download.
+ * The page fetches its bytes from `/web/api/files/<id>` with the session header.
+ */
+export interface WebFile {
+  /** The blob id (sha256 of the bytes). */
+  id: string;
+  name: string;
+  /** Sniffed from the bytes when it was stored. */
+  mimeType: string;
+  sizeBytes: number;
+  /** "image" for a photo type the page shows inline; "file" for a download. */
+  kind: "image" | "file";
+}
+
 export interface WebTranscriptEntry {
   messageId: string;
   role: WebRole;
@@ -15,6 +30,8 @@ export interface WebTranscriptEntry {
   atMs: number;
   /** Buttons under the message (approval prompts), by row; pressing one POSTs its data as `action`. */
   buttons?: Array<Array<{ label: string; data: string }>>;
+  /** The file this message carries (its text is the caption). */
+  file?: WebFile;
 }
 
 /** What the page receives on `/web/api/stream`. A `snapshot` replaces the page's whole transcript. */
@@ -82,6 +99,14 @@ export class WebTranscripts {
   /** The session's recent messages, oldest first; empty for an unknown session. */
   snapshot(sessionId: string): WebTranscriptEntry[] {
     return [...(this.sessions.get(sessionId)?.messages.values() ?? [])];
+  }
+
+  /** The file `fileId` as a message of this session shows it; undefined when none does. */
+  fileOf(sessionId: string, fileId: string): WebFile | undefined {
+    for (const entry of this.sessions.get(sessionId)?.messages.values() ?? []) {
+      if (entry.file?.id === fileId) return entry.file;
+    }
+    return undefined;
   }
 
   /** The message id an earlier send with this idempotency key produced, if it is remembered. */

@@ -78,6 +78,11 @@ export class WebUploads {
     return this.bySession.get(sessionId)?.get(id);
   }
 
+  /** A stored blob's bytes (a file the agent sent, or an upload); null when it is not stored. */
+  async read(id: string): Promise<Uint8Array | null> {
+    return UPLOAD_ID.test(id) ? await this.options.blobs.read(id) : null;
+  }
+
   /** The bytes of an upload, for the run that prepares it. */
   async open(ref: string): Promise<RemoteFile> {
     const id = ref.slice(UPLOAD_REF_PREFIX.length);

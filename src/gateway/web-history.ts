@@ -1,9 +1,10 @@
 /**
  * The web chat's transcript from the store: what the browser sent (its recorded ingress, chat
- * commands included) and what the outbox showed it (records with a receipt). The in-memory
+ * commands included) and what the outbox showed it (records with a receipt, files too). The in-memory
  * transcript of the web channel is a cache of this, so a restart or an evicted session loses
  * nothing that was shown.
  */
+import { webFileOf } from "../../channels/web/files.ts";
 import { WEB_ACCOUNT } from "../../channels/web/inbound.ts";
 import type { WebTranscriptEntry } from "../../channels/web/transcript.ts";
 import type { OutboxRecord, OutboxRepository } from "../../outbox/types.ts";
@@ -48,6 +49,17 @@ export function webTranscriptFrom(
     // Buttons (an approval prompt's) sit under the last message; a later record that edits it in
     // place has the same message id, so it replaces the entry, buttons and all, when loaded.
     const buttons = record.kind === "message" ? record.presentation?.buttons : undefined;
+    // A media record's file went with its first message (the caption, or an empty one).
+    const media = record.kind === "message" ? record.media : null;
+    const file =
+      media === null
+        ? undefined
+        : webFileOf({
+            id: media.blobId,
+            name: media.filename,
+            mimeType: media.mimeType,
+            sizeBytes: media.sizeBytes,
+          });
     ids.forEach((messageId, index) => {
       const text = texts[index];
       if (text === undefined) return;
@@ -57,6 +69,7 @@ export function webTranscriptFrom(
         text,
         atMs: record.createdAtMs + index,
         ...(buttons && index === ids.length - 1 ? { buttons } : {}),
+        ...(file && index === 0 ? { file } : {}),
       });
     });
   }

@@ -3,11 +3,17 @@
  * MESSAGE_CREATE, served at their URL) and the fake model server (chat completions and audio
  * transcriptions).
  */
-import { beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import { GATEWAY_START_TIMEOUT_MS } from "./support/gateway-process.ts";
-import { expectScaledImage, largeJpeg, oggOpus, onePagePdf, userParts } from "./support/media.ts";
+import {
+  expectDownloadCrashAnsweredOnce,
+  expectScaledImage,
+  largeJpeg,
+  oggOpus,
+  onePagePdf,
+  userParts,
+} from "./support/media.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-media-dc-", startDiscordEmulator);
 const { llm, platform: discord } = fixture;
@@ -15,16 +21,14 @@ const alice = discord.createUser("alice");
 const bob = discord.createUser("bob");
 const carol = discord.createUser("carol");
 const dan = discord.createUser("dan");
+const erin = discord.createUser("erin");
 
-beforeAll(async () => {
-  await fixture.startGateway(
-    discordGatewayEnv(fixture, {
-      allowed: [alice.id, bob.id, carol.id, dan.id],
-      extra: { SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1" },
-    }),
-    GATEWAY_START_TIMEOUT_MS,
-  );
-}, GATEWAY_START_TIMEOUT_MS);
+const gateway = fixture.gatewayAroundTests(() =>
+  discordGatewayEnv(fixture, {
+    allowed: [alice.id, bob.id, carol.id, dan.id, erin.id],
+    extra: { SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1" },
+  }),
+);
 
 const botReply = (userId: string, text: string) =>
   discord.waitFor(
@@ -95,3 +99,29 @@ test("an attachment over the limit is refused before any download, and the user 
   expect(reply.content).toContain('"huge.bin" is larger than the 20 MB limit per file');
   expect(discord.files.downloads("dc-huge").started).toBe(0);
 }, 60_000);
+
+test("SIGKILL during an attachment download: after the restart it is fetched again and answered once", async () => {
+  await expectDownloadCrashAnsweredOnce({
+    llm,
+    send(file, caption) {
+      discord.sendDm(erin.id, caption, {
+        files: [
+          {
+            fileId: "dc-slow",
+            filename: file.name,
+            bytes: file.bytes,
+            fault: file.fault,
+            contentType: "text/plain",
+          },
+        ],
+      });
+    },
+    downloads: () => discord.files.downloads("dc-slow"),
+    crashAndRestart: () => gateway.crashAndRestart(),
+    botTexts: () =>
+      discord
+        .visibleMessages(discord.dmChannelId(erin.id))
+        .filter((m) => m.author.id === discord.bot.id)
+        .map((m) => m.content),
+  });
+}, 120_000);

@@ -3,25 +3,28 @@
  * message, served at their url_private to the bot token only) and the fake model server (chat
  * completions and audio transcriptions).
  */
-import { beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { startSlackEmulator } from "../emulators/slack/index.ts";
 import { slackGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import { GATEWAY_START_TIMEOUT_MS } from "./support/gateway-process.ts";
-import { expectScaledImage, largeJpeg, oggOpus, onePagePdf, userParts } from "./support/media.ts";
+import {
+  expectDownloadCrashAnsweredOnce,
+  expectScaledImage,
+  largeJpeg,
+  oggOpus,
+  onePagePdf,
+  userParts,
+} from "./support/media.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-media-slack-", startSlackEmulator);
 const { llm, platform: slack } = fixture;
-const [ALICE, BOB, CAROL, DAN] = ["U0ALICE", "U0BOB", "U0CAROL", "U0DAN"];
+const [ALICE, BOB, CAROL, DAN, ERIN] = ["U0ALICE", "U0BOB", "U0CAROL", "U0DAN", "U0ERIN"];
 
-beforeAll(async () => {
-  await fixture.startGateway(
-    slackGatewayEnv(fixture, {
-      allowed: [ALICE, BOB, CAROL, DAN],
-      extra: { SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1" },
-    }),
-    GATEWAY_START_TIMEOUT_MS,
-  );
-}, GATEWAY_START_TIMEOUT_MS);
+const gateway = fixture.gatewayAroundTests(() =>
+  slackGatewayEnv(fixture, {
+    allowed: [ALICE, BOB, CAROL, DAN, ERIN],
+    extra: { SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1" },
+  }),
+);
 
 const dmChannel = (user: string) => `D${user.slice(1)}`;
 const botReply = (user: string, text: string) =>
@@ -89,3 +92,20 @@ test("a file over the limit is refused before any download, and the user is told
   expect(reply.text).toContain('"huge.bin" is larger than the 20 MB limit per file');
   expect(slack.files.downloads("F0HUGE").started).toBe(0);
 }, 60_000);
+
+test("SIGKILL during a url_private download: after the restart the file is fetched again and answered once", async () => {
+  await expectDownloadCrashAnsweredOnce({
+    llm,
+    send(file, caption) {
+      const hosted = slack.hostFile({ id: "F0SLOW", mimetype: "text/plain", ...file });
+      slack.pushEvent(slack.events.dm({ user: ERIN, text: caption, files: [hosted] }));
+    },
+    downloads: () => slack.files.downloads("F0SLOW"),
+    crashAndRestart: () => gateway.crashAndRestart(),
+    botTexts: () =>
+      slack
+        .messages(dmChannel(ERIN))
+        .filter((m) => m.user === slack.identity.botUserId)
+        .map((m) => m.text),
+  });
+}, 120_000);

@@ -10,7 +10,7 @@ import { scaleForModel } from "../../src/media/image.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
-import { oggOpus, userParts } from "./support/media.ts";
+import { expectDownloadCrashAnsweredOnce, oggOpus, userParts } from "./support/media.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-media-", startTelegramEmulator);
 const { llm, platform: telegram } = fixture;
@@ -186,43 +186,36 @@ test("a download answering 404 is not retried; the model and the user are told i
 
 test("SIGKILL during a download: after the restart the file is fetched again and answered once", async () => {
   const erin = user(2010, "Erin");
-  const text = "first line of the report\n".repeat(24_000);
-  const bytes = new TextEncoder().encode(text);
-  telegram.files.add("slow-e", bytes, { trickle: { chunkBytes: 20_000, chunkDelayMs: 150 }, times: 1 });
-  llm.addRules([
-    {
-      match: { lastUserContains: "summarise report.txt" },
-      reply: { kind: "text", text: "Report summarised." },
+  const start = () => fixture.startGateway(env("crash.sqlite", {}, [erin.id]), GATEWAY_START_TIMEOUT_MS);
+  let gateway = await start();
+  await expectDownloadCrashAnsweredOnce({
+    llm,
+    send(file, caption) {
+      telegram.files.add("slow-e", file.bytes, file.fault);
+      telegram.incoming({
+        chat: privateChat(erin),
+        from: erin,
+        caption,
+        media: {
+          kind: "document",
+          fileId: "slow-e",
+          fileName: file.name,
+          mimeType: "text/plain",
+          fileSize: file.bytes.byteLength,
+        },
+      });
     },
-  ]);
-  const first = await fixture.startGateway(env("crash.sqlite", {}, [erin.id]), GATEWAY_START_TIMEOUT_MS);
-  telegram.incoming({
-    chat: privateChat(erin),
-    from: erin,
-    caption: "summarise report.txt",
-    media: {
-      kind: "document",
-      fileId: "slow-e",
-      fileName: "report.txt",
-      mimeType: "text/plain",
-      fileSize: bytes.byteLength,
+    downloads: () => telegram.files.downloads("slow-e"),
+    async crashAndRestart() {
+      await gateway.kill("SIGKILL");
+      gateway = await start();
     },
+    botTexts: () =>
+      telegram
+        .messages(erin.id)
+        .filter((m) => m.fromBot)
+        .map((m) => m.visibleText),
   });
-  await eventually(() => telegram.files.downloads("slow-e").started === 1, 20_000, "the download to begin");
-  await first.kill("SIGKILL");
-  expect(telegram.files.downloads("slow-e").completed).toBe(0);
-  await fixture.startGateway(env("crash.sqlite", {}, [erin.id]), GATEWAY_START_TIMEOUT_MS);
-  await telegram.waitForMessage(
-    erin.id,
-    (m) => m.fromBot && m.visibleText.includes("Report summarised."),
-    40_000,
-  );
-  await Bun.sleep(1500);
-  expect(telegram.files.downloads("slow-e")).toEqual({ started: 2, completed: 1 });
-  expect(telegram.messages(erin.id).filter((m) => m.fromBot)).toHaveLength(1);
-  const prompts = llm.requests().filter((r) => r.lastUserText.includes("summarise report.txt"));
-  expect(prompts.length).toBe(1);
-  expect(prompts[0]?.lastUserText).toContain("first line of the report");
 }, 120_000);
 
 /** Blob files under `dir` (temp files of puts under way excluded). */

@@ -66,3 +66,50 @@ test("a decided prompt comes back as its decision, without buttons", async () =>
     ]),
   ).toEqual([{ messageId: "m0", text: "Approved by alice.", buttons: undefined }]);
 });
+
+test("a file the agent sent comes back with its message after a restart; the text after it stays text", async () => {
+  db = new OutboxDb();
+  const repo = db.repository();
+  const media = { blobId: "a".repeat(64), filename: "chart.png", mimeType: "image/png", sizeBytes: 1234 };
+  const [photo] = await repo.insert(
+    [messageInsert("s1", "the chart", { channel: "web", key: "run_1:file:0", media })],
+    1_000,
+  );
+  const [pdf] = await repo.insert(
+    [
+      messageInsert("s1", "", {
+        channel: "web",
+        key: "run_1:file:1",
+        media: { ...media, blobId: "b".repeat(64), filename: "report.pdf", mimeType: "application/pdf" },
+      }),
+    ],
+    1_010,
+  );
+  await repo.markSending(photo!, 1_001, { format: "rich", chunks: ["the chart"] });
+  await repo.markDelivered(photo!, { messageIds: ["m0"] }, 1_002);
+  // A caption too long for the file: an empty caption, then the text as a message of its own.
+  await repo.markSending(pdf!, 1_011, { format: "rich", chunks: ["", "a long caption"] });
+  await repo.markDelivered(pdf!, { messageIds: ["m1", "m2"] }, 1_012);
+  const records = await repo.list({ destination: { channel: "web", target: "s1" }, limit: 50 });
+  expect(
+    webTranscriptFrom([], records).map(({ messageId, text, file }) => ({ messageId, text, file })),
+  ).toEqual([
+    {
+      messageId: "m0",
+      text: "the chart",
+      file: { id: "a".repeat(64), name: "chart.png", mimeType: "image/png", sizeBytes: 1234, kind: "image" },
+    },
+    {
+      messageId: "m1",
+      text: "",
+      file: {
+        id: "b".repeat(64),
+        name: "report.pdf",
+        mimeType: "application/pdf",
+        sizeBytes: 1234,
+        kind: "file",
+      },
+    },
+    { messageId: "m2", text: "a long caption", file: undefined },
+  ]);
+});

@@ -4,7 +4,7 @@
  * once into a real blob store and the message carries it by reference, which the run opens
  * byte for byte. Over the limit, the page shows the refusal. The upload route keeps the guard's
  * promises: octet-stream only, no foreign origin, and a message may name only its own session's
- * uploads.
+ * uploads. A document the agent sends shows as a link that downloads it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -21,14 +21,16 @@ import { capturingLogger, testServices } from "./support/services.ts";
 const MAX_FILE_BYTES = 256 * 1024;
 let dir: ReturnType<typeof tempDir>;
 let web: WebChannel;
+let blobs: DirectoryBlobStore;
 let server: HttpServer;
 let browser: Browser;
 const inbound: InboundMessage[] = [];
 
 beforeAll(async () => {
   dir = tempDir("switchboard-uploads-");
+  blobs = new DirectoryBlobStore(dir.path);
   web = createWebChannel({
-    uploads: { blobs: new DirectoryBlobStore(dir.path), maxFileBytes: MAX_FILE_BYTES },
+    uploads: { blobs, maxFileBytes: MAX_FILE_BYTES },
   });
   await web.start(async (message) => {
     inbound.push(message);
@@ -161,6 +163,76 @@ describe("web chat files (Chromium)", () => {
       await page.click("#send");
       await Bun.sleep(300);
       expect(inbound.length).toBe(before);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+});
+
+describe("files the agent sends (Chromium)", () => {
+  test("a document shows as a download link; a click saves its bytes under its name", async () => {
+    const page = await chatPage();
+    try {
+      const sessionId = await page.evaluate(() => localStorage.getItem("switchboard.sessionId")!);
+      const bytes = new TextEncoder().encode("quarter,revenue\nQ1,10\n");
+      await blobs.put(
+        (async function* () {
+          yield bytes;
+        })(),
+        { maxBytes: MAX_FILE_BYTES },
+      );
+      await web.sendFile!(sessionId, {
+        bytes,
+        filename: "figures.csv",
+        mimeType: "text/csv",
+        caption: "the figures",
+        format: "rich",
+        idempotencyKey: "rec_csv:0#0",
+      });
+      const link = page.locator(".bubble.assistant a.file-link", { hasText: "figures.csv" });
+      await link.waitFor();
+      expect(await link.textContent()).toBe("📄 figures.csv (22 bytes)");
+      expect(await page.locator(".bubble.assistant img").count()).toBe(0);
+      const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+      expect(download.suggestedFilename()).toBe("figures.csv");
+      expect(new Uint8Array(await Bun.file((await download.path())!).arrayBuffer())).toEqual(bytes);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("a file no longer stored says so in its place, and is not fetched again on every render", async () => {
+    const page = await chatPage();
+    try {
+      const sessionId = await page.evaluate(() => localStorage.getItem("switchboard.sessionId")!);
+      const bytes = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+      const stored = await blobs.put(
+        (async function* () {
+          yield bytes;
+        })(),
+        { maxBytes: MAX_FILE_BYTES },
+      );
+      await blobs.delete(stored.id);
+      let fetches = 0;
+      page.on("request", (request) => {
+        if (request.url().includes("/web/api/files/")) fetches += 1;
+      });
+      await web.sendFile!(sessionId, {
+        bytes,
+        filename: "gone.png",
+        mimeType: "image/png",
+        caption: "",
+        format: "rich",
+        idempotencyKey: "rec_gone:0#0",
+      });
+      await page
+        .locator(".bubble.assistant .bubble-error", {
+          hasText: "gone.png could not be shown: it is no longer stored.",
+        })
+        .waitFor();
+      await web.send(sessionId, { text: "more", format: "rich", idempotencyKey: "rec_more:0#0" });
+      await page.locator(".bubble.assistant", { hasText: "more" }).waitFor();
+      expect(fetches).toBe(1);
     } finally {
       await page.close();
     }

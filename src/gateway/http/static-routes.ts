@@ -11,10 +11,13 @@ import type { Route } from "./router.ts";
 
 const ASSET_DIR = join(import.meta.dir, "assets");
 
-/** Scripts only from this server, no inline script, no third-party anything. */
+/**
+ * Scripts only from this server, no inline script, no third-party anything. Images may be `blob:`
+ * URLs: the chat page fetches the agent's files with its session header and shows them from those.
+ */
 const PAGE_HEADERS = {
   "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "cache-control": "no-cache",

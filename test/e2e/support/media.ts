@@ -2,7 +2,9 @@
 import { expect } from "bun:test";
 import sharp from "sharp";
 import { scaleForModel } from "../../../src/media/image.ts";
-import type { FakeLlmRequest } from "../../support/llm/fake-llm-server.ts";
+import type { FileFault } from "../../emulators/file-host.ts";
+import type { FakeLlmRequest, FakeLlmServer } from "../../support/llm/fake-llm-server.ts";
+import { eventually } from "./gateway-process.ts";
 
 /** The parts of the user message whose text includes `marker`, as the model server received them. */
 export function userParts(requests: FakeLlmRequest[], marker: string): Array<Record<string, unknown>> {
@@ -75,4 +77,45 @@ export async function expectScaledImage(
   expect(sent).toEqual(new Uint8Array(expected.bytes));
   const meta = await sharp(sent).metadata();
   expect(Math.max(meta.width ?? 0, meta.height ?? 0)).toBe(2048);
+}
+
+/** One platform's part of {@link expectDownloadCrashAnsweredOnce}. */
+export interface DownloadCrashPlatform {
+  llm: FakeLlmServer;
+  /** Hosts `bytes` as `name`, served with `fault`, and sends it to the bot with `caption`. */
+  send(file: { name: string; bytes: Uint8Array; fault: FileFault }, caption: string): void;
+  /** Downloads of that file begun and finished, as the emulator counts them. */
+  downloads(): { started: number; completed: number };
+  /** SIGKILLs the gateway and starts a new one on the same database. */
+  crashAndRestart(): Promise<void>;
+  /** The texts of the bot's messages in the user's chat so far. */
+  botTexts(): string[];
+}
+
+/**
+ * A SIGKILL during a download, with the platform's gateway running: the emulator trickles a 600 KB text file, the gateway is killed
+ * once the download has begun, and the restarted gateway fetches it again, completely, and
+ * answers once, having shown the model the file's text.
+ */
+export async function expectDownloadCrashAnsweredOnce(platform: DownloadCrashPlatform): Promise<void> {
+  const { llm } = platform;
+  const marker = `summarise report ${crypto.randomUUID().slice(0, 8)}`;
+  const answer = `Report summarised (${marker}).`;
+  const bytes = new TextEncoder().encode("first line of the report\n".repeat(24_000));
+  llm.addRules([{ match: { lastUserContains: marker }, reply: { kind: "text", text: answer } }]);
+  platform.send(
+    { name: "report.txt", bytes, fault: { trickle: { chunkBytes: 20_000, chunkDelayMs: 150 }, times: 1 } },
+    marker,
+  );
+  await eventually(() => platform.downloads().started === 1, 20_000, "the download to begin");
+  expect(platform.downloads().completed).toBe(0);
+  await platform.crashAndRestart();
+  await eventually(() => platform.botTexts().some((t) => t.includes(answer)), 40_000, "the answer");
+  // Long enough for a second answer or a third download to show.
+  await Bun.sleep(1500);
+  expect(platform.downloads()).toEqual({ started: 2, completed: 1 });
+  expect(platform.botTexts()).toEqual([expect.stringContaining(answer)]);
+  const prompts = llm.requests().filter((r) => r.lastUserText.includes(marker));
+  expect(prompts.length).toBe(1);
+  expect(prompts[0]?.lastUserText).toContain("first line of the report");
 }

@@ -6,7 +6,7 @@
  * asks for the web chat token (401) the page asks the user for it and keeps it in localStorage.
  */
 import type { IngressOutcome } from "../../../../channels/types.ts";
-import type { WebStreamEvent, WebTranscriptEntry } from "../../../../channels/web/transcript.ts";
+import type { WebFile, WebStreamEvent, WebTranscriptEntry } from "../../../../channels/web/transcript.ts";
 import { byId, formatTime, h, randomId } from "./dom.js";
 import { readEventStream } from "./event-stream.js";
 import { renderMarkdown } from "./markdown.js";
@@ -60,6 +60,11 @@ let typingTimer: ReturnType<typeof setTimeout> | undefined;
 const attachments: Attachment[] = [];
 const attachmentList = byId("attachments");
 const fileInput = byId<HTMLInputElement>("file");
+/**
+ * Object URLs of the files the agent sent, by file id. The files are fetched with the session
+ * header (an `<img>` cannot send one, and the session id never goes in a URL), once per page.
+ */
+const fileUrls = new Map<string, Promise<string>>();
 
 function loadSessionId(): string {
   const stored = localStorage.getItem(SESSION_KEY);
@@ -104,6 +109,7 @@ function render(): void {
   const nodes: Node[] = [];
   for (const entry of messages.values()) {
     const node = bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs));
+    if (entry.file) node.firstChild?.before(fileView(entry.file));
     if (entry.buttons) node.append(buttonRows(entry));
     const notice = notices.get(entry.messageId);
     if (notice !== undefined) node.append(h("div", { class: "bubble-meta", role: "status" }, notice));
@@ -145,6 +151,94 @@ function bubble(role: WebTranscriptEntry["role"], id: string, text: string, meta
     body,
     h("div", { class: "bubble-meta" }, meta),
   );
+}
+
+/** An image inline, any other file as a download link; the bytes come from fileUrl. */
+function fileView(file: WebFile): HTMLElement {
+  if (file.kind === "image") {
+    const image = h("img", { class: "bubble-image", alt: file.name, "data-file-id": file.id });
+    fileUrl(file).then(
+      (url) => {
+        image.src = url;
+      },
+      (error: Error) =>
+        image.replaceWith(
+          h("div", { class: "bubble-error" }, `${file.name} could not be shown: ${error.message}.`),
+        ),
+    );
+    return image;
+  }
+  return h(
+    "a",
+    {
+      class: "file-link",
+      href: "#",
+      "data-file-id": file.id,
+      onclick: (event: Event) => {
+        event.preventDefault();
+        void download(file);
+      },
+    },
+    `📄 ${file.name} (${formatSize(file.sizeBytes)})`,
+  );
+}
+
+class FileGone extends Error {
+  constructor(status: number) {
+    super(status === 404 ? "it is no longer stored" : `the gateway answered ${status}`);
+  }
+}
+
+/** The file's bytes as an object URL, fetched with the session header (once per page). */
+function fileUrl(file: WebFile): Promise<string> {
+  let url = fileUrls.get(file.id);
+  if (!url) {
+    url = (async () => {
+      for (;;) {
+        const response = await fetch(`/web/api/files/${encodeURIComponent(file.id)}`, {
+          headers: apiHeaders(),
+        });
+        if (response.status === 401) {
+          await askForToken();
+          continue;
+        }
+        // Many files at once (a reload of a long chat) can meet the per-address rate.
+        if (response.status === 429) {
+          const seconds = Number(response.headers.get("retry-after") ?? "2");
+          await new Promise((resolve) =>
+            setTimeout(resolve, 1000 * (Number.isFinite(seconds) ? seconds : 2)),
+          );
+          continue;
+        }
+        if (!response.ok) throw new FileGone(response.status);
+        return URL.createObjectURL(await response.blob());
+      }
+    })();
+    // A file the gateway refused (404: no longer stored) stays refused; only an outage is retried.
+    url.catch((error) => {
+      if (!(error instanceof FileGone)) fileUrls.delete(file.id);
+    });
+    fileUrls.set(file.id, url);
+  }
+  return url;
+}
+
+async function download(file: WebFile): Promise<void> {
+  try {
+    const link = h("a", { href: await fileUrl(file), download: file.name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+  } catch (error) {
+    banner.hidden = false;
+    banner.textContent = `${file.name} could not be downloaded: ${(error as Error).message}.`;
+  }
+}
+
+function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
 /** The message's buttons; a press POSTs the button's data as `action` and shows the notice under it. */
