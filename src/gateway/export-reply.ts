@@ -1,6 +1,6 @@
 /**
  * What `/export` answers with: the conversation as a Markdown file where the channel takes files,
- * else (the web chat, or a transcript over the platform's file limit) as a Markdown message cut
+ * else (a channel that sends no files, or a transcript over its file limit) as a Markdown message cut
  * to a readable length.
  */
 import type { FileLimits } from "../../channels/types.ts";

@@ -172,7 +172,7 @@ describe("chat commands: /export", () => {
       defaultTimezone: "Europe/Berlin",
       clock: systemClock,
       notify: () => {},
-      // Telegram takes files; the web chat sends none.
+      // Telegram takes files; here the other channels send none.
       files: {
         store: blobs,
         limits: (channel) =>
@@ -237,7 +237,7 @@ describe("chat commands: /export", () => {
     expect(await Array.fromAsync(blobs.list())).toHaveLength(1);
   });
 
-  test("the web chat, which takes no files, gets the transcript as a Markdown message", async () => {
+  test("a channel that sends no files gets the transcript as a Markdown message", async () => {
     const web = await scope("/export", "u-export-web");
     const message = { ...web.message, channel: "web" as const };
     await exchange(web.conversationId, "hello from the browser", "Hello!");
