@@ -167,10 +167,15 @@ async function deliverMessage(
       await settleFailure(deps, adapter, record, error);
       return;
     }
-    if (!(await deps.repo.recordChunkDelivered(record.id, index, sent, deps.clock.now()))) return;
+    const last = index === current.chunks.length - 1;
+    // The last chunk's record also delivers the message, in the same write.
+    if (!(await deps.repo.recordChunkDelivered(record.id, index, sent, deps.clock.now(), last)) || last)
+      return;
     messageIds.push(...sent);
     index += 1;
   }
+  // Nothing was left to send: a file without a caption, or chunks all recorded before a crash by
+  // a version that delivered in a separate write.
   await deps.repo.markDelivered(record.id, { messageIds }, deps.clock.now());
 }
 

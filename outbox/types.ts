@@ -196,8 +196,18 @@ export interface OutboxRepository {
    */
   markSending(id: string, nowMs: number, rendered?: RenderedText): Promise<OutboxRecord | null>;
 
-  /** Records that chunk `chunkIndex` of a sending message was delivered as `messageIds`. False if the record moved on. */
-  recordChunkDelivered(id: string, chunkIndex: number, messageIds: string[], nowMs: number): Promise<boolean>;
+  /**
+   * Records that chunk `chunkIndex` of a sending message was delivered as `messageIds`. With
+   * `last`, the message is also delivered (receipt: every chunk's ids) in the same write. False if
+   * the record moved on.
+   */
+  recordChunkDelivered(
+    id: string,
+    chunkIndex: number,
+    messageIds: string[],
+    nowMs: number,
+    last?: boolean,
+  ): Promise<boolean>;
 
   /** Replaces a sending message's rendering with the plain-text fallback; only before any chunk was delivered. */
   replaceRendered(id: string, rendered: RenderedText, nowMs: number): Promise<boolean>;

@@ -44,6 +44,7 @@ import {
   type Message,
   type MessagePart,
   type ModelCallObserver,
+  type StepRecord,
   type StopReason,
   type TerminalRunState,
   type Usage,
@@ -305,23 +306,24 @@ export class RunExecutor {
           return await this.finish(inputs, run, fence, "failed", parts, outcome.error);
         }
         parts.push(...(tools ? withSearchHints(tools, outcome.parts) : outcome.parts));
+        const step: StepRecord = {
+          step: run.steps,
+          model: outcome.model,
+          finishReason: outcome.finishReason,
+          usage: outcome.usage satisfies Usage,
+          startedAtMs: outcome.startedAtMs,
+          finishedAtMs: clock.now(),
+        };
+        if (outcome.finishReason !== "tool-calls")
+          return await this.finish(inputs, run, fence, "completed", parts, undefined, step);
         await store.checkpoint({
           fence,
           assistantParts: parts,
-          step: {
-            step: run.steps,
-            model: outcome.model,
-            finishReason: outcome.finishReason,
-            usage: outcome.usage satisfies Usage,
-            startedAtMs: outcome.startedAtMs,
-            finishedAtMs: clock.now(),
-          },
+          step,
           joinedInputIds: joined.map((m) => m.id),
           nowMs: clock.now(),
         });
         killPoint("step.persisted");
-        if (outcome.finishReason !== "tool-calls")
-          return await this.finish(inputs, run, fence, "completed", parts);
       }
     } catch (error) {
       if (isSwitchboardError(error, "fence_lost")) {
@@ -534,6 +536,8 @@ export class RunExecutor {
     state: TerminalRunState,
     parts: MessagePart[],
     error?: string,
+    /** The step that answered: saved in the terminal commit, not in a checkpoint of its own. */
+    finalStep?: StepRecord,
   ): Promise<ExecutionEnd> {
     // Joined inputs are absorbed only by a completed run; otherwise their own runs answer them,
     // so they must not also appear inside this turn.
@@ -553,8 +557,10 @@ export class RunExecutor {
       ...(error === undefined ? {} : { error }),
       ...(delivery ? { delivery } : {}),
       ...(approvals.length > 0 ? { approvals } : {}),
+      ...(finalStep ? { finalStep: { step: finalStep, parts } } : {}),
       nowMs: this.options.clock.now(),
     });
+    if (finalStep) killPoint("step.persisted");
     killPoint("run.terminal-committed");
     return { kind: "terminal", state, absorbed: result.absorbed };
   }

@@ -528,6 +528,11 @@ export interface TerminalRequest {
   delivery?: AnswerDelivery;
   /** `awaiting_approval` only: the requests, stored in this transaction before any effect. */
   approvals?: ApprovalRequestInsert[];
+  /**
+   * The step that ended the run, saved as a checkpoint would save it (step row, usage, `checkpoint`
+   * event) inside this transaction: a final step costs one commit, not two.
+   */
+  finalStep?: { step: StepRecord; parts: MessagePart[] };
   nowMs: number;
 }
 

@@ -76,6 +76,28 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
         expect((await repo.show(id!))?.state).toBe("delivered");
       });
 
+      test("the last chunk's record delivers the message in the same write, with every chunk's ids", async () => {
+        const [id] = await repo.insert([messageInsert("chat-a", "long answer")], T0);
+        await repo.markSending(id!, T0, { format: "rich", chunks: ["part one", "part two"] });
+        expect(await repo.recordChunkDelivered(id!, 0, ["m1"], T0 + 1, false)).toBe(true);
+        expect((await repo.show(id!))?.state).toBe("sending");
+        // A stale index (chunk 0 again, a second worker's view) changes nothing.
+        expect(await repo.recordChunkDelivered(id!, 0, ["m9"], T0 + 2, true)).toBe(false);
+        expect(await repo.recordChunkDelivered(id!, 1, ["m2"], T0 + 3, true)).toBe(true);
+        const delivered = await repo.show(id!);
+        expect(delivered).toMatchObject({
+          state: "delivered",
+          chunksDelivered: 2,
+          receipt: { messageIds: ["m1", "m2"] },
+        });
+        expect(delivered!.history.slice(-3).map((h) => h.action)).toEqual([
+          "chunk delivered",
+          "chunk delivered",
+          "delivered",
+        ]);
+        expect(await repo.recordChunkDelivered(id!, 2, ["m3"], T0 + 4, true)).toBe(false);
+      });
+
       test("operators get an error that names the state and what is allowed", async () => {
         const [id] = await repo.insert([messageInsert("chat-a", "hello")], T0);
         await repo.markSending(id!, T0);

@@ -51,6 +51,43 @@ describe("the step loop", () => {
     ]);
   });
 
+  test("the answering step is saved in the run's terminal commit: one write, not a checkpoint and then the end", async () => {
+    harness = createHarness(
+      [
+        { type: "tool-call", toolName: "note", input: { text: "alpha" } },
+        { type: "text", text: "done", usage: { inputTokens: 12, outputTokens: 1, costUsd: 0.002 } },
+      ],
+      { tools: noteTool },
+    );
+    const store = harness.stores.runtime;
+    const writes: string[] = [];
+    const checkpoint = store.checkpoint.bind(store);
+    const commitTerminal = store.commitTerminal.bind(store);
+    store.checkpoint = (request) => {
+      writes.push(`checkpoint ${request.step.step}`);
+      return checkpoint(request);
+    };
+    store.commitTerminal = (request) => {
+      writes.push(`terminal ${request.state} with step ${request.finalStep?.step.step ?? "none"}`);
+      return commitTerminal(request);
+    };
+    const events: string[] = [];
+    harness.runtime.subscribe((e) => {
+      if (e.type === "checkpoint" || e.type === "terminal") events.push(e.type);
+    });
+    const r = await harness.runtime.submit({ conversationId: "c", idempotencyKey: "k", parts: text("go") })
+      .result;
+    expect(r.state).toBe("completed");
+    expect(writes).toEqual(["checkpoint 0", "terminal completed with step 1"]);
+    // Observers still see each step's checkpoint, in order, before the end.
+    expect(events).toEqual(["checkpoint", "checkpoint", "terminal"]);
+    const steps = harness.stores.db.query("SELECT step, finish_reason FROM steps ORDER BY step").all();
+    expect(steps).toEqual([
+      { step: 0, finish_reason: "tool-calls" },
+      { step: 1, finish_reason: "stop" },
+    ]);
+  });
+
   test("unavailable usage is not zero: one silent step makes the cost unavailable", async () => {
     harness = createHarness(
       [

@@ -68,8 +68,8 @@ async function rowOf(sql: SQL, idOrKey: string): Promise<OutboxRow | null> {
 }
 
 /** `history` with `entry` appended, kept as compact JSON text. */
-function appendHistory(sql: SQL, entry: OutboxHistoryEntry) {
-  return sql`left(history, -1) || ',' || ${historyJson(entry)} || ']'`;
+function appendHistory(sql: SQL, ...entries: OutboxHistoryEntry[]) {
+  return sql`left(history, -1) || ',' || ${entries.map(historyJson).join(",")} || ']'`;
 }
 
 /**
@@ -289,14 +289,23 @@ export class PostgresOutboxRepository implements OutboxRepository {
     chunkIndex: number,
     messageIds: string[],
     nowMs: number,
+    last = false,
   ): Promise<boolean> {
     const row = await rowOf(this.sql, id);
     if (row?.state !== "sending" || row.chunks_delivered !== chunkIndex) return false;
+    const receipt = appendedReceiptJson(row.receipt, messageIds);
+    const entries = [history.chunkDelivered(nowMs, chunkIndex, row.rendered)];
+    if (last) {
+      assertTransition(id, "sending", "delivered");
+      entries.push(history.delivered(nowMs, JSON.parse(receipt) as SendReceipt));
+    }
+    // One statement: with `last`, the chunk and the delivery commit together.
     const updated = await this.sql`
-      UPDATE outbox SET chunks_delivered = ${chunkIndex + 1},
-        receipt = ${appendedReceiptJson(row.receipt, messageIds)}, updated_at_ms = ${nowMs},
-        history = ${appendHistory(this.sql, history.chunkDelivered(nowMs, chunkIndex, row.rendered))}
-      WHERE id = ${id} AND state = 'sending' AND chunks_delivered = ${chunkIndex}`;
+      UPDATE outbox SET chunks_delivered = ${chunkIndex + 1}, receipt = ${receipt}, updated_at_ms = ${nowMs},
+        history = ${appendHistory(this.sql, ...entries)}
+        ${last ? this.sql`, state = 'delivered', last_error = NULL` : this.sql``}
+      WHERE id = ${id} AND state = 'sending' AND chunks_delivered = ${chunkIndex}
+        ${last ? this.sql`AND kind = 'message'` : this.sql``}`;
     return updated.count === 1;
   }
 

@@ -31,7 +31,14 @@ import type {
   TerminalResult,
   ToolOutputSlice,
 } from "../../runtime/store.ts";
-import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type {
+  InputPart,
+  MessagePart,
+  StepRecord,
+  StopReason,
+  TerminalRunState,
+  Usage,
+} from "../../runtime/types.ts";
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
@@ -397,22 +404,33 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
         VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
           ${JSON.stringify(request.assistantParts)}, 'streaming', ${nowMs})
         ON CONFLICT (id) DO UPDATE SET parts = excluded.parts`;
-      await tx.sql`
-        INSERT INTO steps (run_id, step, model, finish_reason, usage, started_at_ms, finished_at_ms)
-        VALUES (${run.id}, ${step.step}, ${step.model}, ${step.finishReason}, ${JSON.stringify(step.usage)},
-          ${step.startedAtMs}, ${step.finishedAtMs})
-        ON CONFLICT (run_id, step) DO UPDATE SET model = excluded.model, finish_reason = excluded.finish_reason,
-          usage = excluded.usage, started_at_ms = excluded.started_at_ms, finished_at_ms = excluded.finished_at_ms`;
-      const usages = await tx.sql<Array<{ usage: string }>>`
-        SELECT usage FROM steps WHERE run_id = ${run.id} ORDER BY step`;
-      const total = sumUsage(usages.map((r) => JSON.parse(r.usage) as Usage));
-      await tx.sql`
-        UPDATE runs SET steps = ${step.step + 1}, usage = ${JSON.stringify(total.usage)},
-          cost_complete = ${total.costComplete}
-        WHERE id = ${run.id}`;
-      const { seq } = await this.appendEvent(tx, checkpointEvent(run, step, request.assistantParts), nowMs);
+      const seq = await this.saveStep(tx, run, step, request.assistantParts, nowMs);
       return { seq };
     });
+  }
+
+  /** A step's row, the run's usage summed over its steps, and its `checkpoint` event. */
+  private async saveStep(
+    tx: Tx,
+    run: RunRecord,
+    step: StepRecord,
+    parts: readonly MessagePart[],
+    nowMs: number,
+  ): Promise<number> {
+    await tx.sql`
+      INSERT INTO steps (run_id, step, model, finish_reason, usage, started_at_ms, finished_at_ms)
+      VALUES (${run.id}, ${step.step}, ${step.model}, ${step.finishReason}, ${JSON.stringify(step.usage)},
+        ${step.startedAtMs}, ${step.finishedAtMs})
+      ON CONFLICT (run_id, step) DO UPDATE SET model = excluded.model, finish_reason = excluded.finish_reason,
+        usage = excluded.usage, started_at_ms = excluded.started_at_ms, finished_at_ms = excluded.finished_at_ms`;
+    const usages = await tx.sql<Array<{ usage: string }>>`
+      SELECT usage FROM steps WHERE run_id = ${run.id} ORDER BY step`;
+    const total = sumUsage(usages.map((r) => JSON.parse(r.usage) as Usage));
+    await tx.sql`
+      UPDATE runs SET steps = ${step.step + 1}, usage = ${JSON.stringify(total.usage)},
+        cost_complete = ${total.costComplete}
+      WHERE id = ${run.id}`;
+    return (await this.appendEvent(tx, checkpointEvent(run, step, parts), nowMs)).seq;
   }
 
   saveToolProgress(
@@ -492,6 +510,8 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
     const { nowMs, state, assistantParts } = request;
     return this.write(async (tx) => {
       const run = await this.fenced(tx, request.fence);
+      if (request.finalStep)
+        await this.saveStep(tx, run, request.finalStep.step, request.finalStep.parts, nowMs);
       const [answerRow] = await tx.sql<MessageRow[]>`
         INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
         VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',

@@ -318,11 +318,13 @@ export class SqliteOutboxRepository implements OutboxRepository {
     chunkIndex: number,
     messageIds: string[],
     nowMs: number,
+    last = false,
   ): Promise<boolean> {
     return this.write(() => {
       const row = getRow(this.db, id);
       if (row?.state !== "sending" || row.chunks_delivered !== chunkIndex) return false;
-      return (
+      const receipt = appendedReceiptJson(row.receipt, messageIds);
+      const recorded =
         this.db
           .query(
             `UPDATE outbox SET chunks_delivered = ?, receipt = ?, updated_at_ms = ?,
@@ -331,13 +333,23 @@ export class SqliteOutboxRepository implements OutboxRepository {
           )
           .run(
             chunkIndex + 1,
-            appendedReceiptJson(row.receipt, messageIds),
+            receipt,
             nowMs,
             historyJson(history.chunkDelivered(nowMs, chunkIndex, row.rendered)),
             id,
             chunkIndex,
-          ).changes === 1
-      );
+          ).changes === 1;
+      if (!recorded || !last) return recorded;
+      const whole = JSON.parse(receipt) as SendReceipt;
+      return transition(this.db, {
+        id,
+        from: ["sending"],
+        to: "delivered",
+        set: { last_error: null },
+        where: "kind = 'message'",
+        entry: history.delivered(nowMs, whole),
+        nowMs,
+      });
     });
   }
 

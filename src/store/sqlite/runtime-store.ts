@@ -31,7 +31,14 @@ import type {
   TerminalResult,
   ToolOutputSlice,
 } from "../../runtime/store.ts";
-import type { InputPart, MessagePart, StopReason, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type {
+  InputPart,
+  MessagePart,
+  StepRecord,
+  StopReason,
+  TerminalRunState,
+  Usage,
+} from "../../runtime/types.ts";
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
@@ -411,32 +418,37 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
           JSON.stringify(request.assistantParts),
           nowMs,
         );
-      this.db
-        .query(
-          `INSERT OR REPLACE INTO steps (run_id, step, model, finish_reason, usage, started_at_ms, finished_at_ms)
-           VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          run.id,
-          step.step,
-          step.model,
-          step.finishReason,
-          JSON.stringify(step.usage),
-          step.startedAtMs,
-          step.finishedAtMs,
-        );
-      const usages = (
-        this.db.query("SELECT usage FROM steps WHERE run_id = ? ORDER BY step").all(run.id) as Array<{
-          usage: string;
-        }>
-      ).map((r) => JSON.parse(r.usage) as Usage);
-      const total = sumUsage(usages);
-      this.db
-        .query("UPDATE runs SET steps = ?, usage = ?, cost_complete = ? WHERE id = ?")
-        .run(step.step + 1, JSON.stringify(total.usage), total.costComplete ? 1 : 0, run.id);
-      const seq = this.appendEvent(checkpointEvent(run, step, request.assistantParts), nowMs);
+      const seq = this.saveStep(run, step, request.assistantParts, nowMs);
       return { seq };
     });
+  }
+
+  /** A step's row, the run's usage summed over its steps, and its `checkpoint` event. */
+  private saveStep(run: RunRecord, step: StepRecord, parts: readonly MessagePart[], nowMs: number): number {
+    this.db
+      .query(
+        `INSERT OR REPLACE INTO steps (run_id, step, model, finish_reason, usage, started_at_ms, finished_at_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        run.id,
+        step.step,
+        step.model,
+        step.finishReason,
+        JSON.stringify(step.usage),
+        step.startedAtMs,
+        step.finishedAtMs,
+      );
+    const usages = (
+      this.db.query("SELECT usage FROM steps WHERE run_id = ? ORDER BY step").all(run.id) as Array<{
+        usage: string;
+      }>
+    ).map((r) => JSON.parse(r.usage) as Usage);
+    const total = sumUsage(usages);
+    this.db
+      .query("UPDATE runs SET steps = ?, usage = ?, cost_complete = ? WHERE id = ?")
+      .run(step.step + 1, JSON.stringify(total.usage), total.costComplete ? 1 : 0, run.id);
+    return this.appendEvent(checkpointEvent(run, step, parts), nowMs);
   }
 
   saveToolProgress(
@@ -538,6 +550,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     const { nowMs, state, assistantParts } = request;
     return this.write(() => {
       const run = this.fenced(request.fence);
+      if (request.finalStep) this.saveStep(run, request.finalStep.step, request.finalStep.parts, nowMs);
       const answer = toMessage(
         this.db
           .query(
