@@ -518,6 +518,8 @@ export interface PromptContext {
   history: PromptTurn[];
   inputs: Message[];
   assistant: Message | null;
+  /** The run's last saved step record (step `run.steps - 1`); null before its first step. */
+  lastStep: StepRecord | null;
   /** Inputs of queued `inject` runs admitted after this run, in order, with their run ids. */
   joinable: Array<{ runId: string; message: Message }>;
 }

@@ -397,6 +397,34 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "the prompt context carries the run's last saved step record, finish reason included",
+      withStore(async (store) => {
+        const { admitted, acquired } = await owned(store, "c", "a");
+        expect((await store.loadPromptContext(admitted.runId, { maxTurns: 10 })).lastStep).toBeNull();
+        const toolStep = { ...step(0), finishReason: "tool-calls" };
+        await store.checkpoint({
+          fence: acquired.fence,
+          assistantParts: [{ type: "text", text: "let me look" }],
+          step: toolStep,
+          joinedInputIds: [],
+          nowMs: T0,
+        });
+        expect((await store.loadPromptContext(admitted.runId, { maxTurns: 10 })).lastStep).toEqual(toolStep);
+        const cutStep = { ...step(1), finishReason: "length", finishedAtMs: T0 + 5 };
+        await store.checkpoint({
+          fence: acquired.fence,
+          assistantParts: [{ type: "text", text: "let me look... and the answer is" }],
+          step: cutStep,
+          joinedInputIds: [],
+          nowMs: T0 + 5,
+        });
+        const ctx = await store.loadPromptContext(admitted.runId, { maxTurns: 10 });
+        expect(ctx.run.steps).toBe(2);
+        expect(ctx.lastStep).toEqual(cutStep);
+      }),
+    );
+
+    test(
       "absorption: an injected input's run ends absorbed only when the answering run completes",
       withStore(async (store) => {
         const a = await store.admit(admitRequest("c", "a"));
