@@ -4,6 +4,7 @@ import type { BlobStore } from "../src/runtime/blobs.ts";
 import type { Clock } from "../src/util/clock.ts";
 import { killPoint } from "../src/util/kill-point.ts";
 import type { Logger } from "../src/util/log.ts";
+import { planEdit } from "./edit-plan.ts";
 import { mediaRefusal, renderMediaCaption } from "./media.ts";
 import { createPlatformCaller, PlatformCallError, type PlatformCaller, rateLaneOf } from "./platform-call.ts";
 import type { DeliveryRateLimiter } from "./rate-limiter.ts";
@@ -105,7 +106,23 @@ async function deliverMessage(
   adapter: ChannelAdapter,
   queued: OutboxMessageRecord,
 ): Promise<void> {
-  const rendered = queued.rendered ?? renderRecord(deps, adapter, queued, "rich");
+  const editOf = queued.presentation?.editOf;
+  const plan =
+    editOf === undefined
+      ? null
+      : planEdit(
+          { channel: queued.channel, presentation: { ...queued.presentation, editOf } },
+          await deps.repo.show(editOf),
+          adapter.edit !== undefined,
+        );
+  // An edit renders its text when it edits; only what is sent is rendered and kept here.
+  const rendered =
+    plan === null
+      ? (queued.rendered ?? renderRecord(deps, adapter, queued, "rich"))
+      : plan.kind === "send"
+        ? (queued.rendered ??
+          deps.renderer.render(plan.markdown, queued.channel, "plain", adapter.limits.maxMessageChars))
+        : undefined;
   const record = await deps.repo.markSending(queued.id, deps.clock.now(), rendered);
   if (record?.kind !== "message") return;
   killPoint("outbox.sending-persisted");
@@ -115,14 +132,26 @@ async function deliverMessage(
     file = await loadMedia(deps, adapter, { ...record, media });
     if (file === null) return;
   }
-  if (record.presentation?.editOf !== undefined) {
-    await deliverEdit(deps, adapter, record, record.presentation.editOf);
+  if (plan?.kind === "edit") {
+    await deliverEdit(deps, adapter, record, plan.messageId);
     return;
+  }
+  if (plan?.kind === "fail") {
+    await deps.repo.markFailed(record.id, plan.reason, deps.clock.now());
+    return;
+  }
+  if (plan?.kind === "send") {
+    deps.logger.info("outbox.edit_sent_as_message", {
+      recordId: record.id,
+      approvalId: plan.approvalId,
+      editOf,
+      reason: "the edited message's id is unknown (resolved as delivered)",
+    });
   }
   const buttons = record.presentation?.buttons;
 
   const call = callerFor(deps, adapter, record);
-  let current: RenderedText = record.rendered ?? rendered;
+  let current: RenderedText = record.rendered ?? rendered ?? renderRecord(deps, adapter, record, "rich");
   const messageIds = [...(record.receipt?.messageIds ?? [])];
   let index = record.chunksDelivered;
   while (index < current.chunks.length) {
@@ -187,20 +216,11 @@ async function deliverEdit(
   deps: DeliveryDeps,
   adapter: ChannelAdapter,
   record: OutboxMessageRecord,
-  editOf: string,
+  messageId: string,
 ): Promise<void> {
-  const original = await deps.repo.show(editOf);
-  const messageId = original?.receipt?.messageIds.at(-1);
-  if (!original || messageId === undefined || !adapter.edit) {
-    const reason = !adapter.edit
-      ? `${record.channel} cannot edit messages`
-      : `record ${editOf} has no message to edit (${original?.state ?? "missing"})`;
-    await deps.repo.markFailed(record.id, reason, deps.clock.now());
-    return;
-  }
   const text = deps.renderer.render(record.markdown, record.channel, "plain", adapter.limits.maxMessageChars)
     .chunks[0]!;
-  const edit = adapter.edit.bind(adapter);
+  const edit = adapter.edit!.bind(adapter);
   try {
     await callerFor(
       deps,

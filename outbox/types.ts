@@ -33,11 +33,17 @@ export type OutboxButtons = Array<Array<{ label: string; data: string }>>;
 
 /**
  * How a record is shown beyond its text: `buttons` under its last message; or `editOf`, the key
- * of an earlier record whose (first) message this one edits in place, removing its buttons.
+ * of an earlier record whose (last) message this one edits in place, removing its buttons.
  */
 export interface OutboxPresentation {
   buttons?: OutboxButtons;
   editOf?: string;
+  /**
+   * With `editOf`: sent as a new (plain text) message instead when the edited record's message is
+   * unknown, because an operator resolved it `--delivered` (which records no platform message id).
+   * `approvalId` is the approval whose prompt it was, for the log line that says so.
+   */
+  orSend?: { markdown: string; approvalId: string };
 }
 
 /**

@@ -73,6 +73,15 @@ export function outcomeText(
   return `${verdict}: ${approval.toolName}\n${readableArguments(approval.input)}`;
 }
 
+/**
+ * The outcome as a new message, for a prompt whose message cannot be edited (an operator resolved
+ * its unsure send as delivered, so its message id is unknown). Short: the prompt above still
+ * shows the arguments.
+ */
+export function outcomeNotice(approval: Pick<ApprovalRecord, "id" | "toolName">, verdict: string): string {
+  return `${verdict}: ${approval.toolName} (${approval.id})`;
+}
+
 export function createApprovalService(options: ApprovalServiceOptions): ApprovalService {
   const { store, outbox, clock, logger } = options;
 
@@ -91,7 +100,10 @@ export function createApprovalService(options: ApprovalServiceOptions): Approval
           target: context.target,
           kind: "message",
           markdown: outcomeText(approval, verdict),
-          presentation: { editOf: promptKey(approval.id) },
+          presentation: {
+            editOf: promptKey(approval.id),
+            orSend: { markdown: outcomeNotice(approval, verdict), approvalId: approval.id },
+          },
         },
       ],
       clock.now(),

@@ -10,7 +10,7 @@ import type { ApprovalService } from "../approvals/service.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { RuntimeStore } from "../runtime/store.ts";
+import { isPurgedUpdate, type RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
@@ -280,9 +280,9 @@ export function createIngress(
 
     // An update refused earlier (no pairing grant yet, too fast, over budget) stays refused when
     // redelivered, even though it would pass now: it was answered, and the user was told to resend.
-    // One of a conversation forgotten since stays forgotten.
+    // (One of a conversation forgotten since is refused by admission, in its transaction.)
     const earlier = await store.ingressOutcome(source, message.updateKey);
-    if (earlier?.startsWith("refused:") || earlier === "purged") {
+    if (earlier?.startsWith("refused:")) {
       metrics.inboundDuplicate(message.channel);
       return { kind: "duplicate", runId: null, conversationId: null };
     }
@@ -298,7 +298,15 @@ export function createIngress(
       // refuse, not a redelivery; platform ids always come back with the same content.
       ingress: { source, key: message.updateKey, payload: message, strict: message.channel === "web" },
     });
-    const admission = await ticket.admission;
+    let admission: Awaited<typeof ticket.admission>;
+    try {
+      admission = await ticket.admission;
+    } catch (error) {
+      // An update of a conversation forgotten since stays forgotten.
+      if (!isPurgedUpdate(error)) throw error;
+      metrics.inboundDuplicate(message.channel);
+      return { kind: "duplicate", runId: null, conversationId: null };
+    }
     killPoint("ingress.admitted");
     if (admission.cancelledApprovals.length > 0) {
       await options.approvals?.cancelled(admission.cancelledApprovals);

@@ -7,6 +7,7 @@ import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import { boundOutput, createReadOutputTool, READ_OUTPUT } from "./bounded-output.ts";
 import type { RuntimeEvent } from "./events.ts";
+import { answeredBeforeCrash, endsAnswer } from "./final-step.ts";
 import { withLeanInputs } from "./lean-schema.ts";
 import { type MediaInputs, needsPreparation, prepareInputs, shownBlobIds, userNotices } from "./media.ts";
 import { buildPrompt, MEDIA_TURNS, type ProjectionMedia } from "./project.ts";
@@ -236,9 +237,10 @@ export class RunExecutor {
         }
         if (awaitingApproval(parts).length > 0)
           return await this.finish(inputs, run, fence, "awaiting_approval", parts);
-        // The last step answered (its checkpoint committed, the process died before the terminal
-        // commit): the answer is whole, so finish it instead of asking the model again.
-        if (run.steps > 0 && parts.at(-1)?.type === "text")
+        // The last step answered but the run did not end (saved by a version that checkpointed a
+        // final step before its terminal commit, and died between them): finish it instead of
+        // asking the model again.
+        if (answeredBeforeCrash(run, ctx.lastStep))
           return await this.finish(inputs, run, fence, "completed", parts);
         const policy = this.options.stopPolicies.find((p) => p.when({ run, parts, steps: run.steps }));
         if (policy)
@@ -314,7 +316,7 @@ export class RunExecutor {
           startedAtMs: outcome.startedAtMs,
           finishedAtMs: clock.now(),
         };
-        if (outcome.finishReason !== "tool-calls")
+        if (endsAnswer(outcome.finishReason))
           return await this.finish(inputs, run, fence, "completed", parts, undefined, step);
         await store.checkpoint({
           fence,

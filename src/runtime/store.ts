@@ -1,3 +1,4 @@
+import { isSwitchboardError, SwitchboardError } from "../errors.ts";
 import type { DurableEvent } from "./events.ts";
 import type {
   InputPart,
@@ -24,7 +25,9 @@ export interface RuntimeStore {
    * runs — all in one transaction. With `ingress`, the (source, key) pair is recorded in the same
    * transaction; a repeat returns `duplicate` with the original run, whatever conversation the key
    * maps to now. Same idempotency key with a different fingerprint throws `idempotency_conflict`.
-   * A purged conversation throws `conversation_purged`.
+   * A purged conversation throws `conversation_purged`; so does a repeat of an ingress identity
+   * whose conversation was purged since (its receipt says `purged`: {@link isPurgedUpdate}),
+   * whatever conversation the key maps to now, writing nothing.
    */
   admit(request: AdmitRequest): Promise<AdmitResult>;
 
@@ -328,6 +331,24 @@ export interface ToolOutputSlice {
   totalChars: number;
 }
 
+/**
+ * What `admit` throws for a repeat of an ingress identity whose conversation was purged since: a
+ * platform delivering an update of a forgotten conversation again, which must not be admitted
+ * afresh. Ingress counts it as a duplicate.
+ */
+export function purgedUpdateError(ingress: { source: string; key: string }): SwitchboardError {
+  return new SwitchboardError(
+    "conversation_purged",
+    `Update ${ingress.key} of ${ingress.source} belongs to a conversation purged since; it is not admitted again.`,
+    { details: { ingressOutcome: "purged" } },
+  );
+}
+
+/** True for {@link purgedUpdateError}'s error (not for other input to a purged conversation). */
+export function isPurgedUpdate(error: unknown): boolean {
+  return isSwitchboardError(error, "conversation_purged") && error.details?.ingressOutcome === "purged";
+}
+
 export const APPROVAL_STATES = ["pending", "approved", "denied", "expired", "cancelled"] as const;
 export type ApprovalState = (typeof APPROVAL_STATES)[number];
 
@@ -497,6 +518,8 @@ export interface PromptContext {
   history: PromptTurn[];
   inputs: Message[];
   assistant: Message | null;
+  /** The run's last saved step record (step `run.steps - 1`); null before its first step. */
+  lastStep: StepRecord | null;
   /** Inputs of queued `inject` runs admitted after this run, in order, with their run ids. */
   joinable: Array<{ runId: string; message: Message }>;
 }

@@ -21,6 +21,7 @@ export interface AdmissionSteps {
     conversation_id: string | null;
     run_id: string | null;
     input_message_id: string | null;
+    outcome: string;
   } | null;
   /** The conversation mapped to `key`, creating it when new. */
   resolveKey(key: string, nowMs: number): string;
@@ -106,7 +107,10 @@ function call<K extends keyof AdmissionSteps>(name: K, ...args: Parameters<Admis
 export function* admission(request: AdmitRequest): Admission {
   const { nowMs } = request;
   if (request.ingress) {
-    const duplicate = receiptDuplicate((yield call("receipt", request.ingress)) as Answer<"receipt">);
+    const duplicate = receiptDuplicate(
+      (yield call("receipt", request.ingress)) as Answer<"receipt">,
+      request.ingress,
+    );
     if (duplicate) {
       if (request.ingress.strict) {
         priorDuplicate(

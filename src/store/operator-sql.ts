@@ -139,8 +139,11 @@ export interface StepRow {
 }
 
 export function toStep(row: StepRow): StepRecord & { runId: string } {
+  return { runId: row.run_id, ...toStepRecord(row) };
+}
+
+export function toStepRecord(row: StepRow): StepRecord {
   return {
-    runId: row.run_id,
     step: Number(row.step),
     model: row.model,
     finishReason: row.finish_reason,

@@ -1,14 +1,15 @@
 import { SwitchboardError } from "../errors.ts";
 import type { DurableEvent } from "../runtime/events.ts";
-import type {
-  AdmitRequest,
-  AdmitResult,
-  ApprovalDecision,
-  ConversationSettings,
-  Fence,
-  PromptTurn,
-  PurgeResult,
-  RunRecord,
+import {
+  type AdmitRequest,
+  type AdmitResult,
+  type ApprovalDecision,
+  type ConversationSettings,
+  type Fence,
+  type PromptTurn,
+  type PurgeResult,
+  purgedUpdateError,
+  type RunRecord,
 } from "../runtime/store.ts";
 import {
   answerText,
@@ -152,10 +153,20 @@ export function idempotencyConflict(idempotencyKey: string, conversationId: stri
 
 type Duplicate = Omit<Extract<AdmitResult, { outcome: "duplicate" }>, "version">;
 
-/** The admission an ingress receipt records, or null when the identity led to no run. */
+/**
+ * The admission an ingress receipt records, or null when the identity led to no run. A receipt a
+ * purge kept (`purged`) throws {@link purgedUpdateError}: its update is never admitted again.
+ */
 export function receiptDuplicate(
-  receipt: { conversation_id: string | null; run_id: string | null; input_message_id: string | null } | null,
+  receipt: {
+    conversation_id: string | null;
+    run_id: string | null;
+    input_message_id: string | null;
+    outcome: string;
+  } | null,
+  ingress: { source: string; key: string },
 ): Duplicate | null {
+  if (receipt?.outcome === "purged") throw purgedUpdateError(ingress);
   if (!receipt?.run_id || !receipt.conversation_id || !receipt.input_message_id) return null;
   return {
     outcome: "duplicate",

@@ -129,8 +129,8 @@ export interface ChaosReport {
   repeatedModelCalls: number;
   resumedRuns: number;
   ambiguousRecords: number;
-  /** Approval prompts resolved as delivered without a receipt, whose decision edit failed (a known gap). */
-  uneditablePrompts: number;
+  /** Approval decisions sent as a new message: their prompt was resolved as delivered without a receipt. */
+  outcomesAsMessages: number;
   operator: OperatorDecision[];
   settled: boolean;
   elapsedMs: number;
@@ -317,7 +317,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       repeatedModelCalls: checked.repeatedModelCalls,
       resumedRuns: checked.resumedRuns,
       ambiguousRecords: checked.ambiguousRecords,
-      uneditablePrompts: checked.uneditablePrompts,
+      outcomesAsMessages: checked.outcomesAsMessages,
       operator: [...duringTraffic, ...afterTraffic],
       settled,
       elapsedMs: Date.now() - started,

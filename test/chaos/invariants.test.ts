@@ -367,17 +367,25 @@ describe("chaos invariants", () => {
     const promptTwice = healthy();
     promptTwice.botMessages[DM]!.push({ id: "m_prompt2", text: '🔐 Approval needed\n"text": "p00006"' });
     expect(violated(promptTwice)).toEqual(["delivered-once"]);
-    const uneditable = healthy();
-    uneditable.outbox[5] = { ...uneditable.outbox[5]!, everAmbiguous: true, receiptIds: [] };
-    uneditable.outbox[6] = {
-      ...uneditable.outbox[6]!,
+    // A prompt resolved as delivered without a message id: its decision goes out as a new message.
+    const asMessage = healthy();
+    asMessage.outbox[5] = { ...asMessage.outbox[5]!, everAmbiguous: true, receiptIds: [] };
+    asMessage.outbox[6] = { ...asMessage.outbox[6]!, receiptIds: ["m_outcome"] };
+    asMessage.botMessages[DM]!.push({
+      id: "m_outcome",
+      text: "✅ Approved by Alice: notes_append_note (ap_1)",
+    });
+    expect(checkInvariants(asMessage).violations).toEqual([]);
+    expect(checkInvariants(asMessage).outcomesAsMessages).toBe(1);
+    expect(checkInvariants(healthy()).outcomesAsMessages).toBe(0);
+    // Its decision not shown at all is no longer a known gap but a violation.
+    asMessage.outbox[6] = {
+      ...asMessage.outbox[6]!,
       state: "failed",
+      receiptIds: [],
       lastError: "record approval:ap_1:prompt has no message to edit (delivered)",
     };
-    expect(checkInvariants(uneditable).violations).toEqual([]);
-    expect(checkInvariants(uneditable).uneditablePrompts).toBe(1);
-    uneditable.outbox[6]!.lastError = "bad request";
-    expect(violated(uneditable)).toEqual(["delivered-once"]);
+    expect(violated(asMessage)).toEqual(["delivered-once"]);
     const noSuccessor = healthy();
     noSuccessor.approvals[0]!.successorRunId = null;
     expect(violated(noSuccessor)).toContain("approval-decided-once");

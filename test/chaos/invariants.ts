@@ -45,11 +45,10 @@ export interface InvariantReport {
   /** Model calls that resumed a run (calls beyond the first per run). */
   repeatedModelCalls: number;
   /**
-   * Approval prompts whose decision could not be shown: the prompt's send was ambiguous, the
-   * operator resolved it as delivered (no receipt: the platform message id is unknown), so the
-   * outcome edit failed with "no message to edit". A known gap, counted apart, not a violation.
+   * Approval decisions shown as a new message: the prompt's send was ambiguous and the operator
+   * resolved it as delivered (no receipt: its message id is unknown), so it could not be edited.
    */
-  uneditablePrompts: number;
+  outcomesAsMessages: number;
 }
 
 const answerMarker = (id: string) => `a-${id}`;
@@ -88,7 +87,7 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
     ambiguousRecords: snapshot.outbox.filter((r) => r.everAmbiguous).length,
     resumedRuns: snapshot.runs.filter((r) => r.acquisitions > 1).length,
     repeatedModelCalls: calls,
-    uneditablePrompts: snapshot.outbox.filter((r) => uneditable(r, snapshot.outbox)).length,
+    outcomesAsMessages: snapshot.outbox.filter((r) => outcomeAsMessage(r, snapshot.outbox)).length,
   };
 }
 
@@ -215,7 +214,7 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
     if (run?.state === "superseded" || run?.state === "absorbed") continue; // superseded-silent checks those
     const messages = snapshot.botMessages[record.chat] ?? [];
     if (APPROVAL_RECORD.test(record.key)) {
-      checkApprovalRecord(record, snapshot.outbox, messages, violate);
+      checkApprovalRecord(record, messages, violate);
       continue;
     }
     const fingerprint = fingerprintOf(record.markdown);
@@ -261,22 +260,14 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
  * input id) appear in at most one message of the bot, besides the answer; a delivered prompt or
  * outcome edit names a message that is in the chat.
  */
-function uneditable(record: OutboxRow, outbox: readonly OutboxRow[]): boolean {
-  if (!record.key.endsWith(":outcome") || record.state !== "failed") return false;
+/** A delivered decision whose prompt was resolved as delivered without a message id. */
+function outcomeAsMessage(record: OutboxRow, outbox: readonly OutboxRow[]): boolean {
+  if (!record.key.endsWith(":outcome") || record.state !== "delivered") return false;
   const prompt = outbox.find((r) => r.key === record.key.replace(/:outcome$/, ":prompt"));
-  return (
-    prompt?.everAmbiguous === true &&
-    prompt.receiptIds.length === 0 &&
-    (record.lastError ?? "").includes("has no message to edit")
-  );
+  return prompt?.everAmbiguous === true && prompt.receiptIds.length === 0;
 }
 
-function checkApprovalRecord(
-  record: OutboxRow,
-  outbox: readonly OutboxRow[],
-  messages: readonly ChatMessage[],
-  violate: Violate,
-): void {
+function checkApprovalRecord(record: OutboxRow, messages: readonly ChatMessage[], violate: Violate): void {
   const where = `${record.id} (${record.key}) in ${record.chat}`;
   const id = idsIn(record.markdown)[0];
   const shown = id
@@ -294,8 +285,7 @@ function checkApprovalRecord(
     case "cancelled":
       break;
     default:
-      if (!uneditable(record, outbox))
-        violate("delivered-once", where, `never delivered: still ${record.state}`);
+      violate("delivered-once", where, `never delivered: still ${record.state}`);
   }
 }
 

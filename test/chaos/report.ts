@@ -29,9 +29,9 @@ export function formatReport(report: ChaosReport): string {
     `duplicates: ${report.duplicates.immediate} immediate, ${report.duplicates.replays} replays, ${report.duplicates.discordRedeliveries} Discord redeliveries after restarts`,
     `model calls: ${report.modelCalls} (${report.repeatedModelCalls} for resumed runs; ${report.resumedRuns} runs resumed), ${report.housekeepingModelCalls} for compaction`,
     `ambiguous records: ${report.ambiguousRecords} (operator: ${report.operator.filter((d) => d.action === "resolved-delivered").length} seen and resolved, ${report.operator.filter((d) => d.action === "retried").length} retried)`,
-    ...(report.uneditablePrompts > 0
+    ...(report.outcomesAsMessages > 0
       ? [
-          `known gap: ${report.uneditablePrompts} approval prompts resolved as delivered without a message id could not be edited to show their decision`,
+          `approval decisions sent as a new message: ${report.outcomesAsMessages} (their prompts were resolved as delivered without a message id)`,
         ]
       : []),
     `violations: ${report.violations.length}`,

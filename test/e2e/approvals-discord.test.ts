@@ -4,8 +4,6 @@
  * `append_note` appends to a file (approval "ask"), the model behind the fake LLM server.
  */
 import { expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import {
   CALLBACK_TYPE,
   customIds,
@@ -13,13 +11,18 @@ import {
   type GatewayMessage,
   startDiscordEmulator,
 } from "../emulators/discord/index.ts";
+import {
+  appendRule as appendNoteRule,
+  notesIn,
+  runApproveOnceScenario,
+  writeApprovalConfig,
+} from "./support/approval-scenario.ts";
 import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
 
-const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
 const fixture = useE2eFixture("switchboard-e2e-approvals-dc-", startDiscordEmulator);
 const { dir, llm, platform: discord } = fixture;
-const notes = join(dir.path, "notes.txt");
+const notes = notesIn(dir.path);
 const alice = discord.createUser("alice");
 const bob = discord.createUser("bob");
 const TIMEOUT = 20_000;
@@ -27,20 +30,10 @@ const TIMEOUT = 20_000;
 fixture.stopGatewaysAfterEach();
 
 async function start(): Promise<GatewayProcess> {
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: {
-        "discord:dm": { delivery: "terminal", inputPolicy: "queue" },
-        "discord:group": { requireMention: false },
-      },
-      mcpServers: {
-        notes: { command: process.execPath, args: [STDIO_SERVER], env: { NOTES_FILE: notes } },
-      },
-    }),
-  );
+  const config = writeApprovalConfig(dir.path, notes, {
+    "discord:dm": { delivery: "terminal", inputPolicy: "queue" },
+    "discord:group": { requireMention: false },
+  });
   const gateway = await fixture.startGateway(
     discordGatewayEnv(fixture, {
       allowed: [alice.id, bob.id],
@@ -52,18 +45,8 @@ async function start(): Promise<GatewayProcess> {
   return gateway;
 }
 
-const lines = () => (existsSync(notes) ? readFileSync(notes, "utf8").trim().split("\n") : []);
-const count = (line: string) => lines().filter((l) => l === line).length;
-
-function appendRule(prompt: string, text: string) {
-  llm.setRules([
-    {
-      match: { lastUserContains: prompt, lastRole: "user" },
-      reply: { kind: "tool-call", toolName: "notes_append_note", input: { text } },
-    },
-    { match: { lastRole: "tool" }, reply: { kind: "text", text: "Done: {{lastToolResult}}" } },
-  ]);
-}
+const count = notes.count;
+const appendRule = (prompt: string, text: string) => appendNoteRule(llm, prompt, text);
 
 type Button = { label: string; custom_id: string };
 const buttonsOf = (message: GatewayMessage): Button[] =>
@@ -101,44 +84,34 @@ const current = (id: string) => discord.message(id)?.message;
 
 test("approve on Discord: buttons, a press, the effect exactly once, the notice; the buttons go; a redelivered or repeated press decides nothing more", async () => {
   await start();
-  appendRule("remember eggs", "eggs");
-  discord.sendDm(alice.id, "please remember eggs");
   const dm = discord.dmChannelId(alice.id);
-  const prompt = await promptFor(dm, "eggs");
-  expect(buttonsOf(prompt).map((b) => b.label)).toEqual(["Approve", "Deny", "Always allow in this chat"]);
-  // Discord markdown escapes the underscore; the reader sees /approve ap_….
-  expect(prompt.content).toMatch(/\/approve ap\\_[0-9a-f]{12}/);
-  expect(lines()).toEqual([]);
-
-  const approve = dataOf(prompt, "Approve");
-  const press = discord.pressButton(prompt.id, alice.id, approve);
-  expect(await noticeFor(press)).toBe("Approved.");
-  // Answered with a deferred update (within Discord's 3 s), the notice only for the presser.
-  expect(press.callbacks).toEqual([CALLBACK_TYPE.deferredUpdate]);
-  expect(press.followUps[0]?.flags).toBe(64);
-  const answer = await discord.waitFor(
-    () => discord.visibleMessages(dm).find((m) => m.content.startsWith("Done:")),
-    TIMEOUT,
-    "the answer after the approval",
-  );
-  expect(answer.content).toContain('appended "eggs"');
-  expect(count("eggs")).toBe(1);
-  await discord.waitFor(
-    () => {
+  await runApproveOnceScenario<GatewayMessage, EmulatedInteraction>({
+    llm,
+    notes,
+    asker: "alice",
+    ask: (text) => discord.sendDm(alice.id, text),
+    // A copy: the emulator edits its message in place, and a stale press needs the first buttons.
+    promptFor: async (text) => structuredClone(await promptFor(dm, text)),
+    labels: (prompt) => buttonsOf(prompt).map((b) => b.label),
+    press: (prompt, label, options) =>
+      discord.pressButton(prompt.id, alice.id, dataOf(prompt, label), { forged: options?.stale ?? false }),
+    noticeOf: noticeFor,
+    redeliver: (press) => discord.redispatchInteraction(press.id),
+    current: (prompt) => {
       const m = current(prompt.id);
-      return m?.content.includes("Approved by alice") && customIds(m).length === 0;
+      return m && { text: m.content, buttons: customIds(m).length > 0 };
     },
-    TIMEOUT,
-    "the prompt to show the outcome without buttons",
-  );
-
-  // The same interaction delivered again, and a second press of the stale button, change nothing.
-  discord.redispatchInteraction(press.id);
-  const again = discord.pressButton(prompt.id, alice.id, approve, { forged: true });
-  expect(await noticeFor(again)).toContain("Already decided");
-  await Bun.sleep(500);
-  expect(count("eggs")).toBe(1);
-  expect(discord.visibleMessages(dm).filter((m) => m.content.startsWith("Done:"))).toHaveLength(1);
+    chatTexts: () => discord.visibleMessages(dm).map((m) => m.content),
+    checkPrompt: (prompt) => {
+      // Discord markdown escapes the underscore; the reader sees /approve ap_….
+      expect(prompt.content).toMatch(/\/approve ap\\_[0-9a-f]{12}/);
+    },
+    checkPress: async (press) => {
+      // Answered with a deferred update (within Discord's 3 s), the notice only for the presser.
+      expect(press.callbacks).toEqual([CALLBACK_TYPE.deferredUpdate]);
+      expect(press.followUps[0]?.flags).toBe(64);
+    },
+  });
 }, 60_000);
 
 test("a forged custom_id is refused and logged, the buttons stay; Deny then decides without running the call", async () => {

@@ -4,22 +4,25 @@
  * stdio MCP server whose `append_note` appends to a file, the model behind the fake LLM server.
  */
 import { expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import {
   postEvent,
   postInteraction,
   startSlackEmulator,
   type VisibleMessage,
 } from "../emulators/slack/index.ts";
+import {
+  appendRule as appendNoteRule,
+  notesIn,
+  runApproveOnceScenario,
+  writeApprovalConfig,
+} from "./support/approval-scenario.ts";
 import { useE2eFixture } from "./support/fixture.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
 
-const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
 const fixture = useE2eFixture("switchboard-e2e-approvals-slack-", () => startSlackEmulator());
 const { dir, llm, platform: slack } = fixture;
-const notes = join(dir.path, "notes.txt");
+const notes = notesIn(dir.path);
 const ALICE = { id: "U0ALICE", name: "alice" };
 const DM = "D0ALICE";
 const SIGNING_SECRET = "e2e-slack-signing-secret-approvals-0123";
@@ -28,17 +31,9 @@ const TIMEOUT = 20_000;
 fixture.stopGatewaysAfterEach();
 
 async function start(mode: "socket" | "http"): Promise<GatewayProcess> {
-  const config = join(dir.path, "switchboard.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
-      version: 1,
-      surfaces: { "slack:dm": { delivery: "terminal", inputPolicy: "queue" } },
-      mcpServers: {
-        notes: { command: process.execPath, args: [STDIO_SERVER], env: { NOTES_FILE: notes } },
-      },
-    }),
-  );
+  const config = writeApprovalConfig(dir.path, notes, {
+    "slack:dm": { delivery: "terminal", inputPolicy: "queue" },
+  });
   const gateway = await fixture.startGateway(
     e2eGatewayEnv({
       dir: dir.path,
@@ -59,18 +54,8 @@ async function start(mode: "socket" | "http"): Promise<GatewayProcess> {
   return gateway;
 }
 
-const lines = () => (existsSync(notes) ? readFileSync(notes, "utf8").trim().split("\n") : []);
-const count = (line: string) => lines().filter((l) => l === line).length;
-
-function appendRule(prompt: string, text: string) {
-  llm.setRules([
-    {
-      match: { lastUserContains: prompt, lastRole: "user" },
-      reply: { kind: "tool-call", toolName: "notes_append_note", input: { text } },
-    },
-    { match: { lastRole: "tool" }, reply: { kind: "text", text: "Done: {{lastToolResult}}" } },
-  ]);
-}
+const count = notes.count;
+const appendRule = (prompt: string, text: string) => appendNoteRule(llm, prompt, text);
 
 type Button = { action_id: string; value: string; text: { text: string } };
 const buttonsOf = (m: VisibleMessage): Button[] =>
@@ -102,48 +87,45 @@ const current = (ts: string) => slack.messages(DM).find((m) => m.ts === ts);
 
 test("Socket Mode: Block Kit buttons, a press acknowledged at once, the effect exactly once, the notice; the buttons go", async () => {
   await start("socket");
-  const before = slack.ephemeralMessages(ALICE.id).length;
-  appendRule("remember eggs", "eggs");
-  slack.pushEvent(slack.events.dm({ user: ALICE.id, text: "please remember eggs" }));
-  const prompt = await promptFor("eggs");
-  expect(buttonsOf(prompt).map((b) => b.text.text)).toEqual(["Approve", "Deny", "Always allow in this chat"]);
-  for (const b of buttonsOf(prompt)) expect(b.value).toBe(b.action_id);
-  expect(prompt.blocks?.[0]?.type).toBe("section");
-  expect(lines()).toEqual([]);
-
-  const approve = dataOf(prompt, "Approve");
-  const press = slack.blockAction(DM, prompt.ts, ALICE, approve);
-  const envelopeId = slack.pushInteraction(press);
-  await slack.waitFor(() => slack.envelope(envelopeId)?.state === "acked", TIMEOUT, "the press to be acked");
-  const envelope = slack.envelope(envelopeId)!;
-  expect(envelope.type).toBe("interactive");
-  expect(envelope.deliveries).toHaveLength(1);
-  expect(envelope.ackedAtMs! - envelope.deliveries[0]!.atMs).toBeLessThan(3000);
-
-  expect(await noticeNumber(before + 1)).toBe("Approved.");
-  const answer = await slack.waitFor(
-    () => slack.messages(DM).find((m) => m.text.startsWith("Done:")),
-    TIMEOUT,
-    "the answer after the approval",
-  );
-  expect(answer.text).toContain('appended "eggs"');
-  expect(count("eggs")).toBe(1);
-  await slack.waitFor(
-    () => {
-      const m = current(prompt.ts);
-      return m?.text.includes("Approved by alice") && m.blocks === undefined;
+  // Presses answer with ephemeral notices in order: the nth press of this test gets notice before + n.
+  let notices = slack.ephemeralMessages(ALICE.id).length;
+  await runApproveOnceScenario<VisibleMessage, { envelopeId: string; notice: number }>({
+    llm,
+    notes,
+    asker: "alice",
+    ask: (text) => slack.pushEvent(slack.events.dm({ user: ALICE.id, text })),
+    promptFor,
+    labels: (prompt) => buttonsOf(prompt).map((b) => b.text.text),
+    press: (prompt, label, options) => {
+      const action = slack.blockAction(DM, prompt.ts, ALICE, dataOf(prompt, label), {
+        forged: options?.stale ?? false,
+      });
+      notices += 1;
+      return { envelopeId: slack.pushInteraction(action), notice: notices };
     },
-    TIMEOUT,
-    "the prompt to show the outcome without buttons",
-  );
-
-  // The same press delivered twice, and a press of the stale button, decide nothing more.
-  slack.duplicate(envelopeId);
-  slack.pushInteraction(slack.blockAction(DM, prompt.ts, ALICE, approve, { forged: true }));
-  expect(await noticeNumber(before + 2)).toContain("Already decided");
-  await Bun.sleep(500);
-  expect(count("eggs")).toBe(1);
-  expect(slack.messages(DM).filter((m) => m.text.startsWith("Done:"))).toHaveLength(1);
+    noticeOf: (press) => noticeNumber(press.notice),
+    redeliver: (press) => slack.duplicate(press.envelopeId),
+    current: (prompt) => {
+      const m = current(prompt.ts);
+      return m && { text: m.text, buttons: m.blocks !== undefined };
+    },
+    chatTexts: () => slack.messages(DM).map((m) => m.text),
+    checkPrompt: (prompt) => {
+      for (const b of buttonsOf(prompt)) expect(b.value).toBe(b.action_id);
+      expect(prompt.blocks?.[0]?.type).toBe("section");
+    },
+    checkPress: async ({ envelopeId }) => {
+      await slack.waitFor(
+        () => slack.envelope(envelopeId)?.state === "acked",
+        TIMEOUT,
+        "the press to be acked",
+      );
+      const envelope = slack.envelope(envelopeId)!;
+      expect(envelope.type).toBe("interactive");
+      expect(envelope.deliveries).toHaveLength(1);
+      expect(envelope.ackedAtMs! - envelope.deliveries[0]!.atMs).toBeLessThan(3000);
+    },
+  });
 }, 60_000);
 
 test("HTTP interactivity: a signed form press approves (200 at once); a forged action is refused", async () => {

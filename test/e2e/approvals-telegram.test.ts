@@ -7,6 +7,7 @@ import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { OutboxRecord } from "../../outbox/types.ts";
 import { cli, json } from "../cli/support/cli.ts";
 import {
   groupChat,
@@ -15,6 +16,7 @@ import {
   user,
   type VisibleMessage,
 } from "../emulators/telegram/index.ts";
+import { runCli, runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
 
@@ -33,7 +35,12 @@ fixture.stopGatewaysAfterEach();
 const OPERATOR_TOKEN = "operator-token-0123456789";
 
 async function start(
-  options: { approvalTimeoutMs?: number; dm?: Record<string, unknown> } = {},
+  options: {
+    approvalTimeoutMs?: number;
+    dm?: Record<string, unknown>;
+    dbFile?: string;
+    env?: Record<string, string>;
+  } = {},
 ): Promise<GatewayProcess> {
   const config = join(dir.path, "switchboard.json");
   writeFileSync(
@@ -52,9 +59,10 @@ async function start(
   );
   const gateway = await fixture.startGateway(
     {
-      ...telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], dbFile }),
+      ...telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], dbFile: options.dbFile ?? dbFile }),
       SWITCHBOARD_CONFIG: config,
       SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
+      ...options.env,
     },
     GATEWAY_START_TIMEOUT_MS,
   );
@@ -384,6 +392,63 @@ test("expiry: a request nobody decides counts as denied (expired), and its butto
   expect(await answerFor(late.queryId)).toContain("Already decided");
   expect(count("oats")).toBe(0);
 }, 60_000);
+
+test("a prompt whose unsure send an operator resolved as delivered shows the decision once, as a new message", async () => {
+  // Its own database: the kill point fires on the first send the process makes, which must be the prompt's.
+  const unsureDb = "approvals-unsure.sqlite";
+  const dbEnv = { SWITCHBOARD_DB: join(dir.path, unsureDb) };
+  const first = await start({
+    dbFile: unsureDb,
+    env: { SWITCHBOARD_TEST_KILL_POINT: "outbox.platform-accepted" },
+  });
+  appendRule("remember beans", "beans");
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember beans" });
+  // Telegram showed the prompt; the gateway died before recording it, so after the restart its
+  // record is ambiguous, with no message id.
+  const prompt = await promptFor(alice.id, "beans");
+  await first.exited;
+  const gw = await start({ dbFile: unsureDb });
+  const id = /\/approve (ap_[0-9a-f]{12})/.exec(prompt.visibleText)![1]!;
+  const record = await eventually(
+    async () => {
+      const shown = await runCliJson<OutboxRecord>(["outbox", "show", `approval:${id}:prompt`], dbEnv);
+      return shown.state === "ambiguous" ? shown : undefined;
+    },
+    TIMEOUT,
+    "the prompt's record to be ambiguous after the restart",
+  );
+  expect(record.receipt).toBeNull();
+
+  const press = telegram.press(alice.id, prompt.messageId, alice, { label: "Approve" });
+  expect(await answerFor(press.queryId)).toBe("Approved.");
+  const resolved = await runCli(
+    ["outbox", "resolve", record.id, "--delivered", "--note", "seen in the chat", "--actor", "e2e"],
+    dbEnv,
+  );
+  expect(resolved.exitCode).toBe(0);
+
+  const notice = `✅ Approved by Alice: notes_append_note (${id})`;
+  const shown = await telegram.waitForMessage(
+    alice.id,
+    (m) => m.fromBot && m.visibleText === notice,
+    TIMEOUT,
+  );
+  await telegram.waitForMessage(alice.id, (m) => m.visibleText.includes('appended "beans"'), TIMEOUT);
+  expect(count("beans")).toBe(1);
+  const outcome = await runCliJson<OutboxRecord>(["outbox", "show", `approval:${id}:outcome`], dbEnv);
+  expect(outcome).toMatchObject({ state: "delivered", receipt: { messageIds: [String(shown.messageId)] } });
+  const logged = gw.logs.filter((l) => l.includes('"outbox.edit_sent_as_message"'));
+  expect(logged).toHaveLength(1);
+  expect(JSON.parse(logged[0]!)).toMatchObject({ level: "info", approvalId: id });
+  // The prompt could not be edited: it keeps its buttons, and a press on them decides nothing
+  // and sends the outcome no second time.
+  expect(current(alice.id, prompt.messageId)?.buttons).toBeDefined();
+  const again = telegram.press(alice.id, prompt.messageId, alice, { label: "Approve" });
+  expect(await answerFor(again.queryId)).toContain("Already decided");
+  await Bun.sleep(1_000);
+  expect(telegram.messages(alice.id).filter((m) => m.visibleText === notice)).toHaveLength(1);
+  expect(count("beans")).toBe(1);
+}, 90_000);
 
 /** The callback data of the button `label` as the prompt first showed it. */
 function pressedData(prompt: VisibleMessage, label: string): string {

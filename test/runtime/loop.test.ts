@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { tool } from "ai";
 import { z } from "zod";
 import type { RuntimeEvent } from "../../src/runtime/events.ts";
+import type { MessagePart } from "../../src/runtime/types.ts";
 import { createScriptedModel } from "../support/llm/scripted-model.ts";
 import { createHarness, type RuntimeHarness, text } from "../support/runtime.ts";
 
@@ -276,5 +277,78 @@ describe("lanes", () => {
       parts: text("more"),
     }).result;
     expect(again.state).toBe("completed");
+  });
+});
+
+describe("resuming a run whose last step was saved before a crash", () => {
+  /** A run of conversation c whose owner died right after saving step 0 with `finishReason`. */
+  async function savedBeforeCrash(h: RuntimeHarness, parts: MessagePart[], finishReason: string) {
+    const store = h.stores.runtime;
+    const now = Date.now();
+    const admitted = await store.admit({
+      conversation: { id: "c" },
+      idempotencyKey: "k",
+      fingerprint: "fp",
+      parts: text("go"),
+      context: null,
+      policy: "queue",
+      coalescePending: false,
+      proposedIds: { runId: "run_saved", messageId: "msg_saved" },
+      nowMs: now,
+    });
+    const acquired = await store.acquireRun({
+      runId: admitted.runId,
+      owner: "dead",
+      nowMs: now,
+      leaseMs: 60_000,
+    });
+    await store.checkpoint({
+      fence: acquired!.fence,
+      assistantParts: parts,
+      step: { step: 0, model: "scripted", finishReason, usage: {}, startedAtMs: now, finishedAtMs: now },
+      joinedInputIds: [],
+      nowMs: now,
+    });
+    await h.runtime.recover({ takeOverLeases: true });
+    const ended = async () => {
+      const view = await store.loadRun(admitted.runId);
+      return view && !["queued", "running"].includes(view.run.state) ? view : undefined;
+    };
+    for (let waited = 0; waited < 5_000; waited += 20) {
+      const view = await ended();
+      if (view) return view;
+      await Bun.sleep(20);
+    }
+    throw new Error("the resumed run did not end within 5 s");
+  }
+
+  test("one cut at the length limit (its last part reasoning) ends with what it saved; the model is not asked again", async () => {
+    harness = createHarness([{ type: "text", text: "asked again" }]);
+    const view = await savedBeforeCrash(
+      harness,
+      [
+        { type: "text", text: "The answer is" },
+        { type: "reasoning", text: "and then" },
+      ],
+      "length",
+    );
+    expect(view.run.state).toBe("completed");
+    expect(harness.model.requests).toHaveLength(0);
+    expect(view.answer?.parts).toContainEqual({ type: "text", text: "The answer is" });
+  });
+
+  test("one that wrote text and called a tool goes on: the tool runs, the model is asked with its result", async () => {
+    harness = createHarness([{ type: "text", text: "all noted" }], { tools: noteTool });
+    const view = await savedBeforeCrash(
+      harness,
+      [
+        { type: "tool-call", toolCallId: "call-1", toolName: "note", input: { text: "alpha" } },
+        { type: "text", text: "Noting it." },
+      ],
+      "tool-calls",
+    );
+    expect(view.run.state).toBe("completed");
+    expect(harness.model.requests).toHaveLength(1);
+    expect(harness.model.requests[0]!.promptText).toContain("alpha");
   });
 });

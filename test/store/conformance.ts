@@ -7,7 +7,7 @@ import type { OutboxRepository } from "../../outbox/types.ts";
 import { createScheduleService } from "../../schedules/service.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
-import type { AdmitRequest, RuntimeStore } from "../../src/runtime/store.ts";
+import { type AdmitRequest, isPurgedUpdate, type RuntimeStore } from "../../src/runtime/store.ts";
 import type { InputPolicy } from "../../src/runtime/types.ts";
 import { systemClock } from "../../src/util/clock.ts";
 
@@ -397,6 +397,34 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "the prompt context carries the run's last saved step record, finish reason included",
+      withStore(async (store) => {
+        const { admitted, acquired } = await owned(store, "c", "a");
+        expect((await store.loadPromptContext(admitted.runId, { maxTurns: 10 })).lastStep).toBeNull();
+        const toolStep = { ...step(0), finishReason: "tool-calls" };
+        await store.checkpoint({
+          fence: acquired.fence,
+          assistantParts: [{ type: "text", text: "let me look" }],
+          step: toolStep,
+          joinedInputIds: [],
+          nowMs: T0,
+        });
+        expect((await store.loadPromptContext(admitted.runId, { maxTurns: 10 })).lastStep).toEqual(toolStep);
+        const cutStep = { ...step(1), finishReason: "length", finishedAtMs: T0 + 5 };
+        await store.checkpoint({
+          fence: acquired.fence,
+          assistantParts: [{ type: "text", text: "let me look... and the answer is" }],
+          step: cutStep,
+          joinedInputIds: [],
+          nowMs: T0 + 5,
+        });
+        const ctx = await store.loadPromptContext(admitted.runId, { maxTurns: 10 });
+        expect(ctx.run.steps).toBe(2);
+        expect(ctx.lastStep).toEqual(cutStep);
+      }),
+    );
+
+    test(
       "absorption: an injected input's run ends absorbed only when the answering run completes",
       withStore(async (store) => {
         const a = await store.admit(admitRequest("c", "a"));
@@ -486,6 +514,39 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         await expect(store.admit(admitRequest("c", "b"))).rejects.toMatchObject({
           code: "conversation_purged",
         });
+      }),
+    );
+
+    test(
+      "a redelivered update whose receipt a purge kept is refused by admission and writes nothing",
+      withStores(async ({ store, rowsOf }) => {
+        const ingress = { source: "chat:acct", key: "u1", payload: { text: "secret" } };
+        const first = await store.admit({ ...admitRequest("c", "first"), ingress });
+        await store.requestStop(first.runId, "interrupted", T0);
+        expect(await store.purgeConversation("c", { nowMs: T0 })).toEqual({ outcome: "purged" });
+        expect(await store.ingressOutcome("chat:acct", "u1")).toBe("purged");
+
+        // Delivered again after the purge, for its chat, whose key now maps to no conversation.
+        const again = { ...admitRequest("c", "first"), conversation: { key: "chat:acct:t1" }, ingress };
+        let thrown: unknown;
+        await store.admit(again).catch((error: unknown) => {
+          thrown = error;
+        });
+        expect(isPurgedUpdate(thrown)).toBe(true);
+        expect(await store.ingressOutcome("chat:acct", "u1")).toBe("purged");
+        // Nothing was written: the chat's next update starts its conversation from nothing.
+        const next = await store.admit({
+          ...admitRequest("c", "next"),
+          conversation: { key: "chat:acct:t1" },
+          ingress: { source: "chat:acct", key: "u2", payload: { text: "hello" } },
+        });
+        expect(next.outcome).toBe("admitted");
+        expect(await rowsOf(next.conversationId)).toMatchObject({
+          runs: 1,
+          messages: 1,
+          ingress_receipts: 1,
+        });
+        expect((await store.listActiveRuns(next.conversationId)).map((r) => r.id)).toEqual([next.runId]);
       }),
     );
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { AdmitRequest, RunRecord } from "../../src/runtime/store.ts";
+import { SwitchboardError } from "../../src/errors.ts";
+import { type AdmitRequest, isPurgedUpdate, type RunRecord } from "../../src/runtime/store.ts";
 import type { MessagePart } from "../../src/runtime/types.ts";
 import { admission } from "../../src/store/admission.ts";
 import {
@@ -122,14 +123,44 @@ describe("coalescing", () => {
 
 describe("duplicates", () => {
   test("an ingress receipt without a run (a command, an ignored update) is no duplicate", () => {
-    expect(receiptDuplicate(null)).toBeNull();
-    expect(receiptDuplicate({ conversation_id: "c", run_id: null, input_message_id: null })).toBeNull();
-    expect(receiptDuplicate({ conversation_id: "c", run_id: "r", input_message_id: "m" })).toEqual({
+    const ingress = { source: "telegram:bot", key: "7" };
+    expect(receiptDuplicate(null, ingress)).toBeNull();
+    expect(
+      receiptDuplicate(
+        { conversation_id: "c", run_id: null, input_message_id: null, outcome: "command" },
+        ingress,
+      ),
+    ).toBeNull();
+    expect(
+      receiptDuplicate(
+        { conversation_id: "c", run_id: "r", input_message_id: "m", outcome: "admitted" },
+        ingress,
+      ),
+    ).toEqual({
       outcome: "duplicate",
       conversationId: "c",
       runId: "r",
       inputMessageId: "m",
     });
+  });
+
+  test("a receipt a purge kept refuses its update for good, as a purged update", () => {
+    const purged = { conversation_id: null, run_id: null, input_message_id: null, outcome: "purged" };
+    let thrown: unknown;
+    try {
+      receiptDuplicate(purged, { source: "telegram:bot", key: "7" });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(isPurgedUpdate(thrown)).toBe(true);
+    expect(thrown).toMatchObject({
+      code: "conversation_purged",
+      message: expect.stringContaining("Update 7"),
+    });
+    // Another input to a purged conversation is refused too, but is no redelivered update.
+    expect(isPurgedUpdate(new SwitchboardError("conversation_purged", "Conversation c was purged"))).toBe(
+      false,
+    );
   });
 
   test("a reused idempotency key with other input is a typed conflict", () => {

@@ -24,10 +24,8 @@ export function postgresAdmissionSteps(
     ...steps,
     receipt: async (ingress) => {
       await ledger.lockIngress(ingress);
-      const [seen] = await sql<
-        Array<{ conversation_id: string | null; run_id: string | null; input_message_id: string | null }>
-      >`
-        SELECT conversation_id, run_id, input_message_id FROM ingress_receipts
+      const [seen] = await sql<ReturnType<AdmissionSteps["receipt"]>[]>`
+        SELECT conversation_id, run_id, input_message_id, outcome FROM ingress_receipts
         WHERE source = ${ingress.source} AND key = ${ingress.key}`;
       return seen ?? null;
     },

@@ -7,6 +7,7 @@ import type {
   PromptTurn,
 } from "../../runtime/store.ts";
 import type { Message } from "../../runtime/types.ts";
+import { type StepRow, toStepRecord } from "../operator-sql.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
 import { joinableInputs, joinedInputIds, promptTurns } from "../rules.ts";
 
@@ -116,5 +117,15 @@ export async function promptContext(
       joinableRuns.flatMap((r) => r.inputMessageIds),
     ),
   );
-  return { run, summary, history, inputs, assistant, joinable };
+  const [lastStep] = await sql<StepRow[]>`
+    SELECT * FROM steps WHERE run_id = ${run.id} ORDER BY step DESC LIMIT 1`;
+  return {
+    run,
+    summary,
+    history,
+    inputs,
+    assistant,
+    lastStep: lastStep ? toStepRecord(lastStep) : null,
+    joinable,
+  };
 }

@@ -15,7 +15,7 @@ export function sqliteAdmissionSteps(db: Database, ledger: LedgerSteps): Admissi
     receipt: (ingress) =>
       db
         .query(
-          "SELECT conversation_id, run_id, input_message_id FROM ingress_receipts WHERE source = ? AND key = ?",
+          "SELECT conversation_id, run_id, input_message_id, outcome FROM ingress_receipts WHERE source = ? AND key = ?",
         )
         .get(ingress.source, ingress.key) as ReturnType<AdmissionSteps["receipt"]>,
     // The connection is the database's one writer; the head is created by the first event.

@@ -7,6 +7,7 @@ import type {
   PromptTurn,
 } from "../../runtime/store.ts";
 import type { Message } from "../../runtime/types.ts";
+import { type StepRow, toStepRecord } from "../operator-sql.ts";
 import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
 import { joinableInputs, joinedInputIds, promptTurns } from "../rules.ts";
 import { placeholders } from "./database.ts";
@@ -121,12 +122,17 @@ export function promptContext(db: Database, runId: string, options: { maxTurns: 
     ),
   );
 
+  const lastStep = db
+    .query("SELECT * FROM steps WHERE run_id = ? ORDER BY step DESC LIMIT 1")
+    .get(run.id) as StepRow | null;
+
   return {
     run,
     summary,
     history,
     inputs,
     assistant: assistantRow ? toMessage(assistantRow) : null,
+    lastStep: lastStep ? toStepRecord(lastStep) : null,
     joinable,
   };
 }
