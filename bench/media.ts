@@ -2,7 +2,7 @@
  * Media costs through a real gateway process, the Telegram emulator (getFile and file
  * downloads) and the fake LLM server, in one run:
  *  1. Latency: text → first model request against photo → first model request, alternating,
- *     paced (one at a time). A photo adds its download, blob store write, sniffing and scaling
+ *     paced (one at a time), each round in a chat of its own (a text, then a photo). A photo adds its download, blob store write, sniffing and scaling
  *     (a JPEG of noise, ~3 MB, 2200×1600). Reported at p50 and p90, and the added
  *     latency at p50 (target ≤ 150 ms).
  *  2. Memory: `--burst` photos of ~10 MB sent at once by as many users; the gateway's RSS
@@ -58,6 +58,9 @@ const dir = tempDir("switchboard-bench-media-");
 const llm = startFakeLlmServer();
 const telegram = startTelegramEmulator();
 const people = Array.from({ length: burst + 1 }, (_, i) => user(930_001 + i, `Media${i}`));
+// A chat of its own per latency round: a photo earlier in the same chat would travel in every later
+// prompt (the last 4 turns keep their images), and the text rounds would pay for it too.
+const readers = Array.from({ length: rounds + 1 }, (_, i) => user(940_001 + i, `Reader${i}`));
 const gateway = await startGatewayProcess(
   e2eGatewayEnv({
     dir: dir.path,
@@ -65,7 +68,7 @@ const gateway = await startGatewayProcess(
     extra: {
       TELEGRAM_BOT_TOKEN: telegram.token,
       TELEGRAM_API_ROOT: telegram.url,
-      TELEGRAM_ALLOWED_USERS: people.map((p) => p.id).join(","),
+      TELEGRAM_ALLOWED_USERS: [...people, ...readers].map((p) => p.id).join(","),
     },
   }),
   60_000,
@@ -85,7 +88,7 @@ const replied = (chatId: number, marker: string) =>
 
 try {
   const photo = await noiseJpeg(2200, 1600, 92);
-  const sender = people[0]!;
+  let sender = readers[0]!;
   const text: number[] = [];
   const withPhoto: number[] = [];
   let seq = 0;
@@ -119,6 +122,7 @@ try {
   await sendText();
   await sendPhoto();
   for (let i = 0; i < rounds; i++) {
+    sender = readers[i + 1]!;
     text.push(await sendText());
     withPhoto.push(await sendPhoto());
     await Bun.sleep(100);
