@@ -1,5 +1,9 @@
 import sharp from "sharp";
 
+// Each image is decoded once: libvips' operation cache (up to 50 MB by default) would only hold
+// pixels that are never asked for again.
+sharp.cache(false);
+
 /** Longest side of an image the model is shown. */
 export const MAX_IMAGE_SIDE = 2048;
 /** Decoding refuses images with more pixels than this (decompression bombs): 8K by 6K. */
