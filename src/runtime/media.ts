@@ -65,6 +65,7 @@ export async function prepareInputs(options: {
       if (part.type !== "file" || part.prepared) continue;
       if (signal.aborted) break;
       let prepared: PreparedFile;
+      const startedAtMs = performance.now();
       try {
         prepared = await media.prepare({
           part,
@@ -90,6 +91,7 @@ export async function prepareInputs(options: {
       options.logger.info("media.prepared", {
         runId: fence.runId,
         status: prepared.status,
+        durationMs: Math.round(performance.now() - startedAtMs),
         ...(prepared.status === "fetched"
           ? { mediaType: prepared.mediaType, sizeBytes: prepared.sizeBytes }
           : {}),
