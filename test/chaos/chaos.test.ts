@@ -36,10 +36,11 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
     replayRate: 0.08,
     toolRate: 0.12,
     forgets: 2,
-    // No pairing in the short run: a kill while the code's message is being sent leaves it
-    // ambiguous (held for an operator, as it should), and the pairing episode then waits for a
-    // code that never shows; `npm run soak` keeps pairing (docs/benchmarks.md, Chaos soak).
-    pairings: 0,
+    // A kill while the pairing code's message is being sent leaves it ambiguous (held for an
+    // operator, as it should): the operator watching during the traffic sends it again, as a
+    // person would who finds it missing from the chat.
+    pairings: 1,
+    operatorEveryMs: 10_000,
     mediaRate: 0.1,
     armedWindowMs: 12_000,
     settleTimeoutMs: 90_000,
@@ -57,6 +58,7 @@ async function chaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.presses.approve).toBeGreaterThan(0);
   expect(report.toolEffects).toBeGreaterThan(0);
   expect(report.messages.forgets).toBe(2);
+  expect(report.pairings).toHaveLength(1);
   expect(report.messages.photos + report.messages.voiceNotes).toBeGreaterThan(0);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }
