@@ -132,13 +132,8 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     method: "GET",
     path: WEB_STREAM_PATH,
     handle: async function handleWebStream(request: Request): Promise<Response> {
-      const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
-      if (!isSessionId(sessionId))
-        return problem(
-          400,
-          "input_invalid",
-          `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -), never in the URL.`,
-        );
+      const sessionId = sessionOf(request);
+      if (sessionId instanceof Response) return sessionId;
       try {
         await deps.transcripts.load(sessionId, deps.clock.now());
       } catch {
@@ -161,13 +156,8 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     handle: async function handleWebUpload(request: Request): Promise<Response> {
       const uploads = deps.uploads;
       if (!uploads) return problem(404, "not_found", "File uploads are not enabled on this gateway.");
-      const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
-      if (!isSessionId(sessionId))
-        return problem(
-          400,
-          "input_invalid",
-          `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -).`,
-        );
+      const sessionId = sessionOf(request);
+      if (sessionId instanceof Response) return sessionId;
       const limit = `${Math.round((uploads.maxFileBytes / 1024 / 1024) * 10) / 10} MB`;
       const tooLarge = () =>
         problem(
@@ -200,13 +190,8 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     method: "GET",
     path: `${WEB_FILES_PATH}/:fileId`,
     handle: async function handleWebFile(request: Request): Promise<Response> {
-      const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
-      if (!isSessionId(sessionId))
-        return problem(
-          400,
-          "input_invalid",
-          `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -), never in the URL.`,
-        );
+      const sessionId = sessionOf(request);
+      if (sessionId instanceof Response) return sessionId;
       const fileId = new URL(request.url).pathname.slice(WEB_FILES_PATH.length + 1);
       // The same answer for a file of another session as for none at all: ids are not disclosed.
       const notFound = () =>
@@ -232,4 +217,16 @@ function problem(status: number, code: string, message: string, headers?: Record
     { error: { code, message } },
     { status, headers: { "cache-control": "no-store", ...headers } },
   );
+}
+
+/** The session id from its header, or the 400 that says how to send it (never in the URL). */
+function sessionOf(request: Request): string | Response {
+  const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
+  return isSessionId(sessionId)
+    ? sessionId
+    : problem(
+        400,
+        "input_invalid",
+        `Send the session id in the ${WEB_SESSION_HEADER} header (16-128 characters of A-Z a-z 0-9 _ -), never in the URL.`,
+      );
 }
