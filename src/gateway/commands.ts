@@ -9,7 +9,7 @@ import { isSwitchboardError } from "../errors.ts";
 import { readConversationExport } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
 import type { BlobJanitor } from "../runtime/blob-cleanup.ts";
-import type { BlobStore } from "../runtime/blobs.ts";
+import { type BlobStore, bytesSource } from "../runtime/blobs.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import { runStateCommand, STATE_COMMANDS } from "../state/commands.ts";
@@ -323,12 +323,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     const reply = exportReply(exported, files.limits(message.channel));
     if (reply.kind === "text") return { text: reply.text };
     const { bytes } = reply;
-    const stored = await files.store.put(
-      (async function* () {
-        yield bytes;
-      })(),
-      { maxBytes: bytes.byteLength },
-    );
+    const stored = await files.store.put(bytesSource(bytes), { maxBytes: bytes.byteLength });
     return {
       text: reply.caption,
       media: {

@@ -1,5 +1,5 @@
 import { isSwitchboardError } from "../errors.ts";
-import type { BlobStore, StoredBlob } from "../runtime/blobs.ts";
+import { type BlobStore, bytesSource, type StoredBlob } from "../runtime/blobs.ts";
 import type { MediaInputs, ModelInputKind } from "../runtime/media.ts";
 import type { FilePart, PreparedFile } from "../runtime/types.ts";
 import type { Logger } from "../util/log.ts";
@@ -151,7 +151,7 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
           const bytes = await blobs.read(stored.id);
           if (!bytes) throw new Error("the stored file is gone");
           const scaled = await scaleForModel(bytes);
-          return await blobs.put(once(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
+          return await blobs.put(bytesSource(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
         });
         return { ...base, imageBlobId: copy.id };
       } catch (error) {
@@ -301,10 +301,6 @@ export function displayName(part: FilePart): string {
 
 function kindOf(mediaType: string): string {
   return mediaType.split("/")[0] ?? mediaType;
-}
-
-async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  yield bytes;
 }
 
 /** Ends the iteration with the signal's reason when it aborts between chunks. */

@@ -45,3 +45,8 @@ export const BLOB_HEAD_BYTES = 4100;
 export function isBlobId(id: string): boolean {
   return /^[0-9a-f]{64}$/.test(id);
 }
+
+/** Bytes already in memory as the chunk stream `BlobStore.put` takes. */
+export async function* bytesSource(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}

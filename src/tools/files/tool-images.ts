@@ -6,7 +6,7 @@
 import { isPhotoType } from "../../../channels/types.ts";
 import { isSwitchboardError } from "../../errors.ts";
 import { sniffMediaType } from "../../media/sniff.ts";
-import type { BlobStore } from "../../runtime/blobs.ts";
+import { type BlobStore, bytesSource } from "../../runtime/blobs.ts";
 import type { FileDelivery } from "../../runtime/store.ts";
 import type { SendFileToolOptions } from "./send-file.ts";
 
@@ -28,7 +28,7 @@ export async function deliverToolImages(
     const bytes = Buffer.from(image.data, "base64");
     let stored: Awaited<ReturnType<BlobStore["put"]>>;
     try {
-      stored = await options.blobs.put(once(bytes), { maxBytes: options.maxFileBytes });
+      stored = await options.blobs.put(bytesSource(bytes), { maxBytes: options.maxFileBytes });
     } catch (error) {
       if (!isSwitchboardError(error, "blob_too_large")) throw error;
       notes.push("[image not sent: larger than the file limit (SWITCHBOARD_MAX_FILE_MB)]");
@@ -61,8 +61,4 @@ export async function deliverToolImages(
   }
   if (files.length > 0) await options.enqueue(files);
   return notes;
-}
-
-async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  yield bytes;
 }
