@@ -11,6 +11,8 @@ export type SwitchboardErrorCode =
   | "version_conflict"
   | "fence_lost"
   | "conversation_purged"
+  /** A redelivered update that was refused before (pairing, flood, budget); not admitted now. */
+  | "update_refused"
   | "not_found"
   | "schema_unsupported"
   | "runtime_closed"

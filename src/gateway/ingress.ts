@@ -10,7 +10,7 @@ import type { ApprovalService } from "../approvals/service.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { isPurgedUpdate, type RuntimeStore } from "../runtime/store.ts";
+import { isSettledUpdate, type RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
@@ -278,15 +278,6 @@ export function createIngress(
       }
     }
 
-    // An update refused earlier (no pairing grant yet, too fast, over budget) stays refused when
-    // redelivered, even though it would pass now: it was answered, and the user was told to resend.
-    // (One of a conversation forgotten since is refused by admission, in its transaction.)
-    const earlier = await store.ingressOutcome(source, message.updateKey);
-    if (earlier?.startsWith("refused:")) {
-      metrics.inboundDuplicate(message.channel);
-      return { kind: "duplicate", runId: null, conversationId: null };
-    }
-
     const ticket = runtime.submit({
       conversationKey: message.conversationKey,
       idempotencyKey: `${source}:${message.updateKey}`,
@@ -302,8 +293,11 @@ export function createIngress(
     try {
       admission = await ticket.admission;
     } catch (error) {
-      // An update of a conversation forgotten since stays forgotten.
-      if (!isPurgedUpdate(error)) throw error;
+      // An update refused earlier (no pairing grant yet, too fast, over budget) stays refused when
+      // redelivered, even though it would pass now: it was answered, and the user was told to
+      // resend. One of a conversation forgotten since stays forgotten. Admission decides both from
+      // the receipt, in its transaction.
+      if (!isSettledUpdate(error)) throw error;
       metrics.inboundDuplicate(message.channel);
       return { kind: "duplicate", runId: null, conversationId: null };
     }

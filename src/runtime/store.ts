@@ -26,8 +26,9 @@ export interface RuntimeStore {
    * transaction; a repeat returns `duplicate` with the original run, whatever conversation the key
    * maps to now. Same idempotency key with a different fingerprint throws `idempotency_conflict`.
    * A purged conversation throws `conversation_purged`; so does a repeat of an ingress identity
-   * whose conversation was purged since (its receipt says `purged`: {@link isPurgedUpdate}),
-   * whatever conversation the key maps to now, writing nothing.
+   * whose conversation was purged since (its receipt says `purged`), whatever conversation the key
+   * maps to now, writing nothing. A repeat of an ingress identity refused before (its receipt says
+   * `refused:…`) throws `update_refused`, also writing nothing ({@link isSettledUpdate}).
    */
   admit(request: AdmitRequest): Promise<AdmitResult>;
 
@@ -344,9 +345,31 @@ export function purgedUpdateError(ingress: { source: string; key: string }): Swi
   );
 }
 
-/** True for {@link purgedUpdateError}'s error (not for other input to a purged conversation). */
-export function isPurgedUpdate(error: unknown): boolean {
-  return isSwitchboardError(error, "conversation_purged") && error.details?.ingressOutcome === "purged";
+/**
+ * What `admit` throws for a repeat of an ingress identity refused before (no pairing grant yet,
+ * too fast, over budget): the person was answered and told to send it again, so a redelivery stays
+ * refused even when it would pass now. Ingress counts it as a duplicate.
+ */
+export function refusedUpdateError(
+  ingress: { source: string; key: string },
+  outcome: string,
+): SwitchboardError {
+  return new SwitchboardError(
+    "update_refused",
+    `Update ${ingress.key} of ${ingress.source} was refused before (${outcome}); it is not admitted now.`,
+    { details: { ingressOutcome: outcome } },
+  );
+}
+
+/**
+ * True for the errors of an update whose receipt settles it as never admitted again
+ * ({@link purgedUpdateError}, {@link refusedUpdateError}); not for other input to a purged conversation.
+ */
+export function isSettledUpdate(error: unknown): boolean {
+  return (
+    (isSwitchboardError(error, "conversation_purged") && error.details?.ingressOutcome === "purged") ||
+    isSwitchboardError(error, "update_refused")
+  );
 }
 
 export const APPROVAL_STATES = ["pending", "approved", "denied", "expired", "cancelled"] as const;

@@ -10,6 +10,7 @@ import {
   type PurgeResult,
   purgedUpdateError,
   type RunRecord,
+  refusedUpdateError,
 } from "../runtime/store.ts";
 import {
   answerText,
@@ -155,7 +156,8 @@ type Duplicate = Omit<Extract<AdmitResult, { outcome: "duplicate" }>, "version">
 
 /**
  * The admission an ingress receipt records, or null when the identity led to no run. A receipt a
- * purge kept (`purged`) throws {@link purgedUpdateError}: its update is never admitted again.
+ * purge kept (`purged`) or a refusal wrote (`refused:…`) throws ({@link purgedUpdateError},
+ * {@link refusedUpdateError}): its update is never admitted again.
  */
 export function receiptDuplicate(
   receipt: {
@@ -167,6 +169,7 @@ export function receiptDuplicate(
   ingress: { source: string; key: string },
 ): Duplicate | null {
   if (receipt?.outcome === "purged") throw purgedUpdateError(ingress);
+  if (receipt?.outcome.startsWith("refused:")) throw refusedUpdateError(ingress, receipt.outcome);
   if (!receipt?.run_id || !receipt.conversation_id || !receipt.input_message_id) return null;
   return {
     outcome: "duplicate",

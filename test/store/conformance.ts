@@ -7,7 +7,7 @@ import type { OutboxRepository } from "../../outbox/types.ts";
 import { createScheduleService } from "../../schedules/service.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
-import { type AdmitRequest, isPurgedUpdate, type RuntimeStore } from "../../src/runtime/store.ts";
+import { type AdmitRequest, isSettledUpdate, type RuntimeStore } from "../../src/runtime/store.ts";
 import type { InputPolicy } from "../../src/runtime/types.ts";
 import { systemClock } from "../../src/util/clock.ts";
 
@@ -532,7 +532,7 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         await store.admit(again).catch((error: unknown) => {
           thrown = error;
         });
-        expect(isPurgedUpdate(thrown)).toBe(true);
+        expect(isSettledUpdate(thrown)).toBe(true);
         expect(await store.ingressOutcome("chat:acct", "u1")).toBe("purged");
         // Nothing was written: the chat's next update starts its conversation from nothing.
         const next = await store.admit({
@@ -547,6 +547,33 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           ingress_receipts: 1,
         });
         expect((await store.listActiveRuns(next.conversationId)).map((r) => r.id)).toEqual([next.runId]);
+      }),
+    );
+
+    test(
+      "a redelivered update refused before (flood, pairing, budget) is refused by admission and writes nothing",
+      withStores(async ({ store, rowsOf }) => {
+        const conversationId = await store.resolveConversationKey("chat:acct:t1", T0);
+        const claimed = await store.claimIngress({
+          source: "chat:acct",
+          key: "u7",
+          outcome: "refused:flood",
+          payload: { text: "too fast" },
+          conversationId,
+          nowMs: T0,
+        });
+        expect(claimed.fresh).toBe(true);
+        const ingress = { source: "chat:acct", key: "u7", payload: { text: "too fast" } };
+        let thrown: unknown;
+        await store
+          .admit({ ...admitRequest("c", "too fast"), conversation: { key: "chat:acct:t1" }, ingress })
+          .catch((error: unknown) => {
+            thrown = error;
+          });
+        expect(isSettledUpdate(thrown)).toBe(true);
+        expect(thrown).toMatchObject({ code: "update_refused" });
+        expect(await store.ingressOutcome("chat:acct", "u7")).toBe("refused:flood");
+        expect(await rowsOf(conversationId)).toMatchObject({ runs: 0, messages: 0, ingress_receipts: 1 });
       }),
     );
 

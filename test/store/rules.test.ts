@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { SwitchboardError } from "../../src/errors.ts";
-import { type AdmitRequest, isPurgedUpdate, type RunRecord } from "../../src/runtime/store.ts";
+import { type AdmitRequest, isSettledUpdate, type RunRecord } from "../../src/runtime/store.ts";
 import type { MessagePart } from "../../src/runtime/types.ts";
 import { admission } from "../../src/store/admission.ts";
 import {
@@ -152,15 +152,32 @@ describe("duplicates", () => {
     } catch (error) {
       thrown = error;
     }
-    expect(isPurgedUpdate(thrown)).toBe(true);
+    expect(isSettledUpdate(thrown)).toBe(true);
     expect(thrown).toMatchObject({
       code: "conversation_purged",
       message: expect.stringContaining("Update 7"),
     });
     // Another input to a purged conversation is refused too, but is no redelivered update.
-    expect(isPurgedUpdate(new SwitchboardError("conversation_purged", "Conversation c was purged"))).toBe(
+    expect(isSettledUpdate(new SwitchboardError("conversation_purged", "Conversation c was purged"))).toBe(
       false,
     );
+  });
+
+  test("a receipt a refusal wrote keeps its update refused, whatever it would meet now", () => {
+    for (const outcome of ["refused:flood", "refused:pairing", "refused:budget"]) {
+      const refused = { conversation_id: "c", run_id: null, input_message_id: null, outcome };
+      let thrown: unknown;
+      try {
+        receiptDuplicate(refused, { source: "telegram:bot", key: "8" });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(isSettledUpdate(thrown)).toBe(true);
+      expect(thrown).toMatchObject({ code: "update_refused", message: expect.stringContaining(outcome) });
+    }
+    // A receipt of a command (no run) is no refusal: the command path answers its repeats.
+    const command = { conversation_id: "c", run_id: null, input_message_id: null, outcome: "command" };
+    expect(receiptDuplicate(command, { source: "telegram:bot", key: "9" })).toBeNull();
   });
 
   test("a reused idempotency key with other input is a typed conflict", () => {
