@@ -153,12 +153,14 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
             text: file.caption,
             atMs,
             // Blobs are content-addressed: the sha256 of the bytes is the id they are stored under.
-            file: webFileOf({
-              id: createHash("sha256").update(file.bytes).digest("hex"),
-              name: file.filename,
-              mimeType: file.mimeType,
-              sizeBytes: file.bytes.byteLength,
-            }),
+            files: [
+              webFileOf({
+                id: createHash("sha256").update(file.bytes).digest("hex"),
+                name: file.filename,
+                mimeType: file.mimeType,
+                sizeBytes: file.bytes.byteLength,
+              }),
+            ],
           })),
       }
     : {};

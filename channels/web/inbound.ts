@@ -73,7 +73,7 @@ export function conversationKeyFor(sessionId: string): string {
 export function toInboundMessage(
   body: WebMessageBody,
   receivedAtMs: number,
-  sizeOf: (uploadId: string) => number | undefined = () => undefined,
+  uploadOf: (uploadId: string) => { sizeBytes: number; mimeType: string } | undefined = () => undefined,
 ): InboundMessage {
   return {
     channel: "web",
@@ -87,12 +87,12 @@ export function toInboundMessage(
     messageId: body.clientMessageId,
     addressedToBot: true,
     attachments: (body.files ?? []).map((file) => {
-      const sizeBytes = sizeOf(file.uploadId);
+      const upload = uploadOf(file.uploadId);
       return {
         kind: "file" as const,
         ref: `upload:${file.uploadId}`,
         name: file.name,
-        ...(sizeBytes === undefined ? {} : { sizeBytes }),
+        ...(upload ? { sizeBytes: upload.sizeBytes, mediaType: upload.mimeType } : {}),
       };
     }),
     receivedAtMs,

@@ -6,7 +6,7 @@ import { KeyedRateLimiter } from "../../src/util/rate-limit.ts";
 import { isServerBodyLimitError, PayloadTooLargeError, readBodyText } from "../../src/util/read-body.ts";
 import { streamChunks } from "../../src/util/stream-chunks.ts";
 import type { HttpRoute, InboundMessage, IngressOutcome } from "../types.ts";
-import { WEB_FILES_PATH, webFileHeaders } from "./files.ts";
+import { WEB_FILES_PATH, webFileHeaders, webFileOf } from "./files.ts";
 import { isSessionId, toInboundMessage, webMessageBodySchema } from "./inbound.ts";
 import type { WebTranscripts } from "./transcript.ts";
 import { isUploadTooLarge, type WebUploads } from "./uploads.ts";
@@ -89,7 +89,7 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
       let outcome: IngressOutcome;
       try {
         outcome = await deps.receive(
-          toInboundMessage(body, deps.clock.now(), (id) => deps.uploads?.find(body.sessionId, id)?.sizeBytes),
+          toInboundMessage(body, deps.clock.now(), (id) => deps.uploads?.find(body.sessionId, id)),
         );
       } catch (error) {
         if (isSwitchboardError(error, "idempotency_conflict"))
@@ -115,12 +115,16 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
       const nowMs = deps.clock.now();
       // The message is recorded; a transcript that cannot load now is loaded by the next stream.
       await deps.transcripts.load(body.sessionId, nowMs).catch(() => {});
-      const attached = (body.files ?? []).map((f) => `📎 ${f.name}`);
+      const files = (body.files ?? []).flatMap((f) => {
+        const upload = deps.uploads?.find(body.sessionId, f.uploadId);
+        return upload ? [webFileOf({ ...upload, name: f.name })] : [];
+      });
       deps.transcripts.append(body.sessionId, {
         messageId: body.clientMessageId,
         role: "user",
-        text: [body.text ?? "", ...attached].filter((line) => line !== "").join("\n"),
+        text: body.text ?? "",
         atMs: nowMs,
+        ...(files.length > 0 ? { files } : {}),
       });
       // A command's reply is in the outcome too, but it reaches the page the way every answer does:
       // ingress enqueued it, and the outbox sends it here. Showing it now would show it twice.

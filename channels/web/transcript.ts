@@ -8,8 +8,9 @@
 export type WebRole = "user" | "assistant";
 
 /**
- * A file the agent sent, shown with its message: an image inline, anything else as a download.
- * The page fetches its bytes from `/web/api/files/<id>` with the session header.
+ * A file shown with its message (one the agent sent, or one the user uploaded): an image inline,
+ * anything else as a download. The page fetches its bytes from `/web/api/files/<id>` with the
+ * session header.
  */
 export interface WebFile {
   /** The blob id (sha256 of the bytes). */
@@ -30,8 +31,8 @@ export interface WebTranscriptEntry {
   atMs: number;
   /** Buttons under the message (approval prompts), by row; pressing one POSTs its data as `action`. */
   buttons?: Array<Array<{ label: string; data: string }>>;
-  /** The file this message carries (its text is the caption). */
-  file?: WebFile;
+  /** The files this message carries (its text is the caption). */
+  files?: WebFile[];
 }
 
 /** What the page receives on `/web/api/stream`. A `snapshot` replaces the page's whole transcript. */
@@ -104,7 +105,8 @@ export class WebTranscripts {
   /** The file `fileId` as a message of this session shows it; undefined when none does. */
   fileOf(sessionId: string, fileId: string): WebFile | undefined {
     for (const entry of this.sessions.get(sessionId)?.messages.values() ?? []) {
-      if (entry.file?.id === fileId) return entry.file;
+      const file = entry.files?.find((f) => f.id === fileId);
+      if (file) return file;
     }
     return undefined;
   }

@@ -16,7 +16,7 @@ export interface UploadStore {
   put(
     source: AsyncIterable<Uint8Array>,
     options: { maxBytes: number },
-  ): Promise<{ id: string; sizeBytes: number }>;
+  ): Promise<{ id: string; sizeBytes: number; head: Uint8Array }>;
   /** The bytes; null when gone. */
   read(id: string): Promise<Uint8Array | null>;
 }
@@ -34,11 +34,18 @@ export interface WebUploadOptions {
   maxPerSession?: number;
   /** Sessions remembered; default 1000 (the oldest is forgotten first). */
   maxSessions?: number;
+  /**
+   * The type of a file from its first bytes (src/media/sniff.ts), so the transcript shows an
+   * uploaded photo as one; never the browser's word. Absent: every upload is a download.
+   */
+  sniff?: (head: Uint8Array) => Promise<string>;
 }
 
 export interface UploadedFile {
   id: string;
   sizeBytes: number;
+  /** Sniffed from the bytes. */
+  mimeType: string;
 }
 
 export class WebUploads {
@@ -55,7 +62,8 @@ export class WebUploads {
    */
   async put(sessionId: string, body: AsyncIterable<Uint8Array>): Promise<UploadedFile> {
     const stored = await this.options.blobs.put(body, { maxBytes: this.options.maxFileBytes });
-    const file = { id: stored.id, sizeBytes: stored.sizeBytes };
+    const mimeType = (await this.options.sniff?.(stored.head)) ?? "application/octet-stream";
+    const file = { id: stored.id, sizeBytes: stored.sizeBytes, mimeType };
     let files = this.bySession.get(sessionId);
     if (files) this.bySession.delete(sessionId);
     files ??= new Map();

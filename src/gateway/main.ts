@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { CHANNEL_NAMES, type ChannelName } from "../../channels/types.ts";
 import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
+import { sniffMediaType } from "../media/sniff.ts";
 import { createOperatorService } from "../operator/service.ts";
 import { openStoreBackend } from "../store/open-backend.ts";
 import { createLogger, type Logger } from "../util/log.ts";
@@ -38,7 +39,7 @@ export async function startGateway(
         messagesPerSessionPerMinute: config.web.messagesPerSessionPerMinute,
         // As many as the page replays (the web channel's default of 200 per session).
         history: webHistoryLoader(stores, 200),
-        uploads: { blobs: stores.blobs, maxFileBytes: config.media.maxFileBytes },
+        uploads: { blobs: stores.blobs, maxFileBytes: config.media.maxFileBytes, sniff: sniffMediaType },
       })
     : null;
   if (missingDirectory)

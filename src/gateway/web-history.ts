@@ -6,7 +6,8 @@
  */
 import { webFileOf } from "../../channels/web/files.ts";
 import { WEB_ACCOUNT } from "../../channels/web/inbound.ts";
-import type { WebTranscriptEntry } from "../../channels/web/transcript.ts";
+import type { WebFile, WebTranscriptEntry } from "../../channels/web/transcript.ts";
+import { UPLOAD_REF_PREFIX } from "../../channels/web/uploads.ts";
 import type { OutboxRecord, OutboxRepository } from "../../outbox/types.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 
@@ -33,13 +34,20 @@ export function webTranscriptFrom(
 ): WebTranscriptEntry[] {
   const entries: WebTranscriptEntry[] = [];
   for (const input of inputs) {
-    const payload = input.payload as { messageId?: unknown; text?: unknown; receivedAtMs?: unknown } | null;
+    const payload = input.payload as {
+      messageId?: unknown;
+      text?: unknown;
+      receivedAtMs?: unknown;
+      attachments?: unknown;
+    } | null;
     if (typeof payload?.messageId !== "string" || typeof payload.text !== "string") continue;
+    const files = uploadedFiles(payload.attachments);
     entries.push({
       messageId: payload.messageId,
       role: "user",
       text: payload.text,
       atMs: typeof payload.receivedAtMs === "number" ? payload.receivedAtMs : input.atMs,
+      ...(files.length > 0 ? { files } : {}),
     });
   }
   for (const record of records) {
@@ -69,9 +77,30 @@ export function webTranscriptFrom(
         text,
         atMs: record.createdAtMs + index,
         ...(buttons && index === ids.length - 1 ? { buttons } : {}),
-        ...(file && index === 0 ? { file } : {}),
+        ...(file && index === 0 ? { files: [file] } : {}),
       });
     });
   }
   return entries.sort((a, b) => a.atMs - b.atMs || (a.role === b.role ? 0 : a.role === "user" ? -1 : 1));
+}
+
+/**
+ * The files a recorded web message carried: its uploads, with the type sniffed when they were
+ * uploaded (an attachment recorded without one is shown as a download).
+ */
+function uploadedFiles(attachments: unknown): WebFile[] {
+  if (!Array.isArray(attachments)) return [];
+  return attachments.flatMap(
+    (a: { ref?: unknown; name?: unknown; mediaType?: unknown; sizeBytes?: unknown }) =>
+      typeof a?.ref === "string" && a.ref.startsWith(UPLOAD_REF_PREFIX)
+        ? [
+            webFileOf({
+              id: a.ref.slice(UPLOAD_REF_PREFIX.length),
+              name: typeof a.name === "string" ? a.name : "file",
+              mimeType: typeof a.mediaType === "string" ? a.mediaType : "application/octet-stream",
+              sizeBytes: typeof a.sizeBytes === "number" ? a.sizeBytes : 0,
+            }),
+          ]
+        : [],
+  );
 }

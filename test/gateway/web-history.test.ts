@@ -92,24 +92,70 @@ test("a file the agent sent comes back with its message after a restart; the tex
   await repo.markDelivered(pdf!, { messageIds: ["m1", "m2"] }, 1_012);
   const records = await repo.list({ destination: { channel: "web", target: "s1" }, limit: 50 });
   expect(
-    webTranscriptFrom([], records).map(({ messageId, text, file }) => ({ messageId, text, file })),
+    webTranscriptFrom([], records).map(({ messageId, text, files }) => ({ messageId, text, files })),
   ).toEqual([
     {
       messageId: "m0",
       text: "the chart",
-      file: { id: "a".repeat(64), name: "chart.png", mimeType: "image/png", sizeBytes: 1234, kind: "image" },
+      files: [
+        { id: "a".repeat(64), name: "chart.png", mimeType: "image/png", sizeBytes: 1234, kind: "image" },
+      ],
     },
     {
       messageId: "m1",
       text: "",
-      file: {
-        id: "b".repeat(64),
-        name: "report.pdf",
-        mimeType: "application/pdf",
-        sizeBytes: 1234,
-        kind: "file",
-      },
+      files: [
+        {
+          id: "b".repeat(64),
+          name: "report.pdf",
+          mimeType: "application/pdf",
+          sizeBytes: 1234,
+          kind: "file",
+        },
+      ],
     },
-    { messageId: "m2", text: "a long caption", file: undefined },
+    { messageId: "m2", text: "a long caption", files: undefined },
+  ]);
+});
+
+test("a message the user sent with uploads comes back with its files, typed as sniffed at upload", () => {
+  const photo = "c".repeat(64);
+  const notes = "d".repeat(64);
+  const entries = webTranscriptFrom(
+    [
+      {
+        key: "s1:msg_1",
+        atMs: 2_000,
+        payload: {
+          messageId: "msg_1",
+          text: "look",
+          receivedAtMs: 1_999,
+          attachments: [
+            {
+              kind: "file",
+              ref: `upload:${photo}`,
+              name: "garden.jpg",
+              mediaType: "image/png",
+              sizeBytes: 90,
+            },
+            // Recorded before types were kept: shown as a download, never guessed from its name.
+            { kind: "file", ref: `upload:${notes}`, name: "notes.png", sizeBytes: 12 },
+          ],
+        },
+      },
+    ],
+    [],
+  );
+  expect(entries).toEqual([
+    {
+      messageId: "msg_1",
+      role: "user",
+      text: "look",
+      atMs: 1_999,
+      files: [
+        { id: photo, name: "garden.jpg", mimeType: "image/png", sizeBytes: 90, kind: "image" },
+        { id: notes, name: "notes.png", mimeType: "application/octet-stream", sizeBytes: 12, kind: "file" },
+      ],
+    },
   ]);
 });

@@ -9,9 +9,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import type { Browser, Page } from "playwright-core";
+import sharp from "sharp";
 import type { InboundMessage } from "../../channels/types.ts";
 import { createWebChannel, type WebChannel } from "../../channels/web/index.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
+import { sniffMediaType } from "../../src/media/sniff.ts";
 import type { OperatorService } from "../../src/operator/service.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
 import { tempDir } from "../support/runtime.ts";
@@ -30,7 +32,7 @@ beforeAll(async () => {
   dir = tempDir("switchboard-uploads-");
   blobs = new DirectoryBlobStore(dir.path);
   web = createWebChannel({
-    uploads: { blobs, maxFileBytes: MAX_FILE_BYTES },
+    uploads: { blobs, maxFileBytes: MAX_FILE_BYTES, sniff: sniffMediaType },
   });
   await web.start(async (message) => {
     inbound.push(message);
@@ -113,11 +115,45 @@ describe("web chat files (Chromium)", () => {
       const { message, bytes: received } = await lastAttachment();
       expect(message.text).toBe("here is my data");
       expect(message.attachments).toEqual([
-        { kind: "file", ref: `upload:${sha256(bytes)}`, name: "data.bin", sizeBytes: bytes.byteLength },
+        {
+          kind: "file",
+          ref: `upload:${sha256(bytes)}`,
+          name: "data.bin",
+          sizeBytes: bytes.byteLength,
+          mediaType: "application/octet-stream",
+        },
       ]);
       expect(received).toEqual(bytes);
-      await page.locator(".bubble.user", { hasText: "📎 data.bin" }).waitFor();
+      // Once recorded, the user's message shows the file as a download link, as the agent's do.
+      await page.locator(".bubble.user .file-link", { hasText: "data.bin" }).waitFor();
       expect(await page.locator(".attachment").count()).toBe(0);
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
+
+  test("a photo the user sends shows in their message, loaded from the gateway, whatever the browser called it", async () => {
+    const page = await chatPage();
+    try {
+      const photo = await sharp({
+        create: { width: 40, height: 30, channels: 3, background: { r: 200, g: 30, b: 90 } },
+      })
+        .png()
+        .toBuffer();
+      await page.setInputFiles("#file", { name: "holiday.jpg", mimeType: "image/jpeg", buffer: photo });
+      await page.locator('.attachment[data-state="ready"]', { hasText: "holiday.jpg" }).waitFor();
+      await page.fill("#input", "from my trip");
+      await page.press("#input", "Enter");
+      await page.locator(".bubble.assistant", { hasText: "got 1 file(s)" }).waitFor();
+      expect((await lastAttachment()).message.attachments[0]?.mediaType).toBe("image/png");
+      const image = page.locator('.bubble.user img.bubble-image[alt="holiday.jpg"]');
+      await image.waitFor();
+      await page.waitForFunction(
+        () =>
+          (document.querySelector(".bubble.user img.bubble-image") as HTMLImageElement | null)
+            ?.naturalWidth === 40,
+      );
+      expect(await page.locator(".bubble.user", { hasText: "from my trip" }).count()).toBe(1);
     } finally {
       await page.close();
     }

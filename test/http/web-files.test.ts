@@ -11,6 +11,7 @@ import { createWebChannel, type WebChannel, type WebTranscriptEntry } from "../.
 import { mediaRefusal } from "../../outbox/media.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
 import { webAccessPolicy } from "../../src/gateway/http/web-guard.ts";
+import { sniffMediaType } from "../../src/media/sniff.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
 import { tempDir } from "../support/runtime.ts";
 import { capturingLogger, testServices, unusedOperator } from "./support/services.ts";
@@ -43,7 +44,7 @@ afterEach(async () => {
 afterAll(() => dir.cleanup());
 
 async function start(token: string | null = null): Promise<string> {
-  web = createWebChannel({ uploads: { blobs, maxFileBytes: MAX_FILE_BYTES } });
+  web = createWebChannel({ uploads: { blobs, maxFileBytes: MAX_FILE_BYTES, sniff: sniffMediaType } });
   await web.start(async () => ({ kind: "admitted", runId: "run_1", conversationId: "conv_1" }));
   server = await startHttpServer({
     host: "127.0.0.1",
@@ -99,7 +100,7 @@ test("a file the agent sent is in the transcript, and its session gets its bytes
       messageId,
       role: "assistant",
       text: "the **chart**",
-      file: { id, name: "chart.png", mimeType: "image/png", sizeBytes: png.byteLength, kind: "image" },
+      files: [{ id, name: "chart.png", mimeType: "image/png", sizeBytes: png.byteLength, kind: "image" }],
     });
   } finally {
     await stream.cancel();
@@ -168,13 +169,52 @@ test("with a web chat token the file needs it as well, like the stream", async (
   expect(authorised.status).toBe(200);
 });
 
+test("a photo the user uploads shows in their message with the type its bytes have, to their session only", async () => {
+  const url = await start();
+  const session = { "x-switchboard-session": SESSION };
+  // A PNG named as a JPEG: the type shown is the one sniffed, never the name's or the browser's.
+  const uploaded = await fetch(`${url}/web/api/uploads`, {
+    method: "POST",
+    headers: { ...session, "content-type": "application/octet-stream" },
+    body: png as Uint8Array<ArrayBuffer>,
+  });
+  expect(uploaded.status).toBe(201);
+  const { uploadId } = (await uploaded.json()) as { uploadId: string };
+  const posted = await fetch(`${url}/web/api/messages`, {
+    method: "POST",
+    headers: { ...session, "content-type": "application/json" },
+    body: JSON.stringify({
+      sessionId: SESSION,
+      clientMessageId: "upload_msg_1",
+      text: "my garden",
+      files: [{ uploadId, name: "garden.jpg" }],
+    }),
+  });
+  expect(posted.status).toBe(202);
+  const shown = (await snapshot(SESSION)).find((m) => m.messageId === "upload_msg_1");
+  expect(shown).toMatchObject({
+    role: "user",
+    text: "my garden",
+    files: [
+      { id: uploadId, name: "garden.jpg", mimeType: "image/png", sizeBytes: png.byteLength, kind: "image" },
+    ],
+  });
+  const mine = await getFile(url, uploadId, session);
+  expect(mine.status).toBe(200);
+  expect(mine.headers.get("content-type")).toBe("image/png");
+  expect(new Uint8Array(await mine.arrayBuffer())).toEqual(new Uint8Array(png));
+  // Another session, even knowing the id, is told the same as for no file at all.
+  const theirs = await getFile(url, uploadId, { "x-switchboard-session": OTHER_SESSION });
+  expect(theirs.status).toBe(404);
+});
+
 test("a resend with the same idempotency key shows the file once", async () => {
   await start();
   const first = await sendFile(SESSION, png, { filename: "once.png", mimeType: "image/png" });
   const again = await sendFile(SESSION, png, { filename: "once.png", mimeType: "image/png" });
   expect(again.messageId).toBe(first.messageId);
   const shown = await snapshot(SESSION);
-  expect(shown.filter((m) => m.file?.name === "once.png")).toHaveLength(1);
+  expect(shown.filter((m) => m.files?.[0]?.name === "once.png")).toHaveLength(1);
 });
 
 test("the channel takes files up to the gateway's limit; without a blob store it takes none", () => {

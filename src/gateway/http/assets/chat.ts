@@ -109,7 +109,7 @@ function render(): void {
   const nodes: Node[] = [];
   for (const entry of messages.values()) {
     const node = bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs));
-    if (entry.file) node.firstChild?.before(fileView(entry.file));
+    for (const file of entry.files ?? []) node.firstChild?.before(fileView(file));
     if (entry.buttons) node.append(buttonRows(entry));
     const notice = notices.get(entry.messageId);
     if (notice !== undefined) node.append(h("div", { class: "bubble-meta", role: "status" }, notice));
