@@ -4,7 +4,7 @@ import { ACCESS_SCHEMA_SQL } from "./access.ts";
 import { BUDGETS_SCHEMA_SQL } from "./budgets.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
 import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
-import { SEARCH_ROOMS_SQL } from "./search.ts";
+import { INPUTS_AT_RUN_END_SQL, SEARCH_ROOMS_SQL } from "./search.ts";
 
 /** One forward-only step of the schema. Versions are contiguous from 1. */
 export interface Migration {
@@ -367,6 +367,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
   { version: 16, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
   { version: 17, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
+  { version: 18, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";
