@@ -186,9 +186,10 @@ CREATE TABLE conversation_state (
 /**
  * Migration 10: history search; SQLite's migration 12. A tsvector (the 'simple' configuration, no
  * stemming, as SQLite's unicode61) with a GIN index over each message's text and tool results in
- * summary, kept by a trigger in the transaction that writes the message; the principals that had
- * a turn in each conversation, kept from runs the same way. Existing messages are indexed after
- * the migration, in pages (search.ts), from `search_backfill_until` down.
+ * summary, kept by a trigger in the transaction that writes the message (since migration 18, a
+ * user's input in the one that ends its run); the principals that had a turn in each
+ * conversation, kept from runs the same way. Existing messages are indexed after the migration,
+ * in pages (search.ts), from `search_backfill_until` down.
  */
 const HISTORY_SEARCH_SQL = `
 CREATE FUNCTION switchboard_search_text(parts TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $fn$
