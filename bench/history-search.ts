@@ -1,8 +1,9 @@
 /**
  * History search on SQLite: admission throughput with the search index on against the same
- * store with its index triggers (messages, principals, rooms) dropped (alternating rounds, same process), then search latency
- * p50/p99 over an indexed corpus.
- *   npx bun bench/history-search.ts [--count 10000] [--rounds 5] [--messages 1000000] [--queries 300]
+ * store with its index triggers (messages, run ends, principals, rooms) dropped (alternating
+ * rounds, same process); the terminal commit the same way (it indexes the run's input with its
+ * answer); then search latency p50/p99 over an indexed corpus.
+ *   npx bun bench/history-search.ts [--count 10000] [--rounds 5] [--messages 1000000] [--queries 300] [--turns 2000]
  */
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
@@ -20,21 +21,30 @@ const count = argInt("--count", 10_000);
 const rounds = argInt("--rounds", 5);
 const corpus = argInt("--messages", 1_000_000);
 const queries = argInt("--queries", 300);
+const turns = argInt("--turns", 2_000);
 const dir = tempDir("switchboard-bench-search-");
 
 const INDEX_TRIGGERS = [
   "messages_search_insert",
   "messages_search_update",
   "messages_search_delete",
+  "runs_search_inputs",
   "runs_principal",
   "runs_room",
 ];
 
+/** The store at `name` with the search index on, or with every index trigger dropped. */
+function openStores(name: string, indexed: boolean) {
+  const stores = openSqliteStores(join(dir.path, `${name}.sqlite`));
+  // IF EXISTS: the same script measures a build from before the run-end trigger.
+  if (!indexed) for (const trigger of INDEX_TRIGGERS) stores.db.exec(`DROP TRIGGER IF EXISTS ${trigger}`);
+  return stores;
+}
+
 const { rand, word, sentence } = chatText(42);
 
 async function submits(n: number, name: string, indexed: boolean): Promise<number> {
-  const stores = openSqliteStores(join(dir.path, `${name}.sqlite`));
-  if (!indexed) for (const trigger of INDEX_TRIGGERS) stores.db.exec(`DROP TRIGGER ${trigger}`);
+  const stores = openStores(name, indexed);
   const runtime = new Runtime({
     store: stores.runtime,
     models: [{ label: "unused", model: createScriptedModel([]) }],
@@ -79,8 +89,68 @@ for (let round = 0; round < rounds; round++) {
 const median = [...pairs].sort((a, b) => a.on / a.off - b.on / b.off)[Math.floor(rounds / 2)]!;
 printTable(`admission with the search index (${count} inputs, 64 in flight, median of ${rounds} rounds)`, [
   ["index triggers dropped", median.off, 1],
-  ["index on (FTS5, principals, rooms)", median.on, median.on / median.off],
+  ["index on (principals, rooms; input at run end)", median.on, median.on / median.off],
 ]);
+
+// ---- the terminal commit: the answer, and now the run's input ----
+
+/**
+ * Terminal commits per second (only commitTerminal is timed): each of `n` turns is admitted and
+ * acquired, then committed with a 40-word answer, one at a time, as a gateway's runs end.
+ */
+async function terminals(n: number, name: string, indexed: boolean): Promise<number> {
+  const stores = openStores(name, indexed);
+  const store = stores.runtime;
+  let ms = 0;
+  for (let j = 0; j < n; j++) {
+    const admitted = await store.admit({
+      conversation: { id: `c-${j % 100}` },
+      idempotencyKey: `k-${j}`,
+      fingerprint: `f-${j}`,
+      parts: [{ type: "text", text: `hello ${j} ${sentence(12)}` }],
+      context: { channel: "telegram", principal: { id: `u${j % 100}` } },
+      policy: "queue",
+      coalescePending: false,
+      proposedIds: { runId: `run-${j}`, messageId: `msg-${j}` },
+      nowMs: 1_700_000_000_000 + j,
+    });
+    const acquired = await store.acquireRun({ runId: admitted.runId, owner: "w", nowMs: j, leaseMs: 60_000 });
+    const start = performance.now();
+    await store.commitTerminal({
+      fence: acquired!.fence,
+      state: "completed",
+      assistantParts: [{ type: "text", text: sentence(40) }],
+      nowMs: 1_700_000_000_000 + j,
+    });
+    ms += performance.now() - start;
+  }
+  stores.close();
+  return n / (ms / 1000);
+}
+
+await terminals(500, "warm-terminal-on", true);
+await terminals(500, "warm-terminal-off", false);
+const terminalPairs: Array<{ on: number; off: number }> = [];
+for (let round = 0; round < rounds; round++) {
+  const onFirst = round % 2 === 1;
+  const a = await terminals(turns, `terminal-${onFirst ? "on" : "off"}-${round}`, onFirst);
+  const b = await terminals(turns, `terminal-${onFirst ? "off" : "on"}-${round}`, !onFirst);
+  const [on, off] = onFirst ? [a, b] : [b, a];
+  terminalPairs.push({ on, off });
+  console.log(
+    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
+  );
+}
+const terminalMedian = [...terminalPairs].sort((a, b) => a.on / a.off - b.on / b.off)[
+  Math.floor(rounds / 2)
+]!;
+printTable(
+  `terminal commits with the search index (${turns} turns, one at a time, median of ${rounds} rounds)`,
+  [
+    ["index triggers dropped", terminalMedian.off, 1],
+    ["index on (the answer and the run's input)", terminalMedian.on, terminalMedian.on / terminalMedian.off],
+  ],
+);
 
 // ---- search latency over an indexed corpus ----
 const file = join(dir.path, "corpus.sqlite");
@@ -89,9 +159,11 @@ const raw = new Database(file, { strict: true });
 const seedStart = performance.now();
 const conversations = 2_000;
 raw.transaction(() => {
+  // Ended runs (a finish_seq), so their users' messages are indexed as they are written.
   const run = raw.query(
-    `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids, assistant_message_id, context, created_at_ms)
-     VALUES (?, ?, 'completed', 'normal', 'queue', '[]', ?, ?, 1)`,
+    `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids, assistant_message_id, context,
+       created_at_ms, finished_at_ms, finish_seq)
+     VALUES (?, ?, 'completed', 'normal', 'queue', '[]', ?, ?, 1, 1, ?)`,
   );
   for (let c = 0; c < conversations; c++) {
     run.run(
@@ -99,6 +171,7 @@ raw.transaction(() => {
       `c${c}`,
       `a${c}`,
       JSON.stringify({ channel: "telegram", principal: { id: `u${c % 500}` } }),
+      c + 1,
     );
   }
 })();
@@ -121,6 +194,14 @@ for (let page = 0; page < corpus; page += 10_000) {
     }
   })();
 }
+const seeded = raw
+  .query("SELECT (SELECT count(*) FROM message_search) AS indexed, (SELECT count(*) FROM messages) AS n")
+  .get() as {
+  indexed: number;
+  n: number;
+};
+if (seeded.indexed !== seeded.n)
+  throw new Error(`the corpus has ${seeded.n} messages but ${seeded.indexed} indexed`);
 raw.close();
 const seedSeconds = (performance.now() - seedStart) / 1000;
 

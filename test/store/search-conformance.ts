@@ -4,7 +4,8 @@
  * them, so the index is proved to follow the real write paths.
  */
 import { test as bunTest, describe, expect } from "bun:test";
-import type { RuntimeStore } from "../../src/runtime/store.ts";
+import { forgetConversation } from "../../src/operator/forget.ts";
+import type { AdmitRequest, RuntimeStore } from "../../src/runtime/store.ts";
 import { parseSearchQuery, type SearchQuery } from "../../src/search/query.ts";
 import type { SearchStore } from "../../src/search/store.ts";
 import { admitRequest } from "./conformance.ts";
@@ -75,6 +76,13 @@ async function turn(
     nowMs: T0 + 1,
   });
   return admitted;
+}
+
+/** The refs of every message matching `text`, in any conversation. */
+async function refs(search: SearchStore, text: string): Promise<string[]> {
+  return (await search.searchHistory({ query: q(text), scope: { kind: "all" }, limit: 20 })).map(
+    (h) => h.ref,
+  );
 }
 
 export function runSearchConformance(name: string, open: () => Promise<OpenedSearchStore>) {
@@ -278,6 +286,193 @@ export function runSearchConformance(name: string, open: () => Promise<OpenedSea
             after: 1,
           }),
         ).toBeNull();
+      }),
+    );
+
+    test(
+      "an input is searchable once its run ends, with every input the run coalesced; an answer as it is written",
+      withStores(async ({ store, search }) => {
+        const admit = (key: string, text: string) =>
+          store.admit(
+            admitRequest("w", key, {
+              parts: [{ type: "text", text }],
+              context: ctx(...alice),
+              coalescePending: true,
+            }),
+          );
+        const first = await admit("k1", "first pelican question");
+        const joined = await admit("k2", "second pelican detail");
+        expect(joined).toMatchObject({ outcome: "coalesced", runId: first.runId });
+        // Admitted, not answered: admission wrote no index row.
+        expect(await refs(search, "pelican")).toEqual([]);
+        const acquired = await store.acquireRun({
+          runId: first.runId,
+          owner: "w",
+          nowMs: T0,
+          leaseMs: 60_000,
+        });
+        await store.saveToolProgress(acquired!.fence, [{ type: "text", text: "draft walrus" }], T0);
+        expect(await refs(search, "walrus")).toHaveLength(1);
+        expect(await refs(search, "pelican")).toEqual([]);
+        await store.commitTerminal({
+          fence: acquired!.fence,
+          state: "completed",
+          assistantParts: [{ type: "text", text: "one answer" }],
+          nowMs: T0 + 1,
+        });
+        expect((await refs(search, "pelican")).sort()).toEqual(
+          [first.inputMessageId, joined.inputMessageId].sort(),
+        );
+      }),
+    );
+
+    test(
+      "every other end of a run indexes its input: failed, cancelled, superseded by a newer input, absorbed",
+      withStores(async ({ store, search }) => {
+        const admit = (conversationId: string, text: string, overrides: Partial<AdmitRequest> = {}) =>
+          store.admit(
+            admitRequest(conversationId, `k-${text}`, {
+              parts: [{ type: "text", text }],
+              context: ctx(...alice),
+              ...overrides,
+            }),
+          );
+        const failing = await admit("f", "failing osprey");
+        const acquired = await store.acquireRun({
+          runId: failing.runId,
+          owner: "w",
+          nowMs: T0,
+          leaseMs: 60_000,
+        });
+        expect(await refs(search, "osprey")).toEqual([]);
+        await store.commitTerminal({
+          fence: acquired!.fence,
+          state: "failed",
+          assistantParts: [],
+          nowMs: T0,
+        });
+        expect(await refs(search, "osprey")).toEqual([failing.inputMessageId]);
+
+        // Cancelled before it started (/stop on a queued run).
+        const cancelled = await admit("c", "cancelled kestrel");
+        expect(await refs(search, "kestrel")).toEqual([]);
+        expect(await store.requestStop(cancelled.runId, "interrupted", T0)).toMatchObject({
+          outcome: "ended",
+        });
+        expect((await store.loadRun(cancelled.runId))?.run.state).toBe("cancelled");
+        expect(await refs(search, "kestrel")).toEqual([cancelled.inputMessageId]);
+
+        // Superseded by a newer input: its admission ends the queued run and indexes that input only.
+        const old = await admit("s", "superseded heron");
+        const newer = await admit("s", "superseding egret", { policy: "supersede" });
+        expect((await store.loadRun(old.runId))?.run.state).toBe("superseded");
+        expect(await refs(search, "heron")).toEqual([old.inputMessageId]);
+        expect(newer.outcome).toBe("admitted");
+        expect(await refs(search, "egret")).toEqual([]);
+
+        // Absorbed: an injected input answered by the running run's answer is indexed by that commit.
+        const running = await admit("a", "running gannet");
+        const lease = await store.acquireRun({
+          runId: running.runId,
+          owner: "w",
+          nowMs: T0,
+          leaseMs: 60_000,
+        });
+        const injected = await admit("a", "injected gannet", { policy: "inject" });
+        expect(await refs(search, "gannet")).toEqual([]);
+        const ended = await store.commitTerminal({
+          fence: lease!.fence,
+          state: "completed",
+          assistantParts: [
+            { type: "joined-input", messageId: injected.inputMessageId },
+            { type: "text", text: "both answered" },
+          ],
+          nowMs: T0,
+        });
+        expect(ended.absorbed).toEqual([injected.runId]);
+        expect((await refs(search, "gannet")).sort()).toEqual(
+          [running.inputMessageId, injected.inputMessageId].sort(),
+        );
+      }),
+    );
+
+    test(
+      "an input edited before its run ends is indexed once, with its last text",
+      withStores(async ({ store, search }) => {
+        const admitted = await store.admit(
+          admitRequest("e", "k1", {
+            parts: [{ type: "text", text: "photo of a toucan" }],
+            context: ctx(...alice),
+          }),
+        );
+        const acquired = await store.acquireRun({
+          runId: admitted.runId,
+          owner: "w",
+          nowMs: T0,
+          leaseMs: 60_000,
+        });
+        // What a run does once it has prepared an attachment: the input's parts are rewritten.
+        await store.saveInputParts(acquired!.fence, admitted.inputMessageId, [
+          { type: "text", text: "photo of a puffin" },
+        ]);
+        expect(await refs(search, "puffin")).toEqual([]);
+        await store.commitTerminal({
+          fence: acquired!.fence,
+          state: "completed",
+          assistantParts: [{ type: "text", text: "nice bird" }],
+          nowMs: T0,
+        });
+        expect(await refs(search, "puffin")).toEqual([admitted.inputMessageId]);
+        expect(await refs(search, "toucan")).toEqual([]);
+        expect(await refs(search, "photo")).toEqual([admitted.inputMessageId]);
+      }),
+    );
+
+    test(
+      "/forget: a conversation's inputs, answered or still queued, are never found after its purge",
+      withStores(async ({ store, search }) => {
+        await turn(store, "gone", alice, "answered albatross", "ok");
+        const queued = await store.admit(
+          admitRequest("gone", "k-queued", {
+            parts: [{ type: "text", text: "queued albatross" }],
+            context: ctx(...alice),
+          }),
+        );
+        // /forget ends the queued run first (superseded), then purges.
+        const forgotten = await forgetConversation(
+          { store, clock: { now: () => T0, sleep: async () => {} } },
+          "gone",
+          "telegram:1001",
+        );
+        expect(forgotten.outcome).toBe("purged");
+        expect(await refs(search, "albatross")).toEqual([]);
+        expect(
+          await search.readHistory({
+            ref: queued.inputMessageId,
+            scope: { kind: "all" },
+            before: 1,
+            after: 1,
+          }),
+        ).toBeNull();
+      }),
+    );
+
+    test(
+      "/new: the input of the run it interrupts is found in the old conversation, which stays readable",
+      withStores(async ({ store, search }) => {
+        const queued = await store.admit(
+          admitRequest("before-new", "k1", {
+            parts: [{ type: "text", text: "unanswered cormorant" }],
+            context: ctx(...alice),
+          }),
+        );
+        expect(await store.requestStop(queued.runId, "interrupted", T0)).toMatchObject({ outcome: "ended" });
+        await store.rotateConversationKey("telegram:1001", T0);
+        const scope = { kind: "principal", principal: "telegram:1001" } as const;
+        const hits = await search.searchHistory({ query: q("cormorant"), scope, limit: 5 });
+        expect(hits).toMatchObject([
+          { ref: queued.inputMessageId, conversationId: "before-new", role: "user" },
+        ]);
       }),
     );
 

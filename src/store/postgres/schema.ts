@@ -4,7 +4,7 @@ import { ACCESS_SCHEMA_SQL } from "./access.ts";
 import { BUDGETS_SCHEMA_SQL } from "./budgets.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
 import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
-import { SEARCH_ROOMS_SQL } from "./search.ts";
+import { INPUTS_AT_RUN_END_SQL, SEARCH_ROOMS_SQL } from "./search.ts";
 
 /** One forward-only step of the schema. Versions are contiguous from 1. */
 export interface Migration {
@@ -186,9 +186,10 @@ CREATE TABLE conversation_state (
 /**
  * Migration 10: history search; SQLite's migration 12. A tsvector (the 'simple' configuration, no
  * stemming, as SQLite's unicode61) with a GIN index over each message's text and tool results in
- * summary, kept by a trigger in the transaction that writes the message; the principals that had
- * a turn in each conversation, kept from runs the same way. Existing messages are indexed after
- * the migration, in pages (search.ts), from `search_backfill_until` down.
+ * summary, kept by a trigger in the transaction that writes the message (since migration 18, a
+ * user's input in the one that ends its run); the principals that had a turn in each
+ * conversation, kept from runs the same way. Existing messages are indexed after the migration,
+ * in pages (search.ts), from `search_backfill_until` down.
  */
 const HISTORY_SEARCH_SQL = `
 CREATE FUNCTION switchboard_search_text(parts TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $fn$
@@ -367,6 +368,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
   { version: 16, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
   { version: 17, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
+  { version: 18, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -3,6 +3,7 @@ import { toTsquery } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
 import type { Integer } from "../rows.ts";
 import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
+import { inputOf, runEnds, searchableNow } from "../search-timing.ts";
 
 /**
  * Migration 14 (SQLite's 16): which room (`<channel>:<room key>`, the conversation key where the
@@ -42,6 +43,47 @@ INSERT INTO conversation_rooms (room, conversation_id)
       COALESCE(context::jsonb ->> 'roomKey', context::jsonb ->> 'conversationKey'), conversation_id
   FROM runs WHERE jsonb_typeof(context::jsonb) = 'object' AND (context::jsonb ->> 'conversationKey') IS NOT NULL
   ON CONFLICT DO NOTHING;
+`;
+
+/**
+ * Migration 18 (SQLite's 20): a user's input is indexed when its run ends instead of by its
+ * admission (see search-timing.ts for which message is indexed when). Admission, the
+ * acknowledgement path, no longer writes a tsvector or a GIN entry. An edit reindexes only a
+ * message the index has, so an input already indexed by the earlier function stays right; the
+ * run's end adds only the inputs the index lacks. Nothing is indexed here.
+ */
+export const INPUTS_AT_RUN_END_SQL = `
+CREATE OR REPLACE FUNCTION switchboard_index_message() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    DELETE FROM message_search WHERE ord = OLD.ord;
+    RETURN OLD;
+  END IF;
+  IF TG_OP = 'UPDATE' THEN
+    UPDATE message_search SET body = t.body, search = to_tsvector('simple', t.body)
+      FROM (SELECT switchboard_search_text(NEW.parts) AS body) AS t
+      WHERE message_search.ord = NEW.ord;
+  ELSIF ${searchableNow("NEW")} THEN
+    INSERT INTO message_search (ord, conversation_id, body, search)
+      SELECT NEW.ord, NEW.conversation_id, t.body, to_tsvector('simple', t.body)
+      FROM (SELECT switchboard_search_text(NEW.parts) AS body) AS t
+    ON CONFLICT (ord) DO UPDATE SET body = excluded.body, search = excluded.search;
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+CREATE FUNCTION switchboard_index_run_inputs() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  INSERT INTO message_search (ord, conversation_id, body, search)
+    SELECT m.ord, m.conversation_id, t.body, to_tsvector('simple', t.body)
+    FROM messages AS m, LATERAL (SELECT switchboard_search_text(m.parts) AS body) AS t
+    WHERE ${inputOf("m", "NEW")}
+  ON CONFLICT (ord) DO NOTHING;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER runs_search_inputs AFTER UPDATE OF finish_seq ON runs
+  FOR EACH ROW WHEN (${runEnds("OLD", "NEW")}) EXECUTE FUNCTION switchboard_index_run_inputs();
 `;
 
 /** Messages indexed per backfill transaction. */

@@ -30,7 +30,12 @@ import {
   SUMMARIES_SCHEMA_SQL,
   TOOL_OUTPUTS_SQL,
 } from "./schema.ts";
-import { backfillSearchIndex, createSqliteSearch, SEARCH_ROOMS_SQL } from "./search.ts";
+import {
+  backfillSearchIndex,
+  createSqliteSearch,
+  INPUTS_AT_RUN_END_SQL,
+  SEARCH_ROOMS_SQL,
+} from "./search.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -53,6 +58,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 17, name: "budgets", sql: BUDGETS_SCHEMA_SQL },
   { version: 18, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
   { version: 19, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
+  { version: 20, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
 ];
 
 export interface SqliteStores {

@@ -186,7 +186,7 @@ CREATE TABLE conversation_state (
 /**
  * Migration 12: history search. An FTS5 index over each message's text and tool results in
  * summary (rowid = messages.ord), kept by triggers, so it changes in the very transaction that
- * writes the message. Which principals (`<channel>:<user id>`) had a turn in which conversation,
+ * writes the message (since migration 20, a user's input in the one that ends its run). Which principals (`<channel>:<user id>`) had a turn in which conversation,
  * kept the same way from runs, authorises a search. Existing messages are indexed after the
  * migration, in pages (search-index.ts), from `search_backfill_until` down.
  */

@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { toFts5Match } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
 import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
+import { inputOf, runEnds, searchableNow } from "../search-timing.ts";
 
 /**
  * Migration 16: which room (`<channel>:<room key>`, the conversation key where the adapter names
@@ -39,6 +40,31 @@ const TEXT_OF = (alias: string) => `(SELECT substr(group_concat(CASE json_extrac
       WHEN 'text' THEN json_extract(p.value, '$.text')
       WHEN 'tool-result' THEN json_extract(p.value, '$.toolName') || ': ' || substr(CAST(json_extract(p.value, '$.output') AS TEXT), 1, 300)
       END, ' '), 1, 20000) FROM json_each(${alias}.parts) AS p)`;
+
+/**
+ * Migration 20: a user's input is indexed when its run ends instead of by its admission (see
+ * search-timing.ts for which message is indexed when). Admission, the acknowledgement path, no
+ * longer writes an FTS5 row. An edit reindexes only a message the index has, so an input
+ * already indexed by the earlier trigger stays right; the run's end adds only the inputs the
+ * index lacks (FTS5 refuses a second row with one rowid). Nothing is indexed here.
+ */
+export const INPUTS_AT_RUN_END_SQL = `
+DROP TRIGGER messages_search_insert;
+CREATE TRIGGER messages_search_insert AFTER INSERT ON messages WHEN ${searchableNow("new")} BEGIN
+  INSERT INTO message_search (rowid, body) VALUES (new.ord, ${TEXT_OF("new")});
+END;
+DROP TRIGGER messages_search_update;
+CREATE TRIGGER messages_search_update AFTER UPDATE OF parts ON messages
+  WHEN EXISTS (SELECT 1 FROM message_search WHERE rowid = old.ord) BEGIN
+  DELETE FROM message_search WHERE rowid = old.ord;
+  INSERT INTO message_search (rowid, body) VALUES (new.ord, ${TEXT_OF("new")});
+END;
+CREATE TRIGGER runs_search_inputs AFTER UPDATE OF finish_seq ON runs WHEN ${runEnds("old", "new")} BEGIN
+  INSERT INTO message_search (rowid, body)
+    SELECT m.ord, ${TEXT_OF("m")} FROM messages AS m
+    WHERE ${inputOf("m", "new")} AND NOT EXISTS (SELECT 1 FROM message_search WHERE rowid = m.ord);
+END;
+`;
 
 /**
  * Indexes the messages that existed before the history-search migration, newest first, one page per
