@@ -14,9 +14,19 @@
 /** The role of a user's input: the one message kind indexed at its run's end. */
 export const INPUT_ROLE = "user";
 
-/** `message` belongs in the index now: not an input, or an input whose run has ended. */
+/**
+ * `message` is indexed by the transaction that writes it: anything but an input. Inputs are
+ * written only by admission, into a run that is new or still pending, never into one that has
+ * ended, so the insert trigger checks the role alone (looking the run up on every admission cost
+ * about 4% of admission throughput on SQLite).
+ */
+export function indexedWhenWritten(message: string): string {
+  return `(${message}.role <> '${INPUT_ROLE}')`;
+}
+
+/** `message` belongs in the index now: indexed when written, or an input whose run has ended. */
 export function searchableNow(message: string): string {
-  return `(${message}.role <> '${INPUT_ROLE}' OR EXISTS (
+  return `(${indexedWhenWritten(message)} OR EXISTS (
     SELECT 1 FROM runs WHERE runs.id = ${message}.run_id AND runs.finish_seq IS NOT NULL))`;
 }
 

@@ -3,7 +3,7 @@ import { toTsquery } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
 import type { Integer } from "../rows.ts";
 import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
-import { inputOf, runEnds, searchableNow } from "../search-timing.ts";
+import { indexedWhenWritten, inputOf, runEnds } from "../search-timing.ts";
 
 /**
  * Migration 14 (SQLite's 16): which room (`<channel>:<room key>`, the conversation key where the
@@ -63,7 +63,7 @@ BEGIN
     UPDATE message_search SET body = t.body, search = to_tsvector('simple', t.body)
       FROM (SELECT switchboard_search_text(NEW.parts) AS body) AS t
       WHERE message_search.ord = NEW.ord;
-  ELSIF ${searchableNow("NEW")} THEN
+  ELSIF ${indexedWhenWritten("NEW")} THEN
     INSERT INTO message_search (ord, conversation_id, body, search)
       SELECT NEW.ord, NEW.conversation_id, t.body, to_tsvector('simple', t.body)
       FROM (SELECT switchboard_search_text(NEW.parts) AS body) AS t

@@ -2,7 +2,7 @@ import type { Database } from "bun:sqlite";
 import { toFts5Match } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
 import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
-import { inputOf, runEnds, searchableNow } from "../search-timing.ts";
+import { indexedWhenWritten, inputOf, runEnds } from "../search-timing.ts";
 
 /**
  * Migration 16: which room (`<channel>:<room key>`, the conversation key where the adapter names
@@ -50,7 +50,7 @@ const TEXT_OF = (alias: string) => `(SELECT substr(group_concat(CASE json_extrac
  */
 export const INPUTS_AT_RUN_END_SQL = `
 DROP TRIGGER messages_search_insert;
-CREATE TRIGGER messages_search_insert AFTER INSERT ON messages WHEN ${searchableNow("new")} BEGIN
+CREATE TRIGGER messages_search_insert AFTER INSERT ON messages WHEN ${indexedWhenWritten("new")} BEGIN
   INSERT INTO message_search (rowid, body) VALUES (new.ord, ${TEXT_OF("new")});
 END;
 DROP TRIGGER messages_search_update;
