@@ -38,6 +38,8 @@ export interface DeliveryWorkerOptions {
   ambiguousHoldMs?: number;
   /** Where media records' files are read from. Without it, media records fail. */
   blobs?: BlobStore;
+  /** A streamed reply's wait before its first preview (default FIRST_PREVIEW_WAIT_MS; see stream.ts). */
+  firstPreviewWaitMs?: number;
 }
 
 export interface DeliveryWorker {
@@ -232,7 +234,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           `No adapter for channel ${target.channel}; configure it before streaming replies to it.`,
         );
       }
-      const stream = createStreamReply({ ...deps, adapter, target, onSettled: notify });
+      const stream = createStreamReply({
+        ...deps,
+        adapter,
+        target,
+        onSettled: notify,
+        ...(options.firstPreviewWaitMs === undefined
+          ? {}
+          : { firstPreviewWaitMs: options.firstPreviewWaitMs }),
+      });
       streams.add(stream);
       void stream.settled.finally(() => streams.delete(stream));
       return stream;

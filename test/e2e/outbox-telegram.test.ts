@@ -233,4 +233,26 @@ describe("streamed replies", () => {
     const gapsMs = calls.slice(1).map((atMs, i) => atMs - calls[i]!);
     expect(Math.min(...gapsMs)).toBeGreaterThanOrEqual(980);
   }, 40_000);
+
+  test("an answer that ends within the first-preview wait is one message at once: no preview, no edit", async () => {
+    const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };
+    const sentAtMs = Date.now();
+    telegram.incoming({ chat: privateChat(dave), from: dave, text: "a quick one please" });
+    const record = await eventually(
+      async () => {
+        const records = await runCliJson<OutboxRecord[]>(["outbox", "list"], dbEnv);
+        return records.find((r) => r.target === String(dave.id) && r.state === "delivered");
+      },
+      20_000,
+      "the answer's record to be delivered",
+    );
+    // Sent as an ordinary message by the terminal commit's record, not previewed then edited.
+    expect(record.kind).toBe("message");
+    expect(botTexts(dave.id)).toHaveLength(1);
+    // Well before the edit interval (1 s) a preview's final edit would have had to wait for.
+    const send = callsTo("sendMessage", dave.id)[0]!;
+    expect(send.atMs - sentAtMs).toBeLessThan(900);
+    expect(callsTo("sendMessage", dave.id)).toHaveLength(1);
+    expect(callsTo("editMessageText", dave.id)).toEqual([]);
+  }, 30_000);
 });
