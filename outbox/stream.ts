@@ -17,6 +17,16 @@ import type { OutboxStreamRecord } from "./types.ts";
 /** Shown while the answer so far is empty (a retried attempt withdrew everything). */
 export const EMPTY_PREVIEW = "…";
 
+/**
+ * How long after the first text a reply waits before its first preview. A run that ends within
+ * it sends its answer once, whole, as an ordinary message: a short answer then shows at once
+ * instead of as a preview followed by the final edit an edit interval (1 s on Telegram) later,
+ * and takes one platform call instead of two. 300 ms covers a one- or two-sentence answer
+ * (20 to 30 tokens) at the 60 to 100 tokens a second of fast models, and is a small part of the
+ * seconds a long answer streams for ("typing…" shows meanwhile).
+ */
+export const FIRST_PREVIEW_WAIT_MS = 300;
+
 export interface StreamReplyTarget {
   runId: string;
   conversationId: string;
@@ -31,6 +41,8 @@ export interface StreamReplyOptions extends DeliveryDeps {
   target: StreamReplyTarget;
   /** Called once when the reply no longer needs this object (done, handed to the worker, or aborted). */
   onSettled(): void;
+  /** See FIRST_PREVIEW_WAIT_MS (the default); 0 previews from the first text on. */
+  firstPreviewWaitMs?: number;
 }
 
 export interface StreamReply {
@@ -49,8 +61,8 @@ export interface StreamReply {
 type Phase = "idle" | "live" | "done";
 
 /**
- * One streamed reply: the first delta creates the record `<runId>:stream` and sends a message;
- * later deltas are coalesced into edits at most one per `editIntervalMs`, one call in flight;
+ * One streamed reply: the first delta, after `firstPreviewWaitMs` without the run ending, creates
+ * the record `<runId>:stream` and sends a message; later deltas are coalesced into edits at most one per `editIntervalMs`, one call in flight;
  * the text rolls over into further messages past `maxMessageChars`. The terminal event skips any
  * queued preview and edits the messages to the final answer (deleting them for a superseded run).
  */
@@ -75,6 +87,7 @@ class LiveStreamReply implements StreamReply {
   private shownPreview: string | null = null;
   private lastCallAtMs = Number.NEGATIVE_INFINITY;
   private pumping = false;
+  private waitedForFirstPreview = false;
   private isSettled = false;
   private readonly aborted = new AbortController();
   /** Interrupts the wait for the next preview slot when the terminal event arrives. */
@@ -161,6 +174,13 @@ class LiveStreamReply implements StreamReply {
         // A run that ends before any text never opened a record: its terminal commit enqueues the answer.
         if (this.finalMarkdown !== null) return this.finish();
         if (this.preview().trim() === "") return;
+        if (!this.waitedForFirstPreview) {
+          this.waitedForFirstPreview = true;
+          // Ended by the terminal event (the loop then finishes: the commit enqueued the answer).
+          await this.waitFor(this.options.firstPreviewWaitMs ?? FIRST_PREVIEW_WAIT_MS, true);
+          if (this.aborted.signal.aborted) return;
+          continue;
+        }
         await this.begin();
         continue;
       }
@@ -278,9 +298,14 @@ class LiveStreamReply implements StreamReply {
    * Waits until `editIntervalMs` after the last call. A preview wait (`interruptible`) ends early
    * when the terminal event arrives, so the final text never queues behind a preview. False then.
    */
-  private async waitForSlot(interruptible: boolean): Promise<boolean> {
+  private waitForSlot(interruptible: boolean): Promise<boolean> {
     const { clock, adapter } = this.options;
-    const waitMs = this.lastCallAtMs + adapter.limits.editIntervalMs - clock.now();
+    return this.waitFor(this.lastCallAtMs + adapter.limits.editIntervalMs - clock.now(), interruptible);
+  }
+
+  /** Sleeps `waitMs`; `interruptible`: ends early (false) when the terminal event arrives. */
+  private async waitFor(waitMs: number, interruptible: boolean): Promise<boolean> {
+    const { clock } = this.options;
     if (waitMs <= 0) return true;
     const wait = new AbortController();
     const onAbort = () => wait.abort();

@@ -2,6 +2,7 @@ import type { ChannelAdapter, ChannelName } from "../channels/types.ts";
 import type { BlobStore } from "../src/runtime/blobs.ts";
 import type { Clock } from "../src/util/clock.ts";
 import type { Logger } from "../src/util/log.ts";
+import { afterQueuedWork } from "../src/util/yield.ts";
 import { ambiguousHoldUntil, type DeliveryDeps, deliverRecord } from "./deliver.ts";
 import { DEFAULT_CALL_TIMEOUT_MS } from "./platform-call.ts";
 import { DeliveryRateLimiter } from "./rate-limiter.ts";
@@ -37,6 +38,8 @@ export interface DeliveryWorkerOptions {
   ambiguousHoldMs?: number;
   /** Where media records' files are read from. Without it, media records fail. */
   blobs?: BlobStore;
+  /** A streamed reply's wait before its first preview (default FIRST_PREVIEW_WAIT_MS; see stream.ts). */
+  firstPreviewWaitMs?: number;
 }
 
 export interface DeliveryWorker {
@@ -154,7 +157,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
             excludeTargets: new Set([...lanes.keys(), ...held.keys()]),
           });
           for (const record of due) if (accepting) startLane(record);
-          if (due.length > 0) continue;
+          if (due.length > 0) {
+            // The lanes just started reach their platform call first; the next queries then run
+            // while those sends are on the wire rather than ahead of them (0.3 ms a reply).
+            await afterQueuedWork();
+            continue;
+          }
           // A head that is due but whose lane is finishing wakes us through that lane instead.
           wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels, nowMs), ...held.values()]);
         }
@@ -226,7 +234,15 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           `No adapter for channel ${target.channel}; configure it before streaming replies to it.`,
         );
       }
-      const stream = createStreamReply({ ...deps, adapter, target, onSettled: notify });
+      const stream = createStreamReply({
+        ...deps,
+        adapter,
+        target,
+        onSettled: notify,
+        ...(options.firstPreviewWaitMs === undefined
+          ? {}
+          : { firstPreviewWaitMs: options.firstPreviewWaitMs }),
+      });
       streams.add(stream);
       void stream.settled.finally(() => streams.delete(stream));
       return stream;

@@ -10,6 +10,7 @@ import type { AnswerDelivery, RunRecord, RuntimeStore } from "../runtime/store.t
 import type { TerminalRunState } from "../runtime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
+import { afterQueuedWork } from "../util/yield.ts";
 
 /**
  * T2's delivery half, as data: what the chat of a run ending in `state` must show. The runtime
@@ -60,6 +61,13 @@ export function wireDelivery(options: {
   const live = new Map<string, LiveRun>();
 
   const begin = async (runId: string, entry: LiveRun) => {
+    // After the run's own way to its model request: events meanwhile are buffered, and "typing…"
+    // shows as soon as the request is out, instead of its read and platform call going first.
+    await afterQueuedWork();
+    if (entry.terminal) {
+      live.delete(runId);
+      return;
+    }
     const view = await store.loadRun(runId);
     const context = readRunContext(view?.run.context);
     const adapter = context ? adapters.get(context.channel) : undefined;

@@ -14,6 +14,7 @@ import { isSettledUpdate, type RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
+import { afterQueuedWork } from "../util/yield.ts";
 import type { ChatCommands } from "./commands.ts";
 import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
 import { FloodLimit } from "./flood-limit.ts";
@@ -318,6 +319,9 @@ export function createIngress(
         timing?.arrivedAtMs,
       );
     }
+    // The run's way to its model request is queued work by now (the lane was kicked): let it go
+    // first, before the caller's own (the platform's next poll) takes the CPU.
+    await afterQueuedWork();
     return { kind: "admitted", runId: admission.runId, conversationId: admission.conversationId };
   };
 }

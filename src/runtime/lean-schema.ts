@@ -24,11 +24,18 @@ export function withoutSchemaNoise<T>(value: T): T {
   return lean as T;
 }
 
-/** By source schema: a module-level schema is made lean once per process. */
-const leanSchemas = new WeakMap<Schema<unknown>, Schema<unknown>>();
+/**
+ * By the schema as given: a module-level schema is made lean once per process. Keyed by what the
+ * tool passed, not by `asSchema`'s result, which is a new wrapper (converted again) each time a
+ * raw zod object is given.
+ */
+const leanSchemas = new WeakMap<object, Schema<unknown>>();
 
 /** `input` as a schema whose JSON form is lean (see above), computed on first use and kept. */
 export function leanInputSchema(input: FlexibleSchema<unknown> | undefined): Schema<unknown> {
+  const key = typeof input === "object" && input !== null ? input : undefined;
+  const cached = key && leanSchemas.get(key);
+  if (cached) return cached;
   const source = asSchema(input);
   let lean = leanSchemas.get(source);
   if (!lean) {
@@ -43,6 +50,7 @@ export function leanInputSchema(input: FlexibleSchema<unknown> | undefined): Sch
     );
     leanSchemas.set(source, lean);
   }
+  if (key) leanSchemas.set(key, lean);
   return lean;
 }
 

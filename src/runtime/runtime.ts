@@ -4,6 +4,7 @@ import { SwitchboardError } from "../errors.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
+import { afterQueuedWork } from "../util/yield.ts";
 import { EventBus, type Listener } from "./bus.ts";
 import { type CompactionPolicy, compactConversation } from "./compaction.ts";
 import type { RuntimeEvent } from "./events.ts";
@@ -421,6 +422,8 @@ export class Runtime {
     const policy = this.options.history?.compaction;
     if (!policy) return;
     void (async () => {
+      // Background work: the reply's delivery goes first.
+      await afterQueuedWork();
       const view = await this.store.loadRun(runId);
       const conversationId = view?.run.conversationId;
       if (!conversationId || this.compacting.has(conversationId)) return;

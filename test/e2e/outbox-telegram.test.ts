@@ -26,6 +26,7 @@ const bob = user(2002, "Bob");
 const carol = user(2003, "Carol");
 const dave = user(2004, "Dave");
 const erin = user(2005, "Erin");
+const frank = user(2006, "Frank");
 
 /** Gateway environment; `delivery` applies to Telegram DMs, whose messages queue (none is superseded). */
 function env(dbName: string, delivery: "terminal" | "stream"): Record<string, string> {
@@ -33,7 +34,7 @@ function env(dbName: string, delivery: "terminal" | "stream"): Record<string, st
     dbFile: `${dbName}.sqlite`,
     configFile: `${dbName}.json`,
     surfaces: { "telegram:dm": { inputPolicy: "queue", delivery } },
-    allowed: [alice.id, bob.id, carol.id, dave.id, erin.id],
+    allowed: [alice.id, bob.id, carol.id, dave.id, erin.id, frank.id],
   });
 }
 
@@ -233,4 +234,26 @@ describe("streamed replies", () => {
     const gapsMs = calls.slice(1).map((atMs, i) => atMs - calls[i]!);
     expect(Math.min(...gapsMs)).toBeGreaterThanOrEqual(980);
   }, 40_000);
+
+  test("an answer that ends within the first-preview wait is one message at once: no preview, no edit", async () => {
+    const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };
+    const sentAtMs = Date.now();
+    telegram.incoming({ chat: privateChat(frank), from: frank, text: "a quick one please" });
+    const record = await eventually(
+      async () => {
+        const records = await runCliJson<OutboxRecord[]>(["outbox", "list"], dbEnv);
+        return records.find((r) => r.target === String(frank.id) && r.state === "delivered");
+      },
+      20_000,
+      "the answer's record to be delivered",
+    );
+    // Sent as an ordinary message by the terminal commit's record, not previewed then edited.
+    expect(record.kind).toBe("message");
+    expect(botTexts(frank.id)).toHaveLength(1);
+    // Well before the edit interval (1 s) a preview's final edit would have had to wait for.
+    const send = callsTo("sendMessage", frank.id)[0]!;
+    expect(send.atMs - sentAtMs).toBeLessThan(900);
+    expect(callsTo("sendMessage", frank.id)).toHaveLength(1);
+    expect(callsTo("editMessageText", frank.id)).toEqual([]);
+  }, 30_000);
 });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { ChannelCapabilities, ChannelLimits } from "../../channels/types.ts";
-import type { StreamReply } from "../../outbox/stream.ts";
+import { FIRST_PREVIEW_WAIT_MS, type StreamReply } from "../../outbox/stream.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import type { RuntimeEvent } from "../../src/runtime/events.ts";
 import type { TerminalRunState } from "../../src/runtime/types.ts";
@@ -30,6 +30,8 @@ interface Setup {
   capabilities?: Partial<ChannelCapabilities>;
   latencyMs?: number;
   firstMessageId?: number;
+  /** Default 0 here (a preview from the first delta on); the product's wait has its own tests. */
+  firstPreviewWaitMs?: number;
 }
 
 async function setup(options: Setup = {}) {
@@ -48,6 +50,7 @@ async function setup(options: Setup = {}) {
     clock,
     random: () => 0,
     logger: silentLogger,
+    firstPreviewWaitMs: options.firstPreviewWaitMs ?? 0,
   });
   running.push(worker);
   const recovery = await worker.start();
@@ -203,6 +206,57 @@ describe("live previews", () => {
     // The first message already shows its chunk: only the new one is sent, nothing is edited.
     expect(edits(adapter)).toEqual([]);
     for (const call of adapter.calls) expect(call.text?.length ?? 0).toBeLessThanOrEqual(40);
+  });
+});
+
+describe("the wait before the first preview", () => {
+  test("an answer finished within the wait is sent once, whole: no preview, no edit", async () => {
+    const { clock, adapter, repo, run } = await setup({ firstPreviewWaitMs: FIRST_PREVIEW_WAIT_MS });
+    const t0 = clock.now();
+    const reply = run("run_quick");
+    reply.delta("Hi");
+    await settle();
+    await clock.advance(FIRST_PREVIEW_WAIT_MS - 1);
+    expect(adapter.callsOf("send")).toEqual([]);
+    reply.delta(" there!");
+    reply.finish("completed", "Hi there!");
+    await clock.runUntil(() => adapter.visible(TARGET).length === 1, "the answer");
+    await settle();
+    expect(adapter.callsOf("send").map((c) => [c.text, c.atMs - t0])).toEqual([
+      ["Hi there!", FIRST_PREVIEW_WAIT_MS - 1],
+    ]);
+    expect(edits(adapter)).toEqual([]);
+    // The terminal commit enqueued the answer as an ordinary message; no stream record was opened.
+    expect(await repo.show("run_quick:stream")).toBeNull();
+    await settled(reply.stream);
+  });
+
+  test("a longer answer previews when the wait is over, with the text streamed so far", async () => {
+    const { clock, adapter, run } = await setup({ firstPreviewWaitMs: FIRST_PREVIEW_WAIT_MS });
+    const t0 = clock.now();
+    const reply = run("run_long_wait");
+    reply.delta("Once");
+    await clock.advance(100);
+    reply.delta(" upon a time");
+    await clock.advance(FIRST_PREVIEW_WAIT_MS - 100);
+    expect(adapter.callsOf("send").map((c) => [c.text, c.atMs - t0])).toEqual([
+      ["Once upon a time", FIRST_PREVIEW_WAIT_MS],
+    ]);
+    reply.finish("completed", "Once upon a time, the end.");
+    await clock.runUntil(() => edits(adapter).length === 1, "the final edit");
+    expect(edits(adapter).map((e) => [e.text, e.atMs - t0])).toEqual([
+      ["Once upon a time, the end.", FIRST_PREVIEW_WAIT_MS + 1000],
+    ]);
+  });
+
+  test("shutdown during the wait sends nothing and settles", async () => {
+    const { adapter, run } = await setup({ firstPreviewWaitMs: FIRST_PREVIEW_WAIT_MS });
+    const reply = run("run_stop");
+    reply.delta("Partial");
+    await settle();
+    reply.stream.abort();
+    await settled(reply.stream);
+    expect(adapter.calls).toEqual([]);
   });
 });
 

@@ -489,3 +489,34 @@ describe("shutdown", () => {
     expect(healthy.adapter.visible("chat-b")).toEqual(["fine"]);
   });
 });
+
+describe("the reply's critical path", () => {
+  test("a started delivery reaches its platform call before the worker queries the outbox again", async () => {
+    const clock = new FakeClock();
+    const adapter = new FakeAdapter({ clock });
+    const inner = db.repository();
+    const order: string[] = [];
+    const repo = new Proxy(inner, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== "nextDeliverable" && property !== "nextWakeAtMs") return value;
+        return (...args: unknown[]) => {
+          order.push(String(property));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const worker = createDeliveryWorker({
+      repo,
+      adapters: new Map([["telegram", adapter]]),
+      clock,
+      logger: silentLogger,
+      observer: { firstSendStarted: (record) => order.push(`send ${record.markdown}`) },
+    });
+    running.push(worker);
+    await enqueue(inner, clock, ["chat-a", "hello"]);
+    await worker.start();
+    await clock.runUntil(() => adapter.visible("chat-a").length === 1, "the message visible");
+    expect(order.slice(0, 3)).toEqual(["nextDeliverable", "send hello", "nextDeliverable"]);
+  });
+});

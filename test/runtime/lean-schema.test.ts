@@ -61,3 +61,16 @@ test("one lean schema per source (made once per process), and a schema given as 
   expect(lean.count?.description).toBe("Counts");
   expect(original.inputSchema).toBe(input);
 });
+
+test("a raw zod object is converted once too, not again for every run that offers it", async () => {
+  const raw = z.object({ name: z.string().describe("Who") });
+  const first = leanInputSchema(raw);
+  expect(leanInputSchema(raw)).toBe(first);
+  expect(await first.jsonSchema).toEqual({
+    type: "object",
+    properties: { name: { type: "string", description: "Who" } },
+    required: ["name"],
+    additionalProperties: false,
+  });
+  expect((await first.validate?.({ name: 1 }))?.success).toBe(false);
+});

@@ -37,8 +37,8 @@ async function finishedTurns(
   conversationId: string,
   options: { afterFinishSeq: number; limit: number; newest: boolean },
 ): Promise<PromptTurn[]> {
-  const rows = await sql.unsafe<RunRow[]>(
-    `SELECT * FROM runs WHERE conversation_id = $1 AND finish_seq > $2
+  const rows = await sql.unsafe<Array<Pick<RunRow, "id" | "state" | "finish_seq">>>(
+    `SELECT id, state, finish_seq FROM runs WHERE conversation_id = $1 AND finish_seq > $2
      AND state NOT IN ('superseded', 'absorbed', 'cancelled')
      ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT $3`,
     [conversationId, options.afterFinishSeq, options.limit],

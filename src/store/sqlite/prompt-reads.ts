@@ -36,11 +36,13 @@ function finishedTurns(
 ): PromptTurn[] {
   const rows = db
     .query(
-      `SELECT * FROM runs WHERE conversation_id = ? AND finish_seq > ?
+      `SELECT id, state, finish_seq FROM runs WHERE conversation_id = ? AND finish_seq > ?
        AND state NOT IN ('superseded', 'absorbed', 'cancelled')
        ORDER BY finish_seq ${options.newest ? "DESC" : "ASC"} LIMIT ?`,
     )
-    .all(conversationId, options.afterFinishSeq, options.limit) as Array<RunRow & { finish_seq: number }>;
+    .all(conversationId, options.afterFinishSeq, options.limit) as Array<
+    Pick<RunRow, "id" | "state"> & { finish_seq: number }
+  >;
   if (options.newest) rows.reverse();
   if (rows.length === 0) return [];
   const marks = placeholders(rows.length);
