@@ -77,7 +77,9 @@ const gateway = await startGatewayProcess(
 const firstRequestAt = async (marker: string, timeoutMs = 60_000): Promise<number> => {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const request = llm.requests().find((r) => r.lastUserText.includes(marker));
+    // Filtered before it is copied: requests() copies the whole log, every earlier photo's base64
+    // with it (about 2.5 MB each), and doing that every 2 ms took a core from the gateway.
+    const request = llm.requestsContaining(marker)[0];
     if (request) return request.receivedAtMs;
     if (Date.now() > deadline) throw new Error(`no model request for "${marker}"`);
     await Bun.sleep(2);

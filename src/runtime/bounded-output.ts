@@ -42,9 +42,12 @@ export function boundOutput(
 }
 
 // Built once: a schema's JSON form is converted on first use and then reused by every run.
+// Tool texts stay in Latin-1 ("...", not an ellipsis): one character above U+00FF anywhere in a
+// request makes JSC build its whole JSON body as a 16-bit string, so a photo's base64 in it costs
+// twice the memory and a slower stringify and UTF-8 encode (docs/benchmarks.md, Media).
 const readOutputInput = zodSchema(
   z.object({
-    ref: z.string().min(1).max(100).describe('The reference from the cut output, e.g. "out_…"'),
+    ref: z.string().min(1).max(100).describe('The reference from the cut output, e.g. "out_..."'),
     offset: z.number().int().min(0).default(0).describe("Character to start at (0 is the beginning)"),
     length: z.number().int().min(1).max(PAGE_CHARS).default(PAGE_CHARS),
   }),
@@ -53,7 +56,7 @@ const readOutputInput = zodSchema(
 /** The `read_output` tool of one conversation: pages of an output stored by boundOutput. */
 export function createReadOutputTool(store: RuntimeStore, conversationId: string) {
   return tool({
-    description: `Reads a part of a tool output that was too long to show whole, by its reference (out_…). Returns at most ${PAGE_CHARS} characters from offset.`,
+    description: `Reads a part of a tool output that was too long to show whole, by its reference (out_...). Returns at most ${PAGE_CHARS} characters from offset.`,
     inputSchema: readOutputInput,
     execute: async ({ ref, offset, length }) => {
       const slice = await store.readToolOutput(conversationId, ref, { offset, length });

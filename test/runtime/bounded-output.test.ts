@@ -1,5 +1,12 @@
 import { expect, test } from "bun:test";
-import { boundOutput, HEAD_CHARS, OUTPUT_LIMIT_BYTES } from "../../src/runtime/bounded-output.ts";
+import { asSchema } from "ai";
+import {
+  boundOutput,
+  createReadOutputTool,
+  HEAD_CHARS,
+  OUTPUT_LIMIT_BYTES,
+} from "../../src/runtime/bounded-output.ts";
+import type { RuntimeStore } from "../../src/runtime/store.ts";
 
 test("a result within 16 KB is passed as is, whatever its type", () => {
   const text = "x".repeat(OUTPUT_LIMIT_BYTES);
@@ -29,4 +36,14 @@ test("a large structured result is kept as its JSON; an astral character is neve
   expect((bounded.output as string).startsWith(`${"a".repeat(HEAD_CHARS - 1)}🙂\n`)).toBe(true);
   expect(bounded.spilled?.text.includes("\u0000")).toBe(false);
   expect(bounded.spilled?.text).toContain("🙂\uFFFD");
+});
+
+test("read_output's description and schema are Latin-1, so a request with a photo stays an 8-bit string", () => {
+  const tool = createReadOutputTool({} as RuntimeStore, "c1");
+  const text = JSON.stringify({
+    description: tool.description,
+    schema: asSchema(tool.inputSchema).jsonSchema,
+  });
+  expect(text).toContain("out_");
+  expect(Math.max(...[...text].map((c) => c.codePointAt(0) ?? 0))).toBeLessThanOrEqual(0xff);
 });

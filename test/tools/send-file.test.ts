@@ -1,8 +1,10 @@
 /** send_file and tool images against a real SQLite store, a blob directory and local HTTP pages. */
+
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { asSchema } from "ai";
 import type { OutboxMessageRecord } from "../../outbox/types.ts";
 import type { AdmitRequest } from "../../src/runtime/store.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
@@ -224,4 +226,14 @@ describe("tool images", () => {
       media: { filename: "plot-1.png", mimeType: "image/png" },
     });
   });
+});
+
+test("send_file's description and schema are Latin-1, so a request with a photo stays an 8-bit string", async () => {
+  const tool = createFileTools(options(await ownedRun()))[SEND_FILE]!;
+  const text = JSON.stringify({
+    description: tool.description,
+    schema: asSchema(tool.inputSchema).jsonSchema,
+  });
+  expect(text).toContain("[image ...]");
+  expect(Math.max(...[...text].map((c) => c.codePointAt(0) ?? 0))).toBeLessThanOrEqual(0xff);
 });

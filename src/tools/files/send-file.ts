@@ -46,6 +46,7 @@ export interface SendFileToolOptions {
 /** Longest caption accepted; a platform with a shorter limit gets it as a message after the file. */
 export const MAX_CAPTION_CHARS = 4000;
 
+// Latin-1 only, as in read_output (src/runtime/bounded-output.ts): a photo's request stays 8-bit.
 const sendFileInput = z.object({
   file: z
     .string()
@@ -53,7 +54,7 @@ const sendFileInput = z.object({
     .max(300)
     .optional()
     .describe(
-      "A file this conversation already has: its name as shown in an [attachment …], [image …] or [file …] label, or a name send_file returned.",
+      "A file this conversation already has: its name as shown in an [attachment ...], [image ...] or [file ...] label, or a name send_file returned.",
     ),
   url: z.string().min(1).max(4096).optional().describe("Or a full http(s) URL to download the file from."),
   filename: z.string().min(1).max(200).optional().describe("The name to show; default: the file's own."),
