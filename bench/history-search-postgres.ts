@@ -17,6 +17,7 @@ import { openPostgresRuntimeStore } from "../src/store/postgres/runtime-store.ts
 import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
 import { createDatabase, stopTestServer } from "../test/support/postgres.ts";
 import { chatText, percentiles } from "./support/chat-text.ts";
+import { alternatingRounds, terminalCommitsPerSecond } from "./support/index-rounds.ts";
 import { argInt, printTable } from "./util.ts";
 
 const count = argInt("--count", 5_000);
@@ -85,19 +86,7 @@ async function submits(n: number, indexed: boolean): Promise<number> {
 
 await submits(1_000, true);
 await submits(1_000, false);
-const pairs: Array<{ on: number; off: number }> = [];
-for (let round = 0; round < rounds; round++) {
-  // Alternate which side goes first, so drift over a round favours neither.
-  const onFirst = round % 2 === 1;
-  const a = await submits(count, onFirst);
-  const b = await submits(count, !onFirst);
-  const [on, off] = onFirst ? [a, b] : [b, a];
-  pairs.push({ on, off });
-  console.log(
-    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
-  );
-}
-const median = [...pairs].sort((a, b) => a.on / a.off - b.on / b.off)[Math.floor(rounds / 2)]!;
+const median = await alternatingRounds(rounds, (indexed) => submits(count, indexed));
 printTable(
   `PostgreSQL admission with the search index (${count} inputs, ${IN_FLIGHT} in flight, median of ${rounds} rounds)`,
   [
@@ -108,42 +97,10 @@ printTable(
 
 // ---- the terminal commit: the answer, and now the run's input ----
 
-/**
- * Terminal commits per second (only commitTerminal is timed): each of `n` turns is admitted and
- * acquired, then committed with a 40-word answer, one at a time, as a gateway's runs end.
- */
 async function terminals(n: number, indexed: boolean): Promise<number> {
   const { database, store } = await openStore(indexed);
   try {
-    let ms = 0;
-    for (let j = 0; j < n; j++) {
-      const admitted = await store.admit({
-        conversation: { id: `c-${j % 100}` },
-        idempotencyKey: `k-${j}`,
-        fingerprint: `f-${j}`,
-        parts: [{ type: "text", text: `hello ${j} ${sentence(12)}` }],
-        context: { channel: "telegram", principal: { id: `u${j % 100}` } },
-        policy: "queue",
-        coalescePending: false,
-        proposedIds: { runId: `run-${j}`, messageId: `msg-${j}` },
-        nowMs: 1_700_000_000_000 + j,
-      });
-      const acquired = await store.acquireRun({
-        runId: admitted.runId,
-        owner: "w",
-        nowMs: j,
-        leaseMs: 60_000,
-      });
-      const start = performance.now();
-      await store.commitTerminal({
-        fence: acquired!.fence,
-        state: "completed",
-        assistantParts: [{ type: "text", text: sentence(40) }],
-        nowMs: 1_700_000_000_000 + j,
-      });
-      ms += performance.now() - start;
-    }
-    return n / (ms / 1000);
+    return await terminalCommitsPerSecond(store, n);
   } finally {
     await store.close();
     await database.drop();
@@ -152,20 +109,7 @@ async function terminals(n: number, indexed: boolean): Promise<number> {
 
 await terminals(200, true);
 await terminals(200, false);
-const terminalPairs: Array<{ on: number; off: number }> = [];
-for (let round = 0; round < rounds; round++) {
-  const onFirst = round % 2 === 1;
-  const a = await terminals(turns, onFirst);
-  const b = await terminals(turns, !onFirst);
-  const [on, off] = onFirst ? [a, b] : [b, a];
-  terminalPairs.push({ on, off });
-  console.log(
-    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
-  );
-}
-const terminalMedian = [...terminalPairs].sort((a, b) => a.on / a.off - b.on / b.off)[
-  Math.floor(rounds / 2)
-]!;
+const terminalMedian = await alternatingRounds(rounds, (indexed) => terminals(turns, indexed));
 printTable(
   `PostgreSQL terminal commits with the search index (${turns} turns, one at a time, median of ${rounds} rounds)`,
   [
@@ -180,19 +124,18 @@ const backend = await openPostgresBackend(database.url);
 const sql = new SQL(database.url, { adapter: "postgres", max: 4 });
 const conversations = 2_000;
 const seedStart = performance.now();
-// Ended runs (a finish_seq), so their users' messages are indexed as they are written.
+// The runs end once their messages are written (below), which indexes their users' inputs, as
+// the gateway's terminal commits do; answers are indexed as they are written.
 const runRows = Array.from({ length: conversations }, (_, c) => ({
   id: `r${c}`,
   conversation_id: `c${c}`,
-  state: "completed",
+  state: "running",
   priority: "normal",
   policy: "queue",
   input_message_ids: "[]",
   assistant_message_id: `a${c}`,
   context: JSON.stringify({ channel: "telegram", principal: { id: `u${c % 500}` } }),
   created_at_ms: 1,
-  finished_at_ms: 1,
-  finish_seq: c + 1,
 }));
 for (let i = 0; i < runRows.length; i += 500) await sql`INSERT INTO runs ${sql(runRows.slice(i, i + 500))}`;
 const PAGE = 2_000;
@@ -212,6 +155,10 @@ for (let page = 0; page < corpus; page += PAGE) {
   }
   await sql`INSERT INTO messages ${sql(rows)}`;
   if (page % 100_000 === 0 && page > 0) console.log(`  seeded ${page} messages`);
+}
+for (let c = 0; c < conversations; c += 100) {
+  await sql`UPDATE runs SET state = 'completed', finished_at_ms = 1, finish_seq = substr(id, 2)::bigint + 1
+    WHERE id = ANY(${Array.from({ length: Math.min(100, conversations - c) }, (_, k) => `r${c + k}`)})`;
 }
 const [seeded] = await sql<Array<{ indexed: string; n: string }>>`
   SELECT (SELECT count(*) FROM message_search) AS indexed, (SELECT count(*) FROM messages) AS n`;

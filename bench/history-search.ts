@@ -15,6 +15,7 @@ import { openSqliteStores } from "../src/store/sqlite/index.ts";
 import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
 import { tempDir } from "../test/support/runtime.ts";
 import { chatText, percentiles } from "./support/chat-text.ts";
+import { alternatingRounds, terminalCommitsPerSecond } from "./support/index-rounds.ts";
 import { argInt, printTable } from "./util.ts";
 
 const count = argInt("--count", 10_000);
@@ -74,19 +75,7 @@ async function submits(n: number, name: string, indexed: boolean): Promise<numbe
 
 await submits(2_000, "warm-on", true);
 await submits(2_000, "warm-off", false);
-const pairs: Array<{ on: number; off: number }> = [];
-for (let round = 0; round < rounds; round++) {
-  // Alternate which side goes first, so drift over a round favours neither.
-  const first = round % 2 === 0 ? "off" : "on";
-  const a = await submits(count, `${first}-${round}`, first === "on");
-  const b = await submits(count, `${first === "on" ? "off" : "on"}-${round}`, first !== "on");
-  const [on, off] = first === "on" ? [a, b] : [b, a];
-  pairs.push({ on, off });
-  console.log(
-    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
-  );
-}
-const median = [...pairs].sort((a, b) => a.on / a.off - b.on / b.off)[Math.floor(rounds / 2)]!;
+const median = await alternatingRounds(rounds, (indexed, label) => submits(count, label, indexed));
 printTable(`admission with the search index (${count} inputs, 64 in flight, median of ${rounds} rounds)`, [
   ["index triggers dropped", median.off, 1],
   ["index on (principals, rooms; input at run end)", median.on, median.on / median.off],
@@ -94,56 +83,20 @@ printTable(`admission with the search index (${count} inputs, 64 in flight, medi
 
 // ---- the terminal commit: the answer, and now the run's input ----
 
-/**
- * Terminal commits per second (only commitTerminal is timed): each of `n` turns is admitted and
- * acquired, then committed with a 40-word answer, one at a time, as a gateway's runs end.
- */
 async function terminals(n: number, name: string, indexed: boolean): Promise<number> {
   const stores = openStores(name, indexed);
-  const store = stores.runtime;
-  let ms = 0;
-  for (let j = 0; j < n; j++) {
-    const admitted = await store.admit({
-      conversation: { id: `c-${j % 100}` },
-      idempotencyKey: `k-${j}`,
-      fingerprint: `f-${j}`,
-      parts: [{ type: "text", text: `hello ${j} ${sentence(12)}` }],
-      context: { channel: "telegram", principal: { id: `u${j % 100}` } },
-      policy: "queue",
-      coalescePending: false,
-      proposedIds: { runId: `run-${j}`, messageId: `msg-${j}` },
-      nowMs: 1_700_000_000_000 + j,
-    });
-    const acquired = await store.acquireRun({ runId: admitted.runId, owner: "w", nowMs: j, leaseMs: 60_000 });
-    const start = performance.now();
-    await store.commitTerminal({
-      fence: acquired!.fence,
-      state: "completed",
-      assistantParts: [{ type: "text", text: sentence(40) }],
-      nowMs: 1_700_000_000_000 + j,
-    });
-    ms += performance.now() - start;
+  try {
+    return await terminalCommitsPerSecond(stores.runtime, n);
+  } finally {
+    stores.close();
   }
-  stores.close();
-  return n / (ms / 1000);
 }
 
 await terminals(500, "warm-terminal-on", true);
 await terminals(500, "warm-terminal-off", false);
-const terminalPairs: Array<{ on: number; off: number }> = [];
-for (let round = 0; round < rounds; round++) {
-  const onFirst = round % 2 === 1;
-  const a = await terminals(turns, `terminal-${onFirst ? "on" : "off"}-${round}`, onFirst);
-  const b = await terminals(turns, `terminal-${onFirst ? "off" : "on"}-${round}`, !onFirst);
-  const [on, off] = onFirst ? [a, b] : [b, a];
-  terminalPairs.push({ on, off });
-  console.log(
-    `  round ${round + 1}: index off ${Math.round(off)}/s, on ${Math.round(on)}/s, ratio ${(on / off).toFixed(3)}`,
-  );
-}
-const terminalMedian = [...terminalPairs].sort((a, b) => a.on / a.off - b.on / b.off)[
-  Math.floor(rounds / 2)
-]!;
+const terminalMedian = await alternatingRounds(rounds, (indexed, label) =>
+  terminals(turns, `terminal-${label}`, indexed),
+);
 printTable(
   `terminal commits with the search index (${turns} turns, one at a time, median of ${rounds} rounds)`,
   [
@@ -159,11 +112,12 @@ const raw = new Database(file, { strict: true });
 const seedStart = performance.now();
 const conversations = 2_000;
 raw.transaction(() => {
-  // Ended runs (a finish_seq), so their users' messages are indexed as they are written.
+  // The runs end once their messages are written (below), which indexes their users' inputs, as
+  // the gateway's terminal commits do; answers are indexed as they are written.
   const run = raw.query(
     `INSERT INTO runs (id, conversation_id, state, priority, policy, input_message_ids, assistant_message_id, context,
-       created_at_ms, finished_at_ms, finish_seq)
-     VALUES (?, ?, 'completed', 'normal', 'queue', '[]', ?, ?, 1, 1, ?)`,
+       created_at_ms)
+     VALUES (?, ?, 'running', 'normal', 'queue', '[]', ?, ?, 1)`,
   );
   for (let c = 0; c < conversations; c++) {
     run.run(
@@ -171,7 +125,6 @@ raw.transaction(() => {
       `c${c}`,
       `a${c}`,
       JSON.stringify({ channel: "telegram", principal: { id: `u${c % 500}` } }),
-      c + 1,
     );
   }
 })();
@@ -194,6 +147,7 @@ for (let page = 0; page < corpus; page += 10_000) {
     }
   })();
 }
+raw.run("UPDATE runs SET state = 'completed', finished_at_ms = 1, finish_seq = rowid");
 const seeded = raw
   .query("SELECT (SELECT count(*) FROM message_search) AS indexed, (SELECT count(*) FROM messages) AS n")
   .get() as {
