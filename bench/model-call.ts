@@ -3,12 +3,24 @@
  * baseline's way (`generateText`), a bare `streamText` read through `.text`, a bare `streamText`
  * read part by part, and the runtime's own `runStep` (streamText plus idle timer, parts, events,
  * usage), all against the fake LLM server in this process, interleaved round by round so load
- * falls on every variant alike.
- *   npx bun bench/model-call.ts [--calls 300]
+ * falls on every variant alike. With `--prompt FILE` (a request body the gateway sent, as
+ * `bench/reply-latency.ts --save-prompt FILE` writes it), `streamText` and `runStep` also send
+ * that prompt, byte for byte (instructions, message, tools as JSON Schema): the difference from
+ * the one-line prompt is what the prompt's size costs.
+ *   npx bun bench/model-call.ts [--calls 300] [--prompt FILE]
  * Prints each variant's p50 and p90 in ms and its median over generateText's.
  */
+import { readFileSync } from "node:fs";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { generateText, streamText } from "ai";
+import {
+  generateText,
+  type JSONSchema7,
+  jsonSchema,
+  type ModelMessage,
+  streamText,
+  type ToolSet,
+  tool,
+} from "ai";
 import { toUsage } from "../src/models/usage.ts";
 import { DEFAULT_RETRY } from "../src/runtime/retry.ts";
 import { runStep } from "../src/runtime/step.ts";
@@ -17,10 +29,58 @@ import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { argInt } from "./util.ts";
 
 const calls = argInt("--calls", 300);
+const promptFile = process.argv.includes("--prompt")
+  ? process.argv[process.argv.indexOf("--prompt") + 1]
+  : undefined;
 const llm = startFakeLlmServer();
 const provider = createOpenAICompatible({ name: "bench", baseURL: llm.openaiBaseUrl, includeUsage: true });
 const model = provider.chatModel("test-model");
 const prompt = "ping 1";
+
+interface SavedBody {
+  messages: Array<{ role: string; content: string }>;
+  tools?: Array<{ function: { name: string; description?: string; parameters: JSONSchema7 } }>;
+}
+
+/** The saved request's instructions, last user message and tools, as `streamText` takes them. */
+function savedPrompt(file: string) {
+  const body = JSON.parse(readFileSync(file, "utf8")) as SavedBody;
+  const system = body.messages.find((m) => m.role === "system");
+  const user = body.messages.findLast((m) => m.role === "user");
+  if (!user) throw new Error(`${file} holds no user message; save a request body with --save-prompt.`);
+  const tools: ToolSet = {};
+  for (const { function: f } of body.tools ?? []) {
+    tools[f.name] = tool({
+      ...(f.description === undefined ? {} : { description: f.description }),
+      inputSchema: jsonSchema(f.parameters),
+    });
+  }
+  return {
+    instructions: system?.content,
+    messages: [{ role: "user" as const, content: user.content }],
+    tools,
+  };
+}
+const saved = promptFile === undefined ? undefined : savedPrompt(promptFile);
+
+const step = (input: {
+  instructions: string | undefined;
+  messages: ModelMessage[];
+  tools: ToolSet | undefined;
+}) =>
+  runStep({
+    conversationId: "conv_bench",
+    runId: "run_bench",
+    ...input,
+    models: [{ label: "bench", model }],
+    retry: DEFAULT_RETRY,
+    idleTimeoutMs: 60_000,
+    signal: new AbortController().signal,
+    clock: systemClock,
+    readUsage: toUsage,
+    emit: () => {},
+    nextSequence: () => 0,
+  });
 
 const variants: Record<string, () => Promise<unknown>> = {
   generateText: () => generateText({ model, prompt, maxRetries: 0 }),
@@ -31,21 +91,17 @@ const variants: Record<string, () => Promise<unknown>> = {
     }
   },
   runStep: () =>
-    runStep({
-      conversationId: "conv_bench",
-      runId: "run_bench",
-      instructions: undefined,
-      messages: [{ role: "user", content: prompt }],
-      tools: undefined,
-      models: [{ label: "bench", model }],
-      retry: DEFAULT_RETRY,
-      idleTimeoutMs: 60_000,
-      signal: new AbortController().signal,
-      clock: systemClock,
-      readUsage: toUsage,
-      emit: () => {},
-      nextSequence: () => 0,
-    }),
+    step({ instructions: undefined, messages: [{ role: "user", content: prompt }], tools: undefined }),
+  ...(saved
+    ? {
+        "streamText, saved prompt": async () => {
+          for await (const _part of streamText({ model, ...saved, maxRetries: 0 }).fullStream) {
+            // Read every part, as the runtime does.
+          }
+        },
+        "runStep, saved prompt": () => step(saved),
+      }
+    : {}),
 };
 
 const timings = new Map<string, number[]>(Object.keys(variants).map((name) => [name, []]));

@@ -6,14 +6,17 @@
  * appeared. Latency is from the emulator queueing the update to the emulator receiving the reply.
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
- *     [--cpu-prof DIR] [--product-only]
+ *     [--cpu-prof DIR] [--product-only] [--save-prompt FILE]
  * `--cpu-prof DIR` runs the gateway under bun's sampling profiler (a .cpuprofile and a markdown
- * summary in DIR at its exit); `--product-only` skips the baseline (for profiling runs).
+ * summary in DIR at its exit); `--product-only` skips the baseline (for profiling runs);
+ * `--save-prompt FILE` writes the request body of a one-line message to FILE (for
+ * `bench/model-call.ts --prompt FILE`).
  * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
  * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
  * own /metrics histograms (interpolated within buckets), and the prompt it sends for a one-line
  * message.
  */
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPLY_STAGES } from "../src/gateway/metrics.ts";
 import { e2eGatewayEnv } from "../test/e2e/support/gateway-env.ts";
@@ -37,6 +40,9 @@ const cpuProfDir = process.argv.includes("--cpu-prof")
   ? process.argv[process.argv.indexOf("--cpu-prof") + 1]
   : undefined;
 const productOnly = process.argv.includes("--product-only");
+const savePromptFile = process.argv.includes("--save-prompt")
+  ? process.argv[process.argv.indexOf("--save-prompt") + 1]
+  : undefined;
 const STAGES = REPLY_STAGES;
 const FIRST_USER_ID = 910_001;
 const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
@@ -288,6 +294,7 @@ for (const [label, key, n] of [
     console.log(`      sum          ${fmt(sum)}   (end to end p50 ${fmt(p(productRun, 0.5))})`);
   }
 }
+if (oneLine && savePromptFile !== undefined) writeFileSync(savePromptFile, JSON.stringify(oneLine.body));
 if (oneLine) {
   const body = JSON.stringify(oneLine.body);
   const tools = JSON.stringify(oneLine.body.tools ?? []);
