@@ -1,6 +1,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { createOpenRouter } from "@openrouter/ai-sdk-provider";
 import { SwitchboardError } from "../errors.ts";
+import { imageBodyFetch, withImageBodies } from "./image-body.ts";
 import type { LanguageModelV4 } from "./language-model-v4.ts";
 import { createOfflineModel, type OfflineModelOptions } from "./offline.ts";
 import { formatModelSpec, type ModelSpec, parseModelSpec } from "./spec.ts";
@@ -174,11 +175,12 @@ function resolveModel(spec: ModelSpec, settings: Settings, options: ModelRegistr
         // "strict" asks for usage in the stream (stream_options.include_usage).
         compatibility: "strict",
         appName: "switchboard",
+        fetch: imageBodyFetch("openrouter"),
       });
       return {
         spec: canonical,
         // usage.include makes OpenRouter report the cost of each call.
-        model: openrouter.chat(spec.modelId, { usage: { include: true } }),
+        model: withImageBodies(openrouter.chat(spec.modelId, { usage: { include: true } })),
         label: `${canonical} via ${withoutCredentials(settings.openrouterBaseUrl)}`,
       };
     }
@@ -195,10 +197,11 @@ function resolveModel(spec: ModelSpec, settings: Settings, options: ModelRegistr
         baseURL: settings.openaiCompatibleBaseUrl,
         apiKey: settings.openaiCompatibleApiKey,
         includeUsage: true,
+        fetch: imageBodyFetch("openai-compatible"),
       });
       return {
         spec: canonical,
-        model: provider.chatModel(spec.modelId),
+        model: withImageBodies(provider.chatModel(spec.modelId)),
         label: `${canonical} via ${withoutCredentials(settings.openaiCompatibleBaseUrl)}`,
       };
     }
