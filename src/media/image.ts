@@ -25,7 +25,7 @@ export interface ScaledImage {
  * MAX_INPUT_PIXELS, before decoding its pixels.
  */
 export async function scaleForModel(
-  input: Uint8Array,
+  input: Uint8Array | string,
   maxInputPixels = MAX_INPUT_PIXELS,
 ): Promise<ScaledImage> {
   const image = sharp(input, { limitInputPixels: maxInputPixels, failOn: "error" });

@@ -148,9 +148,12 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
     if (IMAGE_TYPES.has(mediaType)) {
       try {
         const copy = await imageSlots.run(async () => {
-          const bytes = await blobs.read(stored.id);
-          if (!bytes) throw new Error("the stored file is gone");
-          const scaled = await scaleForModel(bytes);
+          // From its file when the store has one: twenty large photos at once would otherwise
+          // each hold their original in memory until the collector frees it.
+          const path = blobs.localPath?.(stored.id);
+          const source = path && (await blobs.stat(stored.id)) ? path : await blobs.read(stored.id);
+          if (!source) throw new Error("the stored file is gone");
+          const scaled = await scaleForModel(source);
           return await blobs.put(bytesSource(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
         });
         return { ...base, imageBlobId: copy.id };

@@ -12,6 +12,11 @@ export interface BlobStore {
   put(source: AsyncIterable<Uint8Array>, options: { maxBytes: number }): Promise<StoredBlob>;
   /** The blob's bytes; null when there is no such blob. */
   read(id: string): Promise<Uint8Array | null>;
+  /**
+   * The file that holds the blob, for a reader that takes a path (the image scaler reads it
+   * without a copy in memory); absent on a store that keeps blobs elsewhere.
+   */
+  localPath?(id: string): string;
   /** Size of a stored blob; null when there is none. */
   stat(id: string): Promise<{ sizeBytes: number } | null>;
   /** Removes a blob; false when there was none. */

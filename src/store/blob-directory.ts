@@ -95,6 +95,10 @@ export class DirectoryBlobStore implements BlobStore {
     }
   }
 
+  localPath(id: string): string {
+    return this.pathOf(id);
+  }
+
   private pathOf(id: string): string {
     return join(this.dir, id.slice(0, 2), id);
   }

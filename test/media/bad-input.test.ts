@@ -9,6 +9,7 @@ import sharp from "sharp";
 import { TelegramAdapter } from "../../channels/telegram/adapter.ts";
 import { createMediaInputs, DEFAULT_MEDIA_LIMITS, type MediaLimits } from "../../src/media/inputs.ts";
 import { sniffMediaType } from "../../src/media/sniff.ts";
+import type { BlobStore } from "../../src/runtime/blobs.ts";
 import type { ModelInputKind } from "../../src/runtime/media.ts";
 import type { FilePart, PreparedFile } from "../../src/runtime/types.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
@@ -32,10 +33,14 @@ afterAll(async () => {
   dir.cleanup();
 });
 
-function pipeline(limits: Partial<MediaLimits> = {}, accepts: ModelInputKind[] = ["image"]) {
+function pipeline(
+  limits: Partial<MediaLimits> = {},
+  accepts: ModelInputKind[] = ["image"],
+  store: BlobStore = blobs,
+) {
   const logger = recordingLogger();
   const media = createMediaInputs({
-    blobs,
+    blobs: store,
     open: (_context, ref, signal) => adapter.openFile(ref, signal),
     accepts: new Set(accepts),
     limits: { ...DEFAULT_MEDIA_LIMITS, retryDelaysMs: [20, 20], ...limits },
@@ -92,7 +97,31 @@ describe("bad input", () => {
     expect(prepared.imageBlobId).toBeUndefined();
     expect(prepared.note).toStartWith("the image could not be read");
     expect(prepared.userNotice).toStartWith("The photo could not be read as an image");
+    // The scaler read it from its file: the note names no path of the gateway's.
+    expect(prepared.note).not.toContain(dir.path);
     expect(logger.records.some((r) => r.event === "media.image_unreadable")).toBe(true);
+  });
+
+  test("a photo is scaled alike from its file and from a store without files (PostgreSQL's)", async () => {
+    const withoutFiles: BlobStore = {
+      put: (source, options) => blobs.put(source, options),
+      read: (id) => blobs.read(id),
+      stat: (id) => blobs.stat(id),
+      delete: (id) => blobs.delete(id),
+      list: () => blobs.list(),
+    };
+    const photo = await jpeg(2600, 1200);
+    const fromFile = await pipeline().prepare({ type: "file", ref: served(photo), kind: "photo" });
+    const fromBytes = await pipeline({}, ["image"], withoutFiles).prepare({
+      type: "file",
+      ref: served(photo),
+      kind: "photo",
+    });
+    if (fromFile.status !== "fetched" || fromBytes.status !== "fetched") throw new Error("expected fetched");
+    expect(fromFile.imageBlobId).toBeDefined();
+    expect(fromBytes.imageBlobId).toBe(fromFile.imageBlobId!);
+    const scaled = await sharp((await blobs.read(fromFile.imageBlobId!))!).metadata();
+    expect([scaled.width, scaled.height]).toEqual([2048, 945]);
   });
 
   test("a pixel bomb is refused from its header, before its pixels are decoded", async () => {
