@@ -362,6 +362,8 @@ describe("console views", () => {
         proposedIds: { runId: "run_olduser1", messageId: "msg_olduser1" },
         nowMs: seed.clock.now() - 86_400_000,
       });
+      // Its turn ended (stopped while queued), so its message is searchable too.
+      await seed.stores.runtime.requestStop(old.runId, "interrupted", seed.clock.now() - 86_000_000);
       for (let i = 0; i < 600; i += 1) {
         seed.clock.advance(1);
         await seed.stores.runtime.admit({

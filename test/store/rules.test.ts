@@ -337,7 +337,7 @@ describe("the admission algorithm", () => {
 
   test("a known ingress identity answers duplicate before anything else is read", () => {
     const { steps, result } = drive({
-      receipt: { conversation_id: "c", run_id: "r", input_message_id: "m" },
+      receipt: { conversation_id: "c", run_id: "r", input_message_id: "m", outcome: "admitted" },
       version: 4,
     });
     expect(steps).toEqual(["receipt", "version"]);
