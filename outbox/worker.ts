@@ -151,20 +151,28 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           // A chat that may not take a call yet would park a delivery slot in the limiter while
           // other chats could be served: skip it, and wake when it is ready.
           const held = deps.limiter.heldChats(nowMs);
-          const due = await repo.nextDeliverable(nowMs, {
-            limit: free,
+          // Held chats' heads come back too (the limit leaves room for them): a held chat is only
+          // worth a wake-up when it has something to send, not after every reply it was sent.
+          const heads = await repo.nextDeliverable(nowMs, {
+            limit: free + held.size,
             channels,
-            excludeTargets: new Set([...lanes.keys(), ...held.keys()]),
+            excludeTargets: new Set(lanes.keys()),
           });
-          for (const record of due) if (accepting) startLane(record);
-          if (due.length > 0) {
-            // The lanes just started reach their platform call first; the next queries then run
-            // while those sends are on the wire rather than ahead of them (0.3 ms a reply).
-            await afterQueuedWork();
-            continue;
+          const heldUntil: number[] = [];
+          const due: typeof heads = [];
+          for (const record of heads) {
+            const untilMs = held.get(targetKey(record));
+            if (untilMs !== undefined) heldUntil.push(untilMs);
+            else if (due.length < free) due.push(record);
           }
+          for (const record of due) if (accepting) startLane(record);
+          // The lanes just started reach their platform call first; the next queries then run
+          // while those sends are on the wire rather than ahead of them (0.3 ms a reply).
+          if (due.length > 0) await afterQueuedWork();
+          // Every free slot taken: more may be due at once.
+          if (due.length === free) continue;
           // A head that is due but whose lane is finishing wakes us through that lane instead.
-          wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels, nowMs), ...held.values()]);
+          wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels, nowMs), ...heldUntil]);
         }
         await waitForWake(wakeAtMs);
       } catch (error) {

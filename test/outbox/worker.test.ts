@@ -517,6 +517,46 @@ describe("the reply's critical path", () => {
     await enqueue(inner, clock, ["chat-a", "hello"]);
     await worker.start();
     await clock.runUntil(() => adapter.visible("chat-a").length === 1, "the message visible");
-    expect(order.slice(0, 3)).toEqual(["nextDeliverable", "send hello", "nextDeliverable"]);
+    expect(order.slice(0, 3)).toEqual(["nextDeliverable", "send hello", "nextWakeAtMs"]);
+  });
+
+  test("a chat held by its flood window wakes the worker only when it has something to send", async () => {
+    const clock = new FakeClock();
+    const adapter = new FakeAdapter({ clock, limits: { perChatIntervalMs: 1000 } });
+    const inner = db.repository();
+    let queries = 0;
+    const repo = new Proxy(inner, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== "nextDeliverable") return value;
+        return (...args: unknown[]) => {
+          queries += 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const worker = createDeliveryWorker({
+      repo,
+      adapters: new Map([["telegram", adapter]]),
+      clock,
+      logger: silentLogger,
+    });
+    running.push(worker);
+    await enqueue(inner, clock, ["chat-a", "first"]);
+    await worker.start();
+    await clock.runUntil(() => adapter.visible("chat-a").length === 1, "the first message visible");
+    await settle();
+    const afterFirst = queries;
+    // The chat's window holds it for a while after the send; with nothing queued, its end is no
+    // reason to look.
+    await clock.advance(5_000);
+    await settle();
+    expect(queries).toBe(afterFirst);
+
+    // Two replies at once: the second waits for the window and goes when it opens, unprompted.
+    await enqueue(inner, clock, ["chat-a", "second"], ["chat-a", "third"]);
+    worker.notify();
+    await clock.runUntil(() => adapter.visible("chat-a").length === 3, "the later messages visible");
+    expect(adapter.visible("chat-a")).toEqual(["first", "second", "third"]);
   });
 });
