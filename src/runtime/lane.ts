@@ -1,5 +1,6 @@
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
+import { afterQueuedWork } from "../util/yield.ts";
 import type { ExecutionEnd } from "./execute.ts";
 import type { AcquiredRun, RuntimeStore } from "./store.ts";
 import type { StopReason } from "./types.ts";
@@ -89,6 +90,9 @@ export class Lane {
         }
         await this.options.onEnd(acquired.run.id, end);
         if (end.kind === "released") return;
+        // The ended run's reply is on its way to the platform: its send goes before this lane's
+        // look for the next run.
+        await afterQueuedWork();
       }
     }
   }
