@@ -2,7 +2,7 @@ import { generateText, type ModelMessage } from "ai";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { projectTurn } from "./project.ts";
-import type { ModelEntry } from "./step.ts";
+import { type ModelEntry, SDK_TELEMETRY_OFF } from "./step.ts";
 import type { RuntimeStore } from "./store.ts";
 
 /** Writes the new summary from the previous one and the turns it now covers. */
@@ -27,6 +27,7 @@ export function modelSummarizer(model: ModelEntry): Summarizer {
       model: model.model,
       abortSignal: signal,
       maxRetries: 1,
+      telemetry: SDK_TELEMETRY_OFF,
       instructions:
         "Summarise the conversation so far for your own later reference: facts, decisions, open questions, " +
         "names and numbers the user gave. Plain text, at most 300 words. Do not address the user.",
