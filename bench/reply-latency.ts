@@ -13,10 +13,10 @@
  * `bench/model-call.ts --prompt FILE`).
  * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
  * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
- * own /metrics histograms (interpolated within buckets), and the prompt it sends for a one-line
- * message.
+ * own /metrics histograms (interpolated within buckets), each bot's CPU time per reply (Linux), and
+ * the prompt it sends for a one-line message.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPLY_STAGES } from "../src/gateway/metrics.ts";
 import { e2eGatewayEnv } from "../test/e2e/support/gateway-env.ts";
@@ -52,6 +52,8 @@ const llm = startFakeLlmServer();
 
 interface Bot {
   emulator: TelegramEmulator;
+  /** The bot's process, for its CPU time. */
+  pid: number;
   /** Prometheus text, for the product only. */
   metrics?: () => Promise<string>;
   /** The product's log lines, shown when a workload fails. */
@@ -95,6 +97,7 @@ async function startProduct(): Promise<Bot> {
   );
   return {
     emulator,
+    pid: gateway.pid,
     metrics: async () => (await fetch(`${gateway.url}/metrics`)).text(),
     logs: gateway.logs,
     async stop() {
@@ -125,6 +128,7 @@ async function startBaseline(): Promise<Bot> {
   }
   return {
     emulator,
+    pid: child.pid,
     async stop() {
       child.kill("SIGTERM");
       await child.exited;
@@ -215,22 +219,46 @@ const fmt = (ms: number | null) => (ms === null ? "    –" : `${ms.toFixed(1).p
 interface Run {
   oneChat: (number | null)[];
   manyChats: (number | null)[];
+  /** The bot process's CPU time per reply, in ms (null where /proc is not there). */
+  cpuPerReply?: { oneChat: number | null; manyChats: number | null };
   stages?: { oneChat: (number | null)[]; manyChats: (number | null)[] };
 }
+
+/**
+ * CPU time (user + system) the process has used, in ms, from /proc (Linux); null elsewhere.
+ * Unlike latency it does not depend on how cold the machine is after each pause: it is the work.
+ */
+function cpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command (which may hold spaces), from the 3rd on: utime is the 14th, stime the 15th.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+const CLOCK_TICKS_PER_SECOND = 100;
 
 async function measure(bot: Bot): Promise<Run> {
   // A short warm-up in every chat: first connections, JIT, prepared statements.
   await workload(bot, chats, 1);
   const s0 = await bot.metrics?.();
+  const c0 = cpuMs(bot.pid);
   const oneChat = await workload(bot, 1, messages);
+  const c1 = cpuMs(bot.pid);
   const s1 = await bot.metrics?.();
   const manyChats = await workload(bot, chats, perChat);
+  const c2 = cpuMs(bot.pid);
   const s2 = await bot.metrics?.();
+  const perReply = (from: number | null, to: number | null, n: number) =>
+    from === null || to === null ? null : (to - from) / n;
   const stats = bot.emulator.rateLimitStats();
   if (stats && stats.rejected > 0) console.error(`  note: ${stats.rejected} sends were answered 429`);
   return {
     oneChat,
     manyChats,
+    cpuPerReply: { oneChat: perReply(c0, c1, messages), manyChats: perReply(c1, c2, chats * perChat) },
     ...(s0 !== undefined && s1 !== undefined && s2 !== undefined
       ? {
           stages: {
@@ -285,6 +313,14 @@ for (const [label, key, n] of [
   console.log(
     `    overhead             ${fmt(p(productRun, 0.5) - p(baselineRun, 0.5))}            ${fmt(p(productRun, 0.99) - p(baselineRun, 0.99))}   (target ≤ 3 ms p50, ≤ 10 ms p99)`,
   );
+  const cpu = (run: Run) => run.cpuPerReply?.[key] ?? null;
+  const productCpu = cpu(productRun);
+  const baselineCpu = cpu(baselineRun);
+  if (productCpu !== null) {
+    console.log(
+      `    CPU per reply: switchboard ${productCpu.toFixed(2)} ms, baseline ${baselineCpu === null ? "–" : `${baselineCpu.toFixed(2)} ms`}${baselineCpu ? ` (${(productCpu / baselineCpu).toFixed(1)}×)` : ""}`,
+    );
+  }
   const stages = productRun.stages?.[key];
   if (stages) {
     console.log("    switchboard stage medians (from /metrics):");
