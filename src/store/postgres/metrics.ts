@@ -10,8 +10,10 @@ export async function storeGauges(sql: SQL): Promise<StoreGauges> {
   const [runs, outbox, latencies, [oldest]] = await Promise.all([
     sql`SELECT state, count(*) AS n FROM runs GROUP BY state`,
     sql`SELECT state, count(*) AS n FROM outbox GROUP BY state`,
+    // The newest delivered records by id (time-ordered), backwards along the primary key; by
+    // delivery time it sorted every delivered record.
     sql`SELECT updated_at_ms - created_at_ms AS ms FROM outbox WHERE state = 'delivered'
-        ORDER BY updated_at_ms DESC LIMIT 1000`,
+        ORDER BY id DESC LIMIT 1000`,
     sql`SELECT MIN(updated_at_ms) AS at FROM outbox WHERE state = 'ambiguous'`,
   ]);
   return {

@@ -6,6 +6,7 @@ import type { SearchStore } from "../../search/store.ts";
 import { ACCESS_SCHEMA_SQL, createSqliteAccessStore } from "./access.ts";
 import { BUDGETS_SCHEMA_SQL, createSqliteBudgetStore } from "./budgets.ts";
 import { type Migration, openDatabase } from "./database.ts";
+import { STATE_COUNTS_SQL } from "./metrics.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
 import {
   AMBIGUOUS_HOLDS_SQL,
@@ -59,6 +60,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 18, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
   { version: 19, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
   { version: 20, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
+  { version: 21, name: "state-counts", sql: STATE_COUNTS_SQL },
 ];
 
 export interface SqliteStores {
