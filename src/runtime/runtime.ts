@@ -401,11 +401,11 @@ export class Runtime {
   }
 
   /** Called by a lane when an execution ended. */
-  private async onExecutionEnd(runId: string, end: ExecutionEnd): Promise<void> {
+  private async onExecutionEnd(conversationId: string, runId: string, end: ExecutionEnd): Promise<void> {
     this.sequences.delete(runId);
     if (end.kind !== "terminal") return;
     await this.settleFromStore(runId);
-    if (end.state === "completed") this.scheduleCompaction(runId);
+    if (end.state === "completed") this.scheduleCompaction(conversationId, runId);
     for (const absorbed of end.absorbed) await this.settleFromStore(absorbed);
   }
 
@@ -417,16 +417,14 @@ export class Runtime {
 
   private readonly compacting = new Set<string>();
 
-  /** Compacts the run's conversation in the background; a failure only costs a longer prompt. */
-  private scheduleCompaction(runId: string): void {
+  /** Compacts the conversation in the background; a failure only costs a longer prompt. */
+  private scheduleCompaction(conversationId: string, runId: string): void {
     const policy = this.options.history?.compaction;
     if (!policy) return;
     void (async () => {
       // Background work: the reply's delivery goes first.
       await afterQueuedWork();
-      const view = await this.store.loadRun(runId);
-      const conversationId = view?.run.conversationId;
-      if (!conversationId || this.compacting.has(conversationId)) return;
+      if (this.compacting.has(conversationId)) return;
       this.compacting.add(conversationId);
       try {
         await this.compact(conversationId);
@@ -461,7 +459,7 @@ export class Runtime {
       logger: this.logger,
       leaseMs: this.leaseMs,
       execute: (acquired, signal) => this.executor.execute(acquired, signal),
-      onEnd: (runId, end) => this.onExecutionEnd(runId, end),
+      onEnd: (runId, end) => this.onExecutionEnd(conversationId, runId, end),
       // A process meets many conversations over its life; only those with work keep a lane.
       onIdle: () => {
         if (this.lanes.get(conversationId) === lane && !this.closing) this.lanes.delete(conversationId);
