@@ -490,22 +490,30 @@ describe("shutdown", () => {
   });
 });
 
+/** `inner`, telling `seen` of each call of the worker's two queries (the outbox heads and the next wake time). */
+function watchingQueries(
+  inner: SqliteOutboxRepository,
+  seen: (query: string) => void,
+): SqliteOutboxRepository {
+  return new Proxy(inner, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (property !== "nextDeliverable" && property !== "nextWakeAtMs") return value;
+      return (...args: unknown[]) => {
+        seen(String(property));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
 describe("the reply's critical path", () => {
   test("a started delivery reaches its platform call before the worker queries the outbox again", async () => {
     const clock = new FakeClock();
     const adapter = new FakeAdapter({ clock });
     const inner = db.repository();
     const order: string[] = [];
-    const repo = new Proxy(inner, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property !== "nextDeliverable" && property !== "nextWakeAtMs") return value;
-        return (...args: unknown[]) => {
-          order.push(String(property));
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
+    const repo = watchingQueries(inner, (query) => order.push(query));
     const worker = createDeliveryWorker({
       repo,
       adapters: new Map([["telegram", adapter]]),
@@ -525,15 +533,8 @@ describe("the reply's critical path", () => {
     const adapter = new FakeAdapter({ clock, limits: { perChatIntervalMs: 1000 } });
     const inner = db.repository();
     let queries = 0;
-    const repo = new Proxy(inner, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property !== "nextDeliverable") return value;
-        return (...args: unknown[]) => {
-          queries += 1;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
+    const repo = watchingQueries(inner, (query) => {
+      if (query === "nextDeliverable") queries += 1;
     });
     const worker = createDeliveryWorker({
       repo,
