@@ -1,6 +1,3 @@
-import { createDiscordAdapter } from "../../channels/discord/index.ts";
-import { createSlackAdapter } from "../../channels/slack/index.ts";
-import { TelegramAdapter } from "../../channels/telegram/index.ts";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
@@ -10,6 +7,18 @@ export interface ConfiguredChannels {
   adapters: Map<ChannelName, ChannelAdapter>;
   allowLists: Partial<Record<ChannelName, AllowList>>;
 }
+
+/*
+ * Each platform's SDK is loaded when its channel is configured, not before: discord.js and Bolt
+ * alone hold about 10 MB of heap (100,000 objects) that a gateway without them would carry, and
+ * every full collection would mark, for nothing. Bun's require loads a module synchronously.
+ */
+const telegramChannel = (): typeof import("../../channels/telegram/index.ts") =>
+  require("../../channels/telegram/index.ts");
+const discordChannel = (): typeof import("../../channels/discord/index.ts") =>
+  require("../../channels/discord/index.ts");
+const slackChannel = (): typeof import("../../channels/slack/index.ts") =>
+  require("../../channels/slack/index.ts");
 
 /** Builds an adapter for every channel the configuration names (the web channel is added by the app). */
 export function buildChannels(
@@ -23,7 +32,7 @@ export function buildChannels(
     const t = config.telegram;
     adapters.set(
       "telegram",
-      new TelegramAdapter(
+      new (telegramChannel().TelegramAdapter)(
         {
           token: t.token,
           ...(t.apiRoot ? { apiRoot: t.apiRoot } : {}),
@@ -59,7 +68,7 @@ export function buildChannels(
     const d = config.discord;
     adapters.set(
       "discord",
-      createDiscordAdapter(
+      discordChannel().createDiscordAdapter(
         {
           token: d.token,
           ...(d.apiUrl ? { apiUrl: d.apiUrl } : {}),
@@ -76,7 +85,7 @@ export function buildChannels(
     const s = config.slack;
     adapters.set(
       "slack",
-      createSlackAdapter(
+      slackChannel().createSlackAdapter(
         {
           mode: s.mode,
           botToken: s.botToken,
