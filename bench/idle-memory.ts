@@ -6,12 +6,12 @@
  *   npx bun bench/idle-memory.ts [--settle-ms 4000]
  */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { e2eGatewayEnv } from "../test/e2e/support/gateway-env.ts";
 import { startGatewayProcess } from "../test/e2e/support/gateway-process.ts";
 import { privateChat, startTelegramEmulator, user } from "../test/emulators/telegram/index.ts";
 import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { tempDir } from "../test/support/runtime.ts";
+import { startBaselineBot } from "./support/baseline-process.ts";
 import { argInt } from "./util.ts";
 
 const settleMs = argInt("--settle-ms", 4000);
@@ -46,20 +46,10 @@ await gateway.kill("SIGTERM");
 await emulator.close();
 
 const baselineEmulator = startTelegramEmulator({});
-const baseline = Bun.spawn([process.execPath, join(import.meta.dir, "support/baseline-bot.ts")], {
-  env: {
-    PATH: process.env.PATH ?? "",
-    BOT_TOKEN: baselineEmulator.token,
-    TELEGRAM_API_ROOT: baselineEmulator.url,
-    OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-  },
-  stdout: "ignore",
-  stderr: "inherit",
-});
+const baseline = await startBaselineBot(baselineEmulator, llm);
 await Bun.sleep(settleMs);
 const baselineRss = rssMb(baseline.pid);
-baseline.kill("SIGTERM");
-await baseline.exited;
+await baseline.stop();
 await baselineEmulator.close();
 await llm.stop();
 dir.cleanup();

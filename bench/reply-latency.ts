@@ -30,6 +30,7 @@ import {
 } from "../test/emulators/telegram/index.ts";
 import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { tempDir } from "../test/support/runtime.ts";
+import { startBaselineBot } from "./support/baseline-process.ts";
 import { argInt } from "./util.ts";
 
 const messages = argInt("--messages", 60);
@@ -109,29 +110,12 @@ async function startProduct(): Promise<Bot> {
 
 async function startBaseline(): Promise<Bot> {
   const emulator = newEmulator();
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, "support/baseline-bot.ts")], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      BOT_TOKEN: emulator.token,
-      TELEGRAM_API_ROOT: emulator.url,
-      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    },
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  const reader = child.stdout.getReader();
-  let out = "";
-  while (!out.includes("ready")) {
-    const read = await reader.read();
-    if (read.done) throw new Error(`The baseline bot exited before polling (exit ${await child.exited}).`);
-    out += new TextDecoder().decode(read.value);
-  }
+  const bot = await startBaselineBot(emulator, llm);
   return {
     emulator,
-    pid: child.pid,
+    pid: bot.pid,
     async stop() {
-      child.kill("SIGTERM");
-      await child.exited;
+      await bot.stop();
       await emulator.close();
     },
   };

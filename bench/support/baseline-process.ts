@@ -1,0 +1,39 @@
+import { join } from "node:path";
+import type { TelegramEmulator } from "../../test/emulators/telegram/index.ts";
+import type { FakeLlmServer } from "../../test/support/llm/fake-llm-server.ts";
+
+export interface BaselineProcess {
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts bench/support/baseline-bot.ts against `emulator` and `llm`; resolves once it polls. */
+export async function startBaselineBot(
+  emulator: TelegramEmulator,
+  llm: FakeLlmServer,
+): Promise<BaselineProcess> {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "baseline-bot.ts")], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      BOT_TOKEN: emulator.token,
+      TELEGRAM_API_ROOT: emulator.url,
+      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+    },
+    stdout: "pipe",
+    stderr: "inherit",
+  });
+  const reader = child.stdout.getReader();
+  let out = "";
+  while (!out.includes("ready")) {
+    const read = await reader.read();
+    if (read.done) throw new Error(`The baseline bot exited before polling (exit ${await child.exited}).`);
+    out += new TextDecoder().decode(read.value);
+  }
+  return {
+    pid: child.pid,
+    async stop() {
+      child.kill("SIGTERM");
+      await child.exited;
+    },
+  };
+}
