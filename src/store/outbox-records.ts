@@ -14,6 +14,7 @@ import type {
 } from "../../outbox/types.ts";
 import { SwitchboardError } from "../errors.ts";
 import type { AnswerDelivery, FileDelivery } from "../runtime/store.ts";
+import { answerText, type MessagePart, type TerminalRunState } from "../runtime/types.ts";
 import type { Integer } from "./rows.ts";
 
 export type { AnswerDelivery };
@@ -195,6 +196,14 @@ export type AnswerDeliveryResult = "stream-finalized" | "enqueued" | "nothing-to
 
 export const answerMarkdown = (answer: AnswerDelivery): string =>
   finalAnswerMarkdown(answer.state, answer.text);
+
+/**
+ * The final text of a stream opened by a run that then ended without its owner (superseded or
+ * stopped while queued again after a crash, or absorbed): what its state calls for, usually
+ * nothing. Left open, the stream would hold every later answer in that chat behind it.
+ */
+export const endedStreamMarkdown = (state: TerminalRunState, parts: readonly MessagePart[]): string =>
+  finalAnswerMarkdown(state, answerText(parts));
 
 /** The message record `<runId>:0` of a run that did not stream. */
 export function answerInsert(answer: AnswerDelivery, markdown: string): OutboxInsert {

@@ -801,6 +801,61 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "a run ended without its owner closes the stream it opened in an earlier attempt, so the chat's later answers go",
+      withStores(async ({ store, outbox }) => {
+        // Each run previewed in an attempt that died: queued again, its stream record is open
+        // (resumed by the outbox's recovery, not final).
+        const streamOf = async (conversationId: string, runId: string, target: string) => {
+          const stream = await outbox.beginStream(
+            { runId, conversationId, channel: "telegram", account: "bot", target, markdown: "half an" },
+            T0,
+          );
+          if (!stream.live) throw new Error("the stream should start live on an empty target");
+          await outbox.recordStreamProgress(stream.record.id, [`m-${runId}`], "rich", T0);
+          await outbox.insert(
+            [
+              {
+                key: `later-${runId}`,
+                runId: `later-${runId}`,
+                conversationId,
+                channel: "telegram",
+                account: "bot",
+                target,
+                kind: "message",
+                markdown: "a later answer",
+              },
+            ],
+            T0,
+          );
+        };
+        const superseded = await store.admit(admitRequest("c1", "a"));
+        await streamOf("c1", superseded.runId, "t1");
+        const stopped = await store.admit(admitRequest("c2", "a"));
+        await streamOf("c2", stopped.runId, "t2");
+        await store.admit(admitRequest("c1", "b", { policy: "supersede" }));
+        expect((await outbox.recoverInterrupted(new Set(), T0)).resumedStreams).toHaveLength(2);
+        expect(await store.requestStop(stopped.runId, "interrupted", T0)).toMatchObject({ outcome: "ended" });
+
+        for (const [runId, state] of [
+          [superseded.runId, "superseded"],
+          [stopped.runId, "cancelled"],
+        ] as const) {
+          expect((await store.loadRun(runId))?.run.state).toBe(state);
+          expect(await outbox.show(`${runId}:stream`)).toMatchObject({
+            state: "pending",
+            final: true,
+            markdown: "",
+          });
+        }
+        // Both streams are due at the heads of their chats: the worker can settle them and go on.
+        const due = await outbox.nextDeliverable(T0 + 1, { limit: 10, channels: ["telegram"] });
+        expect(due.map((r) => r.key).sort()).toEqual(
+          [`${stopped.runId}:stream`, `${superseded.runId}:stream`].sort(),
+        );
+      }),
+    );
+
+    test(
       "the answer's delivery commits with the terminal state, once; a fenced-out commit writes none",
       withStores(async ({ store, outbox }) => {
         const { acquired } = await owned(store, "c", "a");

@@ -42,7 +42,7 @@ import type {
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
-import { fileInsert } from "../outbox-records.ts";
+import { endedStreamMarkdown, fileInsert, streamKey } from "../outbox-records.ts";
 import {
   type ApprovalRow,
   type Integer,
@@ -73,7 +73,7 @@ import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../stat
 import { sumUsage } from "../usage.ts";
 import { postgresAdmissionSteps } from "./admission-steps.ts";
 import { CommitPublisher } from "./commit-publisher.ts";
-import { commitAnswerDelivery, insertOutboxRecords } from "./outbox.ts";
+import { commitAnswerDelivery, finalizeStreamRecord, insertOutboxRecords } from "./outbox.ts";
 import { compactionCandidates, messageById, promptContext, summaryOf } from "./prompt-reads.ts";
 import { openMigratedPool } from "./schema.ts";
 
@@ -278,6 +278,7 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
     const [answer] = await tx.sql<Array<{ parts: string }>>`
       UPDATE messages SET status = ${answerStatus(state)} WHERE id = ${run.assistantMessageId} RETURNING parts`;
     const parts = answer ? (JSON.parse(answer.parts) as MessagePart[]) : [];
+    await finalizeStreamRecord(tx.sql, streamKey(run.id), endedStreamMarkdown(state, parts), nowMs);
     const { seq } = await this.appendEvent(
       tx,
       terminalEvent(run, state, parts, { usage: run.usage, ...(absorbedInto ? { absorbedInto } : {}) }),

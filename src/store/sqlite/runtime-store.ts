@@ -42,7 +42,7 @@ import type {
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
-import { fileInsert } from "../outbox-records.ts";
+import { endedStreamMarkdown, fileInsert, streamKey } from "../outbox-records.ts";
 import {
   type ApprovalRow,
   type MessageRow,
@@ -73,7 +73,7 @@ import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../stat
 import { sumUsage } from "../usage.ts";
 import { sqliteAdmissionSteps } from "./admission-steps.ts";
 import { GroupCommit, type Outcome } from "./group-commit.ts";
-import { commitAnswerDeliverySync, insertOutboxRecordsSync } from "./outbox.ts";
+import { commitAnswerDeliverySync, finalizeStreamRecordSync, insertOutboxRecordsSync } from "./outbox.ts";
 import { compactionCandidates, promptContext, summaryOf } from "./prompt-reads.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
@@ -253,6 +253,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
       .query("UPDATE messages SET status = ? WHERE id = ? RETURNING parts")
       .get(answerStatus(state), run.assistantMessageId) as { parts: string } | null;
     const parts = answer ? (JSON.parse(answer.parts) as MessagePart[]) : [];
+    finalizeStreamRecordSync(this.db, streamKey(run.id), endedStreamMarkdown(state, parts), nowMs);
     return this.appendEvent(
       terminalEvent(run, state, parts, { usage: run.usage, ...(absorbedInto ? { absorbedInto } : {}) }),
       nowMs,
