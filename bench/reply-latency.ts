@@ -16,21 +16,11 @@
  * own /metrics histograms (interpolated within buckets), each bot's CPU time per reply (Linux), and
  * the prompt it sends for a one-line message.
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { writeFileSync } from "node:fs";
 import { REPLY_STAGES } from "../src/gateway/metrics.ts";
-import { e2eGatewayEnv } from "../test/e2e/support/gateway-env.ts";
-import { type GatewayProcess, startGatewayProcess } from "../test/e2e/support/gateway-process.ts";
-import {
-  preciseNow,
-  privateChat,
-  startTelegramEmulator,
-  type TelegramEmulator,
-  user,
-} from "../test/emulators/telegram/index.ts";
 import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { tempDir } from "../test/support/runtime.ts";
-import { startBaselineBot } from "./support/baseline-process.ts";
+import { type Bot, chatTurns, cpuMs, startBaseline, startProduct } from "./support/telegram-bots.ts";
 import { argInt } from "./util.ts";
 
 const messages = argInt("--messages", 60);
@@ -51,117 +41,12 @@ const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
 const dir = tempDir("switchboard-bench-latency-");
 const llm = startFakeLlmServer();
 
-interface Bot {
-  emulator: TelegramEmulator;
-  /** The bot's process, for its CPU time. */
-  pid: number;
-  /** Prometheus text, for the product only. */
-  metrics?: () => Promise<string>;
-  /** The product's log lines, shown when a workload fails. */
-  logs?: string[];
-  stop(): Promise<void>;
-}
-
-function newEmulator(): TelegramEmulator {
-  const emulator = startTelegramEmulator({ rateLimits: true, now: preciseNow });
-  for (const id of userIds) emulator.addChat(privateChat(user(id, `Reader ${id}`)));
-  return emulator;
-}
-
-async function startProduct(): Promise<Bot> {
-  const emulator = newEmulator();
-  const gateway: GatewayProcess = await startGatewayProcess(
-    e2eGatewayEnv({
-      dir: dir.path,
-      llm,
-      // One message per reply, as the baseline sends (the default for DMs streams by edits); the
-      // paced users write up to 60 a minute, over the default per-user flood limit.
-      surfaces: { "telegram:dm": { delivery: "terminal", messagesPerMinute: 1_000 } },
-      extra: {
-        TELEGRAM_BOT_TOKEN: emulator.token,
-        TELEGRAM_API_ROOT: emulator.url,
-        TELEGRAM_ALLOWED_USERS: userIds.join(","),
-      },
-    }),
-    undefined,
-    undefined,
-    cpuProfDir === undefined
-      ? undefined
-      : [
-          process.execPath,
-          "--cpu-prof",
-          "--cpu-prof-md",
-          `--cpu-prof-dir=${cpuProfDir}`,
-          join(import.meta.dir, "..", "src", "cli", "main.ts"),
-          "start",
-        ],
-  );
-  return {
-    emulator,
-    pid: gateway.pid,
-    metrics: async () => (await fetch(`${gateway.url}/metrics`)).text(),
-    logs: gateway.logs,
-    async stop() {
-      await gateway.kill("SIGTERM");
-      await emulator.close();
-    },
-  };
-}
-
-async function startBaseline(): Promise<Bot> {
-  const emulator = newEmulator();
-  const bot = await startBaselineBot(emulator, llm);
-  return {
-    emulator,
-    pid: bot.pid,
-    async stop() {
-      await bot.stop();
-      await emulator.close();
-    },
-  };
-}
-
-/** One chat's paced conversation: each reply's latency in ms, or null for a reply lost to a 429. */
-async function pacedChat(
-  emulator: TelegramEmulator,
-  userId: number,
-  count: number,
-): Promise<(number | null)[]> {
-  const latencies: (number | null)[] = [];
-  const from = user(userId, `Reader ${userId}`);
-  for (let i = 0; i < count; i++) {
-    const text = `ping ${userId} ${i}`;
-    const seen = emulator.calls.length;
-    const sentAtMs = preciseNow();
-    emulator.incoming({ chat: privateChat(from), from, text });
-    // The reply's sendMessage, answered (`accepted`: answered ok).
-    const replyCall = (accepted: boolean) =>
-      emulator.calls
-        .slice(seen)
-        .find(
-          (call) =>
-            call.method === "sendMessage" &&
-            Number(call.params.chat_id) === userId &&
-            String(call.params.text).includes(text) &&
-            (accepted ? call.response?.ok === true : call.response !== undefined),
-        );
-    const reply = await emulator.waitFor(() => replyCall(false), 30_000, `the reply to "${text}"`);
-    // The baseline does not retry a 429: that reply is lost. Switchboard retries, so a rejected
-    // attempt is followed by an accepted one.
-    const accepted = reply.response?.ok
-      ? reply
-      : await emulator
-          .waitFor(() => replyCall(true), 5_000, `the accepted reply to "${text}"`)
-          .catch(() => null);
-    latencies.push(accepted ? accepted.atMs - sentAtMs : null);
-    await Bun.sleep(pauseMs);
-  }
-  return latencies;
-}
-
+/** Each reply's latency in ms, or null for a reply lost to a 429. */
 async function workload(bot: Bot, chatCount: number, count: number): Promise<(number | null)[]> {
-  const all = await Promise.all(userIds.slice(0, chatCount).map((id) => pacedChat(bot.emulator, id, count)));
-  return all.flat();
+  const all = await Promise.all(
+    userIds.slice(0, chatCount).map((id) => chatTurns(bot, id, { count, pauseMs })),
+  );
+  return all.flat().map((turn) => (turn.repliedAtMs === null ? null : turn.repliedAtMs - turn.sentAtMs));
 }
 
 function quantile(values: (number | null)[], q: number): number {
@@ -208,22 +93,6 @@ interface Run {
   stages?: { oneChat: (number | null)[]; manyChats: (number | null)[] };
 }
 
-/**
- * CPU time (user + system) the process has used, in ms, from /proc (Linux); null elsewhere.
- * Unlike latency it does not depend on how cold the machine is after each pause: it is the work.
- */
-function cpuMs(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command (which may hold spaces), from the 3rd on: utime is the 14th, stime the 15th.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return null;
-  }
-}
-const CLOCK_TICKS_PER_SECOND = 100;
-
 async function measure(bot: Bot): Promise<Run> {
   // A short warm-up in every chat: first connections, JIT, prepared statements.
   await workload(bot, chats, 1);
@@ -257,7 +126,7 @@ async function measure(bot: Bot): Promise<Run> {
 console.error(
   `switchboard: ${messages} paced messages in one chat, then ${perChat} in each of ${chats} chats`,
 );
-const product = await startProduct();
+const product = await startProduct({ dir: dir.path, llm, userIds, cpuProfDir });
 llm.reset();
 const productRun = await measure(product).catch(async (error: unknown) => {
   console.error(`switchboard's last log lines:\n${product.logs?.slice(-40).join("\n")}`);
@@ -270,7 +139,7 @@ await product.stop();
 let baselineRun: Run = { oneChat: [], manyChats: [] };
 if (!productOnly) {
   console.error("baseline (grammY + AI SDK, no database): the same workloads");
-  const baseline = await startBaseline();
+  const baseline = await startBaseline(llm, userIds);
   baselineRun = await measure(baseline);
   await baseline.stop();
 }
