@@ -6,11 +6,13 @@
  * appeared. Latency is from the emulator queueing the update to the emulator receiving the reply.
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
- *     [--cpu-prof DIR] [--product-only] [--save-prompt FILE]
+ *     [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder]
  * `--cpu-prof DIR` runs the gateway under bun's sampling profiler (a .cpuprofile and a markdown
  * summary in DIR at its exit); `--product-only` skips the baseline (for profiling runs);
  * `--save-prompt FILE` writes the request body of a one-line message to FILE (for
- * `bench/model-call.ts --prompt FILE`).
+ * `bench/model-call.ts --prompt FILE`); `--ladder` also runs the baseline bot's two rungs towards
+ * switchboard's promises (streamText; then streamText and a durable SQLite file, see
+ * baseline-bot.ts), so each promise's own cost shows beside switchboard's.
  * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
  * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
  * own /metrics histograms (interpolated within buckets), each bot's CPU time per reply (Linux), and
@@ -31,6 +33,7 @@ const cpuProfDir = process.argv.includes("--cpu-prof")
   ? process.argv[process.argv.indexOf("--cpu-prof") + 1]
   : undefined;
 const productOnly = process.argv.includes("--product-only");
+const ladder = process.argv.includes("--ladder") && !productOnly;
 const savePromptFile = process.argv.includes("--save-prompt")
   ? process.argv[process.argv.indexOf("--save-prompt") + 1]
   : undefined;
@@ -143,6 +146,18 @@ if (!productOnly) {
   baselineRun = await measure(baseline);
   await baseline.stop();
 }
+const rungs: Array<[string, Run]> = [];
+if (ladder) {
+  for (const [label, variant] of [
+    ["baseline + streamText", { stream: true }],
+    ["… + SQLite (durable)", { stream: true, dbFile: `${dir.path}/baseline.sqlite` }],
+  ] as const) {
+    console.error(`${label}: the same workloads`);
+    const rung = await startBaseline(llm, userIds, variant);
+    rungs.push([label, await measure(rung)]);
+    await rung.stop();
+  }
+}
 await llm.stop();
 dir.cleanup();
 
@@ -190,4 +205,21 @@ if (oneLine) {
   console.log(
     `\n  prompt for a one-line message: ${body.length} bytes of request body, ≈${Math.ceil(body.length / 4)} tokens (chars/4), of which tools ${tools.length} bytes (${oneLine.toolNames.length} tools), messages ${oneLine.messages.length}`,
   );
+}
+if (rungs.length > 0) {
+  const rows: Array<[string, Run]> = [["baseline", baselineRun], ...rungs, ["switchboard", productRun]];
+  console.log("\n  the ladder: p50 / p90 / p99, CPU per reply");
+  for (const [title, key] of [
+    ["one chat", "oneChat"],
+    [`${chats} chats`, "manyChats"],
+  ] as const) {
+    console.log(`    ${title}`);
+    for (const [label, run] of rows) {
+      const q = (x: number) => quantile(run[key], x).toFixed(1);
+      const cpu = run.cpuPerReply?.[key];
+      console.log(
+        `      ${label.padEnd(24)} ${q(0.5).padStart(6)} / ${q(0.9).padStart(6)} / ${q(0.99).padStart(6)} ms   ${cpu == null ? "–" : `${cpu.toFixed(2)} ms`}`,
+      );
+    }
+  }
 }

@@ -7,10 +7,17 @@ export interface BaselineProcess {
   stop(): Promise<void>;
 }
 
+/** The baseline bot's rungs (see baseline-bot.ts): streamed model calls, a durable SQLite file. */
+export interface BaselineVariant {
+  stream?: boolean;
+  dbFile?: string;
+}
+
 /** Starts bench/support/baseline-bot.ts against `emulator` and `llm`; resolves once it polls. */
 export async function startBaselineBot(
   emulator: TelegramEmulator,
   llm: FakeLlmServer,
+  variant: BaselineVariant = {},
 ): Promise<BaselineProcess> {
   const child = Bun.spawn([process.execPath, join(import.meta.dir, "baseline-bot.ts")], {
     env: {
@@ -18,6 +25,8 @@ export async function startBaselineBot(
       BOT_TOKEN: emulator.token,
       TELEGRAM_API_ROOT: emulator.url,
       OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+      ...(variant.stream ? { BASELINE_STREAM: "1" } : {}),
+      ...(variant.dbFile ? { BASELINE_DB: variant.dbFile } : {}),
     },
     stdout: "pipe",
     stderr: "inherit",

@@ -17,7 +17,7 @@ import {
   user,
 } from "../../test/emulators/telegram/index.ts";
 import type { FakeLlmServer } from "../../test/support/llm/fake-llm-server.ts";
-import { startBaselineBot } from "./baseline-process.ts";
+import { type BaselineVariant, startBaselineBot } from "./baseline-process.ts";
 
 export interface Bot {
   emulator: TelegramEmulator;
@@ -86,9 +86,13 @@ export async function startProduct(options: {
   };
 }
 
-export async function startBaseline(llm: FakeLlmServer, userIds: readonly number[]): Promise<Bot> {
+export async function startBaseline(
+  llm: FakeLlmServer,
+  userIds: readonly number[],
+  variant: BaselineVariant = {},
+): Promise<Bot> {
   const emulator = newEmulator(userIds);
-  const bot = await startBaselineBot(emulator, llm);
+  const bot = await startBaselineBot(emulator, llm, variant);
   return {
     emulator,
     pid: bot.pid,
