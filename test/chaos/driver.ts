@@ -698,7 +698,9 @@ class Traffic {
       place.replay(first);
       this.duplicates.immediate += 1;
     }
-    const deadline = Date.now() + 60_000;
+    // A kill while the code's message is sent leaves it ambiguous; the watching operator sends it
+    // again 15 to 25 s later, and another kill can land on that send too: give the code time.
+    const deadline = Date.now() + 100_000;
     let code: string | undefined;
     while (!code && Date.now() < deadline) {
       code = codesIn(this.peers.telegram, userId)[0];
