@@ -6,7 +6,7 @@
  * second, so the bot's 30 per second is the bound: the rate is measured against it over the
  * middle of the flood (from 2 s after the start to the end of the writing), when every chat has a
  * message waiting. Prints, per bot: replies accepted, the rate and its ratio to 30/s, the 429s the
- * emulator answered, and replies lost (a 429 never retried).
+ * emulator answered, and replies lost (a 429 never retried; that user writes again 1 s later).
  *   npx bun bench/flood.ts [--chats 50] [--seconds 30]
  */
 import { preciseNow } from "../test/emulators/telegram/index.ts";

@@ -114,7 +114,7 @@ export interface Turn {
 /**
  * One user's conversation with `bot`: writes, waits for the reply, waits `pauseMs`, writes again,
  * `count` times or until `untilMs` (precise clock) passes. A reply refused with a 429 is waited for
- * again only from a bot that sends it again.
+ * again only from a bot that sends it again; one lost that way is written again after 1 s.
  */
 export async function chatTurns(
   bot: Bot,
@@ -152,7 +152,9 @@ export async function chatTurns(
               .catch(() => null)
           : null;
     turns.push({ sentAtMs, repliedAtMs: accepted ? accepted.atMs : null });
-    if (options.pauseMs > 0) await Bun.sleep(options.pauseMs);
+    // A user whose reply never came writes again a second later, not at machine speed.
+    const pauseMs = accepted ? options.pauseMs : Math.max(options.pauseMs, 1000);
+    if (pauseMs > 0) await Bun.sleep(pauseMs);
   }
   return turns;
 }
