@@ -12,6 +12,7 @@
  *   SQLite file with its pragmas: the update and the user's message in one transaction before the
  *   model is asked (a redelivered update is a duplicate), the conversation's last 40 messages as
  *   the prompt, the answer and its outbox row in one transaction before the send, the row marked
+ *   sending before the platform call (so a crash during it leaves the reply visibly ambiguous) and
  *   delivered after it.
  */
 import { Database } from "bun:sqlite";
@@ -55,8 +56,9 @@ bot.on("message:text", async (ctx) => {
   if (!store.admit(ctx.update.update_id, chatId, text)) return; // a redelivery
   const reply = await answer(store.history(chatId));
   const outboxId = store.finish(chatId, reply);
+  store.mark(outboxId, "sending");
   await ctx.reply(reply);
-  store.delivered(outboxId);
+  store.mark(outboxId, "delivered");
 });
 bot.catch((error) => console.error("baseline bot error", error.message));
 
@@ -85,7 +87,7 @@ function openStore(path: string) {
   const insertOutbox = db.query<{ id: number }, [number, string, number]>(
     "INSERT INTO outbox (chat_id, text, state, at_ms) VALUES (?, ?, 'pending', ?) RETURNING id",
   );
-  const markDelivered = db.query("UPDATE outbox SET state = 'delivered' WHERE id = ?");
+  const markState = db.query("UPDATE outbox SET state = ? WHERE id = ?");
   return {
     admit: db.transaction((updateId: number, chatId: number, text: string): boolean => {
       if (insertUpdate.run(updateId, Date.now()).changes === 0) return false;
@@ -101,6 +103,6 @@ function openStore(path: string) {
       insertMessage.run(chatId, "assistant", text, Date.now());
       return insertOutbox.get(chatId, text, Date.now())!.id;
     }).immediate,
-    delivered: (outboxId: number) => void markDelivered.run(outboxId),
+    mark: (outboxId: number, state: "sending" | "delivered") => void markState.run(state, outboxId),
   };
 }
