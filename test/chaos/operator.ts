@@ -60,7 +60,7 @@ export async function resolveAmbiguous(
   const records = listed.filter((record) => record.updatedAtMs <= settledBefore);
   const decisions: OperatorDecision[] = [];
   for (const record of records) {
-    const needle = fingerprintOf(record.markdown);
+    const needle = needleOf(record.markdown);
     const seen = needle !== null && countIn(chatOf(chatOfTarget(record.channel, record.target)), needle) > 0;
     try {
       if (seen) {
@@ -85,6 +85,15 @@ export async function resolveAmbiguous(
     }
   }
   return decisions;
+}
+
+/**
+ * What proves a record shown in its chat: an approval prompt's id (every prompt's first line reads
+ * alike, "Approval needed: <tool>", so another prompt there would pass for it), else the record's
+ * fingerprint.
+ */
+function needleOf(markdown: string): string | null {
+  return /\/approve (ap_[0-9a-f]+)/.exec(markdown)?.[1] ?? fingerprintOf(markdown);
 }
 
 /**
