@@ -2,14 +2,14 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  OUTBOX_MEDIA_SQL,
-  OUTBOX_PRESENTATION_SQL,
-  OUTBOX_SCHEMA_SQL,
-  SqliteOutboxRepository,
-} from "../../../src/store/sqlite/outbox.ts";
+import { openDatabase } from "../../../src/store/sqlite/database.ts";
+import { MIGRATIONS } from "../../../src/store/sqlite/index.ts";
+import { SqliteOutboxRepository } from "../../../src/store/sqlite/outbox.ts";
 
-/** A temp-file database with the outbox schema, opened the way the gateway opens its own. */
+/**
+ * A temp-file database with switchboard's whole schema (the outbox reads the runs it delivers
+ * for), opened the way the gateway opens its own.
+ */
 export class OutboxDb {
   readonly path: string;
   private readonly dir: string;
@@ -18,10 +18,7 @@ export class OutboxDb {
   constructor() {
     this.dir = mkdtempSync(join(tmpdir(), "outbox-test-"));
     this.path = join(this.dir, "switchboard.db");
-    const db = this.connect();
-    db.exec(OUTBOX_SCHEMA_SQL);
-    db.exec(OUTBOX_PRESENTATION_SQL);
-    db.exec(OUTBOX_MEDIA_SQL);
+    openDatabase({ filename: this.path, migrations: MIGRATIONS }).close();
   }
 
   /** A new connection to the same file (a restarted process). */
