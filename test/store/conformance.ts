@@ -856,6 +856,28 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "a stream opened after its run ended (superseded meanwhile) is refused, not left open",
+      withStores(async ({ store, outbox }) => {
+        const ended = await store.admit(admitRequest("c3", "a"));
+        await store.admit(admitRequest("c3", "b", { policy: "supersede" }));
+        expect((await store.loadRun(ended.runId))?.run.state).toBe("superseded");
+        const start = await outbox.beginStream(
+          {
+            runId: ended.runId,
+            conversationId: "c3",
+            channel: "telegram",
+            account: "bot",
+            target: "t3",
+            markdown: "",
+          },
+          T0,
+        );
+        expect(start).toEqual({ live: false, reason: "answered" });
+        expect(await outbox.show(`${ended.runId}:stream`)).toBeNull();
+      }),
+    );
+
+    test(
       "the answer's delivery commits with the terminal state, once; a fenced-out commit writes none",
       withStores(async ({ store, outbox }) => {
         const { acquired } = await owned(store, "c", "a");

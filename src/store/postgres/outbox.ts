@@ -436,7 +436,10 @@ export class PostgresOutboxRepository implements OutboxRepository {
         // Files the run sent by a tool are not its answer: the answer may still stream after them.
         const [answered] =
           await tx`SELECT 1 FROM outbox WHERE run_id = ${insert.runId} AND media IS NULL LIMIT 1`;
-        if (answered) return { live: false, reason: "answered" };
+        // Nor may a run that ended before its stream opened (superseded, with nothing to send) leave
+        // an open stream at the head of its chat.
+        const [ended] = await tx`SELECT 1 FROM runs WHERE id = ${insert.runId} AND finish_seq IS NOT NULL`;
+        if (answered || ended) return { live: false, reason: "answered" };
         await insertOutboxRecords(tx, [{ ...insert, key, kind: "stream", final: false }], nowMs);
         row = (await rowOf(tx, key))!;
       }

@@ -484,8 +484,13 @@ export class SqliteOutboxRepository implements OutboxRepository {
       let row = getRow(this.db, key);
       if (row === null) {
         // Files the run sent by a tool are not its answer: the answer may still stream after them.
+        // Nor may a run that ended before its stream opened (superseded, with nothing to send) leave
+        // an open stream at the head of its chat.
         if (
-          this.db.query("SELECT 1 FROM outbox WHERE run_id = ? AND media IS NULL LIMIT 1").get(insert.runId)
+          this.db
+            .query("SELECT 1 FROM outbox WHERE run_id = ? AND media IS NULL LIMIT 1")
+            .get(insert.runId) ||
+          this.db.query("SELECT 1 FROM runs WHERE id = ? AND finish_seq IS NOT NULL").get(insert.runId)
         ) {
           return { live: false, reason: "answered" };
         }
