@@ -60,6 +60,7 @@ export async function compactConversation(options: {
   const candidates = await store.loadCompactionCandidates(conversationId, {
     keepTurns: policy.keepTurns,
     maxTurns: 200,
+    minPending: policy.afterTurns - policy.keepTurns,
   });
   if (candidates.pending <= policy.afterTurns - policy.keepTurns || candidates.turns.length === 0)
     return "not_needed";

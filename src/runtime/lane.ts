@@ -20,7 +20,7 @@ export interface LaneOptions {
 
 /**
  * One conversation's executor in this process: runs its runs one at a time in the order the
- * store says (`nextRunnable`). Kicks are coalesced; a kick during a drain makes it look again.
+ * store says (`acquireNext`). Kicks are coalesced; a kick during a drain makes it look again.
  */
 export class Lane {
   closing = false;
@@ -68,18 +68,16 @@ export class Lane {
       this.dirty = false;
       for (;;) {
         if (this.closing) return;
-        const next = await store.nextRunnable(conversationId, clock.now());
-        if (!next) {
-          await this.watchForeignLease();
-          break;
-        }
-        const acquired = await store.acquireRun({
-          runId: next.id,
+        const { acquired, heldUntilMs } = await store.acquireNext({
+          conversationId,
           owner: this.options.owner,
           nowMs: clock.now(),
           leaseMs: this.options.leaseMs,
         });
-        if (!acquired) break;
+        if (!acquired) {
+          if (heldUntilMs !== null) this.retryAt(heldUntilMs);
+          break;
+        }
         const abort = new AbortController();
         this.active = { runId: acquired.run.id, abort };
         let end: ExecutionEnd;
@@ -98,12 +96,9 @@ export class Lane {
   }
 
   /** A run held by another live owner: look again when its lease would expire. */
-  private async watchForeignLease(): Promise<void> {
-    const runs = await this.options.store.listActiveRuns(this.options.conversationId);
-    const held = runs.find((r) => r.leaseExpiresAtMs !== null && r.owner !== this.options.owner);
-    if (!held?.leaseExpiresAtMs) return;
+  private retryAt(leaseExpiresAtMs: number): void {
     clearTimeout(this.retryTimer);
-    const delayMs = Math.max(10, held.leaseExpiresAtMs - this.options.clock.now() + 10);
+    const delayMs = Math.max(10, leaseExpiresAtMs - this.options.clock.now() + 10);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.kick();

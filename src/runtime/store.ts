@@ -39,11 +39,12 @@ export interface RuntimeStore {
   listActiveRuns(conversationId: string): Promise<RunRecord[]>;
 
   /**
-   * The run this conversation should execute next, or null when none is runnable (nothing queued,
-   * or a run is held by a live owner). Order: a running run whose owner's lease expired (resume),
-   * then urgent queued runs FIFO, then ordinary queued runs FIFO.
+   * Takes the run this conversation should execute next, in one transaction: a running run whose
+   * owner's lease expired (resumed), then urgent queued runs FIFO, then ordinary queued runs FIFO.
+   * When none is runnable, says until when another owner's live lease holds the conversation
+   * (`heldUntilMs`, null when nothing is queued or held).
    */
-  nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null>;
+  acquireNext(request: AcquireNextRequest): Promise<NextAcquisition>;
 
   /**
    * Takes ownership of a queued run, or of a running one whose lease expired, incrementing its
@@ -142,12 +143,11 @@ export interface RuntimeStore {
 
   /**
    * Turns finished after the current summary beyond the newest `keepTurns` (oldest first, at most
-   * `maxTurns`), the summary they would extend, and how many such turns there are in all.
+   * `maxTurns`), the summary they would extend, and how many such turns there are in all. With
+   * `minPending`, the turns are read only when more than that many are pending (a compaction that
+   * is not due yet needs the count alone).
    */
-  loadCompactionCandidates(
-    conversationId: string,
-    options: { keepTurns: number; maxTurns: number },
-  ): Promise<CompactionCandidates>;
+  loadCompactionCandidates(conversationId: string, options: CompactionRead): Promise<CompactionCandidates>;
 
   /**
    * Replaces the conversation's summary, compare-and-set on its version: `conflict` when another
@@ -524,6 +524,23 @@ export interface AcquiredRun {
   fence: Fence;
   seq: number;
 }
+
+export interface CompactionRead {
+  keepTurns: number;
+  maxTurns: number;
+  minPending?: number;
+}
+
+export interface AcquireNextRequest {
+  conversationId: string;
+  owner: string;
+  nowMs: number;
+  leaseMs: number;
+}
+
+export type NextAcquisition =
+  | { acquired: AcquiredRun; heldUntilMs: null }
+  | { acquired: null; heldUntilMs: number | null };
 
 export interface PromptTurn {
   runId: string;

@@ -4,6 +4,7 @@ import {
   type AdmitRequest,
   type AdmitResult,
   type ApprovalDecision,
+  type CompactionRead,
   type ConversationSettings,
   type Fence,
   type PromptTurn,
@@ -121,6 +122,21 @@ export function nextRunnable(active: readonly RunRecord[], nowMs: number): RunRe
   const owned = active.find(isOwned);
   if (owned) return isLeaseLive(owned, nowMs) ? null : owned;
   return active.find((r) => r.priority === "urgent") ?? active[0] ?? null;
+}
+
+/** How many finished turns a compaction would fold, and how many of them to read (0: not due). */
+export function compactionReach(
+  finishedSinceSummary: number,
+  options: CompactionRead,
+): { pending: number; read: number } {
+  const pending = Math.max(0, finishedSinceSummary - options.keepTurns);
+  const due = pending > (options.minPending ?? 0);
+  return { pending, read: due ? Math.min(pending, options.maxTurns) : 0 };
+}
+
+/** Until when a live lease of an owner other than `owner` holds the conversation, or null. */
+export function foreignLeaseUntil(active: readonly RunRecord[], owner: string): number | null {
+  return active.find((r) => r.leaseExpiresAtMs !== null && r.owner !== owner)?.leaseExpiresAtMs ?? null;
 }
 
 /** What a stop request does to `run`: end it now (never started), ask its owner, or nothing. */

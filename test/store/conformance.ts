@@ -468,14 +468,19 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         expect(scanned.map((r) => r.id)).toEqual([a.runId, b.runId]);
         const rest = await store.scanRecoverable({ afterQueueSeq: scanned[1]!.queueSeq, limit: 10 });
         expect(rest.map((r) => r.id)).toEqual([u1.runId, u2.runId]);
-        expect(await store.nextRunnable("c", T0 + 5)).toBeNull();
-        expect((await store.nextRunnable("c", T0 + 1000))?.id).toBe(a.runId);
-        const resumed = await store.acquireRun({
-          runId: a.runId,
+        const next = (nowMs: number) =>
+          store.acquireNext({ conversationId: "c", owner: "w", nowMs, leaseMs: 1000 });
+        // Held by a live lease: nothing is taken, and the lane learns when to look again.
+        expect(await next(T0 + 5)).toEqual({ acquired: null, heldUntilMs: T0 + 10 });
+        expect((await store.loadRun(b.runId))?.run.state).toBe("queued");
+        const resumed = (await next(T0 + 1000)).acquired;
+        expect(resumed?.run).toMatchObject({
+          id: a.runId,
           owner: "w",
-          nowMs: T0 + 1000,
-          leaseMs: 1000,
+          state: "interrupt_requested",
+          leaseExpiresAtMs: T0 + 2000,
         });
+        expect(resumed?.fence).toEqual({ runId: a.runId, fencingToken: 2 });
         await store.commitTerminal({
           fence: resumed!.fence,
           state: "interrupted",
@@ -484,18 +489,21 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         });
         const order: string[] = [];
         for (;;) {
-          const next = await store.nextRunnable("c", T0 + 2000);
-          if (!next) break;
-          order.push(next.id);
-          const got = await store.acquireRun({ runId: next.id, owner: "w", nowMs: T0 + 2000, leaseMs: 1000 });
+          const { acquired: got } = await next(T0 + 2000);
+          if (!got) break;
+          order.push(got.run.id);
           await store.commitTerminal({
-            fence: got!.fence,
+            fence: got.fence,
             state: "completed",
             assistantParts: [],
             nowMs: T0,
           });
         }
         expect(order).toEqual([u1.runId, u2.runId, b.runId]);
+        expect(await next(T0 + 2000)).toEqual({ acquired: null, heldUntilMs: null });
+        expect(
+          await store.acquireNext({ conversationId: "unknown", owner: "w", nowMs: T0, leaseMs: 1000 }),
+        ).toEqual({ acquired: null, heldUntilMs: null });
       }),
     );
 
@@ -739,7 +747,13 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         expect(await store.expireLeases({ exceptOwner: "me", nowMs: T0 + 3 })).toBe(1);
         expect((await store.loadRun(theirs.admitted.runId))?.run.leaseExpiresAtMs).toBe(T0 + 3);
         expect((await store.loadRun(mine.admitted.runId))?.run.leaseExpiresAtMs).toBe(T0 + 1000);
-        expect((await store.nextRunnable("t", T0 + 3))?.id).toBe(theirs.admitted.runId);
+        const taken = await store.acquireNext({
+          conversationId: "t",
+          owner: "me",
+          nowMs: T0 + 3,
+          leaseMs: 1000,
+        });
+        expect(taken.acquired?.run.id).toBe(theirs.admitted.runId);
       }),
     );
 
@@ -948,6 +962,19 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           ["user", "assistant"],
           ["user", "assistant"],
         ]);
+        // Not due yet: the count alone, no turn read.
+        const notDue = await store.loadCompactionCandidates("conv", {
+          keepTurns: 1,
+          maxTurns: 10,
+          minPending: 2,
+        });
+        expect(notDue).toMatchObject({ pending: 2, turns: [] });
+        const due = await store.loadCompactionCandidates("conv", {
+          keepTurns: 1,
+          maxTurns: 10,
+          minPending: 1,
+        });
+        expect(due.turns.length).toBe(2);
         const through = candidates.turns.at(-1)!.finishSeq;
         const save = (expectedVersion: number, throughFinishSeq: number) =>
           store.saveSummary({

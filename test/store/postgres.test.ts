@@ -362,11 +362,13 @@ async function recordSession(store: RuntimeStore): Promise<unknown[]> {
   await step("scan", () => store.scanRecoverable({ afterQueueSeq: 0, limit: 10 }));
 
   // Release, lease expiry, resumption and usage totals.
-  const next = (await step("next", () => store.nextRunnable("c1", T0 + 40)))!;
-  const first = (await acquire(next.id, "w", T0 + 40))!;
+  const acquireNext = (name: string, nowMs: number) =>
+    step(name, () => store.acquireNext({ conversationId: "c1", owner: "w", nowMs, leaseMs: 1000 }));
+  const first = (await acquireNext("next", T0 + 40)).acquired!;
+  const next = first.run;
   await step("release", () => store.releaseRun(first.fence, T0 + 41));
   const dead = (await acquire(next.id, "dead", T0 + 42, 10_000))!;
-  await step("busy", () => store.nextRunnable("c1", T0 + 43));
+  await acquireNext("busy", T0 + 43);
   await step("expire", () => store.expireLeases({ exceptOwner: "w", nowMs: T0 + 44 }));
   await step("stale renew", () => store.renewLease(first.fence, T0 + 45, 1000));
   const resumed = (await acquire(next.id, "w", T0 + 45))!;

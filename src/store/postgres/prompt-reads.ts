@@ -2,6 +2,7 @@ import type { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
 import type {
   CompactionCandidates,
+  CompactionRead,
   ConversationSummary,
   PromptContext,
   PromptTurn,
@@ -9,7 +10,7 @@ import type {
 import type { Message } from "../../runtime/types.ts";
 import { type StepRow, toStepRecord } from "../operator-sql.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
-import { joinableInputs, joinedInputIds, promptTurns } from "../rules.ts";
+import { compactionReach, joinableInputs, joinedInputIds, promptTurns } from "../rules.ts";
 
 /**
  * The runtime store's prompt reads on PostgreSQL: the bounded material for a model call and for
@@ -69,22 +70,18 @@ export async function summaryOf(sql: SQL, conversationId: string): Promise<Conve
 export async function compactionCandidates(
   sql: SQL,
   conversationId: string,
-  options: { keepTurns: number; maxTurns: number },
+  options: CompactionRead,
 ): Promise<CompactionCandidates> {
   const summary = await summaryOf(sql, conversationId);
   const after = summary?.throughFinishSeq ?? 0;
   const [count] = await sql<Array<{ n: Integer }>>`
       SELECT count(*) AS n FROM runs WHERE conversation_id = ${conversationId} AND finish_seq > ${after}
       AND state NOT IN ('superseded', 'absorbed', 'cancelled')`;
-  const pending = Math.max(0, Number(count!.n) - options.keepTurns);
+  const { pending, read } = compactionReach(Number(count!.n), options);
   const turns =
-    pending === 0
+    read === 0
       ? []
-      : await finishedTurns(sql, conversationId, {
-          afterFinishSeq: after,
-          limit: Math.min(pending, options.maxTurns),
-          newest: false,
-        });
+      : await finishedTurns(sql, conversationId, { afterFinishSeq: after, limit: read, newest: false });
   return { summary, turns, pending };
 }
 

@@ -3,6 +3,7 @@ import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import type {
   AcquiredRun,
+  AcquireNextRequest,
   AcquireRequest,
   AdmitRequest,
   AdmitResult,
@@ -10,6 +11,7 @@ import type {
   ApprovalRecord,
   CheckpointRequest,
   CompactionCandidates,
+  CompactionRead,
   ConversationHead,
   ConversationSettings,
   Fence,
@@ -17,6 +19,7 @@ import type {
   IngressClaim,
   IngressClaimResult,
   MessagePage,
+  NextAcquisition,
   PromptContext,
   PurgeRecord,
   PurgeResult,
@@ -60,6 +63,7 @@ import {
   checkFence,
   checkpointEvent,
   type EventBody,
+  foreignLeaseUntil,
   mayAbsorb,
   nextRunnable,
   notAnInput,
@@ -289,10 +293,7 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
 
   // ---- RuntimeStore ----
 
-  loadCompactionCandidates(
-    conversationId: string,
-    options: { keepTurns: number; maxTurns: number },
-  ): Promise<CompactionCandidates> {
+  loadCompactionCandidates(conversationId: string, options: CompactionRead): Promise<CompactionCandidates> {
     return this.read((sql) => compactionCandidates(sql, conversationId, options));
   }
 
@@ -354,29 +355,52 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
     return this.activeRuns(this.sql, conversationId);
   }
 
-  async nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
-    return nextRunnable(await this.activeRuns(this.sql, conversationId), nowMs);
+  acquireNext(request: AcquireNextRequest): Promise<NextAcquisition> {
+    return this.write(async (tx): Promise<NextAcquisition> => {
+      if ((await this.lockExistingHead(tx, request.conversationId)) === null)
+        return { acquired: null, heldUntilMs: null };
+      // Locked, so that a lease renewed meanwhile is seen before the run is taken over.
+      const active = (
+        await tx.sql<RunRow[]>`
+          SELECT * FROM runs WHERE conversation_id = ${request.conversationId}
+          AND state IN ('queued', 'running', 'interrupt_requested') ORDER BY queue_seq FOR UPDATE`
+      ).map(toRun);
+      const next = nextRunnable(active, request.nowMs);
+      const acquired = next ? await this.take(tx, next, active, request) : null;
+      if (acquired) return { acquired, heldUntilMs: null };
+      return { acquired: null, heldUntilMs: foreignLeaseUntil(active, request.owner) };
+    });
   }
 
   acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
-    const { nowMs } = request;
     return this.write(async (tx) => {
       const run = await this.lockRun(tx, request.runId);
       if (!run) return null;
       const active = run.state === "queued" ? await this.activeRuns(tx.sql, run.conversationId) : [];
-      const taken = acquisition(run, active, nowMs);
-      if (!taken) return null;
-      const [row] = await tx.sql<RunRow[]>`
-        UPDATE runs SET state = ${taken.state}, owner = ${request.owner}, fencing_token = ${taken.fencingToken},
-          lease_expires_at_ms = ${nowMs + request.leaseMs}, started_at_ms = COALESCE(started_at_ms, ${nowMs})
-        WHERE id = ${run.id} RETURNING *`;
-      const { seq } = await this.appendEvent(
-        tx,
-        { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
-        nowMs,
-      );
-      return { run: toRun(row!), fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
+      return this.take(tx, run, active, request);
     });
+  }
+
+  /** Takes ownership of `run` when `acquisition` allows it; the caller holds its head lock. */
+  private async take(
+    tx: Tx,
+    run: RunRecord,
+    active: readonly RunRecord[],
+    request: { owner: string; nowMs: number; leaseMs: number },
+  ): Promise<AcquiredRun | null> {
+    const { nowMs } = request;
+    const taken = acquisition(run, active, nowMs);
+    if (!taken) return null;
+    const [row] = await tx.sql<RunRow[]>`
+      UPDATE runs SET state = ${taken.state}, owner = ${request.owner}, fencing_token = ${taken.fencingToken},
+        lease_expires_at_ms = ${nowMs + request.leaseMs}, started_at_ms = COALESCE(started_at_ms, ${nowMs})
+      WHERE id = ${run.id} RETURNING *`;
+    const { seq } = await this.appendEvent(
+      tx,
+      { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
+      nowMs,
+    );
+    return { run: toRun(row!), fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
   }
 
   /** One conditional statement: it waits for a takeover in progress and then sees its new token. */

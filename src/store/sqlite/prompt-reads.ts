@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { SwitchboardError } from "../../errors.ts";
 import type {
   CompactionCandidates,
+  CompactionRead,
   ConversationSummary,
   PromptContext,
   PromptTurn,
@@ -9,7 +10,7 @@ import type {
 import type { Message } from "../../runtime/types.ts";
 import { type StepRow, toStepRecord } from "../operator-sql.ts";
 import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
-import { joinableInputs, joinedInputIds, promptTurns } from "../rules.ts";
+import { compactionReach, joinableInputs, joinedInputIds, promptTurns } from "../rules.ts";
 import { placeholders } from "./database.ts";
 
 /**
@@ -69,7 +70,7 @@ export function summaryOf(db: Database, conversationId: string): ConversationSum
 export function compactionCandidates(
   db: Database,
   conversationId: string,
-  options: { keepTurns: number; maxTurns: number },
+  options: CompactionRead,
 ): CompactionCandidates {
   const summary = summaryOf(db, conversationId);
   const after = summary?.throughFinishSeq ?? 0;
@@ -79,15 +80,11 @@ export function compactionCandidates(
        AND state NOT IN ('superseded', 'absorbed', 'cancelled')`,
     )
     .get(conversationId, after) as { n: number };
-  const pending = Math.max(0, count.n - options.keepTurns);
+  const { pending, read } = compactionReach(count.n, options);
   const turns =
-    pending === 0
+    read === 0
       ? []
-      : finishedTurns(db, conversationId, {
-          afterFinishSeq: after,
-          limit: Math.min(pending, options.maxTurns),
-          newest: false,
-        });
+      : finishedTurns(db, conversationId, { afterFinishSeq: after, limit: read, newest: false });
   return { summary, turns, pending };
 }
 

@@ -3,6 +3,7 @@ import { SwitchboardError } from "../../errors.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import type {
   AcquiredRun,
+  AcquireNextRequest,
   AcquireRequest,
   AdmitRequest,
   AdmitResult,
@@ -10,6 +11,7 @@ import type {
   ApprovalRecord,
   CheckpointRequest,
   CompactionCandidates,
+  CompactionRead,
   ConversationHead,
   ConversationSettings,
   Fence,
@@ -17,6 +19,7 @@ import type {
   IngressClaim,
   IngressClaimResult,
   MessagePage,
+  NextAcquisition,
   PromptContext,
   PurgeRecord,
   PurgeResult,
@@ -59,6 +62,7 @@ import {
   checkFence,
   checkpointEvent,
   type EventBody,
+  foreignLeaseUntil,
   mayAbsorb,
   nextRunnable,
   notAnInput,
@@ -266,10 +270,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
 
   // ---- RuntimeStore ----
 
-  loadCompactionCandidates(
-    conversationId: string,
-    options: { keepTurns: number; maxTurns: number },
-  ): Promise<CompactionCandidates> {
+  loadCompactionCandidates(conversationId: string, options: CompactionRead): Promise<CompactionCandidates> {
     return this.read(() => compactionCandidates(this.db, conversationId, options));
   }
 
@@ -351,33 +352,44 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     return this.read(() => this.activeRuns(conversationId));
   }
 
-  nextRunnable(conversationId: string, nowMs: number): Promise<RunRecord | null> {
-    return this.read(() => nextRunnable(this.activeRuns(conversationId), nowMs));
+  acquireNext(request: AcquireNextRequest): Promise<NextAcquisition> {
+    return this.write(() => {
+      const active = this.activeRuns(request.conversationId);
+      const next = nextRunnable(active, request.nowMs);
+      const acquired = next ? this.take(next, active, request) : null;
+      if (acquired) return { acquired, heldUntilMs: null };
+      return { acquired: null, heldUntilMs: foreignLeaseUntil(active, request.owner) };
+    });
   }
 
   acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
-    const { nowMs } = request;
     return this.write(() => {
       const run = this.runRow(request.runId);
       if (!run) return null;
-      const taken = acquisition(
-        run,
-        run.state === "queued" ? this.activeRuns(run.conversationId) : [],
-        nowMs,
-      );
-      if (!taken) return null;
-      this.db
-        .query(
-          `UPDATE runs SET state = ?, owner = ?, fencing_token = ?, lease_expires_at_ms = ?,
-           started_at_ms = COALESCE(started_at_ms, ?) WHERE id = ?`,
-        )
-        .run(taken.state, request.owner, taken.fencingToken, nowMs + request.leaseMs, nowMs, run.id);
-      const seq = this.appendEvent(
-        { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
-        nowMs,
-      );
-      return { run: this.runRow(run.id)!, fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
+      return this.take(run, run.state === "queued" ? this.activeRuns(run.conversationId) : [], request);
     });
+  }
+
+  /** Takes ownership of `run` when `acquisition` allows it (inside a write transaction). */
+  private take(
+    run: RunRecord,
+    active: readonly RunRecord[],
+    request: { owner: string; nowMs: number; leaseMs: number },
+  ): AcquiredRun | null {
+    const { nowMs } = request;
+    const taken = acquisition(run, active, nowMs);
+    if (!taken) return null;
+    const row = this.db
+      .query(
+        `UPDATE runs SET state = ?, owner = ?, fencing_token = ?, lease_expires_at_ms = ?,
+         started_at_ms = COALESCE(started_at_ms, ?) WHERE id = ? RETURNING *`,
+      )
+      .get(taken.state, request.owner, taken.fencingToken, nowMs + request.leaseMs, nowMs, run.id) as RunRow;
+    const seq = this.appendEvent(
+      { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
+      nowMs,
+    );
+    return { run: toRun(row), fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
   }
 
   renewLease(fence: Fence, nowMs: number, leaseMs: number): Promise<boolean> {
