@@ -233,15 +233,21 @@ interface TransitionRequest {
 }
 
 function transition(db: Database, request: TransitionRequest): boolean {
+  return transitioned(db, request) !== null;
+}
+
+/** Moves a record between states; the row as it is now, or null when it was not in `from`. */
+function transitioned(db: Database, request: TransitionRequest): OutboxRow | null {
   for (const from of request.from) assertTransition(request.id, from, request.to);
   const assignments = Object.entries(request.set ?? {});
   const sql = `UPDATE outbox SET state = ?, updated_at_ms = ?, history = json_insert(history, '$[#]', json(?))${assignments
     .map(([column]) => `, ${column} = ?`)
     .join("")}
-    WHERE id = ? AND state IN (${placeholders(request.from.length)})${request.where ? ` AND ${request.where}` : ""}`;
-  const result = db
+    WHERE id = ? AND state IN (${placeholders(request.from.length)})${request.where ? ` AND ${request.where}` : ""}
+    RETURNING *`;
+  return db
     .query(sql)
-    .run(
+    .get(
       request.to,
       request.nowMs,
       historyJson(request.entry),
@@ -249,8 +255,7 @@ function transition(db: Database, request: TransitionRequest): boolean {
       request.id,
       ...request.from,
       ...(request.whereParams ?? []),
-    );
-  return result.changes === 1;
+    ) as OutboxRow | null;
 }
 
 /** The outbox over one SQLite database (WAL, busy_timeout set by whoever opened it). */
@@ -301,7 +306,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
       const set: TransitionRequest["set"] = { attempts: row.attempts + 1 };
       if (rendered && row.kind === "message" && row.rendered === null)
         set.rendered = JSON.stringify(rendered);
-      const moved = transition(this.db, {
+      const moved = transitioned(this.db, {
         id: row.id,
         from: ["pending"],
         to: "sending",
@@ -309,7 +314,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
         entry: history.sending(nowMs, row.attempts + 1),
         nowMs,
       });
-      return moved ? toOutboxRecord(getRow(this.db, row.id)!) : null;
+      return moved ? toOutboxRecord(moved) : null;
     });
   }
 
