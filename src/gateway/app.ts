@@ -201,6 +201,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       timeoutMs: config.file.approvalTimeoutMs,
     },
     modelCalls: timeline.modelCalls,
+    admissions: timeline.admissions,
     // Summaries from the offline model would be noise; any real model folds long conversations.
     ...(registry.chain[0].spec === "offline"
       ? {}

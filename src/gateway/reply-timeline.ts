@@ -7,6 +7,8 @@ const MAX_TRACKED_RUNS = 10_000;
 
 /** Where one reply is, in the timeline's milliseconds. */
 interface Stamps {
+  /** The latest admission into the run committed here; taken by `admitted`. */
+  committedAtMs?: number;
   /** Set by a fresh admission, taken by the run's first model call. */
   admittedAtMs?: number;
   /** The model call in flight's start. */
@@ -25,9 +27,11 @@ interface Stamps {
 export interface ReplyTimeline {
   /** An update reached ingress: returns its stamp, for `admitted`. */
   received(): number;
+  /** The runtime committed an admission into `runId` (T1); `admitted` then times up to here. */
+  admissions: { committed(runId: string): void };
   /**
-   * Its input was committed (T1) at `runId`; `fresh` when that started a run (not joined one).
-   * `platformAtMs`: when the adapter got the update (see `IngressTiming`), when it said.
+   * Ingress learnt that its input was committed at `runId`; `fresh` when that started a run (not
+   * joined one). `platformAtMs`: when the adapter got the update (see `IngressTiming`), when it said.
    */
   admitted(runId: string, receivedAtMs: number, fresh: boolean, platformAtMs?: number): void;
   modelCalls: ModelCallObserver;
@@ -54,8 +58,15 @@ export function createReplyTimeline(
 
   return {
     received: nowMs,
+    admissions: {
+      committed(runId) {
+        stampsOf(runId).committedAtMs = nowMs();
+      },
+    },
     admitted(runId, receivedAtMs, fresh, platformAtMs) {
-      const atMs = nowMs();
+      const stamps = runs.get(runId);
+      const atMs = stamps?.committedAtMs ?? nowMs();
+      if (stamps) delete stamps.committedAtMs;
       if (platformAtMs !== undefined) observe("receive", receivedAtMs - platformAtMs);
       observe("admit", atMs - receivedAtMs);
       if (fresh) stampsOf(runId).admittedAtMs = atMs;

@@ -131,6 +131,11 @@ export interface RuntimeOptions {
   readUsage: UsageReader;
   /** Told when each model call starts and ends (latency metrics). */
   modelCalls?: ModelCallObserver;
+  /**
+   * Told the moment an input's admission committed (T1), before its run is woken: a lane's
+   * acquisition runs synchronously on the embedded engine, so a stamp taken later would include it.
+   */
+  admissions?: { committed(runId: string): void };
   loop?: {
     /** Step ceiling; reaching it ends the run `policy_stop`. Default 8. */
     maxSteps?: number;
@@ -306,6 +311,7 @@ export class Runtime {
       nowMs,
     });
     if (result.outcome !== "duplicate") {
+      this.options.admissions?.committed(result.runId);
       for (const runId of result.superseded) void this.settleFromStore(runId);
       for (const stop of result.stopRequested)
         this.lanes.get(result.conversationId)?.abort(stop.runId, stop.reason);

@@ -71,3 +71,22 @@ test("a later step's model call, a joined input, a recovered reply and a retried
     ["send", 2],
   ]);
 });
+
+test("admission is timed to its commit, not to when ingress hears of it after the run was acquired", () => {
+  const { timeline, observed, at } = setup();
+  const received = timeline.received();
+  at(1);
+  timeline.admissions.committed("run_1");
+  at(3); // the lane's acquisition ran before ingress resumed
+  timeline.admitted("run_1", received, true);
+  at(4);
+  timeline.modelCalls.started("run_1");
+  at(6);
+  timeline.admissions.committed("run_1"); // an input joins the running answer
+  timeline.admitted("run_1", 5, false);
+  expect(observed).toEqual([
+    ["admit", 1],
+    ["to_model", 3],
+    ["admit", 1],
+  ]);
+});
