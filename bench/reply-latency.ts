@@ -6,22 +6,24 @@
  * appeared. Latency is from the emulator queueing the update to the emulator receiving the reply.
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
- *     [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder]
+ *     [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
  * `--cpu-prof DIR` runs the gateway under bun's sampling profiler (a .cpuprofile and a markdown
  * summary in DIR at its exit); `--product-only` skips the baseline (for profiling runs);
  * `--save-prompt FILE` writes the request body of a one-line message to FILE (for
  * `bench/model-call.ts --prompt FILE`); `--ladder` also runs the baseline bot's two rungs towards
  * switchboard's promises (streamText; then streamText and a durable SQLite file, see
- * baseline-bot.ts), so each promise's own cost shows beside switchboard's.
+ * baseline-bot.ts), so each promise's own cost shows beside switchboard's; `--sql-trace` counts
+ * and times the gateway's SQL statements (bench/support/sql-trace.ts) and prints them per reply.
  * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
  * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
  * own /metrics histograms (interpolated within buckets), each bot's CPU time per reply (Linux), and
  * the prompt it sends for a one-line message.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { REPLY_STAGES } from "../src/gateway/metrics.ts";
 import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { tempDir } from "../test/support/runtime.ts";
+import type { TracedStatement } from "./support/sql-trace.ts";
 import { type Bot, chatTurns, cpuMs, startBaseline, startProduct } from "./support/telegram-bots.ts";
 import { argInt } from "./util.ts";
 
@@ -37,6 +39,7 @@ const ladder = process.argv.includes("--ladder") && !productOnly;
 const savePromptFile = process.argv.includes("--save-prompt")
   ? process.argv[process.argv.indexOf("--save-prompt") + 1]
   : undefined;
+const sqlTrace = process.argv.includes("--sql-trace");
 const STAGES = REPLY_STAGES;
 const FIRST_USER_ID = 910_001;
 const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
@@ -129,7 +132,8 @@ async function measure(bot: Bot): Promise<Run> {
 console.error(
   `switchboard: ${messages} paced messages in one chat, then ${perChat} in each of ${chats} chats`,
 );
-const product = await startProduct({ dir: dir.path, llm, userIds, cpuProfDir });
+const sqlTraceFile = sqlTrace ? `${dir.path}/sql-trace.json` : undefined;
+const product = await startProduct({ dir: dir.path, llm, userIds, cpuProfDir, sqlTraceFile });
 llm.reset();
 const productRun = await measure(product).catch(async (error: unknown) => {
   console.error(`switchboard's last log lines:\n${product.logs?.slice(-40).join("\n")}`);
@@ -138,6 +142,7 @@ const productRun = await measure(product).catch(async (error: unknown) => {
 });
 const oneLine = llm.requests().find((request) => request.lastUserText.startsWith("ping "));
 await product.stop();
+const statements: TracedStatement[] = sqlTraceFile ? JSON.parse(readFileSync(sqlTraceFile, "utf8")) : [];
 
 let baselineRun: Run = { oneChat: [], manyChats: [] };
 if (!productOnly) {
@@ -222,4 +227,18 @@ if (rungs.length > 0) {
       );
     }
   }
+}
+
+if (sqlTrace) {
+  // Warm-up, one chat, many chats; start-up statements (migrations) are counted too.
+  const replies = chats + messages + chats * perChat;
+  const count = statements.reduce((n, s) => n + s.count, 0);
+  const ms = statements.reduce((n, s) => n + s.ms, 0);
+  console.log(
+    `\n  SQL: ${(count / replies).toFixed(1)} statements and ${(ms / replies).toFixed(2)} ms of statement time per reply (${replies} replies)`,
+  );
+  for (const s of statements.sort((a, b) => b.count - a.count).slice(0, 15))
+    console.log(
+      `    ${(s.count / replies).toFixed(2).padStart(6)} ×  ${(s.ms / s.count).toFixed(3)} ms  ${s.sql.slice(0, 110)}`,
+    );
 }

@@ -39,14 +39,25 @@ function newEmulator(userIds: readonly number[]): TelegramEmulator {
   return emulator;
 }
 
-/** Switchboard; `cpuProfDir` runs it under bun's sampling profiler (written there at its exit). */
+/**
+ * Switchboard; `cpuProfDir` runs it under bun's sampling profiler (written there at its exit),
+ * `sqlTraceFile` counts its SQL statements (bench/support/sql-trace.ts, written there at its stop).
+ */
 export async function startProduct(options: {
   dir: string;
   llm: FakeLlmServer;
   userIds: readonly number[];
   cpuProfDir?: string;
+  sqlTraceFile?: string;
 }): Promise<Bot> {
   const emulator = newEmulator(options.userIds);
+  const cli = join(import.meta.dir, "..", "..", "src", "cli", "main.ts");
+  const profiler =
+    options.cpuProfDir === undefined
+      ? []
+      : ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${options.cpuProfDir}`];
+  const tracer =
+    options.sqlTraceFile === undefined ? [] : ["--preload", join(import.meta.dir, "sql-trace.ts")];
   const gateway: GatewayProcess = await startGatewayProcess(
     e2eGatewayEnv({
       dir: options.dir,
@@ -58,20 +69,12 @@ export async function startProduct(options: {
         TELEGRAM_BOT_TOKEN: emulator.token,
         TELEGRAM_API_ROOT: emulator.url,
         TELEGRAM_ALLOWED_USERS: options.userIds.join(","),
+        ...(options.sqlTraceFile === undefined ? {} : { SWITCHBOARD_SQL_TRACE: options.sqlTraceFile }),
       },
     }),
     undefined,
     undefined,
-    options.cpuProfDir === undefined
-      ? undefined
-      : [
-          process.execPath,
-          "--cpu-prof",
-          "--cpu-prof-md",
-          `--cpu-prof-dir=${options.cpuProfDir}`,
-          join(import.meta.dir, "..", "..", "src", "cli", "main.ts"),
-          "start",
-        ],
+    [process.execPath, ...profiler, ...tracer, cli, "start"],
   );
   return {
     emulator,
