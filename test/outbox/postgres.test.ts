@@ -245,6 +245,49 @@ describe("postgres outbox: the terminal transaction", () => {
   });
 });
 
+describe("postgres outbox: a stream against its run's ending", () => {
+  test("a stream that starts while its run is being ended without an owner waits for it, and stays off", async () => {
+    await withDatabase(async (url) => {
+      const store = await openPostgresRuntimeStore(url);
+      const sql = new SQL(url);
+      const outbox = new PostgresOutboxRepository(sql);
+      const ending = await sql.reserve();
+      try {
+        const admitted = await store.admit(admitRequest("conv-1", "hello"));
+        // Another transaction is ending the run (as a supersede does), not yet committed.
+        await ending`BEGIN`;
+        await ending`UPDATE runs SET state = 'superseded', finish_seq = nextval('run_finish_seqs')
+          WHERE id = ${admitted.runId}`;
+        let settled = false;
+        const start = outbox
+          .beginStream(
+            {
+              runId: admitted.runId,
+              conversationId: "conv-1",
+              channel: "telegram",
+              account: "bot-1",
+              target: "chat-a",
+              markdown: "",
+            },
+            T0,
+          )
+          .finally(() => {
+            settled = true;
+          });
+        await Bun.sleep(300);
+        expect(settled).toBe(false);
+        await ending`COMMIT`;
+        expect(await start).toEqual({ live: false, reason: "answered" });
+        expect(await outbox.show(`${admitted.runId}:stream`)).toBeNull();
+      } finally {
+        ending.release();
+        await store.close();
+        await sql.close();
+      }
+    });
+  });
+});
+
 describe("postgres outbox: the delivery worker", () => {
   test("answers to one chat are each delivered once, in order", async () => {
     await withDatabase(async (url) => {

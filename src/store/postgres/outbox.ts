@@ -428,6 +428,12 @@ export class PostgresOutboxRepository implements OutboxRepository {
 
   beginStream(insert: Omit<OutboxInsert, "kind" | "key">, nowMs: number): Promise<StreamStart> {
     return this.write(async (tx): Promise<StreamStart> => {
+      // A run ended without its owner (superseded, stopped while queued) finalises its stream
+      // without the target's lock. Its row lock orders the two instead: an ending in progress is
+      // waited for and seen, and one that starts after this waits for the stream to be there to
+      // finalise. Taken before the target's lock, in the terminal commit's order (run, then target).
+      const [run] = await tx<Array<{ ended: boolean }>>`
+        SELECT finish_seq IS NOT NULL AS ended FROM runs WHERE id = ${insert.runId} FOR SHARE`;
       // Before anything is read: the run's terminal commit takes the same lock (see commitAnswerDelivery).
       await lockTargets(tx, [insert]);
       const key = streamKey(insert.runId);
@@ -438,8 +444,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
           await tx`SELECT 1 FROM outbox WHERE run_id = ${insert.runId} AND media IS NULL LIMIT 1`;
         // Nor may a run that ended before its stream opened (superseded, with nothing to send) leave
         // an open stream at the head of its chat.
-        const [ended] = await tx`SELECT 1 FROM runs WHERE id = ${insert.runId} AND finish_seq IS NOT NULL`;
-        if (answered || ended) return { live: false, reason: "answered" };
+        if (answered || run?.ended) return { live: false, reason: "answered" };
         await insertOutboxRecords(tx, [{ ...insert, key, kind: "stream", final: false }], nowMs);
         row = (await rowOf(tx, key))!;
       }
