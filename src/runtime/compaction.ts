@@ -62,8 +62,8 @@ export async function compactConversation(options: {
     maxTurns: 200,
     minPending: policy.afterTurns - policy.keepTurns,
   });
-  if (candidates.pending <= policy.afterTurns - policy.keepTurns || candidates.turns.length === 0)
-    return "not_needed";
+  // No turns: none pending, or not yet more than the policy lets pile up.
+  if (candidates.turns.length === 0) return "not_needed";
   const text = await policy.summarize({
     previousSummary: candidates.summary?.text ?? null,
     turns: candidates.turns.flatMap((t) => projectTurn(t.messages)),

@@ -187,70 +187,79 @@ describe("postgres outbox: text PostgreSQL cannot store", () => {
   });
 });
 
+/** The runtime store and an outbox repository on one fresh database, each with its own pool. */
+async function withStoreAndOutbox(
+  fn: (opened: {
+    store: Awaited<ReturnType<typeof openPostgresRuntimeStore>>;
+    sql: SQL;
+    outbox: PostgresOutboxRepository;
+  }) => Promise<void>,
+): Promise<void> {
+  await withDatabase(async (url) => {
+    const store = await openPostgresRuntimeStore(url);
+    const sql = new SQL(url);
+    try {
+      await fn({ store, sql, outbox: new PostgresOutboxRepository(sql) });
+    } finally {
+      await store.close();
+      await sql.close();
+    }
+  });
+}
+
 describe("postgres outbox: the terminal transaction", () => {
   test("the answer is enqueued inside the runtime store's terminal commit; a rollback leaves no record", async () => {
-    await withDatabase(async (url) => {
-      const store = await openPostgresRuntimeStore(url);
-      const sql = new SQL(url);
-      const outbox = new PostgresOutboxRepository(sql);
-      try {
-        const admitted = await store.admit(admitRequest("conv-1", "hello"));
-        const owned = (await store.acquireRun({
-          runId: admitted.runId,
-          owner: "w",
+    await withStoreAndOutbox(async ({ store, sql, outbox }) => {
+      const admitted = await store.admit(admitRequest("conv-1", "hello"));
+      const owned = (await store.acquireRun({
+        runId: admitted.runId,
+        owner: "w",
+        nowMs: T0,
+        leaseMs: 60_000,
+      }))!;
+      const answer = {
+        runId: admitted.runId,
+        conversationId: "conv-1",
+        channel: "telegram" as const,
+        account: "bot-1",
+        target: "chat-a",
+        state: "completed" as const,
+        text: "the answer",
+      };
+      const terminal = () =>
+        store.commitTerminal({
+          fence: owned.fence,
+          state: "completed",
+          assistantParts: [{ type: "text", text: "the answer" }],
+          delivery: answer,
           nowMs: T0,
-          leaseMs: 60_000,
-        }))!;
-        const answer = {
-          runId: admitted.runId,
-          conversationId: "conv-1",
-          channel: "telegram" as const,
-          account: "bot-1",
-          target: "chat-a",
-          state: "completed" as const,
-          text: "the answer",
-        };
-        const terminal = () =>
-          store.commitTerminal({
-            fence: owned.fence,
-            state: "completed",
-            assistantParts: [{ type: "text", text: "the answer" }],
-            delivery: answer,
-            nowMs: T0,
-          });
+        });
 
-        // The terminal event is written after the outbox record: failing it must take the record back.
-        await sql.unsafe(`
+      // The terminal event is written after the outbox record: failing it must take the record back.
+      await sql.unsafe(`
           CREATE FUNCTION refuse_terminal() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN RAISE EXCEPTION 'ledger refused the terminal event'; END $$;
           CREATE TRIGGER refuse_terminal BEFORE INSERT ON events FOR EACH ROW
             WHEN (NEW.type = 'terminal') EXECUTE FUNCTION refuse_terminal();`);
-        await expect(terminal()).rejects.toThrow("ledger refused the terminal event");
-        expect(await outbox.list({})).toEqual([]);
-        expect((await store.loadRun(admitted.runId))?.run.state).toBe("running");
+      await expect(terminal()).rejects.toThrow("ledger refused the terminal event");
+      expect(await outbox.list({})).toEqual([]);
+      expect((await store.loadRun(admitted.runId))?.run.state).toBe("running");
 
-        await sql.unsafe("DROP TRIGGER refuse_terminal ON events");
-        await terminal();
-        expect(await outbox.show(`${admitted.runId}:0`)).toMatchObject({
-          state: "pending",
-          markdown: "the answer",
-          ordinal: 1,
-        });
-        expect((await store.loadRun(admitted.runId))?.run.state).toBe("completed");
-      } finally {
-        await store.close();
-        await sql.close();
-      }
+      await sql.unsafe("DROP TRIGGER refuse_terminal ON events");
+      await terminal();
+      expect(await outbox.show(`${admitted.runId}:0`)).toMatchObject({
+        state: "pending",
+        markdown: "the answer",
+        ordinal: 1,
+      });
+      expect((await store.loadRun(admitted.runId))?.run.state).toBe("completed");
     });
   });
 });
 
 describe("postgres outbox: a stream against its run's ending", () => {
   test("a stream that starts while its run is being ended without an owner waits for it, and stays off", async () => {
-    await withDatabase(async (url) => {
-      const store = await openPostgresRuntimeStore(url);
-      const sql = new SQL(url);
-      const outbox = new PostgresOutboxRepository(sql);
+    await withStoreAndOutbox(async ({ store, sql, outbox }) => {
       const ending = await sql.reserve();
       try {
         const admitted = await store.admit(admitRequest("conv-1", "hello"));
@@ -281,8 +290,6 @@ describe("postgres outbox: a stream against its run's ending", () => {
         expect(await outbox.show(`${admitted.runId}:stream`)).toBeNull();
       } finally {
         ending.release();
-        await store.close();
-        await sql.close();
       }
     });
   });
