@@ -1,4 +1,4 @@
-import { tool, zodSchema } from "ai";
+import { type ModelMessage, tool, zodSchema } from "ai";
 import { z } from "zod";
 import type { RuntimeStore } from "./store.ts";
 
@@ -15,6 +15,9 @@ export const OUTPUT_LIMIT_BYTES = 16 * 1024;
 export const HEAD_CHARS = 4000;
 /** The most `read_output` returns at once, in characters. */
 export const PAGE_CHARS = 8000;
+
+/** How a cut output's note begins; `showsCutOutput` looks for it. */
+const CUT_NOTE = "\n\n[output cut: ";
 
 /** The text a result would be in the prompt: a string as is, anything else as JSON. */
 export function outputText(output: unknown): string {
@@ -36,7 +39,7 @@ export function boundOutput(
   const chars = Array.from(full);
   const head = chars.slice(0, HEAD_CHARS).join("");
   return {
-    output: `${head}\n\n[output cut: this is characters 0-${HEAD_CHARS} of ${chars.length} (${Buffer.byteLength(full, "utf8")} bytes). The full output is stored as "${ref}": call ${READ_OUTPUT} with {"ref": "${ref}", "offset": ${HEAD_CHARS}} to read on.]`,
+    output: `${head}${CUT_NOTE}this is characters 0-${HEAD_CHARS} of ${chars.length} (${Buffer.byteLength(full, "utf8")} bytes). The full output is stored as "${ref}": call ${READ_OUTPUT} with {"ref": "${ref}", "offset": ${HEAD_CHARS}} to read on.]`,
     spilled: { ref, text: full },
   };
 }
@@ -73,4 +76,19 @@ export function createReadOutputTool(store: RuntimeStore, conversationId: string
       return `${slice.text}\n\n[${slice.toolName} output, characters ${offset}-${end} of ${slice.totalChars}; ${next}]`;
     },
   });
+}
+
+/**
+ * Whether the prompt holds a cut output, the only thing `read_output` can read: without one the
+ * tool is not offered, which keeps its schema (about 160 tokens) out of every ordinary request.
+ */
+export function showsCutOutput(messages: readonly ModelMessage[]): boolean {
+  return messages.some(
+    (message) =>
+      message.role === "tool" &&
+      message.content.some(
+        (part) =>
+          part.type === "tool-result" && part.output.type === "text" && part.output.value.includes(CUT_NOTE),
+      ),
+  );
 }

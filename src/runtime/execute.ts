@@ -1,11 +1,11 @@
-import type { ToolSet } from "ai";
+import type { ModelMessage, ToolSet } from "ai";
 import { isSwitchboardError } from "../errors.ts";
 import { bindApproval, verifyApprovalBinding } from "../util/approval-signing.ts";
 import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
-import { boundOutput, createReadOutputTool, READ_OUTPUT } from "./bounded-output.ts";
+import { boundOutput, createReadOutputTool, READ_OUTPUT, showsCutOutput } from "./bounded-output.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { answeredBeforeCrash, endsAnswer } from "./final-step.ts";
 import { withLeanInputs } from "./lean-schema.ts";
@@ -263,30 +263,32 @@ export class RunExecutor {
           },
           ...joinable,
         ];
+        const instructions = withSummary(
+          await this.options.instructions?.({
+            conversationId: run.conversationId,
+            context: run.context,
+            nowMs: clock.now(),
+          }),
+          ctx.summary?.text,
+        );
+        const messages = buildPrompt(
+          ctx.history,
+          current,
+          this.options.maxHistoryTokens,
+          media
+            ? await projectionMedia(
+                media,
+                [...ctx.history.slice(-MEDIA_TURNS).flatMap((t) => t.messages), ...current],
+                blobBytes,
+              )
+            : undefined,
+        );
         const outcome = await runStep({
           conversationId: run.conversationId,
           runId,
-          instructions: withSummary(
-            await this.options.instructions?.({
-              conversationId: run.conversationId,
-              context: run.context,
-              nowMs: clock.now(),
-            }),
-            ctx.summary?.text,
-          ),
-          messages: buildPrompt(
-            ctx.history,
-            current,
-            this.options.maxHistoryTokens,
-            media
-              ? await projectionMedia(
-                  media,
-                  [...ctx.history.slice(-MEDIA_TURNS).flatMap((t) => t.messages), ...current],
-                  blobBytes,
-                )
-              : undefined,
-          ),
-          tools: tools && offeredTools(tools, parts),
+          instructions,
+          messages,
+          tools: tools && offeredTools(tools, parts, messages),
           ...(this.options.approvals ? { needsApproval: await this.approvalCheck(run.conversationId) } : {}),
           models,
           retry: this.options.retry,
@@ -606,10 +608,20 @@ function unoffered(output: unknown): boolean {
   return typeof output === "string" && /unavailable tool|no such tool/i.test(output);
 }
 
-/** The tools offered to the next step: all, or (deferred) the pinned ones, tool_search and the selection. */
-function offeredTools(tools: PreparedTools, parts: readonly MessagePart[]): ToolSet {
+/**
+ * The tools offered to the next step: all, or (deferred) the pinned ones, tool_search and the
+ * selection; read_output only while `messages` show a cut output (called without one, the model
+ * is told the tool is unavailable).
+ */
+function offeredTools(
+  tools: PreparedTools,
+  parts: readonly MessagePart[],
+  messages: readonly ModelMessage[],
+): ToolSet {
   const offered: ToolSet = {};
+  const cut = showsCutOutput(messages);
   for (const name of offeredNames(tools.plan, parts)) {
+    if (name === READ_OUTPUT && !cut) continue;
     const definition = tools.all[name];
     if (definition) offered[name] = definition;
   }

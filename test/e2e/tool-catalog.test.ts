@@ -107,7 +107,6 @@ test("a 200-tool catalog: the model gets tool_search and the pinned tools, then 
       "history_search",
       "notes_append_note",
       "notes_crash",
-      "read_output",
       "todo_write",
       "schedule_after",
       "schedule_at",
@@ -197,7 +196,10 @@ test("a 1 MB tool output: the model gets its head and a reference; read_output p
   ]);
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "the big report please" });
   await answerTo(alice.id, "Page:");
-  const [, second, third] = requestsFor("big report");
+  const [first, second, third] = requestsFor("big report");
+  // read_output is offered once there is a cut output to read, not before.
+  expect(first!.toolNames).not.toContain("read_output");
+  expect(second!.toolNames).toContain("read_output");
   const head = lastToolText(second!);
   expect(Buffer.byteLength(head)).toBeLessThan(16 * 1024);
   expect(head.startsWith(bigOutputLine(1) + bigOutputLine(2))).toBe(true);
@@ -217,9 +219,16 @@ test("a 1 MB tool output: the model gets its head and a reference; read_output p
     db.close();
   }
 
+  // Another conversation, with a cut output of its own (so it is offered read_output), asks for
+  // this one's reference.
   llm.setRules([
     {
       match: { lastUserContains: "peek", lastRole: "user" },
+      reply: { kind: "tool-call", toolName: "catalog_big_output", input: { kb: 32 } },
+    },
+    {
+      match: { lastUserContains: "peek", lastRole: "tool" },
+      times: 1,
       reply: { kind: "tool-call", toolName: "read_output", input: { ref } },
     },
     {
@@ -229,21 +238,18 @@ test("a 1 MB tool output: the model gets its head and a reference; read_output p
   ]);
   telegram.incoming({ chat: privateChat(bob), from: bob, text: "peek at it" });
   const peek = await answerTo(bob.id, "Peek:");
+  expect(requestsFor("peek")[1]!.toolNames).toContain("read_output");
   expect(peek.visibleText).toContain(`no stored output "${ref}" in this conversation`);
   expect(peek.visibleText).not.toContain("line 0");
 }, 60_000);
 
-test("a surface that picks only the web tool set is offered exactly those (and read_output)", async () => {
+test("a surface that picks only the web tool set is offered exactly those", async () => {
   llm.setRules([
     { match: { lastUserContains: "group question" }, reply: { kind: "text", text: "Group answer" } },
   ]);
   telegram.incoming({ chat: team, from: alice, text: "a group question" });
   await answerTo(team.id, "Group answer");
-  expect(requestsFor("group question")[0]!.toolNames.sort()).toEqual([
-    "read_output",
-    "web_fetch",
-    "web_search",
-  ]);
+  expect(requestsFor("group question")[0]!.toolNames.sort()).toEqual(["web_fetch", "web_search"]);
 }, 60_000);
 
 test("web_search asks the configured SearXNG and the model gets title, url and snippet", async () => {

@@ -1,10 +1,11 @@
 import { expect, test } from "bun:test";
-import { asSchema } from "ai";
+import { asSchema, type ModelMessage } from "ai";
 import {
   boundOutput,
   createReadOutputTool,
   HEAD_CHARS,
   OUTPUT_LIMIT_BYTES,
+  showsCutOutput,
 } from "../../src/runtime/bounded-output.ts";
 import type { RuntimeStore } from "../../src/runtime/store.ts";
 
@@ -46,4 +47,18 @@ test("read_output's description and schema are Latin-1, so a request with a phot
   });
   expect(text).toContain("out_");
   expect(Math.max(...[...text].map((c) => c.codePointAt(0) ?? 0))).toBeLessThanOrEqual(0xff);
+});
+
+test("read_output is called for only by a cut output among the prompt's tool results", () => {
+  const toolMessage = (value: string): ModelMessage => ({
+    role: "tool",
+    content: [{ type: "tool-result", toolCallId: "c1", toolName: "fetch", output: { type: "text", value } }],
+  });
+  const cut = boundOutput("x".repeat(OUTPUT_LIMIT_BYTES + 1), "out_9").output as string;
+  const user: ModelMessage = { role: "user", content: "hello" };
+  expect(showsCutOutput([user])).toBe(false);
+  expect(showsCutOutput([user, toolMessage("a short result")])).toBe(false);
+  expect(showsCutOutput([user, toolMessage(cut), { role: "assistant", content: "done" }])).toBe(true);
+  // A user quoting a cut note does not make one.
+  expect(showsCutOutput([{ role: "user", content: cut }])).toBe(false);
 });
