@@ -22,13 +22,30 @@ export interface CatalogEntry {
   bytes: number;
 }
 
+/**
+ * UTF-8 bytes of each input schema's JSON, by the schema object a tool was given. Tools are made
+ * per run, but their schemas once per process (or per MCP connection): each is stringified once.
+ */
+const schemaBytes = new WeakMap<object, number>();
+
+async function parametersBytes(inputSchema: ToolSet[string]["inputSchema"]): Promise<number> {
+  const key = typeof inputSchema === "object" && inputSchema !== null ? inputSchema : undefined;
+  const known = key && schemaBytes.get(key);
+  if (known !== undefined) return known;
+  const bytes = Buffer.byteLength(JSON.stringify(await asSchema(inputSchema).jsonSchema), "utf8");
+  if (key) schemaBytes.set(key, bytes);
+  return bytes;
+}
+
 /** Each tool's catalog entry, measured the way it travels to a provider (name, description, schema). */
 export async function measureCatalog(tools: ToolSet): Promise<CatalogEntry[]> {
   return Promise.all(
     Object.entries(tools).map(async ([name, definition]) => {
       const description = typeof definition.description === "string" ? definition.description : "";
-      const parameters = await asSchema(definition.inputSchema).jsonSchema;
-      const bytes = Buffer.byteLength(JSON.stringify({ name, description, parameters }), "utf8");
+      // As JSON.stringify({ name, description, parameters }) would count it, the schema's part cached.
+      const frame = JSON.stringify({ name, description, parameters: null });
+      const bytes =
+        Buffer.byteLength(frame, "utf8") - "null".length + (await parametersBytes(definition.inputSchema));
       return { name, description, bytes };
     }),
   );

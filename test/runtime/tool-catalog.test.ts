@@ -32,6 +32,31 @@ test("a tool's size is its name, description and JSON schema in UTF-8 bytes", as
   expect(measured).toEqual({ name: "find_é", description: "Finds", bytes: expected });
 });
 
+test("a schema shared by the tools of many runs is serialised once; each tool's name and description still count", async () => {
+  const schema = { type: "object", properties: { city: { type: "string", description: "Città" } } } as const;
+  const input = jsonSchema(schema);
+  let reads = 0;
+  Object.defineProperty(input, "jsonSchema", {
+    get: () => {
+      reads += 1;
+      return schema;
+    },
+  });
+  const runA: ToolSet = { weather: tool({ description: "Weather now", inputSchema: input }) };
+  const runB: ToolSet = { forecast_ü: tool({ description: "Forecast for days", inputSchema: input }) };
+  const [a] = await measureCatalog(runA);
+  const [b] = await measureCatalog(runB);
+  expect(reads).toBe(1);
+  expect(a!.bytes).toBe(
+    Buffer.byteLength(JSON.stringify({ name: "weather", description: "Weather now", parameters: schema })),
+  );
+  expect(b!.bytes).toBe(
+    Buffer.byteLength(
+      JSON.stringify({ name: "forecast_ü", description: "Forecast for days", parameters: schema }),
+    ),
+  );
+});
+
 test("ranking: exact name, then name containing the query, then words in the name over the description", () => {
   const entries = [
     entry("crm_delete_contact", "Deletes a contact"),
