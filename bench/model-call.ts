@@ -6,8 +6,10 @@
  * falls on every variant alike. With `--prompt FILE` (a request body the gateway sent, as
  * `bench/reply-latency.ts --save-prompt FILE` writes it), `streamText` and `runStep` also send
  * that prompt, byte for byte (instructions, message, tools as JSON Schema): the difference from
- * the one-line prompt is what the prompt's size costs.
- *   npx bun bench/model-call.ts [--calls 300] [--prompt FILE]
+ * the one-line prompt is what the prompt's size costs. `--history N` puts N earlier turns (a
+ * one-line question and answer each) before that prompt's message, as a gateway's conversation
+ * memory does; `--pause-ms P` waits P ms before each call, as a paced user leaves the process idle.
+ *   npx bun bench/model-call.ts [--calls 300] [--prompt FILE] [--history 40] [--pause-ms 700]
  * Prints each variant's p50 and p90 in ms and its median over generateText's.
  */
 import { readFileSync } from "node:fs";
@@ -32,6 +34,8 @@ const calls = argInt("--calls", 300);
 const promptFile = process.argv.includes("--prompt")
   ? process.argv[process.argv.indexOf("--prompt") + 1]
   : undefined;
+const historyTurns = argInt("--history", 0);
+const pauseMs = argInt("--pause-ms", 0);
 const llm = startFakeLlmServer();
 const provider = createOpenAICompatible({ name: "bench", baseURL: llm.openaiBaseUrl, includeUsage: true });
 const model = provider.chatModel("test-model");
@@ -55,9 +59,13 @@ function savedPrompt(file: string) {
       inputSchema: jsonSchema(f.parameters),
     });
   }
+  const history = Array.from({ length: historyTurns }, (_, i): ModelMessage[] => [
+    { role: "user", content: [{ type: "text", text: `earlier question ${i}, a line of text` }] },
+    { role: "assistant", content: [{ type: "text", text: `The answer to question ${i}, a line of text.` }] },
+  ]).flat();
   return {
     instructions: system?.content,
-    messages: [{ role: "user" as const, content: user.content }],
+    messages: [...history, { role: "user" as const, content: user.content }],
     tools,
   };
 }
@@ -107,6 +115,7 @@ const variants: Record<string, () => Promise<unknown>> = {
 const timings = new Map<string, number[]>(Object.keys(variants).map((name) => [name, []]));
 for (let round = 0; round < calls + 20; round++) {
   for (const [name, call] of Object.entries(variants)) {
+    if (pauseMs > 0) await Bun.sleep(pauseMs);
     const startedAt = performance.now();
     await call();
     // The first 20 rounds warm up connections and the JIT.
