@@ -663,7 +663,7 @@ const timeFormats = new Map<string, Intl.DateTimeFormat>();
 function localTimeFormat(timeZone: string): Intl.DateTimeFormat {
   let format = timeFormats.get(timeZone);
   if (!format) {
-    format = new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "full", timeStyle: "long" });
+    format = new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "full", timeStyle: "short" });
     timeFormats.set(timeZone, format);
   }
   return format;
@@ -703,9 +703,12 @@ export function instructionsFor(
         : `You are talking on ${context.channel} in ${where}${who}.`,
     );
   }
-  const now = new Date(nowMs);
-  const local = localTimeFormat(config.timezone).format(now);
-  parts.push(`Current time: ${local} (${config.timezone}; ${now.toISOString()}).`);
+  // To the minute: the system prompt then stays the same for every step of a run (and every
+  // message) within a minute, so a provider's prompt cache can serve the tools, the instructions
+  // and the history before it instead of reading them again.
+  const minute = new Date(nowMs - (nowMs % 60_000));
+  const local = localTimeFormat(config.timezone).format(minute);
+  parts.push(`Current time: ${local} (${config.timezone}; ${minute.toISOString().slice(0, 16)}Z).`);
   return parts.join("\n\n");
 }
 

@@ -87,3 +87,16 @@ test("INSTRUCTIONS.md replaces the default instructions; SWITCHBOARD_INSTRUCTION
   );
   expect(byFile.startsWith("From the config file")).toBe(true);
 });
+
+test("the system prompt's time is to the minute, so steps and messages within a minute share it byte for byte", () => {
+  const config = configWith({ SWITCHBOARD_TIMEZONE: "Europe/Berlin" });
+  const at = Date.parse("2026-12-02T17:27:05.120Z");
+  const early = instructionsFor(config, context, at, undefined);
+  expect(instructionsFor(config, context, at + 54_000, undefined)).toBe(early);
+  expect(early).toContain(
+    "Current time: Wednesday, 2 December 2026 at 18:27 (Europe/Berlin; 2026-12-02T17:27Z).",
+  );
+  const next = instructionsFor(config, context, at + 55_000, undefined);
+  expect(next).not.toBe(early);
+  expect(next).toContain("at 18:28 (Europe/Berlin; 2026-12-02T17:28Z)");
+});
