@@ -88,7 +88,10 @@ export function showsCutOutput(messages: readonly ModelMessage[]): boolean {
       message.role === "tool" &&
       message.content.some(
         (part) =>
-          part.type === "tool-result" && part.output.type === "text" && part.output.value.includes(CUT_NOTE),
+          part.type === "tool-result" &&
+          // A failed call's output is cut too, and reaches the model as error text.
+          (part.output.type === "text" || part.output.type === "error-text") &&
+          part.output.value.includes(CUT_NOTE),
       ),
   );
 }

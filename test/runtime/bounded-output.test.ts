@@ -59,6 +59,18 @@ test("read_output is called for only by a cut output among the prompt's tool res
   expect(showsCutOutput([user])).toBe(false);
   expect(showsCutOutput([user, toolMessage("a short result")])).toBe(false);
   expect(showsCutOutput([user, toolMessage(cut), { role: "assistant", content: "done" }])).toBe(true);
+  const failed: ModelMessage = {
+    role: "tool",
+    content: [
+      {
+        type: "tool-result",
+        toolCallId: "c2",
+        toolName: "fetch",
+        output: { type: "error-text", value: cut },
+      },
+    ],
+  };
+  expect(showsCutOutput([user, failed])).toBe(true);
   // A user quoting a cut note does not make one.
   expect(showsCutOutput([{ role: "user", content: cut }])).toBe(false);
 });
