@@ -6,7 +6,8 @@
  * appeared. Latency is from the emulator queueing the update to the emulator receiving the reply.
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
- *     [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
+ *     [--warm-up 10] [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
+ * `--warm-up N` sends N paced messages in each of `--chats` chats before anything is measured.
  * `--cpu-prof DIR` runs the gateway under bun's sampling profiler (a .cpuprofile and a markdown
  * summary in DIR at its exit); `--product-only` skips the baseline (for profiling runs);
  * `--save-prompt FILE` writes the request body of a one-line message to FILE (for
@@ -31,6 +32,7 @@ const messages = argInt("--messages", 60);
 const chats = argInt("--chats", 20);
 const perChat = argInt("--per-chat", 10);
 const pauseMs = argInt("--pause-ms", 1000);
+const warmUp = argInt("--warm-up", 10);
 const cpuProfDir = process.argv.includes("--cpu-prof")
   ? process.argv[process.argv.indexOf("--cpu-prof") + 1]
   : undefined;
@@ -100,8 +102,11 @@ interface Run {
 }
 
 async function measure(bot: Bot): Promise<Run> {
-  // A short warm-up in every chat: first connections, JIT, prepared statements.
-  await workload(bot, chats, 1);
+  // A warm-up in every chat, paced like the workloads: first connections, prepared statements,
+  // and enough calls for the JIT to compile the reply's path, in both bots, as in a process that
+  // has been up for a while. Without it the first workload's figures fall over its first 20 or so
+  // replies (from about 4 ms to 2 ms for the baseline) and measure start-up rather than a reply.
+  await workload(bot, chats, Math.max(1, warmUp));
   const s0 = await bot.metrics?.();
   const c0 = cpuMs(bot.pid);
   const oneChat = await workload(bot, 1, messages);
@@ -166,7 +171,9 @@ if (ladder) {
 await llm.stop();
 dir.cleanup();
 
-console.log(`\nreply latency, paced (${pauseMs} ms after each reply), instant model, Telegram emulator`);
+console.log(
+  `\nreply latency, paced (${pauseMs} ms after each reply), instant model, Telegram emulator, after a warm-up of ${Math.max(1, warmUp)} in each of ${chats} chats`,
+);
 for (const [label, key, n] of [
   ["one chat", "oneChat", messages],
   [`${chats} chats`, "manyChats", chats * perChat],

@@ -55,7 +55,7 @@ export async function startProduct(options: {
   const profiler =
     options.cpuProfDir === undefined
       ? []
-      : ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${options.cpuProfDir}`];
+      : ["--cpu-prof", "--cpu-prof-md", "--cpu-prof-interval=100", `--cpu-prof-dir=${options.cpuProfDir}`];
   const tracer =
     options.sqlTraceFile === undefined ? [] : ["--preload", join(import.meta.dir, "sql-trace.ts")];
   const gateway: GatewayProcess = await startGatewayProcess(
