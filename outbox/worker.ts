@@ -48,8 +48,10 @@ export interface DeliveryWorker {
   /** New records were committed: look now instead of at the next timer. */
   notify(): void;
   /**
-   * Stops taking records and waits up to `timeoutMs` for deliveries in flight. True when all
-   * finished; records left behind stay durable and are recovered by the next start.
+   * Delivers what is already committed and due (a run that settled just before a shutdown has
+   * its answer sent), waits for deliveries and live streams in flight, then stops taking records;
+   * all within `timeoutMs`. True when everything finished; records left behind stay durable and
+   * are recovered by the next start.
    */
   drain(timeoutMs: number): Promise<boolean>;
   /** Stops taking records, stops rate-limit waits and live streams, and waits for calls in flight. */
@@ -96,6 +98,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   let loop: Promise<void> | null = null;
   let wakeRequested = false;
   let wake: (() => void) | null = null;
+  /** Told each time the loop has looked and is about to wait (for drain). */
+  const idleWaiters: (() => void)[] = [];
+
+  function loopIdle(): Promise<void> {
+    return new Promise((resolve) => idleWaiters.push(resolve));
+  }
 
   function notify(): void {
     wakeRequested = true;
@@ -174,6 +182,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           // A head that is due but whose lane is finishing wakes us through that lane instead.
           wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels, nowMs), ...heldUntil]);
         }
+        for (const resolve of idleWaiters.splice(0)) resolve();
         await waitForWake(wakeAtMs);
       } catch (error) {
         logger.warn("outbox.query_failed", {
@@ -182,6 +191,25 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         });
         await clock.sleep(1000, shutdown.signal).catch(() => {});
       }
+    }
+  }
+
+  /** Resolves once no lane or stream is busy and nothing committed is due. */
+  async function deliverCommitted(): Promise<void> {
+    for (;;) {
+      if (lanes.size > 0 || streams.size > 0) {
+        await Promise.race([...lanes.values(), ...[...streams].map((stream) => stream.settled)]);
+        continue;
+      }
+      const due = await repo.nextDeliverable(clock.now(), { limit: 1, channels });
+      if (due.length === 0) return;
+      // Committed after the loop last looked: have it look now.
+      const looked = loopIdle();
+      notify();
+      await looked;
+      // It started nothing: the chat is held by a rate limit. Wait for the loop's own wake-up
+      // rather than asking again at once.
+      if (lanes.size === 0) await loopIdle();
     }
   }
 
@@ -213,16 +241,22 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     notify,
 
     async drain(timeoutMs) {
-      await stopAccepting();
-      if (timeoutMs <= 0) return lanes.size === 0;
-      const all = Promise.all(lanes.values()).then(() => true);
+      if (timeoutMs <= 0) {
+        await stopAccepting();
+        return lanes.size === 0;
+      }
       const timer = new AbortController();
       const timedOut = clock.sleep(timeoutMs, timer.signal).then(
         () => false,
         () => false,
       );
       try {
-        return await Promise.race([all, timedOut]);
+        const work = accepting ? deliverCommitted() : Promise.all(lanes.values());
+        const finished = await Promise.race([work.then(() => true), timedOut]);
+        await stopAccepting();
+        if (!finished || lanes.size === 0) return finished;
+        // A record committed in the last moment took a lane before the loop stopped.
+        return await Promise.race([Promise.all(lanes.values()).then(() => true), timedOut]);
       } finally {
         timer.abort();
       }

@@ -488,6 +488,17 @@ describe("shutdown", () => {
     expect(await healthy.worker.drain(2000)).toBe(true);
     expect(healthy.adapter.visible("chat-b")).toEqual(["fine"]);
   });
+
+  test("drain still delivers replies committed before it that the worker had not taken yet", async () => {
+    const { clock, adapter, repo, worker } = setup();
+    await worker.start();
+    await settle();
+    // Committed by a run that settled just before shutdown; the notify had not reached the loop.
+    await enqueue(repo, clock, ["chat-a", "last words"], ["chat-b", "goodbye"], ["chat-a", "and more"]);
+    expect(await worker.drain(2000)).toBe(true);
+    expect(adapter.visible("chat-a")).toEqual(["last words", "and more"]);
+    expect(adapter.visible("chat-b")).toEqual(["goodbye"]);
+  });
 });
 
 /** `inner`, telling `seen` of each call of the worker's two queries (the outbox heads and the next wake time). */
