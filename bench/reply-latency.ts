@@ -32,7 +32,7 @@ const messages = argInt("--messages", 60);
 const chats = argInt("--chats", 20);
 const perChat = argInt("--per-chat", 10);
 const pauseMs = argInt("--pause-ms", 1000);
-const warmUp = argInt("--warm-up", 10);
+const warmUp = Math.max(1, argInt("--warm-up", 10));
 const cpuProfDir = process.argv.includes("--cpu-prof")
   ? process.argv[process.argv.indexOf("--cpu-prof") + 1]
   : undefined;
@@ -106,7 +106,7 @@ async function measure(bot: Bot): Promise<Run> {
   // and enough calls for the JIT to compile the reply's path, in both bots, as in a process that
   // has been up for a while. Without it the first workload's figures fall over its first 20 or so
   // replies (from about 4 ms to 2 ms for the baseline) and measure start-up rather than a reply.
-  await workload(bot, chats, Math.max(1, warmUp));
+  await workload(bot, chats, warmUp);
   const s0 = await bot.metrics?.();
   const c0 = cpuMs(bot.pid);
   const oneChat = await workload(bot, 1, messages);
@@ -172,7 +172,7 @@ await llm.stop();
 dir.cleanup();
 
 console.log(
-  `\nreply latency, paced (${pauseMs} ms after each reply), instant model, Telegram emulator, after a warm-up of ${Math.max(1, warmUp)} in each of ${chats} chats`,
+  `\nreply latency, paced (${pauseMs} ms after each reply), instant model, Telegram emulator, after a warm-up of ${warmUp} in each of ${chats} chats`,
 );
 for (const [label, key, n] of [
   ["one chat", "oneChat", messages],
