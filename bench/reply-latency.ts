@@ -238,14 +238,15 @@ if (rungs.length > 0) {
 
 if (sqlTrace) {
   // Warm-up, one chat, many chats; start-up statements (migrations) are counted too.
-  const replies = chats + messages + chats * perChat;
+  const replies = chats * warmUp + messages + chats * perChat;
   const count = statements.reduce((n, s) => n + s.count, 0);
   const ms = statements.reduce((n, s) => n + s.ms, 0);
   console.log(
     `\n  SQL: ${(count / replies).toFixed(1)} statements and ${(ms / replies).toFixed(2)} ms of statement time per reply (${replies} replies)`,
   );
-  for (const s of statements.sort((a, b) => b.count - a.count).slice(0, 15))
+  console.log("    per reply: count × mean = total, the 25 statements with the most time");
+  for (const s of statements.sort((a, b) => b.ms - a.ms).slice(0, 25))
     console.log(
-      `    ${(s.count / replies).toFixed(2).padStart(6)} ×  ${(s.ms / s.count).toFixed(3)} ms  ${s.sql.slice(0, 110)}`,
+      `    ${(s.count / replies).toFixed(2).padStart(6)} × ${(s.ms / s.count).toFixed(3)} = ${(s.ms / replies).toFixed(3)} ms  ${s.sql.slice(0, 110)}`,
     );
 }

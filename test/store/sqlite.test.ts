@@ -380,3 +380,33 @@ describe("external commit watch", () => {
     }
   });
 });
+
+describe("the delivery worker's outbox queries", () => {
+  test("read only open records, never every record a channel ever had", async () => {
+    const dir = tempDir();
+    const stores = openSqliteStores(join(dir.path, "s.sqlite"));
+    try {
+      const issued: string[] = [];
+      const query = stores.db.query.bind(stores.db);
+      stores.db.query = ((sql: string) => {
+        issued.push(sql);
+        return query(sql);
+      }) as typeof stores.db.query;
+      await stores.outbox.nextDeliverable(1, { limit: 4, channels: ["telegram", "discord"] });
+      await stores.outbox.nextWakeAtMs(["telegram", "discord"], 1);
+      expect(issued.length).toBe(2);
+      for (const sql of issued) {
+        const plan = (query(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map(
+          (p) => p.detail,
+        );
+        const reads = plan.filter((detail) => /^(SCAN|SEARCH) (outbox|o)\b/.test(detail));
+        expect(reads.length).toBeGreaterThan(0);
+        // Each read of the table goes through the open-records index or fetches one record by its ordinal.
+        for (const detail of reads) expect(detail).toMatch(/outbox_open_by_target|ordinal=\?/);
+      }
+    } finally {
+      stores.close();
+      dir.cleanup();
+    }
+  });
+});

@@ -34,6 +34,7 @@ import {
   isFinal,
   isFinalInsert,
   mediaJson,
+  OPEN_STATES_SQL,
   type OperatorTarget,
   type OutboxRow,
   presentationJson,
@@ -291,8 +292,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
         `SELECT MIN(at) AS at FROM (
            SELECT MIN(o.next_attempt_at_ms) AS at FROM (${headsSql(channels.length)}) AS o
            UNION ALL
-           SELECT MIN(next_attempt_at_ms) FROM outbox WHERE state = 'ambiguous'
-             AND next_attempt_at_ms > ? AND next_attempt_at_ms < ${HOLD_FOREVER_MS}
+           SELECT MIN(next_attempt_at_ms) FROM outbox WHERE ${AMBIGUOUS_HOLD_ENDS_SQL}
              AND channel IN (${placeholders(channels.length)}))`,
       )
       .get(...channels, nowMs, nowMs, ...channels) as { at: number | null };
@@ -608,6 +608,14 @@ export class SqliteOutboxRepository implements OutboxRepository {
     return this.db.transaction(work).immediate();
   }
 }
+
+/**
+ * An ambiguous record whose hold ends after the parameter: a wake-up time. It repeats the
+ * open-records index's own condition: SQLite uses a partial index only for a query that states
+ * it, and would otherwise read every record the channel ever had, twice for each reply.
+ */
+const AMBIGUOUS_HOLD_ENDS_SQL = `state IN ${OPEN_STATES_SQL} AND state = 'ambiguous'
+  AND next_attempt_at_ms > ? AND next_attempt_at_ms < ${HOLD_FOREVER_MS}`;
 
 /**
  * Head record of each target of `channelCount` channels that the worker may deliver; its
