@@ -6,8 +6,10 @@
  * appeared. Latency is from the emulator queueing the update to the emulator receiving the reply.
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
- *     [--warm-up 10] [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
+ *     [--warm-up 10] [--history 0] [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
  * `--warm-up N` sends N paced messages in each of `--chats` chats before anything is measured.
+ * `--history N` first fills switchboard's database with N earlier replies in 200 other chats
+ * (bench/support/history.ts), delivered, as a gateway that has been up for months has it.
  * `--cpu-prof DIR` runs the gateway under bun's sampling profiler (a .cpuprofile and a markdown
  * summary in DIR at its exit); `--product-only` skips the baseline (for profiling runs);
  * `--save-prompt FILE` writes the request body of a one-line message to FILE (for
@@ -24,6 +26,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { REPLY_STAGES } from "../src/gateway/metrics.ts";
 import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { tempDir } from "../test/support/runtime.ts";
+import { fillHistory } from "./support/history.ts";
 import type { TracedStatement } from "./support/sql-trace.ts";
 import { type Bot, chatTurns, cpuMs, startBaseline, startProduct } from "./support/telegram-bots.ts";
 import { argInt } from "./util.ts";
@@ -33,6 +36,7 @@ const chats = argInt("--chats", 20);
 const perChat = argInt("--per-chat", 10);
 const pauseMs = argInt("--pause-ms", 1000);
 const warmUp = Math.max(1, argInt("--warm-up", 10));
+const history = argInt("--history", 0);
 const cpuProfDir = process.argv.includes("--cpu-prof")
   ? process.argv[process.argv.indexOf("--cpu-prof") + 1]
   : undefined;
@@ -137,6 +141,17 @@ async function measure(bot: Bot): Promise<Run> {
 console.error(
   `switchboard: ${messages} paced messages in one chat, then ${perChat} in each of ${chats} chats`,
 );
+if (history > 0) {
+  const startedAt = performance.now();
+  await fillHistory(`${dir.path}/gateway.sqlite`, {
+    replies: history,
+    conversations: 200,
+    channel: "telegram",
+  });
+  console.error(
+    `  ${history} earlier replies written in ${((performance.now() - startedAt) / 1000).toFixed(0)} s`,
+  );
+}
 const sqlTraceFile = sqlTrace ? `${dir.path}/sql-trace.json` : undefined;
 const product = await startProduct({ dir: dir.path, llm, userIds, cpuProfDir, sqlTraceFile });
 llm.reset();
@@ -172,7 +187,7 @@ await llm.stop();
 dir.cleanup();
 
 console.log(
-  `\nreply latency, paced (${pauseMs} ms after each reply), instant model, Telegram emulator, after a warm-up of ${warmUp} in each of ${chats} chats`,
+  `\nreply latency, paced (${pauseMs} ms after each reply), instant model, Telegram emulator, after a warm-up of ${warmUp} in each of ${chats} chats${history > 0 ? `, switchboard's database holding ${history} earlier replies` : ""}`,
 );
 for (const [label, key, n] of [
   ["one chat", "oneChat", messages],
