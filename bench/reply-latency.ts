@@ -211,14 +211,16 @@ for (const [label, key, n] of [
   if (key === "manyChats") {
     // Every chat's first message goes out at the same moment, so the first round is one burst
     // that a single event loop answers one after another; the later rounds are spread out by then.
-    const round = (run: Run, first: boolean) => run[key].filter((_, i) => (i % perChat === 0) === first);
-    const q = (values: (number | null)[], x: number) => fmt(quantile(values, x));
+    const round = (run: Run, first: boolean) => {
+      const values = run[key].filter((_, i) => (i % perChat === 0) === first);
+      return [0.5, 0.9, 1].map((x) => fmt(quantile(values, x))).join(" / ");
+    };
     for (const [title, first] of [
       [`first round (${chats} at once)`, true],
       ["later rounds", false],
     ] as const)
       console.log(
-        `    ${title.padEnd(24)} p50 / p90 / max: switchboard ${q(round(productRun, first), 0.5)} / ${q(round(productRun, first), 0.9)} / ${q(round(productRun, first), 1)}, baseline ${q(round(baselineRun, first), 0.5)} / ${q(round(baselineRun, first), 0.9)} / ${q(round(baselineRun, first), 1)}`,
+        `    ${title.padEnd(24)} p50 / p90 / max: switchboard ${round(productRun, first)}, baseline ${round(baselineRun, first)}`,
       );
   }
   const cpu = (run: Run) => run.cpuPerReply?.[key] ?? null;

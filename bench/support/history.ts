@@ -19,7 +19,7 @@ export async function fillHistory(
     const id = `history-${n}`;
     const conversationId = `history-chat-${chat}`;
     const target = String(800_000 + chat);
-    await runtime.admit({
+    const admitted = await runtime.admit({
       conversation: { id: conversationId },
       idempotencyKey: id,
       fingerprint: id,
@@ -30,8 +30,8 @@ export async function fillHistory(
       proposedIds: { runId: `run-${id}`, messageId: `msg-${id}` },
       nowMs: Date.now(),
     });
-    const { acquired } = await runtime.acquireNext({
-      conversationId,
+    const acquired = await runtime.acquireRun({
+      runId: admitted.runId,
       owner: "history",
       nowMs: Date.now(),
       leaseMs: 30_000,
