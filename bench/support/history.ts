@@ -7,51 +7,82 @@
 import type { ChannelName } from "../../channels/types.ts";
 import { openSqliteStores } from "../../src/store/sqlite/index.ts";
 
+/** The stores a reply goes through, as `openSqliteStores` gives them. */
+type ReplyStores = Pick<ReturnType<typeof openSqliteStores>, "runtime" | "outbox">;
+
+/**
+ * One reply through the store's own calls, as the gateway makes them: admission, acquisition,
+ * the prompt's context, and the terminal commit with the answer in the outbox (not delivered).
+ */
+export async function storeReply(
+  { runtime }: ReplyStores,
+  reply: { id: string; conversationId: string; target: string; channel: ChannelName },
+): Promise<void> {
+  const { id, conversationId, target, channel } = reply;
+  const admitted = await runtime.admit({
+    conversation: { id: conversationId },
+    idempotencyKey: id,
+    fingerprint: id,
+    parts: [{ type: "text", text: `earlier message ${id}` }],
+    context: { channel, target, surface: `${channel}:dm` },
+    policy: "queue",
+    coalescePending: false,
+    proposedIds: { runId: `run-${id}`, messageId: `msg-${id}` },
+    nowMs: Date.now(),
+  });
+  const acquired = await runtime.acquireRun({
+    runId: admitted.runId,
+    owner: "history",
+    nowMs: Date.now(),
+    leaseMs: 30_000,
+  });
+  if (!acquired) throw new Error(`reply ${id} was not acquired`);
+  await runtime.loadPromptContext(acquired.run.id, { maxTurns: 40 });
+  const text = `earlier answer ${id}`;
+  await runtime.commitTerminal({
+    fence: acquired.fence,
+    state: "completed",
+    assistantParts: [{ type: "text", text }],
+    delivery: {
+      runId: acquired.run.id,
+      conversationId,
+      channel,
+      account: "history",
+      target,
+      state: "completed",
+      text,
+    },
+    nowMs: Date.now(),
+  });
+}
+
+/** The outbox worker's look (due heads, next wake-up) and the delivery of every due head. */
+export async function deliverDue(
+  outbox: ReplyStores["outbox"],
+  channel: ChannelName,
+  limit: number,
+): Promise<void> {
+  const due = await outbox.nextDeliverable(Date.now(), { limit, channels: [channel] });
+  await outbox.nextWakeAtMs([channel], Date.now());
+  for (const record of due) {
+    await outbox.markSending(record.id, Date.now());
+    await outbox.markDelivered(record.id, { messageIds: [`sent-${record.id}`] }, Date.now());
+  }
+}
+
 export async function fillHistory(
   file: string,
   options: { replies: number; conversations: number; channel: ChannelName },
 ): Promise<void> {
   const stores = openSqliteStores(file);
-  const { runtime, outbox } = stores;
   let n = 0;
-  const reply = async (chat: number) => {
+  const reply = (chat: number) => {
     n += 1;
-    const id = `history-${n}`;
-    const conversationId = `history-chat-${chat}`;
-    const target = String(800_000 + chat);
-    const admitted = await runtime.admit({
-      conversation: { id: conversationId },
-      idempotencyKey: id,
-      fingerprint: id,
-      parts: [{ type: "text", text: `earlier message ${n}` }],
-      context: { channel: options.channel, target, surface: `${options.channel}:dm` },
-      policy: "queue",
-      coalescePending: false,
-      proposedIds: { runId: `run-${id}`, messageId: `msg-${id}` },
-      nowMs: Date.now(),
-    });
-    const acquired = await runtime.acquireRun({
-      runId: admitted.runId,
-      owner: "history",
-      nowMs: Date.now(),
-      leaseMs: 30_000,
-    });
-    if (!acquired) throw new Error(`history reply ${n} was not acquired`);
-    const text = `earlier answer ${n}`;
-    await runtime.commitTerminal({
-      fence: acquired.fence,
-      state: "completed",
-      assistantParts: [{ type: "text", text }],
-      delivery: {
-        runId: acquired.run.id,
-        conversationId,
-        channel: options.channel,
-        account: "history",
-        target,
-        state: "completed",
-        text,
-      },
-      nowMs: Date.now(),
+    return storeReply(stores, {
+      id: `history-${n}`,
+      conversationId: `history-chat-${chat}`,
+      target: String(800_000 + chat),
+      channel: options.channel,
     });
   };
   // Chats in parallel, so admissions share their group commits and filling stays quick.
@@ -59,11 +90,7 @@ export async function fillHistory(
   for (let round = 0; round < rounds; round++) {
     const chats = Math.min(options.conversations, options.replies - round * options.conversations);
     await Promise.all(Array.from({ length: chats }, (_, chat) => reply(chat)));
-    const due = await outbox.nextDeliverable(Date.now(), { limit: chats, channels: [options.channel] });
-    for (const record of due) {
-      await outbox.markSending(record.id, Date.now());
-      await outbox.markDelivered(record.id, { messageIds: [`sent-${record.id}`] }, Date.now());
-    }
+    await deliverDue(stores.outbox, options.channel, chats);
   }
   stores.close();
 }

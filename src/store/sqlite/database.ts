@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { SwitchboardError } from "../../errors.ts";
+import { planOnce } from "./plan-once.ts";
 
 /** One forward-only step of the schema. Versions are contiguous from 1. */
 export interface Migration {
@@ -29,6 +30,7 @@ export function openDatabase(options: OpenOptions): Database {
   raiseStatementCache();
   if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true });
   const db = new Database(options.filename, { create: true, strict: true });
+  planOnce(db);
   applyPragmas(db, options.busyTimeoutMs ?? 3000);
   try {
     migrate(db, options.filename, options.migrations);

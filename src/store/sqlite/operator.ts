@@ -11,6 +11,7 @@ import { SwitchboardError } from "../../errors.ts";
 import { ACTIVE_STATES_SQL } from "../operator-sql.ts";
 import { applyPragmas, schemaVersion } from "./database.ts";
 import { MIGRATIONS, openSqliteStores, type SqliteStores } from "./index.ts";
+import { planOnce } from "./plan-once.ts";
 
 /** The schema version this build writes and reads. */
 export const EXPECTED_SCHEMA_VERSION = MIGRATIONS.length;
@@ -26,6 +27,7 @@ export function openExistingDatabase(path: string, options: { busyTimeoutMs?: nu
     throw new SwitchboardError("not_found", `No database at ${path}.`, { details: { path } });
   }
   const db = new Database(path, { create: false, readwrite: true, strict: true });
+  planOnce(db);
   applyPragmas(db, options.busyTimeoutMs ?? 5000);
   return db;
 }
