@@ -8,7 +8,7 @@ import {
   insertOutboxRecords,
   PostgresOutboxRepository,
 } from "../../src/store/postgres/outbox.ts";
-import { openPostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
+import { openPostgresRuntimeStore, PostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
 import { openMigratedPool } from "../../src/store/postgres/schema.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { admitRequest } from "../store/conformance.ts";
@@ -326,6 +326,64 @@ describe("postgres outbox: the delivery worker", () => {
         }
       } finally {
         await worker.stop();
+        await sql.close();
+      }
+    });
+  });
+});
+
+describe("postgres: statement texts", () => {
+  test("a reply's statements keep their texts, so a connection's prepared statements stop growing", async () => {
+    await withDatabase(async (url) => {
+      await (await connect(url)).close();
+      // One connection: every statement below is prepared on the session pg_prepared_statements lists.
+      const sql = new SQL(url, { adapter: "postgres", max: 1 });
+      try {
+        const store = new PostgresRuntimeStore(sql);
+        const outbox = new PostgresOutboxRepository(sql);
+        const reply = async (n: number) => {
+          const nowMs = T0 + n * 1_000 + n;
+          const admitted = await store.admit(admitRequest("conv-texts", `hello ${n}`, { nowMs }));
+          const owned = (await store.acquireRun({
+            runId: admitted.runId,
+            owner: "w",
+            nowMs,
+            leaseMs: 30_000,
+          }))!;
+          await store.loadPromptContext(owned.run.id, { maxTurns: 40 });
+          const delivery = {
+            runId: owned.run.id,
+            conversationId: "conv-texts",
+            channel: "telegram" as const,
+            account: "bot-1",
+            target: "chat-texts",
+            state: "completed" as const,
+            text: `answer ${n}`,
+          };
+          await store.commitTerminal({
+            fence: owned.fence,
+            state: "completed",
+            assistantParts: [{ type: "text", text: delivery.text }],
+            delivery,
+            nowMs: nowMs + 1,
+          });
+          const [head] = await outbox.nextDeliverable(nowMs + 2, { limit: 1, channels: ["telegram"] });
+          expect(head?.runId).toBe(owned.run.id);
+          await outbox.nextWakeAtMs(["telegram"], nowMs + 2);
+          expect(await outbox.markSending(head!.id, nowMs + 3)).not.toBeNull();
+          expect(await outbox.markDelivered(head!.id, { messageIds: [`m${n}`] }, nowMs + 4)).toBe(true);
+        };
+        const prepared = async () => {
+          const [row] = await sql<
+            Array<{ n: number }>
+          >`SELECT count(*)::int AS n FROM pg_prepared_statements`;
+          return row!.n;
+        };
+        for (let n = 1; n <= 3; n++) await reply(n);
+        const settled = await prepared();
+        for (let n = 4; n <= 10; n++) await reply(n);
+        expect(await prepared()).toBe(settled);
+      } finally {
         await sql.close();
       }
     });

@@ -78,12 +78,23 @@ function appendHistory(sql: SQL, ...entries: OutboxHistoryEntry[]) {
  * retried an earlier failed one). One process cannot see another's delivery lanes, so a claim
  * checks both.
  */
-function targetHeldSql(nowMs: number): string {
-  return `EXISTS (SELECT 1 FROM outbox other
+function targetHeld(sql: SQL, nowMs: number): SQL.Query<unknown> {
+  return sql`EXISTS (SELECT 1 FROM outbox other
   WHERE other.channel = outbox.channel AND other.account = outbox.account AND other.target = outbox.target
     AND other.id <> outbox.id
-    AND (other.state = 'sending' OR (other.ordinal < outbox.ordinal AND ${holdsChatSql("other.", String(Math.trunc(nowMs)))})))`;
+    AND (other.state = 'sending' OR (other.ordinal < outbox.ordinal AND ${holdsChat(sql, "other.", nowMs)})))`;
 }
+
+/**
+ * `holdsChatSql` with the time as a bound parameter. Bun's client prepares each new statement text
+ * as a named statement the server keeps for the connection's lifetime, so a time written into the
+ * text left one more prepared statement behind on every look of the outbox worker.
+ */
+function holdsChat(sql: SQL, alias: string, nowMs: number): SQL.Query<unknown> {
+  const [before, after] = holdsChatSql(alias, NOW_MARK).split(NOW_MARK) as [string, string];
+  return sql`${sql.unsafe(before)}${Math.trunc(nowMs)}${sql.unsafe(after)}`;
+}
+const NOW_MARK = "\u0000now\u0000";
 
 /**
  * Inserts outbox records inside the caller's transaction (the run's terminal commit). Assigns
@@ -208,7 +219,7 @@ function heads(sql: SQL, channels: readonly ChannelName[], nowMs: number) {
   return sql`
     SELECT o.* FROM (
       SELECT channel, account, target, MIN(ordinal) AS ordinal FROM outbox
-      WHERE ${sql.unsafe(holdsChatSql("", String(Math.trunc(nowMs))))} AND channel IN ${sql([...channels])}
+      WHERE ${holdsChat(sql, "", nowMs)} AND channel IN ${sql([...channels])}
       GROUP BY channel, account, target
       HAVING count(*) FILTER (WHERE state = 'sending') = 0
     ) h
@@ -276,7 +287,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
         to: "sending",
         set,
         where: (sql) => sql`AND attempts = ${row.attempts} AND next_attempt_at_ms <= ${nowMs} AND final
-          AND NOT ${sql.unsafe(targetHeldSql(nowMs))}`,
+          AND NOT ${targetHeld(sql, nowMs)}`,
         entry: history.sending(nowMs, row.attempts + 1),
         nowMs,
       });
@@ -452,9 +463,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
         return { live: false, reason: "unavailable" };
       }
       const [{ held }] = (await tx`
-        SELECT ${tx.unsafe(targetHeldSql(nowMs))} AS held FROM outbox WHERE id = ${row.id}`) as [
-        { held: boolean },
-      ];
+        SELECT ${targetHeld(tx, nowMs)} AS held FROM outbox WHERE id = ${row.id}`) as [{ held: boolean }];
       if (held) return { live: false, reason: "queued" };
       const moved = await transition(tx, {
         id: row.id,
