@@ -1,7 +1,7 @@
 /**
  * A database that has been in use for a while: `replies` earlier replies in `conversations` other
- * chats, written through the store's own calls (admission, acquisition, terminal commit with the
- * answer in the outbox, delivery), as a gateway leaves them. A fresh file hides every cost that
+ * chats, written through the store's own calls (admission, acquisition, the prompt's context,
+ * terminal commit with the answer in the outbox, delivery), as a gateway leaves them. A fresh file hides every cost that
  * grows with the history rather than with the reply.
  */
 import type { ChannelName } from "../../channels/types.ts";

@@ -15,33 +15,29 @@ export function unplannedParameters(sql: string): string {
   let out = "";
   let i = 0;
   while (i < sql.length) {
-    const c = sql[i]!;
-    const close = CLOSERS[c];
-    if (close !== undefined) {
-      const end = sql.indexOf(close, i + 1);
-      const stop = end === -1 ? sql.length : end + close.length;
-      out += sql.slice(i, stop);
-      i = stop;
-    } else if (c === "-" && sql[i + 1] === "-") {
-      const end = sql.indexOf("\n", i);
-      const stop = end === -1 ? sql.length : end;
-      out += sql.slice(i, stop);
-      i = stop;
-    } else if (c === "/" && sql[i + 1] === "*") {
-      const end = sql.indexOf("*/", i + 2);
-      const stop = end === -1 ? sql.length : end + 2;
+    const skipped = SKIPPED.find(([open]) => sql.startsWith(open, i));
+    if (skipped) {
+      const end = sql.indexOf(skipped[1], i + skipped[0].length);
+      const stop = end === -1 ? sql.length : end + skipped[1].length;
       out += sql.slice(i, stop);
       i = stop;
     } else {
-      out += c === "?" ? "+?" : c;
+      out += sql[i] === "?" ? "+?" : sql[i];
       i += 1;
     }
   }
   return out;
 }
 
-/** What ends a literal or quoted name that starts with the key. A doubled quote reads as two. */
-const CLOSERS: Readonly<Record<string, string>> = { "'": "'", '"': '"', "`": "`", "[": "]" };
+/** Spans copied as they are, by what opens and closes them. A doubled quote reads as two spans. */
+const SKIPPED: ReadonlyArray<readonly [open: string, close: string]> = [
+  ["'", "'"],
+  ['"', '"'],
+  ["`", "`"],
+  ["[", "]"],
+  ["--", "\n"],
+  ["/*", "*/"],
+];
 
 /** Past this many distinct statements the rewrites are forgotten (IN lists vary in length). */
 const MAX_REMEMBERED = 2048;
