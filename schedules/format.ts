@@ -1,5 +1,5 @@
 /** Plain-text descriptions of schedules for chat replies (the outbox renders them per platform). */
-import { formatDuration } from "./parse.ts";
+import { formatDuration } from "./duration.ts";
 import { formatInZone } from "./timezone.ts";
 import type { Schedule } from "./types.ts";
 

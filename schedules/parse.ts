@@ -8,6 +8,7 @@
  * repeated time means its first occurrence (see wallTimeToInstantMs).
  */
 import { cronExpressionProblem } from "./cadence.ts";
+import { parseDurationMs } from "./duration.ts";
 import type { ScheduleWhen } from "./plan.ts";
 import { canonicalTimeZone, toZonedParts, type WallTime, wallTimeToInstantMs } from "./timezone.ts";
 
@@ -32,8 +33,6 @@ export interface CommandContext {
 export const SCHEDULE_COMMANDS = ["in", "at", "every", "schedules", "cancel", "tz"] as const;
 
 const MAX_DELAY_MS = 366 * 86_400_000;
-const DURATION = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
-const UNIT_MS = [86_400_000, 3_600_000, 60_000, 1000] as const;
 const EXAMPLES = {
   in: "/in 2h30m check the oven",
   at: "/at 2026-12-01 09:00 call mum",
@@ -41,38 +40,6 @@ const EXAMPLES = {
   cancel: "/cancel sch_0mpv1f0g0001h381b2d0433",
   tz: "/tz Europe/Berlin",
 } as const;
-
-/**
- * Milliseconds in a duration like `10m`, `2h30m`, `45s`, `1d`; null when it is not one, or is too
- * large to count exactly (beyond Number.MAX_SAFE_INTEGER ms, about 285 000 years).
- */
-export function parseDurationMs(text: string): number | null {
-  const match = DURATION.exec(text.toLowerCase());
-  if (!match || text === "") return null;
-  let total = 0;
-  for (let i = 0; i < UNIT_MS.length; i++) {
-    const amount = match[i + 1];
-    if (amount !== undefined) total += Number(amount) * (UNIT_MS[i] as number);
-  }
-  return total > 0 && Number.isSafeInteger(total) ? total : null;
-}
-
-/** `2h30m` for 9 000 000 ms; the inverse of parseDurationMs for whole seconds. */
-export function formatDuration(ms: number): string {
-  let rest = Math.round(ms / 1000) * 1000;
-  let text = "";
-  for (const [unit, size] of [
-    ["d", 86_400_000],
-    ["h", 3_600_000],
-    ["m", 60_000],
-    ["s", 1000],
-  ] as const) {
-    const amount = Math.floor(rest / size);
-    if (amount > 0) text += `${amount}${unit}`;
-    rest -= amount * size;
-  }
-  return text || "0s";
-}
 
 /** The first `count` words of `text`, and the rest with its line breaks intact (prompts keep their layout). */
 function takeWords(text: string, count: number): { words: string[]; rest: string } {

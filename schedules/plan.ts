@@ -4,7 +4,7 @@ import { z } from "zod";
 import { channelNameSchema } from "../channels/types.ts";
 import { SwitchboardError } from "../src/errors.ts";
 import { cronExpressionProblem, nextSlotAfter, shortestGapMs } from "./cadence.ts";
-import { formatDuration } from "./parse.ts";
+import { formatDuration } from "./duration.ts";
 import { canonicalTimeZone } from "./timezone.ts";
 import { MISSED_POLICIES, SCHEDULE_CREATORS, type ScheduleTiming } from "./types.ts";
 

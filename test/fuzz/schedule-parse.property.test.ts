@@ -5,13 +5,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import {
-  type CommandContext,
-  formatDuration,
-  parseDurationMs,
-  parseScheduleCommand,
-  SCHEDULE_COMMANDS,
-} from "../../schedules/parse.ts";
+import { formatDuration, parseDurationMs } from "../../schedules/duration.ts";
+import { type CommandContext, parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
 import { hostileString } from "./support/mutate.ts";
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 1000);

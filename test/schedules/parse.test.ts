@@ -1,11 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { formatDuration, parseDurationMs } from "../../schedules/duration.ts";
 import { formatScheduleCreated, formatScheduleList } from "../../schedules/format.ts";
-import {
-  type CommandContext,
-  formatDuration,
-  parseDurationMs,
-  parseScheduleCommand,
-} from "../../schedules/parse.ts";
+import { type CommandContext, parseScheduleCommand } from "../../schedules/parse.ts";
 import type { Schedule } from "../../schedules/types.ts";
 
 // Monday 2026-11-30 10:15 in Berlin (09:15Z).
