@@ -10,6 +10,14 @@ import {
   priorDuplicate,
   receiptDuplicate,
 } from "./rules.ts";
+import {
+  type AsyncSteps,
+  runAsync,
+  runSync,
+  type Answer as StepAnswer,
+  type StepCall,
+  stepsOf,
+} from "./steps.ts";
 
 /**
  * The reads and writes admission needs from an engine, each inside the admitting transaction.
@@ -74,29 +82,9 @@ export type LedgerSteps = Pick<
   "resolveKey" | "version" | "activeRuns" | "endRun" | "appendEvent"
 >;
 
-/** The same steps, each answering a promise (an engine whose queries are asynchronous). */
-export type AsyncSteps<T> = {
-  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<R> : never;
-};
-
-/** One step the algorithm asks its engine to take: a method of the steps and its arguments. */
-export interface StepCall {
-  name: keyof AdmissionSteps;
-  args: unknown[];
-}
-
-type Admission = Generator<StepCall, AdmitResult, unknown>;
-
-/** What the engine answers to a step `K`: the algorithm reads each answer as `Answer<K>`. */
-type Answer<K extends keyof AdmissionSteps> = ReturnType<AdmissionSteps[K]>;
-
-/**
- * The step `name` with its arguments, typed as the steps declare. The algorithm yields these
- * directly: delegating to a generator per step (`yield*`) cost several times more per admission.
- */
-function call<K extends keyof AdmissionSteps>(name: K, ...args: Parameters<AdmissionSteps[K]>): StepCall {
-  return { name, args };
-}
+type Admission = Generator<StepCall<AdmissionSteps>, AdmitResult, unknown>;
+type Answer<K extends keyof AdmissionSteps> = StepAnswer<AdmissionSteps, K>;
+const call = stepsOf<AdmissionSteps>();
 
 /**
  * Durable, idempotent admission, written once for every engine: a repeated ingress identity or
@@ -194,25 +182,10 @@ export function* admission(request: AdmitRequest): Admission {
 
 /** Runs an admission on an engine whose steps answer at once (inside a synchronous transaction). */
 export function admitSync(request: AdmitRequest, steps: AdmissionSteps): AdmitResult {
-  const run = admission(request);
-  let next = run.next();
-  while (!next.done) {
-    const { name, args } = next.value;
-    next = run.next((steps[name] as (...a: unknown[]) => unknown)(...args));
-  }
-  return next.value;
+  return runSync(admission(request), steps);
 }
 
 /** Runs an admission on an engine whose steps answer promises. */
-export async function admitAsync(
-  request: AdmitRequest,
-  steps: AsyncSteps<AdmissionSteps>,
-): Promise<AdmitResult> {
-  const run = admission(request);
-  let next = run.next();
-  while (!next.done) {
-    const { name, args } = next.value;
-    next = run.next(await (steps[name] as (...a: unknown[]) => Promise<unknown>)(...args));
-  }
-  return next.value;
+export function admitAsync(request: AdmitRequest, steps: AsyncSteps<AdmissionSteps>): Promise<AdmitResult> {
+  return runAsync(admission(request), steps);
 }

@@ -1064,6 +1064,35 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "ingress by key prefix: admitted and claimed inputs of one prefix, newest first, with their payloads",
+      withStore(async (store) => {
+        const claim = (key: string, nowMs: number, source = "web:local") =>
+          store.claimIngress({ source, key, outcome: "command", payload: { text: key }, nowMs });
+        await claim("alice:1", T0);
+        const ingress = { source: "web:local", key: "alice:2", payload: { text: "alice:2" } };
+        await store.admit(admitRequest("c", "a", { ingress, nowMs: T0 + 1 }));
+        await claim("alice:3", T0 + 2);
+        await claim("alicex:1", T0 + 3); // another prefix that starts the same
+        await claim("bob:1", T0 + 4);
+        await claim("alice:4", T0 + 5, "web:other"); // another source
+        // Characters LIKE would read as patterns are matched as themselves.
+        await claim("a%_:1", T0 + 6);
+
+        expect(await store.ingressByPrefix("web:local", "alice:", 10)).toEqual([
+          { key: "alice:3", payload: { text: "alice:3" }, atMs: T0 + 2 },
+          { key: "alice:2", payload: { text: "alice:2" }, atMs: T0 + 1 },
+          { key: "alice:1", payload: { text: "alice:1" }, atMs: T0 },
+        ]);
+        expect((await store.ingressByPrefix("web:local", "alice:", 2)).map((r) => r.key)).toEqual([
+          "alice:3",
+          "alice:2",
+        ]);
+        expect((await store.ingressByPrefix("web:local", "a%_:", 10)).map((r) => r.key)).toEqual(["a%_:1"]);
+        expect(await store.ingressByPrefix("web:local", "carol:", 10)).toEqual([]);
+      }),
+    );
+
+    test(
       "conversation settings merge; none is an empty object",
       withStore(async (store) => {
         expect(await store.loadConversationSettings("c")).toEqual({});

@@ -1,8 +1,9 @@
 import type { TransactionSQL } from "bun";
 import type { ConversationSettings } from "../../runtime/store.ts";
 import { newId } from "../../util/ids.ts";
-import type { AdmissionSteps, AsyncSteps, LedgerSteps } from "../admission.ts";
+import type { AdmissionSteps, LedgerSteps } from "../admission.ts";
 import { withAlwaysAllowed } from "../rules.ts";
+import type { AsyncSteps } from "../steps.ts";
 
 /** What the store lends admission on PostgreSQL: its ledger and its locks, in the transaction. */
 export type PostgresLedger = AsyncSteps<LedgerSteps & Pick<AdmissionSteps, "enterConversation">> & {

@@ -44,7 +44,7 @@ import type {
 } from "../../runtime/types.ts";
 import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
 import { newId } from "../../util/ids.ts";
-import { type AdmissionSteps, type AsyncSteps, admitAsync } from "../admission.ts";
+import { type AdmissionSteps, admitAsync } from "../admission.ts";
 import { endedStreamMarkdown, fileInsert, streamKey } from "../outbox-records.ts";
 import {
   type ApprovalRow,
@@ -57,23 +57,22 @@ import {
   toRun,
 } from "../rows.ts";
 import {
-  absorbedRuns,
   acquisition,
   answerStatus,
   checkFence,
   checkpointEvent,
   type EventBody,
   foreignLeaseUntil,
-  mayAbsorb,
   nextRunnable,
   notAnInput,
   PURGE_COMPANION_SQL,
   purgeRefusal,
   releasedState,
-  stopDecision,
   terminalEvent,
 } from "../rules.ts";
 import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../state-rows.ts";
+import { type AsyncSteps, runAsync } from "../steps.ts";
+import { type StopSteps, stop, type TerminalSteps, terminal } from "../terminal.ts";
 import { sumUsage } from "../usage.ts";
 import { postgresAdmissionSteps } from "./admission-steps.ts";
 import { CommitPublisher } from "./commit-publisher.ts";
@@ -512,66 +511,62 @@ export class PostgresRuntimeStore implements RuntimeStore, StateStore {
   }
 
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
-    return this.write(async (tx) => {
-      const run = await this.lockRun(tx, runId);
-      const decision = stopDecision(run, reason);
-      if (!run || decision.kind === "not_active") return { outcome: "not_active" } as const;
-      if (decision.kind === "end") {
-        return { outcome: "ended", seq: await this.endWithoutOwner(tx, run, decision.state, nowMs) } as const;
-      }
-      if (decision.mark) {
-        await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
-      }
-      const { seq } = await this.appendEvent(
-        tx,
-        { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
-        nowMs,
-      );
-      return { outcome: "requested", seq } as const;
-    });
+    return this.write((tx) => runAsync(stop(runId, reason, nowMs), this.stopSteps(tx)));
   }
 
   commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
-    const { nowMs, state, assistantParts } = request;
-    return this.write(async (tx) => {
-      const run = await this.fenced(tx, request.fence);
-      if (request.finalStep)
-        await this.saveStep(tx, run, request.finalStep.step, request.finalStep.parts, nowMs);
-      const [answerRow] = await tx.sql<MessageRow[]>`
-        INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-        VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
-          ${JSON.stringify(assistantParts)}, ${answerStatus(state)}, ${nowMs})
-        ON CONFLICT (id) DO UPDATE SET parts = excluded.parts, status = excluded.status
-        RETURNING *`;
-      const [runRow] = await tx.sql<RunRow[]>`
-        UPDATE runs SET state = ${state}, finished_at_ms = ${nowMs}, finish_seq = nextval('run_finish_seqs'),
-          owner = NULL, lease_expires_at_ms = NULL, error = ${request.error ?? null}
-        WHERE id = ${run.id} RETURNING *`;
-      const absorbed = absorbedRuns(
-        state,
-        assistantParts,
-        mayAbsorb(state, assistantParts) ? await this.activeRuns(tx.sql, run.conversationId) : [],
-      );
-      for (const candidate of absorbed) await this.endWithoutOwner(tx, candidate, "absorbed", nowMs, run.id);
-      const finalRun = toRun(runRow!);
-      for (const approval of request.approvals ?? []) {
+    return this.write((tx) => runAsync(terminal(request), this.terminalSteps(tx)));
+  }
+
+  /** The terminal commit's reads and writes in transaction `tx` (see terminal.ts for the algorithm). */
+  private terminalSteps(tx: Tx): AsyncSteps<TerminalSteps> {
+    return {
+      fenced: (fence) => this.fenced(tx, fence),
+      saveStep: async (run, step, parts, nowMs) => {
+        await this.saveStep(tx, run, step, parts, nowMs);
+      },
+      upsertAnswer: async (run, parts, status, nowMs) => {
+        const [row] = await tx.sql<MessageRow[]>`
+          INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+          VALUES (${run.assistantMessageId}, ${run.conversationId}, ${run.id}, 'assistant',
+            ${JSON.stringify(parts)}, ${status}, ${nowMs})
+          ON CONFLICT (id) DO UPDATE SET parts = excluded.parts, status = excluded.status
+          RETURNING *`;
+        return toMessage(row!);
+      },
+      finishRun: async (run, state, error, nowMs) => {
+        const [row] = await tx.sql<RunRow[]>`
+          UPDATE runs SET state = ${state}, finished_at_ms = ${nowMs}, finish_seq = nextval('run_finish_seqs'),
+            owner = NULL, lease_expires_at_ms = NULL, error = ${error}
+          WHERE id = ${run.id} RETURNING *`;
+        return toRun(row!);
+      },
+      activeRuns: (conversationId) => this.activeRuns(tx.sql, conversationId),
+      endRun: (run, state, nowMs, absorbedInto) => this.endWithoutOwner(tx, run, state, nowMs, absorbedInto),
+      insertApproval: async (run, approval, nowMs) => {
         await tx.sql`
           INSERT INTO approvals (id, conversation_id, run_id, tool_call_id, tool_name, input, binding, state,
             created_at_ms, expires_at_ms)
           VALUES (${approval.id}, ${run.conversationId}, ${run.id}, ${approval.toolCallId}, ${approval.toolName},
             ${JSON.stringify(approval.input ?? null)}, ${approval.binding}, 'pending', ${nowMs}, ${approval.expiresAtMs})`;
-      }
-      if (request.delivery) await commitAnswerDelivery(tx.sql, request.delivery, nowMs);
-      const { seq } = await this.appendEvent(
-        tx,
-        terminalEvent(run, state, assistantParts, {
-          usage: finalRun.usage,
-          ...(request.error ? { error: request.error } : {}),
-        }),
-        nowMs,
-      );
-      return { seq, run: finalRun, answer: toMessage(answerRow!), absorbed: absorbed.map((r) => r.id) };
-    });
+      },
+      writeDelivery: async (delivery, nowMs) => {
+        await commitAnswerDelivery(tx.sql, delivery, nowMs);
+      },
+      appendEvent: (body, nowMs) => this.appendEvent(tx, body, nowMs),
+    };
+  }
+
+  /** A stop request's reads and writes in transaction `tx` (see terminal.ts for the algorithm). */
+  private stopSteps(tx: Tx): AsyncSteps<StopSteps> {
+    return {
+      lockRun: (runId) => this.lockRun(tx, runId),
+      endRun: (run, state, nowMs) => this.endWithoutOwner(tx, run, state, nowMs),
+      markInterruptRequested: async (runId, reason) => {
+        await tx.sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
+      },
+      appendEvent: (body, nowMs) => this.appendEvent(tx, body, nowMs),
+    };
   }
 
   /**

@@ -56,24 +56,23 @@ import {
   toRun,
 } from "../rows.ts";
 import {
-  absorbedRuns,
   acquisition,
   answerStatus,
   checkFence,
   checkpointEvent,
   type EventBody,
   foreignLeaseUntil,
-  mayAbsorb,
   nextRunnable,
   notAnInput,
   PURGE_COMPANION_SQL,
   purgeRefusal,
   releasedState,
-  stopDecision,
   summaryConflict,
   terminalEvent,
 } from "../rules.ts";
 import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../state-rows.ts";
+import { runSync } from "../steps.ts";
+import { type StopSteps, stop, type TerminalSteps, terminal } from "../terminal.ts";
 import { sumUsage } from "../usage.ts";
 import { sqliteAdmissionSteps } from "./admission-steps.ts";
 import { GroupCommit, type Outcome } from "./group-commit.ts";
@@ -96,6 +95,9 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
 
   /** Admission's reads and writes on this connection (see admission.ts for the algorithm). */
   private readonly admissionSteps: AdmissionSteps;
+  /** The terminal commit's and a stop request's (see terminal.ts). */
+  private readonly terminalSteps: TerminalSteps;
+  private readonly stopSteps: StopSteps;
 
   constructor(readonly db: Database) {
     this.admissionSteps = sqliteAdmissionSteps(db, {
@@ -105,6 +107,70 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
       endRun: (run, state, nowMs) => this.endWithoutOwner(run, state, nowMs),
       appendEvent: (body, nowMs) => ({ seq: this.appendEvent(body, nowMs), version: this.lastVersion }),
     });
+    const ledger = {
+      endRun: (run: RunRecord, state: TerminalRunState, nowMs: number, absorbedInto?: string) =>
+        this.endWithoutOwner(run, state, nowMs, absorbedInto),
+      appendEvent: (body: EventBody, nowMs: number) => ({ seq: this.appendEvent(body, nowMs) }),
+    };
+    this.terminalSteps = {
+      ...ledger,
+      fenced: (fence) => this.fenced(fence),
+      saveStep: (run, step, parts, nowMs) => this.saveStep(run, step, parts, nowMs),
+      upsertAnswer: (run, parts, status, nowMs) =>
+        toMessage(
+          db
+            .query(
+              `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
+               VALUES (?, ?, ?, 'assistant', ?, ?, ?)
+               ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status RETURNING *`,
+            )
+            .get(
+              run.assistantMessageId,
+              run.conversationId,
+              run.id,
+              JSON.stringify(parts),
+              status,
+              nowMs,
+            ) as MessageRow,
+        ),
+      finishRun: (run, state, error, nowMs) =>
+        toRun(
+          db
+            .query(
+              `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
+               error = ? WHERE id = ? RETURNING *`,
+            )
+            .get(state, nowMs, this.nextFinishSeq(), error, run.id) as RunRow,
+        ),
+      activeRuns: (conversationId) => this.activeRuns(conversationId),
+      insertApproval: (run, approval, nowMs) => {
+        db.query(
+          `INSERT INTO approvals (id, conversation_id, run_id, tool_call_id, tool_name, input, binding, state,
+             created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+        ).run(
+          approval.id,
+          run.conversationId,
+          run.id,
+          approval.toolCallId,
+          approval.toolName,
+          JSON.stringify(approval.input ?? null),
+          approval.binding,
+          nowMs,
+          approval.expiresAtMs,
+        );
+      },
+      writeDelivery: (delivery, nowMs) => commitAnswerDeliverySync(db, delivery, nowMs),
+    };
+    this.stopSteps = {
+      ...ledger,
+      lockRun: (runId) => this.runRow(runId),
+      markInterruptRequested: (runId, reason) => {
+        db.query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?").run(
+          reason,
+          runId,
+        );
+      },
+    };
   }
 
   onCommitted(listener: (events: DurableEvent[]) => void): () => void {
@@ -539,89 +605,11 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
   }
 
   requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
-    return this.write(() => {
-      const run = this.runRow(runId);
-      const decision = stopDecision(run, reason);
-      if (!run || decision.kind === "not_active") return { outcome: "not_active" } as const;
-      if (decision.kind === "end") {
-        return { outcome: "ended", seq: this.endWithoutOwner(run, decision.state, nowMs) } as const;
-      }
-      if (decision.mark) {
-        this.db
-          .query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?")
-          .run(reason, runId);
-      }
-      const seq = this.appendEvent(
-        { type: "run-state", conversationId: run.conversationId, runId, state: "interrupt_requested" },
-        nowMs,
-      );
-      return { outcome: "requested", seq } as const;
-    });
+    return this.write(() => runSync(stop(runId, reason, nowMs), this.stopSteps));
   }
 
   commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
-    const { nowMs, state, assistantParts } = request;
-    return this.write(() => {
-      const run = this.fenced(request.fence);
-      if (request.finalStep) this.saveStep(run, request.finalStep.step, request.finalStep.parts, nowMs);
-      const answer = toMessage(
-        this.db
-          .query(
-            `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-             VALUES (?, ?, ?, 'assistant', ?, ?, ?)
-             ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status RETURNING *`,
-          )
-          .get(
-            run.assistantMessageId,
-            run.conversationId,
-            run.id,
-            JSON.stringify(assistantParts),
-            answerStatus(state),
-            nowMs,
-          ) as MessageRow,
-      );
-      const finalRun = toRun(
-        this.db
-          .query(
-            `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
-             error = ? WHERE id = ? RETURNING *`,
-          )
-          .get(state, nowMs, this.nextFinishSeq(), request.error ?? null, run.id) as RunRow,
-      );
-      const absorbed = absorbedRuns(
-        state,
-        assistantParts,
-        mayAbsorb(state, assistantParts) ? this.activeRuns(run.conversationId) : [],
-      );
-      for (const candidate of absorbed) this.endWithoutOwner(candidate, "absorbed", nowMs, run.id);
-      for (const approval of request.approvals ?? []) {
-        this.db
-          .query(
-            `INSERT INTO approvals (id, conversation_id, run_id, tool_call_id, tool_name, input, binding, state,
-               created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-          )
-          .run(
-            approval.id,
-            run.conversationId,
-            run.id,
-            approval.toolCallId,
-            approval.toolName,
-            JSON.stringify(approval.input ?? null),
-            approval.binding,
-            nowMs,
-            approval.expiresAtMs,
-          );
-      }
-      if (request.delivery) commitAnswerDeliverySync(this.db, request.delivery, nowMs);
-      const seq = this.appendEvent(
-        terminalEvent(run, state, assistantParts, {
-          usage: finalRun.usage,
-          ...(request.error ? { error: request.error } : {}),
-        }),
-        nowMs,
-      );
-      return { seq, run: finalRun, answer, absorbed: absorbed.map((r) => r.id) };
-    });
+    return this.write(() => runSync(terminal(request), this.terminalSteps));
   }
 
   expireLeases(request: { exceptOwner: string; nowMs: number }): Promise<number> {
