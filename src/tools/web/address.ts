@@ -1,69 +1,88 @@
 import { isIP } from "node:net";
+import { IPv4, IPv6 } from "ipaddr.js";
 
 /*
- * Which addresses web_fetch refuses unless private fetches are allowed: loopback, private,
- * link-local, carrier-grade NAT, unspecified, multicast and reserved ranges, IPv4 and IPv6
- * (IPv4-mapped IPv6 is judged as the IPv4 address it carries).
+ * Which addresses web_fetch refuses unless private fetches are allowed. Only ordinary unicast is
+ * reached: every range ipaddr.js names (loopback, private, linkLocal, uniqueLocal, unspecified,
+ * multicast, carrierGradeNat, broadcast, reserved, benchmarking, ...) is refused. An IPv6 address
+ * that carries an IPv4 address (IPv4-mapped, IPv4-translated, IPv4-compatible, 6to4, Teredo,
+ * NAT64) is judged by the IPv4 address it carries, since that is where its packets end up.
  */
 
-const V4_BLOCKED: Array<[string, number]> = [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4],
-];
-
-function v4ToInt(address: string): number {
-  return address.split(".").reduce((n, octet) => n * 256 + Number(octet), 0);
+/** An IPv4 address carried inside an IPv6 one, and the form that carries it. */
+interface Embedded {
+  form: string;
+  ipv4: IPv4;
 }
 
-function inV4(address: string, [base, bits]: [string, number]): boolean {
-  const mask = bits === 0 ? 0 : 2 ** 32 - 2 ** (32 - bits);
-  return (v4ToInt(address) & mask) >>> 0 === (v4ToInt(base) & mask) >>> 0;
+const v4 = (parts: number[], from: number) =>
+  new IPv4([parts[from]! >> 8, parts[from]! & 0xff, parts[from + 1]! >> 8, parts[from + 1]! & 0xff]);
+
+const cidr = (text: string) => IPv6.parseCIDR(text);
+const MAPPED = cidr("::ffff:0:0/96");
+const TRANSLATED = cidr("::ffff:0:0:0/96"); // RFC 6145/7915
+const COMPATIBLE = cidr("::/96"); // RFC 4291, deprecated; :: and ::1 have their own names
+const SIX_TO_FOUR = cidr("2002::/16"); // RFC 3056: 2002:AABB:CCDD::/48
+const TEREDO = cidr("2001::/32"); // RFC 4380
+const NAT64 = cidr("64:ff9b::/96"); // RFC 6052 well-known prefix
+const NAT64_LOCAL = cidr("64:ff9b:1::/48"); // RFC 8215 local-use prefix, any length from /48 to /96
+
+/** The 32 bits at `bit` of a 128-bit address, skipping bits 64..71 (RFC 6052's reserved octet). */
+function rfc6052(parts: number[], bit: number): IPv4 {
+  const bytes = parts.flatMap((p) => [p >> 8, p & 0xff]).filter((_, i) => i !== 8);
+  const at = bit / 8 - (bit > 64 ? 1 : 0);
+  return new IPv4(bytes.slice(at, at + 4));
 }
 
-/** The IPv6 address as 8 numbers, or null when it does not parse. */
-function v6Groups(address: string): number[] | null {
-  let text = address.toLowerCase().split("%")[0]!;
-  const v4Tail = text.match(/(\d+\.\d+\.\d+\.\d+)$/);
-  if (v4Tail) {
-    const n = v4ToInt(v4Tail[1]!);
-    text = `${text.slice(0, -v4Tail[1]!.length)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+/** Every IPv4 address `address` may deliver to; empty when it carries none. */
+function embeddedIPv4(address: IPv6): Embedded[] {
+  const p = address.parts;
+  if (address.match(MAPPED)) return [{ form: "IPv4-mapped", ipv4: v4(p, 6) }];
+  if (address.match(TRANSLATED)) return [{ form: "IPv4-translated", ipv4: v4(p, 6) }];
+  if (address.match(COMPATIBLE) && address.range() === "unicast")
+    return [{ form: "IPv4-compatible", ipv4: v4(p, 6) }];
+  if (address.match(SIX_TO_FOUR)) return [{ form: "6to4", ipv4: v4(p, 1) }];
+  if (address.match(TEREDO)) {
+    const client = v4([p[6]! ^ 0xffff, p[7]! ^ 0xffff], 0);
+    return [
+      { form: "Teredo client", ipv4: client },
+      { form: "Teredo server", ipv4: v4(p, 2) },
+    ];
   }
-  const [head, tail] = text.split("::") as [string, string | undefined];
-  const parse = (s: string) => (s ? s.split(":").map((g) => Number.parseInt(g, 16)) : []);
-  const left = parse(head);
-  const right = tail === undefined ? [] : parse(tail);
-  const fill = tail === undefined ? 0 : 8 - left.length - right.length;
-  const groups = [...left, ...new Array(Math.max(0, fill)).fill(0), ...right];
-  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff)
-    ? groups
-    : null;
+  if (address.match(NAT64)) return [{ form: "NAT64", ipv4: v4(p, 6) }];
+  if (address.match(NAT64_LOCAL)) {
+    // The operator picks the prefix length, so the IPv4 address may sit at any of these places.
+    return [48, 56, 64, 96].map((length) => ({
+      form: `local-use NAT64 (/${length})`,
+      ipv4: rfc6052(p, length),
+    }));
+  }
+  return [];
 }
 
-export function isPrivateAddress(address: string): boolean {
+/**
+ * Why web_fetch refuses `address` (e.g. "loopback", "loopback 127.0.0.1, carried in 6to4 form"),
+ * or null when it is ordinary public unicast. Anything that is not a plain IP address is refused.
+ */
+export function refusalReason(address: string): string | null {
   const family = isIP(address);
-  if (family === 4) return V4_BLOCKED.some((range) => inV4(address, range));
-  if (family !== 6) return true;
-  const g = v6Groups(address);
-  if (!g) return true;
-  const first = g[0]!;
-  if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) {
-    // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible); also :: and ::1.
-    if (g[5] === 0 && g[6] === 0 && (g[7] === 0 || g[7] === 1)) return true;
-    return isPrivateAddress(`${g[6]! >> 8}.${g[6]! & 0xff}.${g[7]! >> 8}.${g[7]! & 0xff}`);
+  if (family === 4) {
+    const range = IPv4.parse(address).range();
+    return range === "unicast" ? null : range;
   }
-  if ((first & 0xfe00) === 0xfc00) return true; // fc00::/7 unique local
-  if ((first & 0xffc0) === 0xfe80) return true; // fe80::/10 link-local
-  if ((first & 0xff00) === 0xff00) return true; // multicast
-  if (first === 0x64 && g[1] === 0xff9b) return true; // 64:ff9b::/96 NAT64 can reach private v4
-  if (first === 0x2001 && g[1] === 0x0db8) return true; // documentation
-  return false;
+  if (family !== 6) return "not an IP address";
+  const parsed = IPv6.parse(address);
+  const embedded = embeddedIPv4(parsed);
+  for (const { form, ipv4 } of embedded) {
+    const range = ipv4.range();
+    if (range !== "unicast") return `${range} ${ipv4.toString()}, carried in ${form} form`;
+  }
+  if (embedded.length > 0) return null;
+  const range = parsed.range();
+  return range === "unicast" ? null : range;
+}
+
+/** True when web_fetch refuses `address` (see refusalReason). */
+export function isPrivateAddress(address: string): boolean {
+  return refusalReason(address) !== null;
 }

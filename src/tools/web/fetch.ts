@@ -3,7 +3,10 @@ import { isIP } from "node:net";
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
 import TurndownService from "turndown";
-import { isPrivateAddress } from "./address.ts";
+// See pinned-agent.ts for why the path and not the bare "undici".
+import { Agent, fetch, type Response as UndiciResponse } from "undici/index.js";
+import { isPrivateAddress, refusalReason } from "./address.ts";
+import { pinnedAgent } from "./pinned-agent.ts";
 
 export interface WebFetchOptions {
   /** Allow private, loopback and link-local addresses (SWITCHBOARD_FETCH_ALLOW_PRIVATE=on). */
@@ -15,8 +18,9 @@ export interface WebFetchOptions {
   /** The whole fetch, redirects and body included. */
   timeoutMs?: number;
   maxRedirects?: number;
-  /** Which resolved addresses are refused (tests narrow it); default: private ones. */
+  /** Which resolved addresses are refused (tests narrow it); default: see address.ts. */
   isBlocked?: (address: string) => boolean;
+  /** The name's addresses (default: the system resolver); the connection goes to one of them. */
   resolve?: (hostname: string) => Promise<string[]>;
 }
 
@@ -44,7 +48,8 @@ export type GuardedGetOptions = Pick<WebFetchOptions, "allowPrivate" | "isBlocke
 /**
  * GETs an http(s) URL and hands the final successful response to `read`, all within
  * `timeoutMs`. Every hop (the URL and each redirect) is checked after DNS resolution: a name
- * resolving to a refused address is refused. Every failure is a WebFetchError saying why.
+ * resolving to a refused address is refused, and the hop's connection goes only to the addresses
+ * checked (the name is never resolved again for it). Every failure is a WebFetchError saying why.
  */
 export async function guardedGet<T>(
   rawUrl: string,
@@ -56,25 +61,32 @@ export async function guardedGet<T>(
   let url = parseUrl(rawUrl);
   try {
     for (let hop = 0; ; hop++) {
-      await checkDestination(url, options);
-      const response = await fetch(url, {
-        redirect: "manual",
-        signal,
-        headers: { accept, "user-agent": "switchboard-web-fetch/1" },
-      });
-      const location = response.headers.get("location");
-      if (response.status >= 300 && response.status < 400 && location) {
-        await response.body?.cancel();
-        if (hop >= options.maxRedirects)
-          throw new WebFetchError(`more than ${options.maxRedirects} redirects from ${rawUrl}`);
-        url = parseUrl(new URL(location, url).href);
-        continue;
+      const addresses = await checkDestination(url, options);
+      // One agent per hop, so a redirect is connected to the addresses checked for it.
+      const agent = addresses ? pinnedAgent(hostnameOf(url), addresses) : new Agent();
+      try {
+        const response = await fetch(url, {
+          redirect: "manual",
+          signal,
+          dispatcher: agent,
+          headers: { accept, "user-agent": "switchboard-web-fetch/1" },
+        });
+        const location = response.headers.get("location");
+        if (response.status >= 300 && response.status < 400 && location) {
+          await response.body?.cancel();
+          if (hop >= options.maxRedirects)
+            throw new WebFetchError(`more than ${options.maxRedirects} redirects from ${rawUrl}`);
+          url = parseUrl(new URL(location, url).href);
+          continue;
+        }
+        if (!response.ok) {
+          await response.body?.cancel();
+          throw new WebFetchError(`${url.href} answered HTTP ${response.status}`);
+        }
+        return await read(toStandardResponse(response), url);
+      } finally {
+        await agent.destroy().catch(() => {});
       }
-      if (!response.ok) {
-        await response.body?.cancel();
-        throw new WebFetchError(`${url.href} answered HTTP ${response.status}`);
-      }
-      return await read(response, url);
     }
   } catch (error) {
     if (error instanceof WebFetchError) throw error;
@@ -119,9 +131,25 @@ function parseUrl(raw: string): URL {
   return url;
 }
 
-async function checkDestination(url: URL, settings: GuardedGetOptions): Promise<void> {
-  if (settings.allowPrivate) return;
-  const host = url.hostname.replace(/^\[|\]$/g, "");
+/** undici's Response as the platform's, so callers see the usual type. */
+function toStandardResponse(response: UndiciResponse): Response {
+  const nullBody = response.status === 204 || response.status === 205;
+  return new Response(nullBody ? null : (response.body as ReadableStream | null), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: [...response.headers],
+  });
+}
+
+const hostnameOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
+
+/**
+ * Refuses a destination that is, or resolves to, a refused address. Returns the addresses the
+ * connection may use, or null when private addresses are allowed (then nothing is checked).
+ */
+async function checkDestination(url: URL, settings: GuardedGetOptions): Promise<string[] | null> {
+  if (settings.allowPrivate) return null;
+  const host = hostnameOf(url);
   const addresses = isIP(host)
     ? [host]
     : await (settings.resolve ?? systemResolve)(host).catch(() => {
@@ -130,10 +158,12 @@ async function checkDestination(url: URL, settings: GuardedGetOptions): Promise<
   const blocked = settings.isBlocked ?? isPrivateAddress;
   const refused = addresses.find(blocked);
   if (refused !== undefined || addresses.length === 0) {
+    const why = refused !== undefined && !settings.isBlocked ? `${refusalReason(refused)}; ` : "";
     throw new WebFetchError(
-      `${url.host} resolves to ${refused ?? "no address"}, a private, loopback or link-local address: refused (an operator can allow these with SWITCHBOARD_FETCH_ALLOW_PRIVATE=on)`,
+      `${url.host} resolves to ${refused ?? "no address"}, a private, loopback or link-local address: refused (${why}an operator can allow these with SWITCHBOARD_FETCH_ALLOW_PRIVATE=on)`,
     );
   }
+  return addresses;
 }
 
 async function readBounded(
