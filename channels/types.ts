@@ -168,6 +168,11 @@ export interface FileLimits {
   maxPhotoBytes?: number;
   /** Longest caption that may go with a file, in characters as the platform counts them. */
   maxCaptionChars: number;
+  /**
+   * The chat downloads sent files from the gateway's blob store (the web chat), not from the
+   * platform: a link works only while the gateway keeps the file. Absent: the platform keeps a copy.
+   */
+  servedByGateway?: boolean;
 }
 
 /** What the adapter can promise about a send. */
@@ -193,7 +198,13 @@ export interface ChannelLimits {
 export interface HttpRoute {
   method: "GET" | "POST";
   path: string;
-  handle(request: Request): Promise<Response>;
+  handle(request: Request, context?: HttpRouteContext): Promise<Response>;
+}
+
+/** What the gateway's HTTP server knows of a request besides the request itself. */
+export interface HttpRouteContext {
+  /** The client as per-address limits key it: the socket's address (an IPv6 one by its /64), never a header's. */
+  client: string;
 }
 
 /** Where catch-up resumes in one target: after the last message ingress recorded there. */

@@ -58,6 +58,13 @@ export interface OutboxMedia {
   /** Sniffed from the bytes, never taken from where the file came from. */
   mimeType: string;
   sizeBytes: number;
+  /**
+   * Kept in the blob store until this instant (ms since the epoch), whatever happens to the
+   * conversation (/new, a rotated key): an /export's stated lifetime where the gateway serves the
+   * link. A purge (/forget) clears the record's media, and with it this promise. Absent: the
+   * file is kept as the conversation's other files are.
+   */
+  keepUntilMs?: number;
 }
 
 interface OutboxRecordBase {

@@ -3,7 +3,7 @@
  * go through ingress like any platform's; answers are kept in an in-memory transcript per browser
  * session and pushed to the page over Server-Sent Events.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import { newId } from "../../src/util/ids.ts";
@@ -22,10 +22,11 @@ import type {
   SendReceipt,
 } from "../types.ts";
 import { webFileOf } from "./files.ts";
-import { isSessionId, WEB_ACCOUNT } from "./inbound.ts";
+import { WEB_ACCOUNT } from "./inbound.ts";
 import { createWebRoutes } from "./routes.ts";
 import { type WebHistory, type WebTranscriptEntry, WebTranscripts } from "./transcript.ts";
 import { type WebUploadOptions, WebUploads } from "./uploads.ts";
+import { isWebUserId, webUserIds } from "./user-id.ts";
 
 export const WEB_CAPABILITIES: ChannelCapabilities = {
   // A resend with the same idempotency key returns the first send's message id and shows nothing.
@@ -58,6 +59,12 @@ export interface WebChannelOptions {
   /** A session's durable transcript, loaded when it is not in memory (after a restart, or evicted). */
   history?: WebHistory;
   /**
+   * The key the user id of each browser session is derived under (user-id.ts): the gateway keeps
+   * one in its database (`WEB_USER_ID_SECRET`), so a session keeps its conversation across
+   * restarts. Default: a random key of this process (ids, and conversations, change on restart).
+   */
+  userIdKey?: string;
+  /**
    * The gateway's blob store: the page uploads files into it, and files the agent sends are served
    * from it. Absent: the page cannot attach files and the channel sends none.
    */
@@ -89,6 +96,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     options.history,
   );
   const uploads = options.uploads ? new WebUploads(options.uploads) : undefined;
+  const userIdOf = webUserIds(options.userIdKey ?? randomBytes(32).toString("base64url"));
   let ingress: Ingress | null = null;
   let stopping = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
@@ -108,6 +116,7 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
   const routes = createWebRoutes({
     clock,
     transcripts,
+    userIdOf,
     maxMessageChars,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     messagesPerSessionPerMinute: options.messagesPerSessionPerMinute ?? 30,
@@ -116,11 +125,14 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     ...(uploads ? { uploads } : {}),
   });
 
-  const sessionOf = (target: string): string => {
-    if (!isSessionId(target))
-      throw new SwitchboardError("platform_rejected", `Not a web session id: "${target.slice(0, 40)}".`, {
-        retryable: false,
-      });
+  /** A reply target is a web user id (the id derived from a session id; user-id.ts). */
+  const userOf = (target: string): string => {
+    if (!isWebUserId(target))
+      throw new SwitchboardError(
+        "platform_rejected",
+        `Not a web user id: "${target.slice(0, 40)}" (expected 22 characters of A-Z a-z 0-9 _ -).`,
+        { retryable: false },
+      );
     return target;
   };
 
@@ -133,19 +145,23 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     idempotencyKey: string,
     entry: (messageId: string, atMs: number) => WebTranscriptEntry,
   ): Promise<SendReceipt> => {
-    const sessionId = sessionOf(target);
-    await transcripts.load(sessionId, clock.now());
-    const earlier = transcripts.sentWithKey(sessionId, idempotencyKey);
+    const userId = userOf(target);
+    await transcripts.load(userId, clock.now());
+    const earlier = transcripts.sentWithKey(userId, idempotencyKey);
     if (earlier !== undefined) return { messageIds: [earlier] };
     const nowMs = clock.now();
     const messageId = newId("web", nowMs);
-    transcripts.append(sessionId, entry(messageId, nowMs), idempotencyKey);
+    transcripts.append(userId, entry(messageId, nowMs), idempotencyKey);
     return { messageIds: [messageId] };
   };
 
   const files = uploads
     ? {
-        fileLimits: { maxFileBytes: uploads.maxFileBytes, maxCaptionChars: maxMessageChars },
+        fileLimits: {
+          maxFileBytes: uploads.maxFileBytes,
+          maxCaptionChars: maxMessageChars,
+          servedByGateway: true,
+        },
         sendFile: (target: string, file: OutgoingFile): Promise<SendReceipt> =>
           show(target, file.idempotencyKey, (messageId, atMs) => ({
             messageId,
@@ -197,19 +213,19 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
       })),
 
     async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
-      const sessionId = sessionOf(target);
-      await transcripts.load(sessionId, clock.now());
-      transcripts.edit(sessionId, messageId, message.text, clock.now(), message.buttons);
+      const userId = userOf(target);
+      await transcripts.load(userId, clock.now());
+      transcripts.edit(userId, messageId, message.text, clock.now(), message.buttons);
     },
 
     async delete(target: string, messageId: string): Promise<void> {
-      const sessionId = sessionOf(target);
-      await transcripts.load(sessionId, clock.now());
-      transcripts.delete(sessionId, messageId, clock.now());
+      const userId = userOf(target);
+      await transcripts.load(userId, clock.now());
+      transcripts.delete(userId, messageId, clock.now());
     },
 
     async typing(target: string): Promise<void> {
-      transcripts.typing(sessionOf(target), clock.now());
+      transcripts.typing(userOf(target), clock.now());
     },
 
     async openFile(ref: string): Promise<RemoteFile> {

@@ -4,6 +4,7 @@
  * the file and to no other, at `/web/api/files/<blob id>`. The page fetches them with the session
  * header (an `<img>` cannot send one) and shows images inline, anything else as a download.
  */
+import { create as createContentDisposition } from "content-disposition";
 import { isPhotoType } from "../types.ts";
 import type { WebFile } from "./transcript.ts";
 
@@ -26,10 +27,11 @@ export function webFileOf(file: { id: string; name: string; mimeType: string; si
  * a download; and the response runs nothing even when opened on its own (`sandbox`).
  */
 export function webFileHeaders(file: WebFile): Record<string, string> {
-  const disposition = file.kind === "image" ? "inline" : "attachment";
   return {
     "content-type": file.mimeType,
-    "content-disposition": `${disposition}; filename="${asciiName(file.name)}"; filename*=UTF-8''${encodeRFC5987(file.name)}`,
+    "content-disposition": createContentDisposition(downloadName(file.name), {
+      type: file.kind === "image" ? "inline" : "attachment",
+    }),
     "x-content-type-options": "nosniff",
     "content-security-policy": "default-src 'none'; sandbox",
     "cache-control": "private, no-store",
@@ -37,11 +39,18 @@ export function webFileHeaders(file: WebFile): Record<string, string> {
   };
 }
 
-/** The name as a quoted-string: printable ASCII only, without quotes or backslashes. */
-function asciiName(name: string): string {
-  return name.replace(/[^\x20-\x7e]|["\\]/g, "_") || "file";
-}
-
-function encodeRFC5987(name: string): string {
-  return encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+/**
+ * Pure: the name a download is saved under. The name comes from the user (an upload) or from a
+ * remote server (a file the agent fetched), so only its last path segment is kept (no `../`, no
+ * folders), without control characters, quotes or backslashes, at most 200 characters; "file"
+ * when nothing is left. content-disposition then writes it as RFC 6266 asks (`filename*` for
+ * non-ASCII, with an ASCII fallback).
+ */
+export function downloadName(name: string): string {
+  const last = name.split(/[/\\]/).at(-1) ?? "";
+  const cleaned = last
+    .replace(/[\p{Cc}\p{Cf}"]/gu, "")
+    .trim()
+    .replace(/^\.+/, "");
+  return Array.from(cleaned).slice(0, 200).join("") || "file";
 }

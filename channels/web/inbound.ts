@@ -1,4 +1,8 @@
-/** The browser's POST body → an InboundMessage. Pure; the route does the I/O. */
+/**
+ * The browser's POST body → an InboundMessage. Pure; the route does the I/O. The body carries the
+ * session id (the page's only key to its transcript); the message carries only the user id derived
+ * from it (user-id.ts), so the session id is never stored, logged or shown.
+ */
 import { z } from "zod";
 import { type InboundMessage, isBlank } from "../types.ts";
 
@@ -62,26 +66,31 @@ export function webMessageBodySchema(maxMessageChars: number) {
 
 export type WebMessageBody = z.infer<ReturnType<typeof webMessageBodySchema>>;
 
-export function conversationKeyFor(sessionId: string): string {
-  return `web:${WEB_ACCOUNT}:dm:${sessionId}`;
+/** The conversation of the web user `userId` (the id derived from the session, never the session id). */
+export function conversationKeyFor(userId: string): string {
+  return `web:${WEB_ACCOUNT}:dm:${userId}`;
 }
 
 /**
- * The update key is scoped by session: a retried POST (same clientMessageId) dedupes, while an id
- * reused by another browser cannot swallow that browser's message.
+ * `userId` is the id derived from `body.sessionId` (user-id.ts); nothing of the message holds the
+ * session id itself. The principal is the user id alone: the gateway labels it `web:<user id>`, as
+ * it labels `telegram:<user id>`. The update key is scoped by user: a retried POST (same
+ * clientMessageId) dedupes, while an id reused by another browser cannot swallow that browser's
+ * message.
  */
 export function toInboundMessage(
   body: WebMessageBody,
+  userId: string,
   receivedAtMs: number,
   uploadOf: (uploadId: string) => { sizeBytes: number; mimeType: string } | undefined = () => undefined,
 ): InboundMessage {
   return {
     channel: "web",
     account: WEB_ACCOUNT,
-    updateKey: `${body.sessionId}:${body.clientMessageId}`,
-    principal: { id: `web:${body.sessionId}`, isBot: false },
-    conversationKey: conversationKeyFor(body.sessionId),
-    replyTarget: body.sessionId,
+    updateKey: `${userId}:${body.clientMessageId}`,
+    principal: { id: userId, isBot: false },
+    conversationKey: conversationKeyFor(userId),
+    replyTarget: userId,
     surface: "dm",
     text: body.text ?? "",
     messageId: body.clientMessageId,

@@ -5,11 +5,13 @@ import { eventStreamResponse } from "../../src/util/event-stream.ts";
 import { KeyedRateLimiter } from "../../src/util/rate-limit.ts";
 import { isServerBodyLimitError, PayloadTooLargeError, readBodyText } from "../../src/util/read-body.ts";
 import { streamChunks } from "../../src/util/stream-chunks.ts";
-import type { HttpRoute, InboundMessage, IngressOutcome } from "../types.ts";
+import type { HttpRoute, HttpRouteContext, InboundMessage, IngressOutcome } from "../types.ts";
 import { WEB_FILES_PATH, webFileHeaders, webFileOf } from "./files.ts";
 import { isSessionId, toInboundMessage, webMessageBodySchema } from "./inbound.ts";
+import { pendingRefusalText } from "./pending-uploads.ts";
 import type { WebTranscripts } from "./transcript.ts";
-import { isUploadTooLarge, type WebUploads } from "./uploads.ts";
+import { fileTooLargeText, isUploadTooLarge, type WebUploads } from "./uploads.ts";
+import type { WebUserIds } from "./user-id.ts";
 
 export const WEB_MESSAGES_PATH = "/web/api/messages";
 export const WEB_STREAM_PATH = "/web/api/stream";
@@ -17,7 +19,8 @@ export const WEB_STREAM_PATH = "/web/api/stream";
 export const WEB_UPLOADS_PATH = "/web/api/uploads";
 /**
  * Carries the session id on the stream request. A header, not the query string, because proxies
- * and browser history keep URLs, and the session id is the only key to its transcript.
+ * and browser history keep URLs, and the session id is the only key to its transcript. Each route
+ * turns it into the user id derived from it (user-id.ts) at once, and uses only that.
  */
 export const WEB_SESSION_HEADER = "x-switchboard-session";
 
@@ -27,6 +30,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 export interface WebRoutesDeps {
   clock: Clock;
   transcripts: WebTranscripts;
+  /** The user id of a session id; the session id itself goes no further than this call. */
+  userIdOf: WebUserIds;
   maxMessageChars: number;
   heartbeatMs: number;
   /** Messages one session may post per minute (a burst of that many, then that rate). */
@@ -69,14 +74,15 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         return problem(400, "input_invalid", `${field}: ${issue?.message ?? "invalid"}`);
       }
       const body = parsed.data;
-      const unknown = body.files?.find((f) => !deps.uploads?.find(body.sessionId, f.uploadId));
+      const userId = deps.userIdOf(body.sessionId);
+      const unknown = body.files?.find((f) => !deps.uploads?.find(userId, f.uploadId));
       if (unknown)
         return problem(
           400,
           "input_invalid",
           `files: "${unknown.name}" was not uploaded by this session (or too long ago); upload it again.`,
         );
-      const decision = messagesPerSession.take(body.sessionId, deps.clock.now());
+      const decision = messagesPerSession.take(userId, deps.clock.now());
       if (!decision.allowed) {
         const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
         return problem(
@@ -86,10 +92,13 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
           { "retry-after": String(seconds) },
         );
       }
+      // The message's place in the transcript: when it was received, as the stored transcript has
+      // it. The run may answer before receive returns; its answer is stamped later all the same.
+      const receivedAtMs = deps.clock.now();
       let outcome: IngressOutcome;
       try {
         outcome = await deps.receive(
-          toInboundMessage(body, deps.clock.now(), (id) => deps.uploads?.find(body.sessionId, id)),
+          toInboundMessage(body, userId, receivedAtMs, (id) => deps.uploads?.find(userId, id)),
         );
       } catch (error) {
         if (isSwitchboardError(error, "idempotency_conflict"))
@@ -110,20 +119,23 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
           "The message was not recorded; send it again (it will not be duplicated).",
         );
       }
+      // The message carries its uploads: they no longer count against the pending bounds.
+      const carried = body.files?.map((f) => f.uploadId) ?? [];
+      deps.uploads?.attached(userId, carried);
       // A press shows nothing in the transcript; its notice is in the outcome, for the page to show.
       if (body.action !== undefined) return Response.json(outcome, { status: 202 });
       const nowMs = deps.clock.now();
       // The message is recorded; a transcript that cannot load now is loaded by the next stream.
-      await deps.transcripts.load(body.sessionId, nowMs).catch(() => {});
+      await deps.transcripts.load(userId, nowMs).catch(() => {});
       const files = (body.files ?? []).flatMap((f) => {
-        const upload = deps.uploads?.find(body.sessionId, f.uploadId);
+        const upload = deps.uploads?.find(userId, f.uploadId);
         return upload ? [webFileOf({ ...upload, name: f.name })] : [];
       });
-      deps.transcripts.append(body.sessionId, {
+      deps.transcripts.append(userId, {
         messageId: body.clientMessageId,
         role: "user",
         text: body.text ?? "",
-        atMs: nowMs,
+        atMs: receivedAtMs,
         ...(files.length > 0 ? { files } : {}),
       });
       // A command's reply is in the outcome too, but it reaches the page the way every answer does:
@@ -136,10 +148,10 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     method: "GET",
     path: WEB_STREAM_PATH,
     handle: async function handleWebStream(request: Request): Promise<Response> {
-      const sessionId = sessionOf(request);
-      if (sessionId instanceof Response) return sessionId;
+      const userId = userOf(request, deps.userIdOf);
+      if (userId instanceof Response) return userId;
       try {
-        await deps.transcripts.load(sessionId, deps.clock.now());
+        await deps.transcripts.load(userId, deps.clock.now());
       } catch {
         return problem(503, "unavailable", "The transcript could not be read now; reconnect shortly.");
       }
@@ -147,7 +159,7 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
         signal: AbortSignal.any([request.signal, deps.stopSignal()]),
         heartbeatMs: deps.heartbeatMs,
         open: (write) =>
-          deps.transcripts.listen(sessionId, deps.clock.now(), (event) =>
+          deps.transcripts.listen(userId, deps.clock.now(), (event) =>
             write(`data: ${JSON.stringify(event)}\n\n`),
           ),
       });
@@ -157,21 +169,15 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
   const upload: HttpRoute = {
     method: "POST",
     path: WEB_UPLOADS_PATH,
-    handle: async function handleWebUpload(request: Request): Promise<Response> {
+    handle: async function handleWebUpload(request: Request, context?: HttpRouteContext): Promise<Response> {
       const uploads = deps.uploads;
       if (!uploads) return problem(404, "not_found", "File uploads are not enabled on this gateway.");
-      const sessionId = sessionOf(request);
-      if (sessionId instanceof Response) return sessionId;
-      const limit = `${Math.round((uploads.maxFileBytes / 1024 / 1024) * 10) / 10} MB`;
-      const tooLarge = () =>
-        problem(
-          413,
-          "payload_too_large",
-          `The file is larger than the ${limit} limit per file (SWITCHBOARD_MAX_FILE_MB).`,
-        );
+      const userId = userOf(request, deps.userIdOf);
+      if (userId instanceof Response) return userId;
+      const tooLarge = () => problem(413, "payload_too_large", fileTooLargeText(uploads.maxFileBytes));
       const declared = Number(request.headers.get("content-length") ?? Number.NaN);
       if (Number.isFinite(declared) && declared > uploads.maxFileBytes) return tooLarge();
-      const decision = uploadsPerSession.take(sessionId, deps.clock.now());
+      const decision = uploadsPerSession.take(userId, deps.clock.now());
       if (!decision.allowed) {
         const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
         return problem(429, "rate_limited", `Too many uploads from this session; wait ${seconds} s.`, {
@@ -181,10 +187,21 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
       if (!request.body)
         return problem(400, "input_invalid", "The upload has no body; send the file's bytes.");
       try {
-        const file = await uploads.put(sessionId, streamChunks(request.body));
-        return Response.json({ uploadId: file.id, sizeBytes: file.sizeBytes }, { status: 201 });
+        const put = await uploads.put(userId, streamChunks(request.body), {
+          client: context?.client ?? "unknown",
+          declaredBytes: Number.isFinite(declared) ? declared : null,
+          nowMs: deps.clock.now(),
+        });
+        if (put.kind === "refused") {
+          const seconds = Math.max(1, Math.ceil(put.refusal.retryAfterMs / 1000));
+          return problem(429, "too_many_pending_uploads", pendingRefusalText(put.refusal), {
+            "retry-after": String(seconds),
+          });
+        }
+        return Response.json({ uploadId: put.file.id, sizeBytes: put.file.sizeBytes }, { status: 201 });
       } catch (error) {
-        if (isUploadTooLarge(error) || isServerBodyLimitError(error)) return tooLarge();
+        if (isUploadTooLarge(error) || isServerBodyLimitError(error) || error instanceof PayloadTooLargeError)
+          return tooLarge();
         throw error;
       }
     },
@@ -194,19 +211,19 @@ export function createWebRoutes(deps: WebRoutesDeps): HttpRoute[] {
     method: "GET",
     path: `${WEB_FILES_PATH}/:fileId`,
     handle: async function handleWebFile(request: Request): Promise<Response> {
-      const sessionId = sessionOf(request);
-      if (sessionId instanceof Response) return sessionId;
+      const userId = userOf(request, deps.userIdOf);
+      if (userId instanceof Response) return userId;
       const fileId = new URL(request.url).pathname.slice(WEB_FILES_PATH.length + 1);
       // The same answer for a file of another session as for none at all: ids are not disclosed.
       const notFound = () =>
         problem(404, "not_found", "This chat shows no such file, or it is no longer stored.");
       if (!deps.uploads) return notFound();
       try {
-        await deps.transcripts.load(sessionId, deps.clock.now());
+        await deps.transcripts.load(userId, deps.clock.now());
       } catch {
         return problem(503, "unavailable", "The transcript could not be read now; try again shortly.");
       }
-      const shown = deps.transcripts.fileOf(sessionId, fileId);
+      const shown = deps.transcripts.fileOf(userId, fileId);
       const bytes = shown ? await deps.uploads.read(fileId) : null;
       if (!shown || !bytes) return notFound();
       return new Response(bytes as Uint8Array<ArrayBuffer>, { headers: webFileHeaders(shown) });
@@ -223,11 +240,14 @@ function problem(status: number, code: string, message: string, headers?: Record
   );
 }
 
-/** The session id from its header, or the 400 that says how to send it (never in the URL). */
-function sessionOf(request: Request): string | Response {
+/**
+ * The user id of the session id in its header, or the 400 that says how to send it (never in the
+ * URL). The session id goes no further.
+ */
+function userOf(request: Request, userIdOf: WebUserIds): string | Response {
   const sessionId = request.headers.get(WEB_SESSION_HEADER) ?? "";
   return isSessionId(sessionId)
-    ? sessionId
+    ? userIdOf(sessionId)
     : problem(
         400,
         "input_invalid",

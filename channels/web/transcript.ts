@@ -1,6 +1,7 @@
 /**
  * In-memory transcripts of browser sessions: the recent messages of each session (replayed when a
- * page connects) and the live listeners of its event stream. Nothing here is durable: with a
+ * page connects) and the live listeners of its event stream. A session is named by its user id
+ * (the id derived from the session id, user-id.ts), never by the session id. Nothing here is durable: with a
  * `history` loader (the gateway reads the store), a session that is not in memory, after a
  * restart or once evicted, is loaded again before it is used, so nothing shown is lost.
  */
@@ -61,8 +62,8 @@ interface Session {
   lastActiveMs: number;
 }
 
-/** A session's durable transcript, oldest first (see src/gateway/web-history.ts). */
-export type WebHistory = (sessionId: string) => Promise<WebTranscriptEntry[]>;
+/** The durable transcript of the web user `userId`, oldest first (see src/gateway/web-history.ts). */
+export type WebHistory = (userId: string) => Promise<WebTranscriptEntry[]>;
 
 export class WebTranscripts {
   private readonly sessions = new Map<string, Session>();
@@ -77,34 +78,34 @@ export class WebTranscripts {
    * Makes sure the session's durable transcript is in memory before it is read or changed. Once
    * per session while it stays in memory; concurrent callers share one load.
    */
-  async load(sessionId: string, nowMs: number): Promise<void> {
-    if (!this.history || this.sessions.has(sessionId)) return;
-    let pending = this.loading.get(sessionId);
+  async load(userId: string, nowMs: number): Promise<void> {
+    if (!this.history || this.sessions.has(userId)) return;
+    let pending = this.loading.get(userId);
     if (!pending) {
       const history = this.history;
       pending = (async () => {
-        const entries = await history(sessionId);
-        const session = this.touch(sessionId, nowMs);
+        const entries = await history(userId);
+        const session = this.touch(userId, nowMs);
         // Entries that arrived while loading stay, after the durable ones they follow.
         const merged = new Map(
           entries.slice(-this.limits.maxMessagesPerSession).map((e) => [e.messageId, e]),
         );
         for (const [id, entry] of session.messages) merged.set(id, entry);
         session.messages = merged;
-      })().finally(() => this.loading.delete(sessionId));
-      this.loading.set(sessionId, pending);
+      })().finally(() => this.loading.delete(userId));
+      this.loading.set(userId, pending);
     }
     await pending;
   }
 
   /** The session's recent messages, oldest first; empty for an unknown session. */
-  snapshot(sessionId: string): WebTranscriptEntry[] {
-    return [...(this.sessions.get(sessionId)?.messages.values() ?? [])];
+  snapshot(userId: string): WebTranscriptEntry[] {
+    return [...(this.sessions.get(userId)?.messages.values() ?? [])];
   }
 
   /** The file `fileId` as a message of this session shows it; undefined when none does. */
-  fileOf(sessionId: string, fileId: string): WebFile | undefined {
-    for (const entry of this.sessions.get(sessionId)?.messages.values() ?? []) {
+  fileOf(userId: string, fileId: string): WebFile | undefined {
+    for (const entry of this.sessions.get(userId)?.messages.values() ?? []) {
       const file = entry.files?.find((f) => f.id === fileId);
       if (file) return file;
     }
@@ -112,13 +113,13 @@ export class WebTranscripts {
   }
 
   /** The message id an earlier send with this idempotency key produced, if it is remembered. */
-  sentWithKey(sessionId: string, idempotencyKey: string): string | undefined {
-    return this.sessions.get(sessionId)?.sentByKey.get(idempotencyKey);
+  sentWithKey(userId: string, idempotencyKey: string): string | undefined {
+    return this.sessions.get(userId)?.sentByKey.get(idempotencyKey);
   }
 
   /** Adds a message unless one with its id is already there. Returns false for a repeat. */
-  append(sessionId: string, entry: WebTranscriptEntry, idempotencyKey?: string): boolean {
-    const session = this.touch(sessionId, entry.atMs);
+  append(userId: string, entry: WebTranscriptEntry, idempotencyKey?: string): boolean {
+    const session = this.touch(userId, entry.atMs);
     if (idempotencyKey !== undefined)
       remember(session.sentByKey, idempotencyKey, entry.messageId, 2 * this.limits.maxMessagesPerSession);
     if (session.messages.has(entry.messageId)) return false;
@@ -137,16 +138,16 @@ export class WebTranscripts {
    * is shown again as a new message with the same id, so the reader still sees the final text.
    */
   edit(
-    sessionId: string,
+    userId: string,
     messageId: string,
     text: string,
     nowMs: number,
     buttons?: WebTranscriptEntry["buttons"],
   ): void {
-    const session = this.touch(sessionId, nowMs);
+    const session = this.touch(userId, nowMs);
     const entry = session.messages.get(messageId);
     if (!entry) {
-      this.append(sessionId, {
+      this.append(userId, {
         messageId,
         role: "assistant",
         text,
@@ -164,35 +165,35 @@ export class WebTranscripts {
   }
 
   /** Removes a message; an unknown one is already gone, which is what was asked. */
-  delete(sessionId: string, messageId: string, nowMs: number): void {
-    const session = this.touch(sessionId, nowMs);
+  delete(userId: string, messageId: string, nowMs: number): void {
+    const session = this.touch(userId, nowMs);
     if (!session.messages.delete(messageId)) return;
     this.publish(session, { type: "delete", messageId });
   }
 
-  typing(sessionId: string, nowMs: number): void {
-    this.publish(this.touch(sessionId, nowMs), { type: "typing" });
+  typing(userId: string, nowMs: number): void {
+    this.publish(this.touch(userId, nowMs), { type: "typing" });
   }
 
   /** Registers a listener and hands it the snapshot first. Returns the unsubscribe function. */
-  listen(sessionId: string, nowMs: number, listener: WebStreamListener): () => void {
-    const session = this.touch(sessionId, nowMs);
+  listen(userId: string, nowMs: number, listener: WebStreamListener): () => void {
+    const session = this.touch(userId, nowMs);
     listener({ type: "snapshot", messages: [...session.messages.values()] });
     session.listeners.add(listener);
     return () => session.listeners.delete(listener);
   }
 
-  private touch(sessionId: string, nowMs: number): Session {
-    let session = this.sessions.get(sessionId);
+  private touch(userId: string, nowMs: number): Session {
+    let session = this.sessions.get(userId);
     if (session) {
       // Re-inserting keeps the map ordered by activity, oldest first.
-      this.sessions.delete(sessionId);
+      this.sessions.delete(userId);
     } else {
       session = { messages: new Map(), sentByKey: new Map(), listeners: new Set(), lastActiveMs: nowMs };
       this.evictIdleSessions();
     }
     session.lastActiveMs = Math.max(session.lastActiveMs, nowMs);
-    this.sessions.set(sessionId, session);
+    this.sessions.set(userId, session);
     return session;
   }
 

@@ -40,7 +40,7 @@ export type PairingApproveResult =
   | { outcome: "expired" }
   /** No such code; the wrong attempt was counted. */
   | { outcome: "unknown"; wrongAttempts: number }
-  /** Too many wrong attempts lately: nothing was looked up. */
+  /** Too many wrong attempts lately by this attempt key: nothing was looked up. */
   | { outcome: "locked"; retryAtMs: number };
 
 export interface AccessStore {
@@ -48,9 +48,16 @@ export interface AccessStore {
   issuePairingCode(request: PairingIssueRequest): Promise<PairingIssueResult>;
   /**
    * Redeems a code (already normalised): stores the grant and marks the code redeemed, once. A wrong
-   * code is counted; after PAIRING_MAX_WRONG_ATTEMPTS in the window, approval is locked.
+   * code is counted against `attemptKey` (who is trying: an operator, an address; default
+   * `grantedBy`); after PAIRING_MAX_WRONG_ATTEMPTS in the window, approval is locked for that key
+   * only, so one guesser does not lock out the other operators. One transaction.
    */
-  approvePairingCode(code: string, grantedBy: string, nowMs: number): Promise<PairingApproveResult>;
+  approvePairingCode(
+    code: string,
+    grantedBy: string,
+    nowMs: number,
+    attemptKey?: string,
+  ): Promise<PairingApproveResult>;
   isGranted(channel: string, userId: string): Promise<boolean>;
   listGrants(): Promise<AccessGrant[]>;
   /** Open (unexpired, unredeemed) codes, newest first. */

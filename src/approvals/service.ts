@@ -56,6 +56,10 @@ export interface ApprovalServiceOptions {
   notify: () => void;
 }
 
+/** `/approve <id>` and `/deny <id>` for an id that does not exist or that the writer may not decide. */
+export const NOT_YOURS =
+  "No approval request with that id is waiting for your decision. Check the id in the request's message (/approve ap_…).";
+
 export const promptKey = (approvalId: string) => `approval:${approvalId}:prompt`;
 const outcomeKey = (approvalId: string) => `approval:${approvalId}:outcome`;
 
@@ -274,6 +278,10 @@ export function createApprovalService(options: ApprovalServiceOptions): Approval
         id: message.principal.id,
         name: message.principal.name ?? message.principal.id,
       });
+      // An id typed by hand may be a guess: another user's request answers exactly as one that
+      // does not exist, so the reply tells nobody which ids exist or whose they are. (A button is
+      // shown in its chat already, so a press may say who can decide.)
+      if (outcome.kind === "refused" && outcome.reason !== "already decided") return NOT_YOURS;
       return noticeFor(outcome, action);
     },
 

@@ -1,5 +1,5 @@
 import type { Clock } from "../util/clock.ts";
-import { type BudgetScope, type BudgetsConfig, budgetScopes } from "./config.ts";
+import { type BudgetScope, type BudgetsConfig, budgetScopes, webTokenScope } from "./config.ts";
 import {
   type BudgetVerdict,
   budgetVerdict,
@@ -52,9 +52,15 @@ export function createBudgetGuard(options: {
   defaultTimezone: string;
   store: BudgetStore;
   clock: Clock;
+  /**
+   * SWITCHBOARD_WEB_TOKEN, when set: every web chat message came with it (the web guard refuses
+   * others), so `budgets.web.tokensPerDayPerToken` applies to them all. Null or absent: it does not apply.
+   */
+  webToken?: string | null;
 }): BudgetGuard {
   const { budgets, store, clock } = options;
   const timezone = budgets?.timezone ?? options.defaultTimezone;
+  const tokenScope = options.webToken ? webTokenScope(options.webToken) : null;
 
   const readScope = async (scope: BudgetScope): Promise<ScopeReading> => {
     const windows = budgetWindows(clock.now(), timezone);
@@ -72,12 +78,14 @@ export function createBudgetGuard(options: {
   };
 
   const read = async (subject: BudgetSubject) =>
-    Promise.all(budgetScopes(budgets, subject).map((scope) => readScope(scope)));
+    Promise.all(budgetScopes(budgets, subject, tokenScope).map((scope) => readScope(scope)));
 
   return {
     enabled:
       budgets !== undefined &&
-      (budgets.perUser !== undefined || Object.keys(budgets.perSurface ?? {}).length > 0),
+      (budgets.perUser !== undefined ||
+        Object.keys(budgets.perSurface ?? {}).length > 0 ||
+        budgets.web !== undefined),
     timezone,
     read,
     readScope,

@@ -126,9 +126,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     defaultTimezone: config.timezone,
     store: stores.budgets,
     clock,
+    webToken: config.web.enabled ? config.web.token : null,
   });
-  const { adapters, allowLists } = buildChannels(config, { clock, logger });
-  for (const extra of deps.extraAdapters ?? []) adapters.set(extra.channel, extra);
+  const { adapters, factories, allowLists } = buildChannels(config, { clock, logger });
+  for (const extra of deps.extraAdapters ?? []) {
+    adapters.set(extra.channel, extra);
+    factories.delete(extra.channel);
+  }
 
   let schedules: ScheduleService | null = null;
   const agents = new AgentDirectories(agentDirsOf(config), {
@@ -416,6 +420,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         const adapter = adapters.get(channel);
         return adapter?.sendFile ? adapter.fileLimits : undefined;
       },
+      exportTtlMs: config.media.exportTtlMs,
     },
   });
   const ingress = createIngress({
@@ -460,9 +465,10 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
         ...("state" in event ? { state: event.state } : {}),
       });
   });
-  const channels = new ChannelStarter(
+  const channels = new ChannelStarter({
     adapters,
-    async (name, adapter) => {
+    factories,
+    async startOne(name, adapter) {
       await adapter.start(guardedIngress, {
         sessionRenewed: () => void catchUpChannel(name, adapter, stores, logger),
       });
@@ -470,7 +476,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       await catchUpChannel(name, adapter, stores, logger);
     },
     logger,
-  );
+    clock,
+  });
 
   return {
     config,

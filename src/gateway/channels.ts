@@ -4,7 +4,13 @@ import type { Logger } from "../util/log.ts";
 import type { AllowList, GatewayConfig } from "./config.ts";
 
 export interface ConfiguredChannels {
+  /** One adapter per configured channel, made by its factory. */
   adapters: Map<ChannelName, ChannelAdapter>;
+  /**
+   * Makes a new adapter (a new platform client) for the channel. A channel that failed to start
+   * is tried again with a new one: some clients (discord.js) cannot log in a second time.
+   */
+  factories: Map<ChannelName, () => ChannelAdapter>;
   allowLists: Partial<Record<ChannelName, AllowList>>;
 }
 
@@ -20,54 +26,61 @@ const discordChannel = (): typeof import("../../channels/discord/index.ts") =>
 const slackChannel = (): typeof import("../../channels/slack/index.ts") =>
   require("../../channels/slack/index.ts");
 
-/** Builds an adapter for every channel the configuration names (the web channel is added by the app). */
+/**
+ * Builds an adapter, and a factory for fresh ones, for every channel the configuration names (the
+ * web channel is added by the app).
+ */
 export function buildChannels(
   config: GatewayConfig,
   deps: { clock: Clock; logger: Logger },
 ): ConfiguredChannels {
-  const adapters = new Map<ChannelName, ChannelAdapter>();
+  const factories = new Map<ChannelName, () => ChannelAdapter>();
   const allowLists: ConfiguredChannels["allowLists"] = {};
   const { clock, logger } = deps;
   if (config.telegram) {
     const t = config.telegram;
-    adapters.set(
+    factories.set(
       "telegram",
-      new (telegramChannel().TelegramAdapter)(
-        {
-          token: t.token,
-          ...(t.apiRoot ? { apiRoot: t.apiRoot } : {}),
-          requestTimeoutMs: t.requestTimeoutMs,
-          ...(config.file.telegram.editedMessages
-            ? { editedMessages: config.file.telegram.editedMessages }
-            : {}),
-          ...(config.file.telegram.groupSessions
-            ? { groupSessions: config.file.telegram.groupSessions }
-            : {}),
-          ...(t.mode === "webhook"
-            ? {
-                mode: "webhook",
-                webhookUrl: t.webhookUrl!,
-                webhookSecret: t.webhookSecret!,
-                webhookPath: t.webhookPath!,
-              }
-            : { mode: "polling" }),
-        },
-        {
-          clock,
-          onEvent: (event) => {
-            const level =
-              event.kind === "update_skipped" ? "debug" : event.kind === "polling_stopped" ? "error" : "warn";
-            logger[level](`telegram.${event.kind}`, { ...event });
+      () =>
+        new (telegramChannel().TelegramAdapter)(
+          {
+            token: t.token,
+            ...(t.apiRoot ? { apiRoot: t.apiRoot } : {}),
+            requestTimeoutMs: t.requestTimeoutMs,
+            ...(config.file.telegram.editedMessages
+              ? { editedMessages: config.file.telegram.editedMessages }
+              : {}),
+            ...(config.file.telegram.groupSessions
+              ? { groupSessions: config.file.telegram.groupSessions }
+              : {}),
+            ...(t.mode === "webhook"
+              ? {
+                  mode: "webhook",
+                  webhookUrl: t.webhookUrl!,
+                  webhookSecret: t.webhookSecret!,
+                  webhookPath: t.webhookPath!,
+                }
+              : { mode: "polling" }),
           },
-        },
-      ),
+          {
+            clock,
+            onEvent: (event) => {
+              const level =
+                event.kind === "update_skipped"
+                  ? "debug"
+                  : event.kind === "polling_stopped"
+                    ? "error"
+                    : "warn";
+              logger[level](`telegram.${event.kind}`, { ...event });
+            },
+          },
+        ),
     );
     allowLists.telegram = t.allowed;
   }
   if (config.discord) {
     const d = config.discord;
-    adapters.set(
-      "discord",
+    factories.set("discord", () =>
       discordChannel().createDiscordAdapter(
         {
           token: d.token,
@@ -83,8 +96,7 @@ export function buildChannels(
   }
   if (config.slack) {
     const s = config.slack;
-    adapters.set(
-      "slack",
+    factories.set("slack", () =>
       slackChannel().createSlackAdapter(
         {
           mode: s.mode,
@@ -102,5 +114,6 @@ export function buildChannels(
     );
     allowLists.slack = s.allowed;
   }
-  return { adapters, allowLists };
+  const adapters = new Map([...factories].map(([name, make]) => [name, make()] as const));
+  return { adapters, factories, allowLists };
 }

@@ -84,9 +84,20 @@ export interface ChatCommandsOptions {
   blobs?: Pick<BlobJanitor, "collect" | "sweep">;
   /**
    * Files out, for /export: the blob store the file goes into, and how a channel takes files
-   * (undefined: it sends none). Absent: /export answers with a Markdown message everywhere.
+   * (undefined: it sends none), and how long an export's link works where the gateway serves it
+   * (SWITCHBOARD_EXPORT_TTL_HOURS; default 24 h). Absent: /export answers with a Markdown message
+   * everywhere.
    */
-  files?: { store: BlobStore; limits: (channel: ChannelName) => FileLimits | undefined };
+  /**
+   * The channel shows what run() returns itself (the terminal chat prints it): no reply goes to
+   * the outbox. Default false: replies are outbox records the channel's adapter delivers.
+   */
+  showsReplies?: boolean;
+  files?: {
+    store: BlobStore;
+    limits: (channel: ChannelName) => FileLimits | undefined;
+    exportTtlMs?: number;
+  };
 }
 
 const HELP = [
@@ -122,6 +133,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     buttons?: OutboxButtons,
     media?: OutboxMedia,
   ) => {
+    if (options.showsReplies) return;
     const { message, conversationId, source } = scope;
     await outbox.insert(
       [
@@ -196,7 +208,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       if (!isSwitchboardError(error, "state_conflict")) throw error;
       return "I could not forget this conversation yet: an answer is still being written. Send /forget confirm again in a moment.";
     }
-    return "Done: I deleted this conversation — its messages, answers, schedules and settings. Your next message starts a fresh one.";
+    return "Done: I deleted this conversation — its messages, answers, schedules and settings, and its /export files (their download links no longer work). Your next message starts a fresh one.";
   };
 
   /**
@@ -242,7 +254,8 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       case "new": {
         await runtime.interrupt({ conversationId });
         await store.rotateConversationKey(message.conversationKey, clock.now());
-        // The old conversation stays readable; its files go (an operator sees "no longer stored").
+        // The old conversation stays readable; its files go (an operator sees "no longer stored"),
+        // but an /export's stays for the lifetime its caption stated (`keepUntilMs`).
         const released = await options.blobs?.collect(conversationId);
         await store.saveConversationSettings(conversationId, { mediaReleased: true }, clock.now());
         if (released) void options.blobs?.sweep(released);
@@ -320,7 +333,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     );
     const files = options.files;
     if (!files) return { text: exportText(exported) };
-    const reply = exportReply(exported, files.limits(message.channel));
+    const reply = exportReply(exported, files.limits(message.channel), files.exportTtlMs);
     if (reply.kind === "text") return { text: reply.text };
     const { bytes } = reply;
     const stored = await files.store.put(bytesSource(bytes), { maxBytes: bytes.byteLength });
@@ -331,6 +344,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         filename: reply.filename,
         mimeType: reply.mimeType,
         sizeBytes: stored.sizeBytes,
+        ...(reply.keepUntilMs === undefined ? {} : { keepUntilMs: reply.keepUntilMs }),
       },
     };
   };

@@ -281,6 +281,8 @@ export interface MediaConfig {
   maxAudioSeconds: number;
   /** SWITCHBOARD_BLOB_RETENTION_DAYS in ms: files of history older than this are removed; null: kept. */
   blobRetentionMs: number | null;
+  /** SWITCHBOARD_EXPORT_TTL_HOURS in ms (default 24 h): how long an /export's web download link works. */
+  exportTtlMs: number;
   /** SWITCHBOARD_MODEL_INPUTS; null: the default for the model's provider. */
   modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
   /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
@@ -331,6 +333,8 @@ export interface GatewayConfig {
   mcpEnv: Record<string, string | undefined>;
   /** SWITCHBOARD_APPROVAL_SECRET; null: a key generated once and kept in the database. */
   approvalSecret: string | null;
+  /** SWITCHBOARD_METRICS_TOKEN: what a scrape from beyond this machine sends to /metrics; null: none. */
+  metricsToken: string | null;
 }
 
 /** Variables whose values are secrets: never written to a log line or an error message. */
@@ -345,6 +349,7 @@ export const SECRET_VARIABLES = [
   "OPENAI_COMPATIBLE_API_KEY",
   "SWITCHBOARD_OPERATOR_TOKEN",
   "SWITCHBOARD_WEB_TOKEN",
+  "SWITCHBOARD_METRICS_TOKEN",
   "SWITCHBOARD_BRAVE_API_KEY",
   "SWITCHBOARD_APPROVAL_SECRET",
 ] as const;
@@ -816,6 +821,14 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secret(name);
   if (operatorToken) secrets.push(operatorToken);
   for (const { token } of operatorTokens) secrets.push(token);
+  const metricsToken = secret("SWITCHBOARD_METRICS_TOKEN") ?? null;
+  if (metricsToken !== null && metricsToken.length < 16) {
+    fail(
+      "SWITCHBOARD_METRICS_TOKEN",
+      "must be at least 16 characters",
+      "SWITCHBOARD_METRICS_TOKEN=$(openssl rand -hex 24)",
+    );
+  }
   const approvalSecret = secret("SWITCHBOARD_APPROVAL_SECRET") ?? null;
   if (approvalSecret !== null && approvalSecret.length < 16) {
     fail(
@@ -851,6 +864,7 @@ export function loadConfig(env: Record<string, string | undefined>): GatewayConf
     mcpEnv: referencedVariables(file, env, secrets),
     media: parseMedia(env),
     approvalSecret,
+    metricsToken,
     webFetch: {
       enabled: onOff(env, "SWITCHBOARD_WEB_FETCH", true),
       allowPrivate: onOff(env, "SWITCHBOARD_FETCH_ALLOW_PRIVATE", false),
@@ -930,6 +944,15 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
     }
     blobRetentionMs = Math.round(days * 24 * 60 * 60 * 1000);
   }
+  const exportTtlRaw = nonEmpty(env, "SWITCHBOARD_EXPORT_TTL_HOURS") ?? "24";
+  const exportTtlHours = Number(exportTtlRaw);
+  if (!Number.isFinite(exportTtlHours) || exportTtlHours <= 0 || exportTtlHours > 24 * 365) {
+    fail(
+      "SWITCHBOARD_EXPORT_TTL_HOURS",
+      `must be a number of hours above 0, at most 8760 (got "${exportTtlRaw}")`,
+      "SWITCHBOARD_EXPORT_TTL_HOURS=24",
+    );
+  }
   const inputsRaw = nonEmpty(env, "SWITCHBOARD_MODEL_INPUTS");
   let modelInputs: MediaConfig["modelInputs"] = null;
   if (inputsRaw !== undefined) {
@@ -960,6 +983,7 @@ function parseMedia(env: Record<string, string | undefined>): MediaConfig {
     maxConversationBytes: Math.round(conversationMb * 1024 * 1024),
     maxAudioSeconds: Math.round(audioMinutes * 60),
     blobRetentionMs,
+    exportTtlMs: Math.round(exportTtlHours * 60 * 60 * 1000),
     modelInputs,
     transcriptionModel,
   };

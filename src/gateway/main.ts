@@ -1,6 +1,11 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { CHANNEL_NAMES, type ChannelName } from "../../channels/types.ts";
+import {
+  CHANNEL_NAMES,
+  type ChannelAdapter,
+  type ChannelName,
+  type HttpRoute,
+} from "../../channels/types.ts";
 import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { sniffMediaType } from "../media/sniff.ts";
@@ -14,6 +19,7 @@ import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { startStandbyHttp } from "./standby.ts";
 import { explainStartFailure } from "./start-failure.ts";
 import { webHistoryLoader } from "./web-history.ts";
+import { prepareWebUserIds } from "./web-user-ids.ts";
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -34,14 +40,6 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const missingDirectory = missingSqliteDirectory(config);
   const stores = await openStoreBackend(config.database);
-  const web = config.web.enabled
-    ? createWebChannel({
-        messagesPerSessionPerMinute: config.web.messagesPerSessionPerMinute,
-        // As many as the page replays (the web channel's default of 200 per session).
-        history: webHistoryLoader(stores, 200),
-        uploads: { blobs: stores.blobs, maxFileBytes: config.media.maxFileBytes, sniff: sniffMediaType },
-      })
-    : null;
   if (missingDirectory)
     logger.info("store.directory_created", {
       directory: missingDirectory,
@@ -82,6 +80,23 @@ export async function startGateway(
     logger.info("gateway.taking_over", { database: stores.location });
   }
   const clock = gatewayClock(process.env);
+  // Once active: the key is in the database, and old rows are rewritten before anything reads them.
+  let webUserIdKey: string;
+  try {
+    webUserIdKey = await prepareWebUserIds(stores, clock.now(), logger);
+  } catch (error) {
+    await stores.close();
+    throw error;
+  }
+  const web = config.web.enabled
+    ? createWebChannel({
+        messagesPerSessionPerMinute: config.web.messagesPerSessionPerMinute,
+        // As many as the page replays (the web channel's default of 200 per session).
+        history: webHistoryLoader(stores, 200),
+        uploads: { blobs: stores.blobs, maxFileBytes: config.media.maxFileBytes, sniff: sniffMediaType },
+        userIdKey: webUserIdKey,
+      })
+    : null;
   const gateway = createGateway(config, { stores, logger, clock, extraAdapters: web ? [web] : [] });
   await gateway.start();
   const operator = createOperatorService({
@@ -96,7 +111,7 @@ export async function startGateway(
       gateway.runtime.interrupt({ conversationId, runId, reason: "superseded" }),
     blobs: gateway.blobJanitor,
   });
-  const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
+  const routes = currentAdapterRoutes(gateway.adapters);
   const http = await startHttpServer({
     host: config.http.host,
     port: config.http.port,
@@ -116,6 +131,7 @@ export async function startGateway(
       web: web ?? createWebChannel({}),
       operatorToken: config.operatorToken,
       operatorTokens: config.operatorTokens,
+      metricsToken: config.metricsToken,
     },
   });
   announce(config, gateway, http.url, logger);
@@ -133,6 +149,36 @@ export async function startGateway(
       return stopping;
     },
   };
+}
+
+/**
+ * The adapters' webhook routes, each answered by the adapter the channel has now: a channel that
+ * failed to start runs on a fresh adapter (see ChannelStarter), whose routes the old ones'd miss.
+ */
+function currentAdapterRoutes(adapters: ReadonlyMap<ChannelName, ChannelAdapter>): HttpRoute[] {
+  const routesOf = new WeakMap<ChannelAdapter, HttpRoute[]>();
+  const current = (channel: ChannelName, method: HttpRoute["method"], path: string) => {
+    const adapter = adapters.get(channel);
+    if (!adapter) return undefined;
+    let routes = routesOf.get(adapter);
+    if (!routes) {
+      routes = adapter.routes?.() ?? [];
+      routesOf.set(adapter, routes);
+    }
+    return routes.find((route) => route.method === method && route.path === path);
+  };
+  return [...adapters].flatMap(([channel, adapter]) =>
+    (adapter.routes?.() ?? []).map(({ method, path }) => ({
+      method,
+      path,
+      handle: async function currentAdapterRoute(request: Request) {
+        const route = current(channel, method, path);
+        if (!route)
+          return new Response("This channel's route is gone; is the channel configured?", { status: 503 });
+        return route.handle(request);
+      },
+    })),
+  );
 }
 
 function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: Logger): void {
@@ -169,7 +215,12 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
       continue;
     }
     const list = config[name]?.allowed;
-    if (list && list.kind === "ids" && list.ids.size === 0) {
+    if (list?.kind === "ids" && list.pairing) {
+      logger.info("gateway.pairing", {
+        channel: name,
+        hint: "a user off the allowlist who writes in a DM gets a pairing code; admit them with `npx switchboard access approve CODE`",
+      });
+    } else if (list?.kind === "ids" && list.ids.size === 0) {
       logger.warn("gateway.nobody_allowed", {
         channel: name,
         hint: `nobody may talk to the bot yet: set ${name.toUpperCase()}_ALLOWED_USERS to user ids (or *); denied users' ids are logged`,
@@ -190,8 +241,15 @@ const HOW_TO_CONNECT: Record<PlatformChannel, string> = {
 };
 
 /**
+ * A stop signal within this long of the first is that one relayed again, not an operator asking
+ * to skip the graceful shutdown.
+ */
+const DUPLICATE_SIGNAL_MS = 1000;
+
+/**
  * `switchboard start`: reads the environment (Bun loads .env), starts the gateway and shuts it
- * down gracefully on SIGINT/SIGTERM; a second signal exits at once. Exit code 78 for bad config.
+ * down gracefully on SIGINT/SIGTERM; a second signal (a second or more after the first) exits at
+ * once. Exit code 78 for bad config.
  */
 export async function runGateway(env: Record<string, string | undefined>): Promise<void> {
   let config: GatewayConfig;
@@ -214,13 +272,17 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
   // Signals can come while a standby waits, before there is a gateway to shut down.
   const standbyWait = new AbortController();
   let running: RunningGateway | null = null;
-  let signals = 0;
+  let first: { signal: string; atMs: number } | null = null;
   const onSignal = (signal: string) => {
-    signals += 1;
-    if (signals > 1) {
+    if (first) {
+      // The same stop relayed twice (npm forwards the terminal's Ctrl-C the terminal also sent;
+      // a supervisor signals the whole group and npm forwards it too; bin/switchboard stops us
+      // when npx's shell died of the signal) is one request.
+      if (performance.now() - first.atMs < DUPLICATE_SIGNAL_MS) return;
       logger.warn("gateway.forced_exit", { signal });
       process.exit(130);
     }
+    first = { signal, atMs: performance.now() };
     if (running) shutDown(running);
     else standbyWait.abort();
   };

@@ -59,6 +59,7 @@ export function startStandbyHttp(
       web: createWebChannel({}),
       operatorToken: config.operatorToken,
       operatorTokens: config.operatorTokens,
+      metricsToken: config.metricsToken,
     },
     // A webhook that reaches the standby (no load balancer in front, or a stale one) is refused
     // with a status the platforms retry, never a 404 they may take as final.

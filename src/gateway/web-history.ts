@@ -13,15 +13,18 @@ import type { RuntimeStore } from "../runtime/store.ts";
 
 const SOURCE = `web:${WEB_ACCOUNT}`;
 
-/** Loads the newest `limit` entries each side of one session, oldest first. */
+/**
+ * Loads the newest `limit` entries each side of one web user (the id derived from the session id:
+ * ingress keys and reply targets hold it, never the session id), oldest first.
+ */
 export function webHistoryLoader(
   stores: { runtime: RuntimeStore; outbox: OutboxRepository },
   limit: number,
-): (sessionId: string) => Promise<WebTranscriptEntry[]> {
-  return async (sessionId) => {
+): (userId: string) => Promise<WebTranscriptEntry[]> {
+  return async (userId) => {
     const [inputs, records] = await Promise.all([
-      stores.runtime.ingressByPrefix(SOURCE, `${sessionId}:`, limit),
-      stores.outbox.list({ destination: { channel: "web", target: sessionId }, limit }),
+      stores.runtime.ingressByPrefix(SOURCE, `${userId}:`, limit),
+      stores.outbox.list({ destination: { channel: "web", target: userId }, limit }),
     ]);
     return webTranscriptFrom(inputs, records).slice(-limit);
   };

@@ -1,5 +1,5 @@
 import type { BudgetsConfig } from "../budgets/config.ts";
-import { scopeNamed } from "../budgets/config.ts";
+import { scopeNamed, WEB_ALL_SCOPE } from "../budgets/config.ts";
 import { createBudgetGuard } from "../budgets/guard.ts";
 import { type BudgetLimits, budgetWindows, LIMIT_FIELDS } from "../budgets/rules.ts";
 import type { BudgetStore } from "../budgets/store.ts";
@@ -43,7 +43,7 @@ export function budgetOperations(options: {
     if (!named) {
       throw new SwitchboardError(
         "input_invalid",
-        `"${scope}" is not a budget scope: use user:<channel>:<user id> (e.g. user:telegram:12345) or surface:<channel>:<surface> (e.g. surface:telegram:dm, surface:*:*).`,
+        `"${scope}" is not a budget scope: use user:<channel>:<user id> (e.g. user:telegram:12345), surface:<channel>:<surface> (e.g. surface:telegram:dm, surface:*:*), web:all or web:token:<fingerprint>.`,
         { details: { field: "scope" } },
       );
     }
@@ -71,6 +71,7 @@ export function budgetOperations(options: {
         ...(settings.budgets?.perSurface
           ? Object.keys(settings.budgets.perSurface).map((k) => `surface:${k}`)
           : []),
+        ...(settings.budgets?.web?.tokensPerDay === undefined ? [] : [WEB_ALL_SCOPE]),
       ];
       const overridden = (await store.listOverrides()).map((o) => o.scope);
       const scopes = [...new Set([...configured, ...overridden])].sort();
@@ -125,7 +126,9 @@ export function budgetOperations(options: {
           "input_invalid",
           named.filter.kind === "user"
             ? `No per-user budget is configured, so ${named.scope} has none to raise. Add budgets.perUser to SWITCHBOARD_CONFIG first.`
-            : `No budget is configured for ${named.scope.slice("surface:".length)}. Add it to budgets.perSurface in SWITCHBOARD_CONFIG first.`,
+            : named.scope.startsWith("web:")
+              ? `No budget is configured for ${named.scope}. Add budgets.web.${named.scope === "web:all" ? "tokensPerDay" : "tokensPerDayPerToken"} to SWITCHBOARD_CONFIG first.`
+              : `No budget is configured for ${named.scope.slice("surface:".length)}. Add it to budgets.perSurface in SWITCHBOARD_CONFIG first.`,
           { details: { field: "scope" } },
         );
       }

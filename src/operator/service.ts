@@ -12,7 +12,6 @@ import { APPROVAL_STATES } from "../runtime/store.ts";
 import { toolCallSummaries } from "../runtime/tool-calls.ts";
 import { answerText } from "../runtime/types.ts";
 import { parseSearchQuery } from "../search/query.ts";
-import type { StoreBackend } from "../store/backend.ts";
 import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { silentLogger } from "../util/log.ts";
@@ -21,7 +20,7 @@ import { decodeCursor, toPage } from "./cursor.ts";
 import { branchConversation, importConversation, readConversationExport } from "./export.ts";
 import { type ForgetOptions, forgetConversation } from "./forget.ts";
 import { OPERATOR_LIMITS } from "./limits.ts";
-import type { ConversationListItem, ConversationSummary, OperatorService } from "./types.ts";
+import type { ConversationListItem, ConversationSummary, OperatorService, OperatorStores } from "./types.ts";
 import {
   checkActor,
   checkConversationQuery,
@@ -37,10 +36,7 @@ export type { ConversationSummary, OperatorService } from "./types.ts";
 
 export interface OperatorServiceOptions {
   /** The opened stores; the caller closes them. */
-  stores: Pick<
-    StoreBackend,
-    "runtime" | "outbox" | "schedules" | "operator" | "search" | "access" | "budgets"
-  >;
+  stores: OperatorStores;
   clock: Clock;
   /**
    * Called after an operator retried, resolved or cancelled an outbox record, so a running
@@ -170,7 +166,7 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           : (budgetSettings ?? { budgets: undefined, timezone: "UTC" }),
     }),
     access: {
-      async approve(input, actor) {
+      async approve(input, actor, attemptKey) {
         const by = checkActor(actor);
         const code = normalizePairingCode(String(input));
         if (code === null) {
@@ -180,7 +176,7 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
             { details: { field: "code" } },
           );
         }
-        const result = await stores.access.approvePairingCode(code, by, clock.now());
+        const result = await stores.access.approvePairingCode(code, by, clock.now(), attemptKey ?? by);
         switch (result.outcome) {
           case "approved":
             return result.grant;
@@ -205,7 +201,7 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
           case "locked":
             throw new SwitchboardError(
               "state_conflict",
-              `Too many wrong pairing codes were tried in the last hour; approval is locked until ${new Date(result.retryAtMs).toISOString()}.`,
+              `Too many wrong pairing codes were tried by you in the last hour; your approvals are locked until ${new Date(result.retryAtMs).toISOString()}. Other operators can still approve.`,
             );
         }
       },

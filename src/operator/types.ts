@@ -1,15 +1,33 @@
-import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
-import type { Occurrence, Schedule } from "../../schedules/types.ts";
-import type { AccessGrant } from "../access/store.ts";
+import type { OutboxRecord, OutboxRepository, OutboxState } from "../../outbox/types.ts";
+import type { Occurrence, Schedule, ScheduleRepository } from "../../schedules/types.ts";
+import type { AccessGrant, AccessStore } from "../access/store.ts";
 import type { BudgetLimits, LimitStatus, UsageTotals } from "../budgets/rules.ts";
-import type { BudgetOverride, UsageRow } from "../budgets/store.ts";
-import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
+import type { BudgetOverride, BudgetStore, UsageRow } from "../budgets/store.ts";
+import type {
+  ApprovalRecord,
+  ApprovalState,
+  MessagePageItem,
+  RunRecord,
+  RuntimeStore,
+} from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, StepRecord, Usage } from "../runtime/types.ts";
-import type { SearchHit } from "../search/store.ts";
+import type { SearchHit, SearchStore } from "../search/store.ts";
 import type { Page } from "./cursor.ts";
 import type { BranchResult, ConversationExport } from "./export.ts";
 import type { ForgetResult } from "./forget.ts";
+import type { OperatorQueries } from "./queries.ts";
+
+/** The stores the operator service reads and changes; the caller opens and closes them. */
+export interface OperatorStores {
+  readonly runtime: RuntimeStore;
+  readonly outbox: OutboxRepository;
+  readonly schedules: ScheduleRepository;
+  readonly operator: OperatorQueries;
+  readonly search: SearchStore;
+  readonly access: AccessStore;
+  readonly budgets: BudgetStore;
+}
 
 /**
  * What operators can see and do, shared by the CLI (database mode) and the HTTP API. Every
@@ -132,10 +150,12 @@ export interface OperatorService {
     /**
      * Admits the user who was given this pairing code (`*_ALLOWED_USERS=pairing`). `input_invalid`
      * for something that is not a code; `not_found` for an unknown code (the wrong attempt is
-     * counted); `state_conflict` when it expired, was already redeemed (nothing changes) or too many
-     * wrong codes were tried lately.
+     * counted against `attemptKey`, default the actor); `state_conflict` when it expired, was
+     * already redeemed (nothing changes) or too many wrong codes were tried lately under the same
+     * `attemptKey` (others can still approve). The operator API passes the named operator, or the
+     * client's address for the shared token, whose actor name the client chooses.
      */
-    approve(code: string, actor: `operator:${string}`): Promise<AccessGrant>;
+    approve(code: string, actor: `operator:${string}`, attemptKey?: string): Promise<AccessGrant>;
     /** The stored grants, and the users waiting with an open code (the codes themselves are not shown). */
     list(): Promise<AccessList>;
     /** Removes a grant: the user is refused from their next message on. `not_found` when there is none. */

@@ -17,6 +17,11 @@ export interface BlobReferences {
    * conversation left with /new or purged is not live.
    */
   kept: ReadonlySet<string>;
+  /**
+   * Blobs promised to stay until an instant (ms), whatever happens to their conversation: an
+   * /export's download link. Neither /new, the grace nor retention removes them before it.
+   */
+  keptUntil?: ReadonlyMap<string, number>;
 }
 
 export interface BlobCleanupPolicy {
@@ -48,6 +53,7 @@ export function blobRemoval(
   policy: BlobCleanupPolicy,
 ): "unreferenced" | "retention" | null {
   if (references.pinned.has(blob.id)) return null;
+  if ((references.keptUntil?.get(blob.id) ?? Number.NEGATIVE_INFINITY) > policy.nowMs) return null;
   if (references.kept.has(blob.id)) {
     if (policy.retentionMs === null) return null;
     return blob.storedAtMs < policy.nowMs - policy.retentionMs ? "retention" : null;

@@ -9,6 +9,7 @@ import type { BlobStore } from "../runtime/blobs.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { SearchStore } from "../search/store.ts";
 import type { StateStore } from "../state/store.ts";
+import type { WebSessionMigration } from "./web-session-ids.ts";
 
 /** Gauges read at scrape time: runs and outbox records by state, recent delivery latency. */
 export interface StoreGauges {
@@ -70,6 +71,15 @@ export interface StoreBackend {
    * the file with a row its gateway refreshes (a live gateway's claim refuses a second one).
    */
   becomeActiveGateway(options: ActiveGatewayOptions): Promise<void>;
+  /**
+   * Data migration "web-session-ids" (./web-session-ids.ts): rewrites every stored web chat
+   * session id to `userIdOf(sessionId)`, in one transaction with the record that it ran. Resolves
+   * null, changing nothing, when it ran before. The active gateway runs it at start.
+   */
+  migrateWebSessionIds(
+    userIdOf: (sessionId: string) => string,
+    nowMs: number,
+  ): Promise<WebSessionMigration | null>;
   gauges(): Promise<StoreGauges>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;

@@ -12,6 +12,11 @@ export interface BlobReferenceSource<Row> {
   pinned: boolean;
   sql: string;
   ids(row: Row): string[];
+  /**
+   * When the row promises its blobs until an instant (ms): they go into `keptUntil` instead
+   * (the later promise wins), and `pinned` is not consulted. Null: no promise on this row.
+   */
+  untilMs?(row: Row): number | null;
 }
 
 /**
@@ -44,6 +49,14 @@ export function blobReferenceSources(
       sql: `SELECT media FROM outbox WHERE media IS NOT NULL AND state NOT IN ('delivered', 'cancelled')`,
       ids: idsOfOutboxMedia,
     },
+    {
+      // A purge sets `media` to NULL, so a forgotten conversation's exports promise nothing.
+      name: "exports kept for download",
+      pinned: false,
+      sql: `SELECT media FROM outbox WHERE media LIKE '%"keepUntilMs"%'`,
+      ids: idsOfOutboxMedia,
+      untilMs: keepUntilOfOutboxMedia,
+    },
   ];
 }
 
@@ -58,11 +71,20 @@ export async function collectReferences<Row>(
 ): Promise<BlobReferences> {
   const pinned = new Set<string>();
   const kept = new Set<string>();
+  const keptUntil = new Map<string, number>();
   for (const source of sources) {
     const into = source.pinned ? pinned : kept;
-    for (const row of await query(source.sql)) for (const id of source.ids(row)) into.add(id);
+    for (const row of await query(source.sql)) {
+      if (source.untilMs) {
+        const untilMs = source.untilMs(row);
+        if (untilMs === null) continue;
+        for (const id of source.ids(row)) keptUntil.set(id, Math.max(untilMs, keptUntil.get(id) ?? untilMs));
+        continue;
+      }
+      for (const id of source.ids(row)) into.add(id);
+    }
   }
-  return { pinned, kept };
+  return { pinned, kept, keptUntil };
 }
 
 /** The blob ids of a `messages` row's `parts` (JSON text); a row that does not parse has none. */
@@ -83,5 +105,16 @@ export function idsOfOutboxMedia(row: Record<string, unknown>): string[] {
     return typeof blobId === "string" && isBlobId(blobId) ? [blobId] : [];
   } catch {
     return [];
+  }
+}
+
+/** An `outbox` row's `media.keepUntilMs`; null when absent or unreadable. */
+export function keepUntilOfOutboxMedia(row: Record<string, unknown>): number | null {
+  if (typeof row.media !== "string") return null;
+  try {
+    const keepUntilMs = (JSON.parse(row.media) as { keepUntilMs?: unknown }).keepUntilMs;
+    return typeof keepUntilMs === "number" && Number.isFinite(keepUntilMs) ? keepUntilMs : null;
+  } catch {
+    return null;
   }
 }

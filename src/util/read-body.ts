@@ -2,9 +2,36 @@
 
 export class PayloadTooLargeError extends Error {
   constructor(readonly limitBytes: number) {
-    super(`The request body is larger than ${limitBytes} bytes.`);
+    super(`The request body is over the ${describeBytes(limitBytes)} limit.`);
     this.name = "PayloadTooLargeError";
   }
+}
+
+/** `64 KiB`, `20 MB` (one decimal where it has one). */
+function describeBytes(bytes: number): string {
+  if (bytes < 1024 * 1024) return `${Math.round((bytes / 1024) * 10) / 10} KiB`;
+  return `${Math.round((bytes / 1024 / 1024) * 10) / 10} MB`;
+}
+
+/**
+ * The request with its body cut off at `maxBytes`: reading past it (or a body that declares more)
+ * fails with PayloadTooLargeError, so every route's read is bounded whether or not it checks. A
+ * route may look at Content-Length first and answer before reading anything.
+ */
+export function limitBody(request: Request, maxBytes: number): Request {
+  if (request.body === null) return request;
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  let seen = 0;
+  const body = request.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > maxBytes || declared > maxBytes) controller.error(new PayloadTooLargeError(maxBytes));
+        else controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Request(request, { body, duplex: "half" } as RequestInit);
 }
 
 /** The body as text, refusing more than `maxBytes` whether or not Content-Length says so. */

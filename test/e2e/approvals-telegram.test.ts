@@ -217,6 +217,23 @@ test("in a group, another user's press gets a notice and changes nothing; the as
   expect(count("milk")).toBe(0);
   expect(current(group.id, prompt.messageId)?.buttons).toBeDefined();
 
+  // Typed by hand, Alice's id from Bob and an id that does not exist get the very same answer: a
+  // guesser learns neither which ids exist nor whose they are.
+  const id = /\/approve (ap_[0-9a-f]{12})/.exec(prompt.visibleText)![1]!;
+  const repliesToBob = () => telegram.messages(bob.id).filter((m) => m.fromBot);
+  telegram.incoming({ chat: privateChat(bob), from: bob, text: `/approve ${id}` });
+  await eventually(() => repliesToBob().length === 1, TIMEOUT, "a reply to Bob's /approve of Alice's id");
+  telegram.incoming({ chat: privateChat(bob), from: bob, text: "/approve ap_000000000000" });
+  await eventually(() => repliesToBob().length === 2, TIMEOUT, "a reply to Bob's /approve of an unknown id");
+  const [foreign, unknown] = repliesToBob();
+  expect(foreign!.visibleText).toBe(unknown!.visibleText);
+  expect(foreign!.visibleText).toContain("No approval request with that id is waiting for your decision");
+  expect(foreign!.visibleText).not.toContain("Alice");
+  telegram.incoming({ chat: privateChat(bob), from: bob, text: `/deny ${id}` });
+  await eventually(() => repliesToBob().length === 3, TIMEOUT, "a reply to Bob's /deny of Alice's id");
+  expect(repliesToBob()[2]!.visibleText).toBe(unknown!.visibleText);
+  expect(count("milk")).toBe(0);
+
   const byAlice = telegram.press(group.id, prompt.messageId, alice, { label: "Approve" });
   expect(await answerFor(byAlice.queryId)).toBe("Approved.");
   await telegram.waitForMessage(group.id, (m) => m.visibleText.includes('appended "milk"'), TIMEOUT);

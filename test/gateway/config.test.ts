@@ -57,6 +57,7 @@ describe("loadConfig: the environment", () => {
       [{ SWITCHBOARD_SHUTDOWN_GRACE_MS: "1.5" }, "SWITCHBOARD_SHUTDOWN_GRACE_MS", "whole number"],
       [{ SWITCHBOARD_AMBIGUOUS_HOLD_MS: "-1" }, "SWITCHBOARD_AMBIGUOUS_HOLD_MS", '"forever"'],
       [{ SWITCHBOARD_OPERATOR_TOKEN: "short" }, "SWITCHBOARD_OPERATOR_TOKEN", "at least 16 characters"],
+      [{ SWITCHBOARD_METRICS_TOKEN: "short" }, "SWITCHBOARD_METRICS_TOKEN", "at least 16 characters"],
       [{ SWITCHBOARD_TIMEZONE: "Mars/Olympus" }, "SWITCHBOARD_TIMEZONE", "IANA time zone"],
       [{ SWITCHBOARD_WEB: "maybe" }, "SWITCHBOARD_WEB", "on or off"],
       [{ SWITCHBOARD_STANDBY: "on" }, "SWITCHBOARD_STANDBY", "needs SWITCHBOARD_DATABASE_URL"],
@@ -89,6 +90,11 @@ describe("loadConfig: the environment", () => {
       [{ SWITCHBOARD_MAX_CONVERSATION_MB: "lots" }, "SWITCHBOARD_MAX_CONVERSATION_MB", 'got "lots"'],
       [{ SWITCHBOARD_MAX_AUDIO_MINUTES: "-1" }, "SWITCHBOARD_MAX_AUDIO_MINUTES", 'at most 600 (got "-1")'],
       [{ SWITCHBOARD_BLOB_RETENTION_DAYS: "0" }, "SWITCHBOARD_BLOB_RETENTION_DAYS", 'or off (got "0")'],
+      [
+        { SWITCHBOARD_EXPORT_TTL_HOURS: "a day" },
+        "SWITCHBOARD_EXPORT_TTL_HOURS",
+        'hours above 0, at most 8760 (got "a day")',
+      ],
       [{ SWITCHBOARD_MODEL_INPUTS: "text,video" }, "SWITCHBOARD_MODEL_INPUTS", '"video"; use a comma list'],
       [
         { SWITCHBOARD_TRANSCRIPTION_MODEL: "openrouter:whisper" },
@@ -112,6 +118,7 @@ describe("loadConfig: the environment", () => {
       maxConversationBytes: 500 * 1024 * 1024,
       maxAudioSeconds: 600,
       blobRetentionMs: null,
+      exportTtlMs: 24 * 60 * 60 * 1000,
       modelInputs: null,
       transcriptionModel: null,
     });
@@ -127,6 +134,7 @@ describe("loadConfig: the environment", () => {
     expect(config.media.maxAudioSeconds).toBe(150);
     expect(config.media.blobRetentionMs).toBe(30 * 24 * 60 * 60 * 1000);
     expect(loadConfig({ SWITCHBOARD_BLOB_RETENTION_DAYS: "off" }).media.blobRetentionMs).toBeNull();
+    expect(loadConfig({ SWITCHBOARD_EXPORT_TTL_HOURS: "0.5" }).media.exportTtlMs).toBe(30 * 60 * 1000);
     expect([...(config.media.modelInputs ?? [])]).toEqual(["image", "file"]);
     expect(config.media.transcriptionModel).toBe("openai-compatible:whisper-1");
     expect(config.database).toMatchObject({ engine: "sqlite", blobDir: "/var/lib/switchboard/blobs" });
@@ -200,15 +208,19 @@ describe("loadConfig: the environment", () => {
       SLACK_APP_TOKEN: "xapp-app-token",
       OPENROUTER_API_KEY: "sk-or-key",
       SWITCHBOARD_OPERATOR_TOKEN: "operator-token-0123456789",
+      SWITCHBOARD_METRICS_TOKEN: "metrics-token-0123456789",
       SWITCHBOARD_DATABASE_URL: "postgres://sb:p%40ss-word@db/switchboard",
     };
-    const { secrets } = loadConfig(env);
+    const { secrets, metricsToken } = loadConfig(env);
+    expect(metricsToken).toBe("metrics-token-0123456789");
+    expect(redactSecrets("scraped with metrics-token-0123456789", env)).toBe("scraped with [redacted]");
     for (const value of [
       "123:telegram-token",
       "xoxb-slack-token",
       "xapp-app-token",
       "sk-or-key",
       "operator-token-0123456789",
+      "metrics-token-0123456789",
       "p@ss-word",
     ]) {
       expect(secrets).toContain(value);

@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import type { Browser, Page } from "playwright-core";
 import sharp from "sharp";
 import type { InboundMessage } from "../../channels/types.ts";
-import { createWebChannel, type WebChannel } from "../../channels/web/index.ts";
+import { createWebChannel, type WebChannel, webUserIds } from "../../channels/web/index.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
 import { sniffMediaType } from "../../src/media/sniff.ts";
 import type { OperatorService } from "../../src/operator/service.ts";
@@ -21,6 +21,9 @@ import { launchChromium } from "./support/browser.ts";
 import { capturingLogger, testServices } from "./support/services.ts";
 
 const MAX_FILE_BYTES = 256 * 1024;
+/** The page's session id reaches the channel only as the user id derived under this key. */
+const USER_ID_KEY = "web-user-id-key-uploads-0123456789";
+const userIdOf = webUserIds(USER_ID_KEY);
 let dir: ReturnType<typeof tempDir>;
 let web: WebChannel;
 let blobs: DirectoryBlobStore;
@@ -32,6 +35,7 @@ beforeAll(async () => {
   dir = tempDir("switchboard-uploads-");
   blobs = new DirectoryBlobStore(dir.path);
   web = createWebChannel({
+    userIdKey: USER_ID_KEY,
     uploads: { blobs, maxFileBytes: MAX_FILE_BYTES, sniff: sniffMediaType },
   });
   await web.start(async (message) => {
@@ -203,6 +207,25 @@ describe("web chat files (Chromium)", () => {
       await page.close();
     }
   }, 30_000);
+
+  test("a file past the server's body limit (refused before the upload route runs) names the limit too", async () => {
+    const page = await chatPage();
+    try {
+      await page.setInputFiles("#file", {
+        name: "huge.bin",
+        mimeType: "application/octet-stream",
+        // Past maxRequestBodyBytes (4 × the file limit): the server refuses it before any route.
+        buffer: Buffer.alloc(MAX_FILE_BYTES * 6, 1),
+      });
+      const failed = page.locator('.attachment[data-state="failed"]', { hasText: "huge.bin" });
+      await failed.waitFor();
+      const shown = (await failed.textContent()) ?? "";
+      expect(shown).toContain("0.3 MB");
+      expect(shown).not.toContain("answered 413");
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
 });
 
 describe("files the agent sends (Chromium)", () => {
@@ -217,7 +240,7 @@ describe("files the agent sends (Chromium)", () => {
         })(),
         { maxBytes: MAX_FILE_BYTES },
       );
-      await web.sendFile!(sessionId, {
+      await web.sendFile!(userIdOf(sessionId), {
         bytes,
         filename: "figures.csv",
         mimeType: "text/csv",
@@ -253,7 +276,7 @@ describe("files the agent sends (Chromium)", () => {
       page.on("request", (request) => {
         if (request.url().includes("/web/api/files/")) fetches += 1;
       });
-      await web.sendFile!(sessionId, {
+      await web.sendFile!(userIdOf(sessionId), {
         bytes,
         filename: "gone.png",
         mimeType: "image/png",
@@ -266,7 +289,7 @@ describe("files the agent sends (Chromium)", () => {
           hasText: "gone.png could not be shown: it is no longer stored.",
         })
         .waitFor();
-      await web.send(sessionId, { text: "more", format: "rich", idempotencyKey: "rec_more:0#0" });
+      await web.send(userIdOf(sessionId), { text: "more", format: "rich", idempotencyKey: "rec_more:0#0" });
       await page.locator(".bubble.assistant", { hasText: "more" }).waitFor();
       expect(fetches).toBe(1);
     } finally {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import type { InboundMessage } from "../../channels/types.ts";
-import { createWebChannel, type WebChannel } from "../../channels/web/index.ts";
+import { createWebChannel, type WebChannel, webUserIds } from "../../channels/web/index.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
 import { createOperatorService } from "../../src/operator/service.ts";
 import { EventBus } from "../../src/runtime/bus.ts";
@@ -33,6 +33,10 @@ const approvalPrompts = new Map<string, string>();
 let calls: RecordedCall[];
 let bus: EventBus;
 const inbound: InboundMessage[] = [];
+/** The key the web channel derives user ids under, so the test can name a page's reply target. */
+const USER_ID_KEY = "web-user-id-key-browser-0123456789";
+/** Lets the POST of "answer me first" return (see the stand-in below). */
+let releaseQuestion: (() => void) | undefined;
 
 beforeAll(async () => {
   dir = tempDir("switchboard-browser-");
@@ -40,7 +44,7 @@ beforeAll(async () => {
   const recorded = recordingOperator(createOperatorService({ stores: seed.stores, clock: seed.clock }));
   calls = recorded.calls;
   bus = new EventBus(seed.stores.runtime);
-  web = createWebChannel();
+  web = createWebChannel({ userIdKey: USER_ID_KEY });
   // Stands in for ingress + runtime + outbox: a typing hint, a first streamed chunk, then the final edit.
   await web.start(async (message) => {
     inbound.push(message);
@@ -54,6 +58,19 @@ beforeAll(async () => {
           idempotencyKey: "approval:outcome",
         });
       return { kind: "action", notice: "Approved." };
+    }
+    // The run answers before ingress returns (ingress lets queued work go first), and the POST's
+    // answer waits until the test has seen the answer on the page: the answer wins every race.
+    if (message.text === "answer me first") {
+      await web.send(message.replyTarget, {
+        text: "The answer, shown before its question was confirmed",
+        format: "rich",
+        idempotencyKey: `answer-first:${message.updateKey}`,
+      });
+      await new Promise<void>((resolve) => {
+        releaseQuestion = resolve;
+      });
+      return { kind: "admitted", runId: "run_answer_first", conversationId: "conv_web" };
     }
     if (message.text === "please ask first") {
       const receipt = await web.send(message.replyTarget, {
@@ -150,6 +167,76 @@ describe("the web chat page", () => {
       await page.close();
     }
   }, 30_000);
+
+  test("an answer that arrives before its question is confirmed still shows below it, live and after a reload", async () => {
+    const page = await newPage();
+    const order = () =>
+      page
+        .locator(".bubble")
+        .evaluateAll((bubbles) =>
+          bubbles.map(
+            (b) =>
+              `${b.classList.contains("user") ? "user" : "agent"}${(b as HTMLElement).dataset.pending ? ` (${(b as HTMLElement).dataset.pending})` : ""}`,
+          ),
+        );
+    try {
+      await page.goto(`${server.url}/`);
+      await page.locator('#connection[data-state="online"]').waitFor();
+      await page.fill("#input", "answer me first");
+      await page.press("#input", "Enter");
+      // The answer is on the page while the question's POST has not returned.
+      await page.locator(".bubble.assistant", { hasText: "The answer, shown before" }).waitFor();
+      expect(await order()).toEqual(["user (sending)", "agent"]);
+      releaseQuestion?.();
+      // The stream confirms the question with the gateway's stamp: it stays above its answer.
+      await page.locator(".bubble.user:not([data-pending])", { hasText: "answer me first" }).waitFor();
+      expect(await order()).toEqual(["user", "agent"]);
+      await page.reload();
+      await page.locator(".bubble.assistant", { hasText: "The answer, shown before" }).waitFor();
+      expect(await order()).toEqual(["user", "agent"]);
+    } finally {
+      releaseQuestion?.();
+      await page.close();
+    }
+  }, 30_000);
+});
+
+describe("the web chat on a 390 px phone", () => {
+  test("nothing overflows sideways, long words included, and the whole placeholder shows", async () => {
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
+    page.setDefaultTimeout(8000);
+    try {
+      await page.goto(`${server.url}/`);
+      await page.locator('#connection[data-state="online"]').waitFor();
+      const placeholder = await page.evaluate(() => {
+        const input = document.getElementById("input") as HTMLTextAreaElement;
+        const style = getComputedStyle(input);
+        const context = document.createElement("canvas").getContext("2d")!;
+        context.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+        const padding = Number.parseFloat(style.paddingLeft) + Number.parseFloat(style.paddingRight);
+        return {
+          text: input.placeholder,
+          textWidth: Math.ceil(context.measureText(input.placeholder).width),
+          room: input.clientWidth - padding,
+        };
+      });
+      expect(placeholder.text.length).toBeGreaterThan(0);
+      expect(placeholder.textWidth).toBeLessThanOrEqual(placeholder.room);
+
+      const url = `https://example.com/${"a-long-unbroken-path-segment/".repeat(6)}?q=${"0123456789".repeat(4)}`;
+      await page.fill("#input", `look at ${url}`);
+      await page.press("#input", "Enter");
+      await page.locator(".bubble.assistant strong", { hasText: "Hello" }).waitFor();
+      const widths = await page.evaluate(() => ({
+        page: document.documentElement.scrollWidth,
+        viewport: window.innerWidth,
+      }));
+      expect(widths).toEqual({ page: 390, viewport: 390 });
+      await page.screenshot({ path: join(ARTIFACT_DIR, "web-chat-390.png") });
+    } finally {
+      await page.close();
+    }
+  }, 30_000);
 });
 
 describe("approval buttons in the web chat", () => {
@@ -215,11 +302,13 @@ describe("the composer", () => {
 });
 
 describe("Markdown in the web chat", () => {
-  /** Opens the chat and returns its session id (the reply target the outbox would use). */
+  /** Opens the chat and returns its user id (derived from its session id: the reply target the outbox would use). */
   async function openChat(page: Page): Promise<string> {
     await page.goto(`${server.url}/`);
     await page.locator('#connection[data-state="online"]').waitFor();
-    return (await page.evaluate(() => localStorage.getItem("switchboard.sessionId")))!;
+    return webUserIds(USER_ID_KEY)(
+      (await page.evaluate(() => localStorage.getItem("switchboard.sessionId")))!,
+    );
   }
 
   test("renders lists, headings, tables, quotes, code and links with parentheses", async () => {
@@ -461,7 +550,7 @@ describe("the operator console", () => {
     }
   }, 30_000);
 
-  test("on a 390 px phone no tab overflows sideways: wide tables scroll inside their own box", async () => {
+  test("on a 390 px phone no tab overflows sideways: a table's rows are cards, no cell past the edge", async () => {
     const page = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
     page.setDefaultTimeout(8000);
     try {
@@ -476,8 +565,17 @@ describe("the operator console", () => {
           page: document.documentElement.scrollWidth,
           body: document.body.scrollWidth,
           viewport: window.innerWidth,
+          cellsPastTheEdge: Array.from(document.querySelectorAll("#view td"))
+            .filter((cell) => cell.getBoundingClientRect().right > window.innerWidth)
+            .map((cell) => cell.textContent?.slice(0, 40)),
         }));
-        expect({ tab, ...widths }).toEqual({ tab, page: 390, body: widths.viewport, viewport: 390 });
+        expect({ tab, ...widths }).toEqual({
+          tab,
+          page: 390,
+          body: widths.viewport,
+          viewport: 390,
+          cellsPastTheEdge: [],
+        });
       }
       await page.screenshot({ path: join(ARTIFACT_DIR, "console-390.png") });
     } finally {

@@ -20,6 +20,9 @@ import { decodePng, distinctColours } from "./support/png.ts";
 import { capturingLogger, testServices } from "./support/services.ts";
 
 const TOKEN = "console-views-token-5b1d7e";
+/** What an MCP server's failure looks like: one long unbroken URL, which must not widen a phone's page. */
+const MCP_DETAIL =
+  "connection refused: http://notes-mcp.internal.example:7010/v1/streamable-http?session=7f3c9a0e5d2b4f18a6c1e9d07b3a5f2c";
 let dir: ReturnType<typeof tempDir>;
 let seed: Seed;
 let server: HttpServer;
@@ -75,7 +78,10 @@ beforeAll(async () => {
     assistantParts: [
       { ...call, startedAtMs: nowMs + 100, attempts: 1 },
       result,
-      { type: "text", text: "Two notes mention the **retro**." },
+      {
+        type: "text",
+        text: "Two notes mention the **retro**: https://notes.example.com/teams/platform/retrospectives/2026-02-27-quarterly-retro-action-items-and-follow-ups",
+      },
     ],
     nowMs: nowMs + 1500,
   });
@@ -115,7 +121,7 @@ beforeAll(async () => {
         checks: {
           database: { ok: true },
           "channel:telegram": { ok: true },
-          "mcp:notes": { ok: false, degraded: true, detail: "connection refused" },
+          "mcp:notes": { ok: false, degraded: true, detail: MCP_DETAIL },
         },
       }),
       dashboard: () =>
@@ -127,7 +133,7 @@ beforeAll(async () => {
             checks: {
               database: { ok: true },
               "channel:telegram": { ok: true },
-              "mcp:notes": { ok: false, degraded: true, detail: "connection refused" },
+              "mcp:notes": { ok: false, degraded: true, detail: MCP_DETAIL },
             },
           }),
           stepUsageSince: (sinceMs) => seed.stores.operator.stepUsageSince(sinceMs),
@@ -539,7 +545,7 @@ describe("console views", () => {
     }
   }, 30_000);
 
-  test("on a 390 px phone no view overflows sideways, the new ones included", async () => {
+  test("on a 390 px phone no view overflows sideways and no table cell is cut off, long URLs included", async () => {
     const page = await signedIn("", { width: 390, height: 844 });
     try {
       const views = [
@@ -566,8 +572,13 @@ describe("console views", () => {
         const widths = await page.evaluate(() => ({
           page: document.documentElement.scrollWidth,
           viewport: window.innerWidth,
+          // A table row is a card here: every cell ends inside the screen, none is hidden in a scroller.
+          cellsPastTheEdge: Array.from(document.querySelectorAll("#view td"))
+            .filter((cell) => cell.getBoundingClientRect().right > window.innerWidth)
+            .map((cell) => cell.textContent?.slice(0, 40)),
         }));
-        expect({ hash, ...widths }).toEqual({ hash, page: 390, viewport: 390 });
+        expect({ hash, ...widths }).toEqual({ hash, page: 390, viewport: 390, cellsPastTheEdge: [] });
+        if (hash === "#/dashboard") await screenshot(page, "console-390-dashboard");
       }
       await screenshot(page, "console-390-views");
     } finally {

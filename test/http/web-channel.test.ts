@@ -6,6 +6,7 @@ import {
   type WebChannel,
   type WebStreamEvent,
   type WebTranscriptEntry,
+  webUserIds,
 } from "../../channels/web/index.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
 import type { Clock } from "../../src/util/clock.ts";
@@ -16,6 +17,11 @@ const NOW = Date.parse("2026-11-30T09:00:00Z");
 const clock: Clock = { now: () => NOW, sleep: async () => {} };
 const SESSION = "sess_0123456789abcdefXY";
 const OTHER_SESSION = "sess_zyxwvutsrqponmlkJI";
+/** The channel derives each session's user id under this key; only the user id leaves the route. */
+const USER_ID_KEY = "web-user-id-key-0123456789abcdef";
+const userIdOf = webUserIds(USER_ID_KEY);
+/** SESSION's user id: its conversation, reply target and principal. */
+const USER = userIdOf(SESSION);
 
 let server: HttpServer | undefined;
 let web: WebChannel;
@@ -30,7 +36,7 @@ type IngressScript = (message: InboundMessage) => Promise<IngressOutcome>;
 
 async function start(ingress: IngressScript | null, options: Parameters<typeof createWebChannel>[0] = {}) {
   const received: InboundMessage[] = [];
-  web = createWebChannel({ clock, ...options });
+  web = createWebChannel({ clock, userIdKey: USER_ID_KEY, ...options });
   if (ingress)
     await web.start((message) => {
       received.push(message);
@@ -85,10 +91,10 @@ describe("POST /web/api/messages", () => {
       {
         channel: "web",
         account: "local",
-        updateKey: `${SESSION}:cm_00000001`,
-        principal: { id: `web:${SESSION}`, isBot: false },
-        conversationKey: `web:local:dm:${SESSION}`,
-        replyTarget: SESSION,
+        updateKey: `${USER}:cm_00000001`,
+        principal: { id: USER, isBot: false },
+        conversationKey: `web:local:dm:${USER}`,
+        replyTarget: USER,
         surface: "dm",
         text: "Hello **there**",
         messageId: "cm_00000001",
@@ -114,9 +120,9 @@ describe("POST /web/api/messages", () => {
     const other = await postMessage(url, { ...body, sessionId: OTHER_SESSION });
     expect(await other.json()).toMatchObject({ kind: "admitted", runId: "run_2" });
     expect(received.map((m) => m.updateKey)).toEqual([
-      `${SESSION}:cm_retry001`,
-      `${SESSION}:cm_retry001`,
-      `${OTHER_SESSION}:cm_retry001`,
+      `${USER}:cm_retry001`,
+      `${USER}:cm_retry001`,
+      `${userIdOf(OTHER_SESSION)}:cm_retry001`,
     ]);
     // The repeat shows the user's message once.
     const stream = await openStream(url);
@@ -249,11 +255,11 @@ describe("send / edit / delete / typing reach the session's stream", () => {
     expect(await stream.nextJson<WebStreamEvent>()).toEqual({ type: "snapshot", messages: [] });
     await other.nextJson();
 
-    await web.typing(SESSION);
-    const first = await web.send(SESSION, outgoing("Thinking", "run_1:stream"));
-    await web.edit(SESSION, first.messageIds[0]!, outgoing("Thinking about **it**", "run_1:stream"));
-    const second = await web.send(SESSION, outgoing("Second", "run_1:0"));
-    await web.delete(SESSION, second.messageIds[0]!);
+    await web.typing(USER);
+    const first = await web.send(USER, outgoing("Thinking", "run_1:stream"));
+    await web.edit(USER, first.messageIds[0]!, outgoing("Thinking about **it**", "run_1:stream"));
+    const second = await web.send(USER, outgoing("Second", "run_1:0"));
+    await web.delete(USER, second.messageIds[0]!);
 
     expect(first.messageIds).toHaveLength(1);
     expect(await stream.nextJson<WebStreamEvent>()).toEqual({ type: "typing" });
@@ -292,10 +298,10 @@ describe("send / edit / delete / typing reach the session's stream", () => {
     const { url } = await start(admitted("run_1"));
     const stream = await openStream(url);
     await stream.nextJson();
-    const first = await web.send(SESSION, outgoing("Answer", "run_9:0"));
-    const again = await web.send(SESSION, outgoing("Answer", "run_9:0"));
+    const first = await web.send(USER, outgoing("Answer", "run_9:0"));
+    const again = await web.send(USER, outgoing("Answer", "run_9:0"));
     expect(again).toEqual(first);
-    await web.send(SESSION, outgoing("Next answer", "run_10:0"));
+    await web.send(USER, outgoing("Next answer", "run_10:0"));
     expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({ type: "message", text: "Answer" });
     expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({ type: "message", text: "Next answer" });
     await stream.cancel();
@@ -304,9 +310,8 @@ describe("send / edit / delete / typing reach the session's stream", () => {
   test("keeps only the newest messages per session; an edit of a forgotten message shows it again", async () => {
     const { url } = await start(admitted("run_1"), { maxMessagesPerSession: 3 });
     const ids: string[] = [];
-    for (let i = 1; i <= 5; i++)
-      ids.push((await web.send(SESSION, outgoing(`m${i}`, `k${i}`))).messageIds[0]!);
-    await web.edit(SESSION, ids[0]!, outgoing("m1 final", "k1"));
+    for (let i = 1; i <= 5; i++) ids.push((await web.send(USER, outgoing(`m${i}`, `k${i}`))).messageIds[0]!);
+    await web.edit(USER, ids[0]!, outgoing("m1 final", "k1"));
     const stream = await openStream(url);
     const snapshot = await stream.nextJson<Extract<WebStreamEvent, { type: "snapshot" }>>();
     expect(snapshot.messages.map((m) => m.text)).toEqual(["m4", "m5", "m1 final"]);
@@ -316,7 +321,7 @@ describe("send / edit / delete / typing reach the session's stream", () => {
   test("with a history loader, a session evicted by a flood of other sessions is loaded again, in order", async () => {
     const durable = new Map<string, WebTranscriptEntry[]>([
       [
-        SESSION,
+        USER,
         [
           { messageId: "cm_00000001", role: "user", text: "hello", atMs: NOW - 2000 },
           { messageId: "web_old_reply", role: "assistant", text: "hi there", atMs: NOW - 1000 },
@@ -326,9 +331,9 @@ describe("send / edit / delete / typing reach the session's stream", () => {
     const loads: string[] = [];
     const { url } = await start(admitted("run_1"), {
       maxSessions: 3,
-      history: async (sessionId) => {
-        loads.push(sessionId);
-        return durable.get(sessionId) ?? [];
+      history: async (userId) => {
+        loads.push(userId);
+        return durable.get(userId) ?? [];
       },
     });
     const first = await openStream(url);
@@ -342,20 +347,38 @@ describe("send / edit / delete / typing reach the session's stream", () => {
       await flood.cancel();
     }
     // ...and an answer to it, or the page coming back, loads it again: nothing it showed is lost.
-    await web.send(SESSION, outgoing("a new answer", "run_2:0"));
+    await web.send(USER, outgoing("a new answer", "run_2:0"));
     const back = await openStream(url);
     const again = await back.nextJson<Extract<WebStreamEvent, { type: "snapshot" }>>();
     expect(again.messages.map((m) => m.text)).toEqual(["hello", "hi there", "a new answer"]);
-    expect(loads.filter((id) => id === SESSION).length).toBe(2);
+    expect(loads.filter((id) => id === USER).length).toBe(2);
     await back.cancel();
   });
 
-  test("a target that is not a session id is refused without retry", async () => {
+  test("a target that is not a user id is refused without retry", async () => {
     await start(admitted("run_1"));
     await expect(web.send("../etc", outgoing("x", "k"))).rejects.toMatchObject({
       code: "platform_rejected",
       retryable: false,
     });
+  });
+
+  test("only the user id leaves the route: it is the reply target, and as a session id it opens nothing", async () => {
+    const { url, received } = await start(admitted("run_1"));
+    await postMessage(url, { sessionId: SESSION, clientMessageId: "cm_00000001", text: "my secret plan" });
+    expect(JSON.stringify(received)).not.toContain(SESSION);
+    // A session id is no reply target (the outbox holds user ids only).
+    await expect(web.send(SESSION, outgoing("x", "k"))).rejects.toMatchObject({ code: "platform_rejected" });
+    await web.send(USER, outgoing("the plan is safe", "run_1:0"));
+    // Whoever learns the user id (a metrics label, the console) and sends it as a session id
+    // reads another, empty transcript.
+    const stranger = await openStream(url, USER);
+    expect(await stranger.nextJson<WebStreamEvent>()).toEqual({ type: "snapshot", messages: [] });
+    await stranger.cancel();
+    const own = await openStream(url);
+    const snapshot = await own.nextJson<Extract<WebStreamEvent, { type: "snapshot" }>>();
+    expect(snapshot.messages.map((m) => m.text)).toEqual(["my secret plan", "the plan is safe"]);
+    await own.cancel();
   });
 
   test("stop() waits for ingress in flight and ends open streams", async () => {
@@ -392,7 +415,7 @@ describe("buttons in the web chat", () => {
     const { url } = await start(admitted("run_1"));
     const stream = await openStream(url);
     await stream.nextJson();
-    const sent = await web.send(SESSION, { ...outgoing("Approval needed", "approval:1:prompt"), buttons });
+    const sent = await web.send(USER, { ...outgoing("Approval needed", "approval:1:prompt"), buttons });
     const id = sent.messageIds[0]!;
     expect(await stream.nextJson<WebStreamEvent>()).toMatchObject({
       type: "message",
@@ -404,7 +427,7 @@ describe("buttons in the web chat", () => {
     expect(snapshot.messages.find((m) => m.messageId === id)?.buttons).toEqual(buttons);
     await again.cancel();
 
-    await web.edit(SESSION, id, outgoing("Approved by you", "approval:1:outcome"));
+    await web.edit(USER, id, outgoing("Approved by you", "approval:1:outcome"));
     const edit = await stream.nextJson<WebStreamEvent>();
     expect(edit).toEqual({ type: "edit", messageId: id, text: "Approved by you" });
     await stream.cancel();
@@ -422,7 +445,7 @@ describe("buttons in the web chat", () => {
     expect(received).toHaveLength(1);
     expect(received[0]).toMatchObject({
       text: "",
-      updateKey: `${SESSION}:press_0001`,
+      updateKey: `${USER}:press_0001`,
       action: { data: buttons[0]![0]!.data, interactionId: "press_0001" },
     });
     const stream = await openStream(url);

@@ -7,7 +7,12 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import sharp from "sharp";
 import type { OutgoingFile } from "../../channels/types.ts";
-import { createWebChannel, type WebChannel, type WebTranscriptEntry } from "../../channels/web/index.ts";
+import {
+  createWebChannel,
+  type WebChannel,
+  type WebTranscriptEntry,
+  webUserIds,
+} from "../../channels/web/index.ts";
 import { mediaRefusal } from "../../outbox/media.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
 import { webAccessPolicy } from "../../src/gateway/http/web-guard.ts";
@@ -19,6 +24,9 @@ import { SseReader } from "./support/sse-reader.ts";
 
 const SESSION = "sess_files_0123456789ab";
 const OTHER_SESSION = "sess_files_zyxwvutsrqpo";
+const USER_ID_KEY = "web-user-id-key-files-0123456789";
+/** The reply target of a session: the user id derived from it. */
+const userIdOf = webUserIds(USER_ID_KEY);
 const MAX_FILE_BYTES = 1024 * 1024;
 
 let dir: ReturnType<typeof tempDir>;
@@ -44,7 +52,10 @@ afterEach(async () => {
 afterAll(() => dir.cleanup());
 
 async function start(token: string | null = null): Promise<string> {
-  web = createWebChannel({ uploads: { blobs, maxFileBytes: MAX_FILE_BYTES, sniff: sniffMediaType } });
+  web = createWebChannel({
+    userIdKey: USER_ID_KEY,
+    uploads: { blobs, maxFileBytes: MAX_FILE_BYTES, sniff: sniffMediaType },
+  });
   await web.start(async () => ({ kind: "admitted", runId: "run_1", conversationId: "conv_1" }));
   server = await startHttpServer({
     host: "127.0.0.1",
@@ -68,7 +79,7 @@ async function sendFile(
     })(),
     { maxBytes: MAX_FILE_BYTES },
   );
-  const receipt = await web.sendFile!(session, {
+  const receipt = await web.sendFile!(userIdOf(session), {
     bytes,
     caption: "",
     format: "rich",
@@ -110,9 +121,7 @@ test("a file the agent sent is in the transcript, and its session gets its bytes
   expect(response.status).toBe(200);
   expect(new Uint8Array(await response.arrayBuffer())).toEqual(new Uint8Array(png));
   expect(response.headers.get("content-type")).toBe("image/png");
-  expect(response.headers.get("content-disposition")).toBe(
-    `inline; filename="chart.png"; filename*=UTF-8''chart.png`,
-  );
+  expect(response.headers.get("content-disposition")).toBe("inline; filename=chart.png");
   expect(response.headers.get("x-content-type-options")).toBe("nosniff");
   expect(response.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
   expect(response.headers.get("cache-control")).toBe("private, no-store");
@@ -128,8 +137,9 @@ test("anything but a photo is a download, its name quoted safely, served with th
   const response = await getFile(url, id, { "x-switchboard-session": SESSION });
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toBe("text/html");
+  // Quotes and control characters go; a non-ASCII name travels as RFC 6266's filename*.
   expect(response.headers.get("content-disposition")).toBe(
-    `attachment; filename="rapport _final___t_.html"; filename*=UTF-8''rapport%20%22final%22%0A%C3%A9t%C3%A9.html`,
+    `attachment; filename="rapport final?t?.html"; filename*=UTF-8''rapport%20final%C3%A9t%C3%A9.html`,
   );
   expect(response.headers.get("x-content-type-options")).toBe("nosniff");
   expect(response.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox");
@@ -219,7 +229,11 @@ test("a resend with the same idempotency key shows the file once", async () => {
 
 test("the channel takes files up to the gateway's limit; without a blob store it takes none", () => {
   const withStore = createWebChannel({ uploads: { blobs, maxFileBytes: MAX_FILE_BYTES } });
-  expect(withStore.fileLimits).toEqual({ maxFileBytes: MAX_FILE_BYTES, maxCaptionChars: 8000 });
+  expect(withStore.fileLimits).toEqual({
+    maxFileBytes: MAX_FILE_BYTES,
+    maxCaptionChars: 8000,
+    servedByGateway: true,
+  });
   const file = { filename: "chart.png", mimeType: "image/png", sizeBytes: 1000 };
   expect(mediaRefusal(file, "web", withStore.fileLimits)).toBeNull();
   expect(mediaRefusal({ ...file, sizeBytes: MAX_FILE_BYTES + 1 }, "web", withStore.fileLimits)).toContain(

@@ -34,6 +34,7 @@ const SECRETS = {
   SLACK_APP_TOKEN: `xapp-1-${hex(16)}`,
   SLACK_SIGNING_SECRET: `slsig${hex(16)}`,
   SWITCHBOARD_OPERATOR_TOKEN: `op-${hex(16)}`,
+  SWITCHBOARD_METRICS_TOKEN: `metrics-${hex(16)}`,
   OPENROUTER_API_KEY: `sk-or-v1-${hex(32)}`,
 } as const;
 
@@ -148,6 +149,14 @@ test("every secret stays out of every log line", async () => {
   ]) {
     expect((await fetch(`${gateway.url}/api/runs`, { headers: { authorization } })).status).toBe(401);
   }
+  // /metrics with a wrong metrics token through a proxy (forwarded: the token is required).
+  const scrape = await fetch(`${gateway.url}/metrics`, {
+    headers: {
+      "x-forwarded-for": "203.0.113.9",
+      authorization: `Bearer ${SECRETS.SWITCHBOARD_METRICS_TOKEN}x`,
+    },
+  });
+  expect(scrape.status).toBe(401);
   const runs = await fetch(`${gateway.url}/api/runs`, {
     headers: { authorization: `Bearer ${SECRETS.SWITCHBOARD_OPERATOR_TOKEN}` },
   });

@@ -114,6 +114,45 @@ export function runAccessConformance(engine: string, open: () => Promise<AccessH
       }
     });
 
+    test("wrong attempts lock only their attempt key: another operator can still approve", async () => {
+      const h = await open();
+      try {
+        const s = h.store;
+        await issue(s, "11", "x", "HJKMNPQR", T0);
+        for (let i = 1; i <= PAIRING_MAX_WRONG_ATTEMPTS; i++) {
+          expect(
+            await s.approvePairingCode("WRONG234", "operator:mallory", T0 + i, "operator:mallory"),
+          ).toEqual({
+            outcome: "unknown",
+            wrongAttempts: i,
+          });
+        }
+        expect(
+          (await s.approvePairingCode("HJKMNPQR", "operator:mallory", T0 + 100, "operator:mallory")).outcome,
+        ).toBe("locked");
+        // Alice's own count starts at one; her right code is approved while Mallory stays locked.
+        expect(await s.approvePairingCode("WRONG234", "operator:alice", T0 + 101, "operator:alice")).toEqual({
+          outcome: "unknown",
+          wrongAttempts: 1,
+        });
+        const approved = await s.approvePairingCode("HJKMNPQR", "operator:alice", T0 + 102, "operator:alice");
+        expect(approved).toMatchObject({
+          outcome: "approved",
+          grant: { userId: "11", grantedBy: "operator:alice" },
+        });
+        // The key, not the recorded approver, is what is locked: the same actor from another key passes.
+        await issue(s, "12", "y", "STUVWXYZ", T0 + 200);
+        expect(
+          (await s.approvePairingCode("STUVWXYZ", "operator:api", T0 + 201, "address:192.0.2.7")).outcome,
+        ).toBe("approved");
+        expect(
+          (await s.approvePairingCode("STUVWXYZ", "operator:api", T0 + 202, "operator:mallory")).outcome,
+        ).toBe("locked");
+      } finally {
+        await h.close();
+      }
+    });
+
     test("wrong attempts are counted and lock approval for the window", async () => {
       const h = await open();
       try {

@@ -194,6 +194,65 @@ export function runBlobCleanupConformance(engine: string, open: () => Promise<Bl
       }
     });
 
+    test("an /export kept for download stays through /new and retention until its keepUntilMs; a purge ends the promise", async () => {
+      const { backend, close } = await open();
+      try {
+        let now = Date.now();
+        const janitor = new BlobJanitor({
+          blobs: backend.blobs,
+          references: () => backend.blobReferences(),
+          conversationBlobIds: (id) => backend.conversationBlobIds(id),
+          now: () => now,
+          logger: recordingLogger(),
+          graceMs: HOUR_MS,
+          retentionMs: HOUR_MS,
+        });
+        const exportOf = async (chat: string) => {
+          const { id: blobId } = await backend.blobs.put(
+            (async function* () {
+              yield new TextEncoder().encode(`# Conversation conv-${chat}\n`);
+            })(),
+            { maxBytes: 1000 },
+          );
+          const media = {
+            blobId,
+            filename: "conversation.md",
+            mimeType: "text/markdown",
+            sizeBytes: 30,
+            keepUntilMs: now + DAY_MS,
+          };
+          const [id] = await backend.outbox.insert([messageInsert(chat, "the export", { media })], now);
+          await backend.outbox.markSending(id!, now);
+          await backend.outbox.markDelivered(id!, { messageIds: ["m1"] }, now);
+          return blobId;
+        };
+        const kept = await exportOf("chat-k");
+        const forgotten = await exportOf("chat-g");
+        expect((await backend.blobReferences()).keptUntil).toEqual(
+          new Map([
+            [kept, now + DAY_MS],
+            [forgotten, now + DAY_MS],
+          ]),
+        );
+        // /new: released at once, yet kept; retention and the grace pass, yet kept.
+        now += 2 * HOUR_MS;
+        await janitor.sweep(await janitor.collect("conv-chat-k"));
+        expect(await backend.blobs.stat(kept)).not.toBeNull();
+        // /forget: the purge clears the record's media, and the promise with it.
+        const released = await janitor.collect("conv-chat-g");
+        await backend.runtime.purgeConversation("conv-chat-g", { nowMs: now });
+        await janitor.sweep(released);
+        expect(await backend.blobs.stat(forgotten)).toBeNull();
+        expect([...((await backend.blobReferences()).keptUntil ?? new Map()).keys()]).toEqual([kept]);
+        // Past its lifetime it goes like any file nothing points at.
+        now += DAY_MS;
+        await janitor.sweep();
+        expect(await backend.blobs.stat(kept)).toBeNull();
+      } finally {
+        await close();
+      }
+    });
+
     test("a put of bytes already stored renews the blob, so a sweep leaves it", async () => {
       const { backend, close } = await open();
       try {

@@ -1,8 +1,9 @@
-/** Bearer-token checks: the operator API and console, and the web chat when it has a token. */
+/** Bearer-token checks: the operator API and console, /metrics beyond loopback, and the web chat's token. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { apiError } from "./respond.ts";
 
 export const OPERATOR_TOKEN_ENV = "SWITCHBOARD_OPERATOR_TOKEN";
+export const METRICS_TOKEN_ENV = "SWITCHBOARD_METRICS_TOKEN";
 
 /** Named operators' own tokens (SWITCHBOARD_OPERATOR_TOKENS): the token says who acts. */
 export type OperatorTokens = ReadonlyArray<{ name: string; token: string }>;
@@ -56,6 +57,46 @@ export function authenticateOperator(
       ),
     };
   return { name };
+}
+
+/**
+ * Null when a scrape from beyond this machine may read /metrics, else the 401 (no or a wrong
+ * token) or 403 (no token configured) to send. Accepted: SWITCHBOARD_METRICS_TOKEN and every
+ * operator token, all compared (on digests) whichever matches, as for the operator API.
+ */
+export function authenticateMetrics(
+  request: Request,
+  metricsToken: string | null,
+  operators: OperatorCredentials,
+): Response | null {
+  const accepted = [
+    ...(metricsToken === null ? [] : [metricsToken]),
+    ...(operators.shared === null ? [] : [operators.shared]),
+    ...operators.named.map((operator) => operator.token),
+  ];
+  if (accepted.length === 0)
+    return apiError(
+      403,
+      "forbidden",
+      `/metrics answers other machines only with a token: set ${METRICS_TOKEN_ENV} (16+ characters) and restart the gateway, then send it as 'Authorization: Bearer <token>'. From this machine it needs none.`,
+    );
+  const presented = bearerToken(request);
+  let matched = false;
+  if (presented !== null) for (const token of accepted) matched = sameToken(presented, token) || matched;
+  if (matched) return null;
+  return apiError(
+    401,
+    "unauthorized",
+    presented === null
+      ? `/metrics needs a token from beyond this machine: send ${METRICS_TOKEN_ENV} (or an operator token) as 'Authorization: Bearer <token>'.`
+      : `The /metrics token was refused; use the value of ${METRICS_TOKEN_ENV} or an operator token.`,
+    {
+      "www-authenticate":
+        presented === null
+          ? 'Bearer realm="switchboard-metrics"'
+          : 'Bearer realm="switchboard-metrics", error="invalid_token"',
+    },
+  );
 }
 
 /** The token of an `Authorization: Bearer <token>` header; null when there is none. */

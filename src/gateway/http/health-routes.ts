@@ -1,4 +1,7 @@
-/** Liveness, readiness and metrics: unauthenticated, for orchestrators and Prometheus. */
+/**
+ * Liveness and readiness (unauthenticated, for orchestrators) and metrics for Prometheus: open
+ * from this machine, beyond it with a token (server.ts, docs/operators.md "Exposure").
+ */
 
 import { json } from "./respond.ts";
 import type { Route } from "./router.ts";
@@ -6,7 +9,11 @@ import type { HttpServices } from "./types.ts";
 
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-export function healthRoutes(services: Pick<HttpServices, "readiness" | "metrics">): Route[] {
+/** `httpMetrics`: the HTTP server's own series, appended to the gateway's. */
+export function healthRoutes(
+  services: Pick<HttpServices, "readiness" | "metrics">,
+  httpMetrics: () => string = () => "",
+): Route[] {
   return [
     {
       method: "GET",
@@ -26,12 +33,17 @@ export function healthRoutes(services: Pick<HttpServices, "readiness" | "metrics
     {
       method: "GET",
       pattern: "/metrics",
-      access: "public",
+      access: "metrics",
       handle: async () =>
-        new Response(await services.metrics(), {
+        new Response(joinExpositions(await services.metrics(), httpMetrics()), {
           status: 200,
           headers: { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" },
         }),
     },
   ];
+}
+
+function joinExpositions(first: string, second: string): string {
+  if (first === "" || first.endsWith("\n")) return first + second;
+  return `${first}\n${second}`;
 }

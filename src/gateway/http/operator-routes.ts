@@ -4,6 +4,7 @@ import { SwitchboardError } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
 import type { Dashboard } from "../dashboard.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
+import { clientKey } from "./client-address.ts";
 import {
   accessApproveBody,
   actorHeader,
@@ -78,8 +79,8 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       query(c, noQuery);
       return operator.access.list();
     }),
-    mutate("/api/access/approve", accessApproveBody, (_c, body, actor) =>
-      operator.access.approve(body.code, actor),
+    mutate("/api/access/approve", accessApproveBody, (c, body, actor) =>
+      operator.access.approve(body.code, actor, pairingAttemptKey(c)),
     ),
     mutate("/api/access/:channel/:userId/revoke", emptyBody, (c, _body, actor) =>
       operator.access.revoke(param(c, "channel"), param(c, "userId"), actor),
@@ -199,6 +200,14 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
     mutate("/api/schedules/:id/resume", emptyBody, (c) => operator.schedules.resume(param(c, "id"))),
     mutate("/api/schedules/:id/cancel", emptyBody, (c) => operator.schedules.cancel(param(c, "id"))),
   ];
+}
+
+/**
+ * Whom wrong pairing codes are counted against: a named operator (their token proves who), else
+ * the client's address, since anyone with the shared token may send any X-Switchboard-Actor.
+ */
+function pairingAttemptKey({ operator, clientAddress }: RouteContext): string {
+  return operator !== undefined ? `operator:${operator}` : `address:${clientKey(clientAddress)}`;
 }
 
 /** A named operator's own token says who acts; with the shared token, X-Switchboard-Actor does. */

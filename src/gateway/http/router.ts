@@ -1,6 +1,10 @@
 /** A small method + path router with `:param` segments. */
 
-export type Access = "public" | "operator";
+/**
+ * `operator`: an operator token (auth.ts); `metrics`: an allowed `Host`, and beyond loopback the
+ * metrics or an operator token; `public`: none (the route checks what it needs itself).
+ */
+export type Access = "public" | "operator" | "metrics";
 
 export interface RouteContext {
   request: Request;
@@ -9,6 +13,8 @@ export interface RouteContext {
   params: Record<string, string>;
   /** Correlates the answer with log lines. */
   requestId: string;
+  /** The peer's address as the socket reports it ("unknown" without one); never from a header. */
+  clientAddress: string;
   /** The named operator whose own token authenticated the request (SWITCHBOARD_OPERATOR_TOKENS). */
   operator?: string;
 }

@@ -3,12 +3,20 @@
  * the web chat, and the channel adapters' webhooks.
  */
 import type { HttpRoute } from "../../../channels/types.ts";
+import type { Clock } from "../../util/clock.ts";
 import { newId } from "../../util/ids.ts";
 import type { Logger } from "../../util/log.ts";
 import { KeyedRateLimiter } from "../../util/rate-limit.ts";
-import { isServerBodyLimitError } from "../../util/read-body.ts";
-import { authenticateOperator, type OperatorCredentials, operatorApiEnabled } from "./auth.ts";
+import { isServerBodyLimitError, limitBody } from "../../util/read-body.ts";
+import {
+  authenticateMetrics,
+  authenticateOperator,
+  type OperatorCredentials,
+  operatorApiEnabled,
+} from "./auth.ts";
+import { AuthFailureLimiter } from "./auth-limit.ts";
 import { PayloadTooLargeError } from "./body.ts";
+import { clientKey, forwardedByProxy, isLoopbackAddress } from "./client-address.ts";
 import { asErrorPage, wantsHtmlPage } from "./error-page.ts";
 import { eventRoutes } from "./event-routes.ts";
 import { healthRoutes } from "./health-routes.ts";
@@ -17,7 +25,14 @@ import { apiError, errorToResponse } from "./respond.ts";
 import { type Route, Router } from "./router.ts";
 import { loadAssets, staticRoutes } from "./static-routes.ts";
 import type { HttpServices } from "./types.ts";
-import { checkWebRequest, isWebChatPath, type WebAccessPolicy, webAccessPolicy } from "./web-guard.ts";
+import {
+  checkHost,
+  checkWebRequest,
+  hostIsLoopback,
+  isWebChatPath,
+  type WebAccessPolicy,
+  webAccessPolicy,
+} from "./web-guard.ts";
 
 export interface HttpServerOptions {
   /** Interface to listen on, e.g. "127.0.0.1". */
@@ -36,6 +51,13 @@ export interface HttpServerOptions {
   webAccess?: WebAccessPolicy;
   /** Web chat API requests (`/web/api/*`) per client address per minute; default 120. */
   webRequestsPerIpPerMinute?: number;
+  /**
+   * Wrong or missing tokens (`/api`, web chat, `/metrics`) per client address as a burst, then per
+   * minute; past it they are answered 429 (a correct token never is). Default 10.
+   */
+  authFailuresPerIpPerMinute?: number;
+  /** The rate limits' time (default: the system clock). */
+  clock?: Pick<Clock, "now">;
   /** Answers requests outside `/api` that match no route (default: 404). */
   unmatched?: (request: Request) => Response;
 }
@@ -54,12 +76,21 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   const webAccess =
     options.webAccess ?? webAccessPolicy({ listenHost: options.host, publicUrl: null, token: null });
   const webRequestsPerIp = new KeyedRateLimiter({ perMinute: options.webRequestsPerIpPerMinute ?? 120 });
+  const clock = options.clock ?? { now: () => Date.now() };
+  const now = () => clock.now();
+  const authFailures = new AuthFailureLimiter({
+    logger,
+    now,
+    ...(options.authFailuresPerIpPerMinute === undefined
+      ? {}
+      : { failuresPerMinute: options.authFailuresPerIpPerMinute }),
+  });
   const credentials: OperatorCredentials = {
     shared: services.operatorToken,
     named: services.operatorTokens ?? [],
   };
   const router = new Router([
-    ...healthRoutes(services),
+    ...healthRoutes(services, () => authFailures.render()),
     ...staticRoutes(await loadAssets(), operatorApiEnabled(credentials)),
     ...operatorRoutes({
       operator: services.operator,
@@ -79,14 +110,17 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         return () => openStreams.delete(abort);
       },
     }),
-    // The web channel's routes may also come in `routes` (it is one of the adapters): mount once.
-    ...[...new Set([...services.web.routes(), ...services.routes])].map(mountAdapterRoute),
+    // The web channel's routes may also come in `routes` (it is one of the adapters, possibly
+    // wrapped): mount each of its paths once. Two other adapters on one path still fail loudly.
+    ...withoutWebDuplicates(services.web.routes(), services.routes).map(mountAdapterRoute),
   ]);
 
   const server = Bun.serve({
     hostname: options.host,
     port: options.port,
-    maxRequestBodySize: options.maxRequestBodyBytes ?? 1024 * 1024,
+    // Bun's own limit answers with an empty 413 before any route runs, which no page can explain;
+    // so Bun's is out of the way and `limitBody` enforces ours, answered with JSON that names it.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     fetch: async function handleRequest(request, bunServer): Promise<Response> {
       const startedMs = performance.now();
       const requestId = newId("req");
@@ -94,7 +128,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       // Event streams stay open for as long as the client wants; heartbeats keep them busy.
       if (request.headers.get("accept")?.includes("text/event-stream")) bunServer.timeout(request, 0);
       const clientAddress = bunServer.requestIP(request)?.address ?? "unknown";
-      let response = await route(request, url, requestId, clientAddress);
+      let response = await route(
+        limitBody(request, options.maxRequestBodyBytes ?? 1024 * 1024),
+        url,
+        requestId,
+        clientAddress,
+      );
       if (
         response.status >= 400 &&
         response.headers.get("content-type")?.startsWith("application/json") &&
@@ -130,21 +169,39 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
   ): Promise<Response> {
     if (isWebChatPath(url.pathname)) {
       const refused = checkWebRequest(request, webAccess);
-      if (refused) return refused;
+      // The token is checked before the per-address request limit, so guesses never use up the
+      // requests of the people behind the same address who hold the token.
+      if (refused?.reason === "token") return authFailures.refuse("web", clientAddress, refused.response);
+      if (refused) return refused.response;
       if (url.pathname.startsWith("/web/api/")) {
-        const decision = webRequestsPerIp.take(clientAddress, Date.now());
+        const decision = webRequestsPerIp.take(clientAddress, now());
         if (!decision.allowed) return tooManyRequests(decision.retryAfterMs, "from this address");
       }
     }
     const match = router.match(request.method, url.pathname);
     const isApiPath = url.pathname === "/api" || url.pathname.startsWith("/api/");
     // Without the token the API answers nothing, not even "no such route".
-    const needsToken = match.kind === "found" ? match.route.access === "operator" : isApiPath;
+    const access = match.kind === "found" ? match.route.access : isApiPath ? "operator" : "public";
     let operator: string | null = null;
-    if (needsToken) {
+    if (access === "operator") {
       const auth = authenticateOperator(request, credentials);
-      if ("refused" in auth) return auth.refused;
+      if ("refused" in auth)
+        return auth.refused.status === 401
+          ? authFailures.refuse("api", clientAddress, auth.refused)
+          : auth.refused;
       operator = auth.name;
+    }
+    if (access === "metrics") {
+      const foreignHost = checkHost(request, webAccess, "/metrics");
+      if (foreignHost) return foreignHost;
+      // Open to a scraper on this machine; through a reverse proxy on it (a forwarding header, or
+      // the proxy's public Host) the client is elsewhere, so a token is needed as from anywhere.
+      const local = isLoopbackAddress(clientAddress) && hostIsLoopback(request) && !forwardedByProxy(request);
+      if (!local) {
+        const refused = authenticateMetrics(request, services.metricsToken ?? null, credentials);
+        if (refused)
+          return refused.status === 401 ? authFailures.refuse("metrics", clientAddress, refused) : refused;
+      }
     }
     if (match.kind === "not_found") {
       if (options.unmatched && !isApiPath) return options.unmatched(request);
@@ -163,6 +220,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         url,
         params: match.params,
         requestId,
+        clientAddress,
         ...(operator === null ? {} : { operator }),
       });
     } catch (error) {
@@ -194,12 +252,18 @@ function tooManyRequests(retryAfterMs: number, from: string): Response {
   });
 }
 
+/** The web channel's routes, then the adapters' routes but for those on a web route's method and path. */
+function withoutWebDuplicates(web: HttpRoute[], adapters: HttpRoute[]): HttpRoute[] {
+  const webPaths = new Set(web.map((route) => `${route.method} ${route.path}`));
+  return [...web, ...adapters.filter((route) => !webPaths.has(`${route.method} ${route.path}`))];
+}
+
 function mountAdapterRoute(route: HttpRoute): Route {
   return {
     method: route.method,
     pattern: route.path,
     access: "public",
-    handle: ({ request }) => route.handle(request),
+    handle: ({ request, clientAddress }) => route.handle(request, { client: clientKey(clientAddress) }),
   };
 }
 

@@ -34,6 +34,11 @@ export interface HttpServices {
   operatorToken: string | null;
   /** Named operators' own tokens; a request with one acts as that operator. */
   operatorTokens?: OperatorTokens;
+  /**
+   * SWITCHBOARD_METRICS_TOKEN: what a scrape from beyond this machine sends to read /metrics
+   * (operator tokens work too); null or absent: only operator tokens, or none at all.
+   */
+  metricsToken?: string | null;
   /** The console's dashboard; without it `GET /api/dashboard` answers 503 (a standby gateway). */
   dashboard?: () => Promise<Dashboard>;
   /** Changes for the console's live lists (`GET /api/events`); operator actions are added here. */

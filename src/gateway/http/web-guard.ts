@@ -61,36 +61,45 @@ export function isWebChatPath(pathname: string): boolean {
   return pathname === "/" || pathname.startsWith("/web/");
 }
 
+/** Why checkWebRequest refused: only `token` is a failed authentication (auth-limit.ts counts it). */
+export type WebRefusalReason = "host" | "origin" | "token" | "media_type";
+
+export interface WebRefusal {
+  reason: WebRefusalReason;
+  response: Response;
+}
+
 /**
  * Null when the request may proceed, else the refusal. Checks, in order: `Host`, `Origin`, the
  * token (API only) and, for a POST, `Content-Type: application/json` (which a cross-site form or
  * `text/plain` fetch cannot send without a CORS preflight, which this server never grants).
  */
-export function checkWebRequest(request: Request, policy: WebAccessPolicy): Response | null {
-  const host = hostnameOf(request.headers.get("host") ?? "");
-  if (host === null || !policy.allowedHosts.has(host))
-    return apiError(
-      403,
-      "forbidden",
-      `The web chat does not answer to the host name "${(request.headers.get("host") ?? "").slice(0, 100)}"; open it at localhost or set ${PUBLIC_URL_ENV} to the address you use.`,
-    );
+export function checkWebRequest(request: Request, policy: WebAccessPolicy): WebRefusal | null {
+  const foreignHost = checkHost(request, policy, "The web chat");
+  if (foreignHost) return { reason: "host", response: foreignHost };
   const origin = request.headers.get("origin");
   if (origin !== null && !originAllowed(origin, request, policy))
-    return apiError(
-      403,
-      "forbidden",
-      `Requests from the origin "${origin.slice(0, 100)}" are refused; the web chat only answers its own page.`,
-    );
+    return {
+      reason: "origin",
+      response: apiError(
+        403,
+        "forbidden",
+        `Requests from the origin "${origin.slice(0, 100)}" are refused; the web chat only answers its own page.`,
+      ),
+    };
   const isApi = new URL(request.url).pathname.startsWith("/web/api/");
   if (isApi && policy.token !== null) {
     const presented = bearerToken(request);
     if (presented === null || !sameToken(presented, policy.token))
-      return apiError(
-        401,
-        "unauthorized",
-        `This web chat needs its token (${WEB_TOKEN_ENV}): enter it on the page, or send 'Authorization: Bearer <token>'.`,
-        { "www-authenticate": 'Bearer realm="switchboard-web"' },
-      );
+      return {
+        reason: "token",
+        response: apiError(
+          401,
+          "unauthorized",
+          `This web chat needs its token (${WEB_TOKEN_ENV}): enter it on the page, or send 'Authorization: Bearer <token>'.`,
+          { "www-authenticate": 'Bearer realm="switchboard-web"' },
+        ),
+      };
   }
   if (request.method === "POST") {
     const type = mediaTypeOf(request.headers.get("content-type"));
@@ -98,15 +107,39 @@ export function checkWebRequest(request: Request, policy: WebAccessPolicy): Resp
     // send without a CORS preflight (never granted), and only on the upload path.
     const upload = new URL(request.url).pathname === WEB_UPLOAD_PATH;
     if (upload ? type !== "application/octet-stream" : type !== "application/json")
-      return apiError(
-        415,
-        "unsupported_media_type",
-        upload
-          ? "Send the file's bytes with 'Content-Type: application/octet-stream'."
-          : "Send the message as JSON with 'Content-Type: application/json'.",
-      );
+      return {
+        reason: "media_type",
+        response: apiError(
+          415,
+          "unsupported_media_type",
+          upload
+            ? "Send the file's bytes with 'Content-Type: application/octet-stream'."
+            : "Send the message as JSON with 'Content-Type: application/json'.",
+        ),
+      };
   }
   return null;
+}
+
+/**
+ * Null when `Host` names this gateway (the policy's allowed host names), else a 403 that says
+ * what to open instead. A foreign name is how DNS rebinding reaches a loopback-only server from a
+ * page on another site; `what` names the part refusing ("The web chat", "/metrics").
+ */
+export function checkHost(request: Request, policy: WebAccessPolicy, what: string): Response | null {
+  const host = hostnameOf(request.headers.get("host") ?? "");
+  if (host !== null && policy.allowedHosts.has(host)) return null;
+  return apiError(
+    403,
+    "forbidden",
+    `${what} does not answer to the host name "${(request.headers.get("host") ?? "").slice(0, 100)}"; open it at localhost or set ${PUBLIC_URL_ENV} to the address you use.`,
+  );
+}
+
+/** The `Host` header's name is a loopback one (localhost, 127.x, [::1]). */
+export function hostIsLoopback(request: Request): boolean {
+  const host = hostnameOf(request.headers.get("host") ?? "");
+  return host !== null && isLoopbackHost(host);
 }
 
 /** The web chat's upload route (channels/web/routes.ts), the one POST that is not JSON. */

@@ -36,6 +36,16 @@ CREATE TABLE pairing_wrong_attempts (
 );
 `;
 
+/**
+ * Migration 19: wrong pairing codes are counted per attempt key (an operator, an address), so a
+ * lock after PAIRING_MAX_WRONG_ATTEMPTS holds back only whoever guessed. Earlier attempts, whose
+ * author is unknown, keep the key '' that nobody uses and leave with their window.
+ */
+export const PAIRING_ATTEMPT_KEYS_SQL = `
+ALTER TABLE pairing_wrong_attempts ADD COLUMN attempt_key TEXT NOT NULL DEFAULT '';
+CREATE INDEX pairing_wrong_attempts_by_key ON pairing_wrong_attempts (attempt_key, at_ms);
+`;
+
 export function createPostgresAccessStore(sql: SQL): AccessStore {
   return {
     async issuePairingCode(r) {
@@ -67,13 +77,16 @@ export function createPostgresAccessStore(sql: SQL): AccessStore {
       })) as PairingIssueResult;
     },
 
-    async approvePairingCode(code, grantedBy, nowMs) {
+    async approvePairingCode(code, grantedBy, nowMs, attemptKey = grantedBy) {
       return (await sql.begin(async (tx): Promise<PairingApproveResult> => {
         // Approvals take turns, so the wrong-attempt count and a code's single redemption hold.
         await tx`SELECT pg_advisory_xact_lock(hashtext('switchboard:pairing-approve'))`;
         const since = nowMs - PAIRING_WRONG_ATTEMPT_WINDOW_MS;
+        // Attempts past the window count for nobody: the table holds at most an hour of them.
+        await tx`DELETE FROM pairing_wrong_attempts WHERE at_ms <= ${since}`;
         const wrong = await tx<Array<{ at_ms: string | number }>>`
-          SELECT at_ms FROM pairing_wrong_attempts WHERE at_ms > ${since} ORDER BY at_ms`;
+          SELECT at_ms FROM pairing_wrong_attempts
+          WHERE attempt_key = ${attemptKey} AND at_ms > ${since} ORDER BY at_ms`;
         if (wrong.length >= PAIRING_MAX_WRONG_ATTEMPTS) {
           return {
             outcome: "locked",
@@ -84,7 +97,7 @@ export function createPostgresAccessStore(sql: SQL): AccessStore {
         }
         const [row] = await tx<CodeRow[]>`SELECT * FROM pairing_codes WHERE code = ${code}`;
         if (!row) {
-          await tx`INSERT INTO pairing_wrong_attempts (at_ms) VALUES (${nowMs})`;
+          await tx`INSERT INTO pairing_wrong_attempts (at_ms, attempt_key) VALUES (${nowMs}, ${attemptKey})`;
           return { outcome: "unknown", wrongAttempts: wrong.length + 1 };
         }
         const grantOf = async () => {

@@ -13,6 +13,7 @@ import { PostgresRuntimeStore } from "./runtime-store.ts";
 import { createPostgresScheduleRepository } from "./schedules.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./schema.ts";
 import { backfillSearchIndex, createPostgresSearch } from "./search.ts";
+import { migratePostgresWebSessionIds } from "./web-session-ids.ts";
 
 /** The channel an operator change is announced on, so a running gateway acts on it at once. */
 const CHANGES_CHANNEL = "switchboard_changes";
@@ -69,6 +70,7 @@ export async function openPostgresBackend(
       // A put in flight on a dead gateway stopped long before this one took over.
       await blobs.sweepStaging(60_000);
     },
+    migrateWebSessionIds: (userIdOf, nowMs) => migratePostgresWebSessionIds(sql, userIdOf, nowMs),
     gauges: () => storeGauges(sql),
     async ping() {
       await sql`SELECT 1`;

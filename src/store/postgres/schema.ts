@@ -1,6 +1,6 @@
 import { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
-import { ACCESS_SCHEMA_SQL } from "./access.ts";
+import { ACCESS_SCHEMA_SQL, PAIRING_ATTEMPT_KEYS_SQL } from "./access.ts";
 import { BUDGETS_SCHEMA_SQL } from "./budgets.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
 import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
@@ -369,6 +369,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 16, name: "outbox-media", sql: OUTBOX_MEDIA_SQL },
   { version: 17, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
   { version: 18, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
+  { version: 19, name: "pairing-attempt-keys", sql: PAIRING_ATTEMPT_KEYS_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -36,6 +36,16 @@ CREATE TABLE pairing_wrong_attempts (
 );
 `;
 
+/**
+ * Migration 22: wrong pairing codes are counted per attempt key (an operator, an address), so a
+ * lock after PAIRING_MAX_WRONG_ATTEMPTS holds back only whoever guessed. Earlier attempts, whose
+ * author is unknown, keep the key '' that nobody uses and leave with their window.
+ */
+export const PAIRING_ATTEMPT_KEYS_SQL = `
+ALTER TABLE pairing_wrong_attempts ADD COLUMN attempt_key TEXT NOT NULL DEFAULT '';
+CREATE INDEX pairing_wrong_attempts_by_key ON pairing_wrong_attempts (attempt_key, at_ms);
+`;
+
 export function createSqliteAccessStore(db: Database): AccessStore {
   return {
     async issuePairingCode(r) {
@@ -74,15 +84,17 @@ export function createSqliteAccessStore(db: Database): AccessStore {
         .immediate();
     },
 
-    async approvePairingCode(code, grantedBy, nowMs) {
+    async approvePairingCode(code, grantedBy, nowMs, attemptKey = grantedBy) {
       return db
         .transaction((): PairingApproveResult => {
           const since = nowMs - PAIRING_WRONG_ATTEMPT_WINDOW_MS;
+          // Attempts past the window count for nobody: the table holds at most an hour of them.
+          db.query("DELETE FROM pairing_wrong_attempts WHERE at_ms <= ?").run(since);
           const wrong = db
-            .query<{ at_ms: number }, [number]>(
-              "SELECT at_ms FROM pairing_wrong_attempts WHERE at_ms > ? ORDER BY at_ms",
+            .query<{ at_ms: number }, [string, number]>(
+              "SELECT at_ms FROM pairing_wrong_attempts WHERE attempt_key = ? AND at_ms > ? ORDER BY at_ms",
             )
-            .all(since);
+            .all(attemptKey, since);
           if (wrong.length >= PAIRING_MAX_WRONG_ATTEMPTS) {
             return {
               outcome: "locked",
@@ -92,7 +104,10 @@ export function createSqliteAccessStore(db: Database): AccessStore {
           }
           const row = db.query<CodeRow, [string]>("SELECT * FROM pairing_codes WHERE code = ?").get(code);
           if (!row) {
-            db.query("INSERT INTO pairing_wrong_attempts (at_ms) VALUES (?)").run(nowMs);
+            db.query("INSERT INTO pairing_wrong_attempts (at_ms, attempt_key) VALUES (?, ?)").run(
+              nowMs,
+              attemptKey,
+            );
             return { outcome: "unknown", wrongAttempts: wrong.length + 1 };
           }
           const grantOf = () =>

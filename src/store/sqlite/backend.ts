@@ -6,6 +6,7 @@ import { watchExternalCommits } from "./external-commits.ts";
 import { claimGatewayFile, type GatewayClaim } from "./gateway-claim.ts";
 import { openSqliteStores } from "./index.ts";
 import { storeGauges } from "./metrics.ts";
+import { migrateSqliteWebSessionIds } from "./web-session-ids.ts";
 
 /** How soon a gateway notices an operator's change made on the file by another process. */
 const EXTERNAL_COMMIT_CHECK_MS = 1000;
@@ -37,6 +38,7 @@ export function openSqliteBackend(path: string, blobDir?: string): StoreBackend 
       // Only the active gateway puts blobs, so a temp file now is one a dead process left.
       await blobs.sweepTemp();
     },
+    migrateWebSessionIds: async (userIdOf, nowMs) => migrateSqliteWebSessionIds(db, userIdOf, nowMs),
     gauges: async () => storeGauges(db),
     ping: async () => {
       db.query("SELECT 1").get();

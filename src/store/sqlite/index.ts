@@ -3,7 +3,7 @@ import type { AccessStore } from "../../access/store.ts";
 import type { BudgetStore } from "../../budgets/store.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import type { SearchStore } from "../../search/store.ts";
-import { ACCESS_SCHEMA_SQL, createSqliteAccessStore } from "./access.ts";
+import { ACCESS_SCHEMA_SQL, createSqliteAccessStore, PAIRING_ATTEMPT_KEYS_SQL } from "./access.ts";
 import { BUDGETS_SCHEMA_SQL, createSqliteBudgetStore } from "./budgets.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { STATE_COUNTS_SQL } from "./metrics.ts";
@@ -61,6 +61,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 19, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
   { version: 20, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
   { version: 21, name: "state-counts", sql: STATE_COUNTS_SQL },
+  { version: 22, name: "pairing-attempt-keys", sql: PAIRING_ATTEMPT_KEYS_SQL },
 ];
 
 export interface SqliteStores {

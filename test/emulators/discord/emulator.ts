@@ -31,6 +31,8 @@ export interface DiscordEmulatorOptions {
   echoOwnMessages?: boolean;
   /** Time for snowflakes, timestamps, nonce windows and rate limits. Default the system clock. */
   clock?: Clock;
+  /** Port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
 }
 
 /** A file on a user's message (see DiscordEmulator.sendDm). */
@@ -75,9 +77,11 @@ export class DiscordEmulator {
   private readonly waiters = new Set<() => void>();
   private rateLimiter: ChannelRateLimiter | null;
   private server: Server<GatewaySocketData> | null = null;
+  private readonly listenPort: number;
 
   constructor(options: DiscordEmulatorOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.listenPort = options.port ?? 0;
     const now = () => this.clock.now();
     const ids = new SnowflakeGenerator(now);
     this.snowflakes = ids;
@@ -122,13 +126,13 @@ export class DiscordEmulator {
     });
   }
 
-  /** Binds 127.0.0.1 on a free port. */
+  /** Binds 127.0.0.1 on `options.port`, or on a free port. */
   listen(): this {
     if (this.server) throw new Error("Discord emulator: listen() was already called.");
     const gateway = this.gateway;
     this.server = Bun.serve<GatewaySocketData>({
       hostname: "127.0.0.1",
-      port: 0,
+      port: this.listenPort,
       fetch: (request, server) => this.route(request, server),
       websocket: {
         open: (socket) => gateway.onOpen(socket),

@@ -46,6 +46,8 @@ export interface TelegramEmulatorOptions {
    * and `preciseNow` (sub-millisecond) for the rate limits.
    */
   now?: () => number;
+  /** Port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
 }
 
 export interface ApiCall {
@@ -81,10 +83,12 @@ export class TelegramEmulator {
   private readonly rateLimitConfig: RateLimitConfig;
   private limiter: RateLimiter | null;
   private server: ReturnType<typeof Bun.serve> | null = null;
+  private readonly port: number;
   private readonly pendingRequests = new Set<Promise<unknown>>();
 
   constructor(options: TelegramEmulatorOptions = {}) {
     this.token = options.token ?? DEFAULT_TOKEN;
+    this.port = options.port ?? 0;
     this.bot =
       options.bot ?? botUser(Number(this.token.split(":")[0]), "switchboard_test_bot", "Switchboard");
     this.now = options.now ?? Date.now;
@@ -122,7 +126,7 @@ export class TelegramEmulator {
   start(): this {
     this.server = Bun.serve({
       hostname: "127.0.0.1",
-      port: 0,
+      port: this.port,
       // Long polls and hung calls outlive Bun's default 10 s idle timeout.
       idleTimeout: 0,
       fetch: (request) => {

@@ -10,6 +10,7 @@ import type { WebFile, WebStreamEvent, WebTranscriptEntry } from "../../../../ch
 import { byId, formatTime, h, randomId } from "./dom.js";
 import { readEventStream } from "./event-stream.js";
 import { renderMarkdown } from "./markdown.js";
+import { orderTranscript } from "./transcript-order.js";
 
 const SESSION_KEY = "switchboard.sessionId";
 const TOKEN_KEY = "switchboard.webToken";
@@ -23,7 +24,10 @@ type Pending = {
   clientMessageId: string;
   text: string;
   files?: SentFile[];
-  state: "sending" | "failed";
+  /** "sent": the gateway accepted it (202) and its stream has not shown it yet. */
+  state: "sending" | "sent" | "failed";
+  /** When the gateway accepted it, by this browser's clock (shown until the stream confirms it). */
+  sentAtMs?: number;
   error?: string;
 };
 type SentFile = { uploadId: string; name: string };
@@ -49,10 +53,24 @@ const maxChars = Number(input.dataset.maxChars ?? "8000");
 const tokenForm = byId<HTMLFormElement>("token-form");
 const tokenInput = byId<HTMLInputElement>("token");
 
-/** Confirmed messages in arrival order, by id. */
+/** Messages the gateway's stream confirmed, by id; shown in stored order (transcript-order.ts). */
 const messages = new Map<string, WebTranscriptEntry>();
 /** Sent by this page and not yet confirmed by the stream. */
 const pending = new Map<string, Pending>();
+/**
+ * When the page first saw each message id (or sent it), as a running count: places a message this
+ * page sent among the others until the gateway's stamp on it arrives, and breaks ties.
+ */
+const seenOrder = new Map<string, number>();
+let seenCount = 0;
+function seen(messageId: string): number {
+  let order = seenOrder.get(messageId);
+  if (order === undefined) {
+    order = ++seenCount;
+    seenOrder.set(messageId, order);
+  }
+  return order;
+}
 /** The notice a button press got, by the message the button is under (shown until a reload). */
 const notices = new Map<string, string>();
 let typingTimer: ReturnType<typeof setTimeout> | undefined;
@@ -107,39 +125,49 @@ function askForToken(): Promise<void> {
 
 function render(): void {
   const nodes: Node[] = [];
-  for (const entry of messages.values()) {
-    const node = bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs));
-    for (const file of entry.files ?? []) node.firstChild?.before(fileView(file));
-    if (entry.buttons) node.append(buttonRows(entry));
-    const notice = notices.get(entry.messageId);
-    if (notice !== undefined) node.append(h("div", { class: "bubble-meta", role: "status" }, notice));
-    nodes.push(node);
-  }
-  for (const item of pending.values()) {
-    if (messages.has(item.clientMessageId)) continue;
-    const node = bubble(
-      "user",
-      item.clientMessageId,
-      shownText(item),
-      item.state === "sending" ? "sending…" : "not sent",
-    );
-    node.classList.add(item.state === "sending" ? "is-sending" : "is-failed");
-    if (item.state === "failed")
-      node.append(
-        h(
-          "div",
-          { class: "bubble-error" },
-          item.error ?? "Not sent.",
-          " ",
-          h("button", { type: "button", class: "link", onclick: () => void post(item) }, "Try again"),
-        ),
-      );
-    nodes.push(node);
+  const placed = orderTranscript(
+    [...messages.values()].map((entry) => ({ ...entry, seen: seen(entry.messageId) })),
+    [...pending.values()]
+      .filter((item) => !messages.has(item.clientMessageId))
+      .map((item) => ({ item, seen: seen(item.clientMessageId) })),
+  );
+  for (const { kind, entry } of placed) {
+    if (kind === "confirmed") nodes.push(confirmedBubble(entry));
+    else nodes.push(pendingBubble(entry.item));
   }
   if (nodes.length === 0) nodes.push(h("p", { class: "empty" }, "Say hello — the agent answers here."));
   const atBottom = transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 40;
   transcript.replaceChildren(...nodes);
   if (atBottom) transcript.scrollTop = transcript.scrollHeight;
+}
+
+function confirmedBubble(entry: WebTranscriptEntry): HTMLElement {
+  const node = bubble(entry.role, entry.messageId, entry.text, formatTime(entry.atMs));
+  for (const file of entry.files ?? []) node.firstChild?.before(fileView(file));
+  if (entry.buttons) node.append(buttonRows(entry));
+  const notice = notices.get(entry.messageId);
+  if (notice !== undefined) node.append(h("div", { class: "bubble-meta", role: "status" }, notice));
+  return node;
+}
+
+/** A message this page sent, until the stream confirms it; `data-pending` says how far it got. */
+function pendingBubble(item: Pending): HTMLElement {
+  const meta =
+    item.state === "sending" ? "sending…" : item.state === "sent" ? formatTime(item.sentAtMs) : "not sent";
+  const node = bubble("user", item.clientMessageId, shownText(item), meta);
+  node.dataset.pending = item.state;
+  if (item.state !== "sent") node.classList.add(item.state === "sending" ? "is-sending" : "is-failed");
+  if (item.state === "failed")
+    node.append(
+      h(
+        "div",
+        { class: "bubble-error" },
+        item.error ?? "Not sent.",
+        " ",
+        h("button", { type: "button", class: "link", onclick: () => void post(item) }, "Try again"),
+      ),
+    );
+  return node;
 }
 
 function bubble(role: WebTranscriptEntry["role"], id: string, text: string, meta: string): HTMLElement {
@@ -375,16 +403,12 @@ async function post(item: Pending): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     const result = await attemptPost(item);
     if (result.kind === "done") {
-      // The stream normally confirms first; a command's reply is in the stream too.
+      // The stream confirms it with the gateway's stamp, which orders it; until then it stays where
+      // it was sent (this browser's clock is not the gateway's, so it cannot order anything).
       if (!messages.has(item.clientMessageId)) {
-        messages.set(item.clientMessageId, {
-          messageId: item.clientMessageId,
-          role: "user",
-          text: shownText(item),
-          atMs: Date.now(),
-        });
+        item.state = "sent";
+        item.sentAtMs = Date.now();
       }
-      pending.delete(item.clientMessageId);
       render();
       return;
     }
@@ -434,11 +458,28 @@ async function attemptPost(
   }
   if (response.status === 202) return { kind: "done", outcome: (await response.json()) as IngressOutcome };
   if (response.status === 401) return { kind: "unauthorized" };
-  const body = (await response.json().catch(() => null)) as { error?: { message?: string } } | null;
-  const message = body?.error?.message ?? `The gateway answered ${response.status}.`;
+  const message =
+    problemMessage(await response.json().catch(() => null)) ?? `The gateway answered ${response.status}.`;
   if (response.status === 429)
     return { kind: "retry", message, afterMs: 1000 * Number(response.headers.get("retry-after") ?? "5") };
   return response.status >= 500 ? { kind: "retry", message } : { kind: "rejected", message };
+}
+
+/**
+ * The message of the gateway's problem answer (`{ error: { code, message } }`), which says what
+ * went wrong and what to do; undefined when the answer carried none (a proxy's, or Bun's own 413).
+ */
+function problemMessage(body: unknown): string | undefined {
+  const error = (body as { error?: { message?: unknown } } | null)?.error;
+  const message = error?.message;
+  return typeof message === "string" && message.trim() !== "" ? message : undefined;
+}
+
+/** An upload refused without a message: what the status means for this file. */
+function uploadRefusal(status: number, file: File): string {
+  if (status === 413)
+    return `The file is ${formatSize(file.size)}, more than this gateway accepts for one file (its SWITCHBOARD_MAX_FILE_MB); send a smaller one.`;
+  return `The gateway answered ${status}; remove it and attach it again.`;
 }
 
 /** Warns while the draft is over the limit, and holds the send button until it fits. */
@@ -461,6 +502,7 @@ function submit(event: Event): void {
   attachments.length = 0;
   renderAttachments();
   const item: Pending = { clientMessageId: randomId(16), text, files, state: "sending" };
+  seen(item.clientMessageId);
   pending.set(item.clientMessageId, item);
   void post(item);
 }
@@ -494,16 +536,13 @@ async function attach(file: File): Promise<void> {
       await askForToken();
       continue;
     }
-    const body = (await response.json().catch(() => null)) as {
-      uploadId?: string;
-      error?: { message?: string };
-    } | null;
-    if (response.status === 201 && body?.uploadId) {
+    const body = (await response.json().catch(() => null)) as { uploadId?: unknown } | null;
+    if (response.status === 201 && typeof body?.uploadId === "string") {
       attachment.state = "ready";
       attachment.uploadId = body.uploadId;
     } else {
       attachment.state = "failed";
-      attachment.error = body?.error?.message ?? `The gateway answered ${response.status}.`;
+      attachment.error = problemMessage(body) ?? uploadRefusal(response.status, file);
     }
     break;
   }

@@ -9,7 +9,20 @@ export function badge(value: string): HTMLElement {
 export function table(headings: string[], rows: HTMLElement[], empty: string): HTMLElement {
   if (rows.length === 0) return h("p", { class: "muted" }, empty);
   const head = h("thead", {}, h("tr", {}, ...headings.map((t) => h("th", {}, t))));
-  return h("div", { class: "table-wrap" }, h("table", {}, head, h("tbody", {}, ...rows)));
+  const body = h("tbody", {}, ...rows.map((row) => labelled(row, headings)));
+  return h("div", { class: "table-wrap" }, h("table", {}, head, body));
+}
+
+/**
+ * Gives each cell of `row` its column's heading as `data-label`: on a phone a row is a card and
+ * each cell shows its label (style.css), since the heading row is not shown.
+ */
+function labelled(row: HTMLElement, headings: readonly string[]): HTMLElement {
+  Array.from(row.children).forEach((cell, index) => {
+    const heading = headings[index];
+    if (heading !== undefined) cell.setAttribute("data-label", heading);
+  });
+  return row;
 }
 
 /** A `<select>` of `values` (plus "any"), showing `current`; `onChange` gets "" for any. */
@@ -61,7 +74,8 @@ export async function pagedTable<T>(options: {
 }): Promise<HTMLElement> {
   const first = await options.load(null);
   if (first.items.length === 0) return h("p", { class: "muted" }, options.empty);
-  const body = h("tbody", {}, ...first.items.map(options.row));
+  const row = (item: T) => labelled(options.row(item), options.headings);
+  const body = h("tbody", {}, ...first.items.map(row));
   const container = h(
     "div",
     {},
@@ -82,7 +96,7 @@ export async function pagedTable<T>(options: {
     more.disabled = true;
     try {
       const page = await options.load(cursor);
-      body.append(...page.items.map(options.row));
+      body.append(...page.items.map(row));
       cursor = page.nextCursor;
     } catch (error) {
       toast(messageOf(error), true);
