@@ -33,6 +33,14 @@ export class FaultInjector {
   /** Methods and routes with a fault armed and not yet consumed. */
   private readonly pending = new Set<string>();
   private enabled = true;
+  /** Telegram fault kinds not yet injected: each is chosen once before any is chosen at random. */
+  private readonly unseenTelegramKinds = new Set<TelegramFault["kind"]>([
+    "rate_limited",
+    "server_error",
+    "reset",
+    "reset_after_effect",
+    "hang",
+  ]);
 
   constructor(
     private readonly telegram: TelegramEmulator,
@@ -105,7 +113,10 @@ export class FaultInjector {
       { kind: "reset" },
       ...(sends ? ([{ kind: "reset_after_effect" }, { kind: "hang" }] as const) : []),
     ];
-    const fault = this.random.pick(faults);
+    // A short run still meets every kind: an unseen one first, then the seeded random choice.
+    const unseen = faults.filter((f) => this.unseenTelegramKinds.has(f.kind));
+    const fault = this.random.pick(unseen.length > 0 ? unseen : faults);
+    this.unseenTelegramKinds.delete(fault.kind);
     this.telegram.injectFault(method, fault);
     this.count(fault.kind);
   }

@@ -1,7 +1,7 @@
 /**
  * A burst of messages into a real gateway process through the web channel's POST endpoint, with
  * a fast fake model, measuring admission latency (POST → 202), checking loss and duplicates in
- * the database, and sampling the gateway's RSS. Shared by test/load/burst.test.ts and
+ * the database, and sampling the gateway's RSS. Shared by test/load/burst.soak.ts and
  * bench/load.ts.
  */
 import { Database } from "bun:sqlite";
