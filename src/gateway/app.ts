@@ -43,12 +43,11 @@ import { createChatCommands } from "./commands.ts";
 import { agentDirsOf, type GatewayConfig, pickableModels, surfacePolicy } from "./config.ts";
 import { type Dashboard, readDashboard } from "./dashboard.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
-import type { ReadinessCheck } from "./http/types.ts";
 import { createIngress } from "./ingress.ts";
 import { createMetrics, type Metrics, type ProcessGauges } from "./metrics.ts";
 import { createModelChoices, type ModelChoices } from "./model-choice.ts";
 import { announcingOutcomes } from "./outbox-changes.ts";
-import { databaseReadiness } from "./readiness.ts";
+import { databaseReadiness, type ReadinessCheck } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
 import { pickToolSets } from "./tool-sets.ts";
 

@@ -1,7 +1,7 @@
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import type { ReadinessCheck } from "./http/types.ts";
+import type { ReadinessCheck } from "./readiness.ts";
 
 /** How long to wait before the next start attempt of a channel that failed `failures` times. */
 export function channelRetryDelayMs(failures: number): number {

@@ -7,8 +7,8 @@
 import type { Usage } from "../runtime/types.ts";
 import type { StoreGauges } from "../store/backend.ts";
 import { sumUsage } from "../store/usage.ts";
-import type { ReadinessCheck } from "./http/types.ts";
 import type { LatencySnapshot, Quantiles } from "./metrics.ts";
+import type { ReadinessCheck } from "./readiness.ts";
 
 export interface Dashboard {
   nowMs: number;

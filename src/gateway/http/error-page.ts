@@ -2,7 +2,7 @@
  * Browsers that open a URL get an error as a page, not as JSON: a person typed or clicked it.
  * Scripts (fetch, curl, the CLI) and the API keep the JSON body, whatever they accept.
  */
-import type { ApiErrorBody } from "./types.ts";
+import type { ApiErrorBody } from "./respond.ts";
 
 /** A top-level navigation: the browser asks for HTML, outside the JSON APIs. */
 export function wantsHtmlPage(request: Request, url: URL): boolean {

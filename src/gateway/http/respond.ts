@@ -1,6 +1,18 @@
 /** JSON answers and the one mapping from errors to HTTP statuses. */
 import { isSwitchboardError, type SwitchboardErrorCode } from "../../errors.ts";
-import type { ApiErrorBody, ApiErrorCode } from "./types.ts";
+
+export type ApiErrorCode =
+  | SwitchboardErrorCode
+  | "forbidden"
+  | "payload_too_large"
+  | "method_not_allowed"
+  | "unsupported_media_type"
+  | "rate_limited"
+  | "internal";
+
+export interface ApiErrorBody {
+  error: { code: ApiErrorCode; message: string };
+}
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return Response.json(body, { status, headers: { "cache-control": "no-store", ...headers } });

@@ -1,18 +1,11 @@
 import type { HttpRoute } from "../../../channels/types.ts";
 import type { WebChannel } from "../../../channels/web/index.ts";
-import type { SwitchboardErrorCode } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
 import type { RuntimeEvent } from "../../runtime/events.ts";
 import type { ChangeFeed } from "../change-feed.ts";
 import type { Dashboard } from "../dashboard.ts";
+import type { ReadinessCheck } from "../readiness.ts";
 import type { OperatorTokens } from "./auth.ts";
-
-export interface ReadinessCheck {
-  ok: boolean;
-  /** Down, while the gateway serves everything else (a platform unreachable): still ready. */
-  degraded?: boolean;
-  detail?: string;
-}
 
 export interface Readiness {
   ready: boolean;
@@ -48,15 +41,3 @@ export interface HttpServices {
 }
 
 /** `code` of every JSON error body the server writes: `{ error: { code, message } }`. */
-export type ApiErrorCode =
-  | SwitchboardErrorCode
-  | "forbidden"
-  | "payload_too_large"
-  | "method_not_allowed"
-  | "unsupported_media_type"
-  | "rate_limited"
-  | "internal";
-
-export interface ApiErrorBody {
-  error: { code: ApiErrorCode; message: string };
-}
