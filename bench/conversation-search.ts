@@ -10,6 +10,7 @@ import { SQL } from "bun";
 import { createOperatorService, type OperatorService } from "../src/operator/service.ts";
 import { openPostgresBackend } from "../src/store/postgres/backend.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
+import { type Clock, systemClock } from "../src/util/clock.ts";
 import { createDatabase, stopTestServer } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/runtime.ts";
 import { percentiles } from "./support/chat-text.ts";
@@ -17,7 +18,7 @@ import { argInt } from "./util.ts";
 
 const conversations = argInt("--conversations", 100_000);
 const queries = argInt("--queries", 50);
-const clock = { now: () => Date.now(), sleep: async () => {} };
+const clock: Clock = { ...systemClock, sleep: async () => {} };
 
 /** Conversation i: key tg:bot:dm:<i>, user u<i> named "Person <i>"; conversation 0 is the oldest. */
 function rows(from: number, to: number) {

@@ -13,12 +13,11 @@
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { createScheduleService } from "../schedules/service.ts";
-import { systemTimer, type Timer } from "../schedules/timer.ts";
 import type { ScheduleRepository } from "../schedules/types.ts";
 import { toUsage } from "../src/models/usage.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { openSqliteStores } from "../src/store/sqlite/index.ts";
-import { systemClock } from "../src/util/clock.ts";
+import { type Clock, systemClock } from "../src/util/clock.ts";
 import { createScriptedModel } from "../test/support/llm/scripted-model.ts";
 import { tempDir } from "../test/support/runtime.ts";
 import { argInt } from "./util.ts";
@@ -61,16 +60,20 @@ function countingRepository(inner: ScheduleRepository): {
   return { repository, calls: () => calls };
 }
 
-/** setTimeout, counting how often a timer fired. */
-function countingTimer(): Timer & { fires: () => number } {
+/** The system clock, counting how often a one-shot timer fired. */
+function countingClock(): Clock & { fires: () => number } {
   let fires = 0;
   return {
-    set: (delayMs, callback) =>
-      systemTimer.set(delayMs, () => {
-        fires += 1;
-        callback();
-      }),
-    clear: (handle) => systemTimer.clear(handle),
+    ...systemClock,
+    setTimer: (delayMs, callback, options) =>
+      systemClock.setTimer(
+        delayMs,
+        () => {
+          fires += 1;
+          callback();
+        },
+        options,
+      ),
     fires: () => fires,
   };
 }
@@ -82,11 +85,10 @@ interface Fired {
 }
 const fired = new Map<string, Fired>();
 const counted = countingRepository(stores.schedules);
-const timer = countingTimer();
+const clock = countingClock();
 const service = createScheduleService({
   repository: counted.repository,
-  timer,
-  clock: systemClock,
+  clock,
   limits: { maxSchedulesPerConversation: SCHEDULES_PER_CONVERSATION * 2 },
   dispatch: async (request) => {
     const admission = await runtime.submit({
@@ -163,7 +165,7 @@ async function idleWindow(): Promise<{
   timerFires: number;
 }> {
   const callsBefore = counted.calls();
-  const firesBefore = timer.fires();
+  const firesBefore = clock.fires();
   const cpuBefore = process.cpuUsage();
   const startMs = performance.now();
   await Bun.sleep(idleSeconds * 1000);
@@ -172,7 +174,7 @@ async function idleWindow(): Promise<{
     cpuMs: (cpu.user + cpu.system) / 1000,
     wallMs: performance.now() - startMs,
     storeCalls: counted.calls() - callsBefore,
-    timerFires: timer.fires() - firesBefore,
+    timerFires: clock.fires() - firesBefore,
   };
 }
 // Let the collector and JIT finish with the creation phase first, or the first window pays for it.

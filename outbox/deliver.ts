@@ -65,10 +65,10 @@ function renderRecord(
   format: "rich" | "plain",
 ): RenderedText {
   const maxChars = adapter.limits.maxMessageChars;
-  if (record.media === null) return deps.renderer.render(record.markdown, record.channel, format, maxChars);
-  return renderMediaCaption(deps.renderer, record.markdown, record.channel, format, {
+  if (record.media === null) return deps.renderer.render(record.markdown, adapter.markup, format, maxChars);
+  return renderMediaCaption(deps.renderer, record.markdown, adapter.markup, format, {
     maxMessageChars: maxChars,
-    maxCaptionChars: adapter.fileLimits?.maxCaptionChars ?? maxChars,
+    maxCaptionChars: adapter.files?.limits.maxCaptionChars ?? maxChars,
   });
 }
 
@@ -82,7 +82,7 @@ async function loadMedia(
   record: OutboxMessageRecord & { media: OutboxMedia },
 ): Promise<Uint8Array | null> {
   const refusal =
-    mediaRefusal(record.media, record.channel, adapter.sendFile ? adapter.fileLimits : undefined) ??
+    mediaRefusal(record.media, record.channel, adapter.files?.limits) ??
     (deps.blobs === undefined ? "the gateway has no blob store to read the file from" : null);
   const bytes = refusal === null ? await deps.blobs!.read(record.media.blobId) : null;
   const reason =
@@ -121,7 +121,7 @@ async function deliverMessage(
       ? (queued.rendered ?? renderRecord(deps, adapter, queued, "rich"))
       : plan.kind === "send"
         ? (queued.rendered ??
-          deps.renderer.render(plan.markdown, queued.channel, "plain", adapter.limits.maxMessageChars))
+          deps.renderer.render(plan.markdown, adapter.markup, "plain", adapter.limits.maxMessageChars))
         : undefined;
   const record = await deps.repo.markSending(queued.id, deps.clock.now(), rendered);
   if (record?.kind !== "message") return;
@@ -167,8 +167,8 @@ async function deliverMessage(
       sent = (
         await call("send", () => {
           if (index === 0) deps.observer.firstSendStarted?.(record);
-          if (index === 0 && media !== null && file !== null && adapter.sendFile) {
-            return adapter.sendFile(record.target, {
+          if (index === 0 && media !== null && file !== null && adapter.files) {
+            return adapter.files.send(record.target, {
               bytes: file,
               filename: media.filename,
               mimeType: media.mimeType,
@@ -218,7 +218,7 @@ async function deliverEdit(
   record: OutboxMessageRecord,
   messageId: string,
 ): Promise<void> {
-  const text = deps.renderer.render(record.markdown, record.channel, "plain", adapter.limits.maxMessageChars)
+  const text = deps.renderer.render(record.markdown, adapter.markup, "plain", adapter.limits.maxMessageChars)
     .chunks[0]!;
   const edit = adapter.edit!.bind(adapter);
   try {
@@ -309,7 +309,7 @@ export async function syncStream(
   const call = callerFor(deps, adapter, record);
   let format = initialFormat;
   for (;;) {
-    const desired = deps.renderer.render(markdown, record.channel, format, adapter.limits.maxMessageChars);
+    const desired = deps.renderer.render(markdown, adapter.markup, format, adapter.limits.maxMessageChars);
     try {
       await syncMessages(shown, desired, {
         adapter,

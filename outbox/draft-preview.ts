@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { RuntimeEvent } from "../src/runtime/events.ts";
-import type { Clock } from "../src/util/clock.ts";
+import type { Clock, Timer } from "../src/util/clock.ts";
 import type { Logger } from "../src/util/log.ts";
 
 export interface DraftPreview {
@@ -33,16 +33,16 @@ export function createDraftPreview(options: {
   let inFlight = false;
   let stopped = false;
   let lastAtMs = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: Timer | undefined;
 
   const flush = () => {
     if (stopped || inFlight || text === shown || text.trim() === "") return;
     const waitMs = lastAtMs + options.intervalMs - options.clock.now();
     if (waitMs > 0) {
-      timer ??= setTimeout(() => {
+      timer ??= options.clock.setTimer(waitMs, () => {
         timer = undefined;
         flush();
-      }, waitMs);
+      });
       return;
     }
     const preview = text.length > options.maxChars ? `${text.slice(0, options.maxChars - 1)}…` : text;
@@ -79,7 +79,7 @@ export function createDraftPreview(options: {
     },
     stop() {
       stopped = true;
-      clearTimeout(timer);
+      timer?.cancel();
     },
   };
 }

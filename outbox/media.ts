@@ -1,4 +1,4 @@
-import { type ChannelName, type FileLimits, isPhotoType } from "../channels/types.ts";
+import { type ChannelName, type FileLimits, isPhotoType, type MarkupDialect } from "../channels/types.ts";
 import type { Renderer } from "./render.ts";
 import type { OutboxMedia, RenderedText } from "./types.ts";
 
@@ -38,11 +38,11 @@ export function mediaRefusal(
 export function renderMediaCaption(
   renderer: Renderer,
   markdown: string,
-  channel: ChannelName,
+  markup: MarkupDialect,
   format: "rich" | "plain",
   limits: { maxMessageChars: number; maxCaptionChars: number },
 ): RenderedText {
-  const text = renderer.render(markdown, channel, format, limits.maxMessageChars);
+  const text = renderer.render(markdown, markup, format, limits.maxMessageChars);
   if (text.chunks.length === 0) return { format: text.format, chunks: [""] };
   if (text.chunks.length === 1 && text.chunks[0]!.length <= limits.maxCaptionChars) return text;
   return { format: text.format, chunks: ["", ...text.chunks] };

@@ -238,7 +238,7 @@ class LiveStreamReply implements StreamReply {
 
   private async begin(): Promise<void> {
     const { adapter, target, repo, clock } = this.options;
-    if (!adapter.capabilities.edit || !adapter.edit) return this.finish();
+    if (!adapter.edit) return this.finish();
     const start = await repo.beginStream(
       {
         runId: target.runId,

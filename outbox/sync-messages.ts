@@ -63,7 +63,7 @@ export async function syncMessages(
       shown.texts[index] = text;
     }
   }
-  const canDelete = adapter.capabilities.delete && adapter.delete !== undefined;
+  const canDelete = adapter.delete !== undefined;
   for (let index = shown.messageIds.length - 1; index >= desired.chunks.length; index--) {
     const messageId = shown.messageIds[index]!;
     if (canDelete) {

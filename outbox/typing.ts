@@ -27,7 +27,7 @@ export function createTypingIndicator(
   options: TypingIndicatorOptions,
 ): TypingIndicator {
   const stopped = new AbortController();
-  if (!adapter.capabilities.typing || !adapter.typing) return { stop: () => stopped.abort() };
+  if (!adapter.typing) return { stop: () => stopped.abort() };
   const typing = adapter.typing.bind(adapter);
   const intervalMs = options.intervalMs ?? DEFAULT_TYPING_INTERVAL_MS;
   let warned = false;

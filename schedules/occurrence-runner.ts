@@ -3,7 +3,6 @@ import type { Clock } from "../src/util/clock.ts";
 import { killPoint } from "../src/util/kill-point.ts";
 import { decideRetry } from "./backoff.ts";
 import { nextSlotAfter } from "./cadence.ts";
-import type { Timer } from "./timer.ts";
 import {
   dispatchResultSchema,
   type OccurrenceClaim,
@@ -32,7 +31,6 @@ export interface OccurrenceRunnerOptions {
   repository: ScheduleRepository;
   dispatch: ScheduleDispatch;
   clock: Clock;
-  timer: Timer;
   owner: string;
   leaseMs: number;
   dispatchDeadlineMs: number;
@@ -51,7 +49,7 @@ export function advanceAfter(schedule: Schedule, slotMs: number, nowMs: number):
 
 /** Handles one due schedule: the missed-slot policy, claim, dispatch under a deadline, settle. */
 export function createOccurrenceRunner(options: OccurrenceRunnerOptions) {
-  const { repository, clock, timer, emit } = options;
+  const { repository, clock, emit } = options;
 
   async function skip(schedule: Schedule, slotMs: number, reason: string): Promise<void> {
     const nowMs = clock.now();
@@ -70,7 +68,7 @@ export function createOccurrenceRunner(options: OccurrenceRunnerOptions) {
   async function attempt(schedule: Schedule, claim: OccurrenceClaim): Promise<AttemptOutcome> {
     const controller = new AbortController();
     options.inFlight.add(controller);
-    const deadline = timer.set(options.dispatchDeadlineMs, () =>
+    const deadline = clock.setTimer(options.dispatchDeadlineMs, () =>
       controller.abort(
         new SwitchboardError(
           "platform_timeout",
@@ -116,7 +114,7 @@ export function createOccurrenceRunner(options: OccurrenceRunnerOptions) {
     try {
       return await Promise.race([call, aborted]);
     } finally {
-      timer.clear(deadline);
+      deadline.cancel();
       options.inFlight.delete(controller);
     }
   }

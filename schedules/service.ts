@@ -1,5 +1,5 @@
 import { SwitchboardError } from "../src/errors.ts";
-import type { Clock } from "../src/util/clock.ts";
+import type { Clock, Timer } from "../src/util/clock.ts";
 import { newId } from "../src/util/ids.ts";
 import { nextSlotAfter } from "./cadence.ts";
 import { createOccurrenceRunner } from "./occurrence-runner.ts";
@@ -16,7 +16,6 @@ import {
   type ScheduleWhen,
   zodMessage,
 } from "./plan.ts";
-import { MAX_TIMER_DELAY_MS, systemTimer, type Timer, type TimerHandle } from "./timer.ts";
 import {
   LIVE_SCHEDULE_STATES,
   type Occurrence,
@@ -35,9 +34,8 @@ export interface ScheduleServiceOptions {
   repository: ScheduleRepository;
   /** Admits one occurrence as a run; see ScheduleDispatch. */
   dispatch: ScheduleDispatch;
+  /** Time, and the one timer armed at the nearest due time. */
   clock: Clock;
-  /** Default: setTimeout. */
-  timer?: Timer;
   /** Names this instance in leases. Default: a fresh `sched_…` id. */
   owner?: string;
   limits?: Partial<ScheduleLimits>;
@@ -88,7 +86,6 @@ export interface ScheduleService {
 
 export function createScheduleService(options: ScheduleServiceOptions): ScheduleService {
   const { repository, clock } = options;
-  const timer = options.timer ?? systemTimer;
   const limits: ScheduleLimits = { ...DEFAULT_SCHEDULE_LIMITS, ...options.limits };
   const leaseMs = options.leaseMs ?? 60_000;
   const dispatchDeadlineMs = options.dispatchDeadlineMs ?? 30_000;
@@ -113,7 +110,6 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
     repository,
     dispatch: options.dispatch,
     clock,
-    timer,
     owner,
     leaseMs,
     dispatchDeadlineMs,
@@ -123,13 +119,13 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
   });
 
   let started = false;
-  let armed: TimerHandle | null = null;
+  let armed: Timer | null = null;
   let ticking: Promise<void> | null = null;
   let tickAgain = false;
 
   function setTimer(delayMs: number): void {
-    if (armed) timer.clear(armed);
-    armed = timer.set(Math.min(Math.max(0, delayMs), MAX_TIMER_DELAY_MS), function onScheduleTimer() {
+    armed?.cancel();
+    armed = clock.setTimer(delayMs, function onScheduleTimer() {
       armed = null;
       void tick();
     });
@@ -142,7 +138,7 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
       const dueAtMs = await repository.nextDueAtMs();
       if (!started) return;
       if (dueAtMs === null) {
-        if (armed) timer.clear(armed);
+        armed?.cancel();
         armed = null;
       } else {
         setTimer(dueAtMs - clock.now());
@@ -233,7 +229,7 @@ export function createScheduleService(options: ScheduleServiceOptions): Schedule
 
     async stop() {
       started = false;
-      if (armed) timer.clear(armed);
+      armed?.cancel();
       armed = null;
       for (const controller of inFlight) {
         controller.abort(

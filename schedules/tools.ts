@@ -21,6 +21,15 @@ export interface ScheduleToolsOptions {
   timezone?: string | null;
 }
 
+/** The tools createScheduleTools makes; schedule_list only reads, so it is safe to run again. */
+export const SCHEDULE_TOOL_NAMES = [
+  "schedule_after",
+  "schedule_at",
+  "schedule_every",
+  "schedule_list",
+  "schedule_cancel",
+] as const;
+
 export type ToolRefusal = { ok: false; error: string; hint: string };
 
 /** What the model sees of a schedule. */
@@ -171,5 +180,5 @@ export function createScheduleTools(options: ScheduleToolsOptions) {
         return refusing(async () => ({ ok: true as const, schedule: toView(await service.cancel(id)) }));
       },
     }),
-  };
+  } satisfies Record<(typeof SCHEDULE_TOOL_NAMES)[number], unknown>;
 }

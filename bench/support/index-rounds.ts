@@ -3,7 +3,7 @@
  * on and off, alternating which goes first so drift over a round favours neither, and the
  * terminal commits they time on either engine.
  */
-import type { RuntimeStore } from "../../src/runtime/store.ts";
+import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import { chatText } from "./chat-text.ts";
 
 export interface IndexPair {
@@ -39,7 +39,7 @@ const { sentence } = chatText(7);
  * Terminal commits per second (only commitTerminal is timed): each of `n` turns is admitted and
  * acquired, then committed with a 40-word answer, one at a time, as a gateway's runs end.
  */
-export async function terminalCommitsPerSecond(store: RuntimeStore, n: number): Promise<number> {
+export async function terminalCommitsPerSecond(store: OperatorRuntimeStore, n: number): Promise<number> {
   let ms = 0;
   for (let j = 0; j < n; j++) {
     const admitted = await store.admit({

@@ -19,11 +19,11 @@ import type {
   ChannelAdapter,
   ChannelCapabilities,
   ChannelEvents,
+  ChannelFiles,
   ChannelLimits,
   InboundMessage,
   Ingress,
   IngressOutcome,
-  OutgoingFile,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
@@ -37,9 +37,6 @@ import { DISCORD_FILE_LIMITS, DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts
 
 export const DISCORD_CAPABILITIES: ChannelCapabilities = {
   idempotentSend: true,
-  edit: true,
-  delete: true,
-  typing: true,
 };
 
 export const DISCORD_LIMITS: ChannelLimits = {
@@ -69,7 +66,11 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly channel = "discord" as const;
   readonly capabilities = DISCORD_CAPABILITIES;
   readonly limits = DISCORD_LIMITS;
-  readonly fileLimits = DISCORD_FILE_LIMITS;
+  readonly markup = "discord-markdown" as const;
+  readonly files: ChannelFiles = {
+    limits: DISCORD_FILE_LIMITS,
+    send: (target, file) => this.sender.sendFile(target, file),
+  };
   private readonly client: Client;
   private readonly sender: DiscordSender;
   private readonly clock: Clock;
@@ -202,10 +203,6 @@ export class DiscordAdapter implements ChannelAdapter {
     return this.sender.send(target, message);
   }
 
-  sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
-    return this.sender.sendFile(target, file);
-  }
-
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
     return this.sender.edit(target, messageId, message);
   }
@@ -216,11 +213,6 @@ export class DiscordAdapter implements ChannelAdapter {
 
   typing(target: string): Promise<void> {
     return this.sender.typing(target);
-  }
-
-  /** Discord speaks Markdown already; outbox/format adapts the dialect. */
-  render(markdown: string): string {
-    return markdown;
   }
 
   /**

@@ -21,8 +21,8 @@ export const discordConfigSchema = z.object({
     })
     .refine((url) => !url.endsWith("/"), { message: "Remove the trailing '/' from discord.apiUrl." })
     .optional(),
-  /** Abort one REST call after this long. Default 15 000 ms. */
-  requestTimeoutMs: z.number().int().positive().max(120_000).default(15_000),
+  /** Abort one REST call after this long: 100 ms to 120 s. Default 15 000 ms. */
+  requestTimeoutMs: z.number().int().min(100).max(120_000).default(15_000),
   /** Wait this long for the gateway to become ready in start(). Default 30 000 ms. */
   readyTimeoutMs: z.number().int().positive().default(30_000),
   /** Guild channels: one conversation per channel ("shared") or per channel and user ("per-user"). */

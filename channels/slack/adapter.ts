@@ -6,13 +6,12 @@ import { downloadFile, httpUrl } from "../download.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
+  ChannelFiles,
   ChannelLimits,
-  FileLimits,
   HttpRoute,
   InboundMessage,
   Ingress,
   NativeStream,
-  OutgoingFile,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
@@ -34,12 +33,9 @@ export const SLACK_LIMITS: ChannelLimits = {
   editIntervalMs: 1000,
 };
 
-/** Slack bots have no typing indicator API; sends are not idempotent. */
+/** Sends are not idempotent. Slack bots have no typing indicator API, so the adapter has no typing(). */
 export const SLACK_CAPABILITIES: ChannelCapabilities = {
   idempotentSend: false,
-  edit: true,
-  delete: true,
-  typing: false,
 };
 
 export interface SlackAdapterOptions {
@@ -75,10 +71,11 @@ export class SlackAdapter implements ChannelAdapter {
   readonly channel = "slack" as const;
   readonly capabilities = SLACK_CAPABILITIES;
   readonly limits = SLACK_LIMITS;
+  readonly markup = "slack-mrkdwn" as const;
   /** Slack takes files up to 1 GB; the caption is the share's initial comment. */
-  readonly fileLimits: FileLimits = {
-    maxFileBytes: 1024 * 1024 * 1024,
-    maxCaptionChars: SLACK_LIMITS.maxMessageChars,
+  readonly files: ChannelFiles = {
+    limits: { maxFileBytes: 1024 * 1024 * 1024, maxCaptionChars: SLACK_LIMITS.maxMessageChars },
+    send: (target, file) => this.#sender.sendFile(target, file),
   };
 
   readonly #config: SlackConfig;
@@ -230,10 +227,6 @@ export class SlackAdapter implements ChannelAdapter {
     return this.#sender.send(target, message);
   }
 
-  sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
-    return this.#sender.sendFile(target, file);
-  }
-
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
     return this.#sender.edit(target, messageId, message);
   }
@@ -254,11 +247,6 @@ export class SlackAdapter implements ChannelAdapter {
       append: (messageId, markdown) => sender.appendStream(target, messageId, markdown),
       stop: (messageId, markdown) => sender.stopStream(target, messageId, markdown),
     };
-  }
-
-  /** Markdown passes through unchanged for now; Slack mrkdwn conversion belongs to outbox/format. */
-  render(markdown: string): string {
-    return markdown;
   }
 
   async #handleEvent(body: Record<string, unknown>): Promise<void> {

@@ -49,7 +49,7 @@ const httpMode = z.object({
     .default("/slack/events"),
 });
 
-const slackConfigSchema = z.discriminatedUnion("mode", [socketMode, httpMode], {
+export const slackConfigSchema = z.discriminatedUnion("mode", [socketMode, httpMode], {
   error: 'mode must be "socket" (Socket Mode, needs appToken) or "http" (Events API, needs signingSecret)',
 });
 

@@ -11,10 +11,10 @@ import { downloadFile } from "../download.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
+  ChannelFiles,
   ChannelLimits,
   HttpRoute,
   Ingress,
-  OutgoingFile,
   OutgoingMessage,
   RemoteFile,
   SendReceipt,
@@ -24,7 +24,6 @@ import { callWithDeadline, type GrammySignal } from "./deadline.ts";
 import type { TelegramEventSink } from "./events.ts";
 import { type ParseContext, parseUpdate } from "./parse.ts";
 import { TelegramPoller } from "./polling.ts";
-import { renderTelegramHtml } from "./render.ts";
 import { TelegramSender } from "./send.ts";
 import { TELEGRAM_FILE_LIMITS } from "./send-file.ts";
 import { decodeTarget } from "./target.ts";
@@ -33,9 +32,6 @@ import { webhookRoute } from "./webhook.ts";
 export const TELEGRAM_CAPABILITIES: ChannelCapabilities = {
   // sendMessage has no idempotency key: a repeated send after an unknown outcome may show twice.
   idempotentSend: false,
-  edit: true,
-  delete: true,
-  typing: true,
 };
 
 /**
@@ -63,7 +59,11 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly channel = "telegram" as const;
   readonly capabilities = TELEGRAM_CAPABILITIES;
   readonly limits = TELEGRAM_LIMITS;
-  readonly fileLimits = TELEGRAM_FILE_LIMITS;
+  readonly markup = "telegram-html" as const;
+  readonly files: ChannelFiles = {
+    limits: TELEGRAM_FILE_LIMITS,
+    send: (target, file) => this.sender.sendFile(target, file),
+  };
   readonly config: TelegramConfig;
   private readonly api: Api;
   private readonly sender: TelegramSender;
@@ -174,10 +174,6 @@ export class TelegramAdapter implements ChannelAdapter {
     return this.sender.send(target, message);
   }
 
-  sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
-    return this.sender.sendFile(target, file);
-  }
-
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
     return this.sender.edit(target, messageId, message);
   }
@@ -195,10 +191,6 @@ export class TelegramAdapter implements ChannelAdapter {
     const { chatId, threadId } = decodeTarget(target);
     if (chatId <= 0 || threadId !== undefined) return null;
     return (draftId, text) => this.sender.draft(target, draftId, text);
-  }
-
-  render(markdown: string): string {
-    return renderTelegramHtml(markdown);
   }
 
   /** Parses and hands one update to ingress; resolves when it is durable or skipped. */

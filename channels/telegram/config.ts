@@ -5,7 +5,8 @@
 import { z } from "zod";
 import { SwitchboardError } from "../../src/errors.ts";
 
-const common = {
+/** The fields polling and webhook mode share; the gateway reads their bounds from here. */
+export const telegramCommonFields = {
   /** Bot token from @BotFather (`<bot id>:<secret>`). Never logged. */
   token: z
     .string()
@@ -19,20 +20,23 @@ const common = {
   editedMessages: z.enum(["ignore", "new-input"]).default("ignore"),
   /** Whether members of a group share one conversation or each get their own. Default "shared". */
   groupSessions: z.enum(["shared", "per-user"]).default("shared"),
-  /** Upper bound on one Bot API call (long polls add their poll timeout). Default 10 000 ms. */
-  requestTimeoutMs: z.number().int().min(100).max(300_000).default(10_000),
+  /**
+   * Upper bound on one Bot API call (long polls add their poll timeout): 100 ms (anything less
+   * fails on a healthy network) to 120 s. Default 10 000 ms.
+   */
+  requestTimeoutMs: z.number().int().min(100).max(120_000).default(10_000),
 };
 
 const pollingConfig = z.object({
   mode: z.literal("polling"),
-  ...common,
+  ...telegramCommonFields,
   /** How long one getUpdates long poll waits for updates. Default 30 s (Telegram allows up to 50). */
   pollTimeoutSeconds: z.number().int().min(0).max(50).default(30),
 });
 
 const webhookConfig = z.object({
   mode: z.literal("webhook"),
-  ...common,
+  ...telegramCommonFields,
   /** The public HTTPS URL Telegram POSTs updates to; it must reach `webhookPath` on the gateway. */
   webhookUrl: z.url(),
   /** Sent back by Telegram in X-Telegram-Bot-Api-Secret-Token; 16–256 of A-Z a-z 0-9 _ -. */

@@ -12,5 +12,5 @@ export {
 } from "./config.ts";
 export type { TelegramAdapterEvent, TelegramEventSink } from "./events.ts";
 export { type ParseContext, type ParseResult, parseUpdate } from "./parse.ts";
-export { renderTelegramHtml } from "./render.ts";
+
 export { decodeTarget, encodeTarget, type TelegramTarget } from "./target.ts";

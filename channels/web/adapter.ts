@@ -9,9 +9,10 @@ import { type Clock, systemClock } from "../../src/util/clock.ts";
 import { newId } from "../../src/util/ids.ts";
 import type {
   ChannelAdapter,
+  ChannelAdmission,
   ChannelCapabilities,
+  ChannelFiles,
   ChannelLimits,
-  FileLimits,
   HttpRoute,
   InboundMessage,
   Ingress,
@@ -31,9 +32,17 @@ import { isWebUserId, webUserIds } from "./user-id.ts";
 export const WEB_CAPABILITIES: ChannelCapabilities = {
   // A resend with the same idempotency key returns the first send's message id and shows nothing.
   idempotentSend: true,
-  edit: true,
-  delete: true,
-  typing: true,
+};
+
+/**
+ * The gateway's HTTP server admits the page (its token and session) and limits each session's
+ * messages itself (SWITCHBOARD_WEB_MESSAGES_PER_MINUTE, answered with a 429), and the browser picks
+ * its own message ids.
+ */
+export const WEB_ADMISSION: ChannelAdmission = {
+  ownAccessControl: true,
+  ownFloodLimit: true,
+  clientChosenKeys: true,
 };
 
 export const WEB_LIMITS: ChannelLimits = {
@@ -80,9 +89,8 @@ export interface WebChannel extends ChannelAdapter {
   delete(target: string, messageId: string): Promise<void>;
   typing(target: string): Promise<void>;
   openFile(ref: string, signal: AbortSignal): Promise<RemoteFile>;
-  /** Present with `uploads`: the file joins the transcript, served to its session only. */
-  sendFile?(target: string, file: OutgoingFile): Promise<SendReceipt>;
-  readonly fileLimits?: FileLimits;
+  /** Present with `uploads`: a file joins the transcript, served to its session only. */
+  readonly files?: ChannelFiles;
 }
 
 export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
@@ -155,14 +163,14 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
     return { messageIds: [messageId] };
   };
 
-  const files = uploads
+  const files: ChannelFiles | undefined = uploads
     ? {
-        fileLimits: {
+        limits: {
           maxFileBytes: uploads.maxFileBytes,
           maxCaptionChars: maxMessageChars,
           servedByGateway: true,
         },
-        sendFile: (target: string, file: OutgoingFile): Promise<SendReceipt> =>
+        send: (target: string, file: OutgoingFile): Promise<SendReceipt> =>
           show(target, file.idempotencyKey, (messageId, atMs) => ({
             messageId,
             role: "assistant",
@@ -179,14 +187,17 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
             ],
           })),
       }
-    : {};
+    : undefined;
 
   return {
-    ...files,
+    ...(files ? { files } : {}),
     channel: "web",
     account: WEB_ACCOUNT,
     capabilities: WEB_CAPABILITIES,
     limits: { ...WEB_LIMITS, maxMessageChars },
+    // The page renders Markdown itself, sanitised (src/gateway/http/assets/markdown.ts).
+    markup: "commonmark",
+    admission: WEB_ADMISSION,
 
     async start(next: Ingress): Promise<void> {
       if (stopping.signal.aborted) stopping = new AbortController();
@@ -233,8 +244,5 @@ export function createWebChannel(options: WebChannelOptions = {}): WebChannel {
         throw new SwitchboardError("platform_rejected", "file uploads are not enabled on this gateway");
       return await uploads.open(ref);
     },
-
-    // The page renders Markdown itself, sanitised (src/gateway/http/assets/markdown.ts).
-    render: (markdown: string) => markdown,
   };
 }

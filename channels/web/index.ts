@@ -1,5 +1,6 @@
 export {
   createWebChannel,
+  WEB_ADMISSION,
   WEB_CAPABILITIES,
   WEB_LIMITS,
   type WebChannel,

@@ -1,6 +1,6 @@
 export { MIN_MAX_CHARS } from "./chunk.ts";
 export { escapeDiscord } from "./discord.ts";
-export type { FormatPlatform, RenderedMessage, RenderOptions } from "./render.ts";
-export { renderForPlatform, renderPlain } from "./render.ts";
+export type { MarkupTarget, RenderedMessage, RenderOptions } from "./render.ts";
+export { renderMarkup, renderPlain } from "./render.ts";
 export { escapeSlack } from "./slack.ts";
 export { escapeTelegramHtml } from "./telegram.ts";

@@ -1,3 +1,4 @@
+import type { MarkupDialect } from "../../channels/types.ts";
 import { chunkAtoms } from "./chunk.ts";
 import type { Dialect } from "./dialect.ts";
 import { discordDialect } from "./discord.ts";
@@ -8,7 +9,8 @@ import { slackDialect } from "./slack.ts";
 import { telegramDialect } from "./telegram.ts";
 import { renderWeb } from "./web.ts";
 
-export type FormatPlatform = "telegram" | "slack" | "discord" | "web" | "plain";
+/** What the renderer writes: a channel's markup dialect, or `plain` text without markup. */
+export type MarkupTarget = MarkupDialect | "plain";
 
 export interface RenderOptions {
   /** The platform's message limit in characters (Telegram 4096, Discord 2000, Slack 4000); at least 32. */
@@ -22,25 +24,26 @@ export interface RenderedMessage {
   format: "rich" | "plain";
 }
 
-const DIALECTS: Readonly<Record<Exclude<FormatPlatform, "web">, Dialect>> = {
-  telegram: telegramDialect,
-  slack: slackDialect,
-  discord: discordDialect,
+/** The dialects laid out from the parsed document; CommonMark is passed on as written (web.ts). */
+const DIALECTS: Readonly<Record<Exclude<MarkupTarget, "commonmark">, Dialect>> = {
+  "telegram-html": telegramDialect,
+  "slack-mrkdwn": slackDialect,
+  "discord-markdown": discordDialect,
   plain: plainDialect,
 };
 
-/** Renders the model's Markdown in one platform's markup and cuts it into messages. */
-export function renderForPlatform(
+/** Renders the model's Markdown in one markup dialect and cuts it into messages. */
+export function renderMarkup(
   markdown: string,
-  platform: FormatPlatform,
+  target: MarkupTarget,
   options: RenderOptions,
 ): RenderedMessage {
-  if (platform === "web") return { chunks: renderWeb(markdown, options.maxChars), format: "rich" };
-  const atoms = layoutDocument(parseMarkdown(markdown), DIALECTS[platform]);
-  return { chunks: chunkAtoms(atoms, options.maxChars), format: platform === "plain" ? "plain" : "rich" };
+  if (target === "commonmark") return { chunks: renderWeb(markdown, options.maxChars), format: "rich" };
+  const atoms = layoutDocument(parseMarkdown(markdown), DIALECTS[target]);
+  return { chunks: chunkAtoms(atoms, options.maxChars), format: target === "plain" ? "plain" : "rich" };
 }
 
 /** The fallback when a platform rejects formatted text: the same content without markup. */
 export function renderPlain(markdown: string, options: RenderOptions): RenderedMessage {
-  return renderForPlatform(markdown, "plain", options);
+  return renderMarkup(markdown, "plain", options);
 }

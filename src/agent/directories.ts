@@ -4,6 +4,7 @@
  * new generation and then swaps it in, so a reader sees the old one or the new one, never a mix.
  * Recent generations are kept by version: a run pinned to one keeps it after a reload.
  */
+import { type Clock, systemClock, type Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import {
   type AgentFiles,
@@ -21,6 +22,8 @@ export interface AgentDirectoriesOptions {
   logger: Logger;
   /** How often files are checked for changes; 0: never (SIGHUP only). Default 2000 ms. */
   pollMs?: number;
+  /** Times the polling. Default the system clock. */
+  clock?: Clock;
 }
 
 interface Entry {
@@ -32,7 +35,7 @@ interface Entry {
 export class AgentDirectories {
   private readonly entries = new Map<string, Entry>();
   private readonly limits: AgentLimits;
-  private timer: ReturnType<typeof setInterval> | null = null;
+  private timer: Timer | null = null;
 
   constructor(
     roots: Iterable<string>,
@@ -105,18 +108,22 @@ export class AgentDirectories {
   start(): void {
     const pollMs = this.options.pollMs ?? 2000;
     if (pollMs <= 0 || this.timer) return;
-    this.timer = setInterval(() => {
-      try {
-        this.reload("file changed");
-      } catch (error) {
-        this.options.logger.warn("agent.reload_failed", { error });
-      }
-    }, pollMs);
-    this.timer.unref?.();
+    const clock = this.options.clock ?? systemClock;
+    this.timer = clock.every(
+      pollMs,
+      () => {
+        try {
+          this.reload("file changed");
+        } catch (error) {
+          this.options.logger.warn("agent.reload_failed", { error });
+        }
+      },
+      { unref: true },
+    );
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
     this.timer = null;
   }
 

@@ -3,7 +3,7 @@
  * operator API (`--url` / SWITCHBOARD_URL). Commands get an OperatorService either way.
  */
 import { isSwitchboardError, SwitchboardError } from "../errors.ts";
-import { loadFileConfig, pickableModels } from "../gateway/config.ts";
+import { loadFileConfig, pickableModels } from "../gateway/config/index.ts";
 import type { BudgetSettings } from "../operator/budgets.ts";
 import type { OperatorService } from "../operator/types.ts";
 import type { SqliteStores } from "../store/sqlite/index.ts";

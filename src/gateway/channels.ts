@@ -1,119 +1,27 @@
-import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
-import type { Clock } from "../util/clock.ts";
-import type { Logger } from "../util/log.ts";
-import type { AllowList, GatewayConfig } from "./config.ts";
-
-export interface ConfiguredChannels {
-  /** One adapter per configured channel, made by its factory. */
-  adapters: Map<ChannelName, ChannelAdapter>;
-  /**
-   * Makes a new adapter (a new platform client) for the channel. A channel that failed to start
-   * is tried again with a new one: some clients (discord.js) cannot log in a second time.
-   */
-  factories: Map<ChannelName, () => ChannelAdapter>;
-  allowLists: Partial<Record<ChannelName, AllowList>>;
-}
-
-/*
- * Each platform's SDK is loaded when its channel is configured, not before: discord.js and Bolt
- * alone hold about 10 MB of heap (100,000 objects) that a gateway without them would carry, and
- * every full collection would mark, for nothing. Bun's require loads a module synchronously.
- */
-const telegramChannel = (): typeof import("../../channels/telegram/index.ts") =>
-  require("../../channels/telegram/index.ts");
-const discordChannel = (): typeof import("../../channels/discord/index.ts") =>
-  require("../../channels/discord/index.ts");
-const slackChannel = (): typeof import("../../channels/slack/index.ts") =>
-  require("../../channels/slack/index.ts");
+import { discordModule } from "../../channels/discord/module.ts";
+import type { ChannelModule, PlatformChannel } from "../../channels/module.ts";
+import { slackModule } from "../../channels/slack/module.ts";
+import { telegramModule } from "../../channels/telegram/module.ts";
+import { CHANNEL_NAMES } from "../../channels/types.ts";
 
 /**
- * Builds an adapter, and a factory for fresh ones, for every channel the configuration names (the
- * web channel is added by the app).
+ * Every channel configured from the environment, by name: a new channel is one line here (and one
+ * in CHANNEL_NAMES). The modules are light; each loads its platform's SDK only in `create()`, so a
+ * gateway without Discord carries no discord.js (its ~10 MB of heap would be marked by every full
+ * collection, for nothing).
  */
-export function buildChannels(
-  config: GatewayConfig,
-  deps: { clock: Clock; logger: Logger },
-): ConfiguredChannels {
-  const factories = new Map<ChannelName, () => ChannelAdapter>();
-  const allowLists: ConfiguredChannels["allowLists"] = {};
-  const { clock, logger } = deps;
-  if (config.telegram) {
-    const t = config.telegram;
-    factories.set(
-      "telegram",
-      () =>
-        new (telegramChannel().TelegramAdapter)(
-          {
-            token: t.token,
-            ...(t.apiRoot ? { apiRoot: t.apiRoot } : {}),
-            requestTimeoutMs: t.requestTimeoutMs,
-            ...(config.file.telegram.editedMessages
-              ? { editedMessages: config.file.telegram.editedMessages }
-              : {}),
-            ...(config.file.telegram.groupSessions
-              ? { groupSessions: config.file.telegram.groupSessions }
-              : {}),
-            ...(t.mode === "webhook"
-              ? {
-                  mode: "webhook",
-                  webhookUrl: t.webhookUrl!,
-                  webhookSecret: t.webhookSecret!,
-                  webhookPath: t.webhookPath!,
-                }
-              : { mode: "polling" }),
-          },
-          {
-            clock,
-            onEvent: (event) => {
-              const level =
-                event.kind === "update_skipped"
-                  ? "debug"
-                  : event.kind === "polling_stopped"
-                    ? "error"
-                    : "warn";
-              logger[level](`telegram.${event.kind}`, { ...event });
-            },
-          },
-        ),
-    );
-    allowLists.telegram = t.allowed;
-  }
-  if (config.discord) {
-    const d = config.discord;
-    factories.set("discord", () =>
-      discordChannel().createDiscordAdapter(
-        {
-          token: d.token,
-          ...(d.apiUrl ? { apiUrl: d.apiUrl } : {}),
-          allowBots: config.file.allowBots,
-          requestTimeoutMs: d.requestTimeoutMs,
-          ...(config.file.discord.groupSessions ? { groupSessions: config.file.discord.groupSessions } : {}),
-        },
-        { clock, logger },
-      ),
-    );
-    allowLists.discord = d.allowed;
-  }
-  if (config.slack) {
-    const s = config.slack;
-    factories.set("slack", () =>
-      slackChannel().createSlackAdapter(
-        {
-          mode: s.mode,
-          botToken: s.botToken,
-          allowOtherBots: config.file.allowBots,
-          ...(s.apiUrl ? { apiUrl: s.apiUrl } : {}),
-          ...(s.mode === "socket" ? { appToken: s.appToken } : { signingSecret: s.signingSecret }),
-        },
-        {
-          clock,
-          logger,
-          onSkip: (skip) => logger.debug("slack.event_skipped", { ...skip }),
-        },
-      ),
-    );
-    allowLists.slack = s.allowed;
-  }
-  const adapters = new Map([...factories].map(([name, make]) => [name, make()] as const));
-  return { adapters, factories, allowLists };
+export const CHANNEL_MODULES: Readonly<Record<PlatformChannel, ChannelModule<unknown>>> = {
+  telegram: telegramModule,
+  discord: discordModule,
+  slack: slackModule,
+};
+
+/** The registry's channels in CHANNEL_NAMES order (the web chat is not among them). */
+export const PLATFORM_CHANNELS: readonly PlatformChannel[] = CHANNEL_NAMES.filter(
+  (name): name is PlatformChannel => Object.hasOwn(CHANNEL_MODULES, name),
+);
+
+/** The variable listing who may talk to the bot on `channel`, e.g. TELEGRAM_ALLOWED_USERS. */
+export function allowListVariable(channel: PlatformChannel): string {
+  return `${channel.toUpperCase()}_ALLOWED_USERS`;
 }

@@ -89,7 +89,7 @@ export function wireDelivery(options: {
       });
       for (const event of entry.buffered) entry.draft.handle(event);
       entry.buffered = [];
-    } else if (context.delivery === "stream" && adapter.capabilities.edit) {
+    } else if (context.delivery === "stream" && adapter.edit) {
       // A native streamed message (Slack threads) where configured and possible, else edits.
       const native = context.nativeStreaming
         ? adapter.nativeStreamFor?.(context.target, context.principal.id)
@@ -105,7 +105,7 @@ export function wireDelivery(options: {
       for (const event of entry.buffered) entry.stream.handle(event);
       entry.buffered = [];
       void entry.stream.settled.finally(() => live.delete(runId));
-    } else if (adapter.typing && adapter.capabilities.typing) {
+    } else if (adapter.typing) {
       entry.typing = createTypingIndicator(adapter, context.target, { clock, logger });
     }
   };

@@ -1,7 +1,7 @@
-import { type InboundMessage, isBlank } from "../../channels/types.ts";
+import { type ChannelAdmission, type InboundMessage, isBlank } from "../../channels/types.ts";
 import type { RunContext } from "../run-context.ts";
 import type { InputPart } from "../runtime/types.ts";
-import { type AllowList, type FileConfig, type SurfacePolicy, surfacePolicy } from "./config.ts";
+import { type AllowList, type FileConfig, type SurfacePolicy, surfacePolicy } from "./config/index.ts";
 
 /** Longest input text admitted to the model, in characters. */
 export const MAX_INPUT_CHARS = 16_000;
@@ -21,6 +21,8 @@ export type IngressDecision<Command extends string = string> =
 export interface IngressRules<Command extends string = string> {
   file: FileConfig;
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
+  /** What the message's channel decides itself (its adapter's `admission`); absent: ingress decides all. */
+  admission?: ChannelAdmission;
   /** The sender holds a stored access grant (an approved pairing code); checked by the caller. */
   granted?: boolean;
   /** The chat command the text names, or null for input to the model. */
@@ -28,8 +30,8 @@ export interface IngressRules<Command extends string = string> {
 }
 
 /**
- * The gatekeeping of ingress, in order: bots (unless allowed), users off the allowlist (the web
- * chat has none), group and thread messages not addressed to the bot where the surface requires a
+ * The gatekeeping of ingress, in order: bots (unless allowed), users off the allowlist (unless the
+ * channel controls access itself, as the web chat does), group and thread messages not addressed to the bot where the surface requires a
  * mention, then commands, oversized text and empty messages. What is left is admitted with its
  * input parts and the context its answer is delivered by.
  */
@@ -38,7 +40,7 @@ export function decideIngress<Command extends string>(
   rules: IngressRules<Command>,
 ): IngressDecision<Command> {
   if (message.principal.isBot && !rules.file.allowBots) return { kind: "ignore", reason: "from a bot" };
-  if (message.channel !== "web") {
+  if (!rules.admission?.ownAccessControl) {
     const list = rules.allowLists[message.channel];
     if (!isAllowed(list, message.principal.id) && !(pairs(list) && rules.granted)) {
       return pairs(list) && message.surface === "dm"

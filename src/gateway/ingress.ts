@@ -1,4 +1,6 @@
 import {
+  type ChannelAdmission,
+  type ChannelName,
   type InboundMessage,
   type IngressOutcome,
   type IngressTiming,
@@ -16,7 +18,7 @@ import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import { afterQueuedWork } from "../util/yield.ts";
 import type { ChatCommands } from "./commands.ts";
-import { type AllowList, type FileConfig, surfacePolicy } from "./config.ts";
+import { type AllowList, type FileConfig, surfacePolicy } from "./config/index.ts";
 import { FloodLimit } from "./flood-limit.ts";
 import { isForgetButton } from "./forget-buttons.ts";
 import { decideIngress, needsGrant } from "./ingress-decision.ts";
@@ -30,6 +32,8 @@ export interface IngressOptions {
   store: RuntimeStore;
   file: FileConfig;
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
+  /** What a channel decides itself before ingress: its current adapter's `admission`. */
+  admissionOf(channel: ChannelName): ChannelAdmission | undefined;
   commands: ChatCommands;
   /** Stored access grants and pairing codes; without it `pairing` in an allowlist admits nobody new. */
   access?: AccessStore;
@@ -74,6 +78,7 @@ export function createIngress(
     }
     const message = parsed.data;
     const source = `${message.channel}:${message.account}`;
+    const channelAdmission = options.admissionOf(message.channel);
     if (message.action && isForgetButton(message.action.data)) {
       // A /forget prompt's button: claimed like a message (a redelivered press does nothing more).
       const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
@@ -101,13 +106,14 @@ export function createIngress(
     }
     // Read per message, so a grant approved or revoked from another process counts from the next one.
     const granted =
-      message.channel !== "web" &&
+      !channelAdmission?.ownAccessControl &&
       options.access !== undefined &&
       needsGrant(options.allowLists[message.channel], message.principal.id) &&
       (await options.access.isGranted(message.channel, message.principal.id));
     const decision = decideIngress(message, {
       file,
       allowLists: options.allowLists,
+      ...(channelAdmission ? { admission: channelAdmission } : {}),
       granted,
       matchCommand: (text) => options.commands.match(text),
     });
@@ -127,15 +133,14 @@ export function createIngress(
     }
 
     const perMinute = surfacePolicy(file, message.channel, message.surface).messagesPerMinute;
-    // The web chat has its own per-session limit (SWITCHBOARD_WEB_MESSAGES_PER_MINUTE), a 429.
-    const limited =
-      message.channel === "web"
-        ? ({ kind: "allowed" } as const)
-        : flood.check(
-            `${message.channel}:${message.account}:${message.surface}:${message.principal.id}`,
-            perMinute,
-            clock.now(),
-          );
+    // A channel with its own limit (the web chat's per session, a 429) is not limited twice.
+    const limited = channelAdmission?.ownFloodLimit
+      ? ({ kind: "allowed" } as const)
+      : flood.check(
+          `${message.channel}:${message.account}:${message.surface}:${message.principal.id}`,
+          perMinute,
+          clock.now(),
+        );
     if (limited.kind === "refused") {
       const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
       const scope = { message, conversationId, source };
@@ -286,9 +291,12 @@ export function createIngress(
       context: withAgent(decision.context, options.agentFor?.(decision.policy.agentDir)),
       surface: `${message.channel}:${message.surface}`,
       policy: decision.policy.inputPolicy,
-      // The browser picks its own message ids, so one reused with other text is a client bug to
-      // refuse, not a redelivery; platform ids always come back with the same content.
-      ingress: { source, key: message.updateKey, payload: message, strict: message.channel === "web" },
+      ingress: {
+        source,
+        key: message.updateKey,
+        payload: message,
+        strict: channelAdmission?.clientChosenKeys === true,
+      },
     });
     let admission: Awaited<typeof ticket.admission>;
     try {

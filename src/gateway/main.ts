@@ -1,11 +1,6 @@
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import {
-  CHANNEL_NAMES,
-  type ChannelAdapter,
-  type ChannelName,
-  type HttpRoute,
-} from "../../channels/types.ts";
+import type { ChannelAdapter, ChannelName, HttpRoute } from "../../channels/types.ts";
 import { createWebChannel } from "../../channels/web/index.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { sniffMediaType } from "../media/sniff.ts";
@@ -14,7 +9,8 @@ import { openStoreBackend } from "../store/open-backend.ts";
 import { createLogger, type Logger } from "../util/log.ts";
 import { gatewayClock } from "../util/test-clock.ts";
 import { createGateway, type Gateway } from "./app.ts";
-import { type GatewayConfig, loadConfig, redactSecrets, webAccessFor } from "./config.ts";
+import { allowListVariable, CHANNEL_MODULES, PLATFORM_CHANNELS } from "./channels.ts";
+import { type GatewayConfig, loadConfig, redactSecrets, webAccessFor } from "./config/index.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { startStandbyHttp } from "./standby.ts";
 import { explainStartFailure } from "./start-failure.ts";
@@ -211,10 +207,13 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
   }
   for (const name of PLATFORM_CHANNELS) {
     if (!channels.includes(name)) {
-      logger.info("gateway.channel_not_configured", { channel: name, hint: `set ${HOW_TO_CONNECT[name]}` });
+      logger.info("gateway.channel_not_configured", {
+        channel: name,
+        hint: `set ${CHANNEL_MODULES[name].howToConnect}`,
+      });
       continue;
     }
-    const list = config[name]?.allowed;
+    const list = config.allowLists[name];
     if (list?.kind === "ids" && list.pairing) {
       logger.info("gateway.pairing", {
         channel: name,
@@ -223,22 +222,11 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
     } else if (list?.kind === "ids" && list.ids.size === 0) {
       logger.warn("gateway.nobody_allowed", {
         channel: name,
-        hint: `nobody may talk to the bot yet: set ${name.toUpperCase()}_ALLOWED_USERS to user ids (or *); denied users' ids are logged`,
+        hint: `nobody may talk to the bot yet: set ${allowListVariable(name)} to user ids (or *); denied users' ids are logged`,
       });
     }
   }
 }
-
-type PlatformChannel = Exclude<ChannelName, "web">;
-
-/** The channels configured from the environment; the web chat has no token and no allowlist. */
-const PLATFORM_CHANNELS = CHANNEL_NAMES.filter((name): name is PlatformChannel => name !== "web");
-
-const HOW_TO_CONNECT: Record<PlatformChannel, string> = {
-  telegram: "TELEGRAM_BOT_TOKEN (from @BotFather)",
-  discord: "DISCORD_BOT_TOKEN (Discord developer portal; enable the Message Content intent)",
-  slack: "SLACK_BOT_TOKEN plus SLACK_APP_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET (HTTP)",
-};
 
 /**
  * A stop signal within this long of the first is that one relayed again, not an operator asking

@@ -95,6 +95,8 @@ export interface Metrics {
   replyStage(stage: ReplyStage, ms: number): void;
   /** The platform answered a delivery 429 (our limiter should never let that happen). */
   outboxRateLimited(channel: string): void;
+  /** A run's lease renewal failed with an error (the database did not answer it). */
+  leaseRenewalFailed(): void;
   render(gauges: StoreGauges, process: ProcessGauges): string;
   /** p50/p99 of the step and reply-stage histograms, for the console's dashboard. */
   latency(): LatencySnapshot;
@@ -169,6 +171,12 @@ export function createMetrics(): Metrics {
         "switchboard_outbox_rate_limited_total",
         "Deliveries the platform answered 429 (the account then waits retry_after). Should stay 0.",
         { channel },
+      ),
+    leaseRenewalFailed: () =>
+      count(
+        "switchboard_lease_renewal_failures_total",
+        "Run lease renewals that failed with an error; a run whose lease expires before one succeeds stops. Alert on a rising rate.",
+        {},
       ),
     latency() {
       const quantiles = (histogram: Histogram | undefined): Quantiles | null =>

@@ -4,7 +4,7 @@ import { readRunContext } from "../run-context.ts";
 import type { ModelEntry } from "../runtime/step.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
-import { defaultModelName, type FileConfig } from "./config.ts";
+import { defaultModelName, type FileConfig } from "./config/index.ts";
 
 /** The model a conversation uses: a name from `models`, or null for the gateway's own model. */
 export interface CurrentModel {

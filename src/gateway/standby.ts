@@ -4,7 +4,7 @@ import { createOperatorService } from "../operator/service.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import { systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { type GatewayConfig, pickableModels, webAccessFor } from "./config.ts";
+import { type GatewayConfig, pickableModels, webAccessFor } from "./config/index.ts";
 import { apiError } from "./http/respond.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { createMetrics } from "./metrics.ts";

@@ -1,5 +1,5 @@
 import { SwitchboardError } from "../errors.ts";
-import type { GatewayConfig } from "./config.ts";
+import type { GatewayConfig } from "./config/index.ts";
 
 /**
  * A start-up failure that a setting explains, as the configuration error naming that setting:

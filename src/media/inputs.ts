@@ -2,6 +2,7 @@ import { isSwitchboardError } from "../errors.ts";
 import { type BlobStore, bytesSource, type StoredBlob } from "../runtime/blobs.ts";
 import type { MediaInputs, ModelInputKind } from "../runtime/media.ts";
 import type { FilePart, PreparedFile } from "../runtime/types.ts";
+import { type Clock, systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { scaleForModel } from "./image.ts";
 import { pdfText } from "./pdf-text.ts";
@@ -56,6 +57,8 @@ export const DEFAULT_MEDIA_LIMITS: MediaLimits = {
 
 export interface MediaInputsOptions {
   blobs: BlobStore;
+  /** Times the waits between download attempts. Default the system clock. */
+  clock?: Clock;
   open: FileOpener;
   accepts: ReadonlySet<ModelInputKind>;
   limits: MediaLimits;
@@ -77,6 +80,7 @@ const TRANSCRIPTION_HINT =
 /** The media pipeline the runtime prepares attachments with (src/runtime/media.ts). */
 export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
   const { blobs, limits, logger } = options;
+  const clock = options.clock ?? systemClock;
   const mb = sizeText;
   const limitText = mb(limits.maxFileBytes);
   const imageSlots = new Slots(limits.maxConcurrentImages);
@@ -121,7 +125,8 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
         });
         const delay = limits.retryDelaysMs[attempt];
         if (!retryable || delay === undefined) break;
-        await sleep(delay, signal);
+        // Stopped runs end the wait early; the next attempt then sees the aborted signal.
+        await clock.sleep(delay, signal).catch(() => {});
       }
     }
     return {
@@ -313,20 +318,6 @@ async function* abortable(body: AsyncIterable<Uint8Array>, signal: AbortSignal):
     yield chunk;
   }
   signal.throwIfAborted();
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }
 
 /** At most `size` tasks at once; the others wait in order. */

@@ -17,6 +17,7 @@ import {
 } from "../runtime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
+import type { OperatorRuntimeStore } from "./runtime-store.ts";
 
 /** The JSONL format version this build writes and reads. */
 export const EXPORT_FORMAT_VERSION = 1;
@@ -199,7 +200,10 @@ export function parseJsonl(text: string): {
   return { header: header.data!, messages };
 }
 
-type RestoreStore = Pick<RuntimeStore, "admit" | "acquireRun" | "commitTerminal" | "loadConversation">;
+type RestoreStore = Pick<
+  OperatorRuntimeStore,
+  "admit" | "acquireRun" | "commitTerminal" | "loadConversation"
+>;
 type TurnMessage = ReturnType<typeof parseJsonl>["messages"][number];
 
 /**

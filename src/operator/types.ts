@@ -3,13 +3,7 @@ import type { Occurrence, Schedule, ScheduleRepository } from "../../schedules/t
 import type { AccessGrant, AccessStore } from "../access/store.ts";
 import type { BudgetLimits, LimitStatus, UsageTotals } from "../budgets/rules.ts";
 import type { BudgetOverride, BudgetStore, UsageRow } from "../budgets/store.ts";
-import type {
-  ApprovalRecord,
-  ApprovalState,
-  MessagePageItem,
-  RunRecord,
-  RuntimeStore,
-} from "../runtime/store.ts";
+import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, StepRecord, Usage } from "../runtime/types.ts";
 import type { SearchHit, SearchStore } from "../search/store.ts";
@@ -17,10 +11,11 @@ import type { Page } from "./cursor.ts";
 import type { BranchResult, ConversationExport } from "./export.ts";
 import type { ForgetResult } from "./forget.ts";
 import type { OperatorQueries } from "./queries.ts";
+import type { OperatorRuntimeStore } from "./runtime-store.ts";
 
 /** The stores the operator service reads and changes; the caller opens and closes them. */
 export interface OperatorStores {
-  readonly runtime: RuntimeStore;
+  readonly runtime: OperatorRuntimeStore;
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;

@@ -9,6 +9,7 @@ import { boundOutput, createReadOutputTool, READ_OUTPUT, showsCutOutput } from "
 import type { RuntimeEvent } from "./events.ts";
 import { answeredBeforeCrash, endsAnswer } from "./final-step.ts";
 import { withLeanInputs } from "./lean-schema.ts";
+import { keepLease, type LeaseKeeper } from "./lease-keeper.ts";
 import { type MediaInputs, needsPreparation, prepareInputs, shownBlobIds, userNotices } from "./media.ts";
 import { buildPrompt, MEDIA_TURNS, type ProjectionMedia } from "./project.ts";
 import type { RetryPolicy } from "./retry.ts";
@@ -106,8 +107,15 @@ export interface ExecutorOptions {
   approvals?: ApprovalOptions;
   readUsage: UsageReader;
   modelCalls?: ModelCallObserver;
+  /** Told of each lease renewal that failed with an error (the failures counter). */
+  leaseRenewals?: LeaseRenewalObserver;
   emit: (event: RuntimeEvent) => void;
   nextSequence: (runId: string) => number;
+}
+
+/** Hears about lease renewals that failed with an error (metrics). */
+export interface LeaseRenewalObserver {
+  failed(runId: string): void;
 }
 
 /** Tool calls that wait for a person's decision (the AI SDK's tool approval). */
@@ -137,7 +145,10 @@ export type ExecutionEnd =
   | { kind: "terminal"; state: TerminalRunState; absorbed: string[] }
   /** Given back on shutdown; it resumes from its last completed step on the next start. */
   | { kind: "released" }
-  /** Another owner took the run (our fence is stale); nothing was written. */
+  /**
+   * The run's lease was lost (another owner took it, or it expired while renewals failed) and its
+   * work stopped; nothing was written after. Its next owner resumes it.
+   */
   | { kind: "lost" };
 
 const STOP_STATES: Record<StopReason, TerminalRunState> = {
@@ -154,6 +165,8 @@ const STOP_STATES: Record<StopReason, TerminalRunState> = {
 export class RunExecutor {
   /** The conversation of each run this executor is executing, for tool events. */
   private readonly conversationOf = new Map<string, string>();
+  /** The lease of each run this executor is executing: every fenced write checks it first. */
+  private readonly leases = new Map<string, LeaseKeeper>();
 
   constructor(private readonly options: ExecutorOptions) {}
 
@@ -163,30 +176,31 @@ export class RunExecutor {
     const runId = fence.runId;
     this.conversationOf.set(runId, acquired.run.conversationId);
     let parts: MessagePart[] = [];
-    let lost = false;
     // Built once per execution: tool schemas are costly to create and do not change between steps.
     let tools: PreparedTools | undefined;
     const blobBytes = new Map<string, Uint8Array>();
     // Chosen once: a /model change while the run is in flight applies from the next run on.
     let models: readonly ModelEntry[] | undefined;
-    const renew = setInterval(
-      () => {
-        void store.renewLease(fence, clock.now(), this.options.leaseMs).then(
-          (held) => {
-            if (!held) lost = true;
-          },
-          () => {},
-        );
-      },
-      Math.max(50, Math.floor(this.options.leaseMs / 3)),
-    );
+    const leaseRenewals = this.options.leaseRenewals;
+    const lease = keepLease({
+      store,
+      clock,
+      logger: this.options.logger,
+      fence,
+      leaseMs: this.options.leaseMs,
+      expiresAtMs: acquired.run.leaseExpiresAtMs ?? clock.now() + this.options.leaseMs,
+      ...(leaseRenewals ? { onRenewalFailed: () => leaseRenewals.failed(runId) } : {}),
+    });
+    this.leases.set(runId, lease);
+    // What stops the work in flight (model call, downloads): a stop request or the lease's loss.
+    const work = AbortSignal.any([signal, lease.signal]);
     try {
       for (;;) {
         const ctx = await store.loadPromptContext(runId, { maxTurns: this.options.maxHistoryTurns });
         const run = ctx.run;
         let inputs = ctx.inputs;
         parts = [...(ctx.assistant?.parts ?? [])];
-        if (lost || run.fencingToken !== fence.fencingToken) return { kind: "lost" };
+        if (lease.signal.aborted || run.fencingToken !== fence.fencingToken) return { kind: "lost" };
         const requested = signal.aborted ? (signal.reason as StopReason) : null;
         if (requested === "shutdown") return await this.release(fence);
         if (run.state === "interrupt_requested" || requested) {
@@ -218,21 +232,22 @@ export class RunExecutor {
             conversationId: run.conversationId,
             context: run.context,
             inputs,
-            signal,
+            signal: work,
           });
           // Stopped while downloading: the checks at the top of the loop end or release the run.
-          if (signal.aborted) continue;
+          if (work.aborted) continue;
         }
-        tools ??= await this.tools(run, fence);
+        tools ??= await this.tools(run, fence, lease);
         const seeded = seedDecidedCalls(ctx.inputs, parts, (r) => this.verifyDecision(r), clock.now());
         if (seeded) {
           parts = seeded;
+          lease.assertHeld();
           await store.saveToolProgress(fence, parts, clock.now());
         }
         models ??= await this.modelsFor(run);
         const pending = unresolvedCalls(parts);
         if (pending.length > 0) {
-          await this.resolveCalls(fence, parts, pending, tools);
+          await this.resolveCalls(fence, lease, parts, pending, tools);
           continue;
         }
         if (awaitingApproval(parts).length > 0)
@@ -293,13 +308,15 @@ export class RunExecutor {
           models,
           retry: this.options.retry,
           idleTimeoutMs: this.options.idleTimeoutMs,
-          signal,
+          signal: work,
           clock,
           readUsage: this.options.readUsage,
           ...(this.options.modelCalls ? { modelCalls: this.options.modelCalls } : {}),
           emit: this.options.emit,
           nextSequence: () => this.options.nextSequence(runId),
         });
+        // Whatever the step brought, a run whose lease is lost records nothing more.
+        if (lease.signal.aborted) return { kind: "lost" };
         if (outcome.kind === "stopped") {
           if (outcome.reason === "shutdown") return await this.release(fence);
           const stopped = await store.loadRun(runId);
@@ -320,6 +337,7 @@ export class RunExecutor {
         };
         if (endsAnswer(outcome.finishReason))
           return await this.finish(inputs, run, fence, "completed", parts, undefined, step);
+        lease.assertHeld();
         await store.checkpoint({
           fence,
           assistantParts: parts,
@@ -331,12 +349,15 @@ export class RunExecutor {
       }
     } catch (error) {
       if (isSwitchboardError(error, "fence_lost")) {
-        this.options.logger.warn("run.fence_lost", { runId, fencingToken: fence.fencingToken });
+        // A lost lease was logged when it was found (run.lease_lost).
+        if (!lease.signal.aborted)
+          this.options.logger.warn("run.fence_lost", { runId, fencingToken: fence.fencingToken });
         return { kind: "lost" };
       }
       throw error;
     } finally {
-      clearInterval(renew);
+      lease.stop();
+      this.leases.delete(runId);
       this.conversationOf.delete(runId);
     }
   }
@@ -359,15 +380,21 @@ export class RunExecutor {
    * The tools offered to the model, without their `execute`: the model step stops at its tool
    * calls, and the runtime runs them itself (see resolveCalls), so each is durable before it runs.
    */
-  private async tools(run: RunRecord, fence: Fence): Promise<PreparedTools | undefined> {
+  private async tools(run: RunRecord, fence: Fence, lease: LeaseKeeper): Promise<PreparedTools | undefined> {
     if (!this.options.tools) return undefined;
-    const assertOwned = () => this.options.store.assertFence(fence);
+    const assertOwned = async () => {
+      lease.assertHeld();
+      await this.options.store.assertFence(fence);
+    };
     const created: ToolSet = this.options.tools({
       conversationId: run.conversationId,
       runId: run.id,
       context: run.context,
       assertOwned,
-      enqueueFiles: (files) => this.options.store.enqueueFiles(fence, files, this.options.clock.now()),
+      enqueueFiles: async (files) => {
+        lease.assertHeld();
+        return await this.options.store.enqueueFiles(fence, files, this.options.clock.now());
+      },
     });
     if (Object.keys(created).length === 0) return undefined;
     created[READ_OUTPUT] = createReadOutputTool(this.options.store, run.conversationId);
@@ -387,7 +414,8 @@ export class RunExecutor {
       if (run) {
         execute.set(name, async (input, toolCallId) => {
           await assertOwned();
-          return run(input as never, { toolCallId, messages: [] } as never);
+          // A lost lease signals the call (an MCP server is sent notifications/cancelled).
+          return run(input as never, { toolCallId, messages: [], abortSignal: lease.signal } as never);
         });
       }
     }
@@ -397,16 +425,20 @@ export class RunExecutor {
   /**
    * Runs the calls the last step made, in order, each marked started (a fenced save) before it
    * runs and saved with its result after. A call found started without a result was cut short
-   * by a crash: `decidePending` says whether it runs again or is reported as unknown.
+   * by a crash: `decidePending` says whether it runs again or is reported as unknown. Once the
+   * lease is lost no call starts, and a call in flight is signalled and its result not saved:
+   * the next owner finds it started without a result, as after a crash.
    */
   private async resolveCalls(
     fence: Fence,
+    lease: LeaseKeeper,
     parts: MessagePart[],
     pending: ToolCallPart[],
     tools: PreparedTools | undefined,
   ): Promise<void> {
     const { store, clock, logger } = this.options;
     for (const call of pending) {
+      lease.assertHeld();
       const idempotent =
         RUNTIME_TOOLS.has(call.toolName) || (this.options.idempotent?.(call.toolName) ?? false);
       const decision = decidePending(call, idempotent);
@@ -439,6 +471,7 @@ export class RunExecutor {
       await store.saveToolProgress(fence, parts, clock.now());
       killPoint("tool.started");
       const result = await runTool(tools, call);
+      lease.assertHeld();
       // read_output pages are bounded by the tool itself; any other result over the limit is kept.
       const bounded =
         call.toolName === READ_OUTPUT
@@ -543,6 +576,7 @@ export class RunExecutor {
     /** The step that answered: saved in the terminal commit, not in a checkpoint of its own. */
     finalStep?: StepRecord,
   ): Promise<ExecutionEnd> {
+    this.leases.get(fence.runId)?.assertHeld();
     // Joined inputs are absorbed only by a completed run; otherwise their own runs answer them,
     // so they must not also appear inside this turn.
     const notices = userNotices(inputs).map((line): MessagePart => ({ type: "text", text: `⚠️ ${line}\n\n` }));
@@ -570,6 +604,7 @@ export class RunExecutor {
   }
 
   private async release(fence: Fence): Promise<ExecutionEnd> {
+    this.leases.get(fence.runId)?.assertHeld();
     await this.options.store.releaseRun(fence, this.options.clock.now());
     return { kind: "released" };
   }

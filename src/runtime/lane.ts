@@ -1,4 +1,4 @@
-import type { Clock } from "../util/clock.ts";
+import type { Clock, Timer } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import { afterQueuedWork } from "../util/yield.ts";
 import type { ExecutionEnd } from "./execute.ts";
@@ -27,7 +27,7 @@ export class Lane {
   private dirty = false;
   private draining: Promise<void> | null = null;
   private active: { runId: string; abort: AbortController } | null = null;
-  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private retryTimer: Timer | undefined;
 
   constructor(private readonly options: LaneOptions) {}
 
@@ -97,12 +97,15 @@ export class Lane {
 
   /** A run held by another live owner: look again when its lease would expire. */
   private retryAt(leaseExpiresAtMs: number): void {
-    clearTimeout(this.retryTimer);
+    this.retryTimer?.cancel();
     const delayMs = Math.max(10, leaseExpiresAtMs - this.options.clock.now() + 10);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.kick();
-    }, delayMs);
-    this.retryTimer.unref?.();
+    this.retryTimer = this.options.clock.setTimer(
+      delayMs,
+      () => {
+        this.retryTimer = undefined;
+        this.kick();
+      },
+      { unref: true },
+    );
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { ToolSet } from "ai";
 import { SwitchboardError } from "../errors.ts";
-import { type Clock, systemClock } from "../util/clock.ts";
+import { type Clock, systemClock, type Timer } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
 import { type Logger, silentLogger } from "../util/log.ts";
 import { afterQueuedWork } from "../util/yield.ts";
@@ -12,6 +12,7 @@ import {
   type AnswerDeliveryFor,
   type ApprovalOptions,
   type ExecutionEnd,
+  type LeaseRenewalObserver,
   RunExecutor,
   type StopPolicy,
   type ToolCatalogOptions,
@@ -131,6 +132,8 @@ export interface RuntimeOptions {
   readUsage: UsageReader;
   /** Told when each model call starts and ends (latency metrics). */
   modelCalls?: ModelCallObserver;
+  /** Told of each lease renewal that failed with an error (switchboard_lease_renewal_failures_total). */
+  leaseRenewals?: LeaseRenewalObserver;
   /**
    * Told the moment an input's admission committed (T1), before its run is woken: a lane's
    * acquisition runs synchronously on the embedded engine, so a stamp taken later would include it.
@@ -225,6 +228,7 @@ export class Runtime {
       ...(options.approvals ? { approvals: options.approvals } : {}),
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),
+      ...(options.leaseRenewals ? { leaseRenewals: options.leaseRenewals } : {}),
       emit: (event) => this.bus.emit(event),
       nextSequence: (runId) => {
         const next = (this.sequences.get(runId) ?? 0) + 1;
@@ -387,14 +391,14 @@ export class Runtime {
     for (const lane of this.lanes.values()) lane.closing = true;
     const idle = () => Promise.all([...this.lanes.values()].map((l) => l.idle()));
     const within = async (ms: number) => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
+      let timer: Timer | undefined;
       const done = await Promise.race([
         idle().then(() => true),
         new Promise<boolean>((r) => {
-          timer = setTimeout(() => r(false), ms);
+          timer = this.clock.setTimer(ms, () => r(false));
         }),
       ]);
-      clearTimeout(timer);
+      timer?.cancel();
       return done;
     };
     if (await within(options.gracePeriodMs ?? 10_000))

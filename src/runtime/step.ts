@@ -8,7 +8,7 @@ import {
   type ToolSet,
 } from "ai";
 import { approvalIdFor } from "../util/approval-signing.ts";
-import type { Clock } from "../util/clock.ts";
+import type { Clock, Timer } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { decideRetry, type RetryPolicy } from "./retry.ts";
@@ -83,11 +83,11 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
     const attemptAbort = new AbortController();
     const onRunAbort = () => attemptAbort.abort(input.signal.reason);
     input.signal.addEventListener("abort", onRunAbort, { once: true });
-    let idleTimer: ReturnType<typeof setTimeout> | undefined;
+    let idleTimer: Timer | undefined;
     // Re-armed on every stream part: refresh() restarts the one timer instead of making a new one.
     const armIdle = () => {
       if (idleTimer) idleTimer.refresh();
-      else idleTimer = setTimeout(() => attemptAbort.abort(new IdleTimeout()), input.idleTimeoutMs);
+      else idleTimer = input.clock.setTimer(input.idleTimeoutMs, () => attemptAbort.abort(new IdleTimeout()));
     };
     const parts: MessagePart[] = [];
     let toolCalled = false;
@@ -185,7 +185,7 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
       failure = error;
     } finally {
       input.modelCalls?.finished(input.runId);
-      clearTimeout(idleTimer);
+      idleTimer?.cancel();
       input.signal.removeEventListener("abort", onRunAbort);
     }
     if (failure === undefined) {

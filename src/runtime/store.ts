@@ -16,7 +16,8 @@ import type {
  * The runtime's persistence boundary. Every method is one atomic transaction unless its doc says
  * otherwise; reads see one committed snapshot. Times are milliseconds since the epoch and come
  * from the caller (stores never read the clock). A second backend implements this interface and
- * must pass test/store/conformance.ts.
+ * must pass test/store/conformance.ts. What only operators ask of the store beyond this is
+ * src/operator/runtime-store.ts.
  */
 export interface RuntimeStore {
   /**
@@ -45,12 +46,6 @@ export interface RuntimeStore {
    * (`heldUntilMs`, null when nothing is queued or held).
    */
   acquireNext(request: AcquireNextRequest): Promise<NextAcquisition>;
-
-  /**
-   * Takes ownership of a queued run, or of a running one whose lease expired, incrementing its
-   * fencing token. Null when the run is not acquirable (terminal, or leased by a live owner).
-   */
-  acquireRun(request: AcquireRequest): Promise<AcquiredRun | null>;
 
   /** Extends the lease. False when the fence no longer holds: stop working on the run. */
   renewLease(fence: Fence, nowMs: number, leaseMs: number): Promise<boolean>;
@@ -203,9 +198,6 @@ export interface RuntimeStore {
    */
   claimIngress(request: IngressClaim): Promise<IngressClaimResult>;
 
-  /** The outcome recorded for an ingress identity (`admitted`, `refused:pairing`, …); null when none. Reads only. */
-  ingressOutcome(source: string, key: string): Promise<string | null>;
-
   /** Per-conversation settings (e.g. the time zone set with /tz). Empty object when none. */
   loadConversationSettings(conversationId: string): Promise<ConversationSettings>;
 
@@ -227,9 +219,6 @@ export interface RuntimeStore {
    * caller wins; every later one reads the same value).
    */
   loadOrCreateSecret(name: string, candidate: string, nowMs: number): Promise<string>;
-
-  /** Conversation head: version and latest event seq. Null when unknown. */
-  loadConversation(conversationId: string): Promise<ConversationHead | null>;
 
   /**
    * Registers a listener called after every committed mutation with the durable events it

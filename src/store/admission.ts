@@ -46,7 +46,7 @@ export interface AdmissionSteps {
   ): { fingerprint: string; run_id: string; id: string } | null;
   version(conversationId: string): number;
   activeRuns(conversationId: string): RunRecord[];
-  /** Ends a run without its owner (see the stores' endWithoutOwner); returns the event's seq. */
+  /** Ends a run without its owner (run-writes.ts, endWithoutOwner); returns its event's seq. */
   endRun(run: RunRecord, state: TerminalRunState, nowMs: number): number;
   markStopRequested(runId: string, reason: StopReason): void;
   appendEvent(body: EventBody, nowMs: number): { seq: number; version: number };

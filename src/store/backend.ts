@@ -4,9 +4,9 @@ import type { AccessStore } from "../access/store.ts";
 import type { BudgetStore } from "../budgets/store.ts";
 import type { SwitchboardError } from "../errors.ts";
 import type { OperatorQueries } from "../operator/queries.ts";
+import type { OperatorRuntimeStore } from "../operator/runtime-store.ts";
 import type { BlobReferences } from "../runtime/blob-cleanup.ts";
 import type { BlobStore } from "../runtime/blobs.ts";
-import type { RuntimeStore } from "../runtime/store.ts";
 import type { SearchStore } from "../search/store.ts";
 import type { StateStore } from "../state/store.ts";
 import type { WebSessionMigration } from "./web-session-ids.ts";
@@ -44,7 +44,8 @@ export interface StoreBackend {
   readonly engine: "sqlite" | "postgres";
   /** Where the data lives, for logs: a file path, or a URL without its password. */
   readonly location: string;
-  readonly runtime: RuntimeStore;
+  /** The runtime's store, with what operators ask of it beyond the runtime. */
+  readonly runtime: OperatorRuntimeStore;
   /** Goal and todo slots per conversation (the runtime store's own transactions and ledger). */
   readonly state: StateStore;
   /** History search over every conversation's messages (the index the message writes keep). */

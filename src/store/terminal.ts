@@ -12,14 +12,7 @@ import type {
   TerminalRequest,
   TerminalResult,
 } from "../runtime/store.ts";
-import type {
-  Message,
-  MessagePart,
-  MessageStatus,
-  StepRecord,
-  StopReason,
-  TerminalRunState,
-} from "../runtime/types.ts";
+import type { Message, MessagePart, MessageStatus, StopReason, TerminalRunState } from "../runtime/types.ts";
 import {
   absorbedRuns,
   answerStatus,
@@ -28,20 +21,22 @@ import {
   stopDecision,
   terminalEvent,
 } from "./rules.ts";
+import { type StepSaveSteps, saveStep } from "./run-writes.ts";
 import { type Answer, type StepCall, stepsOf } from "./steps.ts";
 
-/** The reads and writes of a terminal commit, each inside the committing transaction. */
-export interface TerminalSteps {
+/**
+ * The reads and writes of a terminal commit, each inside the committing transaction. The step
+ * that ended the run is saved as a checkpoint saves one ({@link saveStep}).
+ */
+export interface TerminalSteps extends StepSaveSteps {
   /** The run, when `fence` still holds it; throws `fence_lost` otherwise. */
   fenced(fence: Fence): RunRecord;
-  /** Saves the step that ended the run as a checkpoint would (step row, usage, `checkpoint` event). */
-  saveStep(run: RunRecord, step: StepRecord, parts: readonly MessagePart[], nowMs: number): void;
   /** Writes the run's answer message, or replaces the one a stream started. */
   upsertAnswer(run: RunRecord, parts: readonly MessagePart[], status: MessageStatus, nowMs: number): Message;
   /** Ends the run in `state`, releasing its owner and lease; answers the row as it now is. */
   finishRun(run: RunRecord, state: TerminalRunState, error: string | null, nowMs: number): RunRecord;
   activeRuns(conversationId: string): RunRecord[];
-  /** Ends a run without its owner (see the stores' endWithoutOwner); returns the event's seq. */
+  /** Ends a run without its owner (run-writes.ts, endWithoutOwner); returns its event's seq. */
   endRun(run: RunRecord, state: TerminalRunState, nowMs: number, absorbedInto?: string): number;
   insertApproval(run: RunRecord, approval: ApprovalRequestInsert, nowMs: number): void;
   /** The run's outbox record (or the end of the stream record it already has). */
@@ -73,7 +68,7 @@ export function* terminal(
   const { nowMs, state, assistantParts } = request;
   const run = (yield terminalStep("fenced", request.fence)) as T<"fenced">;
   if (request.finalStep) {
-    yield terminalStep("saveStep", run, request.finalStep.step, request.finalStep.parts, nowMs);
+    yield* saveStep(run, request.finalStep.step, request.finalStep.parts, nowMs);
   }
   const answer = (yield terminalStep(
     "upsertAnswer",

@@ -1,10 +1,13 @@
 /** One Server-Sent Events response, shared by the operator API and the web channel. */
+import { type Clock, systemClock, type Timer } from "./clock.ts";
 
 export interface EventStreamOptions {
   /** Ends the stream: the client went, or the server is stopping. */
   signal: AbortSignal;
   /** A comment line this often keeps proxies and idle timers from closing a quiet stream. */
   heartbeatMs: number;
+  /** Times the heartbeat. Default the system clock. */
+  clock?: Pick<Clock, "every">;
   /**
    * Starts the source: `write` sends one frame of SSE text, `end` closes the stream from the
    * source's side. Returns the cleanup that runs once, however the stream ends.
@@ -16,13 +19,13 @@ const encoder = new TextEncoder();
 
 export function eventStreamResponse(options: EventStreamOptions): Response {
   let cleanup: (() => void) | undefined;
-  let heartbeat: ReturnType<typeof setInterval> | undefined;
+  let heartbeat: Timer | undefined;
   let closed = false;
   let close = () => {};
   const finish = () => {
     if (closed) return;
     closed = true;
-    clearInterval(heartbeat);
+    heartbeat?.cancel();
     options.signal.removeEventListener("abort", close);
     cleanup?.();
   };
@@ -49,9 +52,9 @@ export function eventStreamResponse(options: EventStreamOptions): Response {
       write("retry: 2000\n\n");
       const stop = options.open(write, close);
       // A source that ended while opening already ran finish(), before its cleanup was known.
-      if (closed) stop();
-      else cleanup = stop;
-      heartbeat = setInterval(() => write(": heartbeat\n\n"), options.heartbeatMs);
+      if (closed) return stop();
+      cleanup = stop;
+      heartbeat = (options.clock ?? systemClock).every(options.heartbeatMs, () => write(": heartbeat\n\n"));
     },
     cancel() {
       finish();

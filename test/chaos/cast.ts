@@ -24,17 +24,20 @@ export type ChaosChannel = "telegram" | "discord";
  * sends must be answered. The tools come from one Streamable HTTP MCP server (the official SDK's,
  * test/fixtures/mcp/http-server.ts) that the driver runs for the whole soak, so it outlives every
  * gateway and counts the effects in one file: as `ledger` its calls run without asking
- * (`slow_append`, not idempotent: "begin <id>" at once, "end <id>" when done), as `notes` they
- * wait for approval (`append_note` writes "<id>").
+ * (`slow_append`, not idempotent: "begin <id>" at once, "end <id>" when done), as `retry` the same
+ * tool declared idempotent (run again once after a crash), as `notes` they wait for approval
+ * (`append_note` writes "<id>"), which expires after `approvalTimeoutMs`.
  */
-export function chaosConfig(mcpUrl: string) {
-  const server = (approval: "ask" | "never") => ({
+export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
+  const server = (approval: "ask" | "never", idempotent = false) => ({
     url: mcpUrl,
     approval,
     tools: { allow: [approval === "ask" ? "append_note" : "slow_append"] },
+    ...(idempotent ? { idempotent: ["slow_append"] } : {}),
   });
   return {
     version: 1,
+    approvalTimeoutMs,
     surfaces: {
       "*:*": { messagesPerMinute: 10_000 },
       "telegram:dm": { inputPolicy: "supersede", delivery: "stream" },
@@ -44,7 +47,7 @@ export function chaosConfig(mcpUrl: string) {
       "discord:group": { inputPolicy: "queue", delivery: "terminal" },
       "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
     },
-    mcpServers: { ledger: server("never"), notes: server("ask") },
+    mcpServers: { ledger: server("never"), retry: server("never", true), notes: server("ask") },
   } as const;
 }
 
@@ -95,6 +98,11 @@ export interface Cast {
    * gets a pairing code; the operator approves it, and from then on he is answered.
    */
   pairer: Place;
+  /**
+   * A Telegram group (queue policy) where only the opening posts: its approval requests are
+   * decided one after another as planned (approve, deny, pressed twice, left to expire).
+   */
+  approver: Place;
   telegramAllowed: string;
   discordAllowed: string;
 }
@@ -109,6 +117,7 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     mallory: user(6666, "Mallory"),
   };
   const group = groupChat(-5001, "Team");
+  const approvalsGroup = groupChat(-5003, "Approvals");
   const forum = supergroupChat(-1005002, "Forum", { isForum: true });
   const topic = { threadId: 77, name: "Chaos topic" };
 
@@ -243,13 +252,17 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
   const pairer = telegramPlace("tg-dm-dave", privateChat(tgUsers.dave!), "supersede", ["dave"], {
     needsMention: false,
   });
+  const approver = telegramPlace("tg-approvals", approvalsGroup, "queue", ["alice", "bob"], {
+    needsMention: true,
+  });
   return {
     places,
     stranger,
     forgetter,
     pairer,
+    approver,
     byName(name) {
-      const found = [...places, forgetter, pairer, stranger.telegramDm, stranger.discordDm].find(
+      const found = [...places, forgetter, pairer, approver, stranger.telegramDm, stranger.discordDm].find(
         (p) => p.name === name,
       );
       if (!found) throw new Error(`no place ${name}`);

@@ -2,6 +2,8 @@
  * Platform faults at a configurable rate: after a call to one of the chosen API methods, the next
  * call of that method fails with probability `rate` (a fault is armed only when none is pending, so
  * faults never pile up while a chat is quiet and a retried send meets each one independently).
+ * Until every Telegram fault kind has been injected once, a fault is armed after every call that
+ * can take a kind not yet seen, so even a short run meets every kind, whatever the dice say.
  * The faults are the ones real platforms produce: 429 with a retry-after, 5xx, a connection reset
  * before or after the call took effect, and hung calls.
  */
@@ -32,7 +34,8 @@ export class FaultInjector {
   private discordSeen = 0;
   /** Methods and routes with a fault armed and not yet consumed. */
   private readonly pending = new Set<string>();
-  private enabled = true;
+  /** Off until `enable()`: the run's opening plays its traffic kinds without faults. */
+  private enabled = false;
   /** Telegram fault kinds not yet injected: each is chosen once before any is chosen at random. */
   private readonly unseenTelegramKinds = new Set<TelegramFault["kind"]>([
     "rate_limited",
@@ -82,7 +85,11 @@ export class FaultInjector {
     if (!this.enabled) return;
     for (const method of TELEGRAM_METHODS) {
       const key = `tg ${method}`;
-      if (called.has(key) && !this.pending.has(key) && this.random.chance(this.rate)) {
+      if (
+        called.has(key) &&
+        !this.pending.has(key) &&
+        (this.unseenFor(method) || this.random.chance(this.rate))
+      ) {
         this.armTelegram(method);
         this.pending.add(key);
       }
@@ -96,6 +103,11 @@ export class FaultInjector {
     }
   }
 
+  /** Starts arming faults (from the next tick on). */
+  enable(): void {
+    this.enabled = true;
+  }
+
   /** Disarms everything planned and releases hung Telegram calls (before the run settles). */
   quiesce(): void {
     this.enabled = false;
@@ -105,14 +117,24 @@ export class FaultInjector {
     this.discord.clearFaults();
   }
 
-  private armTelegram(method: (typeof TELEGRAM_METHODS)[number]): void {
+  /** A kind not yet injected that a call of `method` can take. */
+  private unseenFor(method: (typeof TELEGRAM_METHODS)[number]): boolean {
+    if (this.rate === 0) return false;
+    return this.telegramFaults(method).some((f) => this.unseenTelegramKinds.has(f.kind));
+  }
+
+  private telegramFaults(method: (typeof TELEGRAM_METHODS)[number]): TelegramFault[] {
     const sends = method !== "getUpdates";
-    const faults: TelegramFault[] = [
+    return [
       { kind: "rate_limited", retryAfterSeconds: 1 },
       { kind: "server_error", status: 502, description: "Bad Gateway" },
       { kind: "reset" },
       ...(sends ? ([{ kind: "reset_after_effect" }, { kind: "hang" }] as const) : []),
     ];
+  }
+
+  private armTelegram(method: (typeof TELEGRAM_METHODS)[number]): void {
+    const faults = this.telegramFaults(method);
     // A short run still meets every kind: an unseen one first, then the seeded random choice.
     const unseen = faults.filter((f) => this.unseenTelegramKinds.has(f.kind));
     const fault = this.random.pick(unseen.length > 0 ? unseen : faults);

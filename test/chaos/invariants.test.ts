@@ -337,6 +337,27 @@ describe("chaos invariants", () => {
     expect(checkInvariants(unknown).violations).toEqual([]);
   });
 
+  test("an idempotent tool call may run once more after a crash, not twice more", () => {
+    const idempotent = () => JSON.parse(JSON.stringify(healthy()).replaceAll("t00005", "r00005")) as Snapshot;
+    const again = idempotent();
+    again.toolEffects.push("begin r00005", "end r00005");
+    expect(checkInvariants(again).violations).toEqual([]);
+    const thrice = idempotent();
+    thrice.toolEffects.push("begin r00005", "begin r00005");
+    expect(violated(thrice)).toEqual(["tool-effect-once"]);
+    const lost = idempotent();
+    lost.toolEffects = lost.toolEffects.filter((l) => l !== "end r00005");
+    expect(violated(lost)).toEqual(["tool-effect-once"]);
+  });
+
+  test("a command (/stop, /export) that left no command receipt", () => {
+    const s = healthy();
+    s.sent.push(sent("c00007", { expect: "command", updateKey: "u_c00007" }));
+    expect(violated(s)).toEqual(["admitted"]);
+    s.receipts.push({ channel: "telegram", key: "u_c00007", runId: null, outcome: "command:stop" });
+    expect(checkInvariants(s).violations).toEqual([]);
+  });
+
   test("a run stopped after a tool step may have made its next call without recording it, once", () => {
     const stopped = healthy();
     stopped.modelRequests.push('{"text":"t00005","ms":300}');

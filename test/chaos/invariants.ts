@@ -52,7 +52,7 @@ export interface InvariantReport {
 }
 
 const answerMarker = (id: string) => `a-${id}`;
-const ANSWER_MARKER = /\ba-([qstpfm]\d{5})\b/;
+const ANSWER_MARKER = /\ba-([qstprfm]\d{5})\b/;
 /** Outbox records of an approval request: its prompt and the edit that shows the decision. */
 const APPROVAL_RECORD = /^approval:[^:]+:(prompt|outcome)$/;
 
@@ -103,6 +103,9 @@ function checkAdmitted(snapshot: Snapshot, violate: Violate): void {
     }
     if (input.expect === "schedule" && !receipt?.outcome.startsWith("command:")) {
       violate("admitted", input.id, `the /in command (${input.place}) left no command receipt`);
+    }
+    if (input.expect === "command" && !receipt?.outcome.startsWith("command:")) {
+      violate("admitted", input.id, `the command (${input.place}) left no command receipt`);
     }
     if (input.expect === "ignored") {
       if (receipt?.runId) violate("admitted", input.id, `ignorable message became run ${receipt.runId}`);
@@ -441,9 +444,10 @@ function checkOrder(
 const linesOf = (effects: readonly string[], line: string) => effects.filter((l) => l === line).length;
 
 /**
- * Tool calls that run at once (`t…`, `ledger_slow_append`, not idempotent): each began at most
- * once and ended at most as often as it began. A completed answer that reports the effect has it;
- * one whose call began and never ended says the outcome is unknown.
+ * Tool calls that run at once: `t…` (`ledger_slow_append`, not idempotent) began at most once,
+ * `r…` (`retry_slow_append`, idempotent) at most twice (once more after a crash); each ended at
+ * most as often as it began. A completed answer that reports the effect has it; one whose call
+ * never ended says the outcome is unknown.
  */
 function checkToolEffects(
   snapshot: Snapshot,
@@ -452,10 +456,14 @@ function checkToolEffects(
   violate: Violate,
 ): void {
   for (const input of snapshot.sent) {
-    if (!input.id.startsWith("t")) continue;
+    const idempotent = input.id.startsWith("r");
+    if (!input.id.startsWith("t") && !idempotent) continue;
     const began = linesOf(snapshot.toolEffects, `begin ${input.id}`);
     const ended = linesOf(snapshot.toolEffects, `end ${input.id}`);
-    if (began > 1) violate("tool-effect-once", input.id, `the call began ${began} times (not idempotent)`);
+    if (!idempotent && began > 1)
+      violate("tool-effect-once", input.id, `the call began ${began} times (not idempotent)`);
+    if (idempotent && began > 2)
+      violate("tool-effect-once", input.id, `the call began ${began} times (idempotent: at most twice)`);
     if (ended > began) violate("tool-effect-once", input.id, `ended ${ended} times but began ${began}`);
     for (const run of runsHolding.get(input.id) ?? []) {
       if (run.state !== "completed" || !runsById.has(run.id)) continue;
@@ -465,7 +473,7 @@ function checkToolEffects(
           run.id,
           `its answer reports the effect of ${input.id}, which never ended`,
         );
-      if (began === 1 && ended === 0 && !run.answerText.includes("outcome unknown"))
+      if (began > 0 && ended === 0 && !run.answerText.includes("outcome unknown"))
         violate(
           "tool-effect-once",
           run.id,

@@ -1,19 +1,27 @@
 import type { ChaosReport } from "./driver.ts";
 
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
 /** The counts a chaos run prints, one fact per line, then every violation. */
 export function formatReport(report: ChaosReport): string {
   const points = Object.entries(report.kills.killPoints)
     .map(([point, times]) => `${point}×${times}`)
     .join(", ");
   const f = report.faults;
+  const t = report.timing;
   const lines = [
     `seed ${report.seed} on ${report.engine}${report.standby ? " with a standby" : ""}, ${(report.elapsedMs / 1000).toFixed(1)} s, settled: ${report.settled ? "yes" : "NO"}`,
-    `messages: ${report.messages.answerable} answerable (${report.messages.toolCalls} with a tool call, ${report.messages.approvals} with one needing approval), ${report.messages.ignorable} ignorable, ${report.messages.schedules} schedules`,
+    `messages: ${report.messages.answerable} answerable (${report.messages.toolCalls} with a tool call, ${report.messages.idempotentToolCalls} of them idempotent, ${report.messages.approvals} with one needing approval), ${report.messages.ignorable} ignorable, ${report.messages.schedules} schedules, ${report.messages.stops} /stop, ${report.messages.exports} /export`,
+    `runs: ${
+      Object.entries(report.runs)
+        .map(([state, n]) => `${n} ${state}`)
+        .join(", ") || "none"
+    }`,
     `approvals: ${
       Object.entries(report.approvals)
         .map(([state, n]) => `${n} ${state}`)
         .join(", ") || "none"
-    }; presses: ${report.presses.approve} approve, ${report.presses.deny} deny, ${report.presses.again} pressed again, ${report.presses.replays} replayed; ${report.toolEffects} tool effects`,
+    }; presses: ${report.presses.approve} approve, ${report.presses.deny} deny, ${report.presses.again} pressed again, ${report.presses.replays} replayed; ${report.toolEffects} tool effects, ${report.toolReruns} idempotent calls run again`,
     `media: ${report.messages.photos} photos, ${report.messages.voiceNotes} voice notes`,
     `forget: ${report.messages.forgets} /forget confirm, ${report.messages.purged} messages purged`,
     ...report.pairings.map(
@@ -34,6 +42,7 @@ export function formatReport(report: ChaosReport): string {
           `approval decisions sent as a new message: ${report.outcomesAsMessages} (their prompts were resolved as delivered without a message id)`,
         ]
       : []),
+    `time: opening ${seconds(t.openingKindsMs)} traffic kinds + ${seconds(t.openingChainMs)} kill chain, ${seconds(t.randomMs)} random traffic, ${seconds(t.settleMs)} settling, ${seconds(t.stopMs)} stopping; ${seconds(t.startingMs)} of it waiting for gateways to start, ${seconds(t.takeoverMs)} for takeovers`,
     `violations: ${report.violations.length}`,
     ...report.violations.map((v) => `  [${v.invariant}] ${v.subject}: ${v.detail}`),
   ];

@@ -18,13 +18,15 @@ import type { ChaosDatabase } from "./database.ts";
  * `purged`: written before a `/forget confirm` in its chat, so it may have been answered (once),
  * and after the purge nothing of it may be anywhere.
  */
-export type Expectation = "answer" | "ignored" | "schedule" | "purged";
+/** `command`: a command other than `/in` and `/forget` (`/stop`, `/export`), answered by the gateway itself. */
+export type Expectation = "answer" | "ignored" | "schedule" | "command" | "purged";
 
 /** One message the driver posted (not its duplicates and replays, which must change nothing). */
 export interface SentInput {
   /**
    * Unique token in the text (`q00042`, `s00003`; `t…` asks for a tool call that runs at once,
-   * `p…` for one that needs approval); the model's scripted answer starts `a-<id>`.
+   * `r…` for one of an idempotent tool, `p…` for one that needs approval; `c…` marks a command);
+   * the model's scripted answer starts `a-<id>`.
    */
   id: string;
   place: string;
@@ -152,7 +154,7 @@ export interface PairingOutcome {
  * t = a message the model answers with a tool call, p = one whose tool call needs approval,
  * f = a message in a conversation that is then forgotten, m = a captioned photo or voice note.
  */
-export const INPUT_ID = /\b[qsitpfm]\d{5}\b/g;
+export const INPUT_ID = /\b[qsitprfm]\d{5}\b/g;
 
 export function idsIn(text: string): string[] {
   return text.match(INPUT_ID) ?? [];

@@ -13,6 +13,7 @@ export const KILL_POINTS: readonly KillPoint[] = [
   "ingress.admitted",
   "step.streaming",
   "step.persisted",
+  "tool.started",
   "run.terminal-committed",
   "outbox.sending-persisted",
   "outbox.platform-accepted",
@@ -35,6 +36,10 @@ export interface SupervisorStats {
   killPointsFired: Partial<Record<KillPoint, number>>;
   /** Exits nobody planned, with the tail of the process's log. */
   crashes: Array<{ exitCode: number; logTail: string[] }>;
+  /** Time the driver waited for gateways to start (spawn to `gateway.started`), standbys included. */
+  startingMs: number;
+  /** Time the driver waited for a standby to take over after a death. */
+  takeoverMs: number;
 }
 
 const KILL_POINT_LOG = '"event":"test.kill_point"';
@@ -47,6 +52,8 @@ export class GatewaySupervisor {
     sigkills: 0,
     killPointsFired: {},
     crashes: [],
+    startingMs: 0,
+    takeoverMs: 0,
   };
   /** What happened when (wall clock), kept with a failed run's files. */
   readonly timeline: Array<{ atMs: number; event: string }> = [];
@@ -83,9 +90,11 @@ export class GatewaySupervisor {
 
   /**
    * Starts the gateway, with `arm` armed. A process that kills itself at its kill point while
-   * starting (recovery passes points too) counts as fired and is started again disarmed.
+   * starting (recovery passes points too) counts as fired and is started again disarmed. In
+   * standby mode a standby is then started to wait, unless `spare` is false (a chain of armed
+   * starts, where each would only be retired by the next).
    */
-  async start(arm?: KillPointArm): Promise<void> {
+  async start(arm?: KillPointArm, options: { spare?: boolean } = {}): Promise<void> {
     if (this.current) throw new Error("the gateway is already running");
     if (this.spare && arm === undefined && (await this.adoptSpare())) return;
     // An armed start needs a process of its own: the waiting standby makes way.
@@ -105,11 +114,15 @@ export class GatewaySupervisor {
             SWITCHBOARD_TEST_KILL_AT: String(armed.at),
           }
         : base;
+      const spawnedAtMs = Date.now();
       try {
-        this.watch(await startGatewayProcess(env, 30_000), armed);
+        const child = await startGatewayProcess(env, 30_000).finally(() => {
+          this.stats.startingMs += Date.now() - spawnedAtMs;
+        });
+        this.watch(child, armed);
         this.lastStartedAtMs = Date.now();
         this.timeline.push({ atMs: this.lastStartedAtMs, event: `started #${this.stats.starts}` });
-        await this.spawnSpare();
+        if (options.spare !== false) await this.spawnSpare();
         return;
       } catch (error) {
         const message = String((error as Error).message);
@@ -164,10 +177,13 @@ export class GatewaySupervisor {
     this.stats.starts += 1;
     const n = this.stats.starts;
     // With the running gateway already dead (a kill point that fired at once), it is active at once.
+    const spawnedAtMs = Date.now();
     const process = await startGatewayProcess({ ...this.env(), SWITCHBOARD_STANDBY: "on" }, 30_000, [
       "gateway.standby",
       "gateway.started",
-    ]);
+    ]).finally(() => {
+      this.stats.startingMs += Date.now() - spawnedAtMs;
+    });
     const spare = { process, n, retiring: false };
     this.spare = spare;
     this.timeline.push({ atMs: Date.now(), event: `standby #${n} waiting` });
@@ -189,12 +205,16 @@ export class GatewaySupervisor {
   private async adoptSpare(): Promise<boolean> {
     const spare = this.spare;
     if (!spare) return false;
-    const deadline = Date.now() + 30_000;
+    const waitedFromMs = Date.now();
+    const deadline = waitedFromMs + 30_000;
     let started: Record<string, unknown> | undefined;
     while (!started && Date.now() < deadline && this.spare === spare) {
-      started = spare.process.events().find((e) => e.event === "gateway.started");
+      // Scanning the raw lines: parsing every debug line of the log 20 times a second costs a core.
+      const line = spare.process.logs.find((l) => l.includes('"event":"gateway.started"'));
+      started = line === undefined ? undefined : (JSON.parse(line) as Record<string, unknown>);
       if (!started) await Bun.sleep(50);
     }
+    this.stats.takeoverMs += Date.now() - waitedFromMs;
     if (!started || this.spare !== spare) return false;
     this.spare = null;
     this.stats.takeovers += 1;

@@ -1,9 +1,11 @@
+// Kept per platform: the press travels as a Discord interaction (components, custom_id, ack).
 /**
  * Tool approvals on Discord end to end: a real gateway process, discord.js against the Discord
  * emulator with message components and button interactions, a real stdio MCP server whose
  * `append_note` appends to a file (approval "ask"), the model behind the fake LLM server.
  */
 import { expect, test } from "bun:test";
+import { join } from "node:path";
 import {
   CALLBACK_TYPE,
   customIds,
@@ -13,6 +15,7 @@ import {
 } from "../emulators/discord/index.ts";
 import {
   appendRule as appendNoteRule,
+  approvalStates,
   notesIn,
   runApproveOnceScenario,
   writeApprovalConfig,
@@ -161,7 +164,7 @@ test("in a guild channel, another user's press is refused; the asker's press dec
   const approve = dataOf(prompt, "Approve");
   const byBob = discord.pressButton(prompt.id, bob.id, approve);
   expect(await noticeFor(byBob)).toBe("Only alice or an approver can decide this.");
-  await Bun.sleep(500);
+  expect(approvalStates(join(dir.path, "approvals-discord.sqlite"), "milk")).toEqual(["pending"]);
   expect(count("milk")).toBe(0);
 
   const byAlice = discord.pressButton(prompt.id, alice.id, approve);

@@ -1,3 +1,4 @@
+// Kept per platform: the press travels as a Slack block action (Socket Mode, signed HTTP).
 /**
  * Tool approvals on Slack end to end: a real gateway process, Bolt against the Slack emulator
  * (Socket Mode `interactive` envelopes, then interactivity over HTTP), Block Kit buttons, a real

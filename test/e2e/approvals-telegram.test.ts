@@ -16,9 +16,11 @@ import {
   user,
   type VisibleMessage,
 } from "../emulators/telegram/index.ts";
+import { approvalStates } from "./support/approval-scenario.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
 const fixture = useE2eFixture("switchboard-e2e-approvals-", startTelegramEmulator);
@@ -150,7 +152,7 @@ test("approve: buttons, a press, the effect exactly once, the answer; double pre
   expect(await answerFor(again.queryId)).toContain("Already decided");
   telegram.deliverAgain(press.update.update_id);
   await telegram.waitForConfirmed(press.update.update_id, TIMEOUT);
-  await Bun.sleep(500);
+  await waitUntilSettled(join(dir.path, dbFile));
   expect(count("eggs")).toBe(1);
   expect(
     telegram.messages(alice.id).filter((m) => m.fromBot && m.visibleText.startsWith("Done:")),
@@ -213,7 +215,7 @@ test("in a group, another user's press gets a notice and changes nothing; the as
   const prompt = await promptFor(group.id, "milk");
   const byBob = telegram.press(group.id, prompt.messageId, bob, { label: "Approve" });
   expect(await answerFor(byBob.queryId)).toBe("Only Alice or an approver can decide this.");
-  await Bun.sleep(500);
+  expect(approvalStates(join(dir.path, dbFile), "milk")).toEqual(["pending"]);
   expect(count("milk")).toBe(0);
   expect(current(group.id, prompt.messageId)?.buttons).toBeDefined();
 
@@ -462,7 +464,7 @@ test("a prompt whose unsure send an operator resolved as delivered shows the dec
   expect(current(alice.id, prompt.messageId)?.buttons).toBeDefined();
   const again = telegram.press(alice.id, prompt.messageId, alice, { label: "Approve" });
   expect(await answerFor(again.queryId)).toContain("Already decided");
-  await Bun.sleep(1_000);
+  await waitUntilSettled(join(dir.path, unsureDb));
   expect(telegram.messages(alice.id).filter((m) => m.visibleText === notice)).toHaveLength(1);
   expect(count("beans")).toBe(1);
 }, 90_000);

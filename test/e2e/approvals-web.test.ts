@@ -1,3 +1,4 @@
+// Kept per platform: the press is the web page's own request to the gateway.
 /**
  * Tool approvals in the web chat end to end: a real gateway process, the web routes over HTTP
  * (the page's own requests), a real stdio MCP server whose `append_note` appends to a file, the

@@ -17,11 +17,10 @@ const configFile = writeBudgetConfig(dir.path, {
   "telegram:dm": { inputPolicy: "queue", delivery: "terminal" },
 });
 
-test("a budget exhausted mid-day refuses without a model call, resets at midnight in its zone, and an operator's raise lets the user write again", async () => {
+test("a budget exhausted mid-day refuses without a model call, resets at midnight in its zone, and an operator's reset, then a raise, let the user write again", async () => {
   await runBudgetScenario({
     dir: dir.path,
     llm,
-    operator: "raise",
     env: (extra) =>
       telegramGatewayEnv(fixture, {
         allowed: [alice.id],

@@ -1,3 +1,4 @@
+// Kept per platform: web sessions and SWITCHBOARD_WEB_TOKEN are budget scopes only the web chat has.
 /**
  * The web chat's budgets end to end: a real gateway process, the fake model server reporting
  * token usage, the chat API over HTTP. Each browser session is a user of its own, so a new

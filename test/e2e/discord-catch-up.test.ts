@@ -13,6 +13,7 @@ import {
   type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-dc-catch-up-", startDiscordEmulator);
 const { llm, platform: discord } = fixture;
@@ -80,7 +81,7 @@ describe("discord catch-up after downtime", () => {
     const two = await waitForBotReply(dmChannel, "echo: missed two", 15_000);
     const one = botReplies(dmChannel).find((m) => m.content.includes("echo: missed one"));
     const inGeneral = await waitForBotReply(general, "echo: missed in general", 15_000);
-    await Bun.sleep(500);
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
 
     expect(one?.message_reference?.message_id).toBe(missedOne.id);
     expect(two.message_reference?.message_id).toBe(missedTwo.id);
@@ -122,7 +123,7 @@ describe("discord catch-up after downtime", () => {
     await eventually(() => catchUpEvents(gateway!).length === 1, 5_000, "the catch-up log");
     // The cursor is now the last message admitted; only the bot's own answer follows it.
     expect(catchUpEvents(gateway).at(-1)).toMatchObject({ targets: 2, delivered: 0, failedTargets: 0 });
-    await Bun.sleep(500);
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
     expect(llm.requests().length).toBe(modelCallsBefore);
     expect(botReplies(discord.dmChannelId(alice.id)).length).toBe(dmRepliesBefore);
   }, 40_000);
@@ -144,7 +145,7 @@ describe("discord catch-up after downtime", () => {
     // The catch-up logs its summary once every target is done, which can be after the answer shows.
     await eventually(() => catchUpEvents(gateway!).length === catchUpsBefore + 1, 5_000, "the catch-up log");
     expect(catchUpEvents(gateway!).at(-1)).toMatchObject({ delivered: 1, failedTargets: 0 });
-    await Bun.sleep(500);
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
     expect(llm.requestsContaining("sent while the session was gone").length).toBe(1);
     expect(
       botReplies(dmChannel).filter((m) => m.content.includes("sent while the session was gone")).length,

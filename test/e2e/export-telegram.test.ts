@@ -1,17 +1,20 @@
 /**
- * /export end to end on Telegram: a real gateway process, grammY against the Telegram emulator
- * and the fake model server. The conversation arrives once as a Markdown document (sendDocument)
+ * /export end to end on Telegram: the gateway composed in this process (no process is needed
+ * here), grammY against the Telegram emulator and the fake model server. The conversation arrives once as a Markdown document (sendDocument)
  * whose bytes are the transcript; the same update delivered again sends nothing more; /forget
  * then removes the file from the blob store with the conversation.
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { OutboxRecord } from "../../outbox/types.ts";
+import { systemClock } from "../../src/util/clock.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
 import { runCliJson } from "./support/cli.ts";
 import { telegramDmSay, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-export-tg-", startTelegramEmulator);
 const { platform: telegram } = fixture;
@@ -37,7 +40,11 @@ function blobFiles(): string[] {
 const say = telegramDmSay(telegram);
 
 describe("/export on Telegram", () => {
-  fixture.gatewayAroundTests(env);
+  let running: InProcessGateway | undefined;
+  beforeAll(async () => {
+    running = await startInProcessGateway(env(), { clock: systemClock });
+  });
+  afterAll(() => running?.stop());
 
   test("sends the conversation once as a Markdown document; a redelivered /export sends nothing more; /forget removes the file", async () => {
     await say(alice, "the quince jam needs 40 minutes", "echo: the quince jam needs 40 minutes");
@@ -64,7 +71,7 @@ describe("/export on Telegram", () => {
 
     telegram.deliverAgain(sent.update.update_id);
     await telegram.waitForConfirmed(sent.update.update_id, 20_000);
-    await Bun.sleep(1_000); // a second document would be on its way by now
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
     const files = telegram.messages(alice.id).filter((m) => m.fromBot && m.file);
     expect(files).toHaveLength(1);
     expect(telegram.callsOf("sendDocument")).toHaveLength(1);

@@ -1,3 +1,4 @@
+// Kept per platform: only in the web chat does the gateway serve the export's link itself.
 /**
  * /export end to end in the web chat, where the gateway itself serves the download link: a real
  * gateway process, the fake model server, the chat API over HTTP. The link works for its stated

@@ -1,14 +1,18 @@
 /**
  * The per-user flood limit end to end on Telegram: 100 messages from one user in 10 s. The limit
  * (here the default, 20 a minute) admits a burst of 20, answers once that the user is going too
- * fast, and records and counts every refused message; nobody else is slowed down.
+ * fast, and records and counts every refused message; nobody else is slowed down. The gateway
+ * is composed in this process: no process is needed here.
  */
 
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { systemClock } from "../../src/util/clock.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually } from "./support/gateway-process.ts";
-import { metricValue } from "./support/metrics.ts";
+import { sampleIn } from "./support/metrics.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-flood-", startTelegramEmulator);
 const { llm, platform: telegram } = fixture;
@@ -22,7 +26,12 @@ const env = () =>
   });
 
 describe("flood limit", () => {
-  const gateway = fixture.gatewayAroundTests(env);
+  let running: InProcessGateway;
+  beforeAll(async () => {
+    running = await startInProcessGateway(env(), { clock: systemClock });
+  });
+  afterAll(() => running?.stop());
+  const floodLimited = () => running.logs.filter((e) => e.event === "ingress.flood_limited");
 
   test("100 messages in 10 s: a burst of 20 answered, 'too fast' said once, every refusal logged and counted", async () => {
     const updates: number[] = [];
@@ -43,7 +52,7 @@ describe("flood limit", () => {
             .filter((r) => r.lastUserText.startsWith("flood message"))
             .map((r) => r.lastUserText),
         ).size;
-        const refused = gateway.process.events().filter((e) => e.event === "ingress.flood_limited").length;
+        const refused = floodLimited().length;
         const answers = telegram
           .messages(alice.id)
           .filter((m) => m.fromBot && m.visibleText.startsWith("echo: flood")).length;
@@ -59,7 +68,7 @@ describe("flood limit", () => {
       (m) => m.fromBot && m.visibleText.includes("echo: bob is calm"),
       20_000,
     );
-    await Bun.sleep(1000);
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
 
     const fromBot = telegram.messages(alice.id).filter((m) => m.fromBot);
     const answered = fromBot.filter((m) => m.visibleText.startsWith("echo: flood"));
@@ -78,11 +87,11 @@ describe("flood limit", () => {
     );
     expect(seen.size).toBe(answered.length);
 
-    const refusedLogs = gateway.process.events().filter((e) => e.event === "ingress.flood_limited");
+    const refusedLogs = floodLimited();
     expect(refusedLogs.length).toBe(100 - answered.length);
     expect(refusedLogs.filter((e) => e.told === true).length).toBe(tooFast.length);
     expect(
-      await metricValue(gateway.process.url, "switchboard_inbound_ignored_total", {
+      sampleIn(await running.gateway.renderMetrics(), "switchboard_inbound_ignored_total", {
         channel: "telegram",
         reason: "flood limit",
       }),

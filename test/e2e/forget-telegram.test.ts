@@ -1,6 +1,9 @@
 /**
  * /forget end to end on Telegram: a real gateway process, grammY against the Telegram emulator,
- * the fake model server, SQLite on a temp file read table by table after the purge.
+ * the fake model server, SQLite on a temp file read table by table after the purge; and an
+ * operator's `conversations purge` through the running gateway's API. Nothing here depends on the
+ * platform: this is the one end-to-end test of forgetting (Discord's buttons are covered by
+ * approvals-discord.test.ts, which presses, forges and redelivers them).
  */
 
 import { Database } from "bun:sqlite";
@@ -8,7 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
-import { runCliJson } from "./support/cli.ts";
+import { runCli, runCliJson } from "./support/cli.ts";
 import { conversationRows } from "./support/conversation-rows.ts";
 import { slowAnswerRule, telegramDmSay, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually } from "./support/gateway-process.ts";
@@ -18,6 +21,8 @@ const { dir, llm, platform: telegram } = fixture;
 const alice = user(3001, "Alice");
 const bob = user(3002, "Bob");
 const carol = user(3003, "Carol");
+const dave = user(3004, "Dave");
+const TOKEN = "operator-token-for-forget-tests";
 
 const configFile = join(dir.path, "forget.json");
 writeFileSync(
@@ -30,8 +35,8 @@ writeFileSync(
 );
 const env = () =>
   telegramGatewayEnv(fixture, {
-    allowed: [alice.id, bob.id, carol.id],
-    extra: { SWITCHBOARD_CONFIG: configFile },
+    allowed: [alice.id, bob.id, carol.id, dave.id],
+    extra: { SWITCHBOARD_CONFIG: configFile, SWITCHBOARD_OPERATOR_TOKEN: TOKEN },
   });
 const dbPath = () => env().SWITCHBOARD_DB!;
 
@@ -214,4 +219,34 @@ describe("/forget on Telegram", () => {
       .filter((m) => m.fromBot && m.visibleText.includes("Done: I deleted"));
     expect(done).toHaveLength(1);
   }, 120_000);
+
+  test("an operator purges through the API while an answer is written: interrupted, purged, audited", async () => {
+    llm.addRules([slowAnswerRule("a slow saga", "the saga goes on and on and on", 40, 400)]);
+    telegram.incoming({ chat: privateChat(dave), from: dave, text: "a slow saga" });
+    await eventually(() => llm.requestsContaining("a slow saga").length === 1, 15_000, "the slow call");
+    const old = await conversationOf(dave.id);
+    const cliEnv = { SWITCHBOARD_URL: gateway.process.url, SWITCHBOARD_OPERATOR_TOKEN: TOKEN };
+
+    const purged = await runCliJson<{ outcome: string; purgedBy: string; conversationId: string }>(
+      ["conversations", "purge", old, "--actor", "carol"],
+      cliEnv,
+    );
+    expect(purged).toMatchObject({ outcome: "purged", purgedBy: "operator:carol", conversationId: old });
+    expect(rowsOf(old).runs).toBe(0);
+    expect(rowsOf(old).messages).toBe(0);
+
+    const again = await runCliJson<{ outcome: string; purgedBy: string }>(
+      ["conversations", "purge", old],
+      cliEnv,
+    );
+    expect(again).toMatchObject({ outcome: "already_purged", purgedBy: "operator:carol" });
+    const unknown = await runCli(["conversations", "purge", "conv_nope"], cliEnv);
+    expect(unknown.exitCode).toBe(3);
+
+    await say(dave, "hello again", "echo: hello again");
+    expect(JSON.stringify(llm.requestsContaining("hello again")[0]!.messages)).not.toContain("slow saga");
+    expect(
+      telegram.messages(dave.id).some((m) => m.fromBot && m.visibleText.includes("the saga goes on")),
+    ).toBe(false);
+  }, 90_000);
 });

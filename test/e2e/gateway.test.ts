@@ -5,10 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { isSwitchboardError } from "../../src/errors.ts";
+import { loadConfig } from "../../src/gateway/config/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { runCli } from "./support/cli.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const TOKEN = "operator-token-for-tests-0123456789";
 const dir = tempDir("switchboard-e2e-gw-");
@@ -171,7 +174,7 @@ describe("a gateway with nothing configured", () => {
     expect(sent.body.kind).toBe("command");
     // The web dialect sends the Markdown as written: `/every 0 9 * * 1-5` keeps its asterisks.
     await waitForReply(gateway.url, session, (t) => t === sent.body.reply, 15_000);
-    await Bun.sleep(1500);
+    await waitUntilSettled(dbPath);
     const snapshot = await firstSnapshot(gateway.url, session);
     const replies = snapshot.filter((m) => m.role === "assistant").map((m) => m.text);
     expect(replies).toEqual([sent.body.reply as string]);
@@ -263,12 +266,11 @@ describe("a gateway with nothing configured", () => {
 });
 
 describe("configuration errors stop startup with a message and exit code 78", () => {
-  const cases: Array<[string, Record<string, string>, RegExp]> = [
-    [
-      "bad port",
-      { SWITCHBOARD_HTTP_PORT: "eighty" },
-      /SWITCHBOARD_HTTP_PORT.*Example: SWITCHBOARD_HTTP_PORT=8787/,
-    ],
+  /**
+   * Settings the configuration refuses on reading: checked in process (`switchboard start` prints
+   * the same error and exits 78, as "bad port" shows below through a real process).
+   */
+  const refusedOnReading: Array<[string, Record<string, string>, RegExp]> = [
     ["bad log level", { SWITCHBOARD_LOG_LEVEL: "loud" }, /SWITCHBOARD_LOG_LEVEL must be/],
     [
       "bad time zone",
@@ -295,7 +297,6 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       { SWITCHBOARD_CONFIG: "/nonexistent/switchboard.json" },
       /SWITCHBOARD_CONFIG points at .* which does not exist/,
     ],
-    ["unknown model kind", { SWITCHBOARD_MODEL: "skynet:v1" }, /SWITCHBOARD_MODEL/],
     [
       "a database URL and a database file",
       { SWITCHBOARD_DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" },
@@ -337,9 +338,33 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       /DISCORD_ALLOWED_USERS has "not valid!", which is not a user id/,
     ],
   ];
+  for (const [name, env, message] of refusedOnReading) {
+    test(name, () => {
+      let refusal: unknown = null;
+      try {
+        loadConfig({
+          SWITCHBOARD_DB: join(dir.path, "cfg", `${name}.sqlite`),
+          SWITCHBOARD_HTTP_PORT: "0",
+          ...env,
+        });
+      } catch (error) {
+        refusal = error;
+      }
+      expect(isSwitchboardError(refusal, "config_invalid")).toBe(true);
+      expect((refusal as Error).message).toMatch(message);
+    });
+  }
+
+  // Through `switchboard start`: one setting refused on reading, and those only starting finds out.
   const holder = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
   afterAll(() => holder.stop(true));
-  cases.push(
+  const cases: Array<[string, Record<string, string>, RegExp]> = [
+    [
+      "bad port",
+      { SWITCHBOARD_HTTP_PORT: "eighty" },
+      /^switchboard: configuration error: SWITCHBOARD_HTTP_PORT.*Example: SWITCHBOARD_HTTP_PORT=8787/m,
+    ],
+    ["unknown model kind", { SWITCHBOARD_MODEL: "skynet:v1" }, /SWITCHBOARD_MODEL/],
     [
       "a host that is no address of this machine",
       { SWITCHBOARD_HTTP_HOST: "no-such-host.invalid" },
@@ -358,7 +383,7 @@ describe("configuration errors stop startup with a message and exit code 78", ()
       { SWITCHBOARD_DB: dir.path },
       /^switchboard: configuration error: SWITCHBOARD_DB names \/tmp\/.* which cannot be opened as a database file/m,
     ],
-  );
+  ];
   for (const [name, env, message] of cases) {
     test(name, async () => {
       const result = await cli(["start"], {

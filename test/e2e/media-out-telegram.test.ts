@@ -9,6 +9,7 @@ import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/
 import { runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-media-out-tg-", startTelegramEmulator);
 const { llm, platform: telegram } = fixture;
@@ -65,7 +66,7 @@ test("the agent sends a file: it appears once, as a photo with its caption, befo
   gateway = await fixture.startGateway(env(), GATEWAY_START_TIMEOUT_MS);
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "send me the chart" });
   await telegram.waitForMessage(alice.id, (m) => m.fromBot && m.visibleText === "Here it is.", 30_000);
-  await Bun.sleep(1_000); // a duplicate would show by now
+  await waitUntilSettled(env().SWITCHBOARD_DB!);
   const shown = telegram.messages(alice.id).filter((m) => m.fromBot);
   expect(shown.map((m) => [m.file?.method ?? "text", m.visibleText])).toEqual([
     ["sendPhoto", "the chart"],
@@ -98,7 +99,9 @@ test("SIGKILL while the upload hangs: after the restart the file record is ambig
     "the interrupted upload to be listed as ambiguous",
   );
   expect(ambiguous.lastError).toMatch(/interrupted while sending/);
-  await Bun.sleep(1_500);
+  // A later reply to another chat goes out: the restarted sender is past the ambiguous record.
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "anything new" });
+  await telegram.waitForMessage(alice.id, (m) => m.fromBot && m.visibleText === "echo: anything new", 15_000);
   expect(telegram.callsOf("sendPhoto").filter((call) => Number(call.params.chat_id) === bob.id)).toHaveLength(
     1,
   );

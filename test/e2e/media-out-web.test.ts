@@ -1,3 +1,4 @@
+// Kept per platform: the web chat shows files itself (the gateway serves them to the page).
 /**
  * Files out end to end in the web chat: a real gateway process, the fake model server calling
  * send_file with a URL on a local page server (or an MCP tool answering with an image), and the
@@ -21,6 +22,7 @@ import {
   type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const dir = tempDir("switchboard-e2e-media-out-web-");
 const llm = startFakeLlmServer();
@@ -196,7 +198,7 @@ test("an MCP tool's image is shown in the page, once", async () => {
     await page.press("#input", "Enter");
     await page.locator(".bubble.assistant", { hasText: "Plotted." }).waitFor();
     expect(await shownImages(page, 1)).toEqual([[64, 40]]);
-    await Bun.sleep(500); // a second copy would show by now
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
     expect(await shownImages(page, 1)).toEqual([[64, 40]]);
   } finally {
     await page.close();

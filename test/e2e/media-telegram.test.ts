@@ -1,6 +1,9 @@
 /**
  * Media end to end through a real gateway process, the Telegram emulator (getFile and file
- * downloads) and the fake model server (chat completions and audio transcriptions).
+ * downloads) and the fake model server (chat completions and audio transcriptions). What happens
+ * to a file does not depend on the platform, so this is the one end-to-end media file; how
+ * Discord and Slack describe and serve attachments is tested in process in
+ * test/channels/{discord,slack}/attachments.test.ts.
  */
 import { expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
@@ -10,7 +13,7 @@ import { scaleForModel } from "../../src/media/image.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
-import { expectDownloadCrashAnsweredOnce, oggOpus, userParts } from "./support/media.ts";
+import { expectDownloadCrashAnsweredOnce, oggOpus, onePagePdf, userParts } from "./support/media.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-media-", startTelegramEmulator);
 const { llm, platform: telegram } = fixture;
@@ -34,6 +37,7 @@ const people = [
   user(2003, "Big"),
   user(2004, "Broken"),
   user(2005, "Long"),
+  user(2006, "Pdf"),
 ];
 async function sharedGateway(): Promise<GatewayProcess> {
   shared ??= await fixture.startGateway(
@@ -82,6 +86,34 @@ test("a photo reaches the model as an image part whose bytes are the scaled orig
   const meta = await sharp(sent).metadata();
   expect([meta.width, meta.height]).toEqual([2048, 1229]);
   expect(telegram.files.downloads("photo-a-2")).toEqual({ started: 1, completed: 1 });
+}, 60_000);
+
+test("a PDF for a model without file input: its text reaches the model, fetched once", async () => {
+  await sharedGateway();
+  const carol = people[5]!;
+  const pdf = onePagePdf("quarterly figures rose");
+  telegram.files.add("pdf-c", pdf);
+  telegram.incoming({
+    chat: privateChat(carol),
+    from: carol,
+    caption: "summarise the pdf",
+    media: {
+      kind: "document",
+      fileId: "pdf-c",
+      fileName: "figures.pdf",
+      mimeType: "application/pdf",
+      fileSize: pdf.byteLength,
+    },
+  });
+  await telegram.waitForMessage(
+    carol.id,
+    (m) => m.fromBot && m.visibleText.includes("summarise the pdf"),
+    30_000,
+  );
+  const prompt = llm.requests().find((r) => r.lastUserText.includes("summarise the pdf"));
+  expect(prompt?.lastUserText).toContain("quarterly figures rose");
+  expect(prompt?.lastUserText).not.toContain("cannot read");
+  expect(telegram.files.downloads("pdf-c")).toEqual({ started: 1, completed: 1 });
 }, 60_000);
 
 test("a voice note goes through the transcription server and its transcript is in the prompt", async () => {

@@ -2,13 +2,14 @@
  * /model end to end on Telegram: a real gateway process (grammY against the Telegram emulator),
  * the fake OpenAI-compatible server recording which model each request names, SQLite on a temp
  * file. The choice is per conversation, used from the next run on, kept by a run in flight,
- * survives a SIGKILL, and operators see and set it with the CLI.
+ * survives a SIGKILL, and operators see and set it with the CLI. Nothing here depends on the
+ * platform: this is the one end-to-end test of /model.
  */
 
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { groupChat, privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { slowAnswerRule, telegramDmSay, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually } from "./support/gateway-process.ts";
@@ -17,13 +18,18 @@ const fixture = useE2eFixture("switchboard-e2e-model-tg-", startTelegramEmulator
 const { dir, llm, platform: telegram } = fixture;
 const alice = user(2001, "Alice");
 const bob = user(2002, "Bob");
+const team = groupChat(-6001, "Team");
 
 const configFile = join(dir.path, "models.json");
 writeFileSync(
   configFile,
   JSON.stringify({
     version: 1,
-    surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
+    surfaces: {
+      "telegram:dm": { inputPolicy: "queue", delivery: "terminal" },
+      "telegram:group": { inputPolicy: "queue", delivery: "terminal", requireMention: false },
+    },
+    // Groups have no default: until /model picks one, the gateway's SWITCHBOARD_MODEL answers.
     models: {
       fast: "openai-compatible:fast-model",
       smart: "openai-compatible:smart-model",
@@ -64,6 +70,21 @@ describe("/model on Telegram", () => {
 
     const unknown = await say(alice, "/model genius", 'There is no model "genius"');
     expect(unknown).toContain("smart — openai-compatible:smart-model");
+
+    const sayInTeam = async (text: string, replyContains: string) => {
+      telegram.incoming({ chat: team, from: bob, text });
+      const reply = await telegram.waitForMessage(
+        team.id,
+        (m) => m.fromBot && m.visibleText.includes(replyContains),
+        15_000,
+      );
+      return reply.visibleText;
+    };
+    await sayInTeam("team question", "echo: team question");
+    expect(await modelFor("team question")).toBe("test-model");
+    const teamList = await sayInTeam("/model", "Models you can pick");
+    expect(teamList).toContain("Now: the gateway's default");
+    expect(teamList).not.toContain("(current)");
   }, 40_000);
 
   test("a run in flight keeps its model; the next one uses the new choice; /status shows it", async () => {

@@ -1,56 +1,29 @@
+// Kept per platform: only Discord makes a resend safe (its nonce).
 /**
  * An interrupted Discord send end to end: the gateway process dies (SIGKILL) while a message create
  * hangs after Discord already stored it. Discord sends are idempotent (nonce + enforce_nonce), so
  * after the restart the record is sent again with the same nonce and the chat shows it once.
  */
 
-import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { APIUser } from "discord.js";
+import { expect, test } from "bun:test";
 import type { OutboxRecord } from "../../outbox/types.ts";
-import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
-import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
-import { tempDir } from "../support/runtime.ts";
+import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { runCliJson } from "./support/cli.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  type GatewayProcess,
-  startGatewayProcess,
-} from "./support/gateway-process.ts";
+import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
+import { eventually } from "./support/gateway-process.ts";
+import { outboxRecordOf, waitUntilSettled } from "./support/settled.ts";
 
-const dir = tempDir("switchboard-e2e-outbox-dc-");
-let llm: FakeLlmServer;
-let discord: DiscordEmulator;
-let alice: APIUser;
-let gateway: GatewayProcess | undefined;
-
-function env(): Record<string, string> {
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
+const fixture = useE2eFixture("switchboard-e2e-outbox-dc-", () =>
+  startDiscordEmulator({ heartbeatIntervalMs: 1_000 }),
+);
+const { platform: discord } = fixture;
+const alice = discord.createUser("alice");
+const env = () =>
+  discordGatewayEnv(fixture, {
     surfaces: { "discord:dm": { inputPolicy: "queue", delivery: "terminal" } },
-    extra: {
-      DISCORD_BOT_TOKEN: discord.token,
-      DISCORD_API_URL: discord.apiUrl,
-      DISCORD_ALLOWED_USERS: alice.id,
-    },
+    allowed: [alice.id],
   });
-}
-
-beforeAll(async () => {
-  llm = startFakeLlmServer();
-  discord = startDiscordEmulator({ heartbeatIntervalMs: 1_000 });
-  alice = discord.createUser("alice");
-  gateway = await startGatewayProcess(env());
-}, GATEWAY_START_TIMEOUT_MS);
-afterAll(async () => {
-  await gateway?.kill("SIGTERM");
-  await discord.close();
-  await llm.stop();
-  dir.cleanup();
-}, GATEWAY_START_TIMEOUT_MS);
+const gateway = fixture.gatewayAroundTests(env);
 
 test("a create that hung past Discord's commit is retried after SIGKILL with the same nonce and shows once", async () => {
   const dmChannelId = discord.dmChannelId(alice.id);
@@ -72,16 +45,10 @@ test("a create that hung past Discord's commit is retried after SIGKILL with the
   expect(answers()).toHaveLength(1); // Discord stored it; the gateway never got the answer
 
   const dbPath = env().SWITCHBOARD_DB!;
-  const db = new Database(dbPath, { readonly: true });
-  const row = db.query("SELECT id, state FROM outbox WHERE markdown = 'echo: hang on discord'").get() as {
-    id: string;
-    state: string;
-  };
-  db.close();
+  const row = outboxRecordOf(dbPath, "echo: hang on discord");
   expect(row.state).toBe("sending");
 
-  await gateway?.kill("SIGKILL");
-  gateway = await startGatewayProcess(env());
+  await gateway.crashAndRestart();
 
   const record = await eventually(
     async () => {
@@ -98,7 +65,7 @@ test("a create that hung past Discord's commit is retried after SIGKILL with the
   expect(retry!.enforce_nonce).toBe(true);
   expect(creates[1]!.dedupedByNonce).toBe(true);
 
-  await Bun.sleep(1_000);
+  await waitUntilSettled(dbPath);
   const shownOnce = answers();
   expect(shownOnce).toHaveLength(1);
   expect(record.receipt?.messageIds).toEqual([shownOnce[0]!.id]);

@@ -6,6 +6,7 @@
  */
 
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import type { APIUser } from "discord.js";
 import { type DiscordEmulator, startDiscordEmulator } from "../emulators/discord/index.ts";
 import { type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
@@ -19,6 +20,7 @@ import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-
 import { tempDir } from "../support/runtime.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 /** Starting a gateway process with three channels takes a few seconds on a busy machine. */
 const GATEWAY_START_MS = 25_000;
@@ -140,7 +142,7 @@ describe("a 10,000-character answer", () => {
       discord: complete(() => discordAnswers().map((message) => message.content)),
       slack: complete(() => slackAnswers().map((message) => message.text)),
     });
-    await Bun.sleep(1_000); // anything sent twice would be visible by now
+    await waitUntilSettled(join(dir.path, "gateway.sqlite"));
 
     const tg = telegram.messages(alice.id).filter((message) => message.fromBot);
     const tgSent = telegramSends();

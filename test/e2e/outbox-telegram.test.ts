@@ -4,20 +4,15 @@
  * operator CLI in database mode.
  */
 
-import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import type { OutboxRecord } from "../../outbox/types.ts";
 import { REPLY_STAGES } from "../../src/gateway/metrics.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import {
-  eventually,
-  GATEWAY_START_TIMEOUT_MS,
-  type GatewayProcess,
-  startGatewayProcess,
-} from "./support/gateway-process.ts";
+import { eventually } from "./support/gateway-process.ts";
 import { metricValue } from "./support/metrics.ts";
+import { outboxRecordOf, waitUntilSettled } from "./support/settled.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-outbox-tg-", startTelegramEmulator);
 const { llm, platform: telegram } = fixture;
@@ -47,20 +42,16 @@ const callsTo = (method: string, chatId: number) =>
   telegram.callsOf(method).filter((call) => Number(call.params.chat_id) === chatId);
 
 describe("terminal replies", () => {
-  let gateway: GatewayProcess | undefined;
   const gatewayEnv = () => env("terminal", "terminal");
-  beforeAll(async () => {
-    gateway = await startGatewayProcess(gatewayEnv());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_START_TIMEOUT_MS);
+  const gateway = fixture.gatewayAroundTests(gatewayEnv);
 
   test("every reply stage gets an observation in /metrics", async () => {
     const stages = REPLY_STAGES;
     const counts = async () =>
       Promise.all(
-        stages.map((stage) => metricValue(gateway!.url, "switchboard_reply_stage_ms_count", { stage })),
+        stages.map((stage) =>
+          metricValue(gateway.process.url, "switchboard_reply_stage_ms_count", { stage }),
+        ),
       );
     const before = await counts();
     telegram.incoming({ chat: privateChat(erin), from: erin, text: "time me" });
@@ -69,7 +60,7 @@ describe("terminal replies", () => {
     // The reply is visible before the gateway reads the platform's answer: give it a moment.
     await eventually(async () => (await added()).every((n) => n === 1), 5_000, "one observation per stage");
     expect(await added()).toEqual(stages.map(() => 1));
-    const metrics = await (await fetch(`${gateway!.url}/metrics`)).text();
+    const metrics = await (await fetch(`${gateway.process.url}/metrics`)).text();
     expect(metrics).toContain("# TYPE switchboard_reply_stage_ms histogram");
     expect(metrics).toMatch(/^switchboard_reply_stage_ms_bucket\{stage="send",le="\+Inf"\} \d+$/m);
   }, 30_000);
@@ -81,7 +72,7 @@ describe("terminal replies", () => {
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "second of two" });
 
     await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: second of two", 20_000);
-    await Bun.sleep(1_500); // a duplicate or a late retry would show up by now
+    await waitUntilSettled(gatewayEnv().SWITCHBOARD_DB!);
 
     expect(botTexts(alice.id)).toEqual(["echo: first of two", "echo: second of two"]);
     const sends = callsTo("sendMessage", alice.id);
@@ -96,7 +87,9 @@ describe("terminal replies", () => {
     expect(String(sends[2]!.params.text)).toBe("echo: first of two");
     // Counted, so an operator sees the platform pushing back (our own limiter should never draw one).
     expect(
-      await metricValue(gateway!.url, "switchboard_outbox_rate_limited_total", { channel: "telegram" }),
+      await metricValue(gateway.process.url, "switchboard_outbox_rate_limited_total", {
+        channel: "telegram",
+      }),
     ).toBe(1);
   }, 30_000);
 
@@ -109,16 +102,10 @@ describe("terminal replies", () => {
       (call) => Number(call.params.chat_id) === bob.id && call.fault === "hang",
       15_000,
     );
-    const db = new Database(dbEnv.SWITCHBOARD_DB, { readonly: true });
-    const row = db.query("SELECT id, state FROM outbox WHERE markdown = 'echo: hang on this one'").get() as {
-      id: string;
-      state: string;
-    };
-    db.close();
+    const row = outboxRecordOf(dbEnv.SWITCHBOARD_DB, "echo: hang on this one");
     expect(row.state).toBe("sending");
 
-    await gateway?.kill("SIGKILL");
-    gateway = await startGatewayProcess(gatewayEnv());
+    await gateway.crashAndRestart();
 
     const ambiguous = await eventually(
       async () => {
@@ -142,7 +129,7 @@ describe("terminal replies", () => {
     // The chat is unblocked: the next answer goes out, and the resolved one is never sent again.
     telegram.incoming({ chat: privateChat(bob), from: bob, text: "are you there" });
     await telegram.waitForMessage(bob.id, (m) => m.visibleText === "echo: are you there", 15_000);
-    await Bun.sleep(1_000);
+    await waitUntilSettled(dbEnv.SWITCHBOARD_DB);
     const sends = callsTo("sendMessage", bob.id).map((call) => String(call.params.text));
     expect(sends).toEqual(["echo: hang on this one", "echo: are you there"]);
     expect(botTexts(bob.id)).toEqual(["echo: are you there"]);
@@ -150,17 +137,11 @@ describe("terminal replies", () => {
 });
 
 describe("an ambiguous reply with a hold (SWITCHBOARD_AMBIGUOUS_HOLD_MS)", () => {
-  let gateway: GatewayProcess | undefined;
   const gatewayEnv = (): Record<string, string> => ({
     ...env("held", "terminal"),
     SWITCHBOARD_AMBIGUOUS_HOLD_MS: "3000",
   });
-  beforeAll(async () => {
-    gateway = await startGatewayProcess(gatewayEnv());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_START_TIMEOUT_MS);
+  const gateway = fixture.gatewayAroundTests(gatewayEnv);
 
   test("holds the chat's next answer until the hold ends, then lets it through; the record stays for the operator", async () => {
     const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };
@@ -171,8 +152,7 @@ describe("an ambiguous reply with a hold (SWITCHBOARD_AMBIGUOUS_HOLD_MS)", () =>
       (call) => Number(call.params.chat_id) === dave.id && call.fault === "hang",
       15_000,
     );
-    await gateway?.kill("SIGKILL");
-    gateway = await startGatewayProcess(gatewayEnv());
+    await gateway.crashAndRestart();
 
     telegram.incoming({ chat: privateChat(dave), from: dave, text: "are you still there" });
     const answer = await telegram.waitForMessage(
@@ -187,7 +167,7 @@ describe("an ambiguous reply with a hold (SWITCHBOARD_AMBIGUOUS_HOLD_MS)", () =>
     const ambiguousAtMs = records[0]!.history.findLast((entry) => entry.action === "ambiguous")!.atMs;
     expect(answer.sentAtMs - ambiguousAtMs).toBeGreaterThanOrEqual(2_900);
     // What an operator alerts on: the record has waited about as long as the hold, and more.
-    const metrics = await (await fetch(`${gateway!.url}/metrics`)).text();
+    const metrics = await (await fetch(`${gateway.process.url}/metrics`)).text();
     const waited = Number(/^switchboard_outbox_oldest_ambiguous_seconds (\d+)$/m.exec(metrics)?.[1]);
     expect(waited).toBeGreaterThanOrEqual(Math.floor((Date.now() - ambiguousAtMs) / 1000) - 1);
     expect(waited).toBeGreaterThanOrEqual(2);
@@ -195,21 +175,17 @@ describe("an ambiguous reply with a hold (SWITCHBOARD_AMBIGUOUS_HOLD_MS)", () =>
 });
 
 describe("streamed replies", () => {
-  let gateway: GatewayProcess | undefined;
   const gatewayEnv = () => env("stream", "stream");
   const story = Array.from({ length: 60 }, (_, i) => `word${i + 1}`).join(" ");
-  beforeAll(async () => {
+  beforeAll(() => {
     llm.addRules([
       {
         match: { lastUserContains: "tell me a story" },
         reply: { kind: "text", text: story, chunks: 30, chunkDelayMs: 150 },
       },
     ]);
-    gateway = await startGatewayProcess(gatewayEnv());
-  }, GATEWAY_START_TIMEOUT_MS);
-  afterAll(async () => {
-    await gateway?.kill("SIGTERM");
-  }, GATEWAY_START_TIMEOUT_MS);
+  });
+  fixture.gatewayAroundTests(gatewayEnv);
 
   test("the final visible text is the run's answer; edits keep the per-chat interval", async () => {
     const dbEnv = { SWITCHBOARD_DB: gatewayEnv().SWITCHBOARD_DB! };

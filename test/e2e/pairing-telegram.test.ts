@@ -1,14 +1,18 @@
 /**
- * Pairing end to end on Telegram: TELEGRAM_ALLOWED_USERS=pairing,<id>, a real gateway process, grammY
- * against the Telegram emulator, the fake model server, and the operator CLI on the SQLite file.
+ * Pairing end to end on Telegram: TELEGRAM_ALLOWED_USERS=pairing,<id>, the gateway composed in
+ * this process (no process is needed here), grammY against the Telegram emulator, the fake model
+ * server, and the operator CLI on the SQLite file.
  */
 
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
+import { systemClock } from "../../src/util/clock.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import { eventually, GATEWAY_STOP_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
+import { eventually, GATEWAY_STOP_TIMEOUT_MS } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const TIMEOUT = 20_000;
 const fixture = useE2eFixture("switchboard-e2e-pairing-tg-", startTelegramEmulator);
@@ -18,6 +22,7 @@ const mallory = user(4002, "Mallory");
 const eve = user(4003, "Eve");
 
 const env = () => telegramGatewayEnv(fixture, { allowed: ["pairing", alice.id] });
+const start = () => startInProcessGateway(env(), { clock: systemClock });
 const cliEnv = () => ({ SWITCHBOARD_DB: env().SWITCHBOARD_DB! });
 
 const botTexts = (userId: number) =>
@@ -45,13 +50,13 @@ async function reply(from: typeof alice, text: string, contains: string): Promis
 }
 
 describe("pairing on Telegram", () => {
-  let gateway: GatewayProcess | undefined;
+  let gateway: InProcessGateway | undefined;
   afterAll(async () => {
-    await gateway?.kill("SIGTERM");
+    await gateway?.stop();
   }, GATEWAY_STOP_TIMEOUT_MS);
 
   test("a code, the operator's approval, a restart, a revoke; a replayed update issues no second code", async () => {
-    gateway = await fixture.startGateway(env());
+    gateway = await start();
     // Listed ids still pass as before.
     await reply(alice, "hi from alice", "echo: hi from alice");
 
@@ -72,7 +77,7 @@ describe("pairing on Telegram", () => {
     // The same update delivered again: no second code, no second reply.
     telegram.deliverAgain(sent.update.update_id);
     await telegram.waitForConfirmed(sent.update.update_id, TIMEOUT);
-    await Bun.sleep(500);
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
     expect(codesIn(mallory.id)).toEqual([code!]);
     expect(openCodeRows()).toBe(1);
     expect(botTexts(mallory.id).some((t) => t.startsWith("echo:"))).toBe(false);
@@ -95,8 +100,8 @@ describe("pairing on Telegram", () => {
     await reply(mallory, "now may I?", "echo: now may I?");
 
     // The grant is in the database: it survives a restart.
-    await gateway.kill("SIGTERM");
-    gateway = await fixture.startGateway(env());
+    await gateway.stop();
+    gateway = await start();
     await reply(mallory, "after the restart", "echo: after the restart");
     const listed = await runCliJson<{ grants: Array<{ userId: string }> }>(["access", "list"], cliEnv());
     expect(listed.grants.map((g) => g.userId)).toEqual([String(mallory.id)]);
@@ -113,7 +118,7 @@ describe("pairing on Telegram", () => {
   }, 120_000);
 
   test("under replayed updates a redemption happens once: two approvals of one code at once grant once, and the replayed request after approval does nothing", async () => {
-    gateway ??= await fixture.startGateway(env());
+    gateway ??= await start();
     const asked = telegram.incoming({ chat: privateChat(eve), from: eve, text: "let me in please" });
     await telegram.waitForMessage(
       eve.id,

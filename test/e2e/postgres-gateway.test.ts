@@ -26,6 +26,7 @@ import {
   type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const dir = tempDir("switchboard-e2e-postgres-");
 const alice = user(3001, "Alice");
@@ -127,14 +128,25 @@ describe("a gateway on PostgreSQL", () => {
     const { update } = telegram.incoming({ chat: privateChat(bob), from: bob, text: "slow on postgres" });
     telegram.incoming({ chat: privateChat(bob), from: bob, text: "queued behind it" });
     await eventually(() => llm.requestsContaining("slow on postgres").length === 1, 10_000, "the model call");
-    await Bun.sleep(600);
+    // The answer streams for about two seconds; its run is recorded as running before the kill.
+    await eventually(
+      async () =>
+        (
+          await queryDatabase<{ n: number }>(
+            database.url,
+            "SELECT count(*)::int AS n FROM runs WHERE state = 'running'",
+          )
+        )[0]!.n >= 1,
+      5_000,
+      "the run to be recorded as running",
+    );
     await gateway.kill("SIGKILL");
     gateway = await startGatewayProcess(env());
 
     await telegram.waitForMessage(bob.id, (m) => m.visibleText === "echo: queued behind it", 20_000);
     telegram.deliverAgain(update.update_id);
     await telegram.waitForConfirmed(update.update_id, 10_000);
-    await Bun.sleep(1_000);
+    await waitUntilSettled(database.url);
     expect(botTexts(bob.id)).toEqual(["a slow answer from postgres", "echo: queued behind it"]);
     const runs = await runCliJson<Array<{ state: string }>>(["runs", "list"], cliEnv());
     expect(runs.filter((run) => run.state !== "completed")).toEqual([]);
@@ -183,7 +195,20 @@ describe("a gateway on PostgreSQL", () => {
       (m) => m.fromBot && m.visibleText.startsWith("echo:") && m.visibleText.includes("stretch on postgres"),
       15_000,
     );
-    await Bun.sleep(2_000);
+    // A completed one-off is never due again; with its run ended and its reply sent, a second
+    // firing or a second answer would already show.
+    await eventually(
+      async () =>
+        (
+          await queryDatabase<{ state: string }>(
+            database.url,
+            "SELECT state FROM schedules WHERE prompt = 'stretch on postgres'",
+          )
+        )[0]?.state === "completed",
+      10_000,
+      "the schedule to complete",
+    );
+    await waitUntilSettled(database.url);
     expect(llm.requestsContaining("stretch on postgres")).toHaveLength(1);
     const schedules = await runCliJson<Array<{ state: string; prompt: string }>>(
       ["schedules", "list", "--all"],

@@ -18,12 +18,15 @@ import { tempDir } from "../support/runtime.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import {
   eventually,
+  exitCodeWithin,
   freePort,
   GATEWAY_START_TIMEOUT_MS,
   GATEWAY_STOP_TIMEOUT_MS,
   type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
+import { passScheduleSlot } from "./support/schedule-marker.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const TOKEN = "standby-operator-token-0123456789";
 const dir = tempDir("switchboard-e2e-standby-");
@@ -135,7 +138,19 @@ describe("a standby gateway on PostgreSQL", () => {
         body: "{}",
       });
     expect((await post("pause")).status).toBe(200);
-    await Bun.sleep(4_500);
+    // The slot passes while paused: nothing fires.
+    const [paused] = await queryDatabase<{ at_ms: string | number }>(
+      database.url,
+      "SELECT at_ms FROM schedules WHERE id = $1",
+      [schedule.id],
+    );
+    await passScheduleSlot(telegram, alice, Number(paused!.at_ms));
+    const claimed = await queryDatabase<{ n: number }>(
+      database.url,
+      "SELECT count(*)::int AS n FROM schedule_occurrences WHERE schedule_id = $1",
+      [schedule.id],
+    );
+    expect(claimed[0]!.n).toBe(0);
     expect(llm.requestsContaining("ping from the schedule")).toHaveLength(0);
     const resumedAtMs = Date.now();
     expect((await post("resume")).status).toBe(200);
@@ -182,7 +197,7 @@ describe("a standby gateway on PostgreSQL", () => {
     await telegram.waitForMessage(alice.id, (m) => m.visibleText === "answered across the failover", 20_000);
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "after the failover" });
     await telegram.waitForMessage(alice.id, (m) => m.visibleText === "echo: after the failover", 15_000);
-    await Bun.sleep(1_000);
+    await waitUntilSettled(database.url);
     const texts = botTexts();
     expect(texts.filter((t) => t === "answered across the failover")).toHaveLength(1);
     expect(texts.filter((t) => t === "echo: after the failover")).toHaveLength(1);
@@ -206,7 +221,7 @@ describe("a standby gateway on PostgreSQL", () => {
           "a lock holder",
         );
         await queryDatabase(database.url, "SELECT pg_terminate_backend($1)", [holder]);
-        exitCode = await Promise.race([second.exited, Bun.sleep(5_000).then(() => null)]);
+        exitCode = await exitCodeWithin(second, 5_000);
       }
       expect(exitCode).toBe(1);
       const lost = second.events().find((e) => e.event === "gateway.exclusive_lock_lost");

@@ -17,6 +17,8 @@ import {
   type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
+import { MARKER_PROMPT, passScheduleSlot } from "./support/schedule-marker.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-schedules-", startTelegramEmulator);
 const { dir, llm, platform: telegram } = fixture;
@@ -32,6 +34,20 @@ function env(dbName: string): Record<string, string> {
     allowed: [carol.id, dave.id, erin.id, frank.id],
     extra: { SWITCHBOARD_LOG_LEVEL: "debug" },
   });
+}
+
+/**
+ * Waits until the schedule `id` has completed and the gateway on `dbName` has nothing left to do:
+ * a completed one-off is never listed as due again, so any second firing or second answer would
+ * already show.
+ */
+async function waitUntilScheduleDone(dbName: string, id: string): Promise<void> {
+  await eventually(
+    () => schedulesIn(dbName).find((row) => row.id === id)?.state === "completed",
+    10_000,
+    `schedule ${id} to complete`,
+  );
+  await waitUntilSettled(join(dir.path, dbName));
 }
 
 const botReplies = (chatId: number) => telegram.messages(chatId).filter((m) => m.fromBot);
@@ -133,7 +149,7 @@ describe("schedules through the gateway", () => {
     expect(request!.receivedAtMs - slotMs).toBeGreaterThanOrEqual(0);
     expect(request!.receivedAtMs - slotMs).toBeLessThan(3_000);
 
-    await Bun.sleep(3_000);
+    await waitUntilScheduleDone(dbName, schedule!.id);
     expect(llm.requestsContaining("stretch")).toHaveLength(1);
     expect(botReplies(carol.id).filter((m) => m.visibleText.startsWith("echo:"))).toHaveLength(1);
     expect(schedulesIn(dbName)[0]).toMatchObject({ state: "completed", next_at_ms: null });
@@ -243,7 +259,7 @@ describe("schedules through the gateway", () => {
       { lastUserText: `[Scheduled prompt ${schedule.id}] drink water` },
     ]);
 
-    await Bun.sleep(2_500);
+    await waitUntilScheduleDone(dbName, schedule.id);
     expect(llm.requestsContaining("drink water")).toHaveLength(1);
     expect(botReplies(dave.id).filter((m) => m.visibleText.includes("drink water"))).toHaveLength(1);
     expect(schedulesIn(dbName).find((row) => row.id === schedule.id)?.state).toBe("completed");
@@ -263,7 +279,10 @@ describe("schedules through the gateway", () => {
     expect(paused.exitCode).toBe(0);
 
     // The slot passes while paused: nothing fires.
-    await Bun.sleep(Math.max(0, schedule.at_ms! - Date.now()) + 1_500);
+    await passScheduleSlot(telegram, erin, schedule.at_ms!);
+    const marker = schedulesIn(dbName).find((row) => row.prompt === MARKER_PROMPT)!;
+    expect(occurrencesIn(dbName, marker.id)[0]!.scheduled_for_ms).toBeGreaterThan(schedule.at_ms!);
+    expect(occurrencesIn(dbName, schedule.id)).toEqual([]);
     expect(llm.requestsContaining("water the plants")).toHaveLength(0);
 
     const resumedAtMs = Date.now();
@@ -276,7 +295,7 @@ describe("schedules through the gateway", () => {
     );
     // The gateway learns of another process's commit within a second, not at its next timer.
     expect(answer.sentAtMs - resumedAtMs).toBeLessThan(8_000);
-    await Bun.sleep(1_500);
+    await waitUntilScheduleDone(dbName, schedule.id);
     expect(llm.requestsContaining("water the plants")).toHaveLength(1);
   }, 30_000);
 });
@@ -324,7 +343,7 @@ describe("a gateway killed while a scheduled run is in flight", () => {
         15_000,
       );
       expect(answer.visibleText).toContain(`[Scheduled prompt ${schedule!.id}] long job`);
-      await Bun.sleep(2_000);
+      await waitUntilScheduleDone(dbName, schedule!.id);
 
       expect(botReplies(erin.id).filter((m) => m.visibleText.includes("long job"))).toHaveLength(1);
       // The hung call and the resumed one: the same run asked the model twice, no new run was made.

@@ -207,7 +207,16 @@ test("SIGKILL while chat.startStream is unanswered: the reply is ambiguous, noth
     "the interrupted stream record, ambiguous and holding the final answer",
   );
   expect(ambiguous.markdown).toBe(ANSWER);
-  await Bun.sleep(1_000);
+  // A later reply to another chat goes out: the restarted sender is past the ambiguous record.
+  slack.pushEvent(slack.events.dm({ user: ALICE, text: "anything new" }));
+  await slack.waitFor(
+    () =>
+      slack
+        .messages(`D${ALICE.slice(1)}`)
+        .find((m) => m.text === "echo: anything new" && m.stream !== "streaming"),
+    15_000,
+    "the reply to a later message from another chat",
+  );
   expect(botMessagesIn(threadTs).length).toBe(0);
 
   const retried = await runCli(

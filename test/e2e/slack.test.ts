@@ -1,7 +1,9 @@
+// Kept per platform: Slack's own receiving (Socket Mode envelopes, signed Events API retries, threads).
 /**
  * End to end through a real gateway process: Bolt (Socket Mode, then the Events API over HTTP)
  * against the Slack emulator, the model behind the fake OpenAI-compatible server, SQLite on a
- * temp file.
+ * temp file. Input policies and the allowlist do not depend on the platform: telegram.test.ts
+ * has them.
  */
 
 import { Database } from "bun:sqlite";
@@ -10,7 +12,6 @@ import { join } from "node:path";
 import { postEvent, type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
-import { slowAnswerRule } from "./support/fixture.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import {
   eventually,
@@ -19,12 +20,12 @@ import {
   type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
-import { metricValue } from "./support/metrics.ts";
+import { metricValue, unaddressedCount } from "./support/metrics.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const dir = tempDir("switchboard-e2e-slack-");
 const ALICE = "U0ALICE";
 const BOB = "U0BOB";
-const MALLORY = "U0MALLORY";
 const GENERAL = "C0GENERAL";
 const SIGNING_SECRET = "e2e-slack-signing-secret-0123456789";
 let llm: FakeLlmServer;
@@ -54,10 +55,6 @@ const dmChannel = (user: string) => `D${user.slice(1)}`;
 /** What the bot posted in `channel` (every thread included), edits applied. */
 const botReplies = (channel: string) =>
   slack.messages(channel).filter((m) => m.user === slack.identity.botUserId);
-const SLOW_CHUNKS = 6;
-const SLOW_CHUNK_DELAY_MS = 400;
-/** How long the slow answer streams from its first chunk to its last. */
-const SLOW_STREAM_MS = (SLOW_CHUNKS - 1) * SLOW_CHUNK_DELAY_MS;
 
 function waitForBotReply(channel: string, text: string, timeoutMs: number) {
   return slack.waitFor(
@@ -101,7 +98,8 @@ describe("slack end to end (Socket Mode)", () => {
     const envelopeId = slack.pushEvent(slack.events.dm({ user: ALICE, text: "hello there" }));
     const reply = await waitForBotReply(dmChannel(ALICE), "echo: hello there", 10_000);
     expect(reply.threadTs).toBeUndefined();
-    expect(slack.envelope(envelopeId)?.state).toBe("acked");
+    // The ack travels over the socket, the reply over HTTP: either may reach the emulator first.
+    await waitForAck(envelopeId, 5_000);
     expect(llm.requestsContaining("hello there").length).toBe(1);
   }, 20_000);
 
@@ -122,38 +120,11 @@ describe("slack end to end (Socket Mode)", () => {
     );
     slack.redeliver(envelopeId);
     await eventually(async () => (await duplicates(gateway)) === 1, 10_000, "the replay seen as a duplicate");
-    await Bun.sleep(500);
+    await waitUntilSettled(env("socket").SWITCHBOARD_DB!);
 
     expect(llm.requestsContaining("dedupe me please").length).toBe(1);
     expect(botReplies(dmChannel(BOB)).filter((m) => m.text.includes("dedupe me please")).length).toBe(1);
   }, 40_000);
-
-  test("supersede in a DM: only the latest is answered and the first is absent from its prompt", async () => {
-    llm.addRules([
-      slowAnswerRule(
-        "first slow thought",
-        "slow answer one two three four",
-        SLOW_CHUNKS,
-        SLOW_CHUNK_DELAY_MS,
-      ),
-    ]);
-    slack.pushEvent(slack.events.dm({ user: ALICE, text: "first slow thought" }));
-    await eventually(
-      () => llm.requestsContaining("first slow thought").length === 1,
-      10_000,
-      "the first model call",
-    );
-    slack.pushEvent(slack.events.dm({ user: ALICE, text: "second thought instead" }));
-    await waitForBotReply(dmChannel(ALICE), "echo: second thought instead", 15_000);
-    // Let the superseded answer's stream run to where it would have ended had it not been cancelled.
-    const firstAtMs = llm.requestsContaining("first slow thought")[0]?.receivedAtMs ?? Date.now();
-    await Bun.sleep(Math.max(0, firstAtMs + SLOW_STREAM_MS + 500 - Date.now()));
-
-    const second = llm.requestsContaining("second thought instead");
-    expect(second.length).toBe(1);
-    expect(JSON.stringify(second[0]?.messages)).not.toContain("first slow thought");
-    expect(botReplies(dmChannel(ALICE)).some((m) => m.text.includes("slow answer"))).toBe(false);
-  }, 30_000);
 
   test("a channel message without a mention is ignored; a mention (app_mention + message) is answered once, in its thread", async () => {
     const chatter = slack.pushEvent(
@@ -170,19 +141,14 @@ describe("slack end to end (Socket Mode)", () => {
     await waitForAck(chatter, 5_000);
     await waitForAck(mentionEnvelope, 5_000);
     await waitForAck(messageEnvelope, 5_000);
-    await Bun.sleep(500);
+    await waitUntilSettled(env("socket").SWITCHBOARD_DB!);
 
     expect(reply.threadTs).toBe(String(mention.appMention.event.ts));
     expect(llm.requestsContaining("what is up").length).toBe(1);
     expect(llm.requestsContaining("what is up")[0]?.lastUserText).toBe("what is up");
     expect(botReplies(GENERAL).filter((m) => m.text.includes("what is up")).length).toBe(1);
     expect(llm.requestsContaining("without mention").length).toBe(0);
-    expect(
-      await metricValue(gateway.url, "switchboard_inbound_ignored_total", {
-        channel: "slack",
-        reason: "not addressed to the bot",
-      }),
-    ).toBe(1);
+    expect(await unaddressedCount(gateway.url, "slack")).toBe(1);
   }, 20_000);
 
   test("queue in a thread: two quick mentions are both answered, in order", async () => {
@@ -228,15 +194,6 @@ describe("slack end to end (Socket Mode)", () => {
       "answer to queued one",
     );
   }, 30_000);
-
-  test("a denied user never reaches the model", async () => {
-    const envelopeId = slack.pushEvent(slack.events.dm({ user: MALLORY, text: "let me in" }));
-    await waitForAck(envelopeId, 10_000);
-    await Bun.sleep(300);
-    expect(llm.requestsContaining("let me in").length).toBe(0);
-    expect(botReplies(dmChannel(MALLORY)).length).toBe(0);
-    expect(gateway.events().some((e) => e.event === "ingress.denied" && e.user === MALLORY)).toBe(true);
-  }, 20_000);
 });
 
 describe("slack end to end (Events API over HTTP)", () => {
@@ -292,7 +249,7 @@ describe("slack end to end (Events API over HTTP)", () => {
     gateway = await startGatewayProcess(env("http", dbFile));
     expect((await post(2)).status).toBe(200);
     expect(await duplicates(gateway)).toBe(1);
-    await Bun.sleep(500);
+    await waitUntilSettled(env("http", dbFile).SWITCHBOARD_DB!);
 
     expect(llm.requestsContaining("retried over http").length).toBe(1);
     expect(botReplies(dmChannel(BOB)).filter((m) => m.text.includes("retried over http")).length).toBe(1);

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { groupChat, privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, freePort, type GatewayProcess, startGatewayProcess } from "./support/gateway-process.ts";
+import { waitUntilSettled } from "./support/settled.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-tg-", startTelegramEmulator);
 const { dir, llm, platform: telegram } = fixture;
@@ -61,7 +62,7 @@ describe("telegram end to end (polling)", () => {
     gateway = await startGatewayProcess(env());
     telegram.deliverAgain(update.update_id);
     await telegram.waitForConfirmed(update.update_id, 10_000);
-    await Bun.sleep(500);
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
 
     expect(llm.requestsContaining("dedupe me please").length).toBe(1);
     expect(botReplies(bob.id).filter((m) => m.visibleText.includes("dedupe me please")).length).toBe(1);
@@ -86,7 +87,8 @@ describe("telegram end to end (polling)", () => {
       (m) => m.fromBot && m.visibleText.includes("echo: second thought instead"),
       15_000,
     );
-    await Bun.sleep(500);
+    // The superseded run has ended and nothing is left to send: its answer can no longer appear.
+    await waitUntilSettled(env().SWITCHBOARD_DB!);
     const second = llm.requestsContaining("second thought instead")[0]!;
     expect(JSON.stringify(second.messages)).not.toContain("first slow thought");
     expect(botReplies(alice.id).some((m) => m.visibleText.includes("slow answer"))).toBe(false);

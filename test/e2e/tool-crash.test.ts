@@ -14,12 +14,14 @@ const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-serve
 const fixture = useE2eFixture("switchboard-e2e-tool-crash-", startTelegramEmulator);
 const { dir, llm, platform: telegram } = fixture;
 const notes = join(dir.path, "notes.txt");
+/** Each tool server appends its pid here when it starts. */
+const serverPids = join(dir.path, "server-pids.txt");
 const alice = user(1001, "Alice");
 
 const server = (extra: Record<string, unknown>) => ({
   command: process.execPath,
   args: [STDIO_SERVER],
-  env: { NOTES_FILE: notes },
+  env: { NOTES_FILE: notes, PID_FILE: serverPids },
   approval: "never",
   ...extra,
 });
@@ -52,18 +54,32 @@ function slowCall(prompt: string, toolName: string, text: string, ms: number) {
   ]);
 }
 
-/** Sends `prompt`, SIGKILLs the gateway once the tool has begun, and starts it again. */
-async function crashDuringCall(prompt: string, text: string): Promise<GatewayProcess> {
+/** Whether `pid` is a live process (a zombie has ended: it can write nothing more). */
+function alive(pid: number): boolean {
+  const stat = join("/proc", String(pid), "stat");
+  if (!existsSync(stat)) return false;
+  return readFileSync(stat, "utf8").split(") ").at(-1)?.[0] !== "Z";
+}
+
+/**
+ * Sends `prompt`, SIGKILLs the gateway once the tool has begun, and starts it again. Also returns
+ * the pids of the tool servers the killed gateway had started.
+ */
+async function crashDuringCall(
+  prompt: string,
+  text: string,
+): Promise<{ second: GatewayProcess; killedServers: number[] }> {
   const first = await start();
   telegram.incoming({ chat: privateChat(alice), from: alice, text: prompt });
   await eventually(() => count(`begin ${text}`) === 1, 15_000, `the tool to begin "${text}"`);
   await first.kill("SIGKILL");
-  return start();
+  const killedServers = lines(serverPids).map(Number);
+  return { second: await start(), killedServers };
 }
 
 test("SIGKILL during a non-idempotent call: it is not run again, and the model and the user are told", async () => {
   slowCall("risky write", "notes_slow_append", "risky", 4000);
-  const second = await crashDuringCall("please do the risky write", "risky");
+  const { second, killedServers } = await crashDuringCall("please do the risky write", "risky");
   const answer = await telegram.waitForMessage(
     alice.id,
     (m) => m.fromBot && m.visibleText.includes("Answer:"),
@@ -73,7 +89,13 @@ test("SIGKILL during a non-idempotent call: it is not run again, and the model a
   expect(answer.visibleText).toContain(
     "notes_slow_append: the gateway restarted while this call was running",
   );
-  await Bun.sleep(4500);
+  // The interrupted call could still finish only in a tool server of the killed gateway.
+  expect(killedServers.length).toBeGreaterThan(0);
+  await eventually(
+    () => killedServers.every((pid) => !alive(pid)),
+    10_000,
+    "the killed gateway's tool servers to end",
+  );
   expect(count("begin risky")).toBe(1);
   expect(count("end risky")).toBe(0);
   const toModel = llm.requests().find((r) => r.messages.at(-1)?.role === "tool");
@@ -87,7 +109,7 @@ test("SIGKILL during a non-idempotent call: it is not run again, and the model a
 test("SIGKILL during an idempotent call: it is run again, once, and the answer has its result", async () => {
   llm.reset();
   slowCall("safe write", "safe_slow_append", "safe", 2000);
-  const second = await crashDuringCall("please do the safe write", "safe");
+  const { second } = await crashDuringCall("please do the safe write", "safe");
   const answer = await telegram.waitForMessage(
     alice.id,
     (m) => m.fromBot && m.visibleText.includes('slowly appended "safe"'),

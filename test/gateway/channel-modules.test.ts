@@ -1,7 +1,8 @@
 /**
- * A platform's SDK is loaded only when its channel is configured (src/gateway/channels.ts): a
- * Telegram-only gateway carries no discord.js or Bolt. Checked in a fresh process, since this
- * one has loaded every SDK for other tests.
+ * A platform's SDK is loaded only when its channel is configured: the registry
+ * (src/gateway/channels.ts) and every channel module are read at startup, and a module loads its
+ * adapter only in create(). A Telegram-only gateway carries no discord.js or Bolt. Checked in a
+ * fresh process, since this one has loaded every SDK for other tests.
  */
 import { expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
@@ -16,8 +17,8 @@ function loadedAfterBuilding(env: Record<string, string>): Record<string, boolea
     const script = join(dir.path, "probe.ts");
     writeFileSync(
       script,
-      `import { buildChannels } from ${JSON.stringify(join(ROOT, "src/gateway/channels.ts"))};
-       import { loadConfig } from ${JSON.stringify(join(ROOT, "src/gateway/config.ts"))};
+      `import { buildChannels } from ${JSON.stringify(join(ROOT, "src/gateway/channel-adapters.ts"))};
+       import { loadConfig } from ${JSON.stringify(join(ROOT, "src/gateway/config/index.ts"))};
        import ${JSON.stringify(join(ROOT, "src/gateway/main.ts"))};
        import { systemClock } from ${JSON.stringify(join(ROOT, "src/util/clock.ts"))};
        import { silentLogger } from ${JSON.stringify(join(ROOT, "src/util/log.ts"))};
@@ -58,4 +59,15 @@ test("a Discord-only gateway loads discord.js and neither grammY nor Bolt", () =
       OPENROUTER_API_KEY: "test-key",
     }),
   ).toEqual({ grammy: false, "discord.js": true, "@slack/bolt": false });
+}, 30_000);
+
+test("a Slack-only gateway loads Bolt and neither grammY nor discord.js", () => {
+  expect(
+    loadedAfterBuilding({
+      SLACK_BOT_TOKEN: "xoxb-1-test-bot-token",
+      SLACK_APP_TOKEN: "xapp-1-test-app-token",
+      SLACK_ALLOWED_USERS: "U012AB3CD",
+      OPENROUTER_API_KEY: "test-key",
+    }),
+  ).toEqual({ grammy: false, "discord.js": false, "@slack/bolt": true });
 }, 30_000);

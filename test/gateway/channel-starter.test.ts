@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { ChannelStarter, channelRetryDelayMs } from "../../src/gateway/channel-starter.ts";
-import { FakeClock } from "../outbox/support/fake-clock.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { recordingLogger } from "../support/logger.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig } from "../../src/gateway/config.ts";
+import { loadConfig } from "../../src/gateway/config/index.ts";
 import { tempDir } from "../support/runtime.ts";
 
 const dir = tempDir("switchboard-config-file-");
@@ -68,11 +68,14 @@ describe("the SWITCHBOARD_CONFIG file", () => {
 
 describe("allow lists", () => {
   test("TELEGRAM_ALLOWED_USERS refuses a user name: Telegram ids are numbers", () => {
-    const env = { TELEGRAM_BOT_TOKEN: "123:abcdef", SWITCHBOARD_DB: join(dir.path, "y.sqlite") };
+    const env = {
+      TELEGRAM_BOT_TOKEN: "123:abcdefghijklmnopqrstuvwxyz",
+      SWITCHBOARD_DB: join(dir.path, "y.sqlite"),
+    };
     expect(() => loadConfig({ ...env, TELEGRAM_ALLOWED_USERS: "alice" })).toThrow(
       'TELEGRAM_ALLOWED_USERS has "alice", which is not a user id (Telegram user ids are numbers',
     );
     const config = loadConfig({ ...env, TELEGRAM_ALLOWED_USERS: "12345, 67890" });
-    expect(config.telegram?.allowed).toEqual({ kind: "ids", ids: new Set(["12345", "67890"]) });
+    expect(config.allowLists.telegram).toEqual({ kind: "ids", ids: new Set(["12345", "67890"]) });
   });
 });

@@ -1,7 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { isSwitchboardError } from "../../src/errors.ts";
-import { DEFAULT_SURFACES, loadConfig, redactSecrets, surfacePolicy } from "../../src/gateway/config.ts";
+import {
+  DEFAULT_SURFACES,
+  loadConfig,
+  redactSecrets,
+  surfacePolicy,
+} from "../../src/gateway/config/index.ts";
 import { configWith, fileConfig } from "./support/config.ts";
+
+/** Shaped as @BotFather's tokens are (`<bot id>:<secret>`), which the Telegram module checks. */
+const TELEGRAM_TOKEN = "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11";
 
 /** The config_invalid error loadConfig throws for `env` (and an optional config file). */
 function refusal(env: Record<string, string>, fileJson?: unknown) {
@@ -25,9 +33,8 @@ describe("loadConfig: the environment", () => {
       timezone: "UTC",
       shutdownGraceMs: 10_000,
       ambiguousHoldMs: 300_000,
-      telegram: null,
-      discord: null,
-      slack: null,
+      channels: {},
+      allowLists: {},
       secrets: [],
     });
     expect(config.web.enabled).toBe(true);
@@ -67,16 +74,20 @@ describe("loadConfig: the environment", () => {
         "SWITCHBOARD_DATABASE_URL",
         "not both",
       ],
-      [{ TELEGRAM_BOT_TOKEN: "123:abc", TELEGRAM_MODE: "push" }, "TELEGRAM_MODE", "polling or webhook"],
-      [{ TELEGRAM_BOT_TOKEN: "123:abc", TELEGRAM_MODE: "webhook" }, "TELEGRAM_WEBHOOK_URL", "must be set"],
+      [{ TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_MODE: "push" }, "TELEGRAM_MODE", "polling or webhook"],
       [
-        { TELEGRAM_BOT_TOKEN: "123:abc", TELEGRAM_ALLOWED_USERS: "12, bob smith" },
+        { TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_MODE: "webhook" },
+        "TELEGRAM_WEBHOOK_URL",
+        "must be set",
+      ],
+      [
+        { TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_ALLOWED_USERS: "12, bob smith" },
         "TELEGRAM_ALLOWED_USERS",
         '"bob smith", which is not a user id',
       ],
       [{ DISCORD_BOT_TOKEN: "d-token", DISCORD_API_URL: "ftp://x" }, "DISCORD_API_URL", "http(s) URL"],
       [
-        { TELEGRAM_BOT_TOKEN: "123:abc", TELEGRAM_REQUEST_TIMEOUT_MS: "10s" },
+        { TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_REQUEST_TIMEOUT_MS: "10s" },
         "TELEGRAM_REQUEST_TIMEOUT_MS",
         "from 100 to 120000",
       ],
@@ -86,6 +97,7 @@ describe("loadConfig: the environment", () => {
         "from 100 to 120000",
       ],
       [{ SLACK_BOT_TOKEN: "xoxb-1" }, "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"],
+      [{ TELEGRAM_BOT_TOKEN: "123:abc" }, "TELEGRAM_BOT_TOKEN", "shaped <bot id>:<secret>"],
       [{ SWITCHBOARD_MAX_FILE_MB: "0" }, "SWITCHBOARD_MAX_FILE_MB", 'above 0, at most 2000 (got "0")'],
       [{ SWITCHBOARD_MAX_CONVERSATION_MB: "lots" }, "SWITCHBOARD_MAX_CONVERSATION_MB", 'got "lots"'],
       [{ SWITCHBOARD_MAX_AUDIO_MINUTES: "-1" }, "SWITCHBOARD_MAX_AUDIO_MINUTES", 'at most 600 (got "-1")'],
@@ -141,26 +153,29 @@ describe("loadConfig: the environment", () => {
   });
 
   test("ALLOWED_USERS=pairing, alone or with ids, turns pairing codes on", () => {
-    const alone = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "pairing" });
-    expect(alone.telegram?.allowed).toEqual({ kind: "ids", ids: new Set(), pairing: true });
-    const withIds = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "pairing, 12345" });
-    expect(withIds.telegram?.allowed).toEqual({ kind: "ids", ids: new Set(["12345"]), pairing: true });
-    const plain = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "12345" });
-    expect(plain.telegram?.allowed).toEqual({ kind: "ids", ids: new Set(["12345"]) });
+    const alone = loadConfig({ TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_ALLOWED_USERS: "pairing" });
+    expect(alone.allowLists.telegram).toEqual({ kind: "ids", ids: new Set(), pairing: true });
+    const withIds = loadConfig({
+      TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN,
+      TELEGRAM_ALLOWED_USERS: "pairing, 12345",
+    });
+    expect(withIds.allowLists.telegram).toEqual({ kind: "ids", ids: new Set(["12345"]), pairing: true });
+    const plain = loadConfig({ TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_ALLOWED_USERS: "12345" });
+    expect(plain.allowLists.telegram).toEqual({ kind: "ids", ids: new Set(["12345"]) });
     const slack = loadConfig({
       SLACK_BOT_TOKEN: "xoxb-1",
       SLACK_SIGNING_SECRET: "s",
       SLACK_ALLOWED_USERS: "U012AB3CD,pairing",
     });
-    expect(slack.slack?.allowed).toEqual({ kind: "ids", ids: new Set(["U012AB3CD"]), pairing: true });
-    expect(() => loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_ALLOWED_USERS: "pairing,paring" })).toThrow(
-      /TELEGRAM_ALLOWED_USERS=pairing,12345/,
-    );
+    expect(slack.allowLists.slack).toEqual({ kind: "ids", ids: new Set(["U012AB3CD"]), pairing: true });
+    expect(() =>
+      loadConfig({ TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_ALLOWED_USERS: "pairing,paring" }),
+    ).toThrow(/TELEGRAM_ALLOWED_USERS=pairing,12345/);
   });
 
   test("platforms: Telegram webhook, Discord, and Slack's mode from which secret is set", () => {
     const config = loadConfig({
-      TELEGRAM_BOT_TOKEN: "123:telegram-token",
+      TELEGRAM_BOT_TOKEN: "123:telegram-token-0123456789",
       TELEGRAM_MODE: "webhook",
       TELEGRAM_WEBHOOK_URL: "https://bot.example.com/hooks/tg/",
       TELEGRAM_WEBHOOK_SECRET: "webhook-secret-1",
@@ -171,20 +186,45 @@ describe("loadConfig: the environment", () => {
       SLACK_SIGNING_SECRET: "signing-secret",
       SLACK_API_URL: "http://127.0.0.1:3001/api/",
     });
-    expect(config.telegram).toMatchObject({
+    expect(config.channels.telegram).toMatchObject({
       mode: "webhook",
       webhookUrl: "https://bot.example.com/hooks/tg",
       webhookPath: "/hooks/tg",
       requestTimeoutMs: 10_000,
-      allowed: { kind: "ids", ids: new Set(["12", "34"]) },
     });
-    expect(config.discord?.allowed).toEqual({ kind: "everyone" });
-    expect(config.discord?.requestTimeoutMs).toBe(15_000);
-    const slow = loadConfig({ TELEGRAM_BOT_TOKEN: "1:t", TELEGRAM_REQUEST_TIMEOUT_MS: "30000" });
-    expect(slow.telegram?.requestTimeoutMs).toBe(30_000);
-    expect(config.slack).toMatchObject({ mode: "http", apiUrl: "http://127.0.0.1:3001/api/" });
-    expect(config.slack?.allowed).toEqual({ kind: "ids", ids: new Set() });
-    expect(loadConfig({ SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xapp-1" }).slack?.mode).toBe("socket");
+    expect(config.allowLists.telegram).toEqual({ kind: "ids", ids: new Set(["12", "34"]) });
+    expect(config.allowLists.discord).toEqual({ kind: "everyone" });
+    expect(config.channels.discord).toMatchObject({ requestTimeoutMs: 15_000 });
+    const slow = loadConfig({ TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_REQUEST_TIMEOUT_MS: "30000" });
+    expect(slow.channels.telegram).toMatchObject({ requestTimeoutMs: 30_000 });
+    expect(config.channels.slack).toMatchObject({ mode: "http", apiUrl: "http://127.0.0.1:3001/api/" });
+    expect(config.allowLists.slack).toEqual({ kind: "ids", ids: new Set() });
+    expect(loadConfig({ SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xapp-1" }).channels.slack).toMatchObject(
+      { mode: "socket" },
+    );
+  });
+
+  test("each channel's bounds are its adapter's, named by the variable", () => {
+    const timeout = (value: string) =>
+      refusal({ TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN, TELEGRAM_REQUEST_TIMEOUT_MS: value }).message;
+    expect(timeout("120001")).toBe(
+      'TELEGRAM_REQUEST_TIMEOUT_MS must be a whole number of milliseconds from 100 to 120000 (got "120001"). Example: TELEGRAM_REQUEST_TIMEOUT_MS=10000',
+    );
+    expect(timeout("99")).toContain("from 100 to 120000");
+    expect(refusal({ DISCORD_BOT_TOKEN: "d-token", DISCORD_REQUEST_TIMEOUT_MS: "120001" }).message).toContain(
+      "DISCORD_REQUEST_TIMEOUT_MS must be a whole number of milliseconds from 100 to 120000",
+    );
+    const token = refusal({ TELEGRAM_BOT_TOKEN: "1:too-short-secret" });
+    expect(token.message).toStartWith(
+      "TELEGRAM_BOT_TOKEN is not valid: must be the bot token from @BotFather",
+    );
+    expect(token.message).not.toContain("too-short-secret");
+    expect(refusal({ SLACK_BOT_TOKEN: "xoxp-user-token", SLACK_APP_TOKEN: "xapp-1" }).message).toStartWith(
+      "SLACK_BOT_TOKEN is not valid: botToken must be a bot token starting with xoxb-",
+    );
+    expect(refusal({ SLACK_BOT_TOKEN: "xoxb-1", SLACK_APP_TOKEN: "xoxb-2" }).message).toStartWith(
+      "SLACK_APP_TOKEN is not valid",
+    );
   });
 
   test("SWITCHBOARD_OPERATOR_TOKENS: name=token pairs, each token a secret", () => {
@@ -203,7 +243,7 @@ describe("loadConfig: the environment", () => {
 
   test("every secret is collected for redaction, the database password included", () => {
     const env = {
-      TELEGRAM_BOT_TOKEN: "123:telegram-token",
+      TELEGRAM_BOT_TOKEN: "123:telegram-token-0123456789",
       SLACK_BOT_TOKEN: "xoxb-slack-token",
       SLACK_APP_TOKEN: "xapp-app-token",
       OPENROUTER_API_KEY: "sk-or-key",
@@ -215,7 +255,7 @@ describe("loadConfig: the environment", () => {
     expect(metricsToken).toBe("metrics-token-0123456789");
     expect(redactSecrets("scraped with metrics-token-0123456789", env)).toBe("scraped with [redacted]");
     for (const value of [
-      "123:telegram-token",
+      "123:telegram-token-0123456789",
       "xoxb-slack-token",
       "xapp-app-token",
       "sk-or-key",
@@ -225,7 +265,7 @@ describe("loadConfig: the environment", () => {
     ]) {
       expect(secrets).toContain(value);
     }
-    expect(redactSecrets("token 123:telegram-token and sk-or-key", env)).toBe(
+    expect(redactSecrets("token 123:telegram-token-0123456789 and sk-or-key", env)).toBe(
       "token [redacted] and [redacted]",
     );
   });

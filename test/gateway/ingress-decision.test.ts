@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { InboundMessage } from "../../channels/types.ts";
-import type { AllowList } from "../../src/gateway/config.ts";
+import { WEB_ADMISSION } from "../../channels/web/index.ts";
+import type { AllowList } from "../../src/gateway/config/index.ts";
 import {
   decideIngress,
   type IngressRules,
@@ -88,9 +89,13 @@ describe("decideIngress: who may reach the model", () => {
     });
   });
 
-  test("the web chat has no allowlist", () => {
+  test("a channel that controls access itself (the web chat) has no allowlist; others all do", () => {
     const web = message({ channel: "web", principal: { id: "anyone", isBot: false } });
-    expect(decideIngress(web, rules({ allowLists: {} })).kind).toBe("admit");
+    expect(decideIngress(web, rules({ allowLists: {}, admission: WEB_ADMISSION })).kind).toBe("admit");
+    expect(decideIngress(web, rules({ allowLists: {} }))).toEqual({
+      kind: "ignore",
+      reason: "user not allowed",
+    });
   });
 
   test("the bot check comes before the allowlist", () => {

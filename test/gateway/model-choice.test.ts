@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { isSwitchboardError } from "../../src/errors.ts";
-import { defaultModelName, pickableModels } from "../../src/gateway/config.ts";
+import { defaultModelName, pickableModels } from "../../src/gateway/config/index.ts";
 import { chainWith, effectiveModel } from "../../src/gateway/model-choice.ts";
 import { createModelRegistry } from "../../src/models/registry.ts";
 import { configWith, fileConfig } from "./support/config.ts";

@@ -240,7 +240,7 @@ describe("files the agent sends (Chromium)", () => {
         })(),
         { maxBytes: MAX_FILE_BYTES },
       );
-      await web.sendFile!(userIdOf(sessionId), {
+      await web.files!.send(userIdOf(sessionId), {
         bytes,
         filename: "figures.csv",
         mimeType: "text/csv",
@@ -276,7 +276,7 @@ describe("files the agent sends (Chromium)", () => {
       page.on("request", (request) => {
         if (request.url().includes("/web/api/files/")) fetches += 1;
       });
-      await web.sendFile!(userIdOf(sessionId), {
+      await web.files!.send(userIdOf(sessionId), {
         bytes,
         filename: "gone.png",
         mimeType: "image/png",

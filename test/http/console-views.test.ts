@@ -371,7 +371,7 @@ describe("console views", () => {
       // Its turn ended (stopped while queued), so its message is searchable too.
       await seed.stores.runtime.requestStop(old.runId, "interrupted", seed.clock.now() - 86_000_000);
       for (let i = 0; i < 600; i += 1) {
-        seed.clock.advance(1);
+        await seed.clock.advance(1);
         await seed.stores.runtime.admit({
           conversation: { key: `web:filler-${i}` },
           idempotencyKey: `filler-${i}`,

@@ -9,12 +9,12 @@ import {
   webUserIds,
 } from "../../channels/web/index.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
-import type { Clock } from "../../src/util/clock.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { capturingLogger, testServices, unusedOperator } from "./support/services.ts";
 import { SseReader } from "./support/sse-reader.ts";
 
 const NOW = Date.parse("2026-11-30T09:00:00Z");
-const clock: Clock = { now: () => NOW, sleep: async () => {} };
+const clock = new FakeClock(NOW, { instantSleeps: true });
 const SESSION = "sess_0123456789abcdefXY";
 const OTHER_SESSION = "sess_zyxwvutsrqponmlkJI";
 /** The channel derives each session's user id under this key; only the user id leaves the route. */

@@ -1,6 +1,6 @@
-/** When the web chat is on, whom it answers, and what its settings refuse (src/gateway/config.ts). */
+/** When the web chat is on, whom it answers, and what its settings refuse (src/gateway/config/web.ts). */
 import { describe, expect, test } from "bun:test";
-import { loadConfig, webAccessFor } from "../../src/gateway/config.ts";
+import { loadConfig, webAccessFor } from "../../src/gateway/config/index.ts";
 import { isLoopbackHost } from "../../src/gateway/http/web-guard.ts";
 
 const TOKEN = "web-token-5f0c2a9e71d3";

@@ -79,7 +79,7 @@ async function sendFile(
     })(),
     { maxBytes: MAX_FILE_BYTES },
   );
-  const receipt = await web.sendFile!(userIdOf(session), {
+  const receipt = await web.files!.send(userIdOf(session), {
     bytes,
     caption: "",
     format: "rich",
@@ -229,19 +229,18 @@ test("a resend with the same idempotency key shows the file once", async () => {
 
 test("the channel takes files up to the gateway's limit; without a blob store it takes none", () => {
   const withStore = createWebChannel({ uploads: { blobs, maxFileBytes: MAX_FILE_BYTES } });
-  expect(withStore.fileLimits).toEqual({
+  expect(withStore.files?.limits).toEqual({
     maxFileBytes: MAX_FILE_BYTES,
     maxCaptionChars: 8000,
     servedByGateway: true,
   });
   const file = { filename: "chart.png", mimeType: "image/png", sizeBytes: 1000 };
-  expect(mediaRefusal(file, "web", withStore.fileLimits)).toBeNull();
-  expect(mediaRefusal({ ...file, sizeBytes: MAX_FILE_BYTES + 1 }, "web", withStore.fileLimits)).toContain(
+  expect(mediaRefusal(file, "web", withStore.files?.limits)).toBeNull();
+  expect(mediaRefusal({ ...file, sizeBytes: MAX_FILE_BYTES + 1 }, "web", withStore.files?.limits)).toContain(
     "over web's 1 MB limit",
   );
   const without = createWebChannel({});
-  expect(without.sendFile).toBeUndefined();
-  expect(without.fileLimits).toBeUndefined();
+  expect(without.files).toBeUndefined();
 });
 
 test("the chat page allows blob: images (how it shows files) and keeps the rest of its CSP", async () => {

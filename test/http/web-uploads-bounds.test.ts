@@ -11,7 +11,7 @@ import { createWebChannel, type WebChannel } from "../../channels/web/index.ts";
 import { defaultPendingLimits, type PendingUploadLimits } from "../../channels/web/pending-uploads.ts";
 import { type HttpServer, startHttpServer } from "../../src/gateway/http/server.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
-import type { Clock } from "../../src/util/clock.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { tempDir } from "../support/runtime.ts";
 import { capturingLogger, testServices, unusedOperator } from "./support/services.ts";
 
@@ -21,8 +21,7 @@ let dir: ReturnType<typeof tempDir>;
 let blobs: DirectoryBlobStore;
 let server: HttpServer | undefined;
 let web: WebChannel | undefined;
-let nowMs = Date.parse("2026-05-01T10:00:00Z");
-const clock: Clock = { now: () => nowMs, sleep: async () => {} };
+const clock = new FakeClock(Date.parse("2026-05-01T10:00:00Z"), { instantSleeps: true });
 
 beforeAll(() => {
   dir = tempDir("switchboard-web-upload-bounds-");
@@ -117,7 +116,7 @@ describe("uploads not yet sent are bounded", () => {
     const refused = await upload(url, session(3), 1 * KB);
     expect(refused.status).toBe(429);
     expect((await errorOf(refused)).message).toContain("the limit is 100 files or 0.1 MB per session");
-    nowMs += 60 * 60 * 1000;
+    await clock.advance(60 * 60 * 1000);
     expect((await upload(url, session(3), 1 * KB)).status).toBe(201);
   });
 

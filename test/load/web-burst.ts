@@ -5,8 +5,9 @@
  * bench/load.ts.
  */
 import { Database } from "bun:sqlite";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { MemoryProbe } from "../../bench/support/memory-probe.ts";
 import { TERMINAL_RUN_STATES } from "../../src/runtime/types.ts";
 import { eventually, type GatewayProcess, startGatewayProcess } from "../e2e/support/gateway-process.ts";
 import { metricValue } from "../e2e/support/metrics.ts";
@@ -30,6 +31,15 @@ export interface BurstOptions {
    * to see whether memory settles. Default 0.
    */
   extraRounds?: number;
+  /** Bun flags for the gateway process (e.g. `--smol`), before its command. Default none. */
+  bunFlags?: readonly string[];
+  /** Added to the gateway's environment (e.g. JSC or SQLite settings under test). */
+  gatewayEnv?: Record<string, string>;
+  /**
+   * Preload bench/support/memory-probe.ts and read where the gateway's memory is after each
+   * drain (once as found, once after a full GC). Default false.
+   */
+  memoryProbe?: boolean;
 }
 
 export interface BurstReport {
@@ -52,7 +62,12 @@ export interface BurstReport {
   heapAfterRoundBytes: number[];
   /** Executor lanes held after the first drain and after each extra round (none once idle). */
   lanesAfterRound: number[];
+  /** With `memoryProbe`: the breakdown after the first drain and after each extra round. */
+  memoryAfterRound: MemoryProbe[];
 }
+
+const CLI = join(import.meta.dir, "..", "..", "src", "cli", "main.ts");
+const MEMORY_PROBE = join(import.meta.dir, "..", "..", "bench", "support", "memory-probe.ts");
 
 interface WebBody {
   sessionId: string;
@@ -75,16 +90,31 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       config,
       JSON.stringify({ version: 1, surfaces: { "web:dm": { inputPolicy: "queue", delivery: "terminal" } } }),
     );
-    gateway = await startGatewayProcess({
-      SWITCHBOARD_DB: dbPath,
-      SWITCHBOARD_CONFIG: config,
-      SWITCHBOARD_LOG_LEVEL: "info",
-      // One client address posting for 500 sessions: lift the web chat's abuse limits.
-      SWITCHBOARD_WEB_MESSAGES_PER_MINUTE: "1000000",
-      SWITCHBOARD_WEB_REQUESTS_PER_MINUTE: "1000000",
-      SWITCHBOARD_MODEL: "openai-compatible:test-model",
-      OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
-    });
+    const probeFile = join(dir.path, "memory-probe.json");
+    const bunFlags = [
+      ...(options.bunFlags ?? []),
+      ...(options.memoryProbe ? ["--preload", MEMORY_PROBE] : []),
+    ];
+    const gatewayEnv = {
+      ...options.gatewayEnv,
+      ...(options.memoryProbe ? { SWITCHBOARD_BENCH_MEMORY_PROBE: probeFile } : {}),
+    };
+    gateway = await startGatewayProcess(
+      {
+        ...gatewayEnv,
+        SWITCHBOARD_DB: dbPath,
+        SWITCHBOARD_CONFIG: config,
+        SWITCHBOARD_LOG_LEVEL: "info",
+        // One client address posting for 500 sessions: lift the web chat's abuse limits.
+        SWITCHBOARD_WEB_MESSAGES_PER_MINUTE: "1000000",
+        SWITCHBOARD_WEB_REQUESTS_PER_MINUTE: "1000000",
+        SWITCHBOARD_MODEL: "openai-compatible:test-model",
+        OPENAI_COMPATIBLE_BASE_URL: llm.openaiBaseUrl,
+      },
+      undefined,
+      undefined,
+      [process.execPath, ...bunFlags, CLI, "start"],
+    );
     const pid = pidOfProcessWithEnv(`SWITCHBOARD_DB=${dbPath}`);
     const url = `${gateway.url}/web/api/messages`;
     const roundBodies = (round: number): WebBody[] =>
@@ -149,9 +179,11 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
     const rssAfterRoundKb: number[] = [];
     const heapAfterRoundBytes: number[] = [];
     const lanesAfterRound: number[] = [];
+    const memoryAfterRound: MemoryProbe[] = [];
     const sampleProcess = async () => {
       heapAfterRoundBytes.push(await metricValue(gateway!.url, "switchboard_js_heap_used_bytes"));
       lanesAfterRound.push(await metricValue(gateway!.url, "switchboard_runtime_lanes"));
+      if (options.memoryProbe) memoryAfterRound.push(await probeMemory(pid, probeFile));
     };
     await sampleProcess();
     for (let round = 1; round <= (options.extraRounds ?? 0); round++) {
@@ -180,6 +212,7 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       rssAfterRoundKb,
       heapAfterRoundBytes,
       lanesAfterRound,
+      memoryAfterRound,
     };
   } finally {
     await gateway?.kill("SIGTERM");
@@ -233,6 +266,25 @@ function pidOfProcessWithEnv(entry: string): number {
   throw new Error(`no process with ${entry} in its environment`);
 }
 
+/** Asks the preloaded probe of `pid` for its breakdown (SIGUSR2) and reads what it wrote. */
+async function probeMemory(pid: number, file: string): Promise<MemoryProbe> {
+  rmSync(file, { force: true });
+  process.kill(pid, "SIGUSR2");
+  await eventually(() => existsSync(file), 10_000, "the gateway's memory probe");
+  // Written in one call, but read only once it parses.
+  return await eventually(
+    () => {
+      try {
+        return JSON.parse(readFileSync(file, "utf8")) as MemoryProbe;
+      } catch {
+        return undefined;
+      }
+    },
+    5_000,
+    "a complete memory probe",
+  );
+}
+
 /** VmRSS of `pid` in kB, from /proc/<pid>/status. */
 export function rssKb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -261,5 +313,20 @@ export function formatReport(report: BurstReport): string {
         ]),
     `  JS heap in use after each drain    ${report.heapAfterRoundBytes.map((b) => mb(b / 1024)).join(" / ")}`,
     `  executor lanes after each drain    ${report.lanesAfterRound.join(" / ")}`,
+    ...report.memoryAfterRound.flatMap((probe, round) => formatProbe(probe, round)),
   ].join("\n");
+}
+
+function formatProbe(probe: MemoryProbe, round: number): string[] {
+  const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+  const line = (what: string, s: MemoryProbe["found"]) =>
+    `    ${what.padEnd(14)} RSS ${mb(s.rss)} (anonymous ${mb(s.anonymous)}, file-backed ${mb(s.fileBacked)}); ` +
+    `JS heap ${mb(s.jsHeapSize)} of ${mb(s.jsHeapCapacity)} held, extra ${mb(s.jsExtraMemory)}, ` +
+    `ArrayBuffers ${mb(s.arrayBuffers)}; ${s.objectCount} objects`;
+  return [
+    `  memory after drain ${round + 1} (MB)`,
+    line("as found", probe.found),
+    line("after full GC", probe.afterFullGc),
+    `    most objects   ${probe.afterFullGc.topObjectTypes.map(([type, n]) => `${type} ${n}`).join(", ")}`,
+  ];
 }

@@ -62,7 +62,7 @@ test("a raise merges over the configuration, a reset counts from now, a clear go
   ]);
   expect(raised.override).toMatchObject({ updatedBy: "operator:ann", resetAtMs: null });
 
-  seed.clock.advance(1000);
+  await seed.clock.advance(1000);
   const reset = await operator.budgets.reset(scope, "operator:bob");
   expect(reset.override).toMatchObject({ resetAtMs: seed.clock.now(), updatedBy: "operator:bob" });
   expect(reset.limits[0]).toMatchObject({ used: 0, remaining: 5000 });

@@ -183,7 +183,7 @@ describe("outbox", () => {
   });
 
   test("resolve records who, when, what and the note, and wakes the worker", async () => {
-    seed.clock.advance(60_000);
+    await seed.clock.advance(60_000);
     const resolved = await operator.outbox.resolve(
       seed.ambiguous.outboxId!,
       "delivered",

@@ -9,8 +9,8 @@ import type { OutboxMedia } from "../../outbox/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { DirectoryBlobStore } from "../../src/store/blob-directory.ts";
 import { silentLogger } from "../../src/util/log.ts";
+import { FakeClock, settle } from "../support/fake-clock.ts";
 import { FakeAdapter, unavailable } from "./support/fake-adapter.ts";
-import { FakeClock, settle } from "./support/fake-clock.ts";
 import { OutboxDb } from "./support/outbox-db.ts";
 import { messageInsert } from "./support/records.ts";
 
@@ -53,15 +53,18 @@ describe("renderMediaCaption", () => {
   const limits = { maxMessageChars: 100, maxCaptionChars: 20 };
 
   test("a short caption goes with the file; no caption is one empty chunk", () => {
-    expect(renderMediaCaption(formatRenderer, "the chart", "telegram", "plain", limits).chunks).toEqual([
+    expect(renderMediaCaption(formatRenderer, "the chart", "telegram-html", "plain", limits).chunks).toEqual([
       "the chart",
     ]);
-    expect(renderMediaCaption(formatRenderer, "  ", "telegram", "plain", limits).chunks).toEqual([""]);
+    expect(renderMediaCaption(formatRenderer, "  ", "telegram-html", "plain", limits).chunks).toEqual([""]);
   });
 
   test("a caption over the limit follows the file as messages", () => {
     const long = "a caption that is longer than twenty characters";
-    expect(renderMediaCaption(formatRenderer, long, "telegram", "plain", limits).chunks).toEqual(["", long]);
+    expect(renderMediaCaption(formatRenderer, long, "telegram-html", "plain", limits).chunks).toEqual([
+      "",
+      long,
+    ]);
   });
 });
 

@@ -12,11 +12,11 @@ import { openPostgresRuntimeStore, PostgresRuntimeStore } from "../../src/store/
 import { openMigratedPool } from "../../src/store/postgres/schema.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { admitRequest } from "../store/conformance.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { createDatabase, withDatabase } from "../support/postgres.ts";
 import { useTestServer } from "../support/postgres-hooks.ts";
 import { type OutboxBackend, runOutboxRepositoryConformance } from "./repository-conformance.ts";
 import { FakeAdapter } from "./support/fake-adapter.ts";
-import { FakeClock } from "./support/fake-clock.ts";
 import { messageInsert } from "./support/records.ts";
 
 const T0 = 1_700_000_000_000;
@@ -27,7 +27,7 @@ useTestServer();
 const connect = openMigratedPool;
 
 async function openPostgresOutbox(): Promise<OutboxBackend> {
-  const db = await createDatabase();
+  const db = await createDatabase({ migrated: true });
   let sql: SQL;
   try {
     sql = await connect(db.url);

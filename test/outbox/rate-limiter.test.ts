@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { DeliveryRateLimiter, RATE_WINDOW_MARGIN_MS, type RateLane } from "../../outbox/rate-limiter.ts";
-import { FakeClock } from "./support/fake-clock.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 
 /** The margin every window adds to the platform's. */
 const M = RATE_WINDOW_MARGIN_MS;

@@ -6,8 +6,13 @@ import type { RuntimeEvent } from "../../src/runtime/events.ts";
 import type { TerminalRunState } from "../../src/runtime/types.ts";
 import { commitAnswerDeliverySync } from "../../src/store/sqlite/outbox.ts";
 import { silentLogger } from "../../src/util/log.ts";
-import { FakeAdapter, formattingRejected, unavailable } from "./support/fake-adapter.ts";
-import { FakeClock, settle } from "./support/fake-clock.ts";
+import { FakeClock, settle } from "../support/fake-clock.ts";
+import {
+  FakeAdapter,
+  type FakeAdapterOptions,
+  formattingRejected,
+  unavailable,
+} from "./support/fake-adapter.ts";
 import { OutboxDb } from "./support/outbox-db.ts";
 import { messageInsert } from "./support/records.ts";
 
@@ -28,6 +33,7 @@ afterEach(async () => {
 interface Setup {
   limits?: Partial<ChannelLimits>;
   capabilities?: Partial<ChannelCapabilities>;
+  without?: FakeAdapterOptions["without"];
   latencyMs?: number;
   firstMessageId?: number;
   /** Default 0 here (a preview from the first delta on); the product's wait has its own tests. */
@@ -40,6 +46,7 @@ async function setup(options: Setup = {}) {
     clock,
     limits: { maxMessageChars: 4096, editIntervalMs: 1000, ...options.limits },
     ...(options.capabilities ? { capabilities: options.capabilities } : {}),
+    ...(options.without ? { without: options.without } : {}),
     ...(options.latencyMs ? { latencyMs: options.latencyMs } : {}),
     ...(options.firstMessageId ? { firstMessageId: options.firstMessageId } : {}),
   });
@@ -370,7 +377,7 @@ describe("platform capabilities", () => {
   });
 
   test("without edit support nothing is previewed and the answer arrives as one message", async () => {
-    const { adapter, repo, run } = await setup({ capabilities: { edit: false } });
+    const { adapter, repo, run } = await setup({ without: ["edit"] });
     const reply = run("run_noedit");
     reply.delta("partial");
     await settle();

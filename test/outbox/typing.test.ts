@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { createTypingIndicator } from "../../outbox/typing.ts";
 import { silentLogger } from "../../src/util/log.ts";
+import { FakeClock, settle } from "../support/fake-clock.ts";
 import { recordingLogger } from "../support/logger.ts";
 import { FakeAdapter, unavailable } from "./support/fake-adapter.ts";
-import { FakeClock, settle } from "./support/fake-clock.ts";
 
 describe("typing indicator", () => {
   test("shows typing now and every 4 s until stopped, through a failed call", async () => {
@@ -28,7 +28,7 @@ describe("typing indicator", () => {
 
   test("does nothing for a platform without typing", async () => {
     const clock = new FakeClock();
-    const adapter = new FakeAdapter({ clock, capabilities: { typing: false } });
+    const adapter = new FakeAdapter({ clock, without: ["typing"] });
     const indicator = createTypingIndicator(adapter, "chat-a", { clock, logger: silentLogger });
     await settle();
     indicator.stop();

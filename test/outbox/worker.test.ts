@@ -5,6 +5,7 @@ import type { OutboxRecord } from "../../outbox/types.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import type { SqliteOutboxRepository } from "../../src/store/sqlite/outbox.ts";
 import { type Logger, silentLogger } from "../../src/util/log.ts";
+import { FakeClock, settle } from "../support/fake-clock.ts";
 import { recordingLogger } from "../support/logger.ts";
 import {
   FakeAdapter,
@@ -13,7 +14,6 @@ import {
   rejected,
   unavailable,
 } from "./support/fake-adapter.ts";
-import { FakeClock, settle } from "./support/fake-clock.ts";
 import { OutboxDb } from "./support/outbox-db.ts";
 import { messageInsert } from "./support/records.ts";
 

@@ -4,11 +4,11 @@ import { createScheduleService } from "../../schedules/service.ts";
 import type { ScheduleEvent, ScheduleRepository } from "../../schedules/types.ts";
 import { createPostgresScheduleRepository } from "../../src/store/postgres/schedules.ts";
 import { migrate } from "../../src/store/postgres/schema.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { createDatabase } from "../support/postgres.ts";
 import { useTestServer } from "../support/postgres-hooks.ts";
 import { oneOff, runScheduleRepositoryConformance, T0 } from "./repository-conformance.ts";
 import { recordingDispatch } from "./support/dispatcher.ts";
-import { FakeTime } from "./support/fake-time.ts";
 import { CONVERSATION } from "./support/harness.ts";
 import { waitUntil } from "./support/wait.ts";
 
@@ -146,7 +146,7 @@ describe("postgres schedule repository", () => {
 
   test("the schedule service on PostgreSQL fires a one-off once", async () => {
     const database = await openDatabase();
-    const time = new FakeTime(T0);
+    const time = new FakeClock(T0);
     const dispatcher = recordingDispatch();
     const events: ScheduleEvent[] = [];
     const repository = createPostgresScheduleRepository(database.sql);
@@ -154,7 +154,6 @@ describe("postgres schedule repository", () => {
       repository,
       dispatch: dispatcher.dispatch,
       clock: time,
-      timer: time,
       owner: "owner-pg",
       onEvent: (event) => events.push(event),
     });

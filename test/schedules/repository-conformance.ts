@@ -12,8 +12,8 @@ import {
   type ScheduleEvent,
   type ScheduleRepository,
 } from "../../schedules/types.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { recordingDispatch } from "./support/dispatcher.ts";
-import { FakeTime } from "./support/fake-time.ts";
 import { CONVERSATION } from "./support/harness.ts";
 import { waitUntil } from "./support/wait.ts";
 
@@ -692,8 +692,8 @@ export function runScheduleRepositoryConformance(
       "an expired lease is re-claimed by a second instance with a higher token; the first one's late settle is refused",
       withRepository(async ({ repo, connect }) => {
         const start = T0;
-        const timeA = new FakeTime(start);
-        const timeB = new FakeTime(start);
+        const timeA = new FakeClock(start);
+        const timeB = new FakeClock(start);
 
         let releaseA: ((result: DispatchResult) => void) | undefined;
         const dispatcherA = recordingDispatch(
@@ -707,7 +707,6 @@ export function runScheduleRepositoryConformance(
           repository: repo,
           dispatch: dispatcherA.dispatch,
           clock: timeA,
-          timer: timeA,
           owner: "owner-a",
           onEvent: (event) => eventsA.push(event),
         });
@@ -717,7 +716,6 @@ export function runScheduleRepositoryConformance(
           repository: repositoryB,
           dispatch: dispatcherB.dispatch,
           clock: timeB,
-          timer: timeB,
           owner: "owner-b",
         });
 
@@ -774,12 +772,11 @@ export function runScheduleRepositoryConformance(
     test(
       "a claim made under an older version is refused",
       withRepository(async ({ repo }) => {
-        const time = new FakeTime(Date.parse("2026-06-01T08:00:00Z"));
+        const time = new FakeClock(Date.parse("2026-06-01T08:00:00Z"));
         const service = createScheduleService({
           repository: repo,
           dispatch: recordingDispatch().dispatch,
           clock: time,
-          timer: time,
         });
         const created = await service.create({
           ...base,

@@ -194,7 +194,6 @@ describe("timer", () => {
       repository: counted,
       dispatch: h.dispatcher.dispatch,
       clock: h.time,
-      timer: h.time,
     });
     cleanups.push(() => service.stop());
     await service.start();
@@ -409,7 +408,6 @@ describe("missed slots after downtime", () => {
       repository: h.repository,
       dispatch: h.dispatcher.dispatch,
       clock: h.time,
-      timer: h.time,
       owner: "owner-restarted",
       onEvent: (event) => h.events.push(event),
     });
@@ -641,7 +639,6 @@ describe("lifecycle and storage failures", () => {
       repository: flaky,
       dispatch: h.dispatcher.dispatch,
       clock: h.time,
-      timer: h.time,
       storeRecoveryMs: 5 * SECOND,
       onEvent: (event) => h.events.push(event),
     });
@@ -670,7 +667,6 @@ describe("lifecycle and storage failures", () => {
       repository: broken,
       dispatch: h.dispatcher.dispatch,
       clock: h.time,
-      timer: h.time,
       storeRecoveryMs: 5 * SECOND,
       onEvent: (event) => h.events.push(event),
     });

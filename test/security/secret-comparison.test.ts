@@ -11,8 +11,8 @@ import { createEventsRoute } from "../../channels/slack/http-route.ts";
 import { SIGNATURE_TOLERANCE_SECONDS } from "../../channels/slack/verify.ts";
 import { SECRET_HEADER, webhookRoute } from "../../channels/telegram/webhook.ts";
 import { authenticateOperator, type OperatorCredentials } from "../../src/gateway/http/auth.ts";
-import type { Clock } from "../../src/util/clock.ts";
 import { signSlackRequest } from "../emulators/slack/index.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 
@@ -53,7 +53,7 @@ describe("telegram webhook secret", () => {
 describe("slack request signature", () => {
   const signingSecret = "slack-signing-secret-0123456789abcdef";
   const nowMs = 1_800_000_000_000;
-  const clock: Clock = { now: () => nowMs, sleep: async () => {} };
+  const clock = new FakeClock(nowMs, { instantSleeps: true });
   const dispatched: unknown[] = [];
   const route = createEventsRoute({
     path: "/slack/events",

@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import type { BudgetStore } from "../../src/budgets/store.ts";
-import type { RuntimeStore } from "../../src/runtime/store.ts";
+import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import type { Usage } from "../../src/runtime/types.ts";
 import { admitRequest } from "./conformance.ts";
 
 export interface BudgetHarness {
-  runtime: RuntimeStore;
+  runtime: OperatorRuntimeStore;
   budgets: BudgetStore;
   close(): Promise<void>;
 }

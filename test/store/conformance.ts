@@ -1,15 +1,17 @@
 /**
- * The contract every RuntimeStore backend must honour. Run it against a backend with
- * `runStoreConformance(name, open)`; `open` returns a fresh, empty store.
+ * The contract every RuntimeStore backend must honour, with what operators ask of it beyond the
+ * runtime (OperatorRuntimeStore). Run it against a backend with `runStoreConformance(name, open)`;
+ * `open` returns a fresh, empty store.
  */
 import { test as bunTest, describe, expect } from "bun:test";
 import type { OutboxRepository } from "../../outbox/types.ts";
 import { createScheduleService } from "../../schedules/service.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
+import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
-import { type AdmitRequest, isSettledUpdate, type RuntimeStore } from "../../src/runtime/store.ts";
+import { type AdmitRequest, isSettledUpdate } from "../../src/runtime/store.ts";
 import type { InputPolicy } from "../../src/runtime/types.ts";
-import { systemClock } from "../../src/util/clock.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 
 let counter = 0;
 const T0 = 1_700_000_000_000;
@@ -49,10 +51,12 @@ const step = (n: number) => ({
 
 /** A fresh, empty store, and the outbox on the same database (where terminal deliveries land). */
 export interface OpenedStore {
-  store: RuntimeStore;
+  store: OperatorRuntimeStore;
   outbox: OutboxRepository;
   /** The schedules on the same database. */
   schedules: ScheduleRepository;
+  /** The outcome recorded for an ingress identity (`admitted`, `refused:pairing`, …); null when none. */
+  ingressOutcome: (source: string, key: string) => Promise<string | null>;
   /** Per table that has a `conversation_id` column, how many of its rows name `conversationId`. */
   rowsOf: (conversationId: string) => Promise<Record<string, number>>;
   close: () => Promise<void>;
@@ -68,14 +72,19 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         await opened.close();
       }
     };
-    const withStore = (fn: (store: RuntimeStore) => Promise<void>) => withStores(({ store }) => fn(store));
-    const owned = async (store: RuntimeStore, conversationId: string, key: string, owner = "w") => {
+    const withStore = (fn: (store: OperatorRuntimeStore) => Promise<void>) =>
+      withStores(({ store }) => fn(store));
+    const owned = async (store: OperatorRuntimeStore, conversationId: string, key: string, owner = "w") => {
       const admitted = await store.admit(admitRequest(conversationId, key));
       const acquired = await store.acquireRun({ runId: admitted.runId, owner, nowMs: T0, leaseMs: 1000 });
       if (!acquired) throw new Error(`could not acquire ${admitted.runId}`);
       return { admitted, acquired };
     };
-    const complete = (store: RuntimeStore, fence: { runId: string; fencingToken: number }, text: string) =>
+    const complete = (
+      store: OperatorRuntimeStore,
+      fence: { runId: string; fencingToken: number },
+      text: string,
+    ) =>
       store.commitTerminal({
         fence,
         state: "completed",
@@ -527,12 +536,12 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
 
     test(
       "a redelivered update whose receipt a purge kept is refused by admission and writes nothing",
-      withStores(async ({ store, rowsOf }) => {
+      withStores(async ({ store, rowsOf, ingressOutcome }) => {
         const ingress = { source: "chat:acct", key: "u1", payload: { text: "secret" } };
         const first = await store.admit({ ...admitRequest("c", "first"), ingress });
         await store.requestStop(first.runId, "interrupted", T0);
         expect(await store.purgeConversation("c", { nowMs: T0 })).toEqual({ outcome: "purged" });
-        expect(await store.ingressOutcome("chat:acct", "u1")).toBe("purged");
+        expect(await ingressOutcome("chat:acct", "u1")).toBe("purged");
 
         // Delivered again after the purge, for its chat, whose key now maps to no conversation.
         const again = { ...admitRequest("c", "first"), conversation: { key: "chat:acct:t1" }, ingress };
@@ -541,7 +550,7 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           thrown = error;
         });
         expect(isSettledUpdate(thrown)).toBe(true);
-        expect(await store.ingressOutcome("chat:acct", "u1")).toBe("purged");
+        expect(await ingressOutcome("chat:acct", "u1")).toBe("purged");
         // Nothing was written: the chat's next update starts its conversation from nothing.
         const next = await store.admit({
           ...admitRequest("c", "next"),
@@ -560,7 +569,7 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
 
     test(
       "a redelivered update refused before (flood, pairing, budget) is refused by admission and writes nothing",
-      withStores(async ({ store, rowsOf }) => {
+      withStores(async ({ store, rowsOf, ingressOutcome }) => {
         const conversationId = await store.resolveConversationKey("chat:acct:t1", T0);
         const claimed = await store.claimIngress({
           source: "chat:acct",
@@ -580,14 +589,14 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           });
         expect(isSettledUpdate(thrown)).toBe(true);
         expect(thrown).toMatchObject({ code: "update_refused" });
-        expect(await store.ingressOutcome("chat:acct", "u7")).toBe("refused:flood");
+        expect(await ingressOutcome("chat:acct", "u7")).toBe("refused:flood");
         expect(await rowsOf(conversationId)).toMatchObject({ runs: 0, messages: 0, ingress_receipts: 1 });
       }),
     );
 
     test(
       "purge removes every row of the conversation, table by table, and keeps a tombstone naming who",
-      withStores(async ({ store, outbox, schedules, rowsOf }) => {
+      withStores(async ({ store, outbox, schedules, rowsOf, ingressOutcome }) => {
         const other = await store.admit(admitRequest("keep", "k1"));
         const first = await store.admit({
           ...admitRequest("c", "first"),
@@ -634,7 +643,7 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         });
         const service = createScheduleService({
           repository: schedules,
-          clock: { now: () => T0, sleep: systemClock.sleep },
+          clock: new FakeClock(T0),
           dispatch: async () => ({ status: "retry", reason: "never in this test" }),
         });
         await service.create({
@@ -673,8 +682,8 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         });
         expect(await store.loadPurge("keep")).toBeNull();
         // Its updates stay known, without content, so a platform's redelivery is not admitted afresh.
-        expect(await store.ingressOutcome("chat:acct", "u1")).toBe("purged");
-        expect(await store.ingressOutcome("chat:acct", "u2")).toBe("purged");
+        expect(await ingressOutcome("chat:acct", "u1")).toBe("purged");
+        expect(await ingressOutcome("chat:acct", "u2")).toBe("purged");
         expect(await store.loadConversationSettings("c")).toEqual({});
         // Another conversation is untouched.
         expect(await store.loadRun(other.runId)).not.toBeNull();
@@ -1019,7 +1028,7 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
 
     test(
       "ingress claims record an identity once; the latest identity per reply target",
-      withStore(async (store) => {
+      withStores(async ({ store, ingressOutcome }) => {
         const claim = (key: string, replyTarget: string, nowMs: number) =>
           store.claimIngress({
             source: "chat:acct",
@@ -1041,11 +1050,11 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           runId: null,
           previousPayload: { replyTarget: "t1" },
         });
-        expect(await store.ingressOutcome("chat:acct", "100")).toBe("command");
-        expect(await store.ingressOutcome("chat:acct", "nope")).toBeNull();
+        expect(await ingressOutcome("chat:acct", "100")).toBe("command");
+        expect(await ingressOutcome("chat:acct", "nope")).toBeNull();
         const ingress = { source: "chat:acct", key: "101", payload: { replyTarget: "t2" } };
         const admitted = await store.admit(admitRequest("c", "a", { ingress, nowMs: T0 + 2 }));
-        expect(await store.ingressOutcome("chat:acct", "101")).toBe("admitted");
+        expect(await ingressOutcome("chat:acct", "101")).toBe("admitted");
         expect(await claim("101", "t2", T0 + 3)).toMatchObject({
           fresh: false,
           previousOutcome: "admitted",
@@ -1139,7 +1148,12 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     /** A run that ended at one approval request for `notes_append`. */
-    const awaiting = async (store: RuntimeStore, conversationId: string, key: string, approvalId: string) => {
+    const awaiting = async (
+      store: OperatorRuntimeStore,
+      conversationId: string,
+      key: string,
+      approvalId: string,
+    ) => {
       const { acquired, admitted } = await owned(store, conversationId, key);
       await store.commitTerminal({
         fence: acquired.fence,

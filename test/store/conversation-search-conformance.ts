@@ -10,9 +10,10 @@ import type { Page } from "../../src/operator/cursor.ts";
 import { createOperatorService, type OperatorService } from "../../src/operator/service.ts";
 import type { ConversationListItem } from "../../src/operator/types.ts";
 import type { StoreBackend } from "../../src/store/backend.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 
 const T0 = 1_800_000_000_000;
-const clock = { now: () => T0 + 10_000_000, sleep: async () => {} };
+const clock = new FakeClock(T0 + 10_000_000, { instantSleeps: true });
 
 export interface SearchHarness {
   backend: StoreBackend;

@@ -11,6 +11,7 @@ import { openPostgresBackend } from "../../src/store/postgres/backend.ts";
 import { migrate, MIGRATIONS as PG_MIGRATIONS } from "../../src/store/postgres/schema.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { MIGRATIONS, openSqliteStores } from "../../src/store/sqlite/index.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { createDatabase } from "../support/postgres.ts";
 import { tempDir } from "../support/runtime.ts";
 import { runConversationSearchConformance } from "./conversation-search-conformance.ts";
@@ -24,7 +25,7 @@ forEachEngine((engine, open) =>
 );
 
 const CONVERSATIONS = 2000;
-const clock = { now: () => 10_000_000, sleep: async () => {} };
+const clock = new FakeClock(10_000_000, { instantSleeps: true });
 
 /** Rows as a database before the migration holds them: conversation i, its key, one run of user u<i>. */
 function rowsBefore() {

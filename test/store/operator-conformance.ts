@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import type { Page } from "../../src/operator/cursor.ts";
 import { createOperatorService, type OperatorService } from "../../src/operator/service.ts";
 import type { StoreBackend } from "../../src/store/backend.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 
 type Stores = Pick<
   StoreBackend,
@@ -19,7 +20,7 @@ export interface OperatorHarness {
 }
 
 const T0 = 1_800_000_000_000;
-const fixedClock = { now: () => T0, sleep: async () => {} };
+const fixedClock = new FakeClock(T0, { instantSleeps: true });
 
 /** Admits `count` inputs round-robin over three chats, all at T0 (ties everywhere); completes every other one with a reply. */
 async function seed(stores: Stores, count: number): Promise<void> {

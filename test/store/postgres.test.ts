@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { SQL } from "bun";
 import type { SwitchboardError } from "../../src/errors.ts";
+import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import type { DurableEvent } from "../../src/runtime/events.ts";
-import type { AdmitRequest, Fence, RuntimeStore } from "../../src/runtime/store.ts";
+import type { AdmitRequest, Fence } from "../../src/runtime/store.ts";
 import type { MessagePart, TerminalRunState } from "../../src/runtime/types.ts";
 import { openPostgresBackend } from "../../src/store/postgres/backend.ts";
 import {
@@ -48,6 +49,11 @@ runStoreConformance("postgres", async () => {
       store: backend.runtime,
       outbox: backend.outbox,
       schedules: backend.schedules,
+      ingressOutcome: async (source, key) => {
+        const [row] = await sql<Array<{ outcome: string }>>`
+          SELECT outcome FROM ingress_receipts WHERE source = ${source} AND key = ${key}`;
+        return row?.outcome ?? null;
+      },
       rowsOf: async (conversationId) => {
         const tables = await sql<Array<{ table_name: string }>>`
           SELECT table_name FROM information_schema.columns
@@ -254,12 +260,12 @@ describe("postgres: two processes on one database", () => {
 });
 
 /**
- * One scripted session over every RuntimeStore method, recorded step by step. Ids the stores make
+ * One scripted session over every OperatorRuntimeStore method, recorded step by step. Ids the stores make
  * up (`conv_…`, `msg_…`) are numbered in order of appearance. Message orders are left out, and
  * only whether a next page exists counts: PostgreSQL draws them from a sequence, which may skip
  * values. The two backends' records can then be compared as they are.
  */
-async function recordSession(store: RuntimeStore): Promise<unknown[]> {
+async function recordSession(store: OperatorRuntimeStore): Promise<unknown[]> {
   const record: unknown[] = [];
   const ids = new Map<string, string>();
   const normalize = (value: unknown): unknown =>

@@ -5,16 +5,18 @@
  */
 import { test as bunTest, describe, expect } from "bun:test";
 import { forgetConversation } from "../../src/operator/forget.ts";
-import type { AdmitRequest, RuntimeStore } from "../../src/runtime/store.ts";
+import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
+import type { AdmitRequest } from "../../src/runtime/store.ts";
 import { parseSearchQuery, type SearchQuery } from "../../src/search/query.ts";
 import type { SearchStore } from "../../src/search/store.ts";
+import { FakeClock } from "../support/fake-clock.ts";
 import { admitRequest } from "./conformance.ts";
 
 const T0 = 1_700_000_000_000;
 const test = (name: string, fn: () => Promise<void>) => bunTest(name, fn, 30_000);
 
 export interface OpenedSearchStore {
-  store: RuntimeStore;
+  store: OperatorRuntimeStore;
   search: SearchStore;
   close: () => Promise<void>;
 }
@@ -46,7 +48,7 @@ function q(text: string): SearchQuery {
 
 /** One turn: the user's text, then the assistant's answer (with a tool result) committed. */
 async function turn(
-  store: RuntimeStore,
+  store: OperatorRuntimeStore,
   conversationId: string,
   user: [string, string] | ReturnType<typeof slackCtx>,
   text: string,
@@ -440,7 +442,7 @@ export function runSearchConformance(name: string, open: () => Promise<OpenedSea
         );
         // /forget ends the queued run first (superseded), then purges.
         const forgotten = await forgetConversation(
-          { store, clock: { now: () => T0, sleep: async () => {} } },
+          { store, clock: new FakeClock(T0, { instantSleeps: true }) },
           "gone",
           "telegram:1001",
         );

@@ -7,7 +7,7 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { SQL } from "bun";
-import type { RuntimeStore } from "../../src/runtime/store.ts";
+import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import { parseSearchQuery } from "../../src/search/query.ts";
 import type { SearchStore } from "../../src/search/store.ts";
 import { PostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
@@ -35,7 +35,7 @@ async function refs(search: SearchStore, text: string): Promise<string[]> {
 }
 
 /** Before the upgrade: one input whose run is running, one whose run is queued. */
-async function inFlight(store: RuntimeStore) {
+async function inFlight(store: OperatorRuntimeStore) {
   const running = await store.admit(
     admitRequest("m1", "k1", { parts: [{ type: "text", text: "heron before upgrade" }], context }),
   );
@@ -48,7 +48,7 @@ async function inFlight(store: RuntimeStore) {
 
 /** After the upgrade, on the same runs. */
 async function across(
-  store: RuntimeStore,
+  store: OperatorRuntimeStore,
   search: SearchStore,
   { running, fence, queued }: Awaited<ReturnType<typeof inFlight>>,
   indexRows: (messageId: string) => Promise<number>,

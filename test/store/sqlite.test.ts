@@ -17,6 +17,14 @@ runStoreConformance("sqlite", async () => {
     store: stores.runtime,
     outbox: stores.outbox,
     schedules: stores.schedules,
+    ingressOutcome: async (source, key) =>
+      (
+        stores.db
+          .query("SELECT outcome FROM ingress_receipts WHERE source = ? AND key = ?")
+          .get(source, key) as {
+          outcome: string;
+        } | null
+      )?.outcome ?? null,
     rowsOf: async (conversationId) => {
       const tables = stores.db
         .query(

@@ -3,20 +3,20 @@
  * test/store/state.test.ts on SQLite and on PostgreSQL.
  */
 import { describe, expect, test } from "bun:test";
-import type { RuntimeStore } from "../../src/runtime/store.ts";
+import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import type { StateStore } from "../../src/state/store.ts";
 import { admitRequest } from "./conformance.ts";
 
 const T0 = 1_700_000_000_000;
 
 export interface OpenedStateStore {
-  store: RuntimeStore & StateStore;
+  store: OperatorRuntimeStore & StateStore;
   close: () => Promise<void>;
 }
 
 export function runStateConformance(name: string, open: () => Promise<OpenedStateStore>) {
   describe(`StateStore conformance: ${name}`, () => {
-    const withStore = (fn: (store: RuntimeStore & StateStore) => Promise<void>) => async () => {
+    const withStore = (fn: (store: OperatorRuntimeStore & StateStore) => Promise<void>) => async () => {
       const opened = await open();
       try {
         await fn(opened.store);

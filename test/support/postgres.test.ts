@@ -19,6 +19,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { SQL } from "bun";
 import { queryDatabase } from "./postgres.ts";
 import {
   closedToOthers,
@@ -207,15 +208,20 @@ test.if(AS_ROOT)(
     const cacheRoot = scratchDir("cache", 0o755);
     const server = await startThrowawayServer({ packageBin, cacheRoot });
     try {
-      const [row] = await queryDatabase<{ version: string; pid: number }>(
-        server.url,
-        "SELECT version(), pg_backend_pid() AS pid",
-      );
-      expect(row?.version).toStartWith("PostgreSQL 18");
-      // The server process runs the copy, not the binaries behind the closed folder.
-      expect(readlinkSync(`/proc/${row?.pid}/exe`)).toStartWith(
-        `${cacheRoot}/switchboard-postgres-linux-x64-`,
-      );
+      // The session stays open while its server process is looked at: it ends with the session.
+      const sql = new SQL(server.url, { max: 1 });
+      try {
+        const [row] = await sql.unsafe<Array<{ version: string; pid: number }>>(
+          "SELECT version(), pg_backend_pid() AS pid",
+        );
+        expect(row?.version).toStartWith("PostgreSQL 18");
+        // The server process runs the copy, not the binaries behind the closed folder.
+        expect(readlinkSync(`/proc/${row?.pid}/exe`)).toStartWith(
+          `${cacheRoot}/switchboard-postgres-linux-x64-`,
+        );
+      } finally {
+        await sql.close();
+      }
     } finally {
       await server.stop();
     }

@@ -9,8 +9,10 @@
  *    the server is also stopped on process exit and on SIGINT/SIGTERM, and a server whose test
  *    process was SIGKILLed is reaped by the next run that starts one.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { SQL } from "bun";
+import { openPostgresBackend } from "../../src/store/postgres/backend.ts";
+import { MIGRATIONS } from "../../src/store/postgres/schema.ts";
 import { startThrowawayServer, type ThrowawayServer } from "./postgres-throwaway.ts";
 
 const DEFAULT_LOCAL_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -119,10 +121,13 @@ export async function stopTestServer(): Promise<void> {
 }
 
 /** A fresh, empty database on the test server; `drop` removes it even with connections open. */
-export async function createDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+export async function createDatabase(
+  options: { migrated?: boolean } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const template = options.migrated ? ` TEMPLATE ${await migratedTemplate()}` : "";
   const sql = await adminConnection();
   const name = `sb_test_${randomBytes(6).toString("hex")}`;
-  await sql.unsafe(`CREATE DATABASE ${name}`);
+  await untilUnused(() => sql.unsafe(`CREATE DATABASE ${name}${template}`));
   const url = new URL(await serverUrl());
   url.pathname = `/${name}`;
   return {
@@ -132,6 +137,49 @@ export async function createDatabase(): Promise<{ url: string; drop: () => Promi
       await (await adminConnection()).unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
   };
+}
+
+let template: Promise<string> | undefined;
+
+/**
+ * A database at this build's schema, to copy: copying it takes a fraction of a migration, and
+ * conformance tests open hundreds of databases. It is named after the migrations, so it is made
+ * once per server and schema; the rename makes a finished one visible to concurrent test runs.
+ */
+function migratedTemplate(): Promise<string> {
+  template ??= (async () => {
+    const digest = createHash("sha256").update(JSON.stringify(MIGRATIONS)).digest("hex").slice(0, 16);
+    const name = `sb_template_${digest}`;
+    const sql = await adminConnection();
+    const [found] = await sql`SELECT 1 FROM pg_database WHERE datname = ${name}`;
+    if (found) return name;
+    const db = await createDatabase();
+    const backend = await openPostgresBackend(db.url);
+    await backend.close();
+    const building = new URL(db.url).pathname.slice(1);
+    try {
+      await untilUnused(() => sql.unsafe(`ALTER DATABASE ${building} RENAME TO ${name}`));
+    } catch (error) {
+      await db.drop();
+      const [raced] = await sql`SELECT 1 FROM pg_database WHERE datname = ${name}`;
+      if (!raced) throw error;
+    }
+    return name;
+  })();
+  return template;
+}
+
+/** Retries `fn` while PostgreSQL still counts a just-closed session against the database. */
+async function untilUnused(fn: () => Promise<unknown>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await fn();
+      return;
+    } catch (error) {
+      if (attempt >= 50 || !/being accessed by other users/.test((error as Error).message)) throw error;
+      await Bun.sleep(50);
+    }
+  }
 }
 
 /** Runs `fn` against a fresh database and drops it afterwards. */

@@ -80,7 +80,7 @@ export async function createEngineHarness(
     const harness = createHarness(script, options);
     return { ...harness, store: harness.stores.runtime };
   }
-  const db = await createDatabase();
+  const db = await createDatabase({ migrated: true });
   let store: RuntimeStore;
   try {
     store = await openPostgresRuntimeStore(db.url);

@@ -2,7 +2,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig, redactSecrets } from "../../src/gateway/config.ts";
+import { loadConfig, redactSecrets } from "../../src/gateway/config/index.ts";
 import { tempDir } from "../support/runtime.ts";
 
 const dir = tempDir("switchboard-mcp-config-");

@@ -55,7 +55,7 @@ test("a stdio server's tools are offered as <server>_<tool> and a call has its e
   expect(await run(set, "notes_append_note", { text: "milk" })).toBe('appended "milk"');
   expect(lines(notes)).toEqual(["milk"]);
   await expect(run(set, "notes_fail", {})).rejects.toThrow("the notes are locked");
-  expect(tools.statuses()).toEqual([{ name: "notes", state: "up", error: null, tools: 6, restarts: 0 }]);
+  expect(tools.statuses()).toEqual([{ name: "notes", state: "up", error: null, tools: 7, restarts: 0 }]);
 }, 20_000);
 
 test('servers with approval "ask" (the default) are offered and their calls ask first; allow narrows the catalog', async () => {
@@ -143,6 +143,33 @@ test("a call that hangs past timeoutMs fails with a timeout, and the server stay
   await expect(run(tools.toolSet().tools, "notes_hang", {})).rejects.toThrow(/timed out/i);
   expect(Date.now() - began).toBeLessThan(2000);
   expect(await run(tools.toolSet().tools, "notes_read_notes", {})).toContain("hang");
+}, 20_000);
+
+test("a call whose abort signal fires (the run lost its lease) is cancelled on the server", async () => {
+  const { tools, notes } = setup((dir) => ({ notes: stdio(dir) }));
+  await tools.start();
+  const execute = tools.toolSet().tools.notes_wait_for_cancel?.execute;
+  if (!execute) throw new Error("notes_wait_for_cancel is not offered");
+  const abort = new AbortController();
+  const call = execute(
+    { text: "transfer" } as never,
+    {
+      toolCallId: "call-1",
+      messages: [],
+      abortSignal: abort.signal,
+    } as never,
+  );
+  call.catch(() => {});
+  await eventually(() => lines(notes).includes("begin transfer"), 8000, "the call to begin");
+  abort.abort(new Error("lease lost"));
+  await expect(call).rejects.toThrow();
+  // The SDK client sent notifications/cancelled: the server's handler saw its signal abort.
+  await eventually(
+    () => lines(notes).includes("cancelled transfer"),
+    8000,
+    "the server to see the cancellation",
+  );
+  expect(await run(tools.toolSet().tools, "notes_read_notes", {})).toContain("cancelled transfer");
 }, 20_000);
 
 test("tools/list_changed refreshes the catalog", async () => {

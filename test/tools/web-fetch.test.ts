@@ -98,3 +98,17 @@ test("the tool returns the title, the source and the Markdown", async () => {
   } as never);
   expect(output).toStartWith(`# Tide tables\n\nSource: ${base}/article\n\n`);
 });
+
+test("the tool's abort signal (the run lost its lease) ends a fetch at once, with the signal's reason", async () => {
+  const { web_fetch } = createWebFetchTool({ allowPrivate: true });
+  const abort = new AbortController();
+  const began = Date.now();
+  const fetching = web_fetch.execute!({ url: `${base}/slow` }, {
+    toolCallId: "t",
+    messages: [],
+    abortSignal: abort.signal,
+  } as never);
+  setTimeout(() => abort.abort(new Error("the run's lease was lost")), 100);
+  await expect(fetching).rejects.toThrow("the run's lease was lost");
+  expect(Date.now() - began).toBeLessThan(2000);
+});

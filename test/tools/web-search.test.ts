@@ -1,6 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
 import { isSwitchboardError } from "../../src/errors.ts";
-import { loadConfig } from "../../src/gateway/config.ts";
+import { loadConfig } from "../../src/gateway/config/index.ts";
 import { webSearch } from "../../src/tools/web/search.ts";
 import { createWebSearchTool } from "../../src/tools/web/tool.ts";
 import { startFakeBrave, startFakeSearxng } from "../fixtures/search/fake-search.ts";
@@ -54,6 +54,18 @@ test("failures are errors the model can read: refused JSON, a bad key, an unreac
   await expect(webSearch({ kind: "searxng", url: "http://127.0.0.1:9" }, "x")).rejects.toThrow(
     "SearXNG could not be reached",
   );
+});
+
+test("the tool's abort signal (the run lost its lease) ends a search with the signal's reason", async () => {
+  const searxng = startFakeSearxng();
+  stops.push(searxng.stop);
+  const tools = createWebSearchTool({ kind: "searxng", url: searxng.url });
+  const searching = tools.web_search.execute!({ query: "bun runtime" }, {
+    toolCallId: "c",
+    messages: [],
+    abortSignal: AbortSignal.abort(new Error("the run's lease was lost")),
+  } as never);
+  await expect(searching).rejects.toThrow("the run's lease was lost");
 });
 
 test("config: no backend, no web_search; one backend; both is refused; the Brave key is a secret", () => {

@@ -1,4 +1,5 @@
 import type { AccessGrant } from "../../access/store.ts";
+import { PLATFORM_CHANNELS } from "../../gateway/channels.ts";
 import type { AccessList } from "../../operator/types.ts";
 import { fields, isoTime, orDash, table } from "../format.ts";
 import { actorOf } from "../options.ts";
@@ -78,7 +79,10 @@ export const ACCESS_COMMANDS: CommandSpec[] = [
     synopsis: "access revoke CHANNEL USER_ID [--actor NAME]",
     summary: "Remove a user's access: their next message is refused (runs already queued still finish).",
     args: [
-      { name: "CHANNEL", description: "telegram, discord or slack." },
+      {
+        name: "CHANNEL",
+        description: `${PLATFORM_CHANNELS.slice(0, -1).join(", ")} or ${PLATFORM_CHANNELS.at(-1)}.`,
+      },
       { name: "USER_ID", description: "The user's platform id, as `access list` shows it." },
     ],
     options: { ...ACTOR_OPTION, ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },

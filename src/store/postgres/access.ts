@@ -1,12 +1,8 @@
-import type { SQL } from "bun";
-import {
-  decidePairingIssue,
-  PAIRING_CODE_TTL_MS,
-  PAIRING_MAX_WRONG_ATTEMPTS,
-  PAIRING_WRONG_ATTEMPT_WINDOW_MS,
-} from "../../access/pairing.ts";
-import type { AccessStore, PairingApproveResult, PairingIssueResult } from "../../access/store.ts";
+import type { SQL, TransactionSQL } from "bun";
+import type { AccessStore } from "../../access/store.ts";
 import { type CodeRow, type GrantRow, grantFromRow } from "../access-rows.ts";
+import { type AccessWriteSteps, pairingMutations } from "../access-writes.ts";
+import { type AsyncSteps, runAsync } from "../steps.ts";
 
 export const ACCESS_SCHEMA_SQL = `
 CREATE TABLE access_grants (
@@ -48,74 +44,7 @@ CREATE INDEX pairing_wrong_attempts_by_key ON pairing_wrong_attempts (attempt_ke
 
 export function createPostgresAccessStore(sql: SQL): AccessStore {
   return {
-    async issuePairingCode(r) {
-      return (await sql.begin(async (tx): Promise<PairingIssueResult> => {
-        // One issuer at a time per user, so the open-code limit holds under concurrent messages.
-        await tx`SELECT pg_advisory_xact_lock(hashtext(${`switchboard:pairing:${r.channel}:${r.userId}`}))`;
-        const [same] = await tx<CodeRow[]>`
-          SELECT * FROM pairing_codes WHERE channel = ${r.channel} AND update_key = ${r.updateKey}`;
-        if (same) return { outcome: "repeated", code: same.code, expiresAtMs: Number(same.expires_at_ms) };
-        const rows = await tx<CodeRow[]>`
-          SELECT * FROM pairing_codes
-          WHERE channel = ${r.channel} AND user_id = ${r.userId} AND redeemed_at_ms IS NULL`;
-        const codes = rows.map((c) => ({
-          code: c.code,
-          createdAtMs: Number(c.created_at_ms),
-          expiresAtMs: Number(c.expires_at_ms),
-        }));
-        const decision = decidePairingIssue(codes, r.nowMs);
-        if (decision.kind === "repeat") {
-          return { outcome: "repeated", code: decision.code.code, expiresAtMs: decision.code.expiresAtMs };
-        }
-        const expiresAtMs = r.nowMs + PAIRING_CODE_TTL_MS;
-        const inserted = await tx`
-          INSERT INTO pairing_codes (code, channel, user_id, user_name, update_key, created_at_ms, expires_at_ms)
-          VALUES (${r.candidate}, ${r.channel}, ${r.userId}, ${r.userName ?? null}, ${r.updateKey}, ${r.nowMs}, ${expiresAtMs})
-          ON CONFLICT (code) DO NOTHING RETURNING code`;
-        if (inserted.length === 0) return { outcome: "collision" };
-        return { outcome: "issued", code: r.candidate, expiresAtMs };
-      })) as PairingIssueResult;
-    },
-
-    async approvePairingCode(code, grantedBy, nowMs, attemptKey = grantedBy) {
-      return (await sql.begin(async (tx): Promise<PairingApproveResult> => {
-        // Approvals take turns, so the wrong-attempt count and a code's single redemption hold.
-        await tx`SELECT pg_advisory_xact_lock(hashtext('switchboard:pairing-approve'))`;
-        const since = nowMs - PAIRING_WRONG_ATTEMPT_WINDOW_MS;
-        // Attempts past the window count for nobody: the table holds at most an hour of them.
-        await tx`DELETE FROM pairing_wrong_attempts WHERE at_ms <= ${since}`;
-        const wrong = await tx<Array<{ at_ms: string | number }>>`
-          SELECT at_ms FROM pairing_wrong_attempts
-          WHERE attempt_key = ${attemptKey} AND at_ms > ${since} ORDER BY at_ms`;
-        if (wrong.length >= PAIRING_MAX_WRONG_ATTEMPTS) {
-          return {
-            outcome: "locked",
-            retryAtMs:
-              Number(wrong[wrong.length - PAIRING_MAX_WRONG_ATTEMPTS]!.at_ms) +
-              PAIRING_WRONG_ATTEMPT_WINDOW_MS,
-          };
-        }
-        const [row] = await tx<CodeRow[]>`SELECT * FROM pairing_codes WHERE code = ${code}`;
-        if (!row) {
-          await tx`INSERT INTO pairing_wrong_attempts (at_ms, attempt_key) VALUES (${nowMs}, ${attemptKey})`;
-          return { outcome: "unknown", wrongAttempts: wrong.length + 1 };
-        }
-        const grantOf = async () => {
-          const [grant] = await tx<GrantRow[]>`
-            SELECT * FROM access_grants WHERE channel = ${row.channel} AND user_id = ${row.user_id}`;
-          return grant ? grantFromRow(grant) : null;
-        };
-        if (row.redeemed_at_ms !== null) return { outcome: "already_redeemed", grant: await grantOf() };
-        if (Number(row.expires_at_ms) <= nowMs) return { outcome: "expired" };
-        await tx`UPDATE pairing_codes SET redeemed_at_ms = ${nowMs} WHERE code = ${code}`;
-        await tx`
-          INSERT INTO access_grants (channel, user_id, code, user_name, granted_at_ms, granted_by)
-          VALUES (${row.channel}, ${row.user_id}, ${code}, ${row.user_name}, ${nowMs}, ${grantedBy})
-          ON CONFLICT (channel, user_id) DO UPDATE SET code = excluded.code, user_name = excluded.user_name,
-            granted_at_ms = excluded.granted_at_ms, granted_by = excluded.granted_by`;
-        return { outcome: "approved", grant: (await grantOf())! };
-      })) as PairingApproveResult;
-    },
+    ...pairingMutations((procedure) => sql.begin((tx) => runAsync(procedure, postgresAccessSteps(tx)))),
 
     async isGranted(channel, userId) {
       const rows = await sql`SELECT 1 FROM access_grants WHERE channel = ${channel} AND user_id = ${userId}`;
@@ -146,6 +75,61 @@ export function createPostgresAccessStore(sql: SQL): AccessStore {
       const rows = await sql`
         DELETE FROM access_grants WHERE channel = ${channel} AND user_id = ${userId} RETURNING user_id`;
       return rows.length > 0;
+    },
+  };
+}
+
+/** The pairing mutations' reads and writes in the PostgreSQL transaction `tx`. */
+function postgresAccessSteps(tx: TransactionSQL): AsyncSteps<AccessWriteSteps> {
+  return {
+    lockIssuer: async (channel, userId) => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext(${`switchboard:pairing:${channel}:${userId}`}))`;
+    },
+    codeOfUpdate: async (channel, updateKey) => {
+      const [row] = await tx<CodeRow[]>`
+        SELECT * FROM pairing_codes WHERE channel = ${channel} AND update_key = ${updateKey}`;
+      return row ?? null;
+    },
+    unredeemedCodes: (channel, userId) => tx<CodeRow[]>`
+      SELECT * FROM pairing_codes WHERE channel = ${channel} AND user_id = ${userId} AND redeemed_at_ms IS NULL`,
+    insertCode: async (r, expiresAtMs) => {
+      const inserted = await tx`
+        INSERT INTO pairing_codes (code, channel, user_id, user_name, update_key, created_at_ms, expires_at_ms)
+        VALUES (${r.candidate}, ${r.channel}, ${r.userId}, ${r.userName ?? null}, ${r.updateKey}, ${r.nowMs}, ${expiresAtMs})
+        ON CONFLICT (code) DO NOTHING RETURNING code`;
+      return inserted.length > 0;
+    },
+    lockApprovals: async () => {
+      await tx`SELECT pg_advisory_xact_lock(hashtext('switchboard:pairing-approve'))`;
+    },
+    forgetAttempts: async (sinceMs) => {
+      await tx`DELETE FROM pairing_wrong_attempts WHERE at_ms <= ${sinceMs}`;
+    },
+    wrongAttemptTimes: async (attemptKey, sinceMs) => {
+      const rows = await tx<Array<{ at_ms: string | number }>>`
+        SELECT at_ms FROM pairing_wrong_attempts
+        WHERE attempt_key = ${attemptKey} AND at_ms > ${sinceMs} ORDER BY at_ms`;
+      return rows.map((r) => Number(r.at_ms));
+    },
+    recordWrongAttempt: async (attemptKey, nowMs) => {
+      await tx`INSERT INTO pairing_wrong_attempts (at_ms, attempt_key) VALUES (${nowMs}, ${attemptKey})`;
+    },
+    codeRow: async (code) => {
+      const [row] = await tx<CodeRow[]>`SELECT * FROM pairing_codes WHERE code = ${code}`;
+      return row ?? null;
+    },
+    grantOf: async (channel, userId) => {
+      const [grant] = await tx<GrantRow[]>`
+        SELECT * FROM access_grants WHERE channel = ${channel} AND user_id = ${userId}`;
+      return grant ?? null;
+    },
+    redeem: async (row, grantedBy, nowMs) => {
+      await tx`UPDATE pairing_codes SET redeemed_at_ms = ${nowMs} WHERE code = ${row.code}`;
+      await tx`
+        INSERT INTO access_grants (channel, user_id, code, user_name, granted_at_ms, granted_by)
+        VALUES (${row.channel}, ${row.user_id}, ${row.code}, ${row.user_name}, ${nowMs}, ${grantedBy})
+        ON CONFLICT (channel, user_id) DO UPDATE SET code = excluded.code, user_name = excluded.user_name,
+          granted_at_ms = excluded.granted_at_ms, granted_by = excluded.granted_by`;
     },
   };
 }

@@ -1,5 +1,6 @@
 import { SQL } from "bun";
 import { isSwitchboardError, SwitchboardError } from "../../errors.ts";
+import { type Clock, systemClock } from "../../util/clock.ts";
 import type { StoreBackend } from "../backend.ts";
 import { createPostgresAccessStore } from "./access.ts";
 import { readBlobReferences, readConversationBlobIds } from "./blob-references.ts";
@@ -21,6 +22,8 @@ const CHANGES_CHANNEL = "switchboard_changes";
 export interface PostgresOpenOptions {
   /** Create or migrate the schema (the gateway, the terminal chat); else require this build's. */
   migrate: boolean;
+  /** Times the gateway lock's checks and the standby's waits. Default the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -66,7 +69,7 @@ export async function openPostgresBackend(
     blobReferences: () => readBlobReferences(sql),
     conversationBlobIds: (conversationId) => readConversationBlobIds(sql, conversationId),
     async becomeActiveGateway(gateway) {
-      lock ??= await takeGatewayLock(sql, location, gateway);
+      lock ??= await takeGatewayLock(sql, location, gateway, options.clock ?? systemClock);
       // A put in flight on a dead gateway stopped long before this one took over.
       await blobs.sweepStaging(60_000);
     },

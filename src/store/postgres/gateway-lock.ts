@@ -1,5 +1,6 @@
 import type { ReservedSQL, SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
+import { type Clock, systemClock, type Timer } from "../../util/clock.ts";
 import type { ActiveGatewayOptions } from "../backend.ts";
 
 /** A server session, named by pid and start time: a pid alone can be reused by another session. */
@@ -37,6 +38,7 @@ export async function takeGatewayLock(
   sql: SQL,
   location: string,
   options: ActiveGatewayOptions,
+  clock: Clock = systemClock,
 ): Promise<GatewayLock> {
   // Server sessions that held the lock for this gateway. A connection whose check timed out goes
   // back to the pool and may hold the lock still: that is not another gateway's.
@@ -50,47 +52,54 @@ export async function takeGatewayLock(
   let connection: ReservedSQL | null = await take();
   if (connection === null) {
     if (!options.standby) throw heldElsewhere(location);
-    const taken = await waitForLock(sql, options.standby);
+    const taken = await waitForLock(sql, options.standby, clock);
     ownSessions.add(taken.session);
     connection = taken.connection;
   }
   let checking = false;
-  const timer = setInterval(async () => {
-    if (checking) return;
-    checking = true;
-    try {
-      if (connection !== null && (await alive(connection))) return;
-      connection?.release();
-      connection = null;
-      // The server may still be down: the next check tries again.
-      connection = await take().catch(() => null);
-      if (connection === null && (await lockedByOther(sql, ownSessions))) {
-        clearInterval(timer);
-        options.onLost(heldElsewhere(location));
+  const timer = clock.every(
+    CHECK_MS,
+    async () => {
+      if (checking) return;
+      checking = true;
+      try {
+        if (connection !== null && (await alive(connection, clock))) return;
+        connection?.release();
+        connection = null;
+        // The server may still be down: the next check tries again.
+        connection = await take().catch(() => null);
+        if (connection === null && (await lockedByOther(sql, ownSessions))) {
+          timer.cancel();
+          options.onLost(heldElsewhere(location));
+        }
+      } finally {
+        checking = false;
       }
-    } finally {
-      checking = false;
-    }
-  }, CHECK_MS);
-  timer.unref?.();
+    },
+    { unref: true },
+  );
   return {
     release() {
-      clearInterval(timer);
+      timer.cancel();
       connection?.release();
       connection = null;
     },
   };
 }
 
-async function waitForLock(sql: SQL, standby: NonNullable<ActiveGatewayOptions["standby"]>): Promise<Held> {
+async function waitForLock(
+  sql: SQL,
+  standby: NonNullable<ActiveGatewayOptions["standby"]>,
+  clock: Clock,
+): Promise<Held> {
   await standby.onWaiting();
   for (;;) {
-    await pause(STANDBY_POLL_MS, standby.signal);
+    await pause(STANDBY_POLL_MS, standby.signal, clock);
     // A server that is down now may be back at the next try.
     const taken = await tryLock(sql).catch(() => null);
     if (taken === null) continue;
     try {
-      await pause(TAKEOVER_DELAY_MS, standby.signal);
+      await pause(TAKEOVER_DELAY_MS, standby.signal, clock);
     } catch (error) {
       // The lock goes with the pool, which the caller closes.
       taken.connection.release();
@@ -101,21 +110,12 @@ async function waitForLock(sql: SQL, standby: NonNullable<ActiveGatewayOptions["
 }
 
 /** Resolves after `ms`, or rejects as soon as `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const stopped = () =>
-      new SwitchboardError("runtime_closed", "The standby gateway was stopped before it became active.");
-    if (signal.aborted) return reject(stopped());
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(stopped());
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
+async function pause(ms: number, signal: AbortSignal, clock: Clock): Promise<void> {
+  try {
+    await clock.sleep(ms, signal);
+  } catch {
+    throw new SwitchboardError("runtime_closed", "The standby gateway was stopped before it became active.");
+  }
 }
 
 /** A connection holding the lock, and its server session. */
@@ -137,19 +137,19 @@ async function tryLock(sql: SQL): Promise<Held | null> {
   return null;
 }
 
-async function alive(connection: ReservedSQL): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+async function alive(connection: ReservedSQL, clock: Clock): Promise<boolean> {
+  let timer: Timer | undefined;
   try {
     return await Promise.race([
       connection.unsafe("SELECT 1").then(() => true),
       new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
+        timer = clock.setTimer(CHECK_TIMEOUT_MS, () => resolve(false));
       }),
     ]);
   } catch {
     return false;
   } finally {
-    clearTimeout(timer);
+    timer?.cancel();
   }
 }
 

@@ -1,12 +1,8 @@
 import type { Database } from "bun:sqlite";
-import {
-  decidePairingIssue,
-  PAIRING_CODE_TTL_MS,
-  PAIRING_MAX_WRONG_ATTEMPTS,
-  PAIRING_WRONG_ATTEMPT_WINDOW_MS,
-} from "../../access/pairing.ts";
-import type { AccessStore, PairingApproveResult, PairingIssueResult } from "../../access/store.ts";
+import type { AccessStore } from "../../access/store.ts";
 import { type CodeRow, type GrantRow, grantFromRow } from "../access-rows.ts";
+import { type AccessWriteSteps, pairingMutations } from "../access-writes.ts";
+import { runSync } from "../steps.ts";
 
 export const ACCESS_SCHEMA_SQL = `
 CREATE TABLE access_grants (
@@ -47,91 +43,9 @@ CREATE INDEX pairing_wrong_attempts_by_key ON pairing_wrong_attempts (attempt_ke
 `;
 
 export function createSqliteAccessStore(db: Database): AccessStore {
+  const steps = sqliteAccessSteps(db);
   return {
-    async issuePairingCode(r) {
-      return db
-        .transaction((): PairingIssueResult => {
-          const same = db
-            .query<CodeRow, [string, string]>(
-              "SELECT * FROM pairing_codes WHERE channel = ? AND update_key = ?",
-            )
-            .get(r.channel, r.updateKey);
-          if (same) return { outcome: "repeated", code: same.code, expiresAtMs: Number(same.expires_at_ms) };
-          const codes = db
-            .query<CodeRow, [string, string]>(
-              "SELECT * FROM pairing_codes WHERE channel = ? AND user_id = ? AND redeemed_at_ms IS NULL",
-            )
-            .all(r.channel, r.userId)
-            .map((c) => ({
-              code: c.code,
-              createdAtMs: Number(c.created_at_ms),
-              expiresAtMs: Number(c.expires_at_ms),
-            }));
-          const decision = decidePairingIssue(codes, r.nowMs);
-          if (decision.kind === "repeat") {
-            return { outcome: "repeated", code: decision.code.code, expiresAtMs: decision.code.expiresAtMs };
-          }
-          const expiresAtMs = r.nowMs + PAIRING_CODE_TTL_MS;
-          const inserted = db
-            .query(
-              `INSERT INTO pairing_codes (code, channel, user_id, user_name, update_key, created_at_ms, expires_at_ms)
-               VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO NOTHING`,
-            )
-            .run(r.candidate, r.channel, r.userId, r.userName ?? null, r.updateKey, r.nowMs, expiresAtMs);
-          if (inserted.changes === 0) return { outcome: "collision" };
-          return { outcome: "issued", code: r.candidate, expiresAtMs };
-        })
-        .immediate();
-    },
-
-    async approvePairingCode(code, grantedBy, nowMs, attemptKey = grantedBy) {
-      return db
-        .transaction((): PairingApproveResult => {
-          const since = nowMs - PAIRING_WRONG_ATTEMPT_WINDOW_MS;
-          // Attempts past the window count for nobody: the table holds at most an hour of them.
-          db.query("DELETE FROM pairing_wrong_attempts WHERE at_ms <= ?").run(since);
-          const wrong = db
-            .query<{ at_ms: number }, [string, number]>(
-              "SELECT at_ms FROM pairing_wrong_attempts WHERE attempt_key = ? AND at_ms > ? ORDER BY at_ms",
-            )
-            .all(attemptKey, since);
-          if (wrong.length >= PAIRING_MAX_WRONG_ATTEMPTS) {
-            return {
-              outcome: "locked",
-              retryAtMs:
-                wrong[wrong.length - PAIRING_MAX_WRONG_ATTEMPTS]!.at_ms + PAIRING_WRONG_ATTEMPT_WINDOW_MS,
-            };
-          }
-          const row = db.query<CodeRow, [string]>("SELECT * FROM pairing_codes WHERE code = ?").get(code);
-          if (!row) {
-            db.query("INSERT INTO pairing_wrong_attempts (at_ms, attempt_key) VALUES (?, ?)").run(
-              nowMs,
-              attemptKey,
-            );
-            return { outcome: "unknown", wrongAttempts: wrong.length + 1 };
-          }
-          const grantOf = () =>
-            db
-              .query<GrantRow, [string, string]>(
-                "SELECT * FROM access_grants WHERE channel = ? AND user_id = ?",
-              )
-              .get(row.channel, row.user_id);
-          if (row.redeemed_at_ms !== null) {
-            const grant = grantOf();
-            return { outcome: "already_redeemed", grant: grant ? grantFromRow(grant) : null };
-          }
-          if (Number(row.expires_at_ms) <= nowMs) return { outcome: "expired" };
-          db.query("UPDATE pairing_codes SET redeemed_at_ms = ? WHERE code = ?").run(nowMs, code);
-          db.query(
-            `INSERT INTO access_grants (channel, user_id, code, user_name, granted_at_ms, granted_by)
-             VALUES (?, ?, ?, ?, ?, ?)
-             ON CONFLICT (channel, user_id) DO UPDATE SET code = excluded.code, user_name = excluded.user_name,
-               granted_at_ms = excluded.granted_at_ms, granted_by = excluded.granted_by`,
-          ).run(row.channel, row.user_id, code, row.user_name, nowMs, grantedBy);
-          return { outcome: "approved", grant: grantFromRow(grantOf()!) };
-        })
-        .immediate();
-    },
+    ...pairingMutations(async (procedure) => db.transaction(() => runSync(procedure, steps)).immediate()),
 
     async isGranted(channel, userId) {
       return (
@@ -167,6 +81,62 @@ export function createSqliteAccessStore(db: Database): AccessStore {
         db.query("DELETE FROM access_grants WHERE channel = ? AND user_id = ?").run(channel, userId).changes >
         0
       );
+    },
+  };
+}
+
+/** The pairing mutations' reads and writes on a SQLite connection (the one writer: no locks). */
+function sqliteAccessSteps(db: Database): AccessWriteSteps {
+  return {
+    lockIssuer: () => {},
+    codeOfUpdate: (channel, updateKey) =>
+      db
+        .query<CodeRow, [string, string]>("SELECT * FROM pairing_codes WHERE channel = ? AND update_key = ?")
+        .get(channel, updateKey),
+    unredeemedCodes: (channel, userId) =>
+      db
+        .query<CodeRow, [string, string]>(
+          "SELECT * FROM pairing_codes WHERE channel = ? AND user_id = ? AND redeemed_at_ms IS NULL",
+        )
+        .all(channel, userId),
+    insertCode: (r, expiresAtMs) =>
+      db
+        .query(
+          `INSERT INTO pairing_codes (code, channel, user_id, user_name, update_key, created_at_ms, expires_at_ms)
+           VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO NOTHING`,
+        )
+        .run(r.candidate, r.channel, r.userId, r.userName ?? null, r.updateKey, r.nowMs, expiresAtMs)
+        .changes > 0,
+    lockApprovals: () => {},
+    forgetAttempts: (sinceMs) => {
+      db.query("DELETE FROM pairing_wrong_attempts WHERE at_ms <= ?").run(sinceMs);
+    },
+    wrongAttemptTimes: (attemptKey, sinceMs) =>
+      db
+        .query<{ at_ms: number }, [string, number]>(
+          "SELECT at_ms FROM pairing_wrong_attempts WHERE attempt_key = ? AND at_ms > ? ORDER BY at_ms",
+        )
+        .all(attemptKey, sinceMs)
+        .map((r) => r.at_ms),
+    recordWrongAttempt: (attemptKey, nowMs) => {
+      db.query("INSERT INTO pairing_wrong_attempts (at_ms, attempt_key) VALUES (?, ?)").run(
+        nowMs,
+        attemptKey,
+      );
+    },
+    codeRow: (code) => db.query<CodeRow, [string]>("SELECT * FROM pairing_codes WHERE code = ?").get(code),
+    grantOf: (channel, userId) =>
+      db
+        .query<GrantRow, [string, string]>("SELECT * FROM access_grants WHERE channel = ? AND user_id = ?")
+        .get(channel, userId),
+    redeem: (row, grantedBy, nowMs) => {
+      db.query("UPDATE pairing_codes SET redeemed_at_ms = ? WHERE code = ?").run(nowMs, row.code);
+      db.query(
+        `INSERT INTO access_grants (channel, user_id, code, user_name, granted_at_ms, granted_by)
+         VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (channel, user_id) DO UPDATE SET code = excluded.code, user_name = excluded.user_name,
+           granted_at_ms = excluded.granted_at_ms, granted_by = excluded.granted_by`,
+      ).run(row.channel, row.user_id, row.code, row.user_name, nowMs, grantedBy);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { dirname, join } from "node:path";
+import { type Clock, systemClock } from "../../util/clock.ts";
 import type { StoreBackend } from "../backend.ts";
 import { DirectoryBlobStore } from "../blob-directory.ts";
 import { readBlobReferences, readConversationBlobIds } from "./blob-references.ts";
@@ -12,8 +13,11 @@ import { migrateSqliteWebSessionIds } from "./web-session-ids.ts";
 const EXTERNAL_COMMIT_CHECK_MS = 1000;
 
 /** The embedded default: one SQLite file (created and migrated as needed) for one gateway process. */
-/** `blobDir`: where media blobs live; default `blobs/` beside the database file. */
-export function openSqliteBackend(path: string, blobDir?: string): StoreBackend {
+/**
+ * `blobDir`: where media blobs live; default `blobs/` beside the database file. `clock` times the
+ * file claim's heartbeat and the external-commit checks.
+ */
+export function openSqliteBackend(path: string, blobDir?: string, clock: Clock = systemClock): StoreBackend {
   const stores = openSqliteStores(path);
   const blobs = new DirectoryBlobStore(blobDir ?? join(dirname(path), "blobs"));
   const { db } = stores;
@@ -34,7 +38,7 @@ export function openSqliteBackend(path: string, blobDir?: string): StoreBackend 
     conversationBlobIds: async (conversationId) => readConversationBlobIds(db, conversationId),
     // A standby needs PostgreSQL (the configuration refuses it here), so a claimed file refuses.
     becomeActiveGateway: async () => {
-      claim ??= await claimGatewayFile(db, path);
+      claim ??= await claimGatewayFile(db, path, clock);
       // Only the active gateway puts blobs, so a temp file now is one a dead process left.
       await blobs.sweepTemp();
     },
@@ -45,7 +49,7 @@ export function openSqliteBackend(path: string, blobDir?: string): StoreBackend 
     },
     announceChange: async () => {},
     watchExternalCommits: (onCommit, onError) =>
-      watchExternalCommits(db, { intervalMs: EXTERNAL_COMMIT_CHECK_MS, onCommit, onError }),
+      watchExternalCommits(db, { intervalMs: EXTERNAL_COMMIT_CHECK_MS, onCommit, onError, clock }),
     close: async () => {
       claim?.release();
       claim = null;

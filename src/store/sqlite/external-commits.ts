@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { type Clock, systemClock } from "../../util/clock.ts";
 import type { ExternalCommitWatch } from "../backend.ts";
 
 /**
@@ -11,23 +12,32 @@ import type { ExternalCommitWatch } from "../backend.ts";
  */
 export function watchExternalCommits(
   db: Database,
-  options: { intervalMs: number; onCommit: () => void; onError?: (error: unknown) => void },
+  options: {
+    intervalMs: number;
+    onCommit: () => void;
+    onError?: (error: unknown) => void;
+    /** Times the checks. Default the system clock. */
+    clock?: Clock;
+  },
 ): ExternalCommitWatch {
   const query = db.query<{ data_version: number }, []>("PRAGMA data_version");
   const read = () => query.get()?.data_version ?? 0;
   let seen = read();
-  const interval = setInterval(() => {
-    try {
-      const now = read();
-      if (now === seen) return;
-      seen = now;
-      options.onCommit();
-    } catch (error) {
-      options.onError?.(error);
-    }
-  }, options.intervalMs);
-  interval.unref?.();
+  const interval = (options.clock ?? systemClock).every(
+    options.intervalMs,
+    () => {
+      try {
+        const now = read();
+        if (now === seen) return;
+        seen = now;
+        options.onCommit();
+      } catch (error) {
+        options.onError?.(error);
+      }
+    },
+    { unref: true },
+  );
   return {
-    stop: () => clearInterval(interval),
+    stop: () => interval.cancel(),
   };
 }

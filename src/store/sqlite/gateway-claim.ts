@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { hostname } from "node:os";
 import { SwitchboardError } from "../../errors.ts";
+import { type Clock, systemClock } from "../../util/clock.ts";
 import {
   type Claim,
   type HolderVerdict,
@@ -28,7 +29,11 @@ export interface GatewayClaim {
  * the holder); when it cannot be judged (another host, no procfs), the start waits to see whether
  * the heartbeat moves on (alive) or goes stale (dead), so a killed gateway never blocks a restart.
  */
-export async function claimGatewayFile(db: Database, path: string): Promise<GatewayClaim> {
+export async function claimGatewayFile(
+  db: Database,
+  path: string,
+  clock: Clock = systemClock,
+): Promise<GatewayClaim> {
   const write = db.query(
     `INSERT INTO switchboard_meta (key, value) VALUES (?, ?)
      ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
@@ -65,19 +70,22 @@ export async function claimGatewayFile(db: Database, path: string): Promise<Gate
     const { holder, verdict } = outcome;
     firstBeat ??= holder.heartbeatAtMs;
     if (verdict === "alive" || holder.heartbeatAtMs !== firstBeat) throw fileTaken(holder, path);
-    await Bun.sleep(RECHECK_MS);
+    await clock.sleep(RECHECK_MS);
   }
-  const timer = setInterval(() => {
-    try {
-      write.run(CLAIM_KEY, claim(Date.now()));
-    } catch {
-      // Another process holds the write lock beyond the busy timeout: the next beat tries again.
-    }
-  }, HEARTBEAT_MS);
-  timer.unref?.();
+  const timer = clock.every(
+    HEARTBEAT_MS,
+    () => {
+      try {
+        write.run(CLAIM_KEY, claim(Date.now()));
+      } catch {
+        // Another process holds the write lock beyond the busy timeout: the next beat tries again.
+      }
+    },
+    { unref: true },
+  );
   return {
     release() {
-      clearInterval(timer);
+      timer.cancel();
       db.query("DELETE FROM switchboard_meta WHERE key = ? AND json_extract(value, '$.pid') = ?").run(
         CLAIM_KEY,
         process.pid,

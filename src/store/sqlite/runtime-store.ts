@@ -1,51 +1,28 @@
 import type { Database } from "bun:sqlite";
 import { SwitchboardError } from "../../errors.ts";
+import type { OperatorRuntimeStore } from "../../operator/runtime-store.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import type {
-  AcquiredRun,
-  AcquireNextRequest,
-  AcquireRequest,
   AdmitRequest,
   AdmitResult,
   ApprovalFilter,
   ApprovalRecord,
-  CheckpointRequest,
   CompactionCandidates,
   CompactionRead,
   ConversationHead,
   ConversationSettings,
   Fence,
-  FileDelivery,
-  IngressClaim,
-  IngressClaimResult,
   MessagePage,
-  NextAcquisition,
   PromptContext,
   PurgeRecord,
-  PurgeResult,
   RunRecord,
-  RuntimeStore,
   RunView,
-  SpilledOutput,
-  StopRequestResult,
-  SummarySave,
-  SummarySaveResult,
-  TerminalRequest,
-  TerminalResult,
   ToolOutputSlice,
 } from "../../runtime/store.ts";
-import type {
-  InputPart,
-  MessagePart,
-  StepRecord,
-  StopReason,
-  TerminalRunState,
-  Usage,
-} from "../../runtime/types.ts";
-import type { ConversationState, StateSave, StateSaveResult, StateStore } from "../../state/store.ts";
-import { newId } from "../../util/ids.ts";
+import type { ConversationState, StateStore } from "../../state/store.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
-import { endedStreamMarkdown, fileInsert, streamKey } from "../outbox-records.ts";
+import { resolveKey } from "../ledger-writes.ts";
+import { type Mutation, type MutationSteps, StoreMutations } from "../mutations.ts";
 import {
   type ApprovalRow,
   type MessageRow,
@@ -55,29 +32,13 @@ import {
   toMessagePage,
   toRun,
 } from "../rows.ts";
-import {
-  acquisition,
-  answerStatus,
-  checkFence,
-  checkpointEvent,
-  type EventBody,
-  foreignLeaseUntil,
-  nextRunnable,
-  notAnInput,
-  PURGE_COMPANION_SQL,
-  purgeRefusal,
-  releasedState,
-  summaryConflict,
-  terminalEvent,
-} from "../rules.ts";
-import { type StateRow, stateDecision, stateEvent, toStateRecord } from "../state-rows.ts";
+import { checkFence, type EventBody } from "../rules.ts";
+import { type StateRow, toStateRecord } from "../state-rows.ts";
 import { runSync } from "../steps.ts";
-import { type StopSteps, stop, type TerminalSteps, terminal } from "../terminal.ts";
-import { sumUsage } from "../usage.ts";
 import { sqliteAdmissionSteps } from "./admission-steps.ts";
 import { GroupCommit, type Outcome } from "./group-commit.ts";
-import { commitAnswerDeliverySync, finalizeStreamRecordSync, insertOutboxRecordsSync } from "./outbox.ts";
-import { compactionCandidates, promptContext, summaryOf } from "./prompt-reads.ts";
+import { compactionCandidates, promptContext } from "./prompt-reads.ts";
+import { sqliteStoreSteps } from "./store-steps.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
 
@@ -86,7 +47,7 @@ const ACTIVE = "('queued', 'running', 'interrupt_requested')";
  * deferred ones (one WAL snapshot). Methods are async to satisfy the backend-neutral interface;
  * the work itself is synchronous and serialized by the single connection.
  */
-export class SqliteRuntimeStore implements RuntimeStore, StateStore {
+export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntimeStore, StateStore {
   private readonly listeners = new Set<(events: DurableEvent[]) => void>();
   /** Conversation version after the latest appendEvent in the transaction in progress. */
   private lastVersion = 0;
@@ -95,82 +56,28 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
 
   /** Admission's reads and writes on this connection (see admission.ts for the algorithm). */
   private readonly admissionSteps: AdmissionSteps;
-  /** The terminal commit's and a stop request's (see terminal.ts). */
-  private readonly terminalSteps: TerminalSteps;
-  private readonly stopSteps: StopSteps;
+  /** Every other mutation's (see mutations.ts). */
+  private readonly steps: MutationSteps;
 
   constructor(readonly db: Database) {
+    super();
     this.admissionSteps = sqliteAdmissionSteps(db, {
       resolveKey: (key, nowMs) => this.resolveKey(key, nowMs),
       version: (conversationId) => this.version(conversationId),
       activeRuns: (conversationId) => this.activeRuns(conversationId),
-      endRun: (run, state, nowMs) => this.endWithoutOwner(run, state, nowMs),
+      endRun: (run, state, nowMs) => this.steps.endRun(run, state, nowMs),
       appendEvent: (body, nowMs) => ({ seq: this.appendEvent(body, nowMs), version: this.lastVersion }),
     });
-    const ledger = {
-      endRun: (run: RunRecord, state: TerminalRunState, nowMs: number, absorbedInto?: string) =>
-        this.endWithoutOwner(run, state, nowMs, absorbedInto),
-      appendEvent: (body: EventBody, nowMs: number) => ({ seq: this.appendEvent(body, nowMs) }),
-    };
-    this.terminalSteps = {
-      ...ledger,
-      fenced: (fence) => this.fenced(fence),
-      saveStep: (run, step, parts, nowMs) => this.saveStep(run, step, parts, nowMs),
-      upsertAnswer: (run, parts, status, nowMs) =>
-        toMessage(
-          db
-            .query(
-              `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-               VALUES (?, ?, ?, 'assistant', ?, ?, ?)
-               ON CONFLICT(id) DO UPDATE SET parts = excluded.parts, status = excluded.status RETURNING *`,
-            )
-            .get(
-              run.assistantMessageId,
-              run.conversationId,
-              run.id,
-              JSON.stringify(parts),
-              status,
-              nowMs,
-            ) as MessageRow,
-        ),
-      finishRun: (run, state, error, nowMs) =>
-        toRun(
-          db
-            .query(
-              `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
-               error = ? WHERE id = ? RETURNING *`,
-            )
-            .get(state, nowMs, this.nextFinishSeq(), error, run.id) as RunRow,
-        ),
+    this.steps = sqliteStoreSteps(db, {
+      runRow: (runId) => this.runRow(runId),
       activeRuns: (conversationId) => this.activeRuns(conversationId),
-      insertApproval: (run, approval, nowMs) => {
-        db.query(
-          `INSERT INTO approvals (id, conversation_id, run_id, tool_call_id, tool_name, input, binding, state,
-             created_at_ms, expires_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-        ).run(
-          approval.id,
-          run.conversationId,
-          run.id,
-          approval.toolCallId,
-          approval.toolName,
-          JSON.stringify(approval.input ?? null),
-          approval.binding,
-          nowMs,
-          approval.expiresAtMs,
-        );
-      },
-      writeDelivery: (delivery, nowMs) => commitAnswerDeliverySync(db, delivery, nowMs),
-    };
-    this.stopSteps = {
-      ...ledger,
-      lockRun: (runId) => this.runRow(runId),
-      markInterruptRequested: (runId, reason) => {
-        db.query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?").run(
-          reason,
-          runId,
-        );
-      },
-    };
+      appendEvent: (body, nowMs) => this.appendEvent(body, nowMs),
+      ensureConversation: (conversationId, nowMs) => this.ensureConversation(conversationId, nowMs),
+      assertNotPurged: (conversationId) => this.assertNotPurged(conversationId),
+      version: (conversationId) => this.version(conversationId),
+      nextFinishSeq: () => this.nextFinishSeq(),
+      fenced: (fence) => this.fenced(fence),
+    });
   }
 
   onCommitted(listener: (events: DurableEvent[]) => void): () => void {
@@ -201,6 +108,10 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
       this.appended = [];
       return Promise.reject(error);
     }
+  }
+
+  protected transact<R>(procedure: Mutation<R>): Promise<R> {
+    return this.write(() => runSync(procedure, this.steps));
   }
 
   private read<T>(work: () => T): Promise<T> {
@@ -292,42 +203,7 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
   }
 
   private resolveKey(key: string, nowMs: number): string {
-    const row = this.db.query("SELECT conversation_id FROM conversation_keys WHERE key = ?").get(key) as {
-      conversation_id: string;
-    } | null;
-    if (row) return row.conversation_id;
-    const id = newId("conv", nowMs);
-    this.db
-      .query(
-        "INSERT INTO conversation_keys (key, conversation_id, generation, updated_at_ms) VALUES (?, ?, 1, ?)",
-      )
-      .run(key, id, nowMs);
-    this.ensureConversation(id, nowMs);
-    return id;
-  }
-
-  /** Ends a run that never started (or is being ended without its owner) in one of the terminal states. */
-  private endWithoutOwner(
-    run: RunRecord,
-    state: TerminalRunState,
-    nowMs: number,
-    absorbedInto?: string,
-  ): number {
-    this.db
-      .query(
-        `UPDATE runs SET state = ?, finished_at_ms = ?, finish_seq = ?, owner = NULL, lease_expires_at_ms = NULL,
-         absorbed_into = ? WHERE id = ?`,
-      )
-      .run(state, nowMs, this.nextFinishSeq(), absorbedInto ?? null, run.id);
-    const answer = this.db
-      .query("UPDATE messages SET status = ? WHERE id = ? RETURNING parts")
-      .get(answerStatus(state), run.assistantMessageId) as { parts: string } | null;
-    const parts = answer ? (JSON.parse(answer.parts) as MessagePart[]) : [];
-    finalizeStreamRecordSync(this.db, streamKey(run.id), endedStreamMarkdown(state, parts), nowMs);
-    return this.appendEvent(
-      terminalEvent(run, state, parts, { usage: run.usage, ...(absorbedInto ? { absorbedInto } : {}) }),
-      nowMs,
-    );
+    return runSync(resolveKey(key, nowMs), this.steps);
   }
 
   private fenced(fence: Fence): RunRecord {
@@ -338,24 +214,6 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
 
   loadCompactionCandidates(conversationId: string, options: CompactionRead): Promise<CompactionCandidates> {
     return this.read(() => compactionCandidates(this.db, conversationId, options));
-  }
-
-  saveSummary(request: SummarySave): Promise<SummarySaveResult> {
-    return this.write(() => {
-      const current = summaryOf(this.db, request.conversationId);
-      const actual = current?.version ?? 0;
-      if (summaryConflict(current, request)) return { outcome: "conflict", actualVersion: actual } as const;
-      this.db
-        .query(
-          `INSERT INTO conversation_summaries (conversation_id, text, through_finish_seq, version, updated_at_ms)
-           VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT(conversation_id) DO UPDATE SET text = excluded.text,
-             through_finish_seq = excluded.through_finish_seq, version = excluded.version,
-             updated_at_ms = excluded.updated_at_ms`,
-        )
-        .run(request.conversationId, request.text, request.throughFinishSeq, actual + 1, request.nowMs);
-      return { outcome: "saved", version: actual + 1 } as const;
-    });
   }
 
   /**
@@ -418,46 +276,6 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     return this.read(() => this.activeRuns(conversationId));
   }
 
-  acquireNext(request: AcquireNextRequest): Promise<NextAcquisition> {
-    return this.write(() => {
-      const active = this.activeRuns(request.conversationId);
-      const next = nextRunnable(active, request.nowMs);
-      const acquired = next ? this.take(next, active, request) : null;
-      if (acquired) return { acquired, heldUntilMs: null };
-      return { acquired: null, heldUntilMs: foreignLeaseUntil(active, request.owner) };
-    });
-  }
-
-  acquireRun(request: AcquireRequest): Promise<AcquiredRun | null> {
-    return this.write(() => {
-      const run = this.runRow(request.runId);
-      if (!run) return null;
-      return this.take(run, run.state === "queued" ? this.activeRuns(run.conversationId) : [], request);
-    });
-  }
-
-  /** Takes ownership of `run` when `acquisition` allows it (inside a write transaction). */
-  private take(
-    run: RunRecord,
-    active: readonly RunRecord[],
-    request: { owner: string; nowMs: number; leaseMs: number },
-  ): AcquiredRun | null {
-    const { nowMs } = request;
-    const taken = acquisition(run, active, nowMs);
-    if (!taken) return null;
-    const row = this.db
-      .query(
-        `UPDATE runs SET state = ?, owner = ?, fencing_token = ?, lease_expires_at_ms = ?,
-         started_at_ms = COALESCE(started_at_ms, ?) WHERE id = ? RETURNING *`,
-      )
-      .get(taken.state, request.owner, taken.fencingToken, nowMs + request.leaseMs, nowMs, run.id) as RunRow;
-    const seq = this.appendEvent(
-      { type: "run-state", conversationId: run.conversationId, runId: run.id, state: taken.state },
-      nowMs,
-    );
-    return { run: toRun(row), fence: { runId: run.id, fencingToken: taken.fencingToken }, seq };
-  }
-
   renewLease(fence: Fence, nowMs: number, leaseMs: number): Promise<boolean> {
     return this.write(() => {
       const result = this.db
@@ -480,90 +298,6 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     return this.read(() => promptContext(this.db, runId, options));
   }
 
-  checkpoint(request: CheckpointRequest): Promise<{ seq: number }> {
-    return this.write(() => {
-      const run = this.fenced(request.fence);
-      const { nowMs, step } = request;
-      this.db
-        .query(
-          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-           VALUES (?, ?, ?, 'assistant', ?, 'streaming', ?)
-           ON CONFLICT(id) DO UPDATE SET parts = excluded.parts`,
-        )
-        .run(
-          run.assistantMessageId,
-          run.conversationId,
-          run.id,
-          JSON.stringify(request.assistantParts),
-          nowMs,
-        );
-      const seq = this.saveStep(run, step, request.assistantParts, nowMs);
-      return { seq };
-    });
-  }
-
-  /** A step's row, the run's usage summed over its steps, and its `checkpoint` event. */
-  private saveStep(run: RunRecord, step: StepRecord, parts: readonly MessagePart[], nowMs: number): number {
-    this.db
-      .query(
-        `INSERT OR REPLACE INTO steps (run_id, step, model, finish_reason, usage, started_at_ms, finished_at_ms)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        run.id,
-        step.step,
-        step.model,
-        step.finishReason,
-        JSON.stringify(step.usage),
-        step.startedAtMs,
-        step.finishedAtMs,
-      );
-    const usages = (
-      this.db.query("SELECT usage FROM steps WHERE run_id = ? ORDER BY step").all(run.id) as Array<{
-        usage: string;
-      }>
-    ).map((r) => JSON.parse(r.usage) as Usage);
-    const total = sumUsage(usages);
-    this.db
-      .query("UPDATE runs SET steps = ?, usage = ?, cost_complete = ? WHERE id = ?")
-      .run(step.step + 1, JSON.stringify(total.usage), total.costComplete ? 1 : 0, run.id);
-    return this.appendEvent(checkpointEvent(run, step, parts), nowMs);
-  }
-
-  saveToolProgress(
-    fence: Fence,
-    assistantParts: MessagePart[],
-    nowMs: number,
-    spilled?: SpilledOutput,
-  ): Promise<void> {
-    return this.write(() => {
-      const run = this.fenced(fence);
-      this.db
-        .query(
-          `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
-           VALUES (?, ?, ?, 'assistant', ?, 'streaming', ?)
-           ON CONFLICT(id) DO UPDATE SET parts = excluded.parts`,
-        )
-        .run(run.assistantMessageId, run.conversationId, run.id, JSON.stringify(assistantParts), nowMs);
-      if (spilled) {
-        this.db
-          .query(
-            `INSERT INTO tool_outputs (ref, conversation_id, run_id, tool_call_id, tool_name, text, created_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(ref) DO NOTHING`,
-          )
-          .run(
-            spilled.ref,
-            run.conversationId,
-            run.id,
-            spilled.toolCallId,
-            spilled.toolName,
-            spilled.text,
-            nowMs,
-          );
-      }
-    });
-  }
-
   readToolOutput(
     conversationId: string,
     ref: string,
@@ -584,34 +318,6 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     });
   }
 
-  enqueueFiles(fence: Fence, files: FileDelivery[], nowMs: number): Promise<string[]> {
-    return this.write(() => {
-      const run = this.fenced(fence);
-      const inserts = files.map((file) =>
-        fileInsert({ runId: run.id, conversationId: run.conversationId }, file),
-      );
-      return insertOutboxRecordsSync(this.db, inserts, nowMs);
-    });
-  }
-
-  saveInputParts(fence: Fence, messageId: string, parts: InputPart[]): Promise<void> {
-    return this.write(() => {
-      const run = this.fenced(fence);
-      if (!run.inputMessageIds.includes(messageId)) throw notAnInput(messageId, run.id);
-      this.db
-        .query("UPDATE messages SET parts = ? WHERE id = ? AND role = 'user'")
-        .run(JSON.stringify(parts), messageId);
-    });
-  }
-
-  requestStop(runId: string, reason: StopReason, nowMs: number): Promise<StopRequestResult> {
-    return this.write(() => runSync(stop(runId, reason, nowMs), this.stopSteps));
-  }
-
-  commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
-    return this.write(() => runSync(terminal(request), this.terminalSteps));
-  }
-
   expireLeases(request: { exceptOwner: string; nowMs: number }): Promise<number> {
     return this.write(() => {
       const result = this.db
@@ -621,20 +327,6 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
         )
         .run(request.nowMs, request.exceptOwner, request.nowMs);
       return result.changes;
-    });
-  }
-
-  releaseRun(fence: Fence, nowMs: number): Promise<void> {
-    return this.write(() => {
-      const run = this.fenced(fence);
-      const state = releasedState(run);
-      this.db
-        .query("UPDATE runs SET state = ?, owner = NULL, lease_expires_at_ms = NULL WHERE id = ?")
-        .run(state, run.id);
-      this.appendEvent(
-        { type: "run-state", conversationId: run.conversationId, runId: run.id, state },
-        nowMs,
-      );
     });
   }
 
@@ -670,93 +362,12 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     });
   }
 
-  resolveConversationKey(key: string, nowMs: number): Promise<string> {
-    return this.write(() => this.resolveKey(key, nowMs));
-  }
-
-  rotateConversationKey(key: string, nowMs: number): Promise<string> {
-    return this.write(() => {
-      const id = newId("conv", nowMs);
-      this.ensureConversation(id, nowMs);
-      this.db
-        .query(
-          `INSERT INTO conversation_keys (key, conversation_id, generation, updated_at_ms) VALUES (?, ?, 1, ?)
-           ON CONFLICT(key) DO UPDATE SET conversation_id = excluded.conversation_id,
-             generation = generation + 1, updated_at_ms = excluded.updated_at_ms`,
-        )
-        .run(key, id, nowMs);
-      return id;
-    });
-  }
-
-  purgeConversation(
-    conversationId: string,
-    options: { expectedVersion?: number; nowMs: number; actor?: string },
-  ): Promise<PurgeResult> {
-    const { expectedVersion, nowMs } = options;
-    return this.write(() => {
-      const tomb = this.db
-        .query("SELECT 1 FROM conversation_tombstones WHERE conversation_id = ?")
-        .get(conversationId);
-      if (tomb) return { outcome: "already_purged" } as const;
-      const active = this.activeRuns(conversationId).map((r) => r.id);
-      const refusal = purgeRefusal(active, expectedVersion, this.version(conversationId));
-      if (refusal) return refusal;
-      this.db
-        .query("DELETE FROM steps WHERE run_id IN (SELECT id FROM runs WHERE conversation_id = ?)")
-        .run(conversationId);
-      for (const table of ["messages", "runs", "events", "tool_outputs", "conversation_state", "approvals"]) {
-        this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
-      }
-      for (const table of ["conversation_keys", "conversation_settings", "conversation_summaries"]) {
-        this.db.query(`DELETE FROM ${table} WHERE conversation_id = ?`).run(conversationId);
-      }
-      for (const statement of PURGE_COMPANION_SQL) this.db.query(statement).run(conversationId);
-      this.db.query("DELETE FROM conversations WHERE id = ?").run(conversationId);
-      this.db
-        .query(
-          "INSERT INTO conversation_tombstones (conversation_id, purged_at_ms, purged_by) VALUES (?, ?, ?)",
-        )
-        .run(conversationId, nowMs, options.actor ?? null);
-      return { outcome: "purged" } as const;
-    });
-  }
-
   loadState(conversationId: string): Promise<ConversationState> {
     return this.read(() => {
       const rows = this.db
         .query("SELECT * FROM conversation_state WHERE conversation_id = ?")
         .all(conversationId) as StateRow[];
       return Object.fromEntries(rows.map((row) => [row.slot, toStateRecord(row)])) as ConversationState;
-    });
-  }
-
-  saveState(request: StateSave): Promise<StateSaveResult> {
-    return this.write((): StateSaveResult => {
-      const row = this.db
-        .query("SELECT * FROM conversation_state WHERE conversation_id = ? AND slot = ?")
-        .get(request.conversationId, request.slot) as StateRow | null;
-      const current = row ? toStateRecord(row) : null;
-      const decision = stateDecision(request.expectedVersion, current);
-      if (decision.kind === "conflict") return { outcome: "conflict", actual: current };
-      // First: it creates the conversation's head, or throws for a purged conversation.
-      const seq = this.appendEvent(stateEvent(request, decision.version), request.nowMs);
-      this.db
-        .query(
-          `INSERT INTO conversation_state (conversation_id, slot, value, version, actor, updated_at_ms)
-           VALUES (?, ?, ?, ?, ?, ?)
-           ON CONFLICT (conversation_id, slot) DO UPDATE SET value = excluded.value,
-             version = excluded.version, actor = excluded.actor, updated_at_ms = excluded.updated_at_ms`,
-        )
-        .run(
-          request.conversationId,
-          request.slot,
-          JSON.stringify(request.value),
-          decision.version,
-          request.actor,
-          request.nowMs,
-        );
-      return { outcome: "saved", version: decision.version, seq };
     });
   }
 
@@ -816,71 +427,12 @@ export class SqliteRuntimeStore implements RuntimeStore, StateStore {
     );
   }
 
-  async ingressOutcome(source: string, key: string): Promise<string | null> {
-    const row = this.db
-      .query("SELECT outcome FROM ingress_receipts WHERE source = ? AND key = ?")
-      .get(source, key) as { outcome: string } | null;
-    return row?.outcome ?? null;
-  }
-
-  claimIngress(request: IngressClaim): Promise<IngressClaimResult> {
-    return this.write(() => {
-      const seen = this.db
-        .query("SELECT outcome, run_id, payload FROM ingress_receipts WHERE source = ? AND key = ?")
-        .get(request.source, request.key) as {
-        outcome: string;
-        run_id: string | null;
-        payload: string;
-      } | null;
-      if (seen)
-        return {
-          fresh: false,
-          previousOutcome: seen.outcome,
-          runId: seen.run_id,
-          previousPayload: JSON.parse(seen.payload) as unknown,
-        };
-      this.db
-        .query(
-          `INSERT INTO ingress_receipts (source, key, conversation_id, outcome, payload, created_at_ms)
-           VALUES (?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          request.source,
-          request.key,
-          request.conversationId ?? null,
-          request.outcome,
-          JSON.stringify(request.payload ?? null),
-          request.nowMs,
-        );
-      return { fresh: true, previousOutcome: null, runId: null, previousPayload: null };
-    });
-  }
-
   loadConversationSettings(conversationId: string): Promise<ConversationSettings> {
     return this.read(() => {
       const row = this.db
         .query("SELECT settings FROM conversation_settings WHERE conversation_id = ?")
         .get(conversationId) as { settings: string } | null;
       return row ? (JSON.parse(row.settings) as ConversationSettings) : {};
-    });
-  }
-
-  saveConversationSettings(
-    conversationId: string,
-    settings: ConversationSettings,
-    nowMs: number,
-  ): Promise<void> {
-    return this.write(() => {
-      const row = this.db
-        .query("SELECT settings FROM conversation_settings WHERE conversation_id = ?")
-        .get(conversationId) as { settings: string } | null;
-      const merged = { ...(row ? (JSON.parse(row.settings) as ConversationSettings) : {}), ...settings };
-      this.db
-        .query(
-          `INSERT INTO conversation_settings (conversation_id, settings, updated_at_ms) VALUES (?, ?, ?)
-           ON CONFLICT(conversation_id) DO UPDATE SET settings = excluded.settings, updated_at_ms = excluded.updated_at_ms`,
-        )
-        .run(conversationId, JSON.stringify(merged), nowMs);
     });
   }
 

@@ -80,7 +80,7 @@ export function createFileTools(options: SendFileToolOptions): ToolSet {
         "Photos show as photos, voice notes (OGG/Opus) as voice notes, anything else as a document. " +
         "The file arrives in order with your messages.",
       inputSchema: sendFileInput,
-      execute: async ({ file, url, filename, caption }, { toolCallId }) => {
+      execute: async ({ file, url, filename, caption }, { toolCallId, abortSignal }) => {
         if ((file === undefined) === (url === undefined)) {
           throw new SendFileError(
             "Give either `file` (a file of this conversation) or `url`, not both or neither.",
@@ -98,6 +98,7 @@ export function createFileTools(options: SendFileToolOptions): ToolSet {
             blobs: options.blobs,
             maxFileBytes: options.maxFileBytes,
             ...(filename === undefined ? {} : { filename }),
+            ...(abortSignal ? { signal: abortSignal } : {}),
           });
         } else {
           const found = await findConversationFile(options.listMessages, file!);

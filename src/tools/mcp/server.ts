@@ -3,6 +3,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { type Clock, systemClock, type Timer } from "../../util/clock.ts";
 import type { Logger } from "../../util/log.ts";
 import { isStdio, type McpServerConfig } from "./config.ts";
 import { expandVariables, restartDelayMs, toolAllowed } from "./names.ts";
@@ -24,6 +25,8 @@ export interface McpServerOptions {
   config: McpServerConfig;
   env: Record<string, string | undefined>;
   logger: Logger;
+  /** Times the start deadline and reconnects. Default the system clock. */
+  clock?: Clock;
   /** Called whenever the server's catalog or state changes. */
   onChange: () => void;
   version: string;
@@ -43,12 +46,16 @@ export class McpServer {
   private error: string | null = null;
   private restarts = 0;
   private attempt = 0;
-  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private retryTimer: Timer | null = null;
   private stopping = false;
   /** The end of the stdio server's stderr, quoted when it fails (servers print why there). */
   private stderrTail = "";
 
-  constructor(private readonly options: McpServerOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly options: McpServerOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   get name(): string {
     return this.options.name;
@@ -95,7 +102,7 @@ export class McpServer {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer?.cancel();
     this.retryTimer = null;
     const client = this.client;
     this.client = null;
@@ -121,7 +128,7 @@ export class McpServer {
       },
     );
     const deadline = this.config.startTimeoutMs;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: Timer | undefined;
     try {
       await Promise.race([
         (async () => {
@@ -129,20 +136,19 @@ export class McpServer {
           this.catalog = await this.listTools(client);
         })(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new ConnectFailure(`did not answer within startTimeoutMs (${deadline} ms)`)),
-            deadline,
+          timer = this.clock.setTimer(deadline, () =>
+            reject(new ConnectFailure(`did not answer within startTimeoutMs (${deadline} ms)`)),
           );
         }),
       ]);
     } catch (error) {
-      clearTimeout(timer);
+      timer?.cancel();
       // Not awaited: closing a stuck child takes seconds, and the start deadline has passed.
       void client.close().catch(() => {});
       this.fail(error);
       return;
     }
-    clearTimeout(timer);
+    timer?.cancel();
     if (this.stopping) {
       await client.close().catch(() => {});
       return;
@@ -226,11 +232,14 @@ export class McpServer {
         ? "check the command, its arguments and the server's own log on stderr"
         : "check the URL, the headers' variables and that the server is reachable",
     });
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.connect();
-    }, delayMs);
-    this.retryTimer.unref?.();
+    this.retryTimer = this.clock.setTimer(
+      delayMs,
+      () => {
+        this.retryTimer = null;
+        void this.connect();
+      },
+      { unref: true },
+    );
   }
 
   private setState(state: ServerState, error: string | null): void {

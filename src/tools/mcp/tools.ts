@@ -1,5 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { jsonSchema, type ToolSet, tool } from "ai";
+import type { Clock } from "../../util/clock.ts";
 import type { Logger } from "../../util/log.ts";
 import type { McpServersConfig } from "./config.ts";
 import { assignNames, type NamedTool } from "./names.ts";
@@ -9,6 +10,8 @@ export interface McpToolsOptions {
   servers: McpServersConfig;
   env: Record<string, string | undefined>;
   logger: Logger;
+  /** Times connection deadlines and reconnects. Default the system clock. */
+  clock?: Clock;
   /** Names the gateway's own tools use; an MCP tool may not take one. */
   reserved?: ReadonlySet<string>;
   version?: string;
@@ -42,6 +45,7 @@ export class McpTools {
           config,
           env: options.env,
           logger: options.logger,
+          ...(options.clock ? { clock: options.clock } : {}),
           version: options.version ?? "0.1.0",
           onChange: () => this.changed(name),
         }),

@@ -22,6 +22,8 @@ export interface WebFetchOptions {
   isBlocked?: (address: string) => boolean;
   /** The name's addresses (default: the system resolver); the connection goes to one of them. */
   resolve?: (hostname: string) => Promise<string[]>;
+  /** Ends the fetch early (the run lost its lease); it then rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface WebPage {
@@ -40,7 +42,7 @@ const systemResolve = async (hostname: string) =>
   (await lookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
 
 /** What every guarded GET needs: the SSRF rules and bounds web_fetch applies. */
-export type GuardedGetOptions = Pick<WebFetchOptions, "allowPrivate" | "isBlocked" | "resolve"> & {
+export type GuardedGetOptions = Pick<WebFetchOptions, "allowPrivate" | "isBlocked" | "resolve" | "signal"> & {
   timeoutMs: number;
   maxRedirects: number;
 };
@@ -57,7 +59,8 @@ export async function guardedGet<T>(
   accept: string,
   read: (response: Response, url: URL) => Promise<T>,
 ): Promise<T> {
-  const signal = AbortSignal.timeout(options.timeoutMs);
+  const deadline = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
   let url = parseUrl(rawUrl);
   try {
     for (let hop = 0; ; hop++) {
@@ -90,7 +93,9 @@ export async function guardedGet<T>(
     }
   } catch (error) {
     if (error instanceof WebFetchError) throw error;
-    if (signal.aborted) throw new WebFetchError(`${url.href} did not answer within ${options.timeoutMs} ms`);
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (deadline.aborted)
+      throw new WebFetchError(`${url.href} did not answer within ${options.timeoutMs} ms`);
     throw new WebFetchError(`fetching ${url.href} failed: ${(error as Error).message}`);
   }
 }

@@ -24,7 +24,8 @@ const MAX_BODY_BYTES = 2_000_000;
 export async function webSearch(
   backend: SearchBackend,
   query: string,
-  options: { count?: number; timeoutMs?: number } = {},
+  /** `signal` ends the search early (the run lost its lease); it then rejects with the signal's reason. */
+  options: { count?: number; timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<SearchHit[]> {
   const count = Math.min(options.count ?? MAX_RESULTS, MAX_RESULTS);
   const request: { url: string; headers: Record<string, string> } =
@@ -42,7 +43,9 @@ export async function webSearch(
   try {
     const response = await fetch(request.url, {
       headers: request.headers,
-      signal: AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS),
+      signal: options.signal
+        ? AbortSignal.any([AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS), options.signal])
+        : AbortSignal.timeout(options.timeoutMs ?? TIMEOUT_MS),
     });
     const text = await response.text();
     if (!response.ok) {
@@ -54,6 +57,7 @@ export async function webSearch(
     body = JSON.parse(text);
   } catch (error) {
     if (error instanceof WebSearchError) throw error;
+    if (options.signal?.aborted) throw options.signal.reason;
     const reason =
       error instanceof Error && error.name === "TimeoutError"
         ? `did not answer within ${(options.timeoutMs ?? TIMEOUT_MS) / 1000} s`

@@ -25,8 +25,11 @@ export function createWebFetchTool(options: { allowPrivate: boolean }) {
       description:
         "Fetches a web page (http or https) and returns its readable text as Markdown, at most about 20,000 characters.",
       inputSchema: fetchInput,
-      execute: async ({ url }) => {
-        const page = await webFetch(url, { allowPrivate: options.allowPrivate });
+      execute: async ({ url }, { abortSignal }) => {
+        const page = await webFetch(url, {
+          allowPrivate: options.allowPrivate,
+          ...(abortSignal ? { signal: abortSignal } : {}),
+        });
         const title = page.title ? `# ${page.title}\n\n` : "";
         return `${title}Source: ${page.url}\n\n${page.markdown}`;
       },
@@ -41,8 +44,8 @@ export function createWebSearchTool(backend: SearchBackend) {
       description:
         "Searches the web and returns up to 10 results (title, url, snippet). Use web_fetch to read a result.",
       inputSchema: searchInput,
-      execute: async ({ query }) => {
-        const results = await webSearch(backend, query);
+      execute: async ({ query }, { abortSignal }) => {
+        const results = await webSearch(backend, query, abortSignal ? { signal: abortSignal } : {});
         return results.length === 0 ? { results, note: "no results; try other words" } : { results };
       },
     }),

@@ -40,7 +40,7 @@ describe("Discord adapter: files as multipart attachments", () => {
     const { emulator, adapter } = harness;
     const user = emulator.createUser("mira");
     const question = emulator.sendChannelMessage(emulator.generalChannelId, user.id, "chart?");
-    const sent = await adapter.sendFile(
+    const sent = await adapter.files!.send(
       general(),
       file("obx_f1#0", { caption: "**the** chart", replyTo: question.id }),
     );
@@ -56,9 +56,9 @@ describe("Discord adapter: files as multipart attachments", () => {
   test("an upload whose answer was lost is retried under the same nonce and shows once", async () => {
     const { emulator, adapter } = harness;
     emulator.failNext("POST /channels/:id/messages", { kind: "reset", afterCommit: true });
-    const lost = await failure(adapter.sendFile(general(), file("obx_f2#0", { filename: "once.png" })));
+    const lost = await failure(adapter.files!.send(general(), file("obx_f2#0", { filename: "once.png" })));
     expect(lost.retryable).toBe(true);
-    const retried = await adapter.sendFile(general(), file("obx_f2#0", { filename: "once.png" }));
+    const retried = await adapter.files!.send(general(), file("obx_f2#0", { filename: "once.png" }));
     const shown = emulator
       .visibleMessages(emulator.generalChannelId)
       .filter((m) => m.attachments.some((a) => a.filename === "once.png"));
@@ -68,9 +68,9 @@ describe("Discord adapter: files as multipart attachments", () => {
   test("a file over Discord's 10 MiB upload limit is refused with its reason, not retryable", async () => {
     const { adapter } = harness;
     const big = new Uint8Array(10 * 1024 * 1024 + 1);
-    const refused = await failure(adapter.sendFile(general(), file("obx_f3#0", { bytes: big })));
+    const refused = await failure(adapter.files!.send(general(), file("obx_f3#0", { bytes: big })));
     expect(refused.code).toBe("platform_rejected");
     expect(refused.retryable).toBe(false);
-    expect(adapter.fileLimits).toEqual({ maxFileBytes: 10 * 1024 * 1024, maxCaptionChars: 2000 });
+    expect(adapter.files?.limits).toEqual({ maxFileBytes: 10 * 1024 * 1024, maxCaptionChars: 2000 });
   });
 });

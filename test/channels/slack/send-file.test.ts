@@ -43,7 +43,10 @@ function file(extra: Partial<OutgoingFile> = {}): OutgoingFile {
 
 describe("Slack adapter: files through the external upload flow", () => {
   test("announce, upload the bytes, complete into the thread with the caption as initial comment", async () => {
-    const receipt = await adapter.sendFile("C0SLACK01:1700000000.000100", file({ caption: "the *report*" }));
+    const receipt = await adapter.files!.send(
+      "C0SLACK01:1700000000.000100",
+      file({ caption: "the *report*" }),
+    );
     const shared = emulator.messages("C0SLACK01").find((m) => m.files !== undefined);
     expect(shared?.text).toBe("the *report*");
     expect(shared?.threadTs).toBe("1700000000.000100");
@@ -54,12 +57,12 @@ describe("Slack adapter: files through the external upload flow", () => {
 
   test("a Slack error on completion is mapped like any Web API error; its limits are Slack's", async () => {
     emulator.failNext("files.completeUploadExternal", { kind: "server_error", status: 500 });
-    const failed = await adapter.sendFile("C0SLACK01", file()).then(
+    const failed = await adapter.files!.send("C0SLACK01", file()).then(
       () => null,
       (e: unknown) => e as { code: string; retryable: boolean },
     );
     expect(failed?.code).toBe("platform_unavailable");
     expect(failed?.retryable).toBe(true);
-    expect(adapter.fileLimits.maxFileBytes).toBe(1024 * 1024 * 1024);
+    expect(adapter.files?.limits.maxFileBytes).toBe(1024 * 1024 * 1024);
   });
 });

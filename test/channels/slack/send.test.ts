@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { createSlackAdapter, type SlackAdapter } from "../../../channels/slack/adapter.ts";
-import type { OutgoingMessage } from "../../../channels/types.ts";
-import { isFormattingRejection } from "../../../outbox/render.ts";
+import type { ChannelAdapter, OutgoingMessage } from "../../../channels/types.ts";
+import { formatRenderer, isFormattingRejection } from "../../../outbox/render.ts";
 import { isSwitchboardError, type SwitchboardError } from "../../../src/errors.ts";
 import { type SlackEmulator, startSlackEmulator } from "../../emulators/slack/index.ts";
 import { recordingIngress, recordingLogger } from "./helpers.ts";
@@ -47,15 +47,21 @@ async function failure(promise: Promise<unknown>): Promise<SwitchboardError> {
 }
 
 describe("Slack adapter sends through Bolt's WebClient", () => {
-  test("capabilities and limits", () => {
-    expect(adapter.capabilities).toEqual({ idempotentSend: false, edit: true, delete: true, typing: false });
+  test("capabilities, markup and limits: edits and deletes, no typing indicator", () => {
+    expect(adapter.capabilities).toEqual({ idempotentSend: false });
+    expect(adapter.edit).toBeFunction();
+    expect(adapter.delete).toBeFunction();
+    expect((adapter as ChannelAdapter).typing).toBeUndefined();
     expect(adapter.limits).toEqual({
       maxMessageChars: 4000,
       perChatIntervalMs: 1000,
       perAccountPerSecond: 20,
       editIntervalMs: 1000,
     });
-    expect(adapter.render("**bold** _it_")).toBe("**bold** _it_");
+    expect(adapter.markup).toBe("slack-mrkdwn");
+    expect(formatRenderer.render("**bold** _it_", adapter.markup, "rich", 4000).chunks).toEqual([
+      "*bold* _it_",
+    ]);
   });
 
   test("send to a channel top level: chat.postMessage with mrkdwn, ts as message id", async () => {

@@ -1,19 +1,5 @@
 import type { TelegramAdapterEvent } from "../../../channels/telegram/events.ts";
 import type { InboundMessage, Ingress, IngressOutcome, IngressTiming } from "../../../channels/types.ts";
-import { type Clock, systemClock } from "../../../src/util/clock.ts";
-
-/** Real time, except that backoff sleeps longer than `capMs` are cut short (and recorded). */
-export function shortSleepClock(capMs = 20): Clock & { requestedSleepsMs: number[] } {
-  const requestedSleepsMs: number[] = [];
-  return {
-    requestedSleepsMs,
-    now: () => Date.now(),
-    sleep: (ms, signal) => {
-      requestedSleepsMs.push(ms);
-      return systemClock.sleep(Math.min(ms, capMs), signal);
-    },
-  };
-}
 
 /** An ingress that records what it got; `behaviour` decides each outcome (default: admitted). */
 export function recordingIngress(

@@ -10,7 +10,8 @@ import {
   type TelegramEmulator,
   user,
 } from "../../emulators/telegram/index.ts";
-import { admitted, eventLog, recordingIngress, shortSleepClock, waitUntil } from "./helpers.ts";
+import { FakeClock } from "../../support/fake-clock.ts";
+import { admitted, eventLog, recordingIngress, waitUntil } from "./helpers.ts";
 
 const alice = user(1001, "Alice", { last_name: "Liddell", username: "alice" });
 const bob = user(1002, "Bob");
@@ -27,11 +28,13 @@ afterEach(async () => {
   await emulator.close();
 });
 
+/** Backoff sleeps end at once (and are recorded): the long polls against the emulator are real. */
+function backoffClock(): FakeClock {
+  return new FakeClock(Date.now(), { instantSleeps: true });
+}
+
 function pollingAdapter(
-  options: {
-    onEvent?: (event: TelegramAdapterEvent) => void;
-    clock?: ReturnType<typeof shortSleepClock>;
-  } = {},
+  options: { onEvent?: (event: TelegramAdapterEvent) => void; clock?: FakeClock } = {},
 ) {
   const adapter = new TelegramAdapter(
     {
@@ -41,7 +44,7 @@ function pollingAdapter(
       pollTimeoutSeconds: 1,
       requestTimeoutMs: 2_000,
     },
-    { clock: options.clock ?? shortSleepClock(), ...(options.onEvent ? { onEvent: options.onEvent } : {}) },
+    { clock: options.clock ?? backoffClock(), ...(options.onEvent ? { onEvent: options.onEvent } : {}) },
   );
   adapters.push(adapter);
   return adapter;
@@ -86,7 +89,7 @@ describe("Telegram adapter, long polling", () => {
 
   test("an update whose ingress failed is not confirmed, is delivered again, and then admitted", async () => {
     const { events, onEvent } = eventLog();
-    const clock = shortSleepClock();
+    const clock = backoffClock();
     const ingress = recordingIngress((message, attempt) => {
       if (message.text === "first" && attempt === 1) throw new Error("database is locked");
       return admitted();
@@ -115,7 +118,7 @@ describe("Telegram adapter, long polling", () => {
 
   test("a failing ingress is retried with growing delays and nothing after it is handed over", async () => {
     let failures = 3;
-    const clock = shortSleepClock(5);
+    const clock = backoffClock();
     const ingress = recordingIngress((message) => {
       if (message.text === "poison" && failures > 0) {
         failures -= 1;

@@ -76,7 +76,7 @@ describe("Telegram files out", () => {
 
   test("a photo with an HTML caption, replying to the question, arrives with the uploaded bytes", async () => {
     const question = emulator.incoming({ chat: privateChat(alice), from: alice, text: "chart?" }).message;
-    const receipt = await adapter.sendFile(
+    const receipt = await adapter.files!.send(
       "1001",
       file(PNG, "image/png", {
         filename: "chart.png",
@@ -98,8 +98,8 @@ describe("Telegram files out", () => {
     const group = supergroupChat(-100500, "Team", { isForum: true });
     emulator.addChat(group);
     emulator.addTopic(-100500, 7, "ops");
-    await adapter.sendFile("-100500:7", file(OGG, "audio/ogg; codecs=opus", { filename: "note.ogg" }));
-    await adapter.sendFile("-100500:7", file(PDF, "application/pdf", { filename: "report.pdf" }));
+    await adapter.files!.send("-100500:7", file(OGG, "audio/ogg; codecs=opus", { filename: "note.ogg" }));
+    await adapter.files!.send("-100500:7", file(PDF, "application/pdf", { filename: "report.pdf" }));
     const [voice, doc] = emulator.messages(-100500);
     expect(voice?.file?.method).toBe("sendVoice");
     expect(doc?.file?.method).toBe("sendDocument");
@@ -111,12 +111,12 @@ describe("Telegram files out", () => {
   test("a refused upload is platform_rejected with Telegram's reason; a bad caption is a markup rejection", async () => {
     const big = new Uint8Array(10 * 1024 * 1024 + 1);
     big.set(PNG);
-    const tooBig = await failureOf(adapter.sendFile("1001", file(big, "image/png")));
+    const tooBig = await failureOf(adapter.files!.send("1001", file(big, "image/png")));
     expect(tooBig.code).toBe("platform_rejected");
     expect(tooBig.retryable).toBe(false);
     expect(tooBig.message).toMatch(/sendPhoto \(413\): Request Entity Too Large/);
     const markup = await failureOf(
-      adapter.sendFile("1001", file(PNG, "image/png", { caption: "<b>open", format: "rich" })),
+      adapter.files!.send("1001", file(PNG, "image/png", { caption: "<b>open", format: "rich" })),
     );
     expect(isFormattingRejection(markup)).toBe(true);
     expect(emulator.messages(1001)).toEqual([]);
@@ -124,10 +124,10 @@ describe("Telegram files out", () => {
 
   test("a 500 on upload is retryable; its limits are Telegram's", async () => {
     emulator.injectFault("sendDocument", { kind: "server_error" });
-    const failure = await failureOf(adapter.sendFile("1001", file(PDF, "application/pdf")));
+    const failure = await failureOf(adapter.files!.send("1001", file(PDF, "application/pdf")));
     expect(failure.code).toBe("platform_unavailable");
     expect(failure.retryable).toBe(true);
-    expect(adapter.fileLimits).toEqual({
+    expect(adapter.files?.limits).toEqual({
       maxFileBytes: 50 * 1024 * 1024,
       maxPhotoBytes: 10 * 1024 * 1024,
       maxCaptionChars: 1024,

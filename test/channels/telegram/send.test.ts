@@ -3,7 +3,8 @@ import { Api, GrammyError } from "grammy";
 import { TelegramAdapter } from "../../../channels/telegram/adapter.ts";
 import { toSwitchboardError } from "../../../channels/telegram/errors.ts";
 import type { OutgoingMessage } from "../../../channels/types.ts";
-import { isFormattingRejection, isNotModified } from "../../../outbox/render.ts";
+import { escapeTelegramHtml } from "../../../outbox/format/index.ts";
+import { formatRenderer, isFormattingRejection, isNotModified } from "../../../outbox/render.ts";
 import { isSwitchboardError } from "../../../src/errors.ts";
 import {
   privateChat,
@@ -56,7 +57,7 @@ describe("Telegram adapter, sending", () => {
     }).message;
     const receipt = await adapter.send(
       "1001",
-      out(`<b>Yes</b>: ${adapter.render("1 < 2 & 2 > 1")}`, {
+      out(`<b>Yes</b>: ${escapeTelegramHtml("1 < 2 & 2 > 1")}`, {
         format: "rich",
         replyTo: String(question.message_id),
       }),
@@ -206,14 +207,19 @@ describe("Telegram adapter, sending", () => {
     expect(emulator.calls).toEqual([]);
   });
 
-  test("capabilities and limits", () => {
-    expect(adapter.capabilities).toEqual({ idempotentSend: false, edit: true, delete: true, typing: true });
+  test("capabilities, markup and limits", () => {
+    expect(adapter.capabilities).toEqual({ idempotentSend: false });
+    for (const method of [adapter.edit, adapter.delete, adapter.typing]) expect(method).toBeFunction();
+    expect(adapter.files?.limits.maxCaptionChars).toBe(1024);
     expect(adapter.limits).toEqual({
       maxMessageChars: 4096,
       perChatIntervalMs: 1000,
       perAccountPerSecond: 30,
       editIntervalMs: 1000,
     });
-    expect(adapter.render("<a & b>")).toBe("&lt;a &amp; b&gt;");
+    expect(adapter.markup).toBe("telegram-html");
+    expect(formatRenderer.render("<a & b>", adapter.markup, "rich", 4096).chunks).toEqual([
+      "&lt;a &amp; b&gt;",
+    ]);
   });
 });

@@ -5,6 +5,7 @@
  * the prompt showing the outcome without buttons, and a redelivered or repeated press deciding
  * nothing more. Each platform supplies how it sends, shows and presses.
  */
+import { Database } from "bun:sqlite";
 import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -25,6 +26,24 @@ export function notesIn(dir: string): Notes {
   const file = join(dir, "notes.txt");
   const lines = () => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n") : []);
   return { file, lines, count: (line) => lines().filter((l) => l === line).length };
+}
+
+/**
+ * The states of the approval requests whose tool input has `text`, oldest first, read from the
+ * gateway's SQLite file. A press is answered only once it was judged, so a decision it made shows
+ * here at once: no need to wait and see whether the effect happens.
+ */
+export function approvalStates(dbPath: string, text: string): string[] {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return (
+      db
+        .query("SELECT state FROM approvals WHERE json_extract(input, '$.text') = ? ORDER BY created_at_ms")
+        .all(text) as Array<{ state: string }>
+    ).map((row) => row.state);
+  } finally {
+    db.close();
+  }
 }
 
 /** Writes the gateway's config file: `surfaces`, and the notes MCP server. Returns its path. */

@@ -1,8 +1,9 @@
 /**
- * The budget scenario both platforms' end-to-end tests run: a per-user token budget exhausted
- * mid-day refuses (one reply, no model call, the input kept), resets at the day's boundary in the
- * budget's zone (the gateway restarted "the next day" with SWITCHBOARD_TEST_START_MS), and an
- * operator's raise or reset through the API lets the user write again.
+ * The budget scenario of the end-to-end test: a per-user token budget exhausted mid-day refuses
+ * (one reply, no model call, the input kept), resets at the day's boundary in the budget's zone
+ * (the gateway restarted "the next day" with SWITCHBOARD_TEST_START_MS), and an operator's reset,
+ * then a raise, through the API let the user write again. Nothing in it depends on the platform:
+ * it runs on one (budgets-telegram.test.ts).
  */
 import { Database } from "bun:sqlite";
 import { expect } from "bun:test";
@@ -33,8 +34,6 @@ export interface BudgetScenario {
   /** The platform's gateway environment with `extra` added. */
   env(extra: Record<string, string>): Record<string, string>;
   startGateway(env: Record<string, string>): Promise<GatewayProcess>;
-  /** How the operator lets the user write again: a higher limit, or usage counted afresh. */
-  operator: "raise" | "reset";
 }
 
 export function writeBudgetConfig(dir: string, surfaces: Record<string, unknown>): string {
@@ -52,7 +51,7 @@ export function writeBudgetConfig(dir: string, surfaces: Record<string, unknown>
 
 export async function runBudgetScenario(s: BudgetScenario): Promise<void> {
   s.llm.addRules(
-    Array.from({ length: 12 }, (_, i) => ({
+    Array.from({ length: 13 }, (_, i) => ({
       match: { lastUserContains: `spend #${i + 1}.` },
       reply: {
         kind: "text" as const,
@@ -121,25 +120,30 @@ export async function runBudgetScenario(s: BudgetScenario): Promise<void> {
 
     const scope = `user:${s.chat.principal}`;
     const api = { SWITCHBOARD_URL: gateway.url, SWITCHBOARD_OPERATOR_TOKEN: BUDGET_OPERATOR_TOKEN };
-    const changed = await runCliJson<{
-      refused: boolean;
-      limits: Array<{ field: string; limit: number; used: number }>;
-    }>(
-      s.operator === "raise"
-        ? ["budgets", "raise", scope, "--tokens-per-day", "5000", "--actor", "ann"]
-        : ["budgets", "reset", scope, "--actor", "ann"],
-      api,
-    );
-    expect(changed.refused).toBe(false);
-    expect(changed.limits).toEqual([
-      expect.objectContaining(
-        s.operator === "raise"
-          ? { field: "tokensPerDay", limit: 5000, used: 1200 }
-          : { field: "tokensPerDay", limit: TOKENS_PER_DAY, used: 0 },
-      ),
+    type Changed = { refused: boolean; limits: Array<{ field: string; limit: number; used: number }> };
+    // A reset counts usage afresh under the same limit.
+    const reset = await runCliJson<Changed>(["budgets", "reset", scope, "--actor", "ann"], api);
+    expect(reset.refused).toBe(false);
+    expect(reset.limits).toEqual([
+      expect.objectContaining({ field: "tokensPerDay", limit: TOKENS_PER_DAY, used: 0 }),
     ]);
     await spend(9);
     expect(s.llm.requestsContaining("spend #9.")).toHaveLength(1);
+    await spend(10);
+    await spend(11);
+    const refusedAgain = await s.chat.say("spend #12.", "It resets Thu 2026-03-12 00:00");
+    expect(refusedAgain).toContain("is used up");
+    // A raise keeps the usage and lifts the limit.
+    const raised = await runCliJson<Changed>(
+      ["budgets", "raise", scope, "--tokens-per-day", "5000", "--actor", "ann"],
+      api,
+    );
+    expect(raised.refused).toBe(false);
+    expect(raised.limits).toEqual([
+      expect.objectContaining({ field: "tokensPerDay", limit: 5000, used: 1200 }),
+    ]);
+    await spend(13);
+    expect(s.llm.requestsContaining("spend #13.")).toHaveLength(1);
   } finally {
     await gateway.kill("SIGTERM");
   }

@@ -1,6 +1,5 @@
 import { afterAll, afterEach, beforeAll } from "bun:test";
 import type { DiscordEmulator } from "../../emulators/discord/index.ts";
-import type { SlackEmulator } from "../../emulators/slack/index.ts";
 import { privateChat, type TelegramEmulator } from "../../emulators/telegram/index.ts";
 import type { FakeLlmRule } from "../../support/llm/fake-llm-rules.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../../support/llm/fake-llm-server.ts";
@@ -169,19 +168,6 @@ export function discordGatewayEnv(
     DISCORD_BOT_TOKEN: fixture.platform.token,
     DISCORD_API_URL: fixture.platform.apiUrl,
     DISCORD_ALLOWED_USERS: options.allowed.join(","),
-  });
-}
-
-/** Slack in Socket Mode against the emulator (`allowed`: Slack user ids). */
-export function slackGatewayEnv(
-  fixture: E2eFixture<SlackEmulator>,
-  options: PlatformEnvOptions,
-): Record<string, string> {
-  return platformGatewayEnv(fixture, options, {
-    SLACK_BOT_TOKEN: fixture.platform.botToken,
-    SLACK_APP_TOKEN: fixture.platform.appToken,
-    SLACK_API_URL: `${fixture.platform.url}/api`,
-    SLACK_ALLOWED_USERS: options.allowed.join(","),
   });
 }
 

@@ -113,6 +113,18 @@ export async function startGatewayProcess(
   };
 }
 
+/**
+ * The exit code of `gateway` once it exits, or null if it is still running after `timeoutMs`
+ * (a bound on the wait, not a pause: it returns as soon as the process ends).
+ */
+export function exitCodeWithin(gateway: GatewayProcess, timeoutMs: number): Promise<number | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), timeoutMs);
+  });
+  return Promise.race([gateway.exited, timedOut]).finally(() => clearTimeout(timer));
+}
+
 /** Polls `check` until it returns a value (not undefined/false) or the time runs out. */
 export async function eventually<T>(
   check: () => T | Promise<T>,

@@ -1,7 +1,5 @@
-/** What the media end-to-end files share: files to send and readings of what the model received. */
+/** Files to send and readings of what the model received, for the media end-to-end test. */
 import { expect } from "bun:test";
-import sharp from "sharp";
-import { scaleForModel } from "../../../src/media/image.ts";
 import type { FileFault } from "../../emulators/file-host.ts";
 import type { FakeLlmRequest, FakeLlmServer } from "../../support/llm/fake-llm-server.ts";
 import { eventually } from "./gateway-process.ts";
@@ -29,16 +27,6 @@ export function oggOpus(bytes: number): Uint8Array {
   return out;
 }
 
-/** A JPEG of one colour, larger than the model is shown (3000×1800). */
-export async function largeJpeg(red = 200): Promise<Uint8Array> {
-  const bytes = await sharp({
-    create: { width: 3000, height: 1800, channels: 3, background: { r: red, g: 60, b: 30 } },
-  })
-    .jpeg()
-    .toBuffer();
-  return new Uint8Array(bytes);
-}
-
 /** A one-page PDF showing `text` in Helvetica, with a correct cross-reference table (pdf.js reads it). */
 export function onePagePdf(text: string): Uint8Array {
   const escaped = text.replace(/[\\()]/g, (c) => `\\${c}`);
@@ -61,22 +49,6 @@ export function onePagePdf(text: string): Uint8Array {
   for (const offset of offsets) body += `${String(offset).padStart(10, "0")} 00000 n \n`;
   body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return new TextEncoder().encode(body);
-}
-
-/** The user message's image part holds exactly the scaled original (2048 px on its long side). */
-export async function expectScaledImage(
-  parts: Array<Record<string, unknown>>,
-  original: Uint8Array,
-): Promise<void> {
-  const image = parts.find((p) => p.type === "image_url") as { image_url: { url: string } } | undefined;
-  expect(image).toBeDefined();
-  const [prefix, data] = image!.image_url.url.split(",");
-  expect(prefix).toBe("data:image/jpeg;base64");
-  const sent = new Uint8Array(Buffer.from(data!, "base64"));
-  const expected = await scaleForModel(original);
-  expect(sent).toEqual(new Uint8Array(expected.bytes));
-  const meta = await sharp(sent).metadata();
-  expect(Math.max(meta.width ?? 0, meta.height ?? 0)).toBe(2048);
 }
 
 /** One platform's part of {@link expectDownloadCrashAnsweredOnce}. */

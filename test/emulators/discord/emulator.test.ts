@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import type { Clock } from "../../../src/util/clock.ts";
+import { FakeClock } from "../../support/fake-clock.ts";
 import { type DiscordEmulator, startDiscordEmulator } from "./index.ts";
 
 // Every test here talks to a local emulator over HTTP/WebSocket; none should take long.
@@ -20,17 +20,6 @@ function api(path: string, init: { method?: string; body?: unknown; token?: stri
     headers,
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
   });
-}
-
-function fakeClock(startMs: number): Clock & { advance(ms: number): void } {
-  let nowMs = startMs;
-  return {
-    now: () => nowMs,
-    sleep: () => Promise.resolve(),
-    advance: (ms) => {
-      nowMs += ms;
-    },
-  };
 }
 
 /** A raw gateway client that records frames, to check the protocol without discord.js. */
@@ -131,15 +120,15 @@ describe("Discord emulator REST", () => {
   });
 
   test("enforce_nonce returns the same message within the window, a new one after it", async () => {
-    const clock = fakeClock(Date.parse("2026-01-01T00:00:00Z"));
+    const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
     emulator = startDiscordEmulator({ clock, nonceWindowMs: 60_000 });
     const path = `/channels/${emulator.generalChannelId}/messages`;
     const body = { content: "once", nonce: "n-1", enforce_nonce: true };
     const first = (await (await api(path, { method: "POST", body })).json()) as { id: string };
-    clock.advance(59_000);
+    await clock.advance(59_000);
     const second = (await (await api(path, { method: "POST", body })).json()) as { id: string };
     expect(second.id).toBe(first.id);
-    clock.advance(2_000);
+    await clock.advance(2_000);
     const third = (await (await api(path, { method: "POST", body })).json()) as { id: string };
     expect(third.id).not.toBe(first.id);
     // Without enforce_nonce the nonce is only echoed, as on Discord.
@@ -156,13 +145,13 @@ describe("Discord emulator REST", () => {
   });
 
   test("per-channel rate limit: 5 per window, 429 with headers and retry_after, counted", async () => {
-    const clock = fakeClock(Date.parse("2026-01-01T00:00:00Z"));
+    const clock = new FakeClock(Date.parse("2026-01-01T00:00:00Z"));
     emulator = startDiscordEmulator({ clock, channelRateLimit: { limit: 5, windowMs: 5000 } });
     const path = `/channels/${emulator.generalChannelId}/messages`;
     for (let i = 0; i < 5; i += 1) {
       const ok = await api(path, { method: "POST", body: { content: `m${i}` } });
       expect(ok.headers.get("x-ratelimit-remaining")).toBe(String(4 - i));
-      clock.advance(100);
+      await clock.advance(100);
     }
     const limited = await api(path, { method: "POST", body: { content: "m5" } });
     expect(limited.status).toBe(429);
@@ -179,7 +168,7 @@ describe("Discord emulator REST", () => {
     expect(
       (await api(`/channels/${other}/messages`, { method: "POST", body: { content: "x" } })).status,
     ).toBe(200);
-    clock.advance(4500);
+    await clock.advance(4500);
     expect((await api(path, { method: "POST", body: { content: "m6" } })).status).toBe(200);
   });
 

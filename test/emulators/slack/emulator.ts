@@ -355,6 +355,7 @@ export class SlackEmulator {
     if (fault !== undefined) {
       record.fault = fault.kind;
       if (fault.kind === "hang") {
+        if (fault.afterEffect) answerWebApiCall(method, params, tokenKind, this.#webApiContext());
         return new Promise<Response>((resolve) => {
           const release = () => resolve(new Response("emulator closed", { status: 503 }));
           this.#hangingCalls.add(release);

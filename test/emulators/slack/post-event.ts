@@ -27,6 +27,8 @@ export interface PostEventOptions {
   retryDelayMs?: number;
   /** Clock for the signed timestamp. Default Date.now. */
   nowMs?: () => number;
+  /** Told of each attempt as it is answered (the result lists them only at the end). */
+  onAttempt?: (attempt: PostEventAttempt) => void;
 }
 
 export type PostEventAttemptOutcome =
@@ -78,6 +80,7 @@ export async function postEvent(
     }
     const outcome = await attemptPost(url, rawBody, headers, timeoutMs);
     attempts.push({ retryNum, outcome });
+    options.onAttempt?.({ retryNum, outcome });
     if ("status" in outcome && outcome.status >= 200 && outcome.status < 300) break;
     retryReason =
       "status" in outcome

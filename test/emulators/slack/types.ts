@@ -42,8 +42,11 @@ export type SlackFault =
   | { kind: "server_error"; status: 500 | 502 | 503 | 504 }
   /** HTTP 200 `{ok:false, error}`: channel_not_found, invalid_auth, internal_error, … */
   | { kind: "platform_error"; error: string }
-  /** Never answers (until the emulator closes): the client's timeout must fire. */
-  | { kind: "hang" }
+  /**
+   * Never answers (until the emulator closes): the client's timeout must fire. With `afterEffect`
+   * the call takes effect first (the message is posted, its answer lost): an ambiguous outcome.
+   */
+  | { kind: "hang"; afterEffect?: boolean }
   /** Closes the connection without an answer. */
   | { kind: "reset" };
 

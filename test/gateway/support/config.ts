@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type FileConfig, type GatewayConfig, loadConfig } from "../../../src/gateway/config.ts";
+import { type FileConfig, type GatewayConfig, loadConfig } from "../../../src/gateway/config/index.ts";
 import { tempDir } from "../../support/runtime.ts";
 
 /** loadConfig over `env`, with `fileJson` (when given) written as the SWITCHBOARD_CONFIG file. */

@@ -2,20 +2,9 @@ import type { ChannelName } from "../../../channels/types.ts";
 import { createScheduleService } from "../../../schedules/service.ts";
 import type { Schedule } from "../../../schedules/types.ts";
 import { openSqliteStores, type SqliteStores } from "../../../src/store/sqlite/index.ts";
-import type { Clock } from "../../../src/util/clock.ts";
+import { FakeClock } from "../../support/fake-clock.ts";
 
 export const T0 = Date.parse("2026-03-01T09:00:00Z");
-
-export class ManualClock implements Clock {
-  constructor(private nowMs: number) {}
-  now(): number {
-    return this.nowMs;
-  }
-  advance(ms: number): void {
-    this.nowMs += ms;
-  }
-  async sleep(): Promise<void> {}
-}
 
 export interface SeededRun {
   runId: string;
@@ -25,7 +14,7 @@ export interface SeededRun {
 
 export interface Seed {
   stores: SqliteStores;
-  clock: ManualClock;
+  clock: FakeClock;
   telegram: { conversationId: string; key: string };
   slack: { conversationId: string; key: string };
   delivered: SeededRun;
@@ -39,9 +28,9 @@ export interface Seed {
 let counter = 0;
 
 /** Admits one text input on `key`; returns the run and its conversation. */
-async function admit(stores: SqliteStores, clock: ManualClock, key: string, text: string) {
+async function admit(stores: SqliteStores, clock: FakeClock, key: string, text: string) {
   counter += 1;
-  clock.advance(1000);
+  await clock.advance(1000);
   const result = await stores.runtime.admit({
     conversation: { key },
     idempotencyKey: `seed-${counter}`,
@@ -59,13 +48,13 @@ async function admit(stores: SqliteStores, clock: ManualClock, key: string, text
 /** Runs `runId` to completion with `answer`, enqueuing the answer in the terminal transaction. */
 async function complete(
   stores: SqliteStores,
-  clock: ManualClock,
+  clock: FakeClock,
   run: { runId: string; conversationId: string },
   channel: ChannelName,
   target: string,
   answer: string,
 ): Promise<SeededRun> {
-  clock.advance(1000);
+  await clock.advance(1000);
   const acquired = await stores.runtime.acquireRun({
     runId: run.runId,
     owner: "seed-worker",
@@ -73,7 +62,7 @@ async function complete(
     leaseMs: 60_000,
   });
   if (!acquired) throw new Error(`seed: could not acquire ${run.runId}`);
-  clock.advance(1000);
+  await clock.advance(1000);
   await stores.runtime.commitTerminal({
     fence: acquired.fence,
     state: "completed",
@@ -96,13 +85,13 @@ async function complete(
 /** Moves a pending record through one delivery attempt that ends as `outcome`. */
 async function attempt(
   stores: SqliteStores,
-  clock: ManualClock,
+  clock: FakeClock,
   id: string,
   outcome: "delivered" | "ambiguous" | "failed",
 ): Promise<void> {
-  clock.advance(500);
+  await clock.advance(500);
   if (!(await stores.outbox.markSending(id, clock.now()))) throw new Error(`seed: ${id} is not pending`);
-  clock.advance(500);
+  await clock.advance(500);
   const moved =
     outcome === "delivered"
       ? await stores.outbox.markDelivered(id, { messageIds: ["9001"] }, clock.now())
@@ -114,7 +103,8 @@ async function attempt(
 
 export async function seedDatabase(path: string): Promise<Seed> {
   const stores = openSqliteStores(path, { busyTimeoutMs: 2000 });
-  const clock = new ManualClock(T0);
+  // Sleeps end at once: a purge polls until its runs stop, and no test advances time for it.
+  const clock = new FakeClock(T0, { instantSleeps: true });
   const telegramKey = "tg:bot-1:dm:42";
   const slackKey = "slack:T1:C9";
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { renderForPlatform, renderPlain } from "../../../outbox/format/index.ts";
+import { renderMarkup, renderPlain } from "../../../outbox/format/index.ts";
 import { isSwitchboardError } from "../../../src/errors.ts";
 import { telegramText } from "./markup.ts";
 
@@ -59,7 +59,7 @@ describe("chunk boundaries", () => {
   });
 
   test("an over-long word of escapes is cut between escapes, never inside one", () => {
-    const chunks = renderForPlatform("&".repeat(100), "telegram", { maxChars: 48 }).chunks;
+    const chunks = renderMarkup("&".repeat(100), "telegram-html", { maxChars: 48 }).chunks;
     for (const chunk of chunks) {
       expect(chunk.length).toBeLessThanOrEqual(48);
       expect(chunk).toMatch(/^(?:&amp;)+$/);
@@ -71,7 +71,7 @@ describe("chunk boundaries", () => {
     const code = Array.from({ length: 40 }, (_, index) => `let v${index} = ${index} < 100 && true;`).join(
       "\n",
     );
-    const chunks = renderForPlatform(`\`\`\`ts\n${code}\n\`\`\``, "telegram", { maxChars: 300 }).chunks;
+    const chunks = renderMarkup(`\`\`\`ts\n${code}\n\`\`\``, "telegram-html", { maxChars: 300 }).chunks;
     expect(chunks.length).toBeGreaterThan(3);
     for (const chunk of chunks) {
       expect(chunk.startsWith('<pre><code class="language-ts">')).toBe(true);
@@ -83,12 +83,12 @@ describe("chunk boundaries", () => {
   });
 
   test("an empty element is not written: a cut just before a close drops the reopened mark", () => {
-    const chunks = renderForPlatform(`**${"bold ".repeat(12)}**`, "telegram", { maxChars: 40 }).chunks;
+    const chunks = renderMarkup(`**${"bold ".repeat(12)}**`, "telegram-html", { maxChars: 40 }).chunks;
     for (const chunk of chunks) expect(chunk).not.toContain("<b></b>");
   });
 
   test("a message that would show only whitespace is not produced", () => {
-    expect(renderForPlatform("```\n   \n```", "telegram", { maxChars: 100 }).chunks).toEqual([]);
+    expect(renderMarkup("```\n   \n```", "telegram-html", { maxChars: 100 }).chunks).toEqual([]);
     const chunks = plainChunks(`\`\`\`\n${" ".repeat(50)}\n${"x".repeat(80)}\n\`\`\``, 40);
     for (const chunk of chunks) expect(chunk.trim()).not.toBe("");
     expect(chunks.join("").trim()).toBe("x".repeat(80));

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { renderForPlatform } from "../../../outbox/format/index.ts";
+import { renderMarkup } from "../../../outbox/format/index.ts";
 import { fenceCount } from "./markup.ts";
 
 function discord(markdown: string, maxChars = 2000): string[] {
-  const { chunks, format } = renderForPlatform(markdown, "discord", { maxChars });
+  const { chunks, format } = renderMarkup(markdown, "discord-markdown", { maxChars });
   expect(format).toBe("rich");
   for (const chunk of chunks) expect(fenceCount(chunk) % 2).toBe(0);
   return chunks;

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { type FormatPlatform as AnyPlatform, renderForPlatform } from "../../../outbox/format/index.ts";
+import { type MarkupTarget, renderMarkup } from "../../../outbox/format/index.ts";
 import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.ts";
 
 /** The platforms whose markup the shared pipeline writes (the web's is tested in web.test.ts). */
-type FormatPlatform = Exclude<AnyPlatform, "web">;
+type FormatPlatform = Exclude<MarkupTarget, "commonmark">;
 
 /** A long, realistic model answer: sections with prose, lists, quotes, links and code. */
 function longAnswer(): string {
@@ -28,9 +28,9 @@ function longAnswer(): string {
 }
 
 const LIMITS: Readonly<Record<FormatPlatform, number>> = {
-  telegram: 4096,
-  discord: 2000,
-  slack: 4000,
+  "telegram-html": 4096,
+  "discord-markdown": 2000,
+  "slack-mrkdwn": 4000,
   plain: 4096,
 };
 
@@ -44,9 +44,9 @@ describe("a 10,000-character answer", () => {
   for (const platform of Object.keys(LIMITS) as FormatPlatform[]) {
     test(`${platform}: chunks within ${LIMITS[platform]}, balanced, at least half full, nothing lost`, () => {
       const maxChars = LIMITS[platform];
-      const whole = renderForPlatform(markdown, platform, { maxChars: 1_000_000 }).chunks;
+      const whole = renderMarkup(markdown, platform, { maxChars: 1_000_000 }).chunks;
       expect(whole).toHaveLength(1);
-      const { chunks } = renderForPlatform(markdown, platform, { maxChars });
+      const { chunks } = renderMarkup(markdown, platform, { maxChars });
 
       const expectedAtLeast = Math.ceil(whole[0]!.length / maxChars);
       expect(chunks.length).toBeGreaterThanOrEqual(expectedAtLeast);
@@ -55,16 +55,17 @@ describe("a 10,000-character answer", () => {
         expect(chunk.length).toBeLessThanOrEqual(maxChars);
         if (index < chunks.length - 1) expect(chunk.length).toBeGreaterThanOrEqual(maxChars / 2);
         expect(chunk).toBe(chunk.trim());
-        if (platform === "telegram") telegramText(chunk);
-        if (platform === "slack") checkSlackMarkup(chunk);
-        if (platform === "slack" || platform === "discord") expect(fenceCount(chunk) % 2).toBe(0);
+        if (platform === "telegram-html") telegramText(chunk);
+        if (platform === "slack-mrkdwn") checkSlackMarkup(chunk);
+        if (platform === "slack-mrkdwn" || platform === "discord-markdown")
+          expect(fenceCount(chunk) % 2).toBe(0);
       });
       expect(chunks.map((chunk) => contentOf(platform, chunk)).join("")).toBe(contentOf(platform, whole[0]!));
     });
   }
 
   test("a code block cut between messages reopens with its language (discord)", () => {
-    const { chunks } = renderForPlatform(markdown, "discord", { maxChars: 2000 });
+    const { chunks } = renderMarkup(markdown, "discord-markdown", { maxChars: 2000 });
     const continued = chunks.filter((chunk) => chunk.startsWith("```"));
     expect(continued.length).toBeGreaterThan(0);
     for (const chunk of continued) expect(chunk.startsWith("```typescript\n")).toBe(true);

@@ -98,13 +98,16 @@ export function fenceCount(markdown: string): number {
  * The content of a rendered message with every markup character and all whitespace removed.
  * Literal `*`, `_` and the like disappear too, on both sides of any comparison.
  */
-export function contentOf(platform: "telegram" | "slack" | "discord" | "plain", rendered: string): string {
+export function contentOf(
+  platform: "telegram-html" | "slack-mrkdwn" | "discord-markdown" | "plain",
+  rendered: string,
+): string {
   let text: string;
   switch (platform) {
-    case "telegram":
+    case "telegram-html":
       text = telegramText(rendered);
       break;
-    case "slack":
+    case "slack-mrkdwn":
       text = rendered
         .replace(/<[^<>|]*\|([^<>]*)>/g, "$1")
         .replace(/```/g, "")
@@ -114,7 +117,7 @@ export function contentOf(platform: "telegram" | "slack" | "discord" | "plain", 
         .replace(/&gt;/g, ">")
         .replace(/&amp;/g, "&");
       break;
-    case "discord":
+    case "discord-markdown":
       // Outside code, [label](url) shows only its label; inside code it is text.
       text = rendered
         .split(/```[\w+#.-]*/)

@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { type FormatPlatform as AnyPlatform, renderForPlatform } from "../../../outbox/format/index.ts";
+import { type MarkupTarget, renderMarkup } from "../../../outbox/format/index.ts";
 import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.ts";
 
 /** The platforms whose markup the shared pipeline writes (the web's is tested in web.test.ts). */
-type FormatPlatform = Exclude<AnyPlatform, "web">;
+type FormatPlatform = Exclude<MarkupTarget, "commonmark">;
 
-const PLATFORMS: readonly FormatPlatform[] = ["telegram", "slack", "discord", "plain"];
+const PLATFORMS: readonly FormatPlatform[] = ["telegram-html", "slack-mrkdwn", "discord-markdown", "plain"];
 const RUNS = Number(process.env.FORMAT_RUNS ?? 150);
 
 const letters = fc.string({ unit: fc.constantFrom(..."abcdefghijklmnop"), minLength: 1, maxLength: 9 });
@@ -101,10 +101,11 @@ function checkChunks(platform: FormatPlatform, chunks: readonly string[], maxCha
   for (const chunk of chunks) {
     expect(chunk.length).toBeLessThanOrEqual(maxChars);
     expect(chunk.trim()).not.toBe("");
-    if (platform === "telegram") telegramText(chunk);
-    if (platform === "slack") checkSlackMarkup(chunk);
-    if (platform === "slack" || platform === "discord") expect(fenceCount(chunk) % 2).toBe(0);
-    if (platform === "telegram" || platform === "slack") expect(chunk).not.toMatch(/&[#a-z0-9]*$/i);
+    if (platform === "telegram-html") telegramText(chunk);
+    if (platform === "slack-mrkdwn") checkSlackMarkup(chunk);
+    if (platform === "slack-mrkdwn" || platform === "discord-markdown") expect(fenceCount(chunk) % 2).toBe(0);
+    if (platform === "telegram-html" || platform === "slack-mrkdwn")
+      expect(chunk).not.toMatch(/&[#a-z0-9]*$/i);
   }
 }
 
@@ -115,9 +116,9 @@ describe("for markdown-ish answers", () => {
         // From 300 up, no generated link or code fence needs more than half a message, so no
         // mark falls back to text and the chunked content must equal the unchunked content.
         fc.property(markdownish, fc.integer({ min: 300, max: 900 }), (markdown, maxChars) => {
-          const { chunks } = renderForPlatform(markdown, platform, { maxChars });
+          const { chunks } = renderMarkup(markdown, platform, { maxChars });
           checkChunks(platform, chunks, maxChars);
-          const whole = renderForPlatform(markdown, platform, { maxChars: 10_000_000 }).chunks;
+          const whole = renderMarkup(markdown, platform, { maxChars: 10_000_000 }).chunks;
           expect(whole.length).toBeLessThanOrEqual(1);
           const expected = whole.length === 0 ? "" : contentOf(platform, whole[0]!);
           expect(chunks.map((chunk) => contentOf(platform, chunk)).join("")).toBe(expected);
@@ -136,7 +137,7 @@ describe("for arbitrary text and small limits", () => {
           fc.oneof(anyText, markdownish),
           fc.integer({ min: 32, max: 200 }),
           (markdown, maxChars) => {
-            checkChunks(platform, renderForPlatform(markdown, platform, { maxChars }).chunks, maxChars);
+            checkChunks(platform, renderMarkup(markdown, platform, { maxChars }).chunks, maxChars);
           },
         ),
         { numRuns: RUNS },
@@ -147,8 +148,8 @@ describe("for arbitrary text and small limits", () => {
   test("plain: no text is lost at any limit", () => {
     fc.assert(
       fc.property(fc.oneof(anyText, markdownish), fc.integer({ min: 32, max: 200 }), (markdown, maxChars) => {
-        const { chunks } = renderForPlatform(markdown, "plain", { maxChars });
-        const whole = renderForPlatform(markdown, "plain", { maxChars: 10_000_000 }).chunks;
+        const { chunks } = renderMarkup(markdown, "plain", { maxChars });
+        const whole = renderMarkup(markdown, "plain", { maxChars: 10_000_000 }).chunks;
         expect(chunks.map((chunk) => contentOf("plain", chunk)).join("")).toBe(
           contentOf("plain", whole.join("")),
         );

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { renderForPlatform } from "../../../outbox/format/index.ts";
+import { renderMarkup } from "../../../outbox/format/index.ts";
 import { checkSlackMarkup, fenceCount } from "./markup.ts";
 
 function slack(markdown: string, maxChars = 4000): string[] {
-  const { chunks, format } = renderForPlatform(markdown, "slack", { maxChars });
+  const { chunks, format } = renderMarkup(markdown, "slack-mrkdwn", { maxChars });
   expect(format).toBe("rich");
   for (const chunk of chunks) checkSlackMarkup(chunk);
   return chunks;

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { renderForPlatform } from "../../../outbox/format/index.ts";
+import { renderMarkup } from "../../../outbox/format/index.ts";
 import { telegramText } from "./markup.ts";
 
 function telegram(markdown: string, maxChars = 4096): string[] {
-  const { chunks, format } = renderForPlatform(markdown, "telegram", { maxChars });
+  const { chunks, format } = renderMarkup(markdown, "telegram-html", { maxChars });
   expect(format).toBe("rich");
   for (const chunk of chunks) telegramText(chunk);
   return chunks;

@@ -1,10 +1,11 @@
 /** The web chat's dialect: the model's Markdown as written, cut between blocks. */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { renderForPlatform } from "../../../outbox/format/index.ts";
+import { createWebChannel } from "../../../channels/web/index.ts";
+import { renderMarkup } from "../../../outbox/format/index.ts";
 import { formatRenderer } from "../../../outbox/render.ts";
 
-const web = (markdown: string, maxChars = 8000) => renderForPlatform(markdown, "web", { maxChars });
+const web = (markdown: string, maxChars = 8000) => renderMarkup(markdown, "commonmark", { maxChars });
 
 describe("web markdown", () => {
   test("is the source unchanged: no Discord escapes of _ or *, headings, tables, quotes kept", () => {
@@ -19,11 +20,12 @@ describe("web markdown", () => {
     expect(web(markdown)).toEqual({ chunks: [markdown], format: "rich" });
   });
 
-  test("the outbox renders web replies with it (web no longer maps to Discord)", () => {
-    expect(formatRenderer.render("OPENROUTER_API_KEY and * *", "web", "rich", 8000).chunks).toEqual([
+  test("the outbox renders web replies with it: the web channel's markup is CommonMark, not Discord's", () => {
+    const { markup } = createWebChannel();
+    expect(formatRenderer.render("OPENROUTER_API_KEY and * *", markup, "rich", 8000).chunks).toEqual([
       "OPENROUTER_API_KEY and * *",
     ]);
-    expect(formatRenderer.render("OPENROUTER_API_KEY", "discord", "rich", 2000).chunks).toEqual([
+    expect(formatRenderer.render("OPENROUTER_API_KEY", "discord-markdown", "rich", 2000).chunks).toEqual([
       "OPENROUTER\\_API\\_KEY",
     ]);
   });

@@ -1,9 +1,11 @@
 import type {
   ChannelAdapter,
   ChannelCapabilities,
+  ChannelFiles,
   ChannelLimits,
   ChannelName,
   FileLimits,
+  MarkupDialect,
   OutgoingFile,
   OutgoingMessage,
   SendReceipt,
@@ -64,6 +66,10 @@ export interface FakeAdapterOptions {
   channel?: ChannelName;
   account?: string;
   capabilities?: Partial<ChannelCapabilities>;
+  /** Optional methods this platform lacks (no edits: the outbox sends instead; no typing indicator). */
+  without?: ReadonlyArray<"edit" | "delete" | "typing">;
+  /** Default "telegram-html". */
+  markup?: MarkupDialect;
   limits?: Partial<ChannelLimits>;
   /** Ids start here, so two adapters on one "platform" (a restart) do not reuse them. */
   firstMessageId?: number;
@@ -83,7 +89,17 @@ export class FakeAdapter implements ChannelAdapter {
   readonly account: string;
   readonly capabilities: ChannelCapabilities;
   readonly limits: ChannelLimits;
-  readonly fileLimits?: FileLimits;
+  readonly markup: MarkupDialect;
+  /** Shows a file as `[file <name>] <caption>`. */
+  readonly files?: ChannelFiles;
+  edit?: (target: string, messageId: string, message: OutgoingMessage) => Promise<void> = (
+    target,
+    messageId,
+    message,
+  ) => this.editMessage(target, messageId, message);
+  delete?: (target: string, messageId: string) => Promise<void> = (target, messageId) =>
+    this.deleteMessage(target, messageId);
+  typing?: (target: string) => Promise<void> = (target) => this.showTyping(target);
   readonly calls: CallRecord[] = [];
   /** Most calls that were in flight at once. */
   maxInFlight = 0;
@@ -95,13 +111,9 @@ export class FakeAdapter implements ChannelAdapter {
   constructor(private readonly options: FakeAdapterOptions) {
     this.channel = options.channel ?? "telegram";
     this.account = options.account ?? "bot-1";
-    this.capabilities = {
-      idempotentSend: false,
-      edit: true,
-      delete: true,
-      typing: true,
-      ...options.capabilities,
-    };
+    this.capabilities = { idempotentSend: false, ...options.capabilities };
+    this.markup = options.markup ?? "telegram-html";
+    for (const method of options.without ?? []) this[method] = undefined;
     this.limits = {
       maxMessageChars: 4096,
       perChatIntervalMs: 0,
@@ -110,8 +122,11 @@ export class FakeAdapter implements ChannelAdapter {
       ...options.limits,
     };
     this.nextId = options.firstMessageId ?? 100;
-    if (options.fileLimits === null) this.sendFile = undefined;
-    else this.fileLimits = options.fileLimits ?? { maxFileBytes: 10 * 1024 * 1024, maxCaptionChars: 1024 };
+    if (options.fileLimits !== null)
+      this.files = {
+        limits: options.fileLimits ?? { maxFileBytes: 10 * 1024 * 1024, maxCaptionChars: 1024 },
+        send: (target, file) => this.sendFile(target, file),
+      };
   }
 
   /** The next `times` calls of `op` (to `target`, if given) do `effect`; scripts queue in call order. */
@@ -141,10 +156,6 @@ export class FakeAdapter implements ChannelAdapter {
   isConnected(): boolean {
     return true;
   }
-  render(markdown: string): string {
-    return markdown;
-  }
-
   async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
     const call: CallRecord = {
       op: "send",
@@ -168,8 +179,7 @@ export class FakeAdapter implements ChannelAdapter {
     });
   }
 
-  /** Shows a file as `[file <name>] <caption>`. */
-  sendFile?: (target: string, file: OutgoingFile) => Promise<SendReceipt> = async (target, file) => {
+  private async sendFile(target: string, file: OutgoingFile): Promise<SendReceipt> {
     const call: CallRecord = {
       op: "file",
       atMs: this.options.clock.now(),
@@ -192,9 +202,9 @@ export class FakeAdapter implements ChannelAdapter {
       chat.push({ id, text, format: file.format, idempotencyKey: file.idempotencyKey });
       return { messageIds: [id] };
     });
-  };
+  }
 
-  async edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
+  private async editMessage(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
     const call: CallRecord = {
       op: "edit",
       atMs: this.options.clock.now(),
@@ -213,7 +223,7 @@ export class FakeAdapter implements ChannelAdapter {
     });
   }
 
-  async delete(target: string, messageId: string): Promise<void> {
+  private async deleteMessage(target: string, messageId: string): Promise<void> {
     const call: CallRecord = {
       op: "delete",
       atMs: this.options.clock.now(),
@@ -229,7 +239,7 @@ export class FakeAdapter implements ChannelAdapter {
     });
   }
 
-  async typing(target: string): Promise<void> {
+  private async showTyping(target: string): Promise<void> {
     const call: CallRecord = { op: "typing", atMs: this.options.clock.now(), target, outcome: "ok" };
     return this.perform(call, () => undefined);
   }

@@ -1,9 +1,9 @@
 import { createScheduleService, type ScheduleServiceOptions } from "../../../schedules/service.ts";
 import type { ScheduleEvent } from "../../../schedules/types.ts";
 import { createSqliteScheduleRepository } from "../../../src/store/sqlite/schedules.ts";
+import { FakeClock } from "../../support/fake-clock.ts";
 import { openTestDatabase } from "./db.ts";
 import { recordingDispatch } from "./dispatcher.ts";
-import { FakeTime } from "./fake-time.ts";
 
 export const CONVERSATION = {
   conversationId: "conv_1",
@@ -15,7 +15,7 @@ export const CONVERSATION = {
 /** A service on a temp SQLite file with fake time and a recording dispatcher. */
 export function createHarness(startIso: string, options: Partial<ScheduleServiceOptions> = {}) {
   const database = openTestDatabase();
-  const time = new FakeTime(Date.parse(startIso));
+  const time = new FakeClock(Date.parse(startIso));
   const dispatcher = recordingDispatch();
   const events: ScheduleEvent[] = [];
   const repository = createSqliteScheduleRepository(database.db);
@@ -23,7 +23,6 @@ export function createHarness(startIso: string, options: Partial<ScheduleService
     repository,
     dispatch: dispatcher.dispatch,
     clock: time,
-    timer: time,
     owner: "owner-a",
     onEvent: (event) => events.push(event),
     ...options,

@@ -1,5 +1,5 @@
 /**
- * Waits in real time until `condition` holds. FakeTime's flush() is enough for SQLite, whose calls
+ * Waits in real time until `condition` holds. FakeClock's settle() is enough for SQLite, whose calls
  * are synchronous; a PostgreSQL repository answers over a socket, so work a timer started may
  * still be running when advanceTo() returns.
  */

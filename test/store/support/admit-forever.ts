@@ -4,12 +4,12 @@
  * every four, two answered (a terminal commit), one cancelled while queued, one left pending.
  * Prints "writing" once past the first batches.
  */
-import type { RuntimeStore } from "../../../src/runtime/store.ts";
+import type { OperatorRuntimeStore } from "../../../src/operator/runtime-store.ts";
 import { openPostgresRuntimeStore } from "../../../src/store/postgres/runtime-store.ts";
 import { openSqliteStores } from "../../../src/store/sqlite/index.ts";
 
 const where = process.argv[2]!;
-const store: RuntimeStore = where.startsWith("postgres://")
+const store: OperatorRuntimeStore = where.startsWith("postgres://")
   ? await openPostgresRuntimeStore(where)
   : openSqliteStores(where).runtime;
 const nowMs = 1_700_000_000_000;

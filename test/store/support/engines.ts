@@ -40,7 +40,7 @@ async function openSqlite(): Promise<EngineHarness> {
 }
 
 async function openPostgres(): Promise<EngineHarness> {
-  const db = await createDatabase();
+  const db = await createDatabase({ migrated: true });
   try {
     const harness: EngineHarness = {
       backend: await openPostgresBackend(db.url),

@@ -1,0 +1,88 @@
+import { z } from "zod";
+import { fail, nonEmpty, parseIntegerField, parseUrl, parseWithSchema } from "../../src/util/env.ts";
+import type { ChannelModule } from "../module.ts";
+import { type TelegramConfig, telegramCommonFields, telegramConfigSchema } from "./config.ts";
+
+/** Loads grammY with the adapter, only when a Telegram adapter is built. */
+const adapterModule = (): typeof import("./adapter.ts") => require("./adapter.ts");
+
+const WEBHOOK_URL_EXAMPLE = "https://bot.example.com/telegram/webhook";
+const SECRET_EXAMPLE = "$(openssl rand -hex 24)";
+
+/** The `"telegram"` section of the SWITCHBOARD_CONFIG file. */
+const fileSection = z
+  .object({
+    editedMessages: telegramCommonFields.editedMessages.removeDefault().optional(),
+    groupSessions: telegramCommonFields.groupSessions.removeDefault().optional(),
+  })
+  .strict();
+
+/** Telegram from TELEGRAM_*: polling by default, or a webhook with its URL and secret. */
+export const telegramModule: ChannelModule<TelegramConfig> = {
+  name: "telegram",
+  fileSection,
+  secretVariables: ["TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"],
+  userIds: { pattern: /^\d{1,20}$/, what: "Telegram user ids are numbers", example: "12345678" },
+  howToConnect: "TELEGRAM_BOT_TOKEN (from @BotFather)",
+  markup: "telegram-html",
+
+  fromEnv(env, file) {
+    const token = nonEmpty(env, "TELEGRAM_BOT_TOKEN");
+    if (!token) return null;
+    const mode = nonEmpty(env, "TELEGRAM_MODE") ?? "polling";
+    if (mode !== "polling" && mode !== "webhook")
+      fail("TELEGRAM_MODE", `must be polling or webhook (got "${mode}")`, "TELEGRAM_MODE=polling");
+    const webhookUrl = parseUrl(env, "TELEGRAM_WEBHOOK_URL", WEBHOOK_URL_EXAMPLE);
+    const webhookSecret = nonEmpty(env, "TELEGRAM_WEBHOOK_SECRET");
+    if (mode === "webhook") {
+      if (!webhookUrl)
+        fail(
+          "TELEGRAM_WEBHOOK_URL",
+          "must be set when TELEGRAM_MODE=webhook",
+          `TELEGRAM_WEBHOOK_URL=${WEBHOOK_URL_EXAMPLE}`,
+        );
+      if (!webhookSecret)
+        fail(
+          "TELEGRAM_WEBHOOK_SECRET",
+          "must be set when TELEGRAM_MODE=webhook",
+          `TELEGRAM_WEBHOOK_SECRET=${SECRET_EXAMPLE}`,
+        );
+    }
+    const apiRoot = parseUrl(env, "TELEGRAM_API_ROOT", "http://127.0.0.1:8081");
+    const section = fileSection.parse(file.section ?? {});
+    return parseWithSchema(
+      telegramConfigSchema,
+      {
+        token,
+        ...(apiRoot ? { apiRoot } : {}),
+        requestTimeoutMs: parseIntegerField(
+          env,
+          "TELEGRAM_REQUEST_TIMEOUT_MS",
+          telegramCommonFields.requestTimeoutMs,
+          "a whole number of milliseconds",
+        ),
+        ...section,
+        ...(mode === "webhook" && webhookUrl
+          ? { mode, webhookUrl, webhookSecret, webhookPath: new URL(webhookUrl).pathname }
+          : { mode: "polling" }),
+      },
+      {
+        token: { variable: "TELEGRAM_BOT_TOKEN", example: "123456789:AAE…(from @BotFather)" },
+        apiRoot: { variable: "TELEGRAM_API_ROOT", example: "http://127.0.0.1:8081" },
+        webhookUrl: { variable: "TELEGRAM_WEBHOOK_URL", example: WEBHOOK_URL_EXAMPLE },
+        webhookSecret: { variable: "TELEGRAM_WEBHOOK_SECRET", example: SECRET_EXAMPLE },
+      },
+    );
+  },
+
+  create(config, { clock, logger }) {
+    return new (adapterModule().TelegramAdapter)(config, {
+      clock,
+      onEvent: (event) => {
+        const level =
+          event.kind === "update_skipped" ? "debug" : event.kind === "polling_stopped" ? "error" : "warn";
+        logger[level](`telegram.${event.kind}`, { ...event });
+      },
+    });
+  },
+};

@@ -1,0 +1,537 @@
+/**
+ * The people talking in a chaos run: what they post (text, tool calls, approvals and presses,
+ * photos and voice notes, schedules, /stop, /export, /forget, pairing), when, and the duplicates
+ * and replays the platforms add.
+ */
+import sharp from "sharp";
+import type { DiscordEmulator } from "../emulators/discord/index.ts";
+import type { TelegramEmulator } from "../emulators/telegram/index.ts";
+import type { FakeLlmServer } from "../support/llm/fake-llm-server.ts";
+import type { Cast, Place } from "./cast.ts";
+import { approvePairing } from "./operator.ts";
+import type { ChaosOptions } from "./options.ts";
+import type { Random } from "./random.ts";
+import type { SentInput } from "./snapshot.ts";
+import type { GatewaySupervisor } from "./supervisor.ts";
+
+export interface Peers {
+  telegram: TelegramEmulator;
+  discord: DiscordEmulator;
+  llm: FakeLlmServer;
+}
+
+/** How an approval request of the opening is to be decided. */
+export type PlannedDecision = "approve" | "deny" | "approve-twice" | "expire";
+
+/** How a scripted answer streams: in `chunks` pieces, `chunkDelayMs` apart. */
+export interface Pace {
+  chunks: number;
+  chunkDelayMs: number;
+}
+
+export const OPERATOR_TOKEN = "chaos-operator-token-0123456789";
+
+/**
+ * Discord has no replay after a fresh IDENTIFY, so the driver plays an at-least-once platform: a
+ * message last delivered this close to a death (or while the gateway was down) is delivered again.
+ */
+const DISCORD_AT_RISK_MS = 10_000;
+
+/** An Ogg Opus header: enough for the type to be sniffed as audio/ogg. */
+function oggOpus(bytes: number): Uint8Array {
+  const out = new Uint8Array(bytes);
+  out.set(new TextEncoder().encode("OggS"), 0);
+  out[4] = 0;
+  out[5] = 2;
+  out.set(new TextEncoder().encode("OpusHead"), 28);
+  return out;
+}
+
+export function codesIn(telegram: TelegramEmulator, chatId: number): string[] {
+  return telegram
+    .messages(chatId)
+    .filter((m) => m.fromBot)
+    .flatMap((m) => [...m.visibleText.matchAll(/pairing code is ([A-Z0-9]{8})/g)].map((x) => x[1]!));
+}
+
+/** Polls `done` every 100 ms until it holds (true) or `timeoutMs` passed (false). */
+export async function waitFor(done: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await done()) return true;
+    if (Date.now() >= deadline) return false;
+    await Bun.sleep(100);
+  }
+}
+
+export async function sleepUntil(atMs: number): Promise<void> {
+  const waitMs = atMs - Date.now();
+  if (waitMs > 0) await Bun.sleep(waitMs);
+}
+
+/** The people talking: what they post, when, and the duplicates the platforms add. */
+export class Traffic {
+  /** `offeredAtMs`: when the platform last delivered it (posted or redelivered). */
+  readonly sent: Array<SentInput & { sentAtMs: number; offeredAtMs: number }> = [];
+  readonly duplicates = { immediate: 0, replays: 0, discordRedeliveries: 0 };
+  readonly redeliveries: Array<{ atMs: number; sinceMs: number; ids: string[] }> = [];
+  readonly presses = { approve: 0, deny: 0, again: 0, replays: 0 };
+  /** Pairing episodes: the user, and what each approval of the code answered. */
+  readonly pairings: Array<{ userId: number; redemptions: string[] }> = [];
+  /** The `/forget confirm` updates posted, and when. */
+  readonly forgets: Array<{ updateKey: string; atMs: number }> = [];
+  /** Forget episodes run one after another (each waits for its "Done"). */
+  private forgetting: Promise<void> = Promise.resolve();
+  private pairing: Promise<void> = Promise.resolve();
+  /** Approval calls whose prompt the driver has not pressed yet, and presses made (for replays). */
+  private readonly awaitingPress = new Map<
+    string,
+    { place: Place; speaker: string; decision: PlannedDecision | undefined }
+  >();
+  /** The `/stop` and `/export` commands posted. */
+  readonly commands: Array<{ id: string; name: "stop" | "export" }> = [];
+  private readonly pressed: Array<{ place: Place; updateKey: string }> = [];
+  private nextId = 1;
+
+  constructor(
+    private readonly cast: Cast,
+    private readonly peers: Peers,
+    private readonly random: Random,
+    private readonly options: ChaosOptions,
+    private readonly supervisor: GatewaySupervisor,
+  ) {}
+
+  get places(): readonly Place[] {
+    return this.cast.places;
+  }
+
+  /**
+   * The random traffic: `messages` posts spread over [startMs, endMs], with the schedules,
+   * `/forget` and pairing episodes the options ask for at fixed slots among them.
+   */
+  async run(startMs: number, endMs: number): Promise<void> {
+    const scheduleSlots = new Set(
+      Array.from({ length: this.options.schedules }, () => this.random.int(0, this.options.messages - 1)),
+    );
+    const forgetSlots = new Set(
+      Array.from({ length: this.options.forgets ?? 0 }, (_, k) =>
+        Math.floor(((k + 0.5) / (this.options.forgets ?? 1)) * this.options.messages * 0.8),
+      ),
+    );
+    const pairSlots = new Set(
+      Array.from({ length: this.options.pairings ?? 0 }, (_, k) =>
+        Math.floor(((k + 0.3) / (this.options.pairings ?? 1)) * this.options.messages * 0.6),
+      ),
+    );
+    for (let i = 0; i < this.options.messages; i += 1) {
+      const jitter = this.random.next() * 0.8;
+      await sleepUntil(startMs + ((i + jitter) / this.options.messages) * (endMs - startMs));
+      if (scheduleSlots.has(i)) this.postSchedule();
+      if (forgetSlots.has(i)) this.forget();
+      if (pairSlots.has(i)) this.pair();
+      const toolRate = this.options.toolRate ?? 0;
+      const roll = this.random.next();
+      const mediaRate = this.options.mediaRate ?? 0;
+      if (roll < 0.1) this.postIgnorable();
+      else if (roll > 1 - mediaRate) await this.postMedia();
+      else if (roll < 0.1 + toolRate) this.postToolCall(this.random.chance(0.5) ? "t" : "r");
+      else if (roll < 0.1 + 2 * toolRate) this.postToolCall("p");
+      else this.postAnswerable();
+      // Carol's DM is left out: Telegram redelivers only unconfirmed updates, and a purge takes
+      // the receipts of its conversation along, so an old replay there would be a new message.
+      const replayable = this.sent.filter((s) => s.place !== this.cast.forgetter.name);
+      if (this.random.chance(this.options.replayRate) && replayable.length > 1) {
+        const old = this.random.pick(replayable);
+        this.cast.byName(old.place).replay(old.updateKey);
+        this.duplicates.replays += 1;
+      }
+    }
+    await this.episodesDone();
+  }
+
+  /** Starts a `/forget` episode in Carol's DM, after any still going (see forgetEpisode). */
+  forget(): void {
+    this.forgetting = this.forgetting.then(() => this.forgetEpisode());
+  }
+
+  /** Starts the pairing episode in Dave's DM (only the first call does anything: see pairingEpisode). */
+  pair(): void {
+    this.pairing = this.pairing.then(() => this.pairingEpisode());
+  }
+
+  /** Resolves when the `/forget` and pairing episodes started so far are over. */
+  async episodesDone(): Promise<void> {
+    await this.forgetting;
+    await this.pairing;
+  }
+
+  /**
+   * Dave (unlisted) writes; once his code shows, his first update is delivered again (no second
+   * code), the operator approves the code through the API (retried while the gateway is down), then
+   * approves it again (a second redemption must change nothing); then he writes and is answered.
+   * Only one episode: once approved, Dave is allowed for good.
+   */
+  private async pairingEpisode(): Promise<void> {
+    if (this.pairings.length > 0) return;
+    const place = this.cast.pairer;
+    const userId = Number(place.chat.split(":")[1]);
+    const episode = { userId, redemptions: [] as string[] };
+    this.pairings.push(episode);
+    const id = this.id("i");
+    const first = place.post("dave", `${id} ${this.words(3)}`, false);
+    this.record(id, place, first, "ignored");
+    if (this.random.chance(this.options.duplicateRate)) {
+      place.replay(first);
+      this.duplicates.immediate += 1;
+    }
+    // A kill while the code's message is sent leaves it ambiguous; the watching operator sends it
+    // again 15 to 25 s later, and another kill can land on that send too: give the code time.
+    const deadline = Date.now() + 100_000;
+    let code: string | undefined;
+    while (!code && Date.now() < deadline) {
+      code = codesIn(this.peers.telegram, userId)[0];
+      if (!code) await Bun.sleep(200);
+    }
+    if (!code) return; // checkPairings reports the missing approval
+    // The operator keeps trying while gateways die and start (each start takes seconds on a busy machine).
+    const approveBy = Date.now() + 180_000;
+    // Delivered again before the approval: it must issue no second code. (A redelivery after the
+    // approval, which kills cause, must stay a duplicate: checked by the pairing invariant.)
+    place.replay(first);
+    this.duplicates.replays += 1;
+    for (let redemption = 0; redemption < 2; ) {
+      const url = this.supervisor.url;
+      if (!url) {
+        await Bun.sleep(200);
+        continue;
+      }
+      try {
+        episode.redemptions.push(await approvePairing({ url, token: OPERATOR_TOKEN }, code));
+        redemption += 1;
+      } catch {
+        // The gateway died during the call: ask again (an approval that did commit then answers
+        // "already approved").
+        episode.redemptions.push("unknown");
+        await Bun.sleep(500);
+        if (Date.now() > approveBy) return;
+      }
+    }
+    this.postAnswerable(place);
+  }
+
+  /**
+   * Carol writes once or twice, then `/forget confirm` (duplicated at times) while an answer may
+   * still be on its way; everything she wrote before it is to be purged. Once "Done" shows (or 30 s
+   * passed) she writes again, which must be answered in the fresh conversation.
+   */
+  private async forgetEpisode(): Promise<void> {
+    const place = this.cast.forgetter;
+    const chatId = Number(place.chat.split(":")[1]);
+    const done = () =>
+      this.peers.telegram
+        .messages(chatId)
+        .filter((m) => m.fromBot && m.visibleText.includes("I deleted this conversation")).length;
+    for (let k = this.random.int(1, 2); k > 0; k -= 1) {
+      const id = this.id("f");
+      this.script(id);
+      this.record(
+        id,
+        place,
+        place.post("carol", `${id} ${this.words(this.random.int(2, 5))}`, false),
+        "purged",
+      );
+    }
+    await Bun.sleep(this.random.int(0, 1_500));
+    const doneBefore = done();
+    const atMs = Date.now();
+    for (const input of this.sent) {
+      if (input.place !== place.name || input.forgetAtMs !== undefined) continue;
+      input.expect = "purged";
+      input.forgetAtMs = atMs;
+    }
+    const updateKey = place.post("carol", "/forget confirm", false);
+    this.forgets.push({ updateKey, atMs });
+    if (this.random.chance(this.options.duplicateRate)) {
+      place.replay(updateKey);
+      this.duplicates.immediate += 1;
+    }
+    const deadline = Date.now() + 30_000;
+    while (done() === doneBefore && Date.now() < deadline) await Bun.sleep(200);
+    if (done() > doneBefore) this.postAnswerable(place);
+  }
+
+  /** `/in 2s <id> …` in a DM; the scheduled answer is scripted like any other. */
+  postSchedule(): void {
+    const id = this.id("s");
+    const place = this.cast.byName(this.random.pick(["tg-dm-alice", "dc-dm-bob"]));
+    this.script(id);
+    const updateKey = place.post(place.speakers[0]!, `/in 2s ${id} stretch your legs`, false);
+    this.record(id, place, updateKey, "schedule");
+  }
+
+  /** Redelivers Discord messages posted shortly before the gateway died or while it was down. */
+  async redeliverDiscordAtRisk(deathAtMs: number): Promise<void> {
+    const connected = Date.now() + 10_000;
+    while (this.peers.discord.connectedClients === 0 && Date.now() < connected) await Bun.sleep(50);
+    const ids: string[] = [];
+    for (const input of this.sent) {
+      if (input.channel !== "discord" || input.offeredAtMs < deathAtMs - DISCORD_AT_RISK_MS) continue;
+      this.cast.byName(input.place).replay(input.updateKey);
+      // A process killed soon after this copy arrived may have lost it too: it stays at risk.
+      input.offeredAtMs = Date.now();
+      this.duplicates.discordRedeliveries += 1;
+      ids.push(input.id);
+    }
+    this.redeliveries.push({ atMs: Date.now(), sinceMs: deathAtMs, ids });
+  }
+
+  /**
+   * An answerable message in `place` (default: a random one); `duplicate` forces (true) or forbids
+   * (false) an immediate second delivery, else the dice decide. `pace` slows its streamed answer
+   * (for an answer still streaming when the next message or a /stop arrives). Returns its id.
+   */
+  postAnswerable(
+    place: Place = this.random.pick(this.cast.places),
+    options: { duplicate?: boolean; pace?: Pace } = {},
+  ): string {
+    const id = this.id("q");
+    const speaker = this.random.pick(place.speakers);
+    this.script(id, options.pace);
+    const updateKey = place.post(speaker, `${id} ${this.words(this.random.int(2, 6))}`, place.needsMention);
+    this.record(id, place, updateKey, "answer");
+    if (options.duplicate ?? this.random.chance(this.options.duplicateRate)) {
+      place.replay(updateKey);
+      this.duplicates.immediate += 1;
+    }
+    return id;
+  }
+
+  /** The platform delivers an update posted earlier again (a replay, long after the first delivery). */
+  replay(id: string): void {
+    const input = this.sent.find((s) => s.id === id);
+    if (!input) throw new Error(`no input ${id} to replay`);
+    this.cast.byName(input.place).replay(input.updateKey);
+    this.duplicates.replays += 1;
+  }
+
+  /**
+   * `/stop` or `/export` in `place`, marked with a `c…` id (commands ignore what follows them);
+   * answered by the gateway itself. Returns the id.
+   */
+  postCommand(name: "stop" | "export", place: Place): string {
+    const id = this.id("c");
+    const updateKey = place.post(place.speakers[0]!, `/${name} ${id}`, false);
+    this.record(id, place, updateKey, "command");
+    this.commands.push({ id, name });
+    return id;
+  }
+
+  /**
+   * A message in a Telegram place (default: a random one) that the model answers with an MCP tool
+   * call: `t` runs `ledger_slow_append` at once (long enough for a kill to land mid-call), `r` the
+   * same tool declared idempotent (`retry_slow_append`), `p` calls `notes_append_note`, which waits
+   * for the asker's button press: `decision` plans it (the dice decide when absent; `expire` is never
+   * pressed). The answer after the tool result starts `a-<id>` and quotes the result. Returns the id.
+   */
+  postToolCall(
+    kind: "t" | "r" | "p",
+    options: { place?: Place; decision?: PlannedDecision; ms?: number } = {},
+  ): string {
+    const place = options.place ?? this.random.pick(this.cast.places.filter((p) => p.press !== undefined));
+    const id = this.id(kind);
+    const speaker = this.random.pick(place.speakers);
+    this.peers.llm.addRules([
+      {
+        match: { lastUserContains: id, lastRole: "user" },
+        reply:
+          kind === "p"
+            ? { kind: "tool-call", toolName: "notes_append_note", input: { text: id } }
+            : {
+                kind: "tool-call",
+                toolName: kind === "t" ? "ledger_slow_append" : "retry_slow_append",
+                input: { text: id, ms: options.ms ?? this.random.int(100, 2_500) },
+              },
+      },
+      {
+        match: { lastToolInputContains: `"${id}"`, lastRole: "tool" },
+        reply: {
+          kind: "text",
+          text: `a-${id} done: {{lastToolResult}}`,
+          chunks: this.random.int(2, 3),
+          chunkDelayMs: this.random.int(20, 100),
+        },
+      },
+    ]);
+    const updateKey = place.post(speaker, `${id} ${this.words(this.random.int(2, 5))}`, place.needsMention);
+    this.record(id, place, updateKey, "answer", speaker);
+    if (kind === "p" && options.decision !== "expire")
+      this.awaitingPress.set(id, { place, speaker, decision: options.decision });
+    if (options.decision === undefined && this.random.chance(this.options.duplicateRate)) {
+      place.replay(updateKey);
+      this.duplicates.immediate += 1;
+    }
+    return id;
+  }
+
+  /** Approval calls still waiting for their press (planned or not). */
+  get unpressed(): number {
+    return this.awaitingPress.size;
+  }
+
+  /**
+   * The askers press the approval prompts that have appeared: as planned, else Approve (3 in 4) or
+   * Deny, sometimes twice, and the platform delivers some presses again, at once or later.
+   */
+  pressPrompts(): void {
+    for (const [id, { place, speaker, decision }] of this.awaitingPress) {
+      const chatId = Number(place.chat.split(":")[1]);
+      const prompt = this.peers.telegram
+        .messages(chatId)
+        .find(
+          (m) =>
+            m.fromBot && m.buttons && m.visibleText.includes("Approval needed") && m.visibleText.includes(id),
+        );
+      if (!prompt) continue;
+      const label =
+        decision === undefined
+          ? this.random.chance(0.75)
+            ? "Approve"
+            : "Deny"
+          : decision === "deny"
+            ? "Deny"
+            : "Approve";
+      const updateKey = place.press?.(speaker, prompt.messageId, label);
+      if (!updateKey) continue;
+      this.awaitingPress.delete(id);
+      this.presses[label === "Approve" ? "approve" : "deny"] += 1;
+      this.pressed.push({ place, updateKey });
+      const again = decision === undefined ? this.random.chance(0.15) : decision === "approve-twice";
+      if (again && place.press?.(speaker, prompt.messageId, label)) this.presses.again += 1;
+      if (decision === undefined && this.random.chance(this.options.duplicateRate)) {
+        place.replay(updateKey);
+        this.presses.replays += 1;
+      }
+      if (
+        decision === undefined &&
+        this.random.chance(this.options.replayRate * 2) &&
+        this.pressed.length > 1
+      ) {
+        const old = this.random.pick(this.pressed);
+        old.place.replay(old.updateKey);
+        this.presses.replays += 1;
+      }
+    }
+  }
+
+  /** Media messages posted: the id and the file the gateway must fetch. */
+  readonly media: Array<{ id: string; kind: "photo" | "voice"; fileId: string }> = [];
+  private photoBytes: Uint8Array | null = null;
+
+  /**
+   * A photo (a small JPEG) or a voice note (an Ogg Opus header) captioned `m…` (the dice choose
+   * the kind and the place when not given): the model must get the image part or the transcript,
+   * and answer once. Returns the id.
+   */
+  async postMedia(kind?: "photo" | "voice", at?: Place): Promise<string> {
+    const place = at ?? this.random.pick(this.cast.places.filter((p) => p.postMedia && !p.needsMention));
+    const id = this.id("m");
+    const chosen = kind ?? (this.random.chance(0.5) ? "photo" : "voice");
+    const speaker = this.random.pick(place.speakers);
+    this.script(id);
+    this.photoBytes ??= new Uint8Array(
+      await sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 20, g: 120, b: 200 } } })
+        .jpeg()
+        .toBuffer(),
+    );
+    const bytes = chosen === "photo" ? this.photoBytes : oggOpus(2_000 + this.random.int(0, 500));
+    const posted = place.postMedia!(speaker, `${id} ${this.words(2)}`, {
+      kind: chosen,
+      bytes,
+      name: `file-${id}`,
+    });
+    this.record(id, place, posted.updateKey, "answer", speaker);
+    this.media.push({ id, kind: chosen, fileId: posted.fileId });
+    if (kind === undefined && this.random.chance(this.options.duplicateRate)) {
+      place.replay(posted.updateKey);
+      this.duplicates.immediate += 1;
+    }
+    return id;
+  }
+
+  /** Group chatter without a mention, or a DM from someone no allowlist names (`where` chooses). */
+  postIgnorable(where: "group" | "stranger" = this.random.chance(0.5) ? "group" : "stranger"): void {
+    const id = this.id("i");
+    const gated = this.cast.places.filter((p) => p.needsMention);
+    const place =
+      where === "group"
+        ? this.random.pick(gated)
+        : this.random.pick([this.cast.stranger.telegramDm, this.cast.stranger.discordDm]);
+    const updateKey = place.post(this.random.pick(place.speakers), `${id} ${this.words(3)}`, false);
+    this.record(id, place, updateKey, "ignored");
+  }
+
+  /**
+   * The model's answer to `id`: marked `a-<id>`, streamed in a few paced chunks (short pauses: a
+   * kill at `step.streaming` needs a stream, not a slow one).
+   */
+  private script(
+    id: string,
+    pace: Pace = { chunks: this.random.int(2, 5), chunkDelayMs: this.random.int(20, 150) },
+  ): void {
+    this.peers.llm.addRules([
+      {
+        // Only right after the user's message: a run continued after a tool result whose last
+        // user message is this one answers that result (postToolCall's rules).
+        match: { lastUserContains: id, lastRole: "user" },
+        reply: {
+          kind: "text",
+          text: `a-${id} ${this.words(this.random.int(4, 14))}`,
+          ...pace,
+        },
+      },
+    ]);
+  }
+
+  private record(
+    id: string,
+    place: Place,
+    updateKey: string,
+    expect: SentInput["expect"],
+    speaker?: string,
+  ): void {
+    this.sent.push({
+      ...(speaker ? { speaker } : {}),
+      id,
+      place: place.name,
+      channel: place.channel,
+      updateKey,
+      chat: place.chat,
+      expect,
+      ordered: place.policy === "queue",
+      sentAtMs: Date.now(),
+      offeredAtMs: Date.now(),
+    });
+  }
+
+  private id(prefix: "q" | "s" | "i" | "t" | "r" | "p" | "f" | "m" | "c"): string {
+    const id = `${prefix}${String(this.nextId).padStart(5, "0")}`;
+    this.nextId += 1;
+    return id;
+  }
+
+  private words(count: number): string {
+    const vocabulary = [
+      "alpha",
+      "bravo",
+      "charlie",
+      "delta",
+      "echo",
+      "foxtrot",
+      "golf",
+      "hotel",
+      "india",
+      "juliet",
+    ];
+    return Array.from({ length: count }, () => this.random.pick(vocabulary)).join(" ");
+  }
+}

@@ -1,0 +1,60 @@
+import { createGateway, type Gateway } from "../../src/gateway/app.ts";
+import { loadConfig } from "../../src/gateway/config/index.ts";
+import { openStoreBackend } from "../../src/store/open-backend.ts";
+import type { Clock } from "../../src/util/clock.ts";
+import { type LogRecord, recordingLogger } from "./logger.ts";
+
+/** A gateway composed in this process; see startInProcessGateway. */
+export interface InProcessGateway {
+  readonly gateway: Gateway;
+  /** What the gateway logged, parsed, in order. */
+  readonly logs: LogRecord[];
+  /**
+   * Stops it as SIGTERM would (ingress first, runs finish within `graceMs`, the outbox drains)
+   * and closes its database. Idempotent.
+   */
+  stop(options?: { graceMs?: number }): Promise<void>;
+}
+
+/**
+ * `createGateway` on the configuration `env` describes, in this process: the store it names (a
+ * temp SQLite file, as e2eGatewayEnv writes), the channels it configures (pointed at the
+ * emulators), `clock` for its time and timers, and a recording logger. No HTTP server, no signal
+ * handling and no web channel: for tests where a process is not the point. A SIGKILL, signals,
+ * the CLI on the database, a standby and lazy SDK loading need `startGatewayProcess`.
+ */
+export async function startInProcessGateway(
+  env: Record<string, string>,
+  options: { clock: Clock },
+): Promise<InProcessGateway> {
+  const config = loadConfig(env);
+  if (config.web.enabled) {
+    throw new Error(
+      "startInProcessGateway composes no web channel; set SWITCHBOARD_WEB=off (e2eGatewayEnv does) or start a process",
+    );
+  }
+  const logger = recordingLogger({ secrets: config.secrets });
+  const stores = await openStoreBackend(config.database);
+  let gateway: Gateway;
+  try {
+    await stores.becomeActiveGateway({
+      onLost(error) {
+        logger.error("gateway.exclusive_lock_lost", { error: error.message });
+      },
+    });
+    gateway = createGateway(config, { stores, logger, clock: options.clock });
+    await gateway.start();
+  } catch (error) {
+    await stores.close();
+    throw error;
+  }
+  let stopping: Promise<void> | null = null;
+  return {
+    gateway,
+    logs: logger.records,
+    stop(stopOptions) {
+      stopping ??= gateway.stop(stopOptions).then(() => undefined);
+      return stopping;
+    },
+  };
+}
