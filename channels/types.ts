@@ -7,7 +7,7 @@
 import { z } from "zod";
 
 /** Every channel switchboard speaks, in one list: schemas, config keys and stored rows derive from it. */
-export const CHANNEL_NAMES = ["telegram", "discord", "slack", "web"] as const;
+export const CHANNEL_NAMES = ["telegram", "discord", "slack", "whatsapp", "web"] as const;
 export const channelNameSchema = z.enum(CHANNEL_NAMES);
 export type ChannelName = z.infer<typeof channelNameSchema>;
 
@@ -15,7 +15,13 @@ export type ChannelName = z.infer<typeof channelNameSchema>;
  * The markup an adapter's messages are written in; the outbox renders the model's Markdown into it
  * (outbox/format). `commonmark`: the client renders Markdown itself (the web chat).
  */
-export const MARKUP_DIALECTS = ["telegram-html", "discord-markdown", "slack-mrkdwn", "commonmark"] as const;
+export const MARKUP_DIALECTS = [
+  "telegram-html",
+  "discord-markdown",
+  "slack-mrkdwn",
+  "whatsapp-markdown",
+  "commonmark",
+] as const;
 export type MarkupDialect = (typeof MARKUP_DIALECTS)[number];
 
 /** Where on the platform the message was written; chooses the per-surface policy. */
@@ -186,6 +192,12 @@ export interface FileLimits {
 export interface ChannelCapabilities {
   /** A send may be repeated after an uncertain outcome without a second visible message. */
   idempotentSend: boolean;
+  /**
+   * The platform reports each send's outcome afterwards (`ChannelEvents.deliveryStatus`): a send
+   * whose outcome is unknown (an answer lost, a crash mid-send) waits this long, in milliseconds,
+   * for that report before it becomes ambiguous. Absent: it is ambiguous at once.
+   */
+  statusWaitMs?: number;
 }
 
 /** Files a channel can send: uploads with a caption, within its limits. */
@@ -279,6 +291,26 @@ export interface ChannelEvents {
    * `catchUp` again.
    */
   sessionRenewed?(): void;
+  /**
+   * The platform reported what became of a message the adapter sent (WhatsApp's status webhooks),
+   * naming it by the `idempotencyKey` the send carried. Resolves once the report is recorded; when
+   * it rejects, the adapter must not acknowledge the report, so the platform delivers it again.
+   */
+  deliveryStatus?(report: DeliveryStatusReport): Promise<void>;
+}
+
+/** What the platform says became of one sent message. */
+export interface DeliveryStatusReport {
+  /** The `idempotencyKey` of the send (`<outbox record key>#<chunk>`). */
+  idempotencyKey: string;
+  /** The platform's id of the message (the receipt). */
+  messageId: string;
+  /** `delivered`: the message reached the platform; `failed`: it never will. */
+  outcome: "delivered" | "failed";
+  /** For `failed`: the platform's code and title, for the operator. */
+  reason?: string;
+  /** The platform's word for it (`sent`, `delivered`, `read`, `failed`), for the record's history. */
+  status: string;
 }
 
 export interface ChannelAdapter {

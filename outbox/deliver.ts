@@ -37,6 +37,8 @@ export interface DeliveryDeps {
   ambiguousHoldMs: number;
   /** Where media records' files are read from; without it a media record fails. */
   blobs?: BlobStore;
+  /** A record now waits for its platform's delivery status until `untilMs` (the worker wakes then). */
+  awaitingStatusUntil?(untilMs: number): void;
 }
 
 /** The end of a new ambiguous record's hold; undefined: until an operator decides. */
@@ -385,6 +387,28 @@ export async function settleFailure(
       hint: "see `switchboard outbox show` and retry after fixing the cause",
     });
   } else {
+    const waitMs = adapter.capabilities.statusWaitMs;
+    if (waitMs !== undefined && record.kind === "message" && error.operation === "send") {
+      const untilMs = nowMs + waitMs;
+      // False: the record moved on already (its status may have settled it meanwhile).
+      if (
+        await deps.repo.awaitPlatformStatus(
+          record.id,
+          `${error.operation}: ${decision.reason}`,
+          nowMs,
+          untilMs,
+        )
+      ) {
+        deps.logger.info("outbox.awaiting_platform_status", {
+          recordId: record.id,
+          reason,
+          waitMs,
+          hint: "the platform's delivery status settles it; without one in time it becomes ambiguous",
+        });
+        deps.awaitingStatusUntil?.(untilMs);
+      }
+      return;
+    }
     deps.logger.warn("outbox.outcome_unknown", {
       recordId: record.id,
       reason,

@@ -10,7 +10,8 @@ export type EditPlan =
 /**
  * Edits the earlier record's (last) message when it is known. An earlier record an operator
  * resolved `--delivered` has no platform message id: it is shown, but cannot be edited, so the
- * record's `orSend` text goes out as a new message when it has one.
+ * record's `orSend` text goes out as a new message when it has one; so it does on a channel that
+ * cannot edit messages at all.
  */
 export function planEdit(
   record: { channel: string; presentation: Pick<OutboxPresentation, "orSend"> & { editOf: string } },
@@ -22,7 +23,11 @@ export function planEdit(
   if (original?.state === "delivered" && messageId === undefined && orSend !== undefined) {
     return { kind: "send", ...orSend };
   }
-  if (!canEdit) return { kind: "fail", reason: `${record.channel} cannot edit messages` };
+  // A channel that cannot edit (WhatsApp) shows the outcome as a message of its own instead.
+  if (!canEdit)
+    return orSend !== undefined
+      ? { kind: "send", ...orSend }
+      : { kind: "fail", reason: `${record.channel} cannot edit messages` };
   if (original === null || messageId === undefined) {
     return {
       kind: "fail",

@@ -2,7 +2,9 @@ import { SwitchboardError } from "../src/errors.ts";
 import type { OutboxState } from "./types.ts";
 
 /**
- * The only state changes an outbox record may make. `delivered` and `cancelled` are final;
+ * The only state changes an outbox record may make. `cancelled` is final; `delivered` only
+ * becomes `failed` when the platform, having accepted the message, reports that it never reached
+ * the user (WhatsApp's `failed` status: outside the 24-hour window, say); operators cannot.
  * `failed` and `ambiguous` wait for an operator (retry, resolve, cancel).
  */
 export const OUTBOX_TRANSITIONS = {
@@ -10,7 +12,7 @@ export const OUTBOX_TRANSITIONS = {
   sending: ["delivered", "failed", "ambiguous", "pending"],
   ambiguous: ["pending", "delivered", "failed", "cancelled"],
   failed: ["pending", "delivered", "cancelled"],
-  delivered: [],
+  delivered: ["failed"],
   cancelled: [],
 } as const satisfies Record<OutboxState, readonly OutboxState[]>;
 

@@ -164,6 +164,31 @@ export interface RecoverySummary {
   resumedStreams: string[];
   /** Interrupted sends whose outcome is unknown; left for an operator. */
   ambiguous: string[];
+  /**
+   * Interrupted sends on channels whose platform reports each send's outcome (status webhooks):
+   * still `sending`, waiting for that report until the channel's wait ends, then ambiguous.
+   */
+  awaitingStatus: string[];
+}
+
+/** What the platform reported about one chunk of a record (see outbox/platform-status.ts). */
+export interface PlatformStatusReport {
+  messageId: string;
+  outcome: "delivered" | "failed";
+  /** For `failed`: the platform's code and title. */
+  reason?: string;
+  /** The platform's word (`sent`, `delivered`, `read`, `failed`). */
+  status: string;
+}
+
+/** What applying a platform's report did. */
+export interface PlatformStatusResult {
+  /** True when the report settled the record (delivered or failed) in this write. */
+  applied: boolean;
+  /** Why nothing changed, when `applied` is false. */
+  why?: string;
+  /** The record as it is now; null when no record has the key. */
+  record: OutboxRecord | null;
 }
 
 export type StreamStart =
@@ -254,14 +279,42 @@ export interface OutboxRepository {
 
   /**
    * Startup: every `sending` record was interrupted by a crash. Idempotent channels and streams
-   * with a receipt go back to `pending`; the rest become `ambiguous`, holding their chats until
-   * `holdUntilMs` as in `markAmbiguous`. Run before the worker starts.
+   * with a receipt go back to `pending`; messages of a channel in `statusWaits` (channel → wait in
+   * ms) wait that long for the platform's report (`awaitPlatformStatus`); the rest become
+   * `ambiguous`, holding their chats until `holdUntilMs` as in `markAmbiguous`. Run before the
+   * worker starts.
    */
   recoverInterrupted(
     idempotentChannels: ReadonlySet<ChannelName>,
     nowMs: number,
     holdUntilMs?: number,
+    statusWaits?: ReadonlyMap<ChannelName, number>,
   ): Promise<RecoverySummary>;
+
+  /**
+   * Applies the platform's report about chunk `chunk` of the record keyed `recordKey`, as
+   * `decidePlatformStatus` says, in one compare-and-set write: a `sending` or `ambiguous` record
+   * becomes delivered (the report's message id in its receipt) or failed (its reason), with a
+   * "resolved by platform status" history entry. A report that settles nothing changes nothing.
+   */
+  applyPlatformStatus(
+    recordKey: string,
+    chunk: number,
+    report: PlatformStatusReport,
+    nowMs: number,
+  ): Promise<PlatformStatusResult>;
+
+  /**
+   * A sending record whose send's outcome is unknown stays `sending` (holding its chat) and waits
+   * for the platform's report until `untilMs`, `reason` in its last error. False if it moved on.
+   */
+  awaitPlatformStatus(id: string, reason: string, nowMs: number, untilMs: number): Promise<boolean>;
+
+  /**
+   * Records whose wait for the platform's report ended at or before `nowMs` become `ambiguous`,
+   * holding their chats until `holdUntilMs` as in `markAmbiguous`. Their ids; empty: none.
+   */
+  expireStatusWaits(nowMs: number, holdUntilMs?: number): Promise<string[]>;
 
   /** Creates (or resumes) the stream record `<runId>:stream`; live only when it may preview now. */
   beginStream(insert: Omit<OutboxInsert, "kind" | "key">, nowMs: number): Promise<StreamStart>;

@@ -1,10 +1,11 @@
-import type { ChannelAdapter, ChannelName } from "../channels/types.ts";
+import type { ChannelAdapter, ChannelName, DeliveryStatusReport } from "../channels/types.ts";
 import type { BlobStore } from "../src/runtime/blobs.ts";
 import type { Clock } from "../src/util/clock.ts";
 import type { Logger } from "../src/util/log.ts";
 import { afterQueuedWork } from "../src/util/yield.ts";
 import { ambiguousHoldUntil, type DeliveryDeps, deliverRecord } from "./deliver.ts";
 import { DEFAULT_CALL_TIMEOUT_MS } from "./platform-call.ts";
+import { parseSendKey, RESOLVED_BY_PLATFORM_STATUS } from "./platform-status.ts";
 import { DeliveryRateLimiter } from "./rate-limiter.ts";
 import { formatRenderer, type Renderer } from "./render.ts";
 import { createStreamReply, type StreamReply, type StreamReplyTarget } from "./stream.ts";
@@ -58,6 +59,12 @@ export interface DeliveryWorker {
   stop(): Promise<void>;
   /** A live, edited reply for one run (fed by its runtime events); falls back to the worker when it cannot preview. */
   openStream(target: StreamReplyTarget & { channel: ChannelName }): StreamReply;
+  /**
+   * A channel's report of what became of one of its sends (`ChannelEvents.deliveryStatus`):
+   * settles the record it names when its outcome is not known yet (outbox/platform-status.ts).
+   * Resolves once recorded; rejects when the store failed (the platform must report it again).
+   */
+  recordPlatformStatus(report: DeliveryStatusReport): Promise<void>;
 }
 
 /**
@@ -73,6 +80,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const concurrency = options.concurrency ?? 4;
   const channels = [...adapters.keys()];
   const shutdown = new AbortController();
+  /** When waits for a platform's delivery status end (records then become ambiguous). */
+  const statusWaitEnds: number[] = [];
   const deps: DeliveryDeps = {
     repo,
     clock,
@@ -90,7 +99,31 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     signal: shutdown.signal,
     ambiguousHoldMs: options.ambiguousHoldMs ?? Number.POSITIVE_INFINITY,
     ...(options.blobs === undefined ? {} : { blobs: options.blobs }),
+    awaitingStatusUntil(untilMs) {
+      statusWaitEnds.push(untilMs);
+      notify();
+    },
   };
+  /** Channels whose platforms report each send's outcome, with how long a send waits for it. */
+  const statusWaits = new Map(
+    channels.flatMap((channel) => {
+      const waitMs = adapters.get(channel)!.capabilities.statusWaitMs;
+      return waitMs === undefined ? [] : [[channel, waitMs] as const];
+    }),
+  );
+
+  /** Records whose wait for a delivery status ended become ambiguous, holding their chats as usual. */
+  async function expireStatusWaits(nowMs: number): Promise<void> {
+    if (!statusWaitEnds.some((atMs) => atMs <= nowMs)) return;
+    const expired = await repo.expireStatusWaits(nowMs, ambiguousHoldUntil(deps, nowMs));
+    const remaining = statusWaitEnds.filter((atMs) => atMs > nowMs);
+    statusWaitEnds.splice(0, statusWaitEnds.length, ...remaining);
+    if (expired.length > 0)
+      logger.warn("outbox.no_platform_status", {
+        records: expired,
+        hint: "no delivery status came in time, so they are ambiguous: check the chat, then `switchboard outbox resolve`",
+      });
+  }
 
   const lanes = new Map<string, Promise<void>>();
   const streams = new Set<StreamReply>();
@@ -153,6 +186,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       wakeRequested = false;
       const free = concurrency - lanes.size;
       try {
+        await expireStatusWaits(clock.now());
         let wakeAtMs: number | null = null;
         if (free > 0) {
           const nowMs = clock.now();
@@ -180,7 +214,11 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
           // Every free slot taken: more may be due at once.
           if (due.length === free) continue;
           // A head that is due but whose lane is finishing wakes us through that lane instead.
-          wakeAtMs = earliestFuture(nowMs, [await repo.nextWakeAtMs(channels, nowMs), ...heldUntil]);
+          wakeAtMs = earliestFuture(nowMs, [
+            await repo.nextWakeAtMs(channels, nowMs),
+            ...heldUntil,
+            ...statusWaitEnds,
+          ]);
         }
         for (const resolve of idleWaiters.splice(0)) resolve();
         await waitForWake(wakeAtMs);
@@ -226,7 +264,19 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         channels.filter((channel) => adapters.get(channel)!.capabilities.idempotentSend),
       );
       const nowMs = clock.now();
-      const summary = await repo.recoverInterrupted(idempotent, nowMs, ambiguousHoldUntil(deps, nowMs));
+      const summary = await repo.recoverInterrupted(
+        idempotent,
+        nowMs,
+        ambiguousHoldUntil(deps, nowMs),
+        statusWaits,
+      );
+      if (summary.awaitingStatus.length > 0) {
+        for (const waitMs of statusWaits.values()) statusWaitEnds.push(nowMs + waitMs);
+        logger.info("outbox.interrupted_sends_awaiting_status", {
+          records: summary.awaitingStatus,
+          hint: "their platform's delivery status settles them; without one in time they become ambiguous",
+        });
+      }
       if (summary.ambiguous.length > 0) {
         logger.warn("outbox.interrupted_sends_ambiguous", {
           ambiguous: summary.ambiguous,
@@ -267,6 +317,35 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       shutdown.abort(new Error("The delivery worker is stopping."));
       for (const stream of streams) stream.abort();
       await Promise.all([...lanes.values(), ...[...streams].map((stream) => stream.settled)]);
+    },
+
+    async recordPlatformStatus(report) {
+      const send = parseSendKey(report.idempotencyKey);
+      if (send === null) {
+        logger.debug("outbox.platform_status_ignored", {
+          key: report.idempotencyKey.slice(0, 100),
+          why: "not a key the outbox sends with",
+        });
+        return;
+      }
+      const result = await repo.applyPlatformStatus(send.recordKey, send.chunk, report, clock.now());
+      if (!result.applied) {
+        logger.debug("outbox.platform_status_ignored", { key: report.idempotencyKey, why: result.why });
+        return;
+      }
+      logger.info(
+        report.outcome === "delivered"
+          ? "outbox.delivered_by_platform_status"
+          : "outbox.failed_by_platform_status",
+        {
+          recordId: result.record?.id,
+          status: report.status,
+          action: RESOLVED_BY_PLATFORM_STATUS,
+          ...(report.reason === undefined ? {} : { reason: report.reason }),
+        },
+      );
+      // A settled head lets its chat's next reply go.
+      notify();
     },
 
     openStream(target) {

@@ -15,7 +15,7 @@ import type { InboundAttachment, InboundMessage } from "../types.ts";
 import { dmConversationKey, encodeReplyTarget } from "./keys.ts";
 import type { ReceivedMessage, WhatsAppMessage } from "./webhook-schema.ts";
 
-/** An inbound message before the gateway names the channel ("whatsapp" joins CHANNEL_NAMES with the adapter). */
+/** An inbound message without its channel, which the adapter adds. */
 export type WhatsAppInbound = Omit<InboundMessage, "channel">;
 
 export interface ParseContext {

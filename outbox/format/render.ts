@@ -1,4 +1,5 @@
 import type { MarkupDialect } from "../../channels/types.ts";
+import { whatsappDialect } from "../../channels/whatsapp/format.ts";
 import { chunkAtoms } from "./chunk.ts";
 import type { Dialect } from "./dialect.ts";
 import { discordDialect } from "./discord.ts";
@@ -29,6 +30,7 @@ const DIALECTS: Readonly<Record<Exclude<MarkupTarget, "commonmark">, Dialect>> =
   "telegram-html": telegramDialect,
   "slack-mrkdwn": slackDialect,
   "discord-markdown": discordDialect,
+  "whatsapp-markdown": whatsappDialect,
   plain: plainDialect,
 };
 

@@ -303,6 +303,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     async startOne(name, adapter) {
       await adapter.start(guardedIngress, {
         sessionRenewed: () => void catchUpChannel(name, adapter, stores, logger),
+        deliveryStatus: (report) => worker.recordPlatformStatus(report),
       });
       logger.info("channel.started", { channel: name, account: adapter.account });
       await catchUpChannel(name, adapter, stores, logger);

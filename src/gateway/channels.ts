@@ -3,6 +3,7 @@ import type { ChannelModule, PlatformChannel } from "../../channels/module.ts";
 import { slackModule } from "../../channels/slack/module.ts";
 import { telegramModule } from "../../channels/telegram/module.ts";
 import { CHANNEL_NAMES } from "../../channels/types.ts";
+import { whatsappModule } from "../../channels/whatsapp/module.ts";
 
 /**
  * Every channel configured from the environment, by name: a new channel is one line here (and one
@@ -14,6 +15,7 @@ export const CHANNEL_MODULES: Readonly<Record<PlatformChannel, ChannelModule<unk
   telegram: telegramModule,
   discord: discordModule,
   slack: slackModule,
+  whatsapp: whatsappModule,
 };
 
 /** The registry's channels in CHANNEL_NAMES order (the web chat is not among them). */

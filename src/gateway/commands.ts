@@ -405,6 +405,8 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     const active = await store.listActiveRuns(conversationId);
     const running = active.filter((r) => r.state === "running" || r.state === "interrupt_requested").length;
     const counts = await outbox.counts(conversationId);
+    // A reply the platform refused for good (WhatsApp outside its 24-hour window, say) says why.
+    const [lastFailed] = await outbox.list({ state: "failed", conversationId, limit: 1 });
     const schedules = await options.schedules.listForChat({
       conversationId,
       chatKey: message.conversationKey,
@@ -424,6 +426,9 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       await modelStatus(scope),
       `Answers: ${running} running, ${active.length - running} queued`,
       `Replies: ${counts.waiting} waiting to be delivered, ${counts.ambiguous} ambiguous (an operator is checking them)`,
+      ...(lastFailed
+        ? [`Last reply not delivered (${lastFailed.id}): ${lastFailed.lastError ?? "failed"}`]
+        : []),
       `Schedules: ${schedules.length} active · time zone ${timezone}`,
       stateSummary(state),
       `Tools always allowed in this chat: ${allowed.length > 0 ? allowed.join(", ") : "none"} (/new clears them)`,

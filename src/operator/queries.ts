@@ -2,7 +2,6 @@ import type { OutboxRecord, OutboxState } from "../../outbox/types.ts";
 import type { Schedule } from "../../schedules/types.ts";
 import type { MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { RunState, StepRecord } from "../runtime/types.ts";
-import type { CommandInput, ConversationSummary } from "./types.ts";
 
 /**
  * Read-only views across conversations that only operators need (the runtime, outbox and schedule
@@ -59,4 +58,21 @@ export interface OperatorQueries {
   stepUsageSince(sinceMs: number): Promise<Array<{ runId: string; usage: StepRecord["usage"] }>>;
   /** Schedules of every conversation (or of one), oldest first; only live ones unless `includeEnded`. */
   listSchedules(filter: { conversationId?: string; includeEnded: boolean }): Promise<Schedule[]>;
+}
+
+export interface ConversationSummary {
+  id: string;
+  /** The channel key mapped to it (e.g. `tg:123:dm:42`), when any. */
+  key: string | null;
+  version: number;
+  createdAtMs: number;
+  lastActivityAtMs: number | null;
+  runs: number;
+  activeRuns: number;
+}
+
+export interface CommandInput {
+  command: string;
+  text: string;
+  atMs: number;
 }

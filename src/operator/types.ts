@@ -10,8 +10,10 @@ import type { SearchHit, SearchStore } from "../search/store.ts";
 import type { Page } from "./cursor.ts";
 import type { BranchResult, ConversationExport } from "./export.ts";
 import type { ForgetResult } from "./forget.ts";
-import type { OperatorQueries } from "./queries.ts";
+import type { CommandInput, ConversationSummary, OperatorQueries } from "./queries.ts";
 import type { OperatorRuntimeStore } from "./runtime-store.ts";
+
+export type { CommandInput, ConversationSummary } from "./queries.ts";
 
 /** The stores the operator service reads and changes; the caller opens and closes them. */
 export interface OperatorStores {
@@ -210,17 +212,6 @@ export interface OperatorService {
   };
 }
 
-export interface ConversationSummary {
-  id: string;
-  /** The channel key mapped to it (e.g. `tg:123:dm:42`), when any. */
-  key: string | null;
-  version: number;
-  createdAtMs: number;
-  lastActivityAtMs: number | null;
-  runs: number;
-  activeRuns: number;
-}
-
 /**
  * A conversation as lists show it: its channel and who it is with (from its latest run's
  * context; null for conversations no channel started) and its newest message.
@@ -233,11 +224,6 @@ export interface ConversationListItem extends ConversationSummary {
 }
 
 /** A chat command a user sent (its reply is an outbox record of the same conversation). */
-export interface CommandInput {
-  command: string;
-  text: string;
-  atMs: number;
-}
 
 export interface AccessList {
   grants: AccessGrant[];

@@ -1,5 +1,6 @@
 import type { ChannelName, SendReceipt } from "../../channels/types.ts";
 import { finalAnswerMarkdown } from "../../outbox/final-text.ts";
+import { AWAITING_STATUS_PREFIX, RESOLVED_BY_PLATFORM_STATUS } from "../../outbox/platform-status.ts";
 import { assertTransition } from "../../outbox/transitions.ts";
 import type {
   OutboxActor,
@@ -155,7 +156,19 @@ export const history = {
   ambiguous: (nowMs: number, reason: string) => systemEntry(nowMs, "ambiguous", reason),
   recovered: (nowMs: number, note: string) => systemEntry(nowMs, "recovered", note),
   finalized: (nowMs: number) => systemEntry(nowMs, "finalized"),
+  awaitingStatus: (nowMs: number, untilMs: number, reason: string) =>
+    systemEntry(nowMs, "awaiting platform status", `until ${new Date(untilMs).toISOString()}: ${reason}`),
+  statusWaitEnded: (nowMs: number, reason: string) => systemEntry(nowMs, "ambiguous", reason),
+  resolvedByStatus: (nowMs: number, note: string) => systemEntry(nowMs, RESOLVED_BY_PLATFORM_STATUS, note),
 };
+
+/** `last_error` of a record awaiting the platform's report: the marker, then why its outcome is unknown. */
+export const awaitingStatusError = (reason: string): string => `${AWAITING_STATUS_PREFIX}: ${reason}`;
+
+/** Why a record whose wait for the platform's report ended is ambiguous. */
+export const STATUS_WAIT_ENDED =
+  "no delivery status came from the platform in time: it may or may not show the message. Check the " +
+  "chat, then `outbox resolve --delivered`, `outbox retry` or `outbox cancel`.";
 
 /** A message record's receipt after one more chunk was delivered as `messageIds`. */
 export function appendedReceiptJson(receipt: string | null, messageIds: readonly string[]): string {
@@ -269,12 +282,14 @@ export const presentationJson = (insert: OutboxInsert): string | null =>
 
 export type Recovery =
   | { outcome: "resumedStreams" | "requeued"; note: string }
+  | { outcome: "awaitingStatus"; reason: string; waitMs: number }
   | { outcome: "ambiguous"; reason: string };
 
 /** What becomes of a record found `sending` at startup, and the summary list it is reported in. */
 export function recoveryOf(
   row: Pick<OutboxRow, "kind" | "receipt" | "channel">,
   idempotentChannels: ReadonlySet<ChannelName>,
+  statusWaits: ReadonlyMap<ChannelName, number> = new Map(),
 ): Recovery {
   const receipt = row.receipt === null ? null : (JSON.parse(row.receipt) as SendReceipt);
   if (row.kind === "stream" && receipt !== null && receipt.messageIds.length > 0) {
@@ -289,6 +304,14 @@ export function recoveryOf(
       note: "interrupted send on an idempotent channel: repeating it with the same key",
     };
   }
+  const waitMs = statusWaits.get(row.channel as ChannelName);
+  if (row.kind === "message" && waitMs !== undefined) {
+    return {
+      outcome: "awaitingStatus",
+      reason: "interrupted while sending; the platform's delivery status will tell whether it arrived",
+      waitMs,
+    };
+  }
   return {
     outcome: "ambiguous",
     reason:
@@ -301,6 +324,7 @@ export const emptyRecoverySummary = (): RecoverySummary => ({
   requeued: [],
   resumedStreams: [],
   ambiguous: [],
+  awaitingStatus: [],
 });
 
 // ---- operator actions ----
@@ -324,6 +348,14 @@ export function checkOperatorAction(
     throw new SwitchboardError(
       "state_conflict",
       `Outbox record ${row.id} is being sent right now; wait for the attempt to end, then try again.`,
+    );
+  }
+  // Only the platform's own report may fail a delivered record (outbox/platform-status.ts).
+  if (row.state === "delivered") {
+    throw new SwitchboardError(
+      "state_conflict",
+      `Outbox record ${row.id} is delivered and cannot become ${to}; delivered is final.`,
+      { details: { recordId: row.id, from: row.state, to } },
     );
   }
   assertTransition(row.id, row.state as OutboxState, to);

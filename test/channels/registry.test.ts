@@ -31,6 +31,12 @@ const CONFIGURED: Record<PlatformChannel, Record<string, string>> = {
     SLACK_APP_TOKEN: "xapp-registry-test-app-token",
     SLACK_SIGNING_SECRET: "registry-test-signing-secret",
   },
+  whatsapp: {
+    WHATSAPP_ACCESS_TOKEN: "EAAGregistry-test-access-token",
+    WHATSAPP_PHONE_NUMBER_ID: "106540352242922",
+    WHATSAPP_APP_SECRET: "registry-test-app-secret",
+    WHATSAPP_VERIFY_TOKEN: "registry-test-verify-token",
+  },
 };
 
 describe("the channel registry", () => {

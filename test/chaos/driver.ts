@@ -7,7 +7,7 @@
  * random moments and at kill points. When the traffic is over it lets the gateway settle (playing
  * the operator for ambiguous records) and checks the invariants from the outside.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { startTelegramEmulator } from "../emulators/telegram/index.ts";
@@ -73,7 +73,10 @@ export interface ChaosReport {
   approvals: Record<string, number>;
   /** Lines the tools appended (each effect once). */
   toolEffects: number;
-  /** Idempotent tool calls run a second time (the first was cut short by a death). */
+  /**
+   * Idempotent tool calls the recovery ran again after a death cut the first attempt short (the
+   * gateways' `tool.run_again` log lines, since a death before the call's first line leaves one effect).
+   */
   toolReruns: number;
   /** Runs by final state (superseded and interrupted ones included). */
   runs: Record<string, number>;
@@ -299,9 +302,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         {},
       ),
       toolEffects: snapshot.toolEffects.length,
-      toolReruns: traffic.sent.filter(
-        (s) => s.id.startsWith("r") && snapshot.toolEffects.filter((l) => l === `begin ${s.id}`).length > 1,
-      ).length,
+      toolReruns: countLogEvents(dir.path, "tool.run_again"),
       runs: snapshot.runs.reduce<Record<string, number>>(
         (byState, r) => Object.assign(byState, { [r.state]: (byState[r.state] ?? 0) + 1 }),
         {},
@@ -515,4 +516,19 @@ async function pendingWork(database: ChaosDatabase): Promise<{
     // The driver presses every prompt it sees: a pending request is still to be decided.
     approvals: await count("SELECT count(*) AS n FROM approvals WHERE state = 'pending'"),
   };
+}
+
+/** How many lines of the kept gateway logs (gateway-<n>.log in `dir`) carry `event`. */
+function countLogEvents(dir: string, event: string): number {
+  const marker = `"event":"${event}"`;
+  return readdirSync(dir)
+    .filter((name) => /^gateway-\d+\.log$/.test(name))
+    .reduce(
+      (sum, name) =>
+        sum +
+        readFileSync(join(dir, name), "utf8")
+          .split("\n")
+          .filter((l) => l.includes(marker)).length,
+      0,
+    );
 }

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { CHANNEL_NAMES } from "../../channels/types.ts";
 import { isSwitchboardError } from "../../src/errors.ts";
 import { loadConfig } from "../../src/gateway/config/index.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
@@ -160,7 +161,7 @@ describe("a gateway with nothing configured", () => {
     expect(reused.body).toMatchObject({ error: { code: "idempotency_conflict" } });
     expect(String((reused.body.error as { message: string }).message)).toContain("new id");
     const hints = gateway.events().filter((e) => e.event === "gateway.channel_not_configured");
-    expect(hints.map((e) => e.channel).sort()).toEqual(["discord", "slack", "telegram"]);
+    expect(hints.map((e) => e.channel).sort()).toEqual(CHANNEL_NAMES.filter((name) => name !== "web").sort());
     expect(gateway.events().some((e) => e.event === "gateway.offline_model")).toBe(true);
     // The database's directory did not exist: it was created, and the log says so.
     expect(gateway.events().find((e) => e.event === "store.directory_created")?.directory).toBe(

@@ -119,6 +119,30 @@ describe("chat commands: running", () => {
     // The /stop reply above is still waiting for a worker.
     expect(status).toContain("Replies: 1 waiting to be delivered, 0 ambiguous");
     expect(status).toContain("time zone Europe/Berlin");
+    expect(status).not.toContain("Last reply not delivered");
+  });
+
+  test("/status names the last reply the platform refused for good, and why", async () => {
+    const first = await scope("/status", "u-failed");
+    const [id] = await harness.stores.outbox.insert(
+      [
+        {
+          key: "run_refused:0",
+          runId: "run_refused",
+          conversationId: first.conversationId,
+          channel: "telegram",
+          account: "bot1",
+          target: "1001",
+          kind: "message",
+          markdown: "a reply",
+        },
+      ],
+      Date.now(),
+    );
+    await harness.stores.outbox.markSending(id!, Date.now());
+    await harness.stores.outbox.markFailed(id!, "send failed: outside the 24-hour window", Date.now());
+    const status = (await commands.run("status", await scope("/status", "u-failed-2"))).text;
+    expect(status).toContain(`Last reply not delivered (${id}): send failed: outside the 24-hour window`);
   });
 
   test("/new maps the chat to a fresh conversation; the old one keeps its id", async () => {

@@ -43,9 +43,13 @@ describe("planEdit", () => {
       kind: "fail",
       reason: "record approval:ap_0123456789ab:prompt has no message to edit (missing)",
     });
-    expect(planEdit(outcome(), prompt("delivered", ["42"]), false)).toEqual({
+    expect(planEdit(outcome(false), prompt("delivered", ["42"]), false)).toEqual({
       kind: "fail",
       reason: "telegram cannot edit messages",
     });
+  });
+
+  test("on a channel that cannot edit, the outcome goes as its own message when it has one", () => {
+    expect(planEdit(outcome(), prompt("delivered", ["42"]), false)).toEqual({ kind: "send", ...orSend });
   });
 });

@@ -56,8 +56,9 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
     }
 
     describe("state transitions", () => {
-      test("final states have no way out and sending is reachable only from pending", () => {
-        expect(OUTBOX_TRANSITIONS.delivered).toEqual([]);
+      test("cancelled is final, delivered can only fail, and sending is reachable only from pending", () => {
+        // Only the platform's own report can say a delivered message never arrived (operators cannot).
+        expect(OUTBOX_TRANSITIONS.delivered).toEqual(["failed"]);
         expect(OUTBOX_TRANSITIONS.cancelled).toEqual([]);
         const states = Object.keys(OUTBOX_TRANSITIONS) as OutboxState[];
         expect(states.filter((from) => canTransition(from, "sending"))).toEqual(["pending"]);
@@ -293,6 +294,7 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
           requeued: [dc!],
           resumedStreams: [live.record.id],
           ambiguous: [tg!, bare.record.id],
+          awaitingStatus: [],
         });
         const telegram = await repo.show(tg!);
         expect(telegram?.state).toBe("ambiguous");
@@ -303,6 +305,139 @@ export function runOutboxRepositoryConformance(name: string, open: () => Promise
         });
         expect((await repo.show(live.record.id))?.receipt).toEqual({ messageIds: ["m1"] });
         expect(await repo.counts("conv-chat-a")).toEqual({ waiting: 0, ambiguous: 1 });
+      });
+    });
+
+    describe("platform delivery statuses", () => {
+      const WA = { channel: "whatsapp" as const, account: "1065" };
+      const delivered = (messageId: string) => ({ messageId, outcome: "delivered" as const, status: "read" });
+
+      async function sendingRecord(target: string, chunks = ["only chunk"]) {
+        const [id] = await repo.insert([messageInsert(target, chunks.join(" "), WA)], T0);
+        const record = await repo.markSending(id!, T0, { format: "rich", chunks });
+        return record!;
+      }
+
+      test("a delivered status settles a sending or ambiguous record, with its message id, once", async () => {
+        const sending = await sendingRecord("15550001");
+        const first = await repo.applyPlatformStatus(sending.key, 0, delivered("wamid.A"), T0 + 5);
+        expect(first).toMatchObject({
+          applied: true,
+          record: { state: "delivered", receipt: { messageIds: ["wamid.A"] } },
+        });
+        expect(first.record?.history.at(-1)).toEqual({
+          atMs: T0 + 5,
+          actor: "system",
+          action: "resolved by platform status",
+          note: "read (platform message wamid.A, chunk 1)",
+        });
+        // The send's own answer, arriving after the status, changes nothing.
+        expect(await repo.recordChunkDelivered(sending.id, 0, ["wamid.A"], T0 + 6, true)).toBe(false);
+        expect(await repo.applyPlatformStatus(sending.key, 0, delivered("wamid.A"), T0 + 7)).toMatchObject({
+          applied: false,
+          why: "the record is already delivered",
+        });
+
+        const stuck = await sendingRecord("15550002");
+        await repo.markAmbiguous(stuck.id, "no answer", T0 + 1);
+        const settled = await repo.applyPlatformStatus(stuck.key, 0, delivered("wamid.B"), T0 + 9);
+        expect(settled.record).toMatchObject({ state: "delivered", lastError: null });
+        expect(await repo.counts(stuck.conversationId)).toEqual({ waiting: 0, ambiguous: 0 });
+      });
+
+      test("a failed status fails the record with the platform's reason; an unknown key or earlier chunk changes nothing", async () => {
+        const record = await sendingRecord("15550003", ["part one", "part two"]);
+        expect(await repo.applyPlatformStatus(record.key, 0, delivered("wamid.C1"), T0 + 1)).toMatchObject({
+          applied: false,
+          why: expect.stringContaining("not the last"),
+        });
+        expect(await repo.applyPlatformStatus("run_nobody:0", 0, delivered("wamid.X"), T0 + 1)).toEqual({
+          applied: false,
+          why: "no outbox record has this key",
+          record: null,
+        });
+        const failed = await repo.applyPlatformStatus(
+          record.key,
+          0,
+          {
+            messageId: "wamid.C1",
+            outcome: "failed",
+            status: "failed",
+            reason: "WhatsApp 131047: Re-engagement message",
+          },
+          T0 + 2,
+        );
+        expect(failed.record).toMatchObject({
+          state: "failed",
+          lastError: "the platform reported the send failed: WhatsApp 131047: Re-engagement message",
+        });
+
+        // Accepted (delivered on the send's answer), then reported undeliverable: failed after all.
+        const accepted = await sendingRecord("15550007");
+        await repo.recordChunkDelivered(accepted.id, 0, ["wamid.D"], T0 + 1, true);
+        const undeliverable = await repo.applyPlatformStatus(
+          accepted.key,
+          0,
+          {
+            messageId: "wamid.D",
+            outcome: "failed",
+            status: "failed",
+            reason: "WhatsApp 131047: Re-engagement message",
+          },
+          T0 + 3,
+        );
+        expect(undeliverable.record).toMatchObject({
+          state: "failed",
+          lastError:
+            "accepted, then reported undeliverable by the platform: WhatsApp 131047: Re-engagement message",
+        });
+      });
+
+      test("a send of unknown outcome waits for its status, holding its chat, and becomes ambiguous when none comes", async () => {
+        const record = await sendingRecord("15550004");
+        const [later] = await repo.insert([messageInsert("15550004", "later", WA)], T0);
+        expect(
+          await repo.awaitPlatformStatus(record.id, "no answer within 10000 ms", T0 + 1, T0 + 1_000),
+        ).toBe(true);
+        const waiting = await repo.show(record.id);
+        expect(waiting).toMatchObject({ state: "sending", nextAttemptAtMs: T0 + 1_000 });
+        expect(waiting?.lastError).toContain("awaiting the platform's delivery status");
+        expect(await repo.nextDeliverable(T0 + 500, { limit: 10, channels: ["whatsapp"] })).toEqual([]);
+        expect(await repo.expireStatusWaits(T0 + 999)).toEqual([]);
+        expect(await repo.expireStatusWaits(T0 + 1_000, T0 + 2_000)).toEqual([record.id]);
+        expect(await repo.show(record.id)).toMatchObject({ state: "ambiguous", nextAttemptAtMs: T0 + 2_000 });
+        expect((await repo.show(record.id))?.lastError).toMatch(/no delivery status came/);
+        expect(
+          (await repo.nextDeliverable(T0 + 2_000, { limit: 10, channels: ["whatsapp"] })).map((r) => r.id),
+        ).toEqual([later!]);
+        // A live send is never taken for a wait that ended.
+        const live = await sendingRecord("15550005");
+        expect(await repo.expireStatusWaits(T0 + 1_000_000)).toEqual([]);
+        expect((await repo.show(live.id))?.state).toBe("sending");
+      });
+
+      test("recovery leaves interrupted messages of a status channel sending, waiting for their status", async () => {
+        const wa = await sendingRecord("15550006");
+        const [tg] = await repo.insert([messageInsert("chat-t", "telegram")], T0);
+        await repo.markSending(tg!, T0);
+        const summary = await repo.recoverInterrupted(
+          new Set(),
+          T0 + 10,
+          undefined,
+          new Map([["whatsapp", 600_000]]),
+        );
+        expect(summary).toEqual({
+          requeued: [],
+          resumedStreams: [],
+          ambiguous: [tg!],
+          awaitingStatus: [wa.id],
+        });
+        expect(await repo.show(wa.id)).toMatchObject({
+          state: "sending",
+          nextAttemptAtMs: T0 + 10 + 600_000,
+        });
+        const resolved = await repo.applyPlatformStatus(wa.key, 0, delivered("wamid.R"), T0 + 20);
+        expect(resolved.record?.state).toBe("delivered");
       });
     });
 

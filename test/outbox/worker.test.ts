@@ -283,6 +283,80 @@ describe("rate limits", () => {
   });
 });
 
+describe("uncertain outcomes settled by the platform's delivery status", () => {
+  test("a send whose answer never came waits for its status, which delivers it; the chat then continues", async () => {
+    const { clock, adapter, repo, worker } = setup({
+      callTimeoutMs: 5000,
+      capabilities: { statusWaitMs: 60_000 },
+    });
+    adapter.fail("send", { kind: "hang", reached: true });
+    const [sent, later] = await enqueue(repo, clock, ["chat-a", "maybe"], ["chat-a", "after"]);
+    await worker.start();
+    await clock.advance(5000);
+    const waiting = await repo.show(sent!);
+    expect(waiting?.state).toBe("sending");
+    expect(waiting?.lastError).toMatch(/^awaiting the platform's delivery status: send: no answer/);
+    expect(await stateOf(repo, later!)).toBe("pending");
+
+    await worker.recordPlatformStatus({
+      idempotencyKey: `${waiting!.key}#0`,
+      messageId: "wamid.maybe",
+      outcome: "delivered",
+      status: "sent",
+    });
+    await clock.runUntil(() => adapter.visible("chat-a").length === 2, "the next reply sent");
+    const settled = await repo.show(sent!);
+    expect(settled).toMatchObject({ state: "delivered", receipt: { messageIds: ["wamid.maybe"] } });
+    expect(settled?.history.at(-1)?.action).toBe("resolved by platform status");
+    expect(adapter.calls.filter((c) => c.op === "send").map((c) => c.text)).toEqual(["maybe", "after"]);
+  });
+
+  test("without a status within the wait, the send becomes ambiguous and is not resent", async () => {
+    const { clock, adapter, repo, worker } = setup({
+      callTimeoutMs: 5000,
+      capabilities: { statusWaitMs: 60_000 },
+    });
+    adapter.fail("send", { kind: "hang", reached: true });
+    const [sent] = await enqueue(repo, clock, ["chat-a", "maybe"]);
+    await worker.start();
+    await clock.advance(5000 + 59_000);
+    expect(await stateOf(repo, sent!)).toBe("sending");
+    await clock.advance(1_000);
+    const record = await repo.show(sent!);
+    expect(record?.state).toBe("ambiguous");
+    expect(record?.lastError).toMatch(/no delivery status came from the platform in time/);
+    await clock.advance(600_000);
+    expect(adapter.calls.filter((c) => c.op === "send")).toHaveLength(1);
+  });
+
+  test("a send interrupted by a crash waits for its status after the restart; a failed status fails it", async () => {
+    const first = setup({ capabilities: { statusWaitMs: 60_000 } });
+    first.adapter.fail("send", { kind: "hang", reached: false });
+    const [hung] = await enqueue(first.repo, first.clock, ["chat-a", "maybe"]);
+    await first.worker.start();
+    await settle();
+    running.splice(running.indexOf(first.worker), 1); // the process dies here
+
+    const second = setup({ capabilities: { statusWaitMs: 60_000 } });
+    const summary = await second.worker.start();
+    expect(summary).toMatchObject({ ambiguous: [], awaitingStatus: [hung!] });
+    const key = (await second.repo.show(hung!))!.key;
+    await second.worker.recordPlatformStatus({
+      idempotencyKey: `${key}#0`,
+      messageId: "wamid.x",
+      outcome: "failed",
+      status: "failed",
+      reason: "WhatsApp 131047: Re-engagement message",
+    });
+    expect(await second.repo.show(hung!)).toMatchObject({
+      state: "failed",
+      lastError: "the platform reported the send failed: WhatsApp 131047: Re-engagement message",
+    });
+    await second.clock.advance(120_000);
+    expect(second.adapter.calls).toEqual([]);
+  });
+});
+
 describe("uncertain outcomes", () => {
   test("a send hung by a crash becomes ambiguous on restart and is not resent; resolve --delivered sends nothing", async () => {
     const first = setup();

@@ -1,5 +1,6 @@
 import type { SQL, TransactionSQL } from "bun";
 import type { ChannelName, SendReceipt } from "../../../channels/types.ts";
+import { AWAITING_STATUS_PREFIX, decidePlatformStatus } from "../../../outbox/platform-status.ts";
 import { assertTransition } from "../../../outbox/transitions.ts";
 import {
   type OutboxActor,
@@ -11,6 +12,8 @@ import {
   type OutboxRepository,
   type OutboxState,
   type OutboxStreamRecord,
+  type PlatformStatusReport,
+  type PlatformStatusResult,
   type RecoverySummary,
   type RenderedText,
   type StreamStart,
@@ -26,6 +29,7 @@ import {
   answerMarkdown,
   appendedReceiptJson,
   assertInsertable,
+  awaitingStatusError,
   checkOperatorAction,
   emptyRecoverySummary,
   enqueuedHistoryJson,
@@ -41,6 +45,7 @@ import {
   presentationJson,
   promptInserts,
   recoveryOf,
+  STATUS_WAIT_ENDED,
   streamKey,
   toOutboxRecord,
 } from "../outbox-records.ts";
@@ -192,6 +197,7 @@ interface TransitionRequest {
     rendered?: string;
     receipt?: string;
     last_error?: string | null;
+    chunks_delivered?: number;
   };
   /** Further conditions, each a fragment starting with `AND`. */
   where?: (sql: SQL) => SQL.Query<unknown>;
@@ -209,6 +215,21 @@ async function transition(sql: SQL, request: TransitionRequest): Promise<OutboxR
     WHERE id = ${request.id} AND state IN ${sql([...request.from])} ${request.where?.(sql) ?? sql``}
     RETURNING *`;
   return row ?? null;
+}
+
+/** Keeps a sending message waiting for the platform's report until `untilMs`; false if it moved on. */
+async function awaitStatus(
+  sql: SQL,
+  id: string,
+  reason: string,
+  nowMs: number,
+  untilMs: number,
+): Promise<boolean> {
+  const updated = await sql`
+    UPDATE outbox SET next_attempt_at_ms = ${untilMs}, last_error = ${awaitingStatusError(reason)},
+      updated_at_ms = ${nowMs}, history = ${appendHistory(sql, history.awaitingStatus(nowMs, untilMs, reason))}
+    WHERE id = ${id} AND state = 'sending' AND kind = 'message'`;
+  return updated.count === 1;
 }
 
 /**
@@ -405,6 +426,7 @@ export class PostgresOutboxRepository implements OutboxRepository {
     idempotentChannels: ReadonlySet<ChannelName>,
     nowMs: number,
     holdUntilMs = HOLD_FOREVER_MS,
+    statusWaits: ReadonlyMap<ChannelName, number> = new Map(),
   ): Promise<RecoverySummary> {
     // Single-process start-up only: several processes would need owner-scoped recovery (future work).
     return this.write(async (tx) => {
@@ -412,7 +434,12 @@ export class PostgresOutboxRepository implements OutboxRepository {
       // `id` (time-ordered) breaks ties in insertion order, as SQLite's rowid does.
       const rows = await tx<OutboxRow[]>`SELECT * FROM outbox WHERE state = 'sending' ORDER BY ordinal, id`;
       for (const row of rows) {
-        const recovery = recoveryOf(row, idempotentChannels);
+        const recovery = recoveryOf(row, idempotentChannels, statusWaits);
+        if (recovery.outcome === "awaitingStatus") {
+          if (await awaitStatus(tx, row.id, recovery.reason, nowMs, nowMs + recovery.waitMs))
+            summary.awaitingStatus.push(row.id);
+          continue;
+        }
         const moved =
           recovery.outcome === "ambiguous"
             ? await transition(tx, {
@@ -434,6 +461,62 @@ export class PostgresOutboxRepository implements OutboxRepository {
         if (moved) summary[recovery.outcome].push(row.id);
       }
       return summary;
+    });
+  }
+
+  applyPlatformStatus(
+    recordKey: string,
+    chunk: number,
+    report: PlatformStatusReport,
+    nowMs: number,
+  ): Promise<PlatformStatusResult> {
+    return this.write(async (tx): Promise<PlatformStatusResult> => {
+      const [row] = await tx<OutboxRow[]>`
+        SELECT * FROM outbox WHERE id = ${recordKey} OR key = ${recordKey} LIMIT 1 FOR UPDATE`;
+      const record = row ? toOutboxRecord(row) : null;
+      const decision = decidePlatformStatus(record, chunk, report);
+      if (!decision.apply) return { applied: false, why: decision.why, record };
+      const moved = await transition(tx, {
+        id: row!.id,
+        from: [decision.from],
+        to: decision.to,
+        set:
+          decision.to === "delivered"
+            ? { receipt: JSON.stringify(decision.receipt), last_error: null, chunks_delivered: chunk + 1 }
+            : { last_error: decision.reason },
+        entry: history.resolvedByStatus(nowMs, decision.note),
+        nowMs,
+      });
+      return moved
+        ? { applied: true, record: toOutboxRecord(moved) }
+        : { applied: false, why: "the record changed meanwhile", record };
+    });
+  }
+
+  async awaitPlatformStatus(id: string, reason: string, nowMs: number, untilMs: number): Promise<boolean> {
+    return await awaitStatus(this.sql, id, reason, nowMs, untilMs);
+  }
+
+  expireStatusWaits(nowMs: number, holdUntilMs = HOLD_FOREVER_MS): Promise<string[]> {
+    return this.write(async (tx) => {
+      const rows = await tx<Array<{ id: string }>>`
+        SELECT id FROM outbox WHERE state = 'sending' AND kind = 'message'
+          AND left(last_error, ${AWAITING_STATUS_PREFIX.length}) = ${AWAITING_STATUS_PREFIX}
+          AND next_attempt_at_ms <= ${nowMs}
+        ORDER BY ordinal, id FOR UPDATE`;
+      const expired: string[] = [];
+      for (const { id } of rows) {
+        const moved = await transition(tx, {
+          id,
+          from: ["sending"],
+          to: "ambiguous",
+          set: { last_error: STATUS_WAIT_ENDED, next_attempt_at_ms: holdUntilMs },
+          entry: history.statusWaitEnded(nowMs, STATUS_WAIT_ENDED),
+          nowMs,
+        });
+        if (moved) expired.push(id);
+      }
+      return expired;
     });
   }
 

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { ChannelName, SendReceipt } from "../../../channels/types.ts";
+import { AWAITING_STATUS_PREFIX, decidePlatformStatus } from "../../../outbox/platform-status.ts";
 import { assertTransition } from "../../../outbox/transitions.ts";
 import type {
   OutboxActor,
@@ -10,6 +11,8 @@ import type {
   OutboxRecord,
   OutboxRepository,
   OutboxState,
+  PlatformStatusReport,
+  PlatformStatusResult,
   RecoverySummary,
   RenderedText,
   StreamStart,
@@ -24,6 +27,7 @@ import {
   answerMarkdown,
   appendedReceiptJson,
   assertInsertable,
+  awaitingStatusError,
   checkOperatorAction,
   emptyRecoverySummary,
   enqueuedHistoryJson,
@@ -40,6 +44,7 @@ import {
   presentationJson,
   promptInserts,
   recoveryOf,
+  STATUS_WAIT_ENDED,
   streamKey,
   toOutboxRecord,
 } from "../outbox-records.ts";
@@ -457,6 +462,7 @@ export class SqliteOutboxRepository implements OutboxRepository {
     idempotentChannels: ReadonlySet<ChannelName>,
     nowMs: number,
     holdUntilMs = HOLD_FOREVER_MS,
+    statusWaits: ReadonlyMap<ChannelName, number> = new Map(),
   ): Promise<RecoverySummary> {
     return this.write(() => {
       const summary = emptyRecoverySummary();
@@ -464,8 +470,10 @@ export class SqliteOutboxRepository implements OutboxRepository {
         .query("SELECT * FROM outbox WHERE state = 'sending' ORDER BY ordinal")
         .all() as OutboxRow[];
       for (const row of rows) {
-        const recovery = recoveryOf(row, idempotentChannels);
-        if (recovery.outcome === "ambiguous") {
+        const recovery = recoveryOf(row, idempotentChannels, statusWaits);
+        if (recovery.outcome === "awaitingStatus") {
+          this.awaitStatus(row.id, recovery.reason, nowMs, nowMs + recovery.waitMs);
+        } else if (recovery.outcome === "ambiguous") {
           transition(this.db, {
             id: row.id,
             from: ["sending"],
@@ -480,6 +488,69 @@ export class SqliteOutboxRepository implements OutboxRepository {
         summary[recovery.outcome].push(row.id);
       }
       return summary;
+    });
+  }
+
+  async applyPlatformStatus(
+    recordKey: string,
+    chunk: number,
+    report: PlatformStatusReport,
+    nowMs: number,
+  ): Promise<PlatformStatusResult> {
+    return this.write((): PlatformStatusResult => {
+      const row = getRow(this.db, recordKey);
+      const record = row ? toOutboxRecord(row) : null;
+      const decision = decidePlatformStatus(record, chunk, report);
+      if (!decision.apply) return { applied: false, why: decision.why, record };
+      const moved = transitioned(this.db, {
+        id: row!.id,
+        from: [decision.from],
+        to: decision.to,
+        set:
+          decision.to === "delivered"
+            ? {
+                receipt: JSON.stringify(decision.receipt),
+                last_error: null,
+                chunks_delivered: chunk + 1,
+              }
+            : { last_error: decision.reason },
+        entry: history.resolvedByStatus(nowMs, decision.note),
+        nowMs,
+      });
+      return moved
+        ? { applied: true, record: toOutboxRecord(moved) }
+        : {
+            applied: false,
+            why: "the record changed meanwhile",
+            record: toOutboxRecord(getRow(this.db, row!.id)!),
+          };
+    });
+  }
+
+  async awaitPlatformStatus(id: string, reason: string, nowMs: number, untilMs: number): Promise<boolean> {
+    return this.write(() => this.awaitStatus(id, reason, nowMs, untilMs));
+  }
+
+  async expireStatusWaits(nowMs: number, holdUntilMs = HOLD_FOREVER_MS): Promise<string[]> {
+    return this.write(() => {
+      const rows = this.db
+        .query(
+          `SELECT id FROM outbox WHERE state = 'sending' AND kind = 'message'
+             AND substr(last_error, 1, ?) = ? AND next_attempt_at_ms <= ? ORDER BY ordinal`,
+        )
+        .all(AWAITING_STATUS_PREFIX.length, AWAITING_STATUS_PREFIX, nowMs) as Array<{ id: string }>;
+      return rows
+        .filter(({ id }) =>
+          transition(this.db, {
+            id,
+            from: ["sending"],
+            to: "ambiguous",
+            set: { last_error: STATUS_WAIT_ENDED, next_attempt_at_ms: holdUntilMs },
+            entry: history.statusWaitEnded(nowMs, STATUS_WAIT_ENDED),
+            nowMs,
+          }),
+        )
+        .map(({ id }) => id);
     });
   }
 
@@ -591,6 +662,25 @@ export class SqliteOutboxRepository implements OutboxRepository {
       transition(this.db, { id: row!.id, from: [from], to, set, entry, nowMs });
       return toOutboxRecord(getRow(this.db, row!.id)!);
     });
+  }
+
+  /** Keeps a sending message waiting for the platform's report until `untilMs`. */
+  private awaitStatus(id: string, reason: string, nowMs: number, untilMs: number): boolean {
+    return (
+      this.db
+        .query(
+          `UPDATE outbox SET next_attempt_at_ms = ?, last_error = ?, updated_at_ms = ?,
+             history = json_insert(history, '$[#]', json(?))
+           WHERE id = ? AND state = 'sending' AND kind = 'message'`,
+        )
+        .run(
+          untilMs,
+          awaitingStatusError(reason),
+          nowMs,
+          historyJson(history.awaitingStatus(nowMs, untilMs, reason)),
+          id,
+        ).changes === 1
+    );
   }
 
   private requeue(id: string, nowMs: number, note: string): void {

@@ -31,6 +31,7 @@ const LIMITS: Readonly<Record<FormatPlatform, number>> = {
   "telegram-html": 4096,
   "discord-markdown": 2000,
   "slack-mrkdwn": 4000,
+  "whatsapp-markdown": 4096,
   plain: 4096,
 };
 

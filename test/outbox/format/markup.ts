@@ -99,7 +99,7 @@ export function fenceCount(markdown: string): number {
  * Literal `*`, `_` and the like disappear too, on both sides of any comparison.
  */
 export function contentOf(
-  platform: "telegram-html" | "slack-mrkdwn" | "discord-markdown" | "plain",
+  platform: "telegram-html" | "slack-mrkdwn" | "discord-markdown" | "whatsapp-markdown" | "plain",
   rendered: string,
 ): string {
   let text: string;
@@ -116,6 +116,14 @@ export function contentOf(
         .replace(/&lt;/g, "<")
         .replace(/&gt;/g, ">")
         .replace(/&amp;/g, "&");
+      break;
+    case "whatsapp-markdown":
+      // No escapes and no link syntax: only the delimiters (and a fence's zero-width break) go.
+      // As in plain text, a cut can put a literal ">" first in a message, where it looks like a quote.
+      text = rendered
+        .replace(/```/g, "")
+        .replace(/\u200b/g, "")
+        .replace(/[*_~`>]/g, "");
       break;
     case "discord-markdown":
       // Outside code, [label](url) shows only its label; inside code it is text.

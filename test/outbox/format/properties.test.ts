@@ -6,7 +6,13 @@ import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.
 /** The platforms whose markup the shared pipeline writes (the web's is tested in web.test.ts). */
 type FormatPlatform = Exclude<MarkupTarget, "commonmark">;
 
-const PLATFORMS: readonly FormatPlatform[] = ["telegram-html", "slack-mrkdwn", "discord-markdown", "plain"];
+const PLATFORMS: readonly FormatPlatform[] = [
+  "telegram-html",
+  "slack-mrkdwn",
+  "discord-markdown",
+  "whatsapp-markdown",
+  "plain",
+];
 const RUNS = Number(process.env.FORMAT_RUNS ?? 150);
 
 const letters = fc.string({ unit: fc.constantFrom(..."abcdefghijklmnop"), minLength: 1, maxLength: 9 });
