@@ -27,6 +27,7 @@ import { REPLY_STAGES } from "../src/gateway/metrics.ts";
 import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { tempDir } from "../test/support/runtime.ts";
 import { fillHistory } from "./support/history.ts";
+import { quantile, stageMedian } from "./support/latency-stats.ts";
 import type { TracedStatement } from "./support/sql-trace.ts";
 import { type Bot, chatTurns, cpuMs, startBaseline, startProduct } from "./support/telegram-bots.ts";
 import { argInt } from "./util.ts";
@@ -59,40 +60,6 @@ async function workload(bot: Bot, chatCount: number, count: number): Promise<(nu
     userIds.slice(0, chatCount).map((id) => chatTurns(bot, id, { count, pauseMs })),
   );
   return all.flat().map((turn) => (turn.repliedAtMs === null ? null : turn.repliedAtMs - turn.sentAtMs));
-}
-
-function quantile(values: (number | null)[], q: number): number {
-  const sorted = values.filter((v) => v !== null).sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-}
-
-/** Cumulative bucket counts of one stage from Prometheus text. */
-function stageBuckets(text: string, stage: string): [number, number][] {
-  const pattern = new RegExp(
-    `^switchboard_reply_stage_ms_bucket\\{stage="${stage}",le="([^"]+)"\\} (\\d+)$`,
-    "gm",
-  );
-  return [...text.matchAll(pattern)].map((m) => [m[1] === "+Inf" ? Infinity : Number(m[1]), Number(m[2])]);
-}
-
-/** The median of the observations between two scrapes, interpolated linearly within its bucket. */
-function stageMedian(before: string, after: string, stage: string): number | null {
-  const a = stageBuckets(after, stage);
-  const b = new Map(stageBuckets(before, stage));
-  const delta = a.map(([le, n]): [number, number] => [le, n - (b.get(le) ?? 0)]);
-  const total = delta.at(-1)?.[1] ?? 0;
-  if (total === 0) return null;
-  let lower = 0;
-  let below = 0;
-  for (const [le, cumulative] of delta) {
-    if (cumulative >= total / 2) {
-      if (!Number.isFinite(le)) return lower;
-      return lower + ((le - lower) * (total / 2 - below)) / Math.max(1, cumulative - below);
-    }
-    lower = le;
-    below = cumulative;
-  }
-  return null;
 }
 
 const fmt = (ms: number | null) => (ms === null ? "    –" : `${ms.toFixed(1).padStart(5)} ms`);

@@ -23,10 +23,21 @@ export interface ChannelFileSettings {
   allowBots: boolean;
 }
 
+/**
+ * Small values a channel keeps in the gateway's database across restarts, by name (Matrix's sync
+ * token, saved only after the events it covers were admitted, and its login).
+ */
+export interface ChannelStateStore {
+  loadChannelState(name: string): Promise<string | null>;
+  saveChannelState(name: string, value: string, nowMs: number): Promise<void>;
+}
+
 /** What an adapter is built with besides its config. */
 export interface ChannelDeps {
   clock: Clock;
   logger: Logger;
+  /** The gateway's database, for channels whose cursor the platform does not keep (Matrix). */
+  state?: ChannelStateStore;
 }
 
 export interface ChannelModule<Config> {

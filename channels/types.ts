@@ -7,7 +7,7 @@
 import { z } from "zod";
 
 /** Every channel switchboard speaks, in one list: schemas, config keys and stored rows derive from it. */
-export const CHANNEL_NAMES = ["telegram", "discord", "slack", "whatsapp", "web"] as const;
+export const CHANNEL_NAMES = ["telegram", "discord", "slack", "whatsapp", "matrix", "web"] as const;
 export const channelNameSchema = z.enum(CHANNEL_NAMES);
 export type ChannelName = z.infer<typeof channelNameSchema>;
 
@@ -20,6 +20,7 @@ export const MARKUP_DIALECTS = [
   "discord-markdown",
   "slack-mrkdwn",
   "whatsapp-markdown",
+  "matrix-html",
   "commonmark",
 ] as const;
 export type MarkupDialect = (typeof MARKUP_DIALECTS)[number];
@@ -297,6 +298,11 @@ export interface ChannelEvents {
    * it rejects, the adapter must not acknowledge the report, so the platform delivers it again.
    */
   deliveryStatus?(report: DeliveryStatusReport): Promise<void>;
+  /**
+   * The adapter refused something before ingress could see it (Matrix: a message in an encrypted
+   * room): counted with ingress's ignored updates in /metrics under `reason`. The adapter logs it.
+   */
+  ignored?(reason: string): void;
 }
 
 /** What the platform says became of one sent message. */

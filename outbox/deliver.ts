@@ -183,7 +183,7 @@ async function deliverMessage(
           return adapter.send(record.target, message);
         })
       ).messageIds;
-      killPoint("outbox.platform-accepted");
+      killPoint("outbox.platform-accepted", record.channel);
       if (index === 0) deps.observer.firstSendAnswered?.(record);
     } catch (error) {
       // Fall back to plain text once, and only while nothing of this answer is visible yet:

@@ -1,3 +1,4 @@
+import { matrixDialect } from "../../channels/matrix/format.ts";
 import type { MarkupDialect } from "../../channels/types.ts";
 import { whatsappDialect } from "../../channels/whatsapp/format.ts";
 import { chunkAtoms } from "./chunk.ts";
@@ -31,6 +32,7 @@ const DIALECTS: Readonly<Record<Exclude<MarkupTarget, "commonmark">, Dialect>> =
   "slack-mrkdwn": slackDialect,
   "discord-markdown": discordDialect,
   "whatsapp-markdown": whatsappDialect,
+  "matrix-html": matrixDialect,
   plain: plainDialect,
 };
 

@@ -115,7 +115,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     webToken: config.web.enabled ? config.web.token : null,
   });
-  const { adapters, factories, allowLists } = buildChannels(config, { clock, logger });
+  const { adapters, factories, allowLists } = buildChannels(config, { clock, logger, state: stores.runtime });
   for (const extra of deps.extraAdapters ?? []) {
     adapters.set(extra.channel, extra);
     factories.delete(extra.channel);
@@ -304,6 +304,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       await adapter.start(guardedIngress, {
         sessionRenewed: () => void catchUpChannel(name, adapter, stores, logger),
         deliveryStatus: (report) => worker.recordPlatformStatus(report),
+        ignored: (reason) => metrics.inboundIgnored(name, reason),
       });
       logger.info("channel.started", { channel: name, account: adapter.account });
       await catchUpChannel(name, adapter, stores, logger);

@@ -1,4 +1,5 @@
 /** The adapters of the channels the configuration names, built from the registry's modules. */
+import type { ChannelStateStore } from "../../channels/module.ts";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
@@ -22,7 +23,7 @@ export interface ConfiguredChannels {
  */
 export function buildChannels(
   config: GatewayConfig,
-  deps: { clock: Clock; logger: Logger },
+  deps: { clock: Clock; logger: Logger; state?: ChannelStateStore },
 ): ConfiguredChannels {
   const factories = new Map<ChannelName, () => ChannelAdapter>();
   for (const name of PLATFORM_CHANNELS) {

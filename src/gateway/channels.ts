@@ -1,4 +1,5 @@
 import { discordModule } from "../../channels/discord/module.ts";
+import { matrixModule } from "../../channels/matrix/module.ts";
 import type { ChannelModule, PlatformChannel } from "../../channels/module.ts";
 import { slackModule } from "../../channels/slack/module.ts";
 import { telegramModule } from "../../channels/telegram/module.ts";
@@ -16,6 +17,7 @@ export const CHANNEL_MODULES: Readonly<Record<PlatformChannel, ChannelModule<unk
   discord: discordModule,
   slack: slackModule,
   whatsapp: whatsappModule,
+  matrix: matrixModule,
 };
 
 /** The registry's channels in CHANNEL_NAMES order (the web chat is not among them). */

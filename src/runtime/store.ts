@@ -220,6 +220,12 @@ export interface RuntimeStore {
    */
   loadOrCreateSecret(name: string, candidate: string, nowMs: number): Promise<string>;
 
+  /** A channel's durable state stored under `name` (Matrix's sync token, its login); null when none. */
+  loadChannelState(name: string): Promise<string | null>;
+
+  /** Stores `value` under `name`, replacing what was there (a channel's cursor advancing). */
+  saveChannelState(name: string, value: string, nowMs: number): Promise<void>;
+
   /**
    * Registers a listener called after every committed mutation with the durable events it
    * appended, in commit order (never for a rolled-back one). Returns the unsubscribe function.

@@ -1,4 +1,4 @@
-import type { AccessGrant } from "../access/store.ts";
+import type { AccessGrant, AccessStore } from "../access/store.ts";
 
 /** The tables of access grants, pairing codes and wrong approval attempts (same on both engines). */
 export interface GrantRow {
@@ -30,4 +30,15 @@ export interface CodeRow {
   created_at_ms: number | string;
   expires_at_ms: number | string;
   redeemed_at_ms: number | string | null;
+}
+
+/** An unredeemed code as `listOpenCodes` answers it. */
+export function openCodeFromRow(row: CodeRow): Awaited<ReturnType<AccessStore["listOpenCodes"]>>[number] {
+  return {
+    code: row.code,
+    channel: row.channel,
+    userId: row.user_id,
+    userName: row.user_name,
+    expiresAtMs: Number(row.expires_at_ms),
+  };
 }

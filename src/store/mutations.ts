@@ -8,12 +8,15 @@ import type {
   AcquireNextRequest,
   AcquireRequest,
   CheckpointRequest,
+  CompactionCandidates,
+  CompactionRead,
   ConversationSettings,
   Fence,
   FileDelivery,
   IngressClaim,
   IngressClaimResult,
   NextAcquisition,
+  PromptContext,
   PurgeResult,
   SpilledOutput,
   StopRequestResult,
@@ -25,6 +28,7 @@ import type {
 import type { InputPart, MessagePart, StopReason } from "../runtime/types.ts";
 import type { StateSave, StateSaveResult } from "../state/store.ts";
 import * as ledger from "./ledger-writes.ts";
+import { compactionCandidates, type PromptRead, promptContext } from "./prompt-reads.ts";
 import * as runs from "./run-writes.ts";
 import type { StepCall } from "./steps.ts";
 import { type StopSteps, stop, type TerminalSteps, terminal } from "./terminal.ts";
@@ -35,13 +39,27 @@ export type MutationSteps = TerminalSteps & StopSteps & runs.RunWriteSteps & led
 /** A mutation's procedure, as the engine's {@link StoreMutations.transact} runs it. */
 export type Mutation<R> = Generator<StepCall<MutationSteps>, R, unknown>;
 
-/** The RuntimeStore and StateStore mutations but admission, for an engine to extend. */
+/**
+ * The RuntimeStore and StateStore mutations but admission, and the prompt reads
+ * (prompt-reads.ts), for an engine to extend.
+ */
 export abstract class StoreMutations {
   /**
    * Runs `procedure` in one write transaction, taking each step it yields; the transaction
    * commits when it returns and rolls back when it throws.
    */
   protected abstract transact<R>(procedure: Mutation<R>): Promise<R>;
+
+  /** Runs a prompt read on one snapshot of the database. */
+  protected abstract readPrompt<R>(procedure: PromptRead<R>): Promise<R>;
+
+  loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
+    return this.readPrompt(promptContext(runId, options));
+  }
+
+  loadCompactionCandidates(conversationId: string, options: CompactionRead): Promise<CompactionCandidates> {
+    return this.readPrompt(compactionCandidates(conversationId, options));
+  }
 
   acquireNext(request: AcquireNextRequest): Promise<NextAcquisition> {
     return this.transact(runs.acquireNext(request));

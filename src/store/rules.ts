@@ -80,6 +80,14 @@ export function checkFence(run: RunRecord | null, fence: Fence): RunRecord {
   return run;
 }
 
+/** A write to a conversation that was purged (its tombstone stays). */
+export function purgedError(conversationId: string): SwitchboardError {
+  return new SwitchboardError(
+    "conversation_purged",
+    `Conversation ${conversationId} was purged; start a new conversation instead.`,
+  );
+}
+
 /** The refusal of a prepared-input save for a message that is not one of the run's inputs. */
 export function notAnInput(messageId: string, runId: string): SwitchboardError {
   return new SwitchboardError(

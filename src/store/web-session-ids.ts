@@ -115,3 +115,41 @@ export class SessionIdRewriter {
     return this.exact.get(token) ?? this.lower.get(token);
   }
 }
+
+/**
+ * The rewriter of the session ids that the rows of the DISCOVERY queries name (`found[i]`: the
+ * rows of `DISCOVERY[i]`), asking `userIdOf` once for each id, in the order they are found.
+ */
+export function rewriterOf(
+  found: ReadonlyArray<ReadonlyArray<{ v: unknown }>>,
+  userIdOf: (sessionId: string) => string,
+): SessionIdRewriter {
+  const userIds = new Map<string, string>();
+  DISCOVERY.forEach((source, i) => {
+    for (const row of found[i] ?? []) {
+      const sessionId = sessionIdIn(row.v, source);
+      if (sessionId !== null && !userIds.has(sessionId)) userIds.set(sessionId, userIdOf(sessionId));
+    }
+  });
+  return new SessionIdRewriter(userIds);
+}
+
+/**
+ * The text columns of a row of `table` (`columns[n]` read as `c<n>` of `row`) that hold a session
+ * id, rewritten: each as its index in `columns` and its new text.
+ */
+export function rewrittenColumns(
+  row: Readonly<Record<string, unknown>>,
+  table: string,
+  columns: readonly string[],
+  rewriter: SessionIdRewriter,
+): Array<[number, string]> {
+  const values: Array<[number, string]> = [];
+  columns.forEach((column, n) => {
+    const value = row[`c${n}`];
+    if (typeof value !== "string") return;
+    const rewritten = rewriter.rewrite(value, LOWERCASED_COLUMNS.has(`${table}.${column}`));
+    if (rewritten !== null) values.push([n, rewritten]);
+  });
+  return values;
+}

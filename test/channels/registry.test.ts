@@ -37,6 +37,12 @@ const CONFIGURED: Record<PlatformChannel, Record<string, string>> = {
     WHATSAPP_APP_SECRET: "registry-test-app-secret",
     WHATSAPP_VERIFY_TOKEN: "registry-test-verify-token",
   },
+  matrix: {
+    MATRIX_HOMESERVER_URL: "https://matrix.example.org",
+    MATRIX_ACCESS_TOKEN: "syt_registry-test-access-token",
+    MATRIX_USER_ID: "@bot:example.org",
+    MATRIX_PASSWORD: "registry-test-password",
+  },
 };
 
 describe("the channel registry", () => {

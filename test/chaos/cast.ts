@@ -1,7 +1,8 @@
 /**
  * The chats of a chaos run and the people in them: Telegram DMs, a group and a forum topic;
- * Discord DMs, a guild channel and a thread. Each place knows its input policy (from the config
- * file the gateway gets) and how to post, and replay, a message there.
+ * Discord DMs, a guild channel and a thread; WhatsApp DMs (the Cloud API has no groups here).
+ * Each place knows its input policy (from the config file the gateway gets) and how to post, and
+ * replay, a message there.
  */
 import type { APIUser } from "discord.js";
 import type { InputPolicy } from "../../src/runtime/types.ts";
@@ -15,8 +16,9 @@ import {
   type TgUser,
   user,
 } from "../emulators/telegram/index.ts";
+import type { WebhookBody, WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 
-export type ChaosChannel = "telegram" | "discord";
+export type ChaosChannel = "telegram" | "discord" | "whatsapp";
 
 /**
  * The surfaces' behaviour and the agent's tools, written to the file SWITCHBOARD_CONFIG names. The
@@ -46,6 +48,8 @@ export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
       "discord:dm": { inputPolicy: "interrupt", delivery: "terminal" },
       "discord:group": { inputPolicy: "queue", delivery: "terminal" },
       "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
+      // No edits on WhatsApp: every answer is one message (stream mode would degrade to this).
+      "whatsapp:dm": { inputPolicy: "queue", delivery: "terminal" },
     },
     mcpServers: { ledger: server("never"), retry: server("never", true), notes: server("ask") },
   } as const;
@@ -54,7 +58,7 @@ export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
 export interface Place {
   name: string;
   channel: ChaosChannel;
-  /** Where the bot's answers appear: `tg:<chat>[:<thread>]` or `dc:<channel>`. */
+  /** Where the bot's answers appear: `tg:<chat>[:<thread>]`, `dc:<channel>` or `wa:<wa_id>`. */
   chat: string;
   policy: Exclude<InputPolicy, "interrupt-next">;
   /** Group-like places: a message must mention the bot to be answered. */
@@ -63,7 +67,7 @@ export interface Place {
   speakers: readonly string[];
   /** Posts `text` as `speaker`, mentioning the bot when `mention`; returns the platform's update key. */
   post(speaker: string, text: string, mention: boolean): string;
-  /** The platform delivers that update again (a duplicate or a late replay). */
+  /** The platform delivers that update again (a duplicate or a late replay; WhatsApp: the same webhook body). */
   replay(updateKey: string): void;
   /**
    * Telegram only: `speaker` presses the button `label` under the bot's message `messageId`;
@@ -87,7 +91,7 @@ export interface Cast {
   /** A place (or a stranger's DM) by name; throws for an unknown name. */
   byName(name: string): Place;
   /** A user no allowlist names: their messages must never reach the model. */
-  stranger: { telegramDm: Place; discordDm: Place };
+  stranger: { telegramDm: Place; discordDm: Place; whatsappDm: Place };
   /**
    * Carol's Telegram DM, apart from the random traffic: she talks, then sends `/forget confirm`
    * mid-conversation, and talks again in the fresh conversation.
@@ -105,9 +109,14 @@ export interface Cast {
   approver: Place;
   telegramAllowed: string;
   discordAllowed: string;
+  whatsappAllowed: string;
 }
 
-export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator): Cast {
+export function createCast(
+  telegram: TelegramEmulator,
+  discord: DiscordEmulator,
+  whatsapp: WhatsAppEmulator,
+): Cast {
   const botMention = `@${telegram.bot.username}`;
   const tgUsers: Record<string, TgUser> = {
     alice: user(1001, "Alice"),
@@ -221,6 +230,36 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     },
   });
 
+  const waUsers: Record<string, { waId: string; name: string }> = {
+    alice: { waId: "15550001001", name: "Alice" },
+    bob: { waId: "15550001002", name: "Bob" },
+    mallory: { waId: "15550006666", name: "Mallory" },
+  };
+  /** Each message's webhook body, by wamid: Meta redelivers the very same body. */
+  const waBodies = new Map<string, WebhookBody>();
+  const whatsappPlace = (name: string, speaker: string): Place => {
+    const person = waUsers[speaker];
+    if (!person) throw new Error(`no WhatsApp user ${speaker}`);
+    return {
+      name,
+      channel: "whatsapp",
+      chat: `wa:${person.waId}`,
+      policy: "queue",
+      needsMention: false,
+      speakers: [speaker],
+      post(_speaker, text) {
+        const { message, delivery } = whatsapp.incoming({ from: person.waId, name: person.name, text });
+        waBodies.set(message.id, delivery.body);
+        return message.id;
+      },
+      replay(updateKey) {
+        const body = waBodies.get(updateKey);
+        if (!body) throw new Error(`no WhatsApp webhook carried ${updateKey}`);
+        whatsapp.deliverRaw(body);
+      },
+    };
+  };
+
   const dmChannel = (speaker: string) => discord.dmChannelId(dcUser(speaker).id);
   const places = [
     telegramPlace("tg-dm-alice", privateChat(tgUsers.alice!), "supersede", ["alice"], {
@@ -236,6 +275,8 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     discordPlace("dc-dm-bob", dmChannel("bob"), "interrupt", ["bob"], { dmOf: "bob", needsMention: false }),
     discordPlace("dc-general", discord.generalChannelId, "queue", ["alice", "bob"], { needsMention: true }),
     discordPlace("dc-thread", thread, "supersede", ["alice", "bob"], { needsMention: false }),
+    whatsappPlace("wa-dm-alice", "alice"),
+    whatsappPlace("wa-dm-bob", "bob"),
   ];
   const stranger = {
     telegramDm: telegramPlace("tg-dm-mallory", privateChat(tgUsers.mallory!), "supersede", ["mallory"], {
@@ -245,6 +286,7 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
       dmOf: "mallory",
       needsMention: false,
     }),
+    whatsappDm: whatsappPlace("wa-dm-mallory", "mallory"),
   };
   const forgetter = telegramPlace("tg-dm-carol", privateChat(tgUsers.carol!), "supersede", ["carol"], {
     needsMention: false,
@@ -262,13 +304,20 @@ export function createCast(telegram: TelegramEmulator, discord: DiscordEmulator)
     pairer,
     approver,
     byName(name) {
-      const found = [...places, forgetter, pairer, approver, stranger.telegramDm, stranger.discordDm].find(
-        (p) => p.name === name,
-      );
+      const found = [
+        ...places,
+        forgetter,
+        pairer,
+        approver,
+        stranger.telegramDm,
+        stranger.discordDm,
+        stranger.whatsappDm,
+      ].find((p) => p.name === name);
       if (!found) throw new Error(`no place ${name}`);
       return found;
     },
     telegramAllowed: `pairing,${tgUsers.alice!.id},${tgUsers.bob!.id},${tgUsers.carol!.id}`,
     discordAllowed: `${dcUser("alice").id},${dcUser("bob").id}`,
+    whatsappAllowed: `${waUsers.alice!.waId},${waUsers.bob!.waId}`,
   };
 }

@@ -1,6 +1,6 @@
 /**
- * The chaos driver: a real gateway process between the Telegram and Discord emulators and the fake
- * LLM server (scripted streaming answers). It plays a fixed opening (opening.ts: every traffic kind,
+ * The chaos driver: a real gateway process between the Telegram, Discord and WhatsApp emulators and
+ * the fake LLM server (scripted streaming answers). It plays a fixed opening (opening.ts: every traffic kind,
  * then every kill point, once), then random traffic for the rest of the traffic budget: messages
  * from several people in DMs, groups, a forum topic and a thread, duplicates and replays of
  * updates, tool calls and approvals, media, `/in 2s` schedules, platform faults, and SIGKILLs at
@@ -11,6 +11,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { startTelegramEmulator } from "../emulators/telegram/index.ts";
+import { startWhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import { startHttpMcpServer } from "../fixtures/mcp/http-server.ts";
 import { startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
@@ -30,6 +31,7 @@ import {
   readChats,
   readDatabase,
   readModelLog,
+  readWhatsApp,
   type Snapshot,
 } from "./snapshot.ts";
 import { GatewaySupervisor, KILL_POINTS } from "./supervisor.ts";
@@ -55,6 +57,8 @@ export interface ChaosReport {
     idempotentToolCalls: number;
     stops: number;
     exports: number;
+    /** Answerable messages on WhatsApp (`answerable` counts them too). */
+    whatsapp: number;
   };
   kills: {
     sigkills: number;
@@ -66,6 +70,11 @@ export interface ChaosReport {
   };
   faults: FaultCounts & { total: number };
   duplicates: { immediate: number; replays: number; discordRedeliveries: number };
+  /**
+   * WhatsApp webhook POSTs (messages and statuses), and how many of them needed more than one
+   * attempt (the gateway was down or died before answering 200): Meta's own redeliveries.
+   */
+  whatsappWebhooks: { posts: number; redelivered: number };
   /** Button presses on approval prompts, and how many were pressed again or replayed. */
   presses: { approve: number; deny: number; again: number; replays: number };
   pairings: PairingOutcome[];
@@ -87,6 +96,13 @@ export interface ChaosReport {
   repeatedModelCalls: number;
   resumedRuns: number;
   ambiguousRecords: number;
+  /**
+   * Records settled by the platform's own status report (WhatsApp's status webhooks): sends a
+   * death or a lost answer left `sending`, which ended delivered with no operator.
+   */
+  resolvedByPlatformStatus: number;
+  /** WhatsApp sends left `sending` by a SIGKILL right after WhatsApp accepted them (the opening makes one). */
+  whatsappKilledMidSend: number;
   /** Approval decisions sent as a new message: their prompt was resolved as delivered without a receipt. */
   outcomesAsMessages: number;
   operator: OperatorDecision[];
@@ -113,6 +129,13 @@ export interface ChaosReport {
 }
 
 const TICK_MS = 200;
+/**
+ * Meta redelivers a webhook that was not answered 200 for days; here every 500 ms for five minutes,
+ * longer than any run, so a webhook sent while the gateway was down reaches the next one.
+ */
+const WHATSAPP_REDELIVERY_DELAYS_MS = Array.from({ length: 600 }, () => 500);
+/** How long a WhatsApp send of unknown outcome waits for its status before it is ambiguous. */
+const WHATSAPP_STATUS_WAIT_MS = 8_000;
 /** Random messages are never closer than this on average, when the opening left little of the budget. */
 const MIN_MESSAGE_GAP_MS = 150;
 
@@ -128,9 +151,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const peers: Peers = {
     telegram: startTelegramEmulator(),
     discord: startDiscordEmulator({ heartbeatIntervalMs: 1_000 }),
+    // The pair rate (one message per user every ~6 s) is left to the e2e tests: here it would only
+    // stretch the run. Statuses come as Meta sends them: sent, then delivered, each in its own POST.
+    whatsapp: startWhatsAppEmulator({
+      limits: { pairIntervalMs: null },
+      webhook: { redeliveryDelaysMs: WHATSAPP_REDELIVERY_DELAYS_MS, attemptTimeoutMs: 5_000 },
+    }),
     llm: startFakeLlmServer(),
   };
-  const cast = createCast(peers.telegram, peers.discord);
+  const cast = createCast(peers.telegram, peers.discord, peers.whatsapp);
   const database = await openChaosDatabase(options.engine ?? "sqlite", dir.path);
   const configPath = join(dir.path, "switchboard.json");
   const notesFile = join(dir.path, "notes.txt");
@@ -152,9 +181,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     DISCORD_BOT_TOKEN: peers.discord.token,
     DISCORD_API_URL: peers.discord.apiUrl,
     DISCORD_ALLOWED_USERS: cast.discordAllowed,
+    WHATSAPP_ACCESS_TOKEN: peers.whatsapp.accessToken,
+    WHATSAPP_PHONE_NUMBER_ID: peers.whatsapp.business.phoneNumberId,
+    WHATSAPP_APP_SECRET: peers.whatsapp.appSecret,
+    WHATSAPP_VERIFY_TOKEN: "chaos-whatsapp-verify-token",
+    WHATSAPP_API_ROOT: peers.whatsapp.url,
+    WHATSAPP_ALLOWED_USERS: cast.whatsappAllowed,
+    WHATSAPP_STATUS_WAIT_MS: String(WHATSAPP_STATUS_WAIT_MS),
   });
   const supervisor = new GatewaySupervisor(env, dir.path, { standby: options.standby === true });
-  const faults = new FaultInjector(peers.telegram, peers.discord, random, options.faultRate);
+  const faults = new FaultInjector(peers.telegram, peers.discord, peers.whatsapp, random, options.faultRate);
   const traffic = new Traffic(cast, peers, random, options, supervisor);
   let keptDir: string | null = null;
   let ticker: ReturnType<typeof setInterval> | undefined;
@@ -162,7 +198,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await supervisor.start();
     log(`gateway up at ${supervisor.url}; ${database.engine} database ${database.location}`);
     const trafficStart = Date.now();
+    // Each gateway listens on a port of its own: the app's callback URL follows the running one
+    // (webhooks sent meanwhile fail and are redelivered there).
+    let webhookUrl: string | null = null;
+    const followGateway = () => {
+      const url = supervisor.url && `${supervisor.url}/whatsapp/webhook`;
+      if (!url || url === webhookUrl) return;
+      webhookUrl = url;
+      peers.whatsapp.setWebhookUrl(url);
+    };
+    followGateway();
     ticker = setInterval(() => {
+      followGateway();
       faults.tick(Date.now());
       traffic.pressPrompts();
     }, TICK_MS);
@@ -217,29 +264,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       traffic,
       log,
     );
+    const chats = [
+      ...new Set(
+        [
+          ...cast.places,
+          cast.forgetter,
+          cast.pairer,
+          cast.approver,
+          cast.stranger.telegramDm,
+          cast.stranger.discordDm,
+          cast.stranger.whatsappDm,
+        ].map((p) => p.chat),
+      ),
+    ];
     const snapshot: Snapshot = {
       sent: traffic.sent,
       ...(await readDatabase(database)),
       pairings: await pairingOutcomes(database, traffic, peers),
       media: mediaOutcomes(traffic, peers),
-      botMessages: readChats(
-        [
-          ...new Set(
-            [
-              ...cast.places,
-              cast.forgetter,
-              cast.pairer,
-              cast.approver,
-              cast.stranger.telegramDm,
-              cast.stranger.discordDm,
-            ].map((p) => p.chat),
-          ),
-        ],
-        peers.telegram,
-        peers.discord,
-      ),
+      botMessages: readChats(chats, peers.telegram, peers.discord, peers.whatsapp),
       ...readModelLog(peers.llm.requests()),
       unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
+      ...readWhatsApp(peers.whatsapp, chats),
       toolEffects: existsSync(notesFile) ? readFileSync(notesFile, "utf8").split("\n").filter(Boolean) : [],
     };
     const stopStart = Date.now();
@@ -285,6 +331,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         idempotentToolCalls: traffic.sent.filter((s) => s.id.startsWith("r")).length,
         stops: traffic.commands.filter((c) => c.name === "stop").length,
         exports: traffic.commands.filter((c) => c.name === "export").length,
+        whatsapp: traffic.sent.filter((s) => s.channel === "whatsapp" && s.expect === "answer").length,
       },
       kills: {
         sigkills: supervisor.stats.sigkills,
@@ -295,6 +342,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       },
       faults: { ...faults.counts, total: faults.total },
       duplicates: { ...traffic.duplicates },
+      whatsappWebhooks: {
+        posts: peers.whatsapp.deliveries().length,
+        redelivered: peers.whatsapp.deliveries().filter((d) => d.attempts.length > 1).length,
+      },
       presses: { ...traffic.presses },
       pairings: snapshot.pairings,
       approvals: snapshot.approvals.reduce<Record<string, number>>(
@@ -312,6 +363,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       repeatedModelCalls: checked.repeatedModelCalls,
       resumedRuns: checked.resumedRuns,
       ambiguousRecords: checked.ambiguousRecords,
+      resolvedByPlatformStatus: checked.resolvedByPlatformStatus,
+      whatsappKilledMidSend: opening.whatsappKilledMidSend,
       outcomesAsMessages: checked.outcomesAsMessages,
       operator: [...duringTraffic, ...afterTraffic],
       settled,
@@ -334,6 +387,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     faults.quiesce();
     await peers.telegram.close();
     await peers.discord.close();
+    await peers.whatsapp.close();
     await peers.llm.stop();
     await mcp.stop();
     await database.close({ keep: keptDir !== null });
@@ -442,7 +496,7 @@ async function watchAmbiguous(
       onDecisions(
         await resolveAmbiguous(
           { url: supervisor.url, token: OPERATOR_TOKEN },
-          (chat) => readChats([chat], peers.telegram, peers.discord)[chat] ?? [],
+          (chat) => readChats([chat], peers.telegram, peers.discord, peers.whatsapp)[chat] ?? [],
           { minAgeMs: AMBIGUOUS_MIN_AGE_MS },
         ),
       );
@@ -469,15 +523,19 @@ async function settle(
     await Bun.sleep(500);
     if (!supervisor.running) await restart(supervisor, traffic);
     const work = await pendingWork(database);
+    const webhooks = peers.whatsapp.deliveries();
+    const unanswered = webhooks.filter((d) => d.state !== "delivered").length;
     const signature = JSON.stringify([
       work,
       peers.llm.requests().length,
       peers.telegram.pendingUpdateIds().length,
+      webhooks.length,
+      unanswered,
     ]);
     if (work.ambiguous > 0 && supervisor.url) {
       const decided = await resolveAmbiguous(
         { url: supervisor.url, token: OPERATOR_TOKEN },
-        (chat) => readChats([chat], peers.telegram, peers.discord)[chat] ?? [],
+        (chat) => readChats([chat], peers.telegram, peers.discord, peers.whatsapp)[chat] ?? [],
       );
       for (const decision of decided) log(`operator: ${decision.action} ${decision.id}`);
       operator.push(...decided);
@@ -486,7 +544,8 @@ async function settle(
     }
     const idle =
       work.active + work.undelivered + work.schedules + work.approvals === 0 &&
-      peers.telegram.pendingUpdateIds().length === 0;
+      peers.telegram.pendingUpdateIds().length === 0 &&
+      unanswered === 0;
     quietPolls = idle && signature === lastSignature ? quietPolls + 1 : 0;
     lastSignature = signature;
     if (quietPolls >= 3) return { settled: true, operator };

@@ -5,10 +5,13 @@
  * Until every Telegram fault kind has been injected once, a fault is armed after every call that
  * can take a kind not yet seen, so even a short run meets every kind, whatever the dice say.
  * The faults are the ones real platforms produce: 429 with a retry-after, 5xx, a connection reset
- * before or after the call took effect, and hung calls.
+ * before or after the call took effect, and hung calls. WhatsApp gets 429s, 5xx and resets after
+ * the effect (the send's outcome is then its status webhook's to tell); a reset before the effect
+ * would only wait out WHATSAPP_STATUS_WAIT_MS for a status that never comes, which the e2e tests cover.
  */
 import type { DiscordEmulator, Fault as DiscordFault, RestRoute } from "../emulators/discord/index.ts";
 import type { TelegramEmulator, Fault as TelegramFault } from "../emulators/telegram/index.ts";
+import type { WhatsAppEmulator, Fault as WhatsAppFault } from "../emulators/whatsapp/index.ts";
 import type { Random } from "./random.ts";
 
 /** How long a hung Telegram call stays open before the driver releases it. */
@@ -32,6 +35,7 @@ export class FaultInjector {
   private hangReleaseAtMs: number | null = null;
   private telegramSeen = 0;
   private discordSeen = 0;
+  private whatsappSeen = 0;
   /** Methods and routes with a fault armed and not yet consumed. */
   private readonly pending = new Set<string>();
   /** Off until `enable()`: the run's opening plays its traffic kinds without faults. */
@@ -48,6 +52,7 @@ export class FaultInjector {
   constructor(
     private readonly telegram: TelegramEmulator,
     private readonly discord: DiscordEmulator,
+    private readonly whatsapp: WhatsAppEmulator,
     private readonly random: Random,
     /** Probability that the call after a call of the same method fails. 0 disables faults. */
     private readonly rate: number,
@@ -77,8 +82,14 @@ export class FaultInjector {
       .slice(this.discordSeen)
       .map((c) => ({ key: `dc ${c.route}`, c }));
     this.discordSeen += discordCalls.length;
+    // Sends and read marks share the route.
+    const whatsappCalls = this.whatsapp.calls
+      .slice(this.whatsappSeen)
+      .filter((c) => c.route === "messages")
+      .map((c) => ({ key: "wa messages", c }));
+    this.whatsappSeen = this.whatsapp.calls.length;
     const called = new Set<string>();
-    for (const { key, c } of [...telegramCalls, ...discordCalls]) {
+    for (const { key, c } of [...telegramCalls, ...discordCalls, ...whatsappCalls]) {
       if (c.fault !== undefined) this.pending.delete(key);
       called.add(key);
     }
@@ -101,6 +112,10 @@ export class FaultInjector {
         this.pending.add(key);
       }
     }
+    if (called.has("wa messages") && !this.pending.has("wa messages") && this.random.chance(this.rate)) {
+      this.armWhatsApp();
+      this.pending.add("wa messages");
+    }
   }
 
   /** Starts arming faults (from the next tick on). */
@@ -115,6 +130,7 @@ export class FaultInjector {
     this.telegram.faults.clear();
     this.telegram.releaseHung();
     this.discord.clearFaults();
+    this.whatsapp.faults.clear();
   }
 
   /** A kind not yet injected that a call of `method` can take. */
@@ -155,6 +171,17 @@ export class FaultInjector {
       ? { kind: "hang", afterCommit: true }
       : this.random.pick(faults);
     this.discord.failNext(route, fault);
+    this.count(fault.kind);
+  }
+
+  private armWhatsApp(): void {
+    const faults: WhatsAppFault[] = [
+      { kind: "rate_limited", retryAfterSeconds: 1 },
+      { kind: "server_error", status: 503, code: 2 },
+      { kind: "reset_after_effect" },
+    ];
+    const fault = this.random.pick(faults);
+    this.whatsapp.injectFault("messages", fault);
     this.count(fault.kind);
   }
 

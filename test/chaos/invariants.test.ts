@@ -35,7 +35,11 @@ function record(runId: string, marker: string, extra: Partial<OutboxRow> = {}): 
     kind: "message",
     markdown: `a-${marker} words`,
     chat: GROUP,
+    channel: "telegram",
     everAmbiguous: false,
+    firstAmbiguousAtMs: null,
+    resolvedByPlatformStatus: false,
+    chunks: 1,
     receiptIds: [`m_${marker}`],
     lastError: null,
     ...extra,
@@ -142,6 +146,8 @@ function healthy(): Snapshot {
     housekeepingCalls: 0,
     modelSawText: "q00001 hello q00002 hello s00004 stretch t00005 hello p00006 hello",
     unconfirmedUpdates: [],
+    unansweredWebhooks: [],
+    whatsappAccepted: [],
     approvals: [
       {
         id: "ap_1",
@@ -475,9 +481,55 @@ describe("chaos invariants", () => {
     expect(violated(s)).toEqual(["media-fetched"]);
   });
 
-  test("an update Telegram still holds", () => {
+  test("an update Telegram still holds, a webhook WhatsApp is still redelivering", () => {
     const s = healthy();
     s.unconfirmedUpdates = [42];
     expect(violated(s)).toEqual(["settled"]);
+    const w = healthy();
+    w.unansweredWebhooks = [7];
+    expect(violated(w)).toEqual(["settled"]);
+  });
+
+  test("a WhatsApp send the platform accepted is settled by its status: delivered, never ambiguous", () => {
+    const WA = "wa:15550001001";
+    const s = healthy();
+    s.sent.push(sent("q00007", { place: "wa-dm-alice", channel: "whatsapp", chat: WA }));
+    s.receipts.push({ channel: "whatsapp", key: "u_q00007", runId: "run7", outcome: "admitted" });
+    s.runs.push(run("run7", ["q00007"], { conversationId: "conv_wa" }));
+    s.outbox.push(
+      record("run7", "q00007", {
+        chat: WA,
+        channel: "whatsapp",
+        chunks: 2,
+        resolvedByPlatformStatus: true,
+        receiptIds: ["wamid.1", "wamid.2"],
+      }),
+    );
+    s.botMessages[WA] = [
+      { id: "wamid.1", text: "a-q00007 words" },
+      { id: "wamid.2", text: "more" },
+    ];
+    s.modelRequests.push("q00007 hello");
+    s.whatsappAccepted = [
+      { callbackData: "run7:0#0", atMs: 1_000 },
+      { callbackData: "run7:0#1", atMs: 1_010 },
+    ];
+    expect(checkInvariants(s).violations).toEqual([]);
+    expect(checkInvariants(s).resolvedByPlatformStatus).toBe(1);
+
+    const ambiguous = structuredClone(s);
+    Object.assign(ambiguous.outbox.at(-1)!, { everAmbiguous: true, firstAmbiguousAtMs: 9_000 });
+    expect(violated(ambiguous)).toEqual(["status-settles"]);
+    const stuck = structuredClone(s);
+    stuck.outbox.at(-1)!.state = "ambiguous";
+    expect(violated(stuck)).toEqual(["status-settles"]);
+    // Only its first chunk reached WhatsApp: the rest was never sent, so an operator may decide it.
+    const partial = structuredClone(ambiguous);
+    partial.whatsappAccepted = [{ callbackData: "run7:0#0", atMs: 1_000 }];
+    expect(checkInvariants(partial).violations).toEqual([]);
+    // Ambiguous before WhatsApp had it (the send never arrived), then retried by the operator.
+    const retried = structuredClone(ambiguous);
+    retried.outbox.at(-1)!.firstAmbiguousAtMs = 500;
+    expect(checkInvariants(retried).violations).toEqual([]);
   });
 });

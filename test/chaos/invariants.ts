@@ -27,6 +27,7 @@ export type InvariantName =
   | "purged-stays-gone"
   | "pairing-once"
   | "media-fetched"
+  | "status-settles"
   | "settled";
 
 export interface Violation {
@@ -40,6 +41,8 @@ export interface InvariantReport {
   violations: Violation[];
   /** Outbox records that were `ambiguous` at some point (at most once in the chat). */
   ambiguousRecords: number;
+  /** Records a platform's status report settled (WhatsApp: a send whose outcome a death or a lost answer left unknown). */
+  resolvedByPlatformStatus: number;
   /** Runs an owner acquired more than once (resumed after a kill). */
   resumedRuns: number;
   /** Model calls that resumed a run (calls beyond the first per run). */
@@ -79,12 +82,21 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   checkPurged(snapshot, runsHolding, violate);
   checkPairings(snapshot, violate);
   checkMedia(snapshot, runsHolding, violate);
+  checkStatusSettles(snapshot, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
+  }
+  if (snapshot.unansweredWebhooks.length > 0) {
+    violate(
+      "settled",
+      "whatsapp",
+      `webhook deliveries never answered 200: ${snapshot.unansweredWebhooks.join(", ")}`,
+    );
   }
   return {
     violations,
     ambiguousRecords: snapshot.outbox.filter((r) => r.everAmbiguous).length,
+    resolvedByPlatformStatus: snapshot.outbox.filter((r) => r.resolvedByPlatformStatus).length,
     resumedRuns: snapshot.runs.filter((r) => r.acquisitions > 1).length,
     repeatedModelCalls: calls,
     outcomesAsMessages: snapshot.outbox.filter((r) => outcomeAsMessage(r, snapshot.outbox)).length,
@@ -612,6 +624,32 @@ function checkMedia(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, viol
         "media-fetched",
         media.id,
         `answered, but the model never got its ${media.kind === "photo" ? "image" : "transcript"}`,
+      );
+  }
+}
+
+/**
+ * WhatsApp reports every message it accepted (status webhooks, redelivered until answered), so a
+ * record whose last chunk WhatsApp accepted ends delivered, and was not ambiguous after that: a
+ * death or a lost answer mid-send is settled by the status, with no operator. (A send that never
+ * reached WhatsApp gets no status and may become ambiguous; the operator's retry is then accepted.)
+ */
+function checkStatusSettles(snapshot: Snapshot, violate: Violate): void {
+  const firstAccepted = new Map<string, number>();
+  for (const { callbackData, atMs } of snapshot.whatsappAccepted)
+    firstAccepted.set(callbackData, Math.min(atMs, firstAccepted.get(callbackData) ?? atMs));
+  for (const record of snapshot.outbox) {
+    if (record.channel !== "whatsapp" || record.kind !== "message") continue;
+    const acceptedAtMs = firstAccepted.get(`${record.key}#${record.chunks - 1}`);
+    if (acceptedAtMs === undefined) continue;
+    const where = `${record.id} (${record.key}) in ${record.chat}`;
+    if (record.state !== "delivered")
+      violate("status-settles", where, `WhatsApp accepted its last message, yet it is ${record.state}`);
+    if (record.firstAmbiguousAtMs !== null && record.firstAmbiguousAtMs >= acceptedAtMs)
+      violate(
+        "status-settles",
+        where,
+        "WhatsApp accepted it and reported its status, yet it became ambiguous (the status did not settle it)",
       );
   }
 }

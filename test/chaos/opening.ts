@@ -8,15 +8,17 @@
  * message arriving while the last answer streams), `/stop` during an answer, tool calls of a
  * non-idempotent and an idempotent tool, approvals approved, denied, pressed twice and left to
  * expire, a photo and a voice note, a schedule, `/export`, a `/forget` episode, the pairing
- * episode and a late replay. Then, with faults on, the kill chain (kills.ts): every kill point
- * once, tool calls of both kinds killed mid-call.
+ * episode and late replays (a WhatsApp webhook among them). Then a WhatsApp send killed right
+ * after WhatsApp accepted it, which its status webhook must settle. Then, with faults on, the kill
+ * chain (kills.ts): every kill point once, tool calls of both kinds killed mid-call.
  */
 import type { KillPoint } from "../../src/util/kill-point.ts";
 import type { Cast } from "./cast.ts";
 import type { ChaosDatabase } from "./database.ts";
 import type { FaultInjector } from "./faults.ts";
-import { killAtEveryPoint } from "./kills.ts";
+import { killAtEveryPoint, restart } from "./kills.ts";
 import type { Random } from "./random.ts";
+import { readWhatsApp } from "./snapshot.ts";
 import type { GatewaySupervisor } from "./supervisor.ts";
 import { type Pace, type Peers, type Traffic, waitFor } from "./traffic.ts";
 
@@ -46,12 +48,15 @@ export interface OpeningResult {
   chainMs: number;
   /** Kill points the chain armed that did not fire. */
   missed: KillPoint[];
+  /** WhatsApp records left `sending` by the SIGKILL right after WhatsApp accepted them (0: no try managed it). */
+  whatsappKilledMidSend: number;
 }
 
 export async function playOpening(context: OpeningContext): Promise<OpeningResult> {
   const started = Date.now();
   await playTrafficKinds(context);
   const chainStarted = Date.now();
+  const whatsappKilledMidSend = await killMidWhatsAppSend(context);
   context.faults.enable();
   const missed = await killAtEveryPoint(
     context.supervisor,
@@ -60,7 +65,56 @@ export async function playOpening(context: OpeningContext): Promise<OpeningResul
     context.armedWindowMs,
     context.log,
   );
-  return { kindsMs: chainStarted - started, chainMs: Date.now() - chainStarted, missed };
+  return {
+    kindsMs: chainStarted - started,
+    chainMs: Date.now() - chainStarted,
+    missed,
+    whatsappKilledMidSend,
+  };
+}
+
+/** Tries at killing a WhatsApp send mid-flight (a try fails only when the armed process stalls). */
+const MID_SEND_TRIES = 2;
+
+/**
+ * SIGKILLs a gateway right after WhatsApp accepted one of its sends, before the gateway recorded
+ * it (the kill point counts WhatsApp sends only): the record is left `sending`, WhatsApp has the
+ * message, and its status webhook (sent to the dead gateway, so redelivered to the next) must
+ * settle it with no operator (the `status-settles` invariant). Returns how many such records the
+ * death left, checked in the database while no gateway runs; the gateway is down afterwards (the
+ * kill chain starts the next).
+ */
+async function killMidWhatsAppSend({
+  cast,
+  peers,
+  traffic,
+  supervisor,
+  database,
+  random,
+  armedWindowMs,
+  log,
+}: OpeningContext): Promise<number> {
+  const places = cast.places.filter((p) => p.channel === "whatsapp");
+  const chats = places.map((p) => p.chat);
+  for (let attempt = 1; attempt <= MID_SEND_TRIES; attempt += 1) {
+    await supervisor.sigkill();
+    log(`opening: armed outbox.platform-accepted on a WhatsApp send (try ${attempt})`);
+    const arm = { point: "outbox.platform-accepted", at: 1, channel: "whatsapp" } as const;
+    await restart(supervisor, traffic, arm, { spare: false });
+    if (supervisor.armed) {
+      traffic.postAnswerable(random.pick(places), { duplicate: false });
+      if (!(await supervisor.waitForDeath(armedWindowMs))) await supervisor.sigkill();
+    }
+    if (supervisor.running) continue; // fired while starting, on a send left over: this process runs disarmed
+    const sending = await database.read<{ key: string }>(
+      "SELECT key FROM outbox WHERE channel = 'whatsapp' AND state = 'sending'",
+    );
+    const accepted = readWhatsApp(peers.whatsapp, chats).whatsappAccepted;
+    const left = sending.filter((r) => accepted.some((a) => a.callbackData.startsWith(`${r.key}#`))).length;
+    if (left > 0) return left;
+  }
+  log(`opening: no WhatsApp send was killed right after WhatsApp accepted it in ${MID_SEND_TRIES} tries`);
+  return 0;
 }
 
 async function playTrafficKinds({ cast, peers, traffic, database, log }: OpeningContext): Promise<void> {
@@ -99,6 +153,8 @@ async function playTrafficKinds({ cast, peers, traffic, database, log }: Opening
       `opening: traffic kinds not played out within ${KINDS_TIMEOUT_MS} ms (presses done: ${pressed}, runs over: ${quiet})`,
     );
   traffic.replay(texts[2]!);
+  // Meta delivers a webhook answered long ago again: it must change nothing.
+  traffic.replay(texts[cast.places.indexOf(place("wa-dm-alice"))]!);
 }
 
 async function activeRuns(database: ChaosDatabase): Promise<number> {

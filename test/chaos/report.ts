@@ -35,6 +35,7 @@ export function formatReport(report: ChaosReport): string {
     }`,
     `faults: ${f.total} (${f.rateLimited} rate limits, ${f.serverErrors} 5xx, ${f.resets} resets, ${f.hangs} hangs)`,
     `duplicates: ${report.duplicates.immediate} immediate, ${report.duplicates.replays} replays, ${report.duplicates.discordRedeliveries} Discord redeliveries after restarts`,
+    `whatsapp: ${report.messages.whatsapp} answerable messages; ${report.whatsappWebhooks.posts} webhook POSTs, ${report.whatsappWebhooks.redelivered} redelivered by Meta after a failed attempt; ${report.whatsappKilledMidSend} sends killed right after WhatsApp accepted them; ${report.resolvedByPlatformStatus} records resolved by platform status`,
     `model calls: ${report.modelCalls} (${report.repeatedModelCalls} for resumed runs; ${report.resumedRuns} runs resumed), ${report.housekeepingModelCalls} for compaction`,
     `ambiguous records: ${report.ambiguousRecords} (operator: ${report.operator.filter((d) => d.action === "resolved-delivered").length} seen and resolved, ${report.operator.filter((d) => d.action === "retried").length} retried)`,
     ...(report.outcomesAsMessages > 0

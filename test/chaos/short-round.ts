@@ -1,6 +1,6 @@
 /**
  * The short chaos run, kept out of `npm test` and run by CI as `npm run soak:short`: a real gateway
- * process against the Telegram and Discord emulators and the fake LLM, on each engine (on
+ * process against the Telegram, Discord and WhatsApp emulators and the fake LLM, on each engine (on
  * PostgreSQL a second gateway always waits as a standby and takes over after a death that is not
  * followed by an armed start). It checks the same invariants as the long run
  * (`npm run soak -- --minutes 30 [--engine postgres [--standby]]`), on less traffic.
@@ -9,8 +9,8 @@
  * speed: every traffic kind once without faults (text everywhere, a duplicate and a late replay,
  * ignorable chatter, supersede, interrupt, /stop, both kinds of tool call, approvals approved,
  * denied, pressed twice and left to expire, a photo, a voice note, a schedule, /export, /forget,
- * pairing), then every kill point once, with every fault kind met first; the random traffic after
- * it only adds. The run ends when the gateway has settled; the test's timeout only bounds a run
+ * pairing), then every kill point once, with every fault kind met first, and a WhatsApp send
+ * killed right after WhatsApp accepted it; the random traffic after it only adds. The run ends when the gateway has settled; the test's timeout only bounds a run
  * that stopped making progress.
  */
 import { expect } from "bun:test";
@@ -82,5 +82,11 @@ export async function shortChaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.messages.voiceNotes).toBeGreaterThan(0);
   expect(report.messages.forgets).toBe(1);
   expect(report.pairings).toHaveLength(1);
+  // WhatsApp: answered once, Meta's redeliveries changed nothing (the invariants), and the send
+  // killed right after WhatsApp accepted it was settled by its status webhook, with no operator.
+  expect(report.messages.whatsapp).toBeGreaterThan(0);
+  expect(report.whatsappWebhooks.redelivered).toBeGreaterThan(0);
+  expect(report.whatsappKilledMidSend).toBeGreaterThan(0);
+  expect(report.resolvedByPlatformStatus).toBeGreaterThanOrEqual(report.whatsappKilledMidSend);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

@@ -6,8 +6,11 @@
 
 import { decodeTarget as decodeDiscordTarget } from "../../channels/discord/keys.ts";
 import { decodeTarget as decodeTelegramTarget } from "../../channels/telegram/target.ts";
+import { decodeReplyTarget as decodeWhatsAppTarget } from "../../channels/whatsapp/keys.ts";
+import { RESOLVED_BY_PLATFORM_STATUS } from "../../outbox/platform-status.ts";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
 import type { TelegramEmulator } from "../emulators/telegram/index.ts";
+import type { WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import { lastToolInputOf } from "../support/llm/fake-llm-rules.ts";
 import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import type { ChaosChannel } from "./cast.ts";
@@ -75,10 +78,17 @@ export interface OutboxRow {
   state: string;
   kind: string;
   markdown: string;
-  /** The chat key (`tg:…`/`dc:…`) decoded from the record's reply target. */
+  /** The chat key (`tg:…`/`dc:…`/`wa:…`) decoded from the record's reply target. */
   chat: string;
+  channel: string;
   /** Its history shows the record was `ambiguous` at some point. */
   everAmbiguous: boolean;
+  /** When it first became `ambiguous` (wall clock), or null. */
+  firstAmbiguousAtMs: number | null;
+  /** Its history shows a platform's status report settled it (WhatsApp's status webhooks). */
+  resolvedByPlatformStatus: boolean;
+  /** How many messages its text was split into (1 until rendered). */
+  chunks: number;
   receiptIds: string[];
   /** Why the last attempt failed, if it did. */
   lastError: string | null;
@@ -111,6 +121,14 @@ export interface Snapshot {
   modelSawText: string;
   /** Telegram updates the gateway never confirmed. */
   unconfirmedUpdates: number[];
+  /** WhatsApp webhook POSTs (messages and statuses) never answered 200: Meta would still be redelivering them. */
+  unansweredWebhooks: number[];
+  /**
+   * Every message WhatsApp accepted from the gateway and did not fail, by its
+   * `biz_opaque_callback_data` (`<outbox record key>#<chunk>`) and when (wall clock): the platform
+   * has it, and its statuses reported it.
+   */
+  whatsappAccepted: Array<{ callbackData: string; atMs: number }>;
   approvals: ApprovalRow[];
   /** Every approval decision a run holds as input (a `tool-approval-response` part). */
   approvalResponses: Array<{ runId: string; approvalId: string }>;
@@ -166,7 +184,12 @@ export function chatOfTarget(channel: string, target: string): string {
     return threadId === undefined ? `tg:${chatId}` : `tg:${chatId}:${threadId}`;
   }
   if (channel === "discord") return `dc:${decodeDiscordTarget(target)}`;
+  if (channel === "whatsapp") return `wa:${decodeWhatsAppTarget(target)}`;
   return `${channel}:${target}`;
+}
+
+function historyOf(json: string): Array<{ action: string; atMs: number }> {
+  return JSON.parse(json) as Array<{ action: string; atMs: number }>;
 }
 
 function textOfParts(json: string): string {
@@ -253,6 +276,7 @@ export async function readDatabase(
       history: string;
       receipt: string | null;
       last_error: string | null;
+      rendered: string | null;
     }>("SELECT * FROM outbox ORDER BY created_at_ms, id")
   ).map(
     (r): OutboxRow => ({
@@ -263,9 +287,11 @@ export async function readDatabase(
       kind: r.kind,
       markdown: r.markdown,
       chat: chatOfTarget(r.channel, r.target),
-      everAmbiguous: (JSON.parse(r.history) as Array<{ action: string }>).some(
-        (h) => h.action === "ambiguous",
-      ),
+      channel: r.channel,
+      everAmbiguous: historyOf(r.history).some((h) => h.action === "ambiguous"),
+      firstAmbiguousAtMs: historyOf(r.history).find((h) => h.action === "ambiguous")?.atMs ?? null,
+      resolvedByPlatformStatus: historyOf(r.history).some((h) => h.action === RESOLVED_BY_PLATFORM_STATUS),
+      chunks: r.rendered ? (JSON.parse(r.rendered) as { chunks: unknown[] }).chunks.length : 1,
       receiptIds: r.receipt ? ((JSON.parse(r.receipt) as { messageIds?: string[] }).messageIds ?? []) : [],
       lastError: r.last_error,
       conversationId: r.conversation_id,
@@ -342,6 +368,7 @@ export function readChats(
   chats: readonly string[],
   telegram: TelegramEmulator,
   discord: DiscordEmulator,
+  whatsapp: WhatsAppEmulator,
 ): Record<string, ChatMessage[]> {
   const result: Record<string, ChatMessage[]> = {};
   for (const chat of chats) {
@@ -360,9 +387,28 @@ export function readChats(
         .visibleMessages(id ?? "")
         .filter((m) => m.author.id === discord.bot.id)
         .map((m) => ({ id: m.id, text: m.content }));
+    } else if (kind === "wa") {
+      result[chat] = whatsapp.messages(id ?? "").map((m) => ({ id: m.wamid, text: m.text ?? "" }));
     }
   }
   return result;
+}
+
+/** What WhatsApp's side shows once the run settled: webhooks still unanswered, and the sends it accepted. */
+export function readWhatsApp(
+  whatsapp: WhatsAppEmulator,
+  chats: readonly string[],
+): Pick<Snapshot, "unansweredWebhooks" | "whatsappAccepted"> {
+  return {
+    unansweredWebhooks: whatsapp
+      .deliveries()
+      .filter((d) => d.state !== "delivered")
+      .map((d) => d.id),
+    whatsappAccepted: chats
+      .filter((chat) => chat.startsWith("wa:"))
+      .flatMap((chat) => whatsapp.messages(chat.slice(3)))
+      .flatMap((m) => (m.callbackData === undefined ? [] : [{ callbackData: m.callbackData, atMs: m.atMs }])),
+  };
 }
 
 /**

@@ -24,6 +24,8 @@ export interface KillPointArm {
   point: KillPoint;
   /** Fire the Nth time the point is passed. */
   at: number;
+  /** Count only passes on this channel's behalf (points that know their channel: a send's). */
+  channel?: string;
 }
 
 export interface SupervisorStats {
@@ -112,6 +114,7 @@ export class GatewaySupervisor {
             ...base,
             SWITCHBOARD_TEST_KILL_POINT: armed.point,
             SWITCHBOARD_TEST_KILL_AT: String(armed.at),
+            ...(armed.channel ? { SWITCHBOARD_TEST_KILL_CHANNEL: armed.channel } : {}),
           }
         : base;
       const spawnedAtMs = Date.now();

@@ -6,6 +6,7 @@
 import sharp from "sharp";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
 import type { TelegramEmulator } from "../emulators/telegram/index.ts";
+import type { WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import type { FakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import type { Cast, Place } from "./cast.ts";
 import { approvePairing } from "./operator.ts";
@@ -17,6 +18,7 @@ import type { GatewaySupervisor } from "./supervisor.ts";
 export interface Peers {
   telegram: TelegramEmulator;
   discord: DiscordEmulator;
+  whatsapp: WhatsAppEmulator;
   llm: FakeLlmServer;
 }
 
@@ -263,7 +265,7 @@ export class Traffic {
   /** `/in 2s <id> …` in a DM; the scheduled answer is scripted like any other. */
   postSchedule(): void {
     const id = this.id("s");
-    const place = this.cast.byName(this.random.pick(["tg-dm-alice", "dc-dm-bob"]));
+    const place = this.cast.byName(this.random.pick(["tg-dm-alice", "dc-dm-bob", "wa-dm-bob"]));
     this.script(id);
     const updateKey = place.post(place.speakers[0]!, `/in 2s ${id} stretch your legs`, false);
     this.record(id, place, updateKey, "schedule");
@@ -465,7 +467,11 @@ export class Traffic {
     const place =
       where === "group"
         ? this.random.pick(gated)
-        : this.random.pick([this.cast.stranger.telegramDm, this.cast.stranger.discordDm]);
+        : this.random.pick([
+            this.cast.stranger.telegramDm,
+            this.cast.stranger.discordDm,
+            this.cast.stranger.whatsappDm,
+          ]);
     const updateKey = place.post(this.random.pick(place.speakers), `${id} ${this.words(3)}`, false);
     this.record(id, place, updateKey, "ignored");
   }

@@ -124,17 +124,19 @@ async function reloadDuringRun(
   before: { version: string; instructions: string },
   after: { version: string; instructions: string },
 ): Promise<void> {
+  // Slow enough that the reload lands while the first step is still streaming: a SIGHUP reloads
+  // at once, polling within its 2 s.
+  const chunkDelayMs = reason === "SIGHUP" ? 700 : 1200;
   llm.reset();
   llm.setRules([
     {
       match: { lastUserContains: "notes again", lastRole: "user" },
-      // Slow enough that the reload below lands while this step is still streaming.
       reply: {
         kind: "tool-call",
         toolName: "read_skill",
         input: { name: "release-notes" },
         argumentChunks: 3,
-        chunkDelayMs: 1500,
+        chunkDelayMs,
       },
     },
     { match: { lastRole: "tool" }, reply: { kind: "text", text: "In flight: {{lastToolResult}}" } },

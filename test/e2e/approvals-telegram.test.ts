@@ -1,13 +1,16 @@
 /**
- * Tool approvals end to end: a real gateway process, a real stdio MCP server whose `append_note`
- * appends to a file (approval "ask", the default), grammY against the Telegram emulator with
- * inline keyboards and callback queries, the model behind the fake LLM server.
+ * Tool approvals end to end: a real stdio MCP server whose `append_note` appends to a file
+ * (approval "ask", the default), grammY against the Telegram emulator with inline keyboards and
+ * callback queries, the model behind the fake LLM server. The gateway is composed in this process
+ * (`startInProcess`), except where a process is the point: a SIGKILL, a kill point, and the
+ * operator API over HTTP (`startProcess`).
  */
 import { Database } from "bun:sqlite";
-import { expect, test } from "bun:test";
+import { afterEach, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { OutboxRecord } from "../../outbox/types.ts";
+import { systemClock } from "../../src/util/clock.ts";
 import { cli, json } from "../cli/support/cli.ts";
 import {
   groupChat,
@@ -16,10 +19,16 @@ import {
   user,
   type VisibleMessage,
 } from "../emulators/telegram/index.ts";
+import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
 import { approvalStates } from "./support/approval-scenario.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
+import {
+  eventually,
+  GATEWAY_START_TIMEOUT_MS,
+  GATEWAY_STOP_TIMEOUT_MS,
+  type GatewayProcess,
+} from "./support/gateway-process.ts";
 import { waitUntilSettled } from "./support/settled.ts";
 
 const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
@@ -36,14 +45,15 @@ fixture.stopGatewaysAfterEach();
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
 
-async function start(
-  options: {
-    approvalTimeoutMs?: number;
-    dm?: Record<string, unknown>;
-    dbFile?: string;
-    env?: Record<string, string>;
-  } = {},
-): Promise<GatewayProcess> {
+interface StartOptions {
+  approvalTimeoutMs?: number;
+  dm?: Record<string, unknown>;
+  dbFile?: string;
+  env?: Record<string, string>;
+}
+
+/** The gateway's environment, with its config file (the surfaces and the notes MCP server) written. */
+function gatewayEnv(options: StartOptions): Record<string, string> {
   const config = join(dir.path, "switchboard.json");
   writeFileSync(
     config,
@@ -59,15 +69,33 @@ async function start(
       ...(options.approvalTimeoutMs ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
     }),
   );
-  const gateway = await fixture.startGateway(
-    {
-      ...telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], dbFile: options.dbFile ?? dbFile }),
-      SWITCHBOARD_CONFIG: config,
-      SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
-      ...options.env,
-    },
-    GATEWAY_START_TIMEOUT_MS,
-  );
+  return {
+    ...telegramGatewayEnv(fixture, { allowed: [alice.id, bob.id], dbFile: options.dbFile ?? dbFile }),
+    SWITCHBOARD_CONFIG: config,
+    SWITCHBOARD_OPERATOR_TOKEN: OPERATOR_TOKEN,
+    ...options.env,
+  };
+}
+
+/** `switchboard start` as a process: for a SIGKILL, a kill point, or the HTTP API. */
+async function startProcess(options: StartOptions = {}): Promise<GatewayProcess> {
+  return await fixture.startGateway(gatewayEnv(options), GATEWAY_START_TIMEOUT_MS);
+}
+
+let inProcess: InProcessGateway[] = [];
+afterEach(async () => {
+  const stopping = inProcess;
+  inProcess = [];
+  await Promise.all(stopping.map((gateway) => gateway.stop()));
+}, GATEWAY_STOP_TIMEOUT_MS);
+
+/** The gateway composed in this process, stopped after the test. */
+async function startInProcess(options: StartOptions = {}): Promise<InProcessGateway> {
+  const gateway = await startInProcessGateway(gatewayEnv(options), {
+    clock: systemClock,
+    limits: FAST_PACING,
+  });
+  inProcess.push(gateway);
   return gateway;
 }
 
@@ -122,7 +150,7 @@ async function answerFor(queryId: string): Promise<string> {
 }
 
 test("approve: buttons, a press, the effect exactly once, the answer; double press and redelivery decide nothing more", async () => {
-  await start();
+  await startInProcess();
   appendRule("remember eggs", "eggs");
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember eggs" });
   const prompt = await promptFor(alice.id, "eggs");
@@ -160,7 +188,7 @@ test("approve: buttons, a press, the effect exactly once, the answer; double pre
 }, 60_000);
 
 test("deny: the call never runs and the model is told it was denied", async () => {
-  await start();
+  await startInProcess();
   appendRule("remember flour", "flour");
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember flour" });
   const prompt = await promptFor(alice.id, "flour");
@@ -181,7 +209,7 @@ test("deny: the call never runs and the model is told it was denied", async () =
 }, 60_000);
 
 test("a forged or altered button is refused and logged; /approve <id> as text still decides", async () => {
-  const gw = await start();
+  const gw = await startInProcess();
   appendRule("remember sugar", "sugar");
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember sugar" });
   const prompt = await promptFor(alice.id, "sugar");
@@ -194,7 +222,7 @@ test("a forged or altered button is refused and logged; /approve <id> as text st
     expect(await answerFor(press.queryId)).toBe("This button is not valid.");
   }
   await eventually(
-    () => gw.logs.filter((l) => l.includes("approval.forged_press")).length >= 3,
+    () => gw.logs.filter((l) => l.event === "approval.forged_press").length >= 3,
     TIMEOUT,
     "three approval.forged_press log lines",
   );
@@ -209,7 +237,7 @@ test("a forged or altered button is refused and logged; /approve <id> as text st
 }, 60_000);
 
 test("in a group, another user's press gets a notice and changes nothing; the asker's press decides", async () => {
-  await start();
+  await startInProcess();
   appendRule("remember milk", "milk");
   telegram.incoming({ chat: group, from: alice, text: "please remember milk" });
   const prompt = await promptFor(group.id, "milk");
@@ -243,7 +271,7 @@ test("in a group, another user's press gets a notice and changes nothing; the as
 }, 60_000);
 
 test("always allow in this chat: shown in /status, later calls run without asking, /new clears it", async () => {
-  await start();
+  await startInProcess();
   appendRule("remember salt", "salt");
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember salt" });
   const prompt = await promptFor(alice.id, "salt");
@@ -276,7 +304,7 @@ test("always allow in this chat: shown in /status, later calls run without askin
 }, 60_000);
 
 test("SIGKILL between the request and the press: after a restart the press works, the effect happens once", async () => {
-  const first = await start();
+  const first = await startProcess();
   // Earlier tests may have left prompts pending in this chat: count from here.
   const before = promptsDelivered();
   appendRule("remember rice", "rice");
@@ -286,7 +314,7 @@ test("SIGKILL between the request and the press: after a restart the press works
   // would hold the chat for an operator (a property of the outbox, tested elsewhere).
   await eventually(() => promptsDelivered() > before, TIMEOUT, "the prompt's outbox record to be delivered");
   await first.kill("SIGKILL");
-  await start();
+  await startProcess();
   const press = telegram.press(alice.id, prompt.messageId, alice, { label: "Approve" });
   expect(await answerFor(press.queryId)).toBe("Approved.");
   await telegram.waitForMessage(alice.id, (m) => m.visibleText.includes('appended "rice"'), TIMEOUT);
@@ -294,7 +322,7 @@ test("SIGKILL between the request and the press: after a restart the press works
 }, 90_000);
 
 test("operators list pending approvals and decide them over the API; a second decision is refused", async () => {
-  const gw = await start();
+  const gw = await startProcess();
   appendRule("remember tea", "tea");
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember tea" });
   const prompt = await promptFor(alice.id, "tea");
@@ -338,7 +366,7 @@ test("operators list pending approvals and decide them over the API; a second de
 }, 60_000);
 
 test("under supersede (streamed DMs) a newer message cancels the pending request; its buttons say so", async () => {
-  await start({ dm: { inputPolicy: "supersede", delivery: "stream" } });
+  await startInProcess({ dm: { inputPolicy: "supersede", delivery: "stream" } });
   llm.setRules([
     {
       match: { lastUserContains: "remember jam", lastRole: "user" },
@@ -365,7 +393,7 @@ test("under supersede (streamed DMs) a newer message cancels the pending request
 }, 60_000);
 
 test("an operator's CLI on the database file decides; the running gateway runs the call once", async () => {
-  await start();
+  await startInProcess();
   appendRule("remember honey", "honey");
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember honey" });
   const prompt = await promptFor(alice.id, "honey");
@@ -387,7 +415,7 @@ test("an operator's CLI on the database file decides; the running gateway runs t
 }, 60_000);
 
 test("expiry: a request nobody decides counts as denied (expired), and its buttons say so", async () => {
-  await start({ approvalTimeoutMs: 2000 });
+  await startInProcess({ approvalTimeoutMs: 2000 });
   appendRule("remember oats", "oats");
   telegram.incoming({ chat: privateChat(alice), from: alice, text: "please remember oats" });
   const prompt = await promptFor(alice.id, "oats");
@@ -416,7 +444,7 @@ test("a prompt whose unsure send an operator resolved as delivered shows the dec
   // Its own database: the kill point fires on the first send the process makes, which must be the prompt's.
   const unsureDb = "approvals-unsure.sqlite";
   const dbEnv = { SWITCHBOARD_DB: join(dir.path, unsureDb) };
-  const first = await start({
+  const first = await startProcess({
     dbFile: unsureDb,
     env: { SWITCHBOARD_TEST_KILL_POINT: "outbox.platform-accepted" },
   });
@@ -426,7 +454,7 @@ test("a prompt whose unsure send an operator resolved as delivered shows the dec
   // record is ambiguous, with no message id.
   const prompt = await promptFor(alice.id, "beans");
   await first.exited;
-  const gw = await start({ dbFile: unsureDb });
+  const gw = await startProcess({ dbFile: unsureDb });
   const id = /\/approve (ap_[0-9a-f]{12})/.exec(prompt.visibleText)![1]!;
   const record = await eventually(
     async () => {

@@ -1,5 +1,6 @@
 /**
- * /forget end to end on Telegram: a real gateway process, grammY against the Telegram emulator,
+ * /forget end to end on Telegram: the gateway composed in this process (a real process where a
+ * SIGKILL or the operator API is the point), grammY against the Telegram emulator,
  * the fake model server, SQLite on a temp file read table by table after the purge; and an
  * operator's `conversations purge` through the running gateway's API. Nothing here depends on the
  * platform: this is the one end-to-end test of forgetting (Discord's buttons are covered by
@@ -7,14 +8,16 @@
  */
 
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { systemClock } from "../../src/util/clock.ts";
 import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { conversationRows } from "./support/conversation-rows.ts";
 import { slowAnswerRule, telegramDmSay, telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
-import { eventually } from "./support/gateway-process.ts";
+import { eventually, GATEWAY_START_TIMEOUT_MS, GATEWAY_STOP_TIMEOUT_MS } from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-forget-tg-", startTelegramEmulator);
 const { dir, llm, platform: telegram } = fixture;
@@ -67,7 +70,11 @@ async function conversationOf(userId: number): Promise<string> {
 }
 
 describe("/forget on Telegram", () => {
-  const gateway = fixture.gatewayAroundTests(env);
+  let running: InProcessGateway | undefined;
+  beforeAll(async () => {
+    running = await startInProcessGateway(env(), { clock: systemClock, limits: FAST_PACING });
+  }, GATEWAY_START_TIMEOUT_MS);
+  afterAll(() => running?.stop(), GATEWAY_STOP_TIMEOUT_MS);
 
   test("asks first; confirmed, every row of the conversation is gone (table by table) but its tombstone", async () => {
     await say(alice, "my secret is marmalade", "echo: my secret is marmalade");
@@ -103,47 +110,6 @@ describe("/forget on Telegram", () => {
     expect(request.model).toBe("test-model");
     expect(await conversationOf(alice.id)).not.toBe(old);
   }, 90_000);
-
-  test("/forget confirm while an answer is being written: it is interrupted and purged; a message sent right after is answered in the fresh conversation", async () => {
-    llm.addRules([slowAnswerRule("tell me a long tale", "a very long tale indeed with many words", 40, 400)]);
-    telegram.incoming({ chat: privateChat(bob), from: bob, text: "tell me a long tale" });
-    await eventually(
-      () => llm.requestsContaining("tell me a long tale").length === 1,
-      15_000,
-      "the slow call",
-    );
-    const old = await conversationOf(bob.id);
-
-    telegram.incoming({ chat: privateChat(bob), from: bob, text: "/forget confirm" });
-    telegram.incoming({ chat: privateChat(bob), from: bob, text: "right after forgetting" });
-    await telegram.waitForMessage(
-      bob.id,
-      (m) => m.fromBot && m.visibleText.includes("Done: I deleted"),
-      20_000,
-    );
-    await telegram.waitForMessage(
-      bob.id,
-      (m) => m.fromBot && m.visibleText.includes("echo: right after forgetting"),
-      20_000,
-    );
-    const after = rowsOf(old);
-    expect(after.runs).toBe(0);
-    expect(after.messages).toBe(0);
-    expect(after.conversation_tombstones).toBe(1);
-    expect(textOf(old)).not.toContain("long tale");
-    const request = llm.requestsContaining("right after forgetting")[0]!;
-    expect(JSON.stringify(request.messages)).not.toContain("tell me a long tale");
-    // The tale was never delivered.
-    expect(telegram.messages(bob.id).some((m) => m.fromBot && m.visibleText.includes("very long tale"))).toBe(
-      false,
-    );
-
-    // After a SIGKILL and restart nothing of the purged conversation reappears.
-    await gateway.crashAndRestart();
-    await say(bob, "still fresh", "echo: still fresh");
-    expect(rowsOf(old).runs).toBe(0);
-    expect(textOf(old)).not.toContain("long tale");
-  }, 120_000);
 
   test("/forget asks with buttons: a forged press is refused, Keep it keeps, Delete it purges once (its redelivery does nothing more), and the old keyboard is then out of date", async () => {
     await say(carol, "my pin is 4321", "echo: my pin is 4321");
@@ -218,6 +184,51 @@ describe("/forget on Telegram", () => {
       .messages(carol.id)
       .filter((m) => m.fromBot && m.visibleText.includes("Done: I deleted"));
     expect(done).toHaveLength(1);
+  }, 120_000);
+});
+
+describe("/forget on Telegram, in a process: a SIGKILL, the operator API", () => {
+  const gateway = fixture.gatewayAroundTests(env);
+
+  test("/forget confirm while an answer is being written: it is interrupted and purged; a message sent right after is answered in the fresh conversation", async () => {
+    llm.addRules([slowAnswerRule("tell me a long tale", "a very long tale indeed with many words", 40, 400)]);
+    telegram.incoming({ chat: privateChat(bob), from: bob, text: "tell me a long tale" });
+    await eventually(
+      () => llm.requestsContaining("tell me a long tale").length === 1,
+      15_000,
+      "the slow call",
+    );
+    const old = await conversationOf(bob.id);
+
+    telegram.incoming({ chat: privateChat(bob), from: bob, text: "/forget confirm" });
+    telegram.incoming({ chat: privateChat(bob), from: bob, text: "right after forgetting" });
+    await telegram.waitForMessage(
+      bob.id,
+      (m) => m.fromBot && m.visibleText.includes("Done: I deleted"),
+      20_000,
+    );
+    await telegram.waitForMessage(
+      bob.id,
+      (m) => m.fromBot && m.visibleText.includes("echo: right after forgetting"),
+      20_000,
+    );
+    const after = rowsOf(old);
+    expect(after.runs).toBe(0);
+    expect(after.messages).toBe(0);
+    expect(after.conversation_tombstones).toBe(1);
+    expect(textOf(old)).not.toContain("long tale");
+    const request = llm.requestsContaining("right after forgetting")[0]!;
+    expect(JSON.stringify(request.messages)).not.toContain("tell me a long tale");
+    // The tale was never delivered.
+    expect(telegram.messages(bob.id).some((m) => m.fromBot && m.visibleText.includes("very long tale"))).toBe(
+      false,
+    );
+
+    // After a SIGKILL and restart nothing of the purged conversation reappears.
+    await gateway.crashAndRestart();
+    await say(bob, "still fresh", "echo: still fresh");
+    expect(rowsOf(old).runs).toBe(0);
+    expect(textOf(old)).not.toContain("long tale");
   }, 120_000);
 
   test("an operator purges through the API while an answer is written: interrupted, purged, audited", async () => {

@@ -37,11 +37,12 @@ function gatewayEnv(): Record<string, string> {
   });
 }
 
+/** An answer streamed over 1.6 s: long enough for a start and an append a second apart. */
 const slow = (text: string, extra: Record<string, unknown> = {}) => ({
   kind: "text" as const,
   text,
   chunks: 8,
-  chunkDelayMs: 400,
+  chunkDelayMs: 200,
   ...extra,
 });
 

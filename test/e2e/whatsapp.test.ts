@@ -35,6 +35,7 @@ const ERIN = "15551230005";
 const FRANK = "15551230006";
 const GRACE = "15551230007";
 const HEIDI = "15551230008";
+const MIKE = "15551230013";
 const VERIFY_TOKEN = "e2e-whatsapp-verify-token";
 let llm: FakeLlmServer;
 let wa: WhatsAppEmulator;
@@ -56,7 +57,7 @@ function env(
       WHATSAPP_APP_SECRET: wa.appSecret,
       WHATSAPP_VERIFY_TOKEN: VERIFY_TOKEN,
       WHATSAPP_API_ROOT: wa.url,
-      WHATSAPP_ALLOWED_USERS: [ALICE, BOB, CAROL, DAVE, ERIN, FRANK, GRACE, HEIDI].join(","),
+      WHATSAPP_ALLOWED_USERS: [ALICE, BOB, CAROL, DAVE, ERIN, FRANK, GRACE, HEIDI, MIKE].join(","),
       ...extra,
     },
   });
@@ -144,6 +145,28 @@ describe("whatsapp end to end", () => {
       true,
     );
   }, 20_000);
+
+  test("a reaction to the bot's reply is answered 200 and logged, and starts no run", async () => {
+    wa.incoming({ from: MIKE, text: "react to this" });
+    const reply = await waitForReply(MIKE, "echo: react to this");
+    await waitUntilSettled(env(port).SWITCHBOARD_DB!);
+    const calls = llm.requests().length;
+    const replies = botTexts(MIKE).length;
+    const { message, delivery } = wa.incoming({
+      from: MIKE,
+      reaction: { messageId: reply.wamid, emoji: "👍" },
+    });
+    expect((await wa.waitForDelivery(delivery)).attempts.map((a) => a.status)).toEqual([200]);
+    await eventually(
+      () => gateway.events().some((e) => e.event === "whatsapp.reaction" && e.messageId === reply.wamid),
+      10_000,
+      "the reaction's log line",
+    );
+    await waitUntilSettled(env(port).SWITCHBOARD_DB!);
+    expect(llm.requests().length).toBe(calls);
+    expect(botTexts(MIKE)).toHaveLength(replies);
+    expect(wa.message(message.id)?.status).not.toBe("read");
+  }, 20_000);
 });
 
 describe("whatsapp: a send cut short by SIGKILL", () => {
@@ -206,7 +229,12 @@ describe("whatsapp: a send cut short by SIGKILL", () => {
         10_000,
         "the record to become ambiguous once the wait ended",
       );
-      expect(restarted.events().some((e) => e.event === "outbox.no_platform_status")).toBe(true);
+      // The line is written after the commit the database already shows.
+      await eventually(
+        () => restarted.events().some((e) => e.event === "outbox.no_platform_status"),
+        5_000,
+        "the outbox.no_platform_status log line",
+      );
       expect(botTexts(ERIN)).toEqual(["echo: nobody reports this one"]);
     } finally {
       wa.statusPlan = { kind: "on" };

@@ -285,7 +285,7 @@ describe("loadConfig: the SWITCHBOARD_CONFIG file", () => {
     expect(refusal({}, { version: 2 }).message).toContain("version: must be 1 (got 2)");
     expect(refusal({}, "{not json").message).toContain("is not valid JSON");
     expect(refusal({}, { version: 1, surfaces: { "irc:dm": {} } }).message).toContain(
-      '"irc:dm" is not a valid key: a surface key is "<channel>:<surface>" with channel telegram, discord, slack, whatsapp, web or *',
+      '"irc:dm" is not a valid key: a surface key is "<channel>:<surface>" with channel telegram, discord, slack, whatsapp, matrix, web or *',
     );
     expect(refusal({}, { version: 1, surfaces: { "slack:thread": { delivery: "fax" } } }).message).toContain(
       "surfaces.slack:thread.delivery",

@@ -2,14 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { type OutboxRecord, targetKey } from "../../outbox/types.ts";
 import { createDeliveryWorker } from "../../outbox/worker.ts";
-import {
-  commitAnswerDelivery,
-  finalizeStreamRecord,
-  insertOutboxRecords,
-  PostgresOutboxRepository,
-} from "../../src/store/postgres/outbox.ts";
+import { commitAnswer, finalizeStream, insertRecords } from "../../src/store/outbox-writes.ts";
+import { PostgresOutboxRepository, postgresOutboxSteps } from "../../src/store/postgres/outbox.ts";
 import { openPostgresRuntimeStore, PostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
 import { openMigratedPool } from "../../src/store/postgres/schema.ts";
+import { runAsync } from "../../src/store/steps.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { admitRequest } from "../store/conformance.ts";
 import { FakeClock } from "../support/fake-clock.ts";
@@ -38,13 +35,14 @@ async function openPostgresOutbox(): Promise<OutboxBackend> {
   return {
     repo: new PostgresOutboxRepository(sql),
     transaction: (work) =>
-      sql.begin((tx) =>
-        work({
-          insert: (inserts, nowMs) => insertOutboxRecords(tx, inserts, nowMs),
-          finalize: (key, markdown, nowMs) => finalizeStreamRecord(tx, key, markdown, nowMs),
-          commitAnswer: (answer, nowMs) => commitAnswerDelivery(tx, answer, nowMs),
-        }),
-      ),
+      sql.begin((tx) => {
+        const steps = postgresOutboxSteps(tx);
+        return work({
+          insert: (inserts, nowMs) => runAsync(insertRecords(inserts, nowMs), steps),
+          finalize: (key, markdown, nowMs) => runAsync(finalizeStream(key, markdown, nowMs), steps),
+          commitAnswer: (answer, nowMs) => runAsync(commitAnswer(answer, nowMs), steps),
+        });
+      }),
     countRows: async () => {
       const [row] = await sql<Array<{ n: string }>>`SELECT count(*) AS n FROM outbox`;
       return Number(row!.n);
@@ -174,7 +172,7 @@ describe("postgres outbox: text PostgreSQL cannot store", () => {
         };
         const stream = await repo.beginStream({ ...answer, markdown: "before\u0000" }, T0);
         expect(stream.live).toBe(true);
-        await sql.begin((tx) => commitAnswerDelivery(tx, answer, T0 + 1));
+        await sql.begin((tx) => runAsync(commitAnswer(answer, T0 + 1), postgresOutboxSteps(tx)));
         const record = (await repo.show("run_nul:stream"))!;
         expect(record.markdown).toBe("beforeafter");
         expect(await repo.markDelivered(record.id, { messageIds: ["1"] }, T0 + 2, "before\u0000after")).toBe(

@@ -1,8 +1,6 @@
-import {
-  commitAnswerDeliverySync,
-  finalizeStreamRecordSync,
-  insertOutboxRecordsSync,
-} from "../../src/store/sqlite/outbox.ts";
+import { commitAnswer, finalizeStream, insertRecords } from "../../src/store/outbox-writes.ts";
+import { sqliteOutboxSteps } from "../../src/store/sqlite/outbox.ts";
+import { runSync } from "../../src/store/steps.ts";
 import { runOutboxRepositoryConformance } from "./repository-conformance.ts";
 import { OutboxDb } from "./support/outbox-db.ts";
 
@@ -10,15 +8,16 @@ runOutboxRepositoryConformance("sqlite", async () => {
   const db = new OutboxDb();
   // The terminal commit's connection; the repository has its own, as in the gateway.
   const conn = db.connect();
+  const steps = sqliteOutboxSteps(conn);
   return {
     repo: db.repository(),
     async transaction(work) {
       conn.exec("BEGIN IMMEDIATE");
       try {
         const result = await work({
-          insert: async (inserts, nowMs) => insertOutboxRecordsSync(conn, inserts, nowMs),
-          finalize: async (key, markdown, nowMs) => finalizeStreamRecordSync(conn, key, markdown, nowMs),
-          commitAnswer: async (answer, nowMs) => commitAnswerDeliverySync(conn, answer, nowMs),
+          insert: async (inserts, nowMs) => runSync(insertRecords(inserts, nowMs), steps),
+          finalize: async (key, markdown, nowMs) => runSync(finalizeStream(key, markdown, nowMs), steps),
+          commitAnswer: async (answer, nowMs) => runSync(commitAnswer(answer, nowMs), steps),
         });
         conn.exec("COMMIT");
         return result;

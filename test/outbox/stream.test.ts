@@ -4,7 +4,9 @@ import { FIRST_PREVIEW_WAIT_MS, type StreamReply } from "../../outbox/stream.ts"
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import type { RuntimeEvent } from "../../src/runtime/events.ts";
 import type { TerminalRunState } from "../../src/runtime/types.ts";
-import { commitAnswerDeliverySync } from "../../src/store/sqlite/outbox.ts";
+import { commitAnswer as commitAnswerDelivery } from "../../src/store/outbox-writes.ts";
+import { sqliteOutboxSteps } from "../../src/store/sqlite/outbox.ts";
+import { runSync } from "../../src/store/steps.ts";
 import { silentLogger } from "../../src/util/log.ts";
 import { FakeClock, settle } from "../support/fake-clock.ts";
 import {
@@ -125,18 +127,20 @@ async function setup(options: Setup = {}) {
   function commitAnswer(runId: string, state: TerminalRunState, text: string) {
     return conn
       .transaction(() =>
-        commitAnswerDeliverySync(
-          conn,
-          {
-            runId,
-            conversationId: CONVERSATION,
-            channel: "telegram",
-            account: "bot-1",
-            target: TARGET,
-            state,
-            text,
-          },
-          clock.now(),
+        runSync(
+          commitAnswerDelivery(
+            {
+              runId,
+              conversationId: CONVERSATION,
+              channel: "telegram",
+              account: "bot-1",
+              target: TARGET,
+              state,
+              text,
+            },
+            clock.now(),
+          ),
+          sqliteOutboxSteps(conn),
         ),
       )
       .immediate();

@@ -1275,6 +1275,18 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
     );
 
     test(
+      "a channel's state is absent until saved, then the last value saved",
+      withStore(async (store) => {
+        expect(await store.loadChannelState("matrix:@bot:example.org:since")).toBeNull();
+        await store.saveChannelState("matrix:@bot:example.org:since", "s1", T0);
+        await store.saveChannelState("matrix:@bot:example.org:since", "s2", T0 + 1);
+        await store.saveChannelState("other", "x", T0 + 2);
+        expect(await store.loadChannelState("matrix:@bot:example.org:since")).toBe("s2");
+        expect(await store.loadChannelState("other")).toBe("x");
+      }),
+    );
+
+    test(
       "purging a conversation deletes its approvals",
       withStore(async (store) => {
         await awaiting(store, "c", "ask", "ap_000000000003");

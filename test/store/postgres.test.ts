@@ -19,6 +19,8 @@ import { tempDir } from "../support/runtime.ts";
 import { admitRequest, runStoreConformance } from "./conformance.ts";
 
 const T0 = 1_700_000_000_000;
+/** A copy of the migrated template: the tests that check the migration itself start empty. */
+const MIGRATED = { migrated: true };
 
 useTestServer();
 
@@ -33,7 +35,7 @@ async function withTwoProcesses(
     } finally {
       await Promise.all([a.close(), b.close()]);
     }
-  });
+  }, MIGRATED);
 }
 
 test("the PostgreSQL test server is reachable", async () => {
@@ -41,7 +43,7 @@ test("the PostgreSQL test server is reachable", async () => {
 });
 
 runStoreConformance("postgres", async () => {
-  const db = await createDatabase();
+  const db = await createDatabase(MIGRATED);
   try {
     const backend = await openPostgresBackend(db.url);
     const sql = new SQL(db.url, { adapter: "postgres", max: 1 });
@@ -503,7 +505,7 @@ describe("postgres matches sqlite", () => {
         } finally {
           await store.close();
         }
-      });
+      }, MIGRATED);
     } finally {
       sqlite.close();
       dir.cleanup();

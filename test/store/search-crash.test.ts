@@ -25,9 +25,15 @@ async function killMidWrite(where: string): Promise<void> {
     stdout: "pipe",
     stderr: "inherit",
   });
+  // Killed once it reports 640 inputs: past the first batches, in the middle of the next ones.
   const reader = child.stdout.getReader();
-  await reader.read(); // "writing": past the first batches
-  await Bun.sleep(700);
+  const decoder = new TextDecoder();
+  let printed = "";
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    printed += decoder.decode(read.value);
+    const counts = printed.split("\n").filter(Boolean).map(Number);
+    if ((counts.at(-1) ?? 0) >= 640) break;
+  }
   child.kill("SIGKILL");
   await child.exited;
 }

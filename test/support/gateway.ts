@@ -1,8 +1,15 @@
+import type { ChannelLimits } from "../../channels/types.ts";
 import { createGateway, type Gateway } from "../../src/gateway/app.ts";
 import { loadConfig } from "../../src/gateway/config/index.ts";
 import { openStoreBackend } from "../../src/store/open-backend.ts";
 import type { Clock } from "../../src/util/clock.ts";
 import { type LogRecord, recordingLogger } from "./logger.ts";
+
+/**
+ * Channel limits that do not make a test wait for the platform's pacing: a chat's messages go
+ * one after the other, and a streamed answer is edited every 50 ms.
+ */
+export const FAST_PACING: Partial<ChannelLimits> = { perChatIntervalMs: 0, editIntervalMs: 50 };
 
 /** A gateway composed in this process; see startInProcessGateway. */
 export interface InProcessGateway {
@@ -25,7 +32,16 @@ export interface InProcessGateway {
  */
 export async function startInProcessGateway(
   env: Record<string, string>,
-  options: { clock: Clock },
+  options: {
+    clock: Clock;
+    /**
+     * Replaces these of every channel's limits, e.g. `{ perChatIntervalMs: 0, editIntervalMs: 50 }`
+     * (see FAST_PACING) where the platform's pacing (a second between a chat's messages on
+     * Telegram) is not what the test checks; the outbox tests and the emulators' flood limits
+     * check the pacing itself.
+     */
+    limits?: Partial<ChannelLimits>;
+  },
 ): Promise<InProcessGateway> {
   const config = loadConfig(env);
   if (config.web.enabled) {
@@ -43,6 +59,12 @@ export async function startInProcessGateway(
       },
     });
     gateway = createGateway(config, { stores, logger, clock: options.clock });
+    if (options.limits) {
+      for (const adapter of gateway.adapters.values()) {
+        // The outbox reads an adapter's limits at each call.
+        Object.defineProperty(adapter, "limits", { value: { ...adapter.limits, ...options.limits } });
+      }
+    }
     await gateway.start();
   } catch (error) {
     await stores.close();

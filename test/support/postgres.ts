@@ -182,9 +182,15 @@ async function untilUnused(fn: () => Promise<unknown>): Promise<void> {
   }
 }
 
-/** Runs `fn` against a fresh database and drops it afterwards. */
-export async function withDatabase(fn: (url: string) => Promise<void>): Promise<void> {
-  const db = await createDatabase();
+/**
+ * Runs `fn` against a fresh database and drops it afterwards; `migrated`: at this build's schema
+ * already (a copy of the template), for tests that do not check the migration itself.
+ */
+export async function withDatabase(
+  fn: (url: string) => Promise<void>,
+  options: { migrated?: boolean } = {},
+): Promise<void> {
+  const db = await createDatabase(options);
   try {
     await fn(db.url);
   } finally {

@@ -28,7 +28,11 @@ beforeAll(() => {
         return new Response("just text", { headers: { "content-type": "text/plain" } });
       if (url.pathname === "/big")
         return new Response("x".repeat(3_000_000), { headers: { "content-type": "text/plain" } });
-      if (url.pathname === "/slow") return Bun.sleep(3000).then(() => new Response("late"));
+      // Never answers: the client's timeout or abort ends the request (and this with it).
+      if (url.pathname === "/slow")
+        return new Promise<Response>((resolve) =>
+          request.signal.addEventListener("abort", () => resolve(new Response("late"))),
+        );
       if (url.pathname === "/binary")
         return new Response("PK", { headers: { "content-type": "application/zip" } });
       if (url.pathname === "/to-article") return Response.redirect(`${base}/article`, 302);

@@ -1,46 +1,15 @@
 import type { SQL, TransactionSQL } from "bun";
 import type { AccessStore } from "../../access/store.ts";
-import { type CodeRow, type GrantRow, grantFromRow } from "../access-rows.ts";
+import { type CodeRow, type GrantRow, grantFromRow, openCodeFromRow } from "../access-rows.ts";
 import { type AccessWriteSteps, pairingMutations } from "../access-writes.ts";
 import { type AsyncSteps, runAsync } from "../steps.ts";
+import { accessSchemaSql, POSTGRES_DIALECT } from "../tables.sql.ts";
 
-export const ACCESS_SCHEMA_SQL = `
-CREATE TABLE access_grants (
-  channel TEXT NOT NULL,
-  user_id TEXT NOT NULL,
-  code TEXT NOT NULL,
-  user_name TEXT,
-  granted_at_ms BIGINT NOT NULL,
-  granted_by TEXT NOT NULL,
-  PRIMARY KEY (channel, user_id)
-);
-CREATE TABLE pairing_codes (
-  code TEXT PRIMARY KEY,
-  channel TEXT NOT NULL,
-  user_id TEXT NOT NULL,
-  user_name TEXT,
-  update_key TEXT NOT NULL,
-  created_at_ms BIGINT NOT NULL,
-  expires_at_ms BIGINT NOT NULL,
-  redeemed_at_ms BIGINT,
-  UNIQUE (channel, update_key)
-);
-CREATE INDEX pairing_codes_by_user ON pairing_codes (channel, user_id, created_at_ms);
-CREATE TABLE pairing_wrong_attempts (
-  id BIGSERIAL PRIMARY KEY,
-  at_ms BIGINT NOT NULL
-);
-`;
+/** The access tables (../tables.sql.ts). */
+export const ACCESS_SCHEMA_SQL = accessSchemaSql(POSTGRES_DIALECT);
 
-/**
- * Migration 19: wrong pairing codes are counted per attempt key (an operator, an address), so a
- * lock after PAIRING_MAX_WRONG_ATTEMPTS holds back only whoever guessed. Earlier attempts, whose
- * author is unknown, keep the key '' that nobody uses and leave with their window.
- */
-export const PAIRING_ATTEMPT_KEYS_SQL = `
-ALTER TABLE pairing_wrong_attempts ADD COLUMN attempt_key TEXT NOT NULL DEFAULT '';
-CREATE INDEX pairing_wrong_attempts_by_key ON pairing_wrong_attempts (attempt_key, at_ms);
-`;
+/** Migration 19: wrong pairing codes are counted per attempt key (../tables.sql.ts). */
+export { PAIRING_ATTEMPT_KEYS_SQL } from "../tables.sql.ts";
 
 export function createPostgresAccessStore(sql: SQL): AccessStore {
   return {
@@ -62,13 +31,7 @@ export function createPostgresAccessStore(sql: SQL): AccessStore {
       const rows = await sql<CodeRow[]>`
         SELECT * FROM pairing_codes WHERE redeemed_at_ms IS NULL AND expires_at_ms > ${nowMs}
         ORDER BY created_at_ms DESC`;
-      return rows.map((c) => ({
-        code: c.code,
-        channel: c.channel,
-        userId: c.user_id,
-        userName: c.user_name,
-        expiresAtMs: Number(c.expires_at_ms),
-      }));
+      return rows.map(openCodeFromRow);
     },
 
     async revokeGrant(channel, userId) {

@@ -1,31 +1,11 @@
 import type { SQL } from "bun";
-import { mergeOverride } from "../../budgets/rules.ts";
 import type { BudgetStore } from "../../budgets/store.ts";
-import {
-  filterParams,
-  type OverrideRow,
-  overrideFromRow,
-  TOTALS_SQL,
-  type TotalsRow,
-  totalsFromRow,
-  usageRowFrom,
-} from "../budget-rows.ts";
+import { type BudgetWrite, budgetStore } from "../budget-store.ts";
+import { runAsync } from "../steps.ts";
+import { budgetTablesSql, POSTGRES_DIALECT } from "../tables.sql.ts";
 
 /** Budget usage per run and operator overrides; SQLite's BUDGETS_SCHEMA_SQL, in PostgreSQL. */
-export const BUDGETS_SCHEMA_SQL = `
-CREATE TABLE budget_usage (
-  run_id TEXT PRIMARY KEY,
-  principal TEXT,
-  channel TEXT NOT NULL,
-  surface TEXT NOT NULL,
-  conversation_id TEXT,
-  at_ms BIGINT NOT NULL,
-  tokens BIGINT,
-  cost_usd DOUBLE PRECISION
-);
-CREATE INDEX budget_usage_principal ON budget_usage (principal, at_ms);
-CREATE INDEX budget_usage_at ON budget_usage (at_ms);
-CREATE INDEX budget_usage_conversation ON budget_usage (conversation_id) WHERE conversation_id IS NOT NULL;
+export const BUDGETS_SCHEMA_SQL = `${budgetTablesSql(POSTGRES_DIALECT)}
 CREATE FUNCTION switchboard_budget_tokens(usage JSONB) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $fn$
   SELECT CASE WHEN jsonb_typeof(usage -> 'inputTokens') = 'number' AND jsonb_typeof(usage -> 'outputTokens') = 'number'
     THEN ((usage ->> 'inputTokens')::numeric + (usage ->> 'outputTokens')::numeric)::bigint END
@@ -76,78 +56,17 @@ INSERT INTO budget_usage (run_id, principal, channel, surface, conversation_id, 
     switchboard_budget_tokens(usage::jsonb),
     (usage::jsonb ->> 'costUsd')::double precision
   FROM runs WHERE steps > 0 AND jsonb_typeof(context::jsonb) = 'object' AND (context::jsonb ->> 'channel') IS NOT NULL;
-CREATE TABLE budget_overrides (
-  scope TEXT PRIMARY KEY,
-  limits TEXT,
-  reset_at_ms BIGINT,
-  updated_at_ms BIGINT NOT NULL,
-  updated_by TEXT NOT NULL
-);
 `;
 
 export function createPostgresBudgetStore(sql: SQL): BudgetStore {
-  return {
-    async usageSince(filter, sinceMs) {
-      const p = filterParams(filter);
-      const [row] =
-        p.principal !== null
-          ? await sql.unsafe<TotalsRow[]>(
-              `SELECT ${TOTALS_SQL} FROM budget_usage WHERE principal = $1 AND at_ms >= $2`,
-              [p.principal, sinceMs],
-            )
-          : await sql.unsafe<TotalsRow[]>(
-              `SELECT ${TOTALS_SQL} FROM budget_usage
-               WHERE ($1 = '*' OR channel = $1) AND ($2 = '*' OR surface = $2) AND at_ms >= $3`,
-              [p.channel, p.surface, sinceMs],
-            );
-      return totalsFromRow(row);
+  return budgetStore({
+    param: (n) => `$${n}`,
+    lockRows: " FOR UPDATE",
+    rows: async (text, params) => (await sql.unsafe(text, params)) as unknown[],
+    async transact<R>(procedure: BudgetWrite<R>): Promise<R> {
+      return (await sql.begin((tx) =>
+        runAsync(procedure, { rows: async (text, params) => (await tx.unsafe(text, params)) as unknown[] }),
+      )) as R;
     },
-
-    async conversationUsageSince(conversationId, sinceMs) {
-      const [row] = await sql.unsafe<TotalsRow[]>(
-        `SELECT ${TOTALS_SQL} FROM budget_usage WHERE conversation_id = $1 AND at_ms >= $2`,
-        [conversationId, sinceMs],
-      );
-      return totalsFromRow(row);
-    },
-
-    async usageBy(group, sinceMs, limit) {
-      const column = group === "user" ? "principal" : "conversation_id";
-      const rows = await sql.unsafe<Array<TotalsRow & { key: string }>>(
-        `SELECT ${column} AS key, ${TOTALS_SQL} FROM budget_usage
-         WHERE ${column} IS NOT NULL AND at_ms >= $1 GROUP BY ${column} ORDER BY tokens DESC, key LIMIT $2`,
-        [sinceMs, limit],
-      );
-      return rows.map(usageRowFrom);
-    },
-
-    async override(scope) {
-      const [row] = await sql<OverrideRow[]>`SELECT * FROM budget_overrides WHERE scope = ${scope}`;
-      return row ? overrideFromRow(row) : null;
-    },
-
-    async listOverrides() {
-      return (await sql<OverrideRow[]>`SELECT * FROM budget_overrides ORDER BY scope`).map(overrideFromRow);
-    },
-
-    async changeOverride(scope, change, by, nowMs) {
-      return await sql.begin(async (tx) => {
-        const [prior] = await tx<OverrideRow[]>`
-          SELECT * FROM budget_overrides WHERE scope = ${scope} FOR UPDATE`;
-        const { limits, resetAtMs } = mergeOverride(prior ? overrideFromRow(prior) : null, change);
-        const [row] = await tx<OverrideRow[]>`
-          INSERT INTO budget_overrides (scope, limits, reset_at_ms, updated_at_ms, updated_by)
-          VALUES (${scope}, ${limits === null ? null : JSON.stringify(limits)}, ${resetAtMs}, ${nowMs}, ${by})
-          ON CONFLICT (scope) DO UPDATE SET limits = excluded.limits, reset_at_ms = excluded.reset_at_ms,
-            updated_at_ms = excluded.updated_at_ms, updated_by = excluded.updated_by
-          RETURNING *`;
-        return overrideFromRow(row!);
-      });
-    },
-
-    async clearOverride(scope) {
-      const rows = await sql`DELETE FROM budget_overrides WHERE scope = ${scope} RETURNING scope`;
-      return rows.length > 0;
-    },
-  };
+  });
 }

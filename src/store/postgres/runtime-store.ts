@@ -1,5 +1,4 @@
 import type { SQL, TransactionSQL } from "bun";
-import { SwitchboardError } from "../../errors.ts";
 import type { OperatorRuntimeStore } from "../../operator/runtime-store.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import type {
@@ -7,13 +6,10 @@ import type {
   AdmitResult,
   ApprovalFilter,
   ApprovalRecord,
-  CompactionCandidates,
-  CompactionRead,
   ConversationHead,
   ConversationSettings,
   Fence,
   MessagePage,
-  PromptContext,
   PurgeRecord,
   RunRecord,
   RunView,
@@ -23,6 +19,7 @@ import type { ConversationState, StateStore } from "../../state/store.ts";
 import { type AdmissionSteps, admitAsync } from "../admission.ts";
 import { resolveKey } from "../ledger-writes.ts";
 import { type Mutation, type MutationSteps, StoreMutations } from "../mutations.ts";
+import type { PromptRead } from "../prompt-reads.ts";
 import {
   type ApprovalRow,
   type Integer,
@@ -32,12 +29,12 @@ import {
   toMessagePage,
   toRun,
 } from "../rows.ts";
-import { checkFence, type EventBody } from "../rules.ts";
+import { checkFence, type EventBody, purgedError } from "../rules.ts";
 import { type StateRow, toStateRecord } from "../state-rows.ts";
 import { type AsyncSteps, runAsync } from "../steps.ts";
 import { postgresAdmissionSteps } from "./admission-steps.ts";
 import { CommitPublisher } from "./commit-publisher.ts";
-import { compactionCandidates, messageById, promptContext } from "./prompt-reads.ts";
+import { messageById, postgresPromptReads } from "./prompt-reads.ts";
 import { openMigratedPool } from "./schema.ts";
 import { postgresStoreSteps } from "./store-steps.ts";
 
@@ -108,6 +105,10 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     return this.write((tx) => runAsync(procedure, this.steps(tx)));
   }
 
+  protected readPrompt<R>(procedure: PromptRead<R>): Promise<R> {
+    return this.read((sql) => runAsync(procedure, postgresPromptReads(sql)));
+  }
+
   /** Runs several reads on one snapshot. A single-statement read uses the pool directly. */
   private async read<T>(work: (sql: SQL) => Promise<T>): Promise<T> {
     return (await this.sql.begin("isolation level repeatable read, read only", work)) as T;
@@ -136,12 +137,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
   private async assertNotPurged(sql: SQL, conversationId: string): Promise<void> {
     const [tomb] = await sql`
       SELECT 1 FROM conversation_tombstones WHERE conversation_id = ${conversationId}`;
-    if (tomb) {
-      throw new SwitchboardError(
-        "conversation_purged",
-        `Conversation ${conversationId} was purged; start a new conversation instead.`,
-      );
-    }
+    if (tomb) throw purgedError(conversationId);
   }
 
   private async lockExistingHead(tx: Tx, conversationId: string): Promise<number | null> {
@@ -237,10 +233,6 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
 
   // ---- RuntimeStore ----
 
-  loadCompactionCandidates(conversationId: string, options: CompactionRead): Promise<CompactionCandidates> {
-    return this.read((sql) => compactionCandidates(sql, conversationId, options));
-  }
-
   /**
    * One transaction per admission. Admissions to one conversation queue on its head lock; two
    * carrying one ingress identity queue on that identity first, so the second sees the first's
@@ -288,10 +280,6 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
 
   async assertFence(fence: Fence): Promise<void> {
     checkFence(await this.runRow(this.sql, fence.runId), fence);
-  }
-
-  loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
-    return this.read((sql) => promptContext(sql, runId, options));
   }
 
   async readToolOutput(
@@ -424,6 +412,19 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
       ON CONFLICT (name) DO NOTHING`;
     const [row] = await this.sql<Array<{ value: string }>>`SELECT value FROM secrets WHERE name = ${name}`;
     return row!.value;
+  }
+
+  async loadChannelState(name: string): Promise<string | null> {
+    const [row] = await this.sql<
+      Array<{ value: string }>
+    >`SELECT value FROM channel_state WHERE name = ${name}`;
+    return row?.value ?? null;
+  }
+
+  async saveChannelState(name: string, value: string, nowMs: number): Promise<void> {
+    await this.sql`
+      INSERT INTO channel_state (name, value, updated_at_ms) VALUES (${name}, ${value}, ${nowMs})
+      ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at_ms = EXCLUDED.updated_at_ms`;
   }
 
   async loadConversation(conversationId: string): Promise<ConversationHead | null> {

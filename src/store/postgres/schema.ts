@@ -1,5 +1,15 @@
 import { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
+import {
+  approvalsTablesSql,
+  ingressReceiptsTableSql,
+  messagesTableSql,
+  POSTGRES_DIALECT,
+  RUNS_INDEXES_SQL,
+  runsTableSql,
+  stepsTableSql,
+  toolOutputsSql,
+} from "../tables.sql.ts";
 import { ACCESS_SCHEMA_SQL, PAIRING_ATTEMPT_KEYS_SQL } from "./access.ts";
 import { BUDGETS_SCHEMA_SQL } from "./budgets.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
@@ -38,73 +48,14 @@ CREATE TABLE conversation_keys (
   generation INTEGER NOT NULL,
   updated_at_ms BIGINT NOT NULL
 );
-CREATE TABLE runs (
-  queue_seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  conversation_id TEXT NOT NULL,
-  state TEXT NOT NULL,
-  priority TEXT NOT NULL,
-  policy TEXT NOT NULL,
-  input_message_ids TEXT NOT NULL,
-  assistant_message_id TEXT NOT NULL,
-  owner TEXT,
-  fencing_token BIGINT NOT NULL DEFAULT 0,
-  lease_expires_at_ms BIGINT,
-  stop_reason TEXT,
-  steps INTEGER NOT NULL DEFAULT 0,
-  usage TEXT NOT NULL DEFAULT '{}',
-  cost_complete BOOLEAN NOT NULL DEFAULT TRUE,
-  absorbed_into TEXT,
-  error TEXT,
-  context TEXT NOT NULL,
-  created_at_ms BIGINT NOT NULL,
-  started_at_ms BIGINT,
-  finished_at_ms BIGINT,
-  finish_seq BIGINT
-);
+${runsTableSql(POSTGRES_DIALECT)}
 CREATE SEQUENCE run_finish_seqs AS BIGINT;
-CREATE UNIQUE INDEX runs_finish_seq ON runs (finish_seq) WHERE finish_seq IS NOT NULL;
-CREATE INDEX runs_active ON runs (queue_seq) WHERE state IN ('queued', 'running', 'interrupt_requested');
-CREATE INDEX runs_conversation_active ON runs (conversation_id, queue_seq)
-  WHERE state IN ('queued', 'running', 'interrupt_requested');
-CREATE INDEX runs_conversation_finished ON runs (conversation_id, finish_seq) WHERE finish_seq IS NOT NULL;
-CREATE TABLE messages (
-  ord BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  conversation_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  role TEXT NOT NULL,
-  parts TEXT NOT NULL,
-  status TEXT NOT NULL,
-  created_at_ms BIGINT NOT NULL,
-  idempotency_key TEXT,
-  fingerprint TEXT
-);
-CREATE INDEX messages_conversation ON messages (conversation_id, ord);
-CREATE INDEX messages_run ON messages (run_id);
+${RUNS_INDEXES_SQL}
+${messagesTableSql(POSTGRES_DIALECT, ",\n  idempotency_key TEXT,\n  fingerprint TEXT")}
 CREATE UNIQUE INDEX messages_admission ON messages (conversation_id, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
-CREATE TABLE steps (
-  run_id TEXT NOT NULL,
-  step INTEGER NOT NULL,
-  model TEXT NOT NULL,
-  finish_reason TEXT NOT NULL,
-  usage TEXT NOT NULL,
-  started_at_ms BIGINT NOT NULL,
-  finished_at_ms BIGINT NOT NULL,
-  PRIMARY KEY (run_id, step)
-);
-CREATE TABLE ingress_receipts (
-  source TEXT NOT NULL,
-  key TEXT NOT NULL,
-  conversation_id TEXT,
-  run_id TEXT,
-  input_message_id TEXT,
-  outcome TEXT NOT NULL,
-  payload TEXT NOT NULL,
-  created_at_ms BIGINT NOT NULL,
-  PRIMARY KEY (source, key)
-);
+${stepsTableSql(POSTGRES_DIALECT)}
+${ingressReceiptsTableSql(POSTGRES_DIALECT)}
 CREATE TABLE events (
   conversation_id TEXT NOT NULL,
   seq BIGINT NOT NULL,
@@ -136,18 +87,7 @@ CREATE TABLE conversation_summaries (
 `;
 
 /** Migration 7: tool results too large for the prompt, kept in full for read_output; SQLite's 10. */
-const TOOL_OUTPUTS_SQL = `
-CREATE TABLE tool_outputs (
-  ref TEXT PRIMARY KEY,
-  conversation_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  tool_call_id TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  text TEXT NOT NULL,
-  created_at_ms BIGINT NOT NULL
-);
-CREATE INDEX tool_outputs_by_conversation ON tool_outputs (conversation_id);
-`;
+const TOOL_OUTPUTS_SQL = toolOutputsSql(POSTGRES_DIALECT);
 
 /**
  * Migration 8: media blobs, content-addressed (sha256 hex), stored as 1 MiB chunks so a put
@@ -256,28 +196,7 @@ INSERT INTO switchboard_meta (key, value)
 
 /** Migration 11: approval requests, generated secrets, outbox buttons/edits; SQLite's migration 13. */
 const APPROVALS_SCHEMA_SQL = `
-CREATE TABLE approvals (
-  id TEXT PRIMARY KEY,
-  conversation_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  tool_call_id TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  input TEXT NOT NULL,
-  binding TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
-  decided_by TEXT,
-  successor_run_id TEXT,
-  created_at_ms BIGINT NOT NULL,
-  expires_at_ms BIGINT NOT NULL,
-  decided_at_ms BIGINT
-);
-CREATE INDEX approvals_pending ON approvals (expires_at_ms) WHERE state = 'pending';
-CREATE INDEX approvals_conversation ON approvals (conversation_id, created_at_ms);
-CREATE TABLE secrets (
-  name TEXT PRIMARY KEY,
-  value TEXT NOT NULL,
-  created_at_ms BIGINT NOT NULL
-);
+${approvalsTablesSql(POSTGRES_DIALECT)}
 ALTER TABLE outbox ADD COLUMN presentation TEXT;
 `;
 
@@ -346,6 +265,15 @@ INSERT INTO conversation_lookup (conversation_id, term)
   ON CONFLICT DO NOTHING;
 `;
 
+/** Migration 20: a channel's durable state (Matrix's sync token and login); SQLite's migration 23. */
+const CHANNEL_STATE_SQL = `
+CREATE TABLE channel_state (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  updated_at_ms BIGINT NOT NULL
+);
+`;
+
 /**
  * Every schema step switchboard's PostgreSQL database has taken, in order. Append only. The
  * outbox and schedules came after the conversation tables, so versions do not match SQLite's.
@@ -370,6 +298,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 17, name: "conversation-lookup", sql: CONVERSATION_LOOKUP_SQL },
   { version: 18, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
   { version: 19, name: "pairing-attempt-keys", sql: PAIRING_ATTEMPT_KEYS_SQL },
+  { version: 20, name: "channel-state", sql: CHANNEL_STATE_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

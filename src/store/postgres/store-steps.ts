@@ -2,12 +2,13 @@ import type { TransactionSQL } from "bun";
 import type { ConversationSettings, RunRecord } from "../../runtime/store.ts";
 import type { MessagePart, TerminalRunState, Usage } from "../../runtime/types.ts";
 import type { MutationSteps } from "../mutations.ts";
+import { commitAnswer, finalizeStream, insertRecords } from "../outbox-writes.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
 import type { EventBody } from "../rules.ts";
 import { endWithoutOwner } from "../run-writes.ts";
 import { type StateRow, toStateRecord } from "../state-rows.ts";
 import { type AsyncSteps, runAsync } from "../steps.ts";
-import { commitAnswerDelivery, finalizeStreamRecord, insertOutboxRecords } from "./outbox.ts";
+import { postgresOutboxSteps } from "./outbox.ts";
 import { summaryOf } from "./prompt-reads.ts";
 
 type PostgresSteps = AsyncSteps<MutationSteps>;
@@ -31,6 +32,7 @@ export interface PostgresLedger {
  * store's one order (an ingress identity, the conversation's head, its runs).
  */
 export function postgresStoreSteps(sql: TransactionSQL, ledger: PostgresLedger): PostgresSteps {
+  const outbox = postgresOutboxSteps(sql);
   const steps: PostgresSteps = {
     fenced: ledger.fenced,
     lockRun: (runId) => ledger.lockRun(runId),
@@ -58,7 +60,7 @@ export function postgresStoreSteps(sql: TransactionSQL, ledger: PostgresLedger):
       return answer ? (JSON.parse(answer.parts) as MessagePart[]) : null;
     },
     finalizeStream: async (key, markdown, nowMs) => {
-      await finalizeStreamRecord(sql, key, markdown, nowMs);
+      await runAsync(finalizeStream(key, markdown, nowMs), outbox);
     },
 
     // ---- a run's lease and its owner's writes ----
@@ -105,7 +107,7 @@ export function postgresStoreSteps(sql: TransactionSQL, ledger: PostgresLedger):
           ${spilled.toolName}, ${spilled.text}, ${nowMs})
         ON CONFLICT (ref) DO NOTHING`;
     },
-    insertOutbox: (inserts, nowMs) => insertOutboxRecords(sql, inserts, nowMs),
+    insertOutbox: (inserts, nowMs) => runAsync(insertRecords(inserts, nowMs), outbox),
     updateInputParts: async (messageId, parts) => {
       await sql`UPDATE messages SET parts = ${JSON.stringify(parts)} WHERE id = ${messageId} AND role = 'user'`;
     },
@@ -135,7 +137,7 @@ export function postgresStoreSteps(sql: TransactionSQL, ledger: PostgresLedger):
           ${JSON.stringify(approval.input ?? null)}, ${approval.binding}, 'pending', ${nowMs}, ${approval.expiresAtMs})`;
     },
     writeDelivery: async (delivery, nowMs) => {
-      await commitAnswerDelivery(sql, delivery, nowMs);
+      await runAsync(commitAnswer(delivery, nowMs), outbox);
     },
     markInterruptRequested: async (runId, reason) => {
       await sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;

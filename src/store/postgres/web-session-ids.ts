@@ -8,9 +8,8 @@
 import type { SQL } from "bun";
 import {
   DISCOVERY,
-  LOWERCASED_COLUMNS,
-  SessionIdRewriter,
-  sessionIdIn,
+  rewriterOf,
+  rewrittenColumns,
   UNTOUCHED_TABLES,
   WEB_SESSION_IDS_MIGRATION,
   type WebSessionMigration,
@@ -35,14 +34,9 @@ export async function migratePostgresWebSessionIds(
     const [done] = await tx<Array<{ key: string }>>`
       SELECT key FROM switchboard_meta WHERE key = ${WEB_SESSION_IDS_MIGRATION}`;
     if (done) return null;
-    const userIds = new Map<string, string>();
-    for (const source of DISCOVERY) {
-      for (const row of (await tx.unsafe(source.sql)) as Array<{ v: unknown }>) {
-        const sessionId = sessionIdIn(row.v, source);
-        if (sessionId !== null && !userIds.has(sessionId)) userIds.set(sessionId, userIdOf(sessionId));
-      }
-    }
-    const rewriter = new SessionIdRewriter(userIds);
+    const found: Array<Array<{ v: unknown }>> = [];
+    for (const source of DISCOVERY) found.push((await tx.unsafe(source.sql)) as Array<{ v: unknown }>);
+    const rewriter = rewriterOf(found, userIdOf);
     const changed = { rows: 0, tables: [] as string[] };
     if (rewriter.size > 0) {
       const columns = (await tx`
@@ -61,6 +55,7 @@ export async function migratePostgresWebSessionIds(
       const ids = rewriter.sessionIds();
       for (const [table, texts] of tables) {
         let rows = 0;
+        const names = texts.map((t) => t.column);
         for (let i = 0; i < ids.length; i += IDS_PER_PATTERN) {
           // Ids are of A-Z a-z 0-9 _ -: nothing to escape. `~*` also finds lower-cased copies.
           const pattern = ids.slice(i, i + IDS_PER_PATTERN).join("|");
@@ -71,13 +66,7 @@ export async function migratePostgresWebSessionIds(
             [pattern],
           )) as Array<Record<string, string | null>>;
           for (const row of found) {
-            const values: Array<[number, string]> = [];
-            texts.forEach((t, n) => {
-              const value = row[`c${n}`];
-              if (typeof value !== "string") return;
-              const rewritten = rewriter.rewrite(value, LOWERCASED_COLUMNS.has(`${table}.${t.column}`));
-              if (rewritten !== null) values.push([n, rewritten]);
-            });
+            const values = rewrittenColumns(row, table, names, rewriter);
             if (values.length === 0) continue;
             const set = values
               .map(([n], k) => `${quote(texts[n]!.column)} = $${k + 1}::${cast(texts[n]!.type)}`)

@@ -1,46 +1,15 @@
 import type { Database } from "bun:sqlite";
 import type { AccessStore } from "../../access/store.ts";
-import { type CodeRow, type GrantRow, grantFromRow } from "../access-rows.ts";
+import { type CodeRow, type GrantRow, grantFromRow, openCodeFromRow } from "../access-rows.ts";
 import { type AccessWriteSteps, pairingMutations } from "../access-writes.ts";
 import { runSync } from "../steps.ts";
+import { accessSchemaSql, SQLITE_DIALECT } from "../tables.sql.ts";
 
-export const ACCESS_SCHEMA_SQL = `
-CREATE TABLE access_grants (
-  channel TEXT NOT NULL,
-  user_id TEXT NOT NULL,
-  code TEXT NOT NULL,
-  user_name TEXT,
-  granted_at_ms INTEGER NOT NULL,
-  granted_by TEXT NOT NULL,
-  PRIMARY KEY (channel, user_id)
-);
-CREATE TABLE pairing_codes (
-  code TEXT PRIMARY KEY,
-  channel TEXT NOT NULL,
-  user_id TEXT NOT NULL,
-  user_name TEXT,
-  update_key TEXT NOT NULL,
-  created_at_ms INTEGER NOT NULL,
-  expires_at_ms INTEGER NOT NULL,
-  redeemed_at_ms INTEGER,
-  UNIQUE (channel, update_key)
-);
-CREATE INDEX pairing_codes_by_user ON pairing_codes (channel, user_id, created_at_ms);
-CREATE TABLE pairing_wrong_attempts (
-  id INTEGER PRIMARY KEY,
-  at_ms INTEGER NOT NULL
-);
-`;
+/** The access tables (../tables.sql.ts). */
+export const ACCESS_SCHEMA_SQL = accessSchemaSql(SQLITE_DIALECT);
 
-/**
- * Migration 22: wrong pairing codes are counted per attempt key (an operator, an address), so a
- * lock after PAIRING_MAX_WRONG_ATTEMPTS holds back only whoever guessed. Earlier attempts, whose
- * author is unknown, keep the key '' that nobody uses and leave with their window.
- */
-export const PAIRING_ATTEMPT_KEYS_SQL = `
-ALTER TABLE pairing_wrong_attempts ADD COLUMN attempt_key TEXT NOT NULL DEFAULT '';
-CREATE INDEX pairing_wrong_attempts_by_key ON pairing_wrong_attempts (attempt_key, at_ms);
-`;
+/** Migration 22: wrong pairing codes are counted per attempt key (../tables.sql.ts). */
+export { PAIRING_ATTEMPT_KEYS_SQL } from "../tables.sql.ts";
 
 export function createSqliteAccessStore(db: Database): AccessStore {
   const steps = sqliteAccessSteps(db);
@@ -67,13 +36,7 @@ export function createSqliteAccessStore(db: Database): AccessStore {
           "SELECT * FROM pairing_codes WHERE redeemed_at_ms IS NULL AND expires_at_ms > ? ORDER BY created_at_ms DESC",
         )
         .all(nowMs)
-        .map((c) => ({
-          code: c.code,
-          channel: c.channel,
-          userId: c.user_id,
-          userName: c.user_name,
-          expiresAtMs: Number(c.expires_at_ms),
-        }));
+        .map(openCodeFromRow);
     },
 
     async revokeGrant(channel, userId) {

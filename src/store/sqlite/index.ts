@@ -21,6 +21,7 @@ import { createSqliteScheduleRepository } from "./schedules.ts";
 import {
   ADMISSION_COLUMNS_SQL,
   APPROVALS_SCHEMA_SQL,
+  CHANNEL_STATE_SQL,
   CONVERSATION_LOOKUP_SQL,
   EVENTS_BY_ROWID_SQL,
   HISTORY_SEARCH_SQL,
@@ -62,6 +63,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 20, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
   { version: 21, name: "state-counts", sql: STATE_COUNTS_SQL },
   { version: 22, name: "pairing-attempt-keys", sql: PAIRING_ATTEMPT_KEYS_SQL },
+  { version: 23, name: "channel-state", sql: CHANNEL_STATE_SQL },
 ];
 
 export interface SqliteStores {

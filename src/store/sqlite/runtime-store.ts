@@ -1,5 +1,4 @@
 import type { Database } from "bun:sqlite";
-import { SwitchboardError } from "../../errors.ts";
 import type { OperatorRuntimeStore } from "../../operator/runtime-store.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import type {
@@ -7,13 +6,10 @@ import type {
   AdmitResult,
   ApprovalFilter,
   ApprovalRecord,
-  CompactionCandidates,
-  CompactionRead,
   ConversationHead,
   ConversationSettings,
   Fence,
   MessagePage,
-  PromptContext,
   PurgeRecord,
   RunRecord,
   RunView,
@@ -23,6 +19,7 @@ import type { ConversationState, StateStore } from "../../state/store.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
 import { resolveKey } from "../ledger-writes.ts";
 import { type Mutation, type MutationSteps, StoreMutations } from "../mutations.ts";
+import type { PromptRead, PromptReadSteps } from "../prompt-reads.ts";
 import {
   type ApprovalRow,
   type MessageRow,
@@ -32,12 +29,12 @@ import {
   toMessagePage,
   toRun,
 } from "../rows.ts";
-import { checkFence, type EventBody } from "../rules.ts";
+import { checkFence, type EventBody, purgedError } from "../rules.ts";
 import { type StateRow, toStateRecord } from "../state-rows.ts";
 import { runSync } from "../steps.ts";
 import { sqliteAdmissionSteps } from "./admission-steps.ts";
 import { GroupCommit, type Outcome } from "./group-commit.ts";
-import { compactionCandidates, promptContext } from "./prompt-reads.ts";
+import { sqlitePromptReads } from "./prompt-reads.ts";
 import { sqliteStoreSteps } from "./store-steps.ts";
 
 const ACTIVE = "('queued', 'running', 'interrupt_requested')";
@@ -58,9 +55,12 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
   private readonly admissionSteps: AdmissionSteps;
   /** Every other mutation's (see mutations.ts). */
   private readonly steps: MutationSteps;
+  /** The prompt reads' (see prompt-reads.ts). */
+  private readonly promptReads: PromptReadSteps;
 
   constructor(readonly db: Database) {
     super();
+    this.promptReads = sqlitePromptReads(db);
     this.admissionSteps = sqliteAdmissionSteps(db, {
       resolveKey: (key, nowMs) => this.resolveKey(key, nowMs),
       version: (conversationId) => this.version(conversationId),
@@ -114,6 +114,10 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
     return this.write(() => runSync(procedure, this.steps));
   }
 
+  protected readPrompt<R>(procedure: PromptRead<R>): Promise<R> {
+    return this.read(() => runSync(procedure, this.promptReads));
+  }
+
   private read<T>(work: () => T): Promise<T> {
     try {
       return Promise.resolve(this.db.transaction(work).deferred());
@@ -141,12 +145,7 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
     const tomb = this.db
       .query("SELECT 1 FROM conversation_tombstones WHERE conversation_id = ?")
       .get(conversationId);
-    if (tomb) {
-      throw new SwitchboardError(
-        "conversation_purged",
-        `Conversation ${conversationId} was purged; start a new conversation instead.`,
-      );
-    }
+    if (tomb) throw purgedError(conversationId);
   }
 
   private ensureConversation(conversationId: string, nowMs: number): void {
@@ -211,10 +210,6 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
   }
 
   // ---- RuntimeStore ----
-
-  loadCompactionCandidates(conversationId: string, options: CompactionRead): Promise<CompactionCandidates> {
-    return this.read(() => compactionCandidates(this.db, conversationId, options));
-  }
 
   /**
    * Admissions that arrive together share one write transaction (group commit). Every caller's
@@ -292,10 +287,6 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
     return this.read(() => {
       this.fenced(fence);
     });
-  }
-
-  loadPromptContext(runId: string, options: { maxTurns: number }): Promise<PromptContext> {
-    return this.read(() => promptContext(this.db, runId, options));
   }
 
   readToolOutput(
@@ -473,6 +464,26 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
         )
         .run(name, candidate, nowMs);
       return (this.db.query("SELECT value FROM secrets WHERE name = ?").get(name) as { value: string }).value;
+    });
+  }
+
+  loadChannelState(name: string): Promise<string | null> {
+    return this.read(() => {
+      const row = this.db.query("SELECT value FROM channel_state WHERE name = ?").get(name) as {
+        value: string;
+      } | null;
+      return row?.value ?? null;
+    });
+  }
+
+  saveChannelState(name: string, value: string, nowMs: number): Promise<void> {
+    return this.write(() => {
+      this.db
+        .query(
+          `INSERT INTO channel_state (name, value, updated_at_ms) VALUES (?, ?, ?)
+           ON CONFLICT(name) DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms`,
+        )
+        .run(name, value, nowMs);
     });
   }
 

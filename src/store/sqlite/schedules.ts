@@ -1,23 +1,9 @@
 import type { Database } from "bun:sqlite";
-import type { ClaimResult, Schedule, ScheduleRepository, SettleResult } from "../../../schedules/types.ts";
-import {
-  type OccurrenceRow,
-  type ScheduleRow,
-  toOccurrence,
-  toSchedule,
-  toScheduleRow,
-} from "../schedule-rows.ts";
-import {
-  cancelUpdate,
-  decideClaim,
-  decideSettle,
-  decideSkip,
-  editUpdate,
-  pauseUpdate,
-  RECLAIMED_COLUMNS,
-  resumeUpdate,
-  type ScheduleUpdate,
-} from "../schedule-rules.ts";
+import type { Schedule, ScheduleRepository } from "../../../schedules/types.ts";
+import { type OccurrenceRow, type ScheduleRow, toOccurrence, toSchedule } from "../schedule-rows.ts";
+import { RECLAIMED_COLUMNS } from "../schedule-rules.ts";
+import { type ScheduleReads, type ScheduleSteps, scheduleRepository } from "../schedule-writes.ts";
+import { runSync } from "../steps.ts";
 import { placeholders } from "./database.ts";
 
 export { SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
@@ -64,43 +50,54 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
     ).run(...(Object.values(columns) as SqlValue[]), scheduleId, scheduledForMs);
   };
 
-  /** A slot left `retrying` by a schedule that moved on would otherwise look pending forever. */
-  const abandonRetrying = (scheduleId: string, reason: string, nowMs: number): void => {
-    db.query(
-      `UPDATE schedule_occurrences SET state = 'skipped', last_error = ?, updated_at_ms = ?
-       WHERE schedule_id = ? AND state = 'retrying'`,
-    ).run(reason, nowMs, scheduleId);
-  };
-
-  const transaction = <T>(fn: () => T): T => db.transaction(fn).immediate();
-
-  /** Applies the update `decide` returns for the schedule's row; null when it returns none. */
-  const change = async (
-    id: string,
-    nowMs: number,
-    decide: (row: ScheduleRow | null) => ScheduleUpdate | null,
-  ): Promise<Schedule | null> =>
-    transaction(() => {
-      const update = decide(scheduleById(id));
-      if (!update) return null;
-      if (update.abandonRetrying) abandonRetrying(id, update.abandonRetrying, nowMs);
-      return updateSchedule(id, update.columns);
-    });
-
-  return {
-    async insert(schedule, maxLive) {
-      return transaction(() => {
-        const { n } = db
+  const steps: ScheduleSteps = {
+    lockSchedule: scheduleById,
+    lockOccurrence: occurrenceByKey,
+    updateSchedule,
+    abandonRetrying: (scheduleId, reason, nowMs) => {
+      db.query(
+        `UPDATE schedule_occurrences SET state = 'skipped', last_error = ?, updated_at_ms = ?
+         WHERE schedule_id = ? AND state = 'retrying'`,
+      ).run(reason, nowMs, scheduleId);
+    },
+    liveCount: (schedule) =>
+      (
+        db
           .query(
             `SELECT count(*) AS n FROM schedules WHERE ${schedule.chatKey === null ? "conversation_id" : "chat_key"} = ? AND state IN ('active', 'paused')`,
           )
-          .get(schedule.chatKey ?? schedule.conversationId) as { n: number };
-        if (n >= maxLive) return { inserted: false as const, liveCount: n };
-        insertRow("schedules", toScheduleRow(schedule));
-        return { inserted: true as const };
-      });
+          .get(schedule.chatKey ?? schedule.conversationId) as { n: number }
+      ).n,
+    insertSchedule: (row) => insertRow("schedules", row),
+    upsertClaimed: (occurrence) =>
+      insertRow(
+        "schedule_occurrences",
+        occurrence,
+        `ON CONFLICT (schedule_id, scheduled_for_ms) DO UPDATE SET ${RECLAIM_SET}`,
+      ),
+    insertSkipped: (occurrence) =>
+      insertRow("schedule_occurrences", occurrence, "ON CONFLICT (schedule_id, scheduled_for_ms) DO NOTHING"),
+    updateOccurrence,
+    expireLeases: (exceptOwner, nowMs) => {
+      const taken = db
+        .query(
+          `UPDATE schedule_occurrences SET lease_expires_at_ms = ?1, updated_at_ms = ?1
+           WHERE state = 'claimed' AND lease_expires_at_ms > ?1 AND lease_owner IS NOT ?2
+           RETURNING schedule_id, scheduled_for_ms`,
+        )
+        .all(nowMs, exceptOwner) as Array<{ schedule_id: string; scheduled_for_ms: number }>;
+      for (const occurrence of taken) {
+        // Due now, if the schedule is still waiting on that very slot's lease.
+        db.query(
+          `UPDATE schedules SET due_at_ms = ?1 WHERE id = ?2 AND state = 'active' AND next_at_ms = ?3
+           AND due_at_ms > ?1`,
+        ).run(nowMs, occurrence.schedule_id, occurrence.scheduled_for_ms);
+      }
+      return taken.length;
     },
+  };
 
+  const reads: ScheduleReads = {
     async get(id) {
       const row = scheduleById(id);
       return row ? toSchedule(row) : null;
@@ -144,80 +141,6 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
       return rows.map(toSchedule);
     },
 
-    pause: (id, nowMs) => change(id, nowMs, (row) => pauseUpdate(row, nowMs)),
-    resume: (id, nextAtMs, nowMs) => change(id, nowMs, (row) => resumeUpdate(row, nextAtMs, nowMs)),
-    cancel: (id, nowMs) => change(id, nowMs, (row) => cancelUpdate(row, nowMs)),
-    edit: (id, expectedVersion, edit, nowMs) =>
-      change(id, nowMs, (row) => editUpdate(row, expectedVersion, edit, nowMs)),
-
-    async expireLeases({ exceptOwner, nowMs }) {
-      return transaction(() => {
-        const taken = db
-          .query(
-            `UPDATE schedule_occurrences SET lease_expires_at_ms = ?1, updated_at_ms = ?1
-             WHERE state = 'claimed' AND lease_expires_at_ms > ?1 AND lease_owner IS NOT ?2
-             RETURNING schedule_id, scheduled_for_ms`,
-          )
-          .all(nowMs, exceptOwner) as Array<{ schedule_id: string; scheduled_for_ms: number }>;
-        for (const occurrence of taken) {
-          // Due now, if the schedule is still waiting on that very slot's lease.
-          db.query(
-            `UPDATE schedules SET due_at_ms = ?1 WHERE id = ?2 AND state = 'active' AND next_at_ms = ?3
-             AND due_at_ms > ?1`,
-          ).run(nowMs, occurrence.schedule_id, occurrence.scheduled_for_ms);
-        }
-        return taken.length;
-      });
-    },
-
-    async claimOccurrence(request): Promise<ClaimResult> {
-      const { scheduleId, scheduledForMs } = request;
-      return transaction((): ClaimResult => {
-        const decision = decideClaim(
-          scheduleById(scheduleId),
-          occurrenceByKey(scheduleId, scheduledForMs),
-          request,
-        );
-        if (!decision.claimed) {
-          if (decision.reason === "leased") updateSchedule(scheduleId, { due_at_ms: decision.dueAtMs });
-          return { claimed: false, reason: decision.reason };
-        }
-        insertRow(
-          "schedule_occurrences",
-          decision.occurrence,
-          `ON CONFLICT (schedule_id, scheduled_for_ms) DO UPDATE SET ${RECLAIM_SET}`,
-        );
-        const schedule = updateSchedule(scheduleId, decision.schedule);
-        return { claimed: true, claim: decision.claim, schedule };
-      });
-    },
-
-    async settleOccurrence(claim, settlement, nowMs): Promise<SettleResult> {
-      return transaction((): SettleResult => {
-        const row = scheduleById(claim.scheduleId);
-        const occurrence = occurrenceByKey(claim.scheduleId, claim.scheduledForMs);
-        const decision = decideSettle(row, occurrence, claim, settlement, nowMs);
-        if (!decision.settled) return { settled: false, reason: "fence_lost" };
-        updateOccurrence(claim.scheduleId, claim.scheduledForMs, decision.occurrence);
-        if (decision.schedule)
-          return { settled: true, schedule: updateSchedule(claim.scheduleId, decision.schedule) };
-        return { settled: true, schedule: row ? toSchedule(row) : null };
-      });
-    },
-
-    async skipOccurrence(request) {
-      return transaction(() => {
-        const decision = decideSkip(scheduleById(request.scheduleId), request);
-        if (!decision) return null;
-        insertRow(
-          "schedule_occurrences",
-          decision.occurrence,
-          "ON CONFLICT (schedule_id, scheduled_for_ms) DO NOTHING",
-        );
-        return updateSchedule(request.scheduleId, decision.schedule);
-      });
-    },
-
     async getOccurrence(scheduleId, scheduledForMs) {
       const row = occurrenceByKey(scheduleId, scheduledForMs);
       return row ? toOccurrence(row) : null;
@@ -232,4 +155,8 @@ export function createSqliteScheduleRepository(db: Database): ScheduleRepository
       return rows.map(toOccurrence);
     },
   };
+
+  return scheduleRepository(reads, async (procedure) =>
+    db.transaction(() => runSync(procedure, steps)).immediate(),
+  );
 }

@@ -1,3 +1,14 @@
+import {
+  approvalsTablesSql,
+  ingressReceiptsTableSql,
+  messagesTableSql,
+  RUNS_INDEXES_SQL,
+  runsTableSql,
+  SQLITE_DIALECT,
+  stepsTableSql,
+  toolOutputsSql,
+} from "../tables.sql.ts";
+
 /** Migration 1: conversations, runs, messages, admissions, ingress receipts, the event ledger. */
 export const RUNTIME_SCHEMA_SQL = `
 CREATE TABLE conversations (
@@ -16,57 +27,10 @@ CREATE TABLE conversation_keys (
   generation INTEGER NOT NULL,
   updated_at_ms INTEGER NOT NULL
 );
-CREATE TABLE runs (
-  queue_seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  conversation_id TEXT NOT NULL,
-  state TEXT NOT NULL,
-  priority TEXT NOT NULL,
-  policy TEXT NOT NULL,
-  input_message_ids TEXT NOT NULL,
-  assistant_message_id TEXT NOT NULL,
-  owner TEXT,
-  fencing_token INTEGER NOT NULL DEFAULT 0,
-  lease_expires_at_ms INTEGER,
-  stop_reason TEXT,
-  steps INTEGER NOT NULL DEFAULT 0,
-  usage TEXT NOT NULL DEFAULT '{}',
-  cost_complete INTEGER NOT NULL DEFAULT 1,
-  absorbed_into TEXT,
-  error TEXT,
-  context TEXT NOT NULL,
-  created_at_ms INTEGER NOT NULL,
-  started_at_ms INTEGER,
-  finished_at_ms INTEGER,
-  finish_seq INTEGER
-);
-CREATE UNIQUE INDEX runs_finish_seq ON runs (finish_seq) WHERE finish_seq IS NOT NULL;
-CREATE INDEX runs_active ON runs (queue_seq) WHERE state IN ('queued', 'running', 'interrupt_requested');
-CREATE INDEX runs_conversation_active ON runs (conversation_id, queue_seq)
-  WHERE state IN ('queued', 'running', 'interrupt_requested');
-CREATE INDEX runs_conversation_finished ON runs (conversation_id, finish_seq) WHERE finish_seq IS NOT NULL;
-CREATE TABLE messages (
-  ord INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  conversation_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  role TEXT NOT NULL,
-  parts TEXT NOT NULL,
-  status TEXT NOT NULL,
-  created_at_ms INTEGER NOT NULL
-);
-CREATE INDEX messages_conversation ON messages (conversation_id, ord);
-CREATE INDEX messages_run ON messages (run_id);
-CREATE TABLE steps (
-  run_id TEXT NOT NULL,
-  step INTEGER NOT NULL,
-  model TEXT NOT NULL,
-  finish_reason TEXT NOT NULL,
-  usage TEXT NOT NULL,
-  started_at_ms INTEGER NOT NULL,
-  finished_at_ms INTEGER NOT NULL,
-  PRIMARY KEY (run_id, step)
-) WITHOUT ROWID;
+${runsTableSql(SQLITE_DIALECT)}
+${RUNS_INDEXES_SQL}
+${messagesTableSql(SQLITE_DIALECT)}
+${stepsTableSql(SQLITE_DIALECT)}
 CREATE TABLE admissions (
   conversation_id TEXT NOT NULL,
   idempotency_key TEXT NOT NULL,
@@ -76,17 +40,7 @@ CREATE TABLE admissions (
   created_at_ms INTEGER NOT NULL,
   PRIMARY KEY (conversation_id, idempotency_key)
 ) WITHOUT ROWID;
-CREATE TABLE ingress_receipts (
-  source TEXT NOT NULL,
-  key TEXT NOT NULL,
-  conversation_id TEXT,
-  run_id TEXT,
-  input_message_id TEXT,
-  outcome TEXT NOT NULL,
-  payload TEXT NOT NULL,
-  created_at_ms INTEGER NOT NULL,
-  PRIMARY KEY (source, key)
-) WITHOUT ROWID;
+${ingressReceiptsTableSql(SQLITE_DIALECT)}
 CREATE TABLE events (
   conversation_id TEXT NOT NULL,
   seq INTEGER NOT NULL,
@@ -157,18 +111,7 @@ CREATE UNIQUE INDEX events_conversation ON events (conversation_id, seq);
 `;
 
 /** Migration 10: tool results too large for the prompt, kept in full for read_output. */
-export const TOOL_OUTPUTS_SQL = `
-CREATE TABLE tool_outputs (
-  ref TEXT PRIMARY KEY,
-  conversation_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  tool_call_id TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  text TEXT NOT NULL,
-  created_at_ms INTEGER NOT NULL
-);
-CREATE INDEX tool_outputs_by_conversation ON tool_outputs (conversation_id);
-`;
+export const TOOL_OUTPUTS_SQL = toolOutputsSql(SQLITE_DIALECT);
 
 /** Migration 11: per-conversation state slots (goal, todo), each change also a ledger event. */
 export const STATE_SLOTS_SQL = `
@@ -240,28 +183,7 @@ INSERT INTO switchboard_meta (key, value)
  * `presentation` column (OUTBOX_PRESENTATION_SQL).
  */
 export const APPROVALS_SCHEMA_SQL = `
-CREATE TABLE approvals (
-  id TEXT PRIMARY KEY,
-  conversation_id TEXT NOT NULL,
-  run_id TEXT NOT NULL,
-  tool_call_id TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  input TEXT NOT NULL,
-  binding TEXT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
-  decided_by TEXT,
-  successor_run_id TEXT,
-  created_at_ms INTEGER NOT NULL,
-  expires_at_ms INTEGER NOT NULL,
-  decided_at_ms INTEGER
-) WITHOUT ROWID;
-CREATE INDEX approvals_pending ON approvals (expires_at_ms) WHERE state = 'pending';
-CREATE INDEX approvals_conversation ON approvals (conversation_id, created_at_ms);
-CREATE TABLE secrets (
-  name TEXT PRIMARY KEY,
-  value TEXT NOT NULL,
-  created_at_ms INTEGER NOT NULL
-) WITHOUT ROWID;
+${approvalsTablesSql(SQLITE_DIALECT)}
 `;
 
 /**
@@ -309,4 +231,16 @@ INSERT OR IGNORE INTO conversation_lookup (conversation_id, term)
   ) WHERE value IS NOT NULL AND value <> '';
 INSERT OR IGNORE INTO conversation_lookup (conversation_id, term)
   SELECT conversation_id, lower(key) FROM conversation_keys;
+`;
+
+/**
+ * Migration 23: what a channel keeps across restarts besides messages (Matrix's sync token,
+ * advanced only after the events it covers were admitted, and its login), one row per name.
+ */
+export const CHANNEL_STATE_SQL = `
+CREATE TABLE channel_state (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  updated_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 `;

@@ -2,13 +2,14 @@ import type { Database } from "bun:sqlite";
 import type { ConversationSettings, RunRecord } from "../../runtime/store.ts";
 import type { MessagePart, TerminalRunState, Usage } from "../../runtime/types.ts";
 import type { MutationSteps } from "../mutations.ts";
+import { commitAnswer, finalizeStream, insertRecords } from "../outbox-writes.ts";
 import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
 import type { EventBody } from "../rules.ts";
 import { summaryConflict } from "../rules.ts";
 import { endWithoutOwner, type RunWriteSteps } from "../run-writes.ts";
 import { type StateRow, toStateRecord } from "../state-rows.ts";
 import { runSync } from "../steps.ts";
-import { commitAnswerDeliverySync, finalizeStreamRecordSync, insertOutboxRecordsSync } from "./outbox.ts";
+import { sqliteOutboxSteps } from "./outbox.ts";
 import { summaryOf } from "./prompt-reads.ts";
 
 /** What the store lends its steps: its ledger, which keeps the events a transaction appends. */
@@ -34,6 +35,7 @@ const ANSWER_STREAMING = `INSERT INTO messages (id, conversation_id, run_id, rol
  * The connection is the database's one writer, so the locking steps only read (or do nothing).
  */
 export function sqliteStoreSteps(db: Database, ledger: SqliteLedger): MutationSteps {
+  const outbox = sqliteOutboxSteps(db);
   const steps: MutationSteps = {
     fenced: ledger.fenced,
     lockRun: (runId) => ledger.runRow(runId),
@@ -55,7 +57,7 @@ export function sqliteStoreSteps(db: Database, ledger: SqliteLedger): MutationSt
       return answer ? (JSON.parse(answer.parts) as MessagePart[]) : null;
     },
     finalizeStream: (key, markdown, nowMs) => {
-      finalizeStreamRecordSync(db, key, markdown, nowMs);
+      runSync(finalizeStream(key, markdown, nowMs), outbox);
     },
 
     // ---- a run's lease and its owner's writes ----
@@ -125,7 +127,7 @@ export function sqliteStoreSteps(db: Database, ledger: SqliteLedger): MutationSt
         nowMs,
       );
     },
-    insertOutbox: (inserts, nowMs) => insertOutboxRecordsSync(db, inserts, nowMs),
+    insertOutbox: (inserts, nowMs) => runSync(insertRecords(inserts, nowMs), outbox),
     updateInputParts: (messageId, parts) => {
       db.query("UPDATE messages SET parts = ? WHERE id = ? AND role = 'user'").run(
         JSON.stringify(parts),
@@ -176,7 +178,9 @@ export function sqliteStoreSteps(db: Database, ledger: SqliteLedger): MutationSt
         approval.expiresAtMs,
       );
     },
-    writeDelivery: (delivery, nowMs) => commitAnswerDeliverySync(db, delivery, nowMs),
+    writeDelivery: (delivery, nowMs) => {
+      runSync(commitAnswer(delivery, nowMs), outbox);
+    },
     markInterruptRequested: (runId, reason) => {
       db.query("UPDATE runs SET state = 'interrupt_requested', stop_reason = ? WHERE id = ?").run(
         reason,

@@ -7,9 +7,9 @@
 import type { Database } from "bun:sqlite";
 import {
   DISCOVERY,
-  LOWERCASED_COLUMNS,
-  SessionIdRewriter,
-  sessionIdIn,
+  rewriterOf,
+  rewrittenColumns,
+  type SessionIdRewriter,
   UNTOUCHED_TABLES,
   WEB_SESSION_IDS_MIGRATION,
   type WebSessionMigration,
@@ -35,14 +35,8 @@ export function migrateSqliteWebSessionIds(
   try {
     db.transaction(() => {
       if (ran()) return;
-      const userIds = new Map<string, string>();
-      for (const source of DISCOVERY) {
-        for (const row of db.query(source.sql).all() as Array<{ v: unknown }>) {
-          const sessionId = sessionIdIn(row.v, source);
-          if (sessionId !== null && !userIds.has(sessionId)) userIds.set(sessionId, userIdOf(sessionId));
-        }
-      }
-      const rewriter = new SessionIdRewriter(userIds);
+      const found = DISCOVERY.map((source) => db.query(source.sql).all() as Array<{ v: unknown }>);
+      const rewriter = rewriterOf(found, userIdOf);
       const changed = { rows: 0, tables: [] as string[] };
       if (rewriter.size > 0) {
         for (const table of rewritableTables(db)) {
@@ -117,13 +111,7 @@ function rewriteTable(db: Database, table: Table, rewriter: SessionIdRewriter): 
   const select = db.prepare(`SELECT ${[...keyList, ...textList].join(", ")} FROM ${quote(table.name)}`);
   const updates: Array<{ keys: unknown[]; values: Array<[number, string]> }> = [];
   for (const row of select.iterate() as Iterable<Record<string, unknown>>) {
-    const values: Array<[number, string]> = [];
-    table.texts.forEach((column, i) => {
-      const value = row[`c${i}`];
-      if (typeof value !== "string") return;
-      const rewritten = rewriter.rewrite(value, LOWERCASED_COLUMNS.has(`${table.name}.${column}`));
-      if (rewritten !== null) values.push([i, rewritten]);
-    });
+    const values = rewrittenColumns(row, table.name, table.texts, rewriter);
     if (values.length > 0) updates.push({ keys: table.keys.map((_, i) => row[`k${i}`]), values });
   }
   const where = table.keys.map((k) => `${k === "rowid" ? "rowid" : quote(k)} = ?`).join(" AND ");

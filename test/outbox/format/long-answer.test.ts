@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { type MarkupTarget, renderMarkup } from "../../../outbox/format/index.ts";
-import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.ts";
+import { checkSlackMarkup, contentOf, fenceCount, matrixText, telegramText } from "./markup.ts";
 
 /** The platforms whose markup the shared pipeline writes (the web's is tested in web.test.ts). */
 type FormatPlatform = Exclude<MarkupTarget, "commonmark">;
@@ -32,6 +32,7 @@ const LIMITS: Readonly<Record<FormatPlatform, number>> = {
   "discord-markdown": 2000,
   "slack-mrkdwn": 4000,
   "whatsapp-markdown": 4096,
+  "matrix-html": 6000,
   plain: 4096,
 };
 
@@ -57,6 +58,7 @@ describe("a 10,000-character answer", () => {
         if (index < chunks.length - 1) expect(chunk.length).toBeGreaterThanOrEqual(maxChars / 2);
         expect(chunk).toBe(chunk.trim());
         if (platform === "telegram-html") telegramText(chunk);
+        if (platform === "matrix-html") matrixText(chunk);
         if (platform === "slack-mrkdwn") checkSlackMarkup(chunk);
         if (platform === "slack-mrkdwn" || platform === "discord-markdown")
           expect(fenceCount(chunk) % 2).toBe(0);

@@ -7,6 +7,53 @@
 const TELEGRAM_TAGS = new Set(["b", "i", "s", "u", "code", "pre", "a", "blockquote", "tg-spoiler"]);
 const TELEGRAM_ENTITY = /^&(?:lt|gt|amp|quot|#\d+|#x[0-9a-f]+);/i;
 
+const MATRIX_TAGS = new Set(["strong", "em", "del", "code", "pre", "a", "blockquote"]);
+
+/**
+ * Parses the matrix-html dialect's output; throws on a tag outside what it writes of Matrix's
+ * allowed subset, an attribute other than a link's href or code's language class, an unbalanced
+ * tag, or a raw "<", ">" or "&". Returns the text.
+ */
+export function matrixText(html: string): string {
+  const open: string[] = [];
+  let text = "";
+  let index = 0;
+  while (index < html.length) {
+    const char = html[index]!;
+    if (char === "<") {
+      const tag = /^<(\/?)([a-z]+)((?:\s+[a-z-]+="[^"<>]*")*)>/.exec(html.slice(index));
+      if (tag === null)
+        throw new Error(`raw "<" or malformed tag at ${index}: ${html.slice(index, index + 30)}`);
+      const [whole, slash, name, attributes] = tag as unknown as [string, string, string, string];
+      if (!MATRIX_TAGS.has(name)) throw new Error(`tag <${name}> is not written by matrix-html`);
+      if (slash === "/") {
+        const top = open.pop();
+        if (top !== name) throw new Error(`</${name}> closes <${top ?? "nothing"}>`);
+      } else {
+        const ok =
+          attributes === "" ||
+          (name === "a" && /^ href="https?:\/\/[^"]*"$/.test(attributes)) ||
+          (name === "code" && /^ class="language-[A-Za-z0-9_+-]+"$/.test(attributes));
+        if (!ok) throw new Error(`<${name}${attributes}> has an attribute Matrix clients drop`);
+        open.push(name);
+      }
+      index += whole.length;
+    } else if (char === "&") {
+      const entity = TELEGRAM_ENTITY.exec(html.slice(index));
+      if (entity === null) throw new Error(`"&" that starts no entity at ${index}`);
+      text += decodeEntity(entity[0]);
+      index += entity[0].length;
+    } else if (char === ">") {
+      throw new Error(`unescaped ">" at ${index}`);
+    } else {
+      text += char;
+      index += 1;
+    }
+  }
+  if (open.length > 0) throw new Error(`unclosed tags: ${open.join(", ")}`);
+  return text;
+}
+
 /** Parses Telegram parse_mode HTML; throws on anything Telegram would reject. Returns the text. */
 export function telegramText(html: string): string {
   const open: string[] = [];
@@ -99,13 +146,22 @@ export function fenceCount(markdown: string): number {
  * Literal `*`, `_` and the like disappear too, on both sides of any comparison.
  */
 export function contentOf(
-  platform: "telegram-html" | "slack-mrkdwn" | "discord-markdown" | "whatsapp-markdown" | "plain",
+  platform:
+    | "telegram-html"
+    | "slack-mrkdwn"
+    | "discord-markdown"
+    | "whatsapp-markdown"
+    | "matrix-html"
+    | "plain",
   rendered: string,
 ): string {
   let text: string;
   switch (platform) {
     case "telegram-html":
       text = telegramText(rendered);
+      break;
+    case "matrix-html":
+      text = matrixText(rendered);
       break;
     case "slack-mrkdwn":
       text = rendered

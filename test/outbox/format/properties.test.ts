@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { type MarkupTarget, renderMarkup } from "../../../outbox/format/index.ts";
-import { checkSlackMarkup, contentOf, fenceCount, telegramText } from "./markup.ts";
+import { checkSlackMarkup, contentOf, fenceCount, matrixText, telegramText } from "./markup.ts";
 
 /** The platforms whose markup the shared pipeline writes (the web's is tested in web.test.ts). */
 type FormatPlatform = Exclude<MarkupTarget, "commonmark">;
@@ -11,6 +11,7 @@ const PLATFORMS: readonly FormatPlatform[] = [
   "slack-mrkdwn",
   "discord-markdown",
   "whatsapp-markdown",
+  "matrix-html",
   "plain",
 ];
 const RUNS = Number(process.env.FORMAT_RUNS ?? 150);
@@ -108,9 +109,10 @@ function checkChunks(platform: FormatPlatform, chunks: readonly string[], maxCha
     expect(chunk.length).toBeLessThanOrEqual(maxChars);
     expect(chunk.trim()).not.toBe("");
     if (platform === "telegram-html") telegramText(chunk);
+    if (platform === "matrix-html") matrixText(chunk);
     if (platform === "slack-mrkdwn") checkSlackMarkup(chunk);
     if (platform === "slack-mrkdwn" || platform === "discord-markdown") expect(fenceCount(chunk) % 2).toBe(0);
-    if (platform === "telegram-html" || platform === "slack-mrkdwn")
+    if (platform === "telegram-html" || platform === "slack-mrkdwn" || platform === "matrix-html")
       expect(chunk).not.toMatch(/&[#a-z0-9]*$/i);
   }
 }

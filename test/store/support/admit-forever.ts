@@ -2,7 +2,7 @@
  * Child process for search-crash.test.ts: admits inputs until killed, into the SQLite file or the
  * PostgreSQL database (a postgres:// URL) in argv[2], and ends their runs as a gateway would: of
  * every four, two answered (a terminal commit), one cancelled while queued, one left pending.
- * Prints "writing" once past the first batches.
+ * Once past the first ten batches, prints how many inputs it admitted after each batch.
  */
 import type { OperatorRuntimeStore } from "../../../src/operator/runtime-store.ts";
 import { openPostgresRuntimeStore } from "../../../src/store/postgres/runtime-store.ts";
@@ -55,5 +55,5 @@ for (;;) {
   }
   await Promise.all(batch);
   await Promise.all(Array.from({ length: 32 }, (_, k) => end(i - 32 + k)));
-  if (i === 320) process.stdout.write("writing\n");
+  if (i >= 320) process.stdout.write(`${i}\n`);
 }

@@ -1,0 +1,45 @@
+/**
+ * Conversation keys and reply targets of the Matrix channel, encoded and decoded only here.
+ * A room is `mx:<roomId>`; a thread in it `mx:<roomId>/<root event id>` (room ids never hold a
+ * "/": the server name is a host and port).
+ */
+import { createHash } from "node:crypto";
+import { SwitchboardError } from "../../src/errors.ts";
+
+export interface MatrixTarget {
+  roomId: string;
+  /** The thread's root event, for a target inside an `m.thread`. */
+  threadRoot?: string;
+}
+
+const PREFIX = "mx:";
+
+export function encodeTarget(target: MatrixTarget): string {
+  return `${PREFIX}${target.roomId}${target.threadRoot === undefined ? "" : `/${target.threadRoot}`}`;
+}
+
+export function decodeTarget(target: string): MatrixTarget {
+  if (!target.startsWith(`${PREFIX}!`))
+    throw new SwitchboardError(
+      "input_invalid",
+      `Not a Matrix reply target: ${JSON.stringify(target.slice(0, 80))}`,
+    );
+  const rest = target.slice(PREFIX.length);
+  const slash = rest.indexOf("/");
+  return slash === -1
+    ? { roomId: rest }
+    : { roomId: rest.slice(0, slash), threadRoot: rest.slice(slash + 1) };
+}
+
+/**
+ * The transaction id of one send, from the outbox's idempotency key (`<record key>#<chunk>`):
+ * the same record and chunk give the same txnId, so a send retried after a crash shows once.
+ * `part` tells apart the events one send makes (a reaction under a prompt).
+ */
+export function txnIdFor(idempotencyKey: string, part?: string): string {
+  const raw = part === undefined ? idempotencyKey : `${idempotencyKey}.${part}`;
+  // Transaction ids are opaque path segments; keep them readable, and short enough for any server.
+  const safe = raw.replace(/[^A-Za-z0-9._~#:-]/g, (c) => `_${c.codePointAt(0)!.toString(16)}_`);
+  // A long key is hashed whole rather than cut, so two keys never share a txnId.
+  return safe.length <= 200 ? `sb.${safe}` : `sb.h.${createHash("sha256").update(raw).digest("hex")}`;
+}

@@ -1,0 +1,96 @@
+import { z } from "zod";
+import { fail, nonEmpty, parseIntegerField, parseUrl, parseWithSchema } from "../../src/util/env.ts";
+import type { ChannelModule } from "../module.ts";
+import {
+  type InvitePolicy,
+  MATRIX_USER_ID,
+  type MatrixConfig,
+  matrixConfigSchema,
+  matrixFields,
+} from "./config.ts";
+
+/** Loads the adapter only when a Matrix adapter is built (it has no SDK, but the rule is one for all). */
+const adapterModule = (): typeof import("./adapter.ts") => require("./adapter.ts");
+
+const USER_EXAMPLE = "@bot:example.org";
+
+/** The `"matrix"` section of the SWITCHBOARD_CONFIG file. */
+const fileSection = z
+  .object({ editedMessages: matrixFields.editedMessages.removeDefault().optional() })
+  .strict();
+
+/**
+ * Whose invites the bot accepts, from MATRIX_ALLOWED_USERS (which the gateway validates and applies
+ * to messages): its user ids, or everyone with `*` or `pairing` (a new user must reach the bot to pair).
+ */
+function invitePolicy(raw: string | undefined): InvitePolicy {
+  const items = (raw ?? "")
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
+  if (items.includes("*") || items.includes("pairing")) return { kind: "everyone" };
+  return { kind: "users", ids: items.filter((item) => MATRIX_USER_ID.test(item)) };
+}
+
+/** Matrix from MATRIX_*: one bot user on a homeserver, /sync long polling and the client-server API. */
+export const matrixModule: ChannelModule<MatrixConfig> = {
+  name: "matrix",
+  fileSection,
+  secretVariables: ["MATRIX_ACCESS_TOKEN", "MATRIX_PASSWORD"],
+  userIds: {
+    pattern: MATRIX_USER_ID,
+    what: "Matrix user ids look like @name:server",
+    example: "@alice:example.org",
+  },
+  howToConnect:
+    "MATRIX_HOMESERVER_URL and MATRIX_ACCESS_TOKEN (or MATRIX_USER_ID and MATRIX_PASSWORD) of a bot user, then invite it to a room (see channels/matrix/README.md)",
+  markup: "matrix-html",
+
+  fromEnv(env, file) {
+    const accessToken = nonEmpty(env, "MATRIX_ACCESS_TOKEN");
+    const password = nonEmpty(env, "MATRIX_PASSWORD");
+    if (!accessToken && !password) return null;
+    const homeserverUrl =
+      parseUrl(env, "MATRIX_HOMESERVER_URL", "https://matrix.example.org") ??
+      fail(
+        "MATRIX_HOMESERVER_URL",
+        "must be set with the Matrix credentials",
+        "MATRIX_HOMESERVER_URL=https://matrix.example.org",
+      );
+    const userId = nonEmpty(env, "MATRIX_USER_ID");
+    const section = fileSection.parse(file.section ?? {});
+    if (!accessToken && !userId)
+      fail(
+        "MATRIX_USER_ID",
+        "must be set with MATRIX_PASSWORD (the user to log in as)",
+        `MATRIX_USER_ID=${USER_EXAMPLE}`,
+      );
+    return parseWithSchema(
+      matrixConfigSchema,
+      {
+        homeserverUrl,
+        ...(accessToken ? { accessToken } : {}),
+        ...(userId ? { userId } : {}),
+        ...(password && !accessToken ? { password } : {}),
+        invites: invitePolicy(env.MATRIX_ALLOWED_USERS),
+        requestTimeoutMs: parseIntegerField(
+          env,
+          "MATRIX_REQUEST_TIMEOUT_MS",
+          matrixFields.requestTimeoutMs,
+          "a whole number of milliseconds",
+        ),
+        ...section,
+      },
+      {
+        homeserverUrl: { variable: "MATRIX_HOMESERVER_URL", example: "https://matrix.example.org" },
+        accessToken: { variable: "MATRIX_ACCESS_TOKEN", example: "syt_… (the bot's access token)" },
+        userId: { variable: "MATRIX_USER_ID", example: USER_EXAMPLE },
+        password: { variable: "MATRIX_PASSWORD", example: "(the bot user's password)" },
+      },
+    );
+  },
+
+  create(config, { logger, clock, state }) {
+    return adapterModule().createMatrixAdapter(config, { logger, clock, ...(state ? { state } : {}) });
+  },
+};
