@@ -105,6 +105,17 @@ export const inboundMessageSchema = z.object({
       interactionId: z.string().min(1).max(300),
     })
     .optional(),
+  /**
+   * The person deleted (redacted) a message instead of writing one: `updateKey` is the deleted
+   * message's own update key, as this adapter made it when the message arrived. The run answering
+   * it is cancelled (queued) or stopped (running). `updateKey` above is the delete event's own key,
+   * so a redelivered delete is a duplicate. `text` is empty.
+   */
+  withdrawn: z
+    .object({
+      updateKey: z.string().min(1).max(300),
+    })
+    .optional(),
 });
 export type InboundMessage = z.infer<typeof inboundMessageSchema>;
 
@@ -115,7 +126,16 @@ export type IngressOutcome =
   | { kind: "ignored"; reason: string }
   | { kind: "command"; reply: string }
   /** A button press was handled (or refused): `notice` is the short text to show the presser. */
-  | { kind: "action"; notice: string };
+  | { kind: "action"; notice: string }
+  /** A delete was applied to the run answering the deleted message (see `InboundMessage.withdrawn`). */
+  | { kind: "withdrawn"; runId: string | null; effect: WithdrawEffect };
+
+/**
+ * What a delete did: `cancelled` (its run was queued and ends without a model call), `stopped`
+ * (its run was running and stops as /stop stops it), `finished` (the answer was already given),
+ * `shared` (its run answers other messages too, so it goes on), `unknown` (no run answers it).
+ */
+export type WithdrawEffect = "cancelled" | "stopped" | "finished" | "shared" | "unknown";
 
 /**
  * Called by an adapter for each update. Resolves only after the outcome is durable; when it

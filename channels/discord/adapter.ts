@@ -6,6 +6,7 @@ import {
   type Interaction,
   type Message,
   MessageFlags,
+  type PartialMessage,
   Partials,
   Status,
 } from "discord.js";
@@ -32,7 +33,7 @@ import { CATCH_UP_MAX_MESSAGES_PER_CHANNEL, CATCH_UP_MAX_TARGETS, fetchMessagesA
 import { type DiscordConfig, type DiscordConfigInput, parseDiscordConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { decodeTarget } from "./keys.ts";
-import { pressToInbound, readMessage, readPress, toInbound } from "./parse.ts";
+import { deletionToInbound, pressToInbound, readMessage, readPress, toInbound } from "./parse.ts";
 import { DISCORD_FILE_LIMITS, DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
 
 export const DISCORD_CAPABILITIES: ChannelCapabilities = {
@@ -98,8 +99,9 @@ export class DiscordAdapter implements ChannelAdapter {
         GatewayIntentBits.MessageContent,
         GatewayIntentBits.DirectMessages,
       ],
-      // DM channels are not cached at startup; without this discord.js drops DMs.
-      partials: [Partials.Channel],
+      // DM channels are not cached at startup; without this discord.js drops DMs. Messages: a
+      // delete of one not in the cache still arrives (as ids only).
+      partials: [Partials.Channel, Partials.Message],
       rest: {
         ...(config.apiUrl === undefined ? {} : { api: config.apiUrl }),
         // The outbox owns retries: surface 5xx, timeouts and 429s instead of retrying or sleeping.
@@ -159,6 +161,7 @@ export class DiscordAdapter implements ChannelAdapter {
     this.ingress = ingress;
     this.client.on(Events.MessageCreate, (message) => this.onMessage(message, ingress));
     this.client.on(Events.InteractionCreate, (interaction) => this.onInteraction(interaction, ingress));
+    this.client.on(Events.MessageDelete, (message) => this.onDelete(message, ingress));
     // READY after the first one means Discord refused to resume: what was sent meanwhile is
     // only in the channels' history now.
     this.client.on(Events.ShardReady, () => {
@@ -293,6 +296,24 @@ export class DiscordAdapter implements ChannelAdapter {
       groupSessions: this.config.groupSessions,
       allowBots: this.config.allowBots,
     });
+    if (parsed.kind === "skip") return null;
+    return this.enqueue(parsed.message, ingress).then(() => undefined);
+  }
+
+  /**
+   * A deleted message: its run is withdrawn (cancelled while queued, stopped while running). The
+   * message is whole when discord.js had it cached, else partial (ids only: Partials.Message).
+   */
+  private onDelete(message: Message | PartialMessage, ingress: Ingress): Promise<void> | null {
+    const botUserId = this.client.user?.id;
+    if (botUserId === undefined) return null;
+    const facts = message.partial ? null : readMessage(message, botUserId);
+    if (!message.partial && facts === null) return null;
+    const parsed = deletionToInbound(
+      { id: message.id, channelId: message.channelId, guildId: message.guildId, facts },
+      { botUserId, groupSessions: this.config.groupSessions, allowBots: this.config.allowBots },
+      this.clock.now(),
+    );
     if (parsed.kind === "skip") return null;
     return this.enqueue(parsed.message, ingress).then(() => undefined);
   }

@@ -16,6 +16,7 @@ export { toSwitchboardError } from "./errors.ts";
 export { conversationKey, decodeTarget, encodeTarget } from "./keys.ts";
 export {
   type DiscordMessageFacts,
+  deletionToInbound,
   type ParseResult,
   readMessage,
   type SkipReason,

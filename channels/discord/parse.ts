@@ -249,3 +249,46 @@ export function pressToInbound(facts: DiscordPressFacts, context: ParseContext):
     },
   };
 }
+
+/**
+ * A deleted message (MESSAGE_DELETE) as a withdrawal of it: `facts` when discord.js still had the
+ * message (it arrived in this process), else only its ids. With facts the withdrawal carries the
+ * message's own conversation, so the adapter hands it to ingress after that message; a message
+ * the bot never admitted (its own, another bot's, a system message) is skipped. Without them its
+ * author is unknown: the conversation key is the channel's, which ingress does not go by (the
+ * deleted message's receipt and reply target decide).
+ */
+export function deletionToInbound(
+  deleted: { id: string; channelId: string; guildId: string | null; facts: DiscordMessageFacts | null },
+  context: ParseContext,
+  nowMs: number,
+): ParseResult {
+  const withdrawal = {
+    updateKey: `delete:${deleted.id}`,
+    text: "",
+    attachments: [],
+    receivedAtMs: nowMs,
+    withdrawn: { updateKey: deleted.id },
+  };
+  if (deleted.facts) {
+    const original = toInbound(deleted.facts, context);
+    if (original.kind === "skip") return original;
+    const { replyTo: _replyTo, ...message } = original.message;
+    return { kind: "message", message: { ...message, ...withdrawal } };
+  }
+  const place = deleted.guildId === null ? "dm" : "channel";
+  return {
+    kind: "message",
+    message: {
+      channel: "discord",
+      account: context.botUserId,
+      principal: { id: "unknown", isBot: false },
+      conversationKey: conversationKey(context.botUserId, { kind: "channel", channelId: deleted.channelId }),
+      replyTarget: encodeTarget(deleted.channelId),
+      surface: SURFACE[place],
+      messageId: deleted.id,
+      addressedToBot: true,
+      ...withdrawal,
+    },
+  };
+}

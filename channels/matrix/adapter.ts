@@ -612,9 +612,6 @@ export class MatrixAdapter implements ChannelAdapter {
       case "encrypted":
         await this.#refuseEncrypted(roomId, parsed.sender);
         return;
-      case "redaction":
-        this.#logger.info("matrix.redaction", { roomId, eventId: parsed.eventId, redacts: parsed.redacts });
-        return;
       case "reaction":
         await this.#press(roomId, parsed, ingress, arrivedAtMs);
         return;

@@ -1,6 +1,7 @@
 /**
- * One room event from /sync → what the adapter does with it: an inbound message, a reaction that
- * may be a button press, a redaction, an encrypted event (refused), or a skip with its reason.
+ * One room event from /sync → what the adapter does with it: an inbound message (a redaction is one
+ * that withdraws the message it redacts), a reaction that may be a button press, an encrypted event
+ * (refused), or a skip with its reason.
  */
 import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
 import type { MatrixEvent } from "./client.ts";
@@ -22,7 +23,6 @@ export interface ParseContext {
 export type ParseOutcome =
   | { kind: "message"; message: InboundMessage }
   | { kind: "reaction"; eventId: string; sender: string; reactsTo: string; key: string }
-  | { kind: "redaction"; eventId: string; sender: string; redacts: string }
   | { kind: "encrypted"; eventId: string; sender: string }
   | { kind: "skip"; reason: string };
 
@@ -91,9 +91,8 @@ export function parseMatrixEvent(event: MatrixEvent, context: ParseContext): Par
   if (event.type === "m.room.encrypted") return { kind: "encrypted", eventId, sender };
   if (event.type === "m.room.redaction") {
     const redacts = event.redacts ?? text(event.content.redacts);
-    return redacts === undefined
-      ? skip("redaction without a target")
-      : { kind: "redaction", eventId, sender, redacts };
+    if (redacts === undefined) return skip("redaction without a target");
+    return { kind: "message", message: withdrawal(event, { eventId, sender, redacts }, context) };
   }
   if (event.type === "m.reaction") {
     const relates = record(event.content["m.relates_to"]);
@@ -176,4 +175,36 @@ export function parseMatrixEvent(event: MatrixEvent, context: ParseContext): Par
     receivedAtMs: event.origin_server_ts ?? Date.now(),
   };
   return { kind: "message", message };
+}
+
+/**
+ * A redaction as the withdrawal of the event it redacts (its run is cancelled or stopped; ingress
+ * goes by that event's receipt). Keyed by the redaction's own event id, so a redelivery is a
+ * duplicate. A redaction does not say which thread the event was in: the chat named is the room.
+ */
+function withdrawal(
+  event: MatrixEvent,
+  ids: { eventId: string; sender: string; redacts: string },
+  context: ParseContext,
+): InboundMessage {
+  const room = encodeTarget({ roomId: context.roomId });
+  return {
+    channel: "matrix",
+    account: context.account,
+    updateKey: ids.eventId,
+    principal: {
+      id: ids.sender,
+      ...(context.senderName === undefined ? {} : { name: context.senderName }),
+      isBot: false,
+    },
+    conversationKey: room,
+    replyTarget: room,
+    surface: context.isDm ? "dm" : "group",
+    text: "",
+    messageId: ids.redacts,
+    addressedToBot: true,
+    attachments: [],
+    receivedAtMs: event.origin_server_ts ?? Date.now(),
+    withdrawn: { updateKey: ids.redacts },
+  };
 }

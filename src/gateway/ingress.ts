@@ -24,6 +24,7 @@ import { isForgetButton } from "./forget-buttons.ts";
 import { decideIngress, needsGrant } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
+import { withdraw } from "./withdraw.ts";
 
 export { MAX_INPUT_CHARS } from "./ingress-decision.ts";
 
@@ -79,6 +80,21 @@ export function createIngress(
     const message = parsed.data;
     const source = `${message.channel}:${message.account}`;
     const channelAdmission = options.admissionOf(message.channel);
+    if (message.withdrawn) {
+      // A deleted message: its run is cancelled or stopped, once per delete event.
+      const done = await withdraw({ ...message, withdrawn: message.withdrawn }, source, {
+        runtime,
+        store,
+        clock,
+        logger,
+      });
+      if (done.duplicate) {
+        metrics.inboundDuplicate(message.channel);
+        return { kind: "duplicate", runId: null, conversationId: null };
+      }
+      metrics.inboundAccepted(message.channel);
+      return { kind: "withdrawn", runId: done.runId, effect: done.effect };
+    }
     if (message.action && isForgetButton(message.action.data)) {
       // A /forget prompt's button: claimed like a message (a redelivered press does nothing more).
       const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());

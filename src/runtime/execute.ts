@@ -156,6 +156,7 @@ const STOP_STATES: Record<StopReason, TerminalRunState> = {
   superseded: "superseded",
   timeout: "timeout",
   shutdown: "interrupted",
+  withdrawn: "interrupted",
 };
 
 /**

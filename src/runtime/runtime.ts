@@ -338,8 +338,12 @@ export class Runtime {
   async interrupt(target: {
     conversationId: string;
     runId?: string;
-    /** `superseded` throws the answer away (nothing of it is shown); default `interrupted`. */
-    reason?: "interrupted" | "superseded";
+    /**
+     * `superseded` throws the answer away (nothing of it is shown); `withdrawn` (its message was
+     * deleted) stops it as `interrupted` does and is recorded as the run's stop reason; default
+     * `interrupted`.
+     */
+    reason?: "interrupted" | "superseded" | "withdrawn";
   }): Promise<boolean> {
     const reason = target.reason ?? "interrupted";
     const runs = await this.store.listActiveRuns(target.conversationId);

@@ -192,6 +192,12 @@ export interface RuntimeStore {
   ): Promise<Array<{ key: string; payload: unknown; atMs: number }>>;
 
   /**
+   * What the ingress identity (source, key) was recorded as: its outcome and, when it was admitted,
+   * its conversation, run and input message. Read-only; null when nothing was recorded under it.
+   */
+  loadIngressReceipt(source: string, key: string): Promise<IngressReceipt | null>;
+
+  /**
    * Records an ingress identity for an input that is not admitted as a run (a chat command, an
    * ignored update) so a redelivery is recognised. `fresh` is false when the identity was already
    * recorded; then nothing is written.
@@ -269,6 +275,16 @@ export interface IngressClaimResult {
   runId: string | null;
   /** The payload recorded by the first claim (null when fresh). */
   previousPayload: unknown;
+}
+
+/** What one ingress identity was recorded as ({@link RuntimeStore.loadIngressReceipt}). */
+export interface IngressReceipt {
+  /** `admitted`, `coalesced`, `command:<name>`, `refused:<why>`, `purged`, `withdrawn:<effect>`… */
+  outcome: string;
+  conversationId: string | null;
+  /** The run the input was admitted to (a new one, or the pending run it joined); null when none. */
+  runId: string | null;
+  inputMessageId: string | null;
 }
 
 /** An ingress identity recorded without a run (a chat command, an ignored update). */

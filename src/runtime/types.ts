@@ -140,8 +140,11 @@ export function isTerminalState(state: RunState): state is TerminalRunState {
 /** What happens to the conversation's earlier runs when this input arrives. */
 export type InputPolicy = "queue" | "supersede" | "interrupt" | "interrupt-next" | "inject";
 
-/** Why an active run is being stopped. */
-export type StopReason = "interrupted" | "superseded" | "shutdown" | "timeout";
+/**
+ * Why an active run is being stopped. `withdrawn`: the person deleted the message it answers (a
+ * queued run ends `cancelled`, a running one `interrupted`, as /stop leaves it).
+ */
+export type StopReason = "interrupted" | "superseded" | "shutdown" | "timeout" | "withdrawn";
 
 /**
  * Token counts and cost exactly as the provider reported them. `undefined` means the provider

@@ -1,6 +1,7 @@
 import type {
   ApprovalRecord,
   ApprovalState,
+  IngressReceipt,
   MessagePage,
   MessagePageItem,
   RunRecord,
@@ -137,5 +138,22 @@ export function toApproval(row: ApprovalRow): ApprovalRecord {
     createdAtMs: Number(row.created_at_ms),
     expiresAtMs: Number(row.expires_at_ms),
     decidedAtMs: toNumberOrNull(row.decided_at_ms),
+  };
+}
+
+/** The columns of `ingress_receipts` that say what an ingress identity became. */
+export interface ReceiptRow {
+  outcome: string;
+  conversation_id: string | null;
+  run_id: string | null;
+  input_message_id: string | null;
+}
+
+export function toReceipt(row: ReceiptRow): IngressReceipt {
+  return {
+    outcome: row.outcome,
+    conversationId: row.conversation_id,
+    runId: row.run_id,
+    inputMessageId: row.input_message_id,
   };
 }

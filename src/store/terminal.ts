@@ -51,6 +51,8 @@ export interface StopSteps {
   endRun(run: RunRecord, state: TerminalRunState, nowMs: number): number;
   /** Marks a running run `interrupt_requested` for `reason`: its owner stops after its step. */
   markInterruptRequested(runId: string, reason: StopReason): void;
+  /** Records why a run that never started was stopped (its `stop_reason`), before it ends. */
+  recordStopReason(runId: string, reason: StopReason): void;
   appendEvent(body: EventBody, nowMs: number): { seq: number };
 }
 
@@ -103,8 +105,8 @@ export function* terminal(
 }
 
 /**
- * A stop request: a run that has not started ends at once; a running one is asked to stop after
- * its step (announced every time it is asked, marked once).
+ * A stop request: a run that has not started ends at once (its stop reason recorded); a running
+ * one is asked to stop after its step (announced every time it is asked, marked once).
  */
 export function* stop(
   runId: string,
@@ -115,6 +117,7 @@ export function* stop(
   const decision = stopDecision(run, reason);
   if (!run || decision.kind === "not_active") return { outcome: "not_active" };
   if (decision.kind === "end") {
+    yield stopStep("recordStopReason", runId, reason);
     const seq = (yield stopStep("endRun", run, decision.state, nowMs)) as Answer<StopSteps, "endRun">;
     return { outcome: "ended", seq };
   }

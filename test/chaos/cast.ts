@@ -1,12 +1,14 @@
 /**
  * The chats of a chaos run and the people in them: Telegram DMs, a group and a forum topic;
- * Discord DMs, a guild channel and a thread; WhatsApp DMs (the Cloud API has no groups here).
+ * Discord DMs, a guild channel and a thread; WhatsApp DMs (the Cloud API has no groups here);
+ * Matrix DMs and a room where the bot answers when mentioned.
  * Each place knows its input policy (from the config file the gateway gets) and how to post, and
  * replay, a message there.
  */
 import type { APIUser } from "discord.js";
 import type { InputPolicy } from "../../src/runtime/types.ts";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
+import type { MatrixEmulator } from "../emulators/matrix/index.ts";
 import {
   groupChat,
   privateChat,
@@ -18,7 +20,7 @@ import {
 } from "../emulators/telegram/index.ts";
 import type { WebhookBody, WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 
-export type ChaosChannel = "telegram" | "discord" | "whatsapp";
+export type ChaosChannel = "telegram" | "discord" | "whatsapp" | "matrix";
 
 /**
  * The surfaces' behaviour and the agent's tools, written to the file SWITCHBOARD_CONFIG names. The
@@ -50,6 +52,9 @@ export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
       "discord:thread": { inputPolicy: "supersede", delivery: "terminal" },
       // No edits on WhatsApp: every answer is one message (stream mode would degrade to this).
       "whatsapp:dm": { inputPolicy: "queue", delivery: "terminal" },
+      // Terminal: one event per answer chunk, each sent under its record's txnId (no edits).
+      "matrix:dm": { inputPolicy: "queue", delivery: "terminal" },
+      "matrix:group": { inputPolicy: "queue", delivery: "terminal" },
     },
     mcpServers: { ledger: server("never"), retry: server("never", true), notes: server("ask") },
   } as const;
@@ -58,7 +63,7 @@ export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
 export interface Place {
   name: string;
   channel: ChaosChannel;
-  /** Where the bot's answers appear: `tg:<chat>[:<thread>]`, `dc:<channel>` or `wa:<wa_id>`. */
+  /** Where the bot's answers appear: `tg:<chat>[:<thread>]`, `dc:<channel>`, `wa:<wa_id>` or `mx:<room id>`. */
   chat: string;
   policy: Exclude<InputPolicy, "interrupt-next">;
   /** Group-like places: a message must mention the bot to be answered. */
@@ -67,7 +72,10 @@ export interface Place {
   speakers: readonly string[];
   /** Posts `text` as `speaker`, mentioning the bot when `mention`; returns the platform's update key. */
   post(speaker: string, text: string, mention: boolean): string;
-  /** The platform delivers that update again (a duplicate or a late replay; WhatsApp: the same webhook body). */
+  /**
+   * The platform delivers that update again (a duplicate or a late replay; WhatsApp: the same
+   * webhook body; Matrix: the same event at a new position of the sync stream).
+   */
   replay(updateKey: string): void;
   /**
    * Telegram only: `speaker` presses the button `label` under the bot's message `messageId`;
@@ -91,7 +99,7 @@ export interface Cast {
   /** A place (or a stranger's DM) by name; throws for an unknown name. */
   byName(name: string): Place;
   /** A user no allowlist names: their messages must never reach the model. */
-  stranger: { telegramDm: Place; discordDm: Place; whatsappDm: Place };
+  stranger: { telegramDm: Place; discordDm: Place; whatsappDm: Place; matrixDm: Place };
   /**
    * Carol's Telegram DM, apart from the random traffic: she talks, then sends `/forget confirm`
    * mid-conversation, and talks again in the fresh conversation.
@@ -110,12 +118,14 @@ export interface Cast {
   telegramAllowed: string;
   discordAllowed: string;
   whatsappAllowed: string;
+  matrixAllowed: string;
 }
 
 export function createCast(
   telegram: TelegramEmulator,
   discord: DiscordEmulator,
   whatsapp: WhatsAppEmulator,
+  matrix: MatrixEmulator,
 ): Cast {
   const botMention = `@${telegram.bot.username}`;
   const tgUsers: Record<string, TgUser> = {
@@ -260,6 +270,45 @@ export function createCast(
     };
   };
 
+  const mxUsers: Record<string, string> = {
+    alice: matrix.createUser("alice").userId,
+    bob: matrix.createUser("bob").userId,
+    mallory: matrix.createUser("mallory").userId,
+  };
+  const mxUser = (speaker: string) => {
+    const found = mxUsers[speaker];
+    if (!found) throw new Error(`no Matrix user ${speaker}`);
+    return found;
+  };
+  const botId = matrix.bot.userId;
+  /**
+   * A room the bot joined before the run (a DM: the bot and `speakers[0]`; else a room of all the
+   * speakers, gated on a mention). Mallory's DM too: the bot joined it back when she was allowed, so
+   * her messages reach the gateway, whose allowlist must drop them.
+   */
+  const matrixPlace = (name: string, speakers: string[], needsMention: boolean): Place => {
+    const [creator, ...members] = speakers.map(mxUser);
+    const roomId = matrix.createRoom(creator!, { members, botJoined: true });
+    return {
+      name,
+      channel: "matrix",
+      chat: `mx:${roomId}`,
+      policy: "queue",
+      needsMention,
+      speakers,
+      post(speaker, text, mention) {
+        return mention
+          ? matrix.sendText(roomId, mxUser(speaker), `${botId}: ${text}`, {
+              "m.mentions": { user_ids: [botId] },
+            })
+          : matrix.sendText(roomId, mxUser(speaker), text);
+      },
+      replay(updateKey) {
+        matrix.redeliver(roomId, updateKey);
+      },
+    };
+  };
+
   const dmChannel = (speaker: string) => discord.dmChannelId(dcUser(speaker).id);
   const places = [
     telegramPlace("tg-dm-alice", privateChat(tgUsers.alice!), "supersede", ["alice"], {
@@ -277,6 +326,9 @@ export function createCast(
     discordPlace("dc-thread", thread, "supersede", ["alice", "bob"], { needsMention: false }),
     whatsappPlace("wa-dm-alice", "alice"),
     whatsappPlace("wa-dm-bob", "bob"),
+    matrixPlace("mx-dm-alice", ["alice"], false),
+    matrixPlace("mx-dm-bob", ["bob"], false),
+    matrixPlace("mx-room", ["alice", "bob"], true),
   ];
   const stranger = {
     telegramDm: telegramPlace("tg-dm-mallory", privateChat(tgUsers.mallory!), "supersede", ["mallory"], {
@@ -287,6 +339,7 @@ export function createCast(
       needsMention: false,
     }),
     whatsappDm: whatsappPlace("wa-dm-mallory", "mallory"),
+    matrixDm: matrixPlace("mx-dm-mallory", ["mallory"], false),
   };
   const forgetter = telegramPlace("tg-dm-carol", privateChat(tgUsers.carol!), "supersede", ["carol"], {
     needsMention: false,
@@ -312,6 +365,7 @@ export function createCast(
         stranger.telegramDm,
         stranger.discordDm,
         stranger.whatsappDm,
+        stranger.matrixDm,
       ].find((p) => p.name === name);
       if (!found) throw new Error(`no place ${name}`);
       return found;
@@ -319,5 +373,6 @@ export function createCast(
     telegramAllowed: `pairing,${tgUsers.alice!.id},${tgUsers.bob!.id},${tgUsers.carol!.id}`,
     discordAllowed: `${dcUser("alice").id},${dcUser("bob").id}`,
     whatsappAllowed: `${waUsers.alice!.waId},${waUsers.bob!.waId}`,
+    matrixAllowed: `${mxUser("alice")},${mxUser("bob")}`,
   };
 }

@@ -1,6 +1,6 @@
 /**
- * The chaos driver: a real gateway process between the Telegram, Discord and WhatsApp emulators and
- * the fake LLM server (scripted streaming answers). It plays a fixed opening (opening.ts: every traffic kind,
+ * The chaos driver: a real gateway process between the Telegram, Discord and WhatsApp emulators, the
+ * Matrix homeserver emulator and the fake LLM server (scripted streaming answers). It plays a fixed opening (opening.ts: every traffic kind,
  * then every kill point, once), then random traffic for the rest of the traffic budget: messages
  * from several people in DMs, groups, a forum topic and a thread, duplicates and replays of
  * updates, tool calls and approvals, media, `/in 2s` schedules, platform faults, and SIGKILLs at
@@ -10,6 +10,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
+import { type MatrixEmulator, startMatrixEmulator } from "../emulators/matrix/index.ts";
 import { startTelegramEmulator } from "../emulators/telegram/index.ts";
 import { startWhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import { startHttpMcpServer } from "../fixtures/mcp/http-server.ts";
@@ -30,6 +31,7 @@ import {
   type PairingOutcome,
   readChats,
   readDatabase,
+  readMatrix,
   readModelLog,
   readWhatsApp,
   type Snapshot,
@@ -59,6 +61,8 @@ export interface ChaosReport {
     exports: number;
     /** Answerable messages on WhatsApp (`answerable` counts them too). */
     whatsapp: number;
+    /** Answerable messages on Matrix, DMs and the mention-gated room (`answerable` counts them too). */
+    matrix: number;
   };
   kills: {
     sigkills: number;
@@ -75,6 +79,17 @@ export interface ChaosReport {
    * attempt (the gateway was down or died before answering 200): Meta's own redeliveries.
    */
   whatsappWebhooks: { posts: number; redelivered: number };
+  /**
+   * Matrix: sync events the homeserver brought again (duplicates and replays, one after a restart),
+   * the send faults the homeserver answered with, sends killed right after the homeserver stored
+   * their event, and transactions sent again under the same txnId (deduped: shown once).
+   */
+  matrix: {
+    replayedEvents: number;
+    faults: { rateLimited: number; serverErrors: number; resetsAfterEffect: number };
+    killedMidSend: number;
+    retriedSameTxn: number;
+  };
   /** Button presses on approval prompts, and how many were pressed again or replayed. */
   presses: { approve: number; deny: number; again: number; replays: number };
   pairings: PairingOutcome[];
@@ -157,9 +172,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       limits: { pairIntervalMs: null },
       webhook: { redeliveryDelaysMs: WHATSAPP_REDELIVERY_DELAYS_MS, attemptTimeoutMs: 5_000 },
     }),
+    matrix: startMatrixEmulator(),
     llm: startFakeLlmServer(),
   };
-  const cast = createCast(peers.telegram, peers.discord, peers.whatsapp);
+  const cast = createCast(peers.telegram, peers.discord, peers.whatsapp, peers.matrix);
   const database = await openChaosDatabase(options.engine ?? "sqlite", dir.path);
   const configPath = join(dir.path, "switchboard.json");
   const notesFile = join(dir.path, "notes.txt");
@@ -188,9 +204,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     WHATSAPP_API_ROOT: peers.whatsapp.url,
     WHATSAPP_ALLOWED_USERS: cast.whatsappAllowed,
     WHATSAPP_STATUS_WAIT_MS: String(WHATSAPP_STATUS_WAIT_MS),
+    MATRIX_HOMESERVER_URL: peers.matrix.url,
+    MATRIX_ACCESS_TOKEN: peers.matrix.bot.token,
+    MATRIX_ALLOWED_USERS: cast.matrixAllowed,
   });
   const supervisor = new GatewaySupervisor(env, dir.path, { standby: options.standby === true });
-  const faults = new FaultInjector(peers.telegram, peers.discord, peers.whatsapp, random, options.faultRate);
+  const faults = new FaultInjector(
+    peers.telegram,
+    peers.discord,
+    peers.whatsapp,
+    peers.matrix,
+    random,
+    options.faultRate,
+  );
   const traffic = new Traffic(cast, peers, random, options, supervisor);
   let keptDir: string | null = null;
   let ticker: ReturnType<typeof setInterval> | undefined;
@@ -274,6 +300,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           cast.stranger.telegramDm,
           cast.stranger.discordDm,
           cast.stranger.whatsappDm,
+          cast.stranger.matrixDm,
         ].map((p) => p.chat),
       ),
     ];
@@ -282,10 +309,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       ...(await readDatabase(database)),
       pairings: await pairingOutcomes(database, traffic, peers),
       media: mediaOutcomes(traffic, peers),
-      botMessages: readChats(chats, peers.telegram, peers.discord, peers.whatsapp),
+      botMessages: readChats(chats, peers.telegram, peers.discord, peers.whatsapp, peers.matrix),
       ...readModelLog(peers.llm.requests()),
       unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
       ...readWhatsApp(peers.whatsapp, chats),
+      ...readMatrix(peers.matrix),
       toolEffects: existsSync(notesFile) ? readFileSync(notesFile, "utf8").split("\n").filter(Boolean) : [],
     };
     const stopStart = Date.now();
@@ -332,6 +360,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         stops: traffic.commands.filter((c) => c.name === "stop").length,
         exports: traffic.commands.filter((c) => c.name === "export").length,
         whatsapp: traffic.sent.filter((s) => s.channel === "whatsapp" && s.expect === "answer").length,
+        matrix: traffic.sent.filter((s) => s.channel === "matrix" && s.expect === "answer").length,
       },
       kills: {
         sigkills: supervisor.stats.sigkills,
@@ -345,6 +374,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       whatsappWebhooks: {
         posts: peers.whatsapp.deliveries().length,
         redelivered: peers.whatsapp.deliveries().filter((d) => d.attempts.length > 1).length,
+      },
+      matrix: {
+        replayedEvents: replayedMatrixEvents(peers.matrix, chats),
+        faults: matrixFaultsMet(peers.matrix),
+        killedMidSend: opening.matrixKilledMidSend,
+        retriedSameTxn: checked.matrixRetriedSameTxn,
       },
       presses: { ...traffic.presses },
       pairings: snapshot.pairings,
@@ -388,6 +423,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await peers.telegram.close();
     await peers.discord.close();
     await peers.whatsapp.close();
+    await peers.matrix.close();
     await peers.llm.stop();
     await mcp.stop();
     await database.close({ keep: keptDir !== null });
@@ -496,7 +532,8 @@ async function watchAmbiguous(
       onDecisions(
         await resolveAmbiguous(
           { url: supervisor.url, token: OPERATOR_TOKEN },
-          (chat) => readChats([chat], peers.telegram, peers.discord, peers.whatsapp)[chat] ?? [],
+          (chat) =>
+            readChats([chat], peers.telegram, peers.discord, peers.whatsapp, peers.matrix)[chat] ?? [],
           { minAgeMs: AMBIGUOUS_MIN_AGE_MS },
         ),
       );
@@ -535,7 +572,7 @@ async function settle(
     if (work.ambiguous > 0 && supervisor.url) {
       const decided = await resolveAmbiguous(
         { url: supervisor.url, token: OPERATOR_TOKEN },
-        (chat) => readChats([chat], peers.telegram, peers.discord, peers.whatsapp)[chat] ?? [],
+        (chat) => readChats([chat], peers.telegram, peers.discord, peers.whatsapp, peers.matrix)[chat] ?? [],
       );
       for (const decision of decided) log(`operator: ${decision.action} ${decision.id}`);
       operator.push(...decided);
@@ -590,4 +627,24 @@ function countLogEvents(dir: string, event: string): number {
           .filter((l) => l.includes(marker)).length,
       0,
     );
+}
+
+/** Events the homeserver put into the sync stream more than once (duplicates and replays). */
+function replayedMatrixEvents(matrix: MatrixEmulator, chats: readonly string[]): number {
+  return chats
+    .filter((chat) => chat.startsWith("mx:"))
+    .reduce((sum, chat) => {
+      const roomId = chat.slice(3);
+      return sum + (matrix.world.room(roomId)?.events.length ?? 0) - matrix.events(roomId).length;
+    }, 0);
+}
+
+/** The send faults the homeserver answered with (armed faults not yet met are not counted). */
+function matrixFaultsMet(matrix: MatrixEmulator): ChaosReport["matrix"]["faults"] {
+  const met = matrix.callsOf("send").map((c) => c.fault);
+  return {
+    rateLimited: met.filter((f) => f === "rate_limited").length,
+    serverErrors: met.filter((f) => f === "server_error").length,
+    resetsAfterEffect: met.filter((f) => f === "reset_after_effect").length,
+  };
 }

@@ -8,8 +8,12 @@
  * before or after the call took effect, and hung calls. WhatsApp gets 429s, 5xx and resets after
  * the effect (the send's outcome is then its status webhook's to tell); a reset before the effect
  * would only wait out WHATSAPP_STATUS_WAIT_MS for a status that never comes, which the e2e tests cover.
+ * Matrix sends get M_LIMIT_EXCEEDED with retry_after_ms, 5xx and resets after the homeserver stored
+ * the event (retried with the same txnId, so shown once); like Telegram's, each kind is met once
+ * before the dice choose.
  */
 import type { DiscordEmulator, Fault as DiscordFault, RestRoute } from "../emulators/discord/index.ts";
+import type { MatrixEmulator, Fault as MatrixFault } from "../emulators/matrix/index.ts";
 import type { TelegramEmulator, Fault as TelegramFault } from "../emulators/telegram/index.ts";
 import type { WhatsAppEmulator, Fault as WhatsAppFault } from "../emulators/whatsapp/index.ts";
 import type { Random } from "./random.ts";
@@ -36,6 +40,13 @@ export class FaultInjector {
   private telegramSeen = 0;
   private discordSeen = 0;
   private whatsappSeen = 0;
+  private matrixSeen = 0;
+  /** Matrix send fault kinds not yet injected: each is chosen once before any is chosen at random. */
+  private readonly unseenMatrixKinds = new Set<MatrixFault["kind"]>([
+    "rate_limited",
+    "server_error",
+    "reset_after_effect",
+  ]);
   /** Methods and routes with a fault armed and not yet consumed. */
   private readonly pending = new Set<string>();
   /** Off until `enable()`: the run's opening plays its traffic kinds without faults. */
@@ -53,6 +64,7 @@ export class FaultInjector {
     private readonly telegram: TelegramEmulator,
     private readonly discord: DiscordEmulator,
     private readonly whatsapp: WhatsAppEmulator,
+    private readonly matrix: MatrixEmulator,
     private readonly random: Random,
     /** Probability that the call after a call of the same method fails. 0 disables faults. */
     private readonly rate: number,
@@ -88,8 +100,13 @@ export class FaultInjector {
       .filter((c) => c.route === "messages")
       .map((c) => ({ key: "wa messages", c }));
     this.whatsappSeen = this.whatsapp.calls.length;
+    const matrixCalls = this.matrix.calls
+      .slice(this.matrixSeen)
+      .filter((c) => c.operation === "send")
+      .map((c) => ({ key: "mx send", c }));
+    this.matrixSeen = this.matrix.calls.length;
     const called = new Set<string>();
-    for (const { key, c } of [...telegramCalls, ...discordCalls, ...whatsappCalls]) {
+    for (const { key, c } of [...telegramCalls, ...discordCalls, ...whatsappCalls, ...matrixCalls]) {
       if (c.fault !== undefined) this.pending.delete(key);
       called.add(key);
     }
@@ -116,6 +133,15 @@ export class FaultInjector {
       this.armWhatsApp();
       this.pending.add("wa messages");
     }
+    const matrixUnseen = this.rate > 0 && this.unseenMatrixKinds.size > 0;
+    if (
+      called.has("mx send") &&
+      !this.pending.has("mx send") &&
+      (matrixUnseen || this.random.chance(this.rate))
+    ) {
+      this.armMatrix();
+      this.pending.add("mx send");
+    }
   }
 
   /** Starts arming faults (from the next tick on). */
@@ -131,6 +157,7 @@ export class FaultInjector {
     this.telegram.releaseHung();
     this.discord.clearFaults();
     this.whatsapp.faults.clear();
+    this.matrix.clearFaults();
   }
 
   /** A kind not yet injected that a call of `method` can take. */
@@ -182,6 +209,19 @@ export class FaultInjector {
     ];
     const fault = this.random.pick(faults);
     this.whatsapp.injectFault("messages", fault);
+    this.count(fault.kind);
+  }
+
+  private armMatrix(): void {
+    const faults: MatrixFault[] = [
+      { kind: "rate_limited", retryAfterMs: this.random.int(300, 1_000) },
+      { kind: "server_error", status: this.random.pick([500, 502, 503]) },
+      { kind: "reset_after_effect" },
+    ];
+    const unseen = faults.filter((f) => this.unseenMatrixKinds.has(f.kind));
+    const fault = this.random.pick(unseen.length > 0 ? unseen : faults);
+    this.unseenMatrixKinds.delete(fault.kind);
+    this.matrix.failNext("send", fault);
     this.count(fault.kind);
   }
 

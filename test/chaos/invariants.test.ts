@@ -3,6 +3,7 @@
  * a promise is caught by the invariant meant for it.
  */
 import { describe, expect, test } from "bun:test";
+import { txnIdFor } from "../../channels/matrix/keys.ts";
 import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import { checkInvariants, type InvariantName } from "./invariants.ts";
 import { type OutboxRow, type RunRow, readModelLog, type SentInput, type Snapshot } from "./snapshot.ts";
@@ -148,6 +149,7 @@ function healthy(): Snapshot {
     unconfirmedUpdates: [],
     unansweredWebhooks: [],
     whatsappAccepted: [],
+    matrixTxns: [],
     approvals: [
       {
         id: "ap_1",
@@ -531,5 +533,46 @@ describe("chaos invariants", () => {
     const retried = structuredClone(ambiguous);
     retried.outbox.at(-1)!.firstAmbiguousAtMs = 500;
     expect(checkInvariants(retried).violations).toEqual([]);
+  });
+
+  test("a Matrix send is retried under its txnId: never ambiguous, its receipt the transaction's event, shown once", () => {
+    const MX = "mx:!room1:emulator.test";
+    const s = healthy();
+    s.sent.push(sent("q00007", { place: "mx-dm-alice", channel: "matrix", chat: MX }));
+    s.receipts.push({ channel: "matrix", key: "u_q00007", runId: "run7", outcome: "admitted" });
+    s.runs.push(run("run7", ["q00007"], { conversationId: "conv_mx" }));
+    s.outbox.push(
+      record("run7", "q00007", { chat: MX, channel: "matrix", chunks: 2, receiptIds: ["$e1", "$e2"] }),
+    );
+    s.botMessages[MX] = [
+      { id: "$e1", text: "a-q00007 words" },
+      { id: "$e2", text: "more" },
+    ];
+    s.modelRequests.push("q00007 hello");
+    // The first chunk's send was killed after the homeserver stored it, and sent again: deduped.
+    s.matrixTxns = [
+      { txnId: txnIdFor("run7:0#0"), eventId: "$e1", repeats: 1 },
+      { txnId: txnIdFor("run7:0#1"), eventId: "$e2", repeats: 0 },
+    ];
+    expect(checkInvariants(s).violations).toEqual([]);
+    expect(checkInvariants(s).matrixRetriedSameTxn).toBe(1);
+
+    const ambiguous = structuredClone(s);
+    ambiguous.outbox.at(-1)!.everAmbiguous = true;
+    expect(violated(ambiguous)).toEqual(["matrix-once"]);
+    const stuck = structuredClone(s);
+    stuck.outbox.at(-1)!.state = "ambiguous";
+    expect(violated(stuck)).toEqual(["matrix-once"]);
+    // Retried under a new txnId: a second event, and the receipt names it, not the first one's.
+    const fresh = structuredClone(s);
+    fresh.matrixTxns.push({ txnId: "sb.other", eventId: "$e3", repeats: 0 });
+    fresh.outbox.at(-1)!.receiptIds = ["$e3", "$e2"];
+    fresh.botMessages[MX]!.push({ id: "$e3", text: "a-q00007 words" });
+    expect(violated(fresh)).toContain("matrix-once");
+    expect(checkInvariants(fresh).violations.filter((v) => v.invariant === "matrix-once")).toHaveLength(2);
+    // A chunk no transaction made.
+    const missing = structuredClone(s);
+    missing.matrixTxns = missing.matrixTxns.slice(0, 1);
+    expect(violated(missing)).toEqual(["matrix-once"]);
   });
 });

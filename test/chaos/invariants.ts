@@ -10,6 +10,7 @@
  * answer has at least one call. A duplicate or replayed update never acquires a run, so a model
  * call it caused breaks the bound.
  */
+import { txnIdFor } from "../../channels/matrix/keys.ts";
 import { finalAnswerMarkdown } from "../../outbox/final-text.ts";
 import { isTerminalState, type RunState, type TerminalRunState } from "../../src/runtime/types.ts";
 import { type ChatMessage, idsIn, type OutboxRow, type RunRow, type Snapshot } from "./snapshot.ts";
@@ -28,6 +29,7 @@ export type InvariantName =
   | "pairing-once"
   | "media-fetched"
   | "status-settles"
+  | "matrix-once"
   | "settled";
 
 export interface Violation {
@@ -43,6 +45,8 @@ export interface InvariantReport {
   ambiguousRecords: number;
   /** Records a platform's status report settled (WhatsApp: a send whose outcome a death or a lost answer left unknown). */
   resolvedByPlatformStatus: number;
+  /** Matrix transactions sent again with the same txnId (after a kill or a lost answer) and deduped by the homeserver. */
+  matrixRetriedSameTxn: number;
   /** Runs an owner acquired more than once (resumed after a kill). */
   resumedRuns: number;
   /** Model calls that resumed a run (calls beyond the first per run). */
@@ -83,6 +87,7 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   checkPairings(snapshot, violate);
   checkMedia(snapshot, runsHolding, violate);
   checkStatusSettles(snapshot, violate);
+  checkMatrixOnce(snapshot, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
   }
@@ -97,6 +102,7 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
     violations,
     ambiguousRecords: snapshot.outbox.filter((r) => r.everAmbiguous).length,
     resolvedByPlatformStatus: snapshot.outbox.filter((r) => r.resolvedByPlatformStatus).length,
+    matrixRetriedSameTxn: snapshot.matrixTxns.filter((t) => t.repeats > 0).length,
     resumedRuns: snapshot.runs.filter((r) => r.acquisitions > 1).length,
     repeatedModelCalls: calls,
     outcomesAsMessages: snapshot.outbox.filter((r) => outcomeAsMessage(r, snapshot.outbox)).length,
@@ -651,5 +657,42 @@ function checkStatusSettles(snapshot: Snapshot, violate: Violate): void {
         where,
         "WhatsApp accepted it and reported its status, yet it became ambiguous (the status did not settle it)",
       );
+  }
+}
+
+/**
+ * A Matrix send is idempotent per access token and txnId, and the txnId comes from the record and
+ * chunk: a send whose outcome a death, a reset or a 5xx left unknown is sent again with the same
+ * txnId, never left ambiguous. So a Matrix record is never ambiguous; a delivered one names, chunk
+ * by chunk, the very event its transaction made (a retry under a new txnId would name a second
+ * one); and its answer is in the room exactly once.
+ */
+function checkMatrixOnce(snapshot: Snapshot, violate: Violate): void {
+  const eventOfTxn = new Map(snapshot.matrixTxns.map((t) => [t.txnId, t.eventId]));
+  for (const record of snapshot.outbox) {
+    if (record.channel !== "matrix" || record.kind !== "message") continue;
+    const where = `${record.id} (${record.key}) in ${record.chat}`;
+    if (record.everAmbiguous || record.state === "ambiguous")
+      violate(
+        "matrix-once",
+        where,
+        `became ambiguous (now ${record.state}): a Matrix send is retried by its txnId`,
+      );
+    if (record.state === "delivered") {
+      const made = Array.from({ length: record.chunks }, (_, chunk) =>
+        eventOfTxn.get(txnIdFor(`${record.key}#${chunk}`)),
+      );
+      if (made.some((eventId) => eventId === undefined) || made.join(",") !== record.receiptIds.join(","))
+        violate(
+          "matrix-once",
+          where,
+          `delivered with events ${record.receiptIds.join(", ") || "(none)"}, but its transactions made ${made.map((e) => e ?? "nothing").join(", ")}`,
+        );
+    }
+    const marker = ANSWER_MARKER.exec(record.markdown)?.[0];
+    if (!marker || record.state !== "delivered") continue;
+    const shown = countIn(snapshot.botMessages[record.chat] ?? [], marker);
+    if (shown !== 1)
+      violate("matrix-once", where, `delivered, and its answer ${marker} is in the room ${shown} times`);
   }
 }

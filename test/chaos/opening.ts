@@ -9,16 +9,19 @@
  * non-idempotent and an idempotent tool, approvals approved, denied, pressed twice and left to
  * expire, a photo and a voice note, a schedule, `/export`, a `/forget` episode, the pairing
  * episode and late replays (a WhatsApp webhook among them). Then a WhatsApp send killed right
- * after WhatsApp accepted it, which its status webhook must settle. Then, with faults on, the kill
- * chain (kills.ts): every kill point once, tool calls of both kinds killed mid-call.
+ * after WhatsApp accepted it, which its status webhook must settle, and a Matrix send killed right
+ * after the homeserver stored it, which the next gateway sends again under the same txnId (while
+ * no gateway runs, the homeserver also brings an event answered long ago again). Then, with faults
+ * on, the kill chain (kills.ts): every kill point once, tool calls of both kinds killed mid-call.
  */
+import { txnIdFor } from "../../channels/matrix/keys.ts";
 import type { KillPoint } from "../../src/util/kill-point.ts";
 import type { Cast } from "./cast.ts";
 import type { ChaosDatabase } from "./database.ts";
 import type { FaultInjector } from "./faults.ts";
 import { killAtEveryPoint, restart } from "./kills.ts";
 import type { Random } from "./random.ts";
-import { readWhatsApp } from "./snapshot.ts";
+import { readMatrix, readWhatsApp } from "./snapshot.ts";
 import type { GatewaySupervisor } from "./supervisor.ts";
 import { type Pace, type Peers, type Traffic, waitFor } from "./traffic.ts";
 
@@ -50,13 +53,19 @@ export interface OpeningResult {
   missed: KillPoint[];
   /** WhatsApp records left `sending` by the SIGKILL right after WhatsApp accepted them (0: no try managed it). */
   whatsappKilledMidSend: number;
+  /** Matrix records left `sending` by the SIGKILL right after the homeserver stored their event (0: no try managed it). */
+  matrixKilledMidSend: number;
 }
 
 export async function playOpening(context: OpeningContext): Promise<OpeningResult> {
   const started = Date.now();
-  await playTrafficKinds(context);
+  const answeredOnMatrix = await playTrafficKinds(context);
   const chainStarted = Date.now();
   const whatsappKilledMidSend = await killMidWhatsAppSend(context);
+  const matrixKilledMidSend = await killMidMatrixSend(context);
+  // No gateway runs: the homeserver puts an event answered long ago into the stream again, and the
+  // next gateway's /sync (from its stored token) brings it: a duplicate, answered once.
+  context.traffic.replay(answeredOnMatrix);
   context.faults.enable();
   const missed = await killAtEveryPoint(
     context.supervisor,
@@ -70,6 +79,7 @@ export async function playOpening(context: OpeningContext): Promise<OpeningResul
     chainMs: Date.now() - chainStarted,
     missed,
     whatsappKilledMidSend,
+    matrixKilledMidSend,
   };
 }
 
@@ -117,12 +127,56 @@ async function killMidWhatsAppSend({
   return 0;
 }
 
-async function playTrafficKinds({ cast, peers, traffic, database, log }: OpeningContext): Promise<void> {
+/**
+ * SIGKILLs a gateway right after the homeserver stored the event of one of its Matrix sends, before
+ * the gateway recorded it (the kill point counts Matrix sends only): the record is left `sending`
+ * with its event in the room, and the next gateway must send it again under the same txnId (the
+ * homeserver answers with the stored event), never leave it ambiguous (the `matrix-once`
+ * invariant). Returns how many such records the death left; the gateway is down afterwards.
+ */
+async function killMidMatrixSend({
+  cast,
+  peers,
+  traffic,
+  supervisor,
+  database,
+  random,
+  armedWindowMs,
+  log,
+}: OpeningContext): Promise<number> {
+  const places = cast.places.filter((p) => p.channel === "matrix" && !p.needsMention);
+  for (let attempt = 1; attempt <= MID_SEND_TRIES; attempt += 1) {
+    await supervisor.sigkill();
+    log(`opening: armed outbox.platform-accepted on a Matrix send (try ${attempt})`);
+    const arm = { point: "outbox.platform-accepted", at: 1, channel: "matrix" } as const;
+    await restart(supervisor, traffic, arm, { spare: false });
+    if (supervisor.armed) {
+      traffic.postAnswerable(random.pick(places), { duplicate: false });
+      if (!(await supervisor.waitForDeath(armedWindowMs))) await supervisor.sigkill();
+    }
+    if (supervisor.running) continue; // fired while starting, on a send left over: this process runs disarmed
+    const sending = await database.read<{ key: string }>(
+      "SELECT key FROM outbox WHERE channel = 'matrix' AND state = 'sending'",
+    );
+    const stored = readMatrix(peers.matrix).matrixTxns.map((t) => t.txnId);
+    const left = sending.filter((r) =>
+      stored.some((txnId) => txnId.startsWith(txnIdFor(`${r.key}#`))),
+    ).length;
+    if (left > 0) return left;
+  }
+  log(`opening: no Matrix send was killed right after the homeserver stored it in ${MID_SEND_TRIES} tries`);
+  return 0;
+}
+
+/** Plays every traffic kind once; returns the id of a Matrix DM message it had answered. */
+async function playTrafficKinds({ cast, peers, traffic, database, log }: OpeningContext): Promise<string> {
   const place = (name: string) => cast.byName(name);
   const modelSaw = (id: string) => () => peers.llm.requests().some((r) => r.lastUserText.includes(id));
   const texts = cast.places.map((p, k) => traffic.postAnswerable(p, { duplicate: k === 0, pace: SLOW }));
   traffic.postIgnorable("group");
   traffic.postIgnorable("stranger");
+  // A Matrix user the allowlist does not name, in a room the bot had joined: never answered.
+  traffic.postIgnorable("stranger", cast.stranger.matrixDm);
   traffic.postToolCall("t", { ms: 300 });
   traffic.postToolCall("r", { ms: 300 });
   for (const decision of ["approve", "deny", "approve-twice", "expire"] as const)
@@ -155,6 +209,7 @@ async function playTrafficKinds({ cast, peers, traffic, database, log }: Opening
   traffic.replay(texts[2]!);
   // Meta delivers a webhook answered long ago again: it must change nothing.
   traffic.replay(texts[cast.places.indexOf(place("wa-dm-alice"))]!);
+  return texts[cast.places.indexOf(place("mx-dm-bob"))]!;
 }
 
 async function activeRuns(database: ChaosDatabase): Promise<number> {

@@ -1,6 +1,6 @@
 /**
  * The short chaos run, kept out of `npm test` and run by CI as `npm run soak:short`: a real gateway
- * process against the Telegram, Discord and WhatsApp emulators and the fake LLM, on each engine (on
+ * process against the Telegram, Discord, WhatsApp and Matrix emulators and the fake LLM, on each engine (on
  * PostgreSQL a second gateway always waits as a standby and takes over after a death that is not
  * followed by an armed start). It checks the same invariants as the long run
  * (`npm run soak -- --minutes 30 [--engine postgres [--standby]]`), on less traffic.
@@ -10,7 +10,8 @@
  * ignorable chatter, supersede, interrupt, /stop, both kinds of tool call, approvals approved,
  * denied, pressed twice and left to expire, a photo, a voice note, a schedule, /export, /forget,
  * pairing), then every kill point once, with every fault kind met first, and a WhatsApp send
- * killed right after WhatsApp accepted it; the random traffic after it only adds. The run ends when the gateway has settled; the test's timeout only bounds a run
+ * killed right after WhatsApp accepted it, and a Matrix send killed right after the homeserver
+ * stored it; the random traffic after it only adds. The run ends when the gateway has settled; the test's timeout only bounds a run
  * that stopped making progress.
  */
 import { expect } from "bun:test";
@@ -88,5 +89,14 @@ export async function shortChaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.whatsappWebhooks.redelivered).toBeGreaterThan(0);
   expect(report.whatsappKilledMidSend).toBeGreaterThan(0);
   expect(report.resolvedByPlatformStatus).toBeGreaterThanOrEqual(report.whatsappKilledMidSend);
+  // Matrix: answered once (the invariants, matrix-once among them); the send killed right after the
+  // homeserver stored it was sent again under its txnId, and every send fault kind was met.
+  expect(report.messages.matrix).toBeGreaterThan(0);
+  expect(report.matrix.replayedEvents).toBeGreaterThan(0);
+  expect(report.matrix.killedMidSend).toBeGreaterThan(0);
+  expect(report.matrix.retriedSameTxn).toBeGreaterThanOrEqual(report.matrix.killedMidSend);
+  expect(report.matrix.faults.rateLimited).toBeGreaterThan(0);
+  expect(report.matrix.faults.serverErrors).toBeGreaterThan(0);
+  expect(report.matrix.faults.resetsAfterEffect).toBeGreaterThan(0);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

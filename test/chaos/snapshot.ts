@@ -5,10 +5,12 @@
  */
 
 import { decodeTarget as decodeDiscordTarget } from "../../channels/discord/keys.ts";
+import { decodeTarget as decodeMatrixTarget } from "../../channels/matrix/keys.ts";
 import { decodeTarget as decodeTelegramTarget } from "../../channels/telegram/target.ts";
 import { decodeReplyTarget as decodeWhatsAppTarget } from "../../channels/whatsapp/keys.ts";
 import { RESOLVED_BY_PLATFORM_STATUS } from "../../outbox/platform-status.ts";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
+import type { MatrixEmulator } from "../emulators/matrix/index.ts";
 import type { TelegramEmulator } from "../emulators/telegram/index.ts";
 import type { WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import { lastToolInputOf } from "../support/llm/fake-llm-rules.ts";
@@ -129,6 +131,11 @@ export interface Snapshot {
    * has it, and its statuses reported it.
    */
   whatsappAccepted: Array<{ callbackData: string; atMs: number }>;
+  /**
+   * Every transaction the homeserver stored for the bot's sends: its txnId, the event it made, and
+   * how many later sends repeated that txnId (answered with the same event, appending nothing).
+   */
+  matrixTxns: Array<{ txnId: string; eventId: string; repeats: number }>;
   approvals: ApprovalRow[];
   /** Every approval decision a run holds as input (a `tool-approval-response` part). */
   approvalResponses: Array<{ runId: string; approvalId: string }>;
@@ -185,6 +192,7 @@ export function chatOfTarget(channel: string, target: string): string {
   }
   if (channel === "discord") return `dc:${decodeDiscordTarget(target)}`;
   if (channel === "whatsapp") return `wa:${decodeWhatsAppTarget(target)}`;
+  if (channel === "matrix") return `mx:${decodeMatrixTarget(target).roomId}`;
   return `${channel}:${target}`;
 }
 
@@ -369,11 +377,17 @@ export function readChats(
   telegram: TelegramEmulator,
   discord: DiscordEmulator,
   whatsapp: WhatsAppEmulator,
+  matrix: MatrixEmulator,
 ): Record<string, ChatMessage[]> {
   const result: Record<string, ChatMessage[]> = {};
   for (const chat of chats) {
     const [kind, id, thread] = chat.split(":");
-    if (kind === "tg") {
+    if (kind === "mx") {
+      // Room ids hold a ":" (`!id:server`): the rest of the key is the room.
+      result[chat] = matrix
+        .shown(chat.slice(3), matrix.bot.userId)
+        .map((m) => ({ id: m.eventId, text: m.body }));
+    } else if (kind === "tg") {
       result[chat] = telegram
         .messages(Number(id))
         .filter(
@@ -408,6 +422,20 @@ export function readWhatsApp(
       .filter((chat) => chat.startsWith("wa:"))
       .flatMap((chat) => whatsapp.messages(chat.slice(3)))
       .flatMap((m) => (m.callbackData === undefined ? [] : [{ callbackData: m.callbackData, atMs: m.atMs }])),
+  };
+}
+
+/** The bot's send transactions as the homeserver stored them (its access token's). */
+export function readMatrix(matrix: MatrixEmulator): Pick<Snapshot, "matrixTxns"> {
+  const prefix = `${matrix.bot.token}\u0000send\u0000`;
+  const sends = matrix.callsOf("send").filter((c) => c.userId === matrix.bot.userId);
+  return {
+    matrixTxns: [...matrix.world.txns]
+      .filter(([key]) => key.startsWith(prefix))
+      .map(([key, eventId]) => {
+        const txnId = key.slice(prefix.length);
+        return { txnId, eventId, repeats: sends.filter((c) => c.txnId === txnId && c.deduped).length };
+      }),
   };
 }
 

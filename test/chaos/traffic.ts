@@ -5,6 +5,7 @@
  */
 import sharp from "sharp";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
+import type { MatrixEmulator } from "../emulators/matrix/index.ts";
 import type { TelegramEmulator } from "../emulators/telegram/index.ts";
 import type { WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import type { FakeLlmServer } from "../support/llm/fake-llm-server.ts";
@@ -19,6 +20,7 @@ export interface Peers {
   telegram: TelegramEmulator;
   discord: DiscordEmulator;
   whatsapp: WhatsAppEmulator;
+  matrix: MatrixEmulator;
   llm: FakeLlmServer;
 }
 
@@ -265,7 +267,9 @@ export class Traffic {
   /** `/in 2s <id> …` in a DM; the scheduled answer is scripted like any other. */
   postSchedule(): void {
     const id = this.id("s");
-    const place = this.cast.byName(this.random.pick(["tg-dm-alice", "dc-dm-bob", "wa-dm-bob"]));
+    const place = this.cast.byName(
+      this.random.pick(["tg-dm-alice", "dc-dm-bob", "wa-dm-bob", "mx-dm-alice"]),
+    );
     this.script(id);
     const updateKey = place.post(place.speakers[0]!, `/in 2s ${id} stretch your legs`, false);
     this.record(id, place, updateKey, "schedule");
@@ -460,18 +464,26 @@ export class Traffic {
     return id;
   }
 
-  /** Group chatter without a mention, or a DM from someone no allowlist names (`where` chooses). */
-  postIgnorable(where: "group" | "stranger" = this.random.chance(0.5) ? "group" : "stranger"): void {
+  /**
+   * Group chatter without a mention, or a DM from someone no allowlist names (`where` chooses; `at`
+   * names the place instead of the dice).
+   */
+  postIgnorable(
+    where: "group" | "stranger" = this.random.chance(0.5) ? "group" : "stranger",
+    at?: Place,
+  ): void {
     const id = this.id("i");
     const gated = this.cast.places.filter((p) => p.needsMention);
     const place =
-      where === "group"
+      at ??
+      (where === "group"
         ? this.random.pick(gated)
         : this.random.pick([
             this.cast.stranger.telegramDm,
             this.cast.stranger.discordDm,
             this.cast.stranger.whatsappDm,
-          ]);
+            this.cast.stranger.matrixDm,
+          ]));
     const updateKey = place.post(this.random.pick(place.speakers), `${id} ${this.words(3)}`, false);
     this.record(id, place, updateKey, "ignored");
   }

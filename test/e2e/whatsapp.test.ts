@@ -1,14 +1,19 @@
 // Kept per platform: WhatsApp's signed webhooks, Meta's redeliveries and the status webhooks that settle sends.
 /**
- * End to end through a real gateway process: the WhatsApp adapter against the Cloud API emulator
- * (run in this process; the gateway's /whatsapp/webhook is its subscribed URL), the model behind
- * the fake OpenAI-compatible server, SQLite on a temp file.
+ * End to end: the WhatsApp adapter against the Cloud API emulator (the gateway's /whatsapp/webhook
+ * is its subscribed URL), the model behind the fake OpenAI-compatible server, SQLite on a temp
+ * file. The gateway is composed in this process (startInProcessGateway, its webhook route served
+ * on a port of its own) except where a process is the point: a send cut short by SIGKILL.
+ * The emulator's pair rate (one message every 6 s to a user) is on only where it is what a test
+ * checks, and there shortened to a second on both sides.
  */
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import sharp from "sharp";
+import { systemClock } from "../../src/util/clock.ts";
 import { startWhatsAppEmulator, type WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
+import { type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
 import { type FakeLlmServer, startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
 import { appendRule, approvalStates, notesIn, writeApprovalConfig } from "./support/approval-scenario.ts";
@@ -19,11 +24,10 @@ import {
   freePort,
   GATEWAY_START_TIMEOUT_MS,
   GATEWAY_STOP_TIMEOUT_MS,
-  type GatewayProcess,
   startGatewayProcess,
 } from "./support/gateway-process.ts";
 import { oggOpus, userParts } from "./support/media.ts";
-import { metricValue } from "./support/metrics.ts";
+import { sampleIn } from "./support/metrics.ts";
 import { outboxRecordOf, waitUntilSettled } from "./support/settled.ts";
 
 const dir = tempDir("switchboard-e2e-whatsapp-");
@@ -73,12 +77,28 @@ function waitForReply(waId: string, text: string, timeoutMs = 10_000) {
   );
 }
 
-const duplicates = (gateway: GatewayProcess) =>
-  metricValue(gateway.url, "switchboard_inbound_duplicates_total", { channel: "whatsapp" });
+const duplicates = async (gateway: InProcessGateway) =>
+  sampleIn(await gateway.gateway.renderMetrics(), "switchboard_inbound_duplicates_total", {
+    channel: "whatsapp",
+  });
+
+/** The gateway on `gatewayEnv`, in this process, subscribed to the emulator's webhooks. */
+async function startInProcess(
+  gatewayEnv: Record<string, string>,
+  channels?: { whatsapp: Record<string, unknown> },
+): Promise<InProcessGateway> {
+  const gateway = await startInProcessGateway(gatewayEnv, {
+    clock: systemClock,
+    serveRoutes: true,
+    ...(channels ? { channels } : {}),
+  });
+  wa.setWebhookUrl(`${gateway.url}/whatsapp/webhook`);
+  return gateway;
+}
 
 beforeAll(() => {
   llm = startFakeLlmServer();
-  wa = startWhatsAppEmulator();
+  wa = startWhatsAppEmulator({ limits: { pairIntervalMs: null } });
 });
 afterAll(async () => {
   await wa.close();
@@ -88,13 +108,12 @@ afterAll(async () => {
 
 describe("whatsapp end to end", () => {
   const port = freePort();
-  let gateway: GatewayProcess;
+  let gateway: InProcessGateway;
   beforeAll(async () => {
-    gateway = await startGatewayProcess(env(port));
-    wa.setWebhookUrl(`${gateway.url}/whatsapp/webhook`);
+    gateway = await startInProcess(env(port));
   }, GATEWAY_START_TIMEOUT_MS);
   afterAll(async () => {
-    await gateway?.kill("SIGTERM");
+    await gateway?.stop();
   }, GATEWAY_STOP_TIMEOUT_MS);
 
   test("Meta's handshake, then one message, one reply, marked read with typing", async () => {
@@ -141,9 +160,7 @@ describe("whatsapp end to end", () => {
     await waitUntilSettled(env(port).SWITCHBOARD_DB!);
     expect(llm.requestsContaining("forged instructions")).toEqual([]);
     expect(botTexts(CAROL)).toEqual(["echo: first, genuine"]);
-    expect(gateway.events().some((e) => e.event === "whatsapp.webhook_refused" && e.status === 401)).toBe(
-      true,
-    );
+    expect(gateway.logs.some((e) => e.event === "whatsapp.webhook_refused" && e.status === 401)).toBe(true);
   }, 20_000);
 
   test("a reaction to the bot's reply is answered 200 and logged, and starts no run", async () => {
@@ -158,7 +175,7 @@ describe("whatsapp end to end", () => {
     });
     expect((await wa.waitForDelivery(delivery)).attempts.map((a) => a.status)).toEqual([200]);
     await eventually(
-      () => gateway.events().some((e) => e.event === "whatsapp.reaction" && e.messageId === reply.wamid),
+      () => gateway.logs.some((e) => e.event === "whatsapp.reaction" && e.messageId === reply.wamid),
       10_000,
       "the reaction's log line",
     );
@@ -215,7 +232,7 @@ describe("whatsapp: a send cut short by SIGKILL", () => {
   test("becomes ambiguous when no status comes within WHATSAPP_STATUS_WAIT_MS, and is not resent", async () => {
     const port = freePort();
     const dbFile = "crash-no-status.sqlite";
-    const bound = { WHATSAPP_STATUS_WAIT_MS: "1500" };
+    const bound = { WHATSAPP_STATUS_WAIT_MS: "1000" };
     wa.statusPlan = { kind: "never" };
     const crashing = await crashAfterAccepted(dbFile, port, bound);
     wa.incoming({ from: ERIN, text: "nobody reports this one" });
@@ -261,21 +278,18 @@ function recordContaining(
 }
 
 describe("whatsapp: a schedule that fires after the 24-hour window closed", () => {
-  // The emulator's window is shortened so that a five-second schedule fires outside it, while the
-  // confirmation of `/in` (sent at once) is inside. The pair rate is off: the template follows the
-  // refused message at once (with it, the template waits for Meta's next redelivery of the status).
-  beforeAll(() => wa.setLimits({ serviceWindowMs: 3_000, pairIntervalMs: null }));
-  afterAll(() => wa.setLimits({ serviceWindowMs: 24 * 60 * 60 * 1000, pairIntervalMs: 6_000 }));
+  // The confirmation of `/in` (sent at once) goes inside the window; then the emulator's window is
+  // shortened to a millisecond, so that it is closed when the schedule fires two seconds later.
+  // The pair rate is off: the template follows the refused message at once (with it, the template
+  // waits for Meta's next redelivery of the status).
+  const DAY_MS = 24 * 60 * 60 * 1000;
+  afterEach(() => wa.setLimits({ serviceWindowMs: DAY_MS }));
 
-  async function scheduleOutsideWindow(
-    gateway: GatewayProcess,
-    user: string,
-    prompt: string,
-    dbPath: string,
-  ) {
-    wa.setWebhookUrl(`${gateway.url}/whatsapp/webhook`);
-    wa.incoming({ from: user, text: `/in 5s ${prompt}` });
+  async function scheduleOutsideWindow(user: string, prompt: string, dbPath: string) {
+    wa.incoming({ from: user, text: `/in 2s ${prompt}` });
     await waitForReply(user, "Scheduled sch_");
+    wa.setLimits({ serviceWindowMs: 1 });
+    expect(recordContaining(dbPath, prompt)).toBeNull();
     const settled = (record: ReturnType<typeof recordContaining>) =>
       record !== null && record.state !== "pending" && record.state !== "sending";
     await eventually(
@@ -287,16 +301,10 @@ describe("whatsapp: a schedule that fires after the 24-hour window closed", () =
   }
 
   test("without a template: the record fails with WhatsApp's 131047 and the fix, and is not retried", async () => {
-    const port = freePort();
-    const gatewayEnv = env(port, "window.sqlite");
-    const gateway = await startGatewayProcess(gatewayEnv);
+    const gatewayEnv = env(freePort(), "window.sqlite");
+    const gateway = await startInProcess(gatewayEnv);
     try {
-      const record = await scheduleOutsideWindow(
-        gateway,
-        FRANK,
-        "water the plants",
-        gatewayEnv.SWITCHBOARD_DB!,
-      );
+      const record = await scheduleOutsideWindow(FRANK, "water the plants", gatewayEnv.SWITCHBOARD_DB!);
       // Meta accepts the free-form message (delivered, on its answer), then fails it by status.
       await eventually(
         () => recordContaining(gatewayEnv.SWITCHBOARD_DB!, "water the plants")?.state === "failed",
@@ -321,18 +329,18 @@ describe("whatsapp: a schedule that fires after the 24-hour window closed", () =
       expect(tries).toHaveLength(1);
       expect(tries[0]?.failure?.code).toBe(131047);
       // Back inside the window, /status says which reply did not arrive and why.
+      wa.setLimits({ serviceWindowMs: DAY_MS });
       wa.incoming({ from: FRANK, text: "/status" });
       const status = await waitForReply(FRANK, "Last reply not delivered");
       expect(status.text).toContain(`(${record.id})`);
       expect(status.text).toContain("131047");
     } finally {
-      await gateway.kill("SIGTERM");
+      await gateway.stop();
     }
   }, 40_000);
 
   test("with whatsapp.reengageTemplate: the answer goes as the template, carrying its text", async () => {
-    const port = freePort();
-    const gatewayEnv = env(port, "window-template.sqlite");
+    const gatewayEnv = env(freePort(), "window-template.sqlite");
     const configFile = gatewayEnv.SWITCHBOARD_CONFIG!;
     const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
     const withTemplate = configFile.replace(/\.json$/, "-template.json");
@@ -340,14 +348,9 @@ describe("whatsapp: a schedule that fires after the 24-hour window closed", () =
       withTemplate,
       JSON.stringify({ ...config, whatsapp: { reengageTemplate: { name: "reengage", language: "en_US" } } }),
     );
-    const gateway = await startGatewayProcess({ ...gatewayEnv, SWITCHBOARD_CONFIG: withTemplate });
+    const gateway = await startInProcess({ ...gatewayEnv, SWITCHBOARD_CONFIG: withTemplate });
     try {
-      const record = await scheduleOutsideWindow(
-        gateway,
-        GRACE,
-        "stretch your legs",
-        gatewayEnv.SWITCHBOARD_DB!,
-      );
+      const record = await scheduleOutsideWindow(GRACE, "stretch your legs", gatewayEnv.SWITCHBOARD_DB!);
       // Meta accepts the free-form message and fails it a moment later by status (131047).
       const template = await wa.waitFor(
         () => wa.messages(GRACE).find((m) => m.type === "template"),
@@ -361,17 +364,22 @@ describe("whatsapp: a schedule that fires after the 24-hour window closed", () =
       });
       expect(template?.template).toMatchObject({ name: "reengage", language: "en_US" });
       expect(template?.template?.parameters[0]).toContain("stretch your legs");
-      expect(gateway.events().some((e) => e.event === "whatsapp.reengaged")).toBe(true);
+      expect(gateway.logs.some((e) => e.event === "whatsapp.reengaged")).toBe(true);
     } finally {
-      await gateway.kill("SIGTERM");
+      await gateway.stop();
     }
   }, 40_000);
 });
 
 describe("whatsapp: the pair rate", () => {
+  // A second instead of Meta's six, on both sides: the emulator refuses a second message within it,
+  // and the adapter holds the chat back for as long (WhatsAppConfig.pairIntervalMs).
+  const SHORT_PAIR_INTERVAL_MS = 1_000;
+  beforeAll(() => wa.setLimits({ pairIntervalMs: SHORT_PAIR_INTERVAL_MS }));
+  afterAll(() => wa.setLimits({ pairIntervalMs: null }));
+
   test("a long answer in several messages to one user: each one Meta refuses (131056) waits, nothing is lost", async () => {
-    const port = freePort();
-    const gatewayEnv = env(port, "pair-rate.sqlite");
+    const gatewayEnv = env(freePort(), "pair-rate.sqlite");
     const paragraphs = Array.from(
       { length: 3 },
       (_, i) => `Part ${i + 1}: ${"lorem ipsum dolor sit amet ".repeat(150)}`,
@@ -382,8 +390,9 @@ describe("whatsapp: the pair rate", () => {
         reply: { kind: "text", text: paragraphs.join("\n\n") },
       },
     ]);
-    const gateway = await startGatewayProcess(gatewayEnv);
-    wa.setWebhookUrl(`${gateway.url}/whatsapp/webhook`);
+    const gateway = await startInProcess(gatewayEnv, {
+      whatsapp: { pairIntervalMs: SHORT_PAIR_INTERVAL_MS },
+    });
     try {
       wa.incoming({ from: HEIDI, text: "tell me everything" });
       await eventually(
@@ -394,9 +403,11 @@ describe("whatsapp: the pair rate", () => {
       const shown = wa.messages(HEIDI).map((m) => m.text ?? "");
       expect(shown).toHaveLength(3);
       for (const [i, text] of shown.entries()) expect(text).toStartWith(`Part ${i + 1}:`);
+      // A refused part waited the pair interval, so no part was refused twice.
       expect(wa.limitStats().pairRejected[HEIDI]).toBeGreaterThanOrEqual(1);
+      expect(wa.limitStats().pairRejected[HEIDI]).toBeLessThanOrEqual(2);
     } finally {
-      await gateway.kill("SIGTERM");
+      await gateway.stop();
     }
   }, 60_000);
 });
@@ -412,7 +423,7 @@ describe("whatsapp: media and approvals", () => {
   ]);
   const notes = notesIn(dir.path);
   let pages: ReturnType<typeof Bun.serve>;
-  let gateway: GatewayProcess;
+  let gateway: InProcessGateway;
   let gatewayEnv: Record<string, string>;
 
   beforeAll(async () => {
@@ -434,12 +445,11 @@ describe("whatsapp: media and approvals", () => {
       "whatsapp:dm": { delivery: "terminal", inputPolicy: "queue" },
     });
     gatewayEnv = { ...base, SWITCHBOARD_CONFIG: config };
-    gateway = await startGatewayProcess(gatewayEnv, GATEWAY_START_TIMEOUT_MS);
-    wa.setWebhookUrl(`${gateway.url}/whatsapp/webhook`);
+    gateway = await startInProcess(gatewayEnv);
   }, GATEWAY_START_TIMEOUT_MS);
   afterAll(async () => {
     pages.stop(true);
-    await gateway?.kill("SIGTERM");
+    await gateway?.stop();
   }, GATEWAY_STOP_TIMEOUT_MS);
 
   test("a photo reaches the model as an image, downloaded once through its media id", async () => {
@@ -513,7 +523,7 @@ describe("whatsapp: media and approvals", () => {
 
     const { delivery } = wa.press(LENA, prompt.wamid, "Approve");
     // WhatsApp cannot edit the prompt: the outcome comes as a message of its own, through the
-    // outbox (the pair rate may hold it back a few seconds), as does the answer.
+    // outbox, as does the answer.
     await waitForReply(LENA, "Approved by", 30_000);
     await waitForReply(LENA, "Done:", 30_000);
     expect(notes.count("eggs")).toBe(1);

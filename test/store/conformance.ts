@@ -817,7 +817,17 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           stopReason: "interrupted",
         });
         expect(await store.requestStop(queued.runId, "superseded", T0)).toMatchObject({ outcome: "ended" });
-        expect((await store.loadRun(queued.runId))?.run.state).toBe("superseded");
+        expect((await store.loadRun(queued.runId))?.run).toMatchObject({
+          state: "superseded",
+          stopReason: "superseded",
+        });
+        // A queued run whose message was deleted ends cancelled, and its record says why.
+        const deleted = await store.admit(admitRequest("c", "d"));
+        expect(await store.requestStop(deleted.runId, "withdrawn", T0)).toMatchObject({ outcome: "ended" });
+        expect((await store.loadRun(deleted.runId))?.run).toMatchObject({
+          state: "cancelled",
+          stopReason: "withdrawn",
+        });
         expect(await store.requestStop(queued.runId, "interrupted", T0)).toEqual({ outcome: "not_active" });
         expect(await store.requestStop("nope", "interrupted", T0)).toEqual({ outcome: "not_active" });
       }),
@@ -1069,6 +1079,48 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
           { replyTarget: "t1", updateKey: "99" },
         ]);
         expect(await store.latestIngressPerTarget("other", 10)).toEqual([]);
+      }),
+    );
+
+    test(
+      "an ingress receipt names the run and input an update was admitted to, or only its outcome",
+      withStore(async (store) => {
+        const admitted = await store.admit(
+          admitRequest("c", "a", { ingress: { source: "chat:acct", key: "u1", payload: { text: "a" } } }),
+        );
+        const joined = await store.admit(
+          admitRequest("c", "b", {
+            coalescePending: true,
+            ingress: { source: "chat:acct", key: "u2", payload: { text: "b" } },
+          }),
+        );
+        await store.claimIngress({
+          source: "chat:acct",
+          key: "u3",
+          outcome: "command:stop",
+          payload: {},
+          nowMs: T0,
+        });
+
+        expect(await store.loadIngressReceipt("chat:acct", "u1")).toEqual({
+          outcome: "admitted",
+          conversationId: "c",
+          runId: admitted.runId,
+          inputMessageId: admitted.inputMessageId,
+        });
+        expect(joined.outcome).toBe("coalesced");
+        expect(await store.loadIngressReceipt("chat:acct", "u2")).toMatchObject({
+          runId: admitted.runId,
+          inputMessageId: joined.inputMessageId,
+        });
+        expect(await store.loadIngressReceipt("chat:acct", "u3")).toEqual({
+          outcome: "command:stop",
+          conversationId: null,
+          runId: null,
+          inputMessageId: null,
+        });
+        expect(await store.loadIngressReceipt("chat:acct", "u4")).toBeNull();
+        expect(await store.loadIngressReceipt("chat:other", "u1")).toBeNull();
       }),
     );
 

@@ -1,3 +1,4 @@
+import type { PlatformChannel } from "../../channels/module.ts";
 import type { ChannelLimits } from "../../channels/types.ts";
 import { createGateway, type Gateway } from "../../src/gateway/app.ts";
 import { loadConfig } from "../../src/gateway/config/index.ts";
@@ -16,6 +17,11 @@ export interface InProcessGateway {
   readonly gateway: Gateway;
   /** What the gateway logged, parsed, in order. */
   readonly logs: LogRecord[];
+  /**
+   * With `serveRoutes`: the base URL of an HTTP server on 127.0.0.1 that answers the adapters'
+   * routes (webhooks such as `/whatsapp/webhook`) and nothing else; null without it.
+   */
+  readonly url: string | null;
   /**
    * Stops it as SIGTERM would (ingress first, runs finish within `graceMs`, the outbox drains)
    * and closes its database. Idempotent.
@@ -41,9 +47,22 @@ export async function startInProcessGateway(
      * check the pacing itself.
      */
     limits?: Partial<ChannelLimits>;
+    /**
+     * Settings merged into a channel's, for those no variable sets, e.g.
+     * `{ whatsapp: { pairIntervalMs: 1000 } }` with an emulator whose pair rate is as short.
+     */
+    channels?: Partial<Record<PlatformChannel, Record<string, unknown>>>;
+    /** Serves the adapters' webhook routes over HTTP (see InProcessGateway.url). Default false. */
+    serveRoutes?: boolean;
   },
 ): Promise<InProcessGateway> {
   const config = loadConfig(env);
+  for (const [channel, settings] of Object.entries(options.channels ?? {})) {
+    const name = channel as PlatformChannel;
+    if (config.channels[name] === undefined)
+      throw new Error(`options.channels sets ${name}, which env does not configure`);
+    config.channels[name] = { ...(config.channels[name] as object), ...settings };
+  }
   if (config.web.enabled) {
     throw new Error(
       "startInProcessGateway composes no web channel; set SWITCHBOARD_WEB=off (e2eGatewayEnv does) or start a process",
@@ -70,13 +89,29 @@ export async function startInProcessGateway(
     await stores.close();
     throw error;
   }
+  const server = options.serveRoutes ? serveAdapterRoutes(gateway) : null;
   let stopping: Promise<void> | null = null;
   return {
     gateway,
     logs: logger.records,
+    url: server ? `http://127.0.0.1:${server.port}` : null,
     stop(stopOptions) {
-      stopping ??= gateway.stop(stopOptions).then(() => undefined);
+      stopping ??= gateway.stop(stopOptions).then(() => server?.stop(true));
       return stopping;
     },
   };
+}
+
+/** An HTTP server answering each adapter's routes (as the gateway's own server does), 404 otherwise. */
+function serveAdapterRoutes(gateway: Gateway): ReturnType<typeof Bun.serve> {
+  const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch(request) {
+      const path = new URL(request.url).pathname;
+      const route = routes.find((r) => r.method === request.method && r.path === path);
+      return route ? route.handle(request) : new Response(`No adapter route ${path}`, { status: 404 });
+    },
+  });
 }

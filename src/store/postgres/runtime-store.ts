@@ -9,6 +9,7 @@ import type {
   ConversationHead,
   ConversationSettings,
   Fence,
+  IngressReceipt,
   MessagePage,
   PurgeRecord,
   RunRecord,
@@ -24,9 +25,11 @@ import {
   type ApprovalRow,
   type Integer,
   type MessageRow,
+  type ReceiptRow,
   type RunRow,
   toApproval,
   toMessagePage,
+  toReceipt,
   toRun,
 } from "../rows.ts";
 import { checkFence, type EventBody, purgedError } from "../rules.ts";
@@ -364,6 +367,13 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
       ORDER BY created_at_ms DESC, length(key) DESC, key COLLATE "C" DESC
       LIMIT ${limit}`;
     return rows.map((row) => ({ replyTarget: row.target, updateKey: row.key }));
+  }
+
+  async loadIngressReceipt(source: string, key: string): Promise<IngressReceipt | null> {
+    const [row] = await this.sql<ReceiptRow[]>`
+      SELECT outcome, conversation_id, run_id, input_message_id FROM ingress_receipts
+      WHERE source = ${source} AND key = ${key}`;
+    return row ? toReceipt(row) : null;
   }
 
   async ingressByPrefix(

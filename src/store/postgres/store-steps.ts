@@ -142,6 +142,9 @@ export function postgresStoreSteps(sql: TransactionSQL, ledger: PostgresLedger):
     markInterruptRequested: async (runId, reason) => {
       await sql`UPDATE runs SET state = 'interrupt_requested', stop_reason = ${reason} WHERE id = ${runId}`;
     },
+    recordStopReason: async (runId, reason) => {
+      await sql`UPDATE runs SET stop_reason = ${reason} WHERE id = ${runId}`;
+    },
 
     // ---- the ledger's mutations ----
     keyOf: async (key) => {

@@ -9,6 +9,7 @@ import type {
   ConversationHead,
   ConversationSettings,
   Fence,
+  IngressReceipt,
   MessagePage,
   PurgeRecord,
   RunRecord,
@@ -23,10 +24,12 @@ import type { PromptRead, PromptReadSteps } from "../prompt-reads.ts";
 import {
   type ApprovalRow,
   type MessageRow,
+  type ReceiptRow,
   type RunRow,
   toApproval,
   toMessage,
   toMessagePage,
+  toReceipt,
   toRun,
 } from "../rows.ts";
 import { checkFence, type EventBody, purgedError } from "../rules.ts";
@@ -394,6 +397,17 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
           .all(source, limit) as Array<{ target: string; key: string }>
       ).map((row) => ({ replyTarget: row.target, updateKey: row.key })),
     );
+  }
+
+  loadIngressReceipt(source: string, key: string): Promise<IngressReceipt | null> {
+    return this.read(() => {
+      const row = this.db
+        .query(
+          "SELECT outcome, conversation_id, run_id, input_message_id FROM ingress_receipts WHERE source = ? AND key = ?",
+        )
+        .get(source, key) as ReceiptRow | null;
+      return row ? toReceipt(row) : null;
+    });
   }
 
   ingressByPrefix(

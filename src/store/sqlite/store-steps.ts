@@ -187,6 +187,9 @@ export function sqliteStoreSteps(db: Database, ledger: SqliteLedger): MutationSt
         runId,
       );
     },
+    recordStopReason: (runId, reason) => {
+      db.query("UPDATE runs SET stop_reason = ? WHERE id = ?").run(reason, runId);
+    },
 
     // ---- the ledger's mutations ----
     keyOf: (key) =>

@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { type DiscordMessageFacts, type ParseResult, toInbound } from "../../../channels/discord/index.ts";
+import {
+  type DiscordMessageFacts,
+  deletionToInbound,
+  type ParseResult,
+  toInbound,
+} from "../../../channels/discord/index.ts";
 
 const BOT = "900000000000000001";
 const USER = "100000000000000002";
@@ -113,5 +118,50 @@ describe("toInbound: Discord message facts → InboundMessage", () => {
     });
     for (const inbound of [dm, shared, perUser, thread])
       expect(inbound.replyTarget).toBe("dc:700000000000000004");
+  });
+});
+
+describe("deletionToInbound: MESSAGE_DELETE → a withdrawal of the message", () => {
+  const NOW = 1_700_000_100_000;
+  const ids = { id: "500000000000000003", channelId: "700000000000000004", guildId: "800000000000000005" };
+
+  test("a cached message: its own conversation, keyed by the delete, naming the deleted message", () => {
+    const original = message(toInbound(facts(), context));
+    const withdrawal = message(deletionToInbound({ ...ids, facts: facts() }, context, NOW));
+    expect(withdrawal).toMatchObject({
+      updateKey: `delete:${ids.id}`,
+      withdrawn: { updateKey: original.updateKey },
+      conversationKey: original.conversationKey,
+      replyTarget: original.replyTarget,
+      principal: original.principal,
+      text: "",
+      attachments: [],
+      receivedAtMs: NOW,
+    });
+  });
+
+  test("a message the bot never took in (its own, a system message) is skipped", () => {
+    const own = facts({ author: { id: BOT, name: "me", isBot: true } });
+    expect(deletionToInbound({ ...ids, facts: own }, context, NOW)).toEqual({
+      kind: "skip",
+      reason: "own_message",
+    });
+    expect(deletionToInbound({ ...ids, facts: facts({ isSystem: true }) }, context, NOW)).toEqual({
+      kind: "skip",
+      reason: "system_message",
+    });
+  });
+
+  test("an uncached message (ids only): the channel's reply target, its author unknown", () => {
+    const withdrawal = message(deletionToInbound({ ...ids, facts: null }, context, NOW));
+    expect(withdrawal).toMatchObject({
+      updateKey: `delete:${ids.id}`,
+      withdrawn: { updateKey: ids.id },
+      replyTarget: `dc:${ids.channelId}`,
+      surface: "group",
+      principal: { id: "unknown", isBot: false },
+    });
+    const inDm = message(deletionToInbound({ ...ids, guildId: null, facts: null }, context, NOW));
+    expect(inDm.surface).toBe("dm");
   });
 });

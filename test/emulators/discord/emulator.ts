@@ -296,6 +296,19 @@ export class DiscordEmulator {
     this.gateway.dispatch("MESSAGE_CREATE", stored.message);
   }
 
+  /**
+   * The author deletes their message: it is marked deleted and MESSAGE_DELETE (ids only, as
+   * Discord sends it) is dispatched. Again for a message already deleted: the delivery is a
+   * duplicate, as a gateway replay would be.
+   */
+  deleteUserMessage(messageId: string): void {
+    const stored = this.world.message(messageId);
+    if (!stored) throw new Error(`Discord emulator: no message ${messageId} to delete.`);
+    stored.deleted = true;
+    const { id, channel_id, guild_id } = stored.message;
+    this.gateway.dispatch("MESSAGE_DELETE", { id, channel_id, ...(guild_id ? { guild_id } : {}) });
+  }
+
   // ── faults and limits ────────────────────────────────────────────────────────────────────────
 
   /** The next `times` calls of `route` fail with `fault`. */

@@ -149,6 +149,24 @@ describe("the Matrix homeserver emulator", () => {
     expect(stalled).toBe("TimeoutError");
   });
 
+  test("a reset after the effect: the send is stored, the client's read fails, and a retry with the txnId is deduped", async () => {
+    emulator = startMatrixEmulator();
+    const alice = emulator.createUser("alice");
+    const room = emulator.createRoom(alice.userId, { botJoined: true });
+    emulator.failNext("send", { kind: "reset_after_effect" });
+    const cut = await send(emulator.bot.token, room, "t-reset", "kept").then(
+      () => "answered",
+      () => "broken",
+    );
+    expect(cut).toBe("broken");
+    expect(emulator.shown(room, emulator.bot.userId).map((m) => m.body)).toEqual(["kept"]);
+    const retry = await send(emulator.bot.token, room, "t-reset", "kept");
+    expect(retry.body.event_id).toBe(emulator.shown(room, emulator.bot.userId)[0]!.eventId);
+    expect(emulator.callsOf("send").map((c) => [c.fault, c.deduped])).toEqual([
+      ["reset_after_effect", undefined],
+      [undefined, true],
+    ]);
+  });
   test("redaction empties the event; media is downloaded only through the authenticated endpoint", async () => {
     emulator = startMatrixEmulator();
     const alice = emulator.createUser("alice");

@@ -35,6 +35,8 @@ export type Fault =
   | { kind: "matrix_error"; status: number; errcode: string; error: string }
   /** The homeserver acts on the request, and its answer never comes (until the emulator closes). */
   | { kind: "answer_lost" }
+  /** The homeserver acts on the request, then the connection drops mid-answer (the client sees a reset). */
+  | { kind: "reset_after_effect" }
   /** The request is never answered and nothing is done (a stalled /sync). */
   | { kind: "stall" };
 
@@ -269,6 +271,11 @@ export class MatrixEmulator {
     this.#faults.set(operation, queue);
   }
 
+  /** Drops every queued fault. */
+  clearFaults(): void {
+    this.#faults.clear();
+  }
+
   async waitFor<T>(probe: () => T | undefined | null | false, timeoutMs: number, what: string): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -353,6 +360,7 @@ export class MatrixEmulator {
       request.headers.get("content-type"),
     );
     if (fault?.kind === "answer_lost") return await this.#hold();
+    if (fault?.kind === "reset_after_effect") return resetConnection();
     return answer;
   }
 
@@ -705,6 +713,19 @@ function json(status: number, body: unknown): Response {
 
 function error(status: number, errcode: string, message: string): Response {
   return json(status, { errcode, error: message });
+}
+
+/** Headers go out, then the socket drops: the client's fetch fails mid-answer. */
+function resetConnection(): Response {
+  return new Response(
+    new ReadableStream({
+      async pull(controller) {
+        await Bun.sleep(1);
+        controller.error(undefined);
+      },
+    }),
+    { headers: { "content-type": "application/json" } },
+  );
 }
 
 export function startMatrixEmulator(options: MatrixEmulatorOptions = {}): MatrixEmulator {
