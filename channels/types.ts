@@ -116,6 +116,19 @@ export const inboundMessageSchema = z.object({
       updateKey: z.string().min(1).max(300),
     })
     .optional(),
+  /**
+   * The person reacted to a message instead of writing one: `emoji` (null: they removed their
+   * reaction), the reacted-to message's platform id and, when the adapter still knows its text,
+   * its start. Noted on the conversation for the agent's next turn; no run starts. `updateKey`
+   * above is the reaction event's own key, so a redelivered reaction is a duplicate. `text` is empty.
+   */
+  reaction: z
+    .object({
+      emoji: z.string().min(1).max(64).nullable(),
+      messageId: z.string().min(1).max(200),
+      excerpt: z.string().max(500).optional(),
+    })
+    .optional(),
 });
 export type InboundMessage = z.infer<typeof inboundMessageSchema>;
 
@@ -128,7 +141,9 @@ export type IngressOutcome =
   /** A button press was handled (or refused): `notice` is the short text to show the presser. */
   | { kind: "action"; notice: string }
   /** A delete was applied to the run answering the deleted message (see `InboundMessage.withdrawn`). */
-  | { kind: "withdrawn"; runId: string | null; effect: WithdrawEffect };
+  | { kind: "withdrawn"; runId: string | null; effect: WithdrawEffect }
+  /** A reaction was noted on the conversation (see `InboundMessage.reaction`); no run started. */
+  | { kind: "noted"; conversationId: string };
 
 /**
  * What a delete did: `cancelled` (its run was queued and ends without a model call), `stopped`

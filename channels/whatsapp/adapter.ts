@@ -27,7 +27,7 @@ import {
 } from "./client.ts";
 import { TEMPLATE_TEXT_CHARS, WEBHOOK_PATH, type WhatsAppConfig, whatsappConfigSchema } from "./config.ts";
 import { isOutsideServiceWindow } from "./errors.ts";
-import { decodeReplyTarget } from "./keys.ts";
+import { decodeReplyTarget, encodeReplyTarget } from "./keys.ts";
 import { parseWhatsAppMessage } from "./parse.ts";
 import { Recent } from "./recent.ts";
 import { type StatusUpdate, toStatusUpdate } from "./status.ts";
@@ -45,6 +45,8 @@ export const WHATSAPP_FILE_LIMITS = {
 const BUTTONS_BODY = "Choose:";
 /** Chats whose latest message is kept, to show the typing indicator on it. */
 const CHATS_KEPT = 10_000;
+/** Most of a reacted-to message's text handed to ingress with the reaction (it keeps a shorter excerpt). */
+const REACTION_EXCERPT_CHARS = 500;
 /** Image types WhatsApp shows as images; every other file goes as a document. */
 const IMAGE_TYPES = new Set(["image/jpeg", "image/png"]);
 
@@ -272,6 +274,30 @@ export class WhatsAppAdapter implements ChannelAdapter {
         messageId: reaction.messageId,
         removed: reaction.emoji === null,
       });
+      // A note on the conversation for the agent's next turn, with the start of the message
+      // reacted to when it is still known; ingress starts no run for it.
+      const excerpt = this.#texts.get(reaction.messageId);
+      await ingress(
+        {
+          channel: this.channel,
+          account: this.account,
+          updateKey: reaction.updateKey,
+          principal: reaction.principal,
+          conversationKey: reaction.conversationKey,
+          replyTarget: encodeReplyTarget(reaction.principal.id),
+          surface: "dm",
+          text: "",
+          addressedToBot: true,
+          attachments: [],
+          receivedAtMs: reaction.receivedAtMs,
+          reaction: {
+            emoji: reaction.emoji,
+            messageId: reaction.messageId,
+            ...(excerpt === undefined ? {} : { excerpt: excerpt.slice(0, REACTION_EXCERPT_CHARS) }),
+          },
+        },
+        { arrivedAtMs },
+      );
       return;
     }
     const message = { ...parsed.message, channel: this.channel };

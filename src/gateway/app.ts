@@ -259,6 +259,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     allowLists,
     admissionOf: (channel) => adapters.get(channel)?.admission,
     access: stores.access,
+    state: stores.state,
     budgets,
     commands,
     approvals,

@@ -13,6 +13,7 @@ import type { BudgetGuard } from "../budgets/guard.ts";
 import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { isSettledUpdate, type RuntimeStore } from "../runtime/store.ts";
+import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
@@ -23,6 +24,7 @@ import { FloodLimit } from "./flood-limit.ts";
 import { isForgetButton } from "./forget-buttons.ts";
 import { decideIngress, needsGrant } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
+import { noteReaction } from "./reaction-note.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
 import { withdraw } from "./withdraw.ts";
 
@@ -40,6 +42,8 @@ export interface IngressOptions {
   access?: AccessStore;
   /** Token and cost budgets, checked before admission; without it (or none configured) none apply. */
   budgets?: BudgetGuard;
+  /** The conversations' state slots, where a reaction is noted; without it a reaction is ignored. */
+  state?: StateStore;
   /** Button presses on approval prompts; without it a press is ignored. */
   approvals?: ApprovalService;
   metrics: Metrics;
@@ -133,6 +137,25 @@ export function createIngress(
       granted,
       matchCommand: (text) => options.commands.match(text),
     });
+
+    if (message.reaction) {
+      // A reaction: noted on its conversation for the agent's next turn (no run), when this
+      // decision would have read a message from its author.
+      if (!options.state) return ignore(message, "reaction without a state store");
+      const noted = await noteReaction({ ...message, reaction: message.reaction }, source, decision, {
+        store,
+        state: options.state,
+        clock,
+        logger,
+      });
+      if (noted.kind === "refused") return ignore(message, noted.reason);
+      if (noted.kind === "duplicate") {
+        metrics.inboundDuplicate(message.channel);
+        return { kind: "duplicate", runId: null, conversationId: null };
+      }
+      metrics.inboundAccepted(message.channel);
+      return noted;
+    }
 
     switch (decision.kind) {
       case "ignore":

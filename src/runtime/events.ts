@@ -50,14 +50,14 @@ export type RuntimeEvent =
       error?: string;
     }
   | {
-      /** A state slot (goal, todo) changed; `value` is the slot's whole new value. */
+      /** A state slot (goal, todo, reactions) changed; `value` is the slot's whole new value. */
       type: "state";
       durable: true;
       seq: number;
       conversationId: string;
       /** The run whose tool made the change; "" for a human's command. */
       runId: string;
-      slot: "goal" | "todo";
+      slot: "goal" | "todo" | "reactions";
       version: number;
       /** `agent`, or `human:<principal id>`. */
       actor: string;

@@ -1,10 +1,10 @@
 /**
- * The persistence of per-conversation state slots (goal, todo). src/store implements it on both
+ * The persistence of per-conversation state slots (goal, todo, reactions). src/store implements it on both
  * engines and must pass test/store/state-conformance.ts. Values are opaque JSON here: what a slot
  * may hold is decided by src/state/slots.ts before anything is saved.
  */
 
-export type StateSlotName = "goal" | "todo";
+export type StateSlotName = "goal" | "todo" | "reactions";
 
 /** Who changed a slot: the agent (through a tool) or a human (`human:<principal id>`, by command). */
 export type StateActor = "agent" | `human:${string}`;

@@ -163,26 +163,56 @@ describe("whatsapp end to end", () => {
     expect(gateway.logs.some((e) => e.event === "whatsapp.webhook_refused" && e.status === 401)).toBe(true);
   }, 20_000);
 
-  test("a reaction to the bot's reply is answered 200 and logged, and starts no run", async () => {
+  test("a reaction to the bot's reply is noted for the next turn: no run, a redelivery changes nothing, a stranger's is not noted", async () => {
+    const db = env(port).SWITCHBOARD_DB!;
     wa.incoming({ from: MIKE, text: "react to this" });
     const reply = await waitForReply(MIKE, "echo: react to this");
-    await waitUntilSettled(env(port).SWITCHBOARD_DB!);
+    await waitUntilSettled(db);
     const calls = llm.requests().length;
     const replies = botTexts(MIKE).length;
+    const runs = count(db, "SELECT COUNT(*) AS n FROM runs");
     const { message, delivery } = wa.incoming({
       from: MIKE,
+      name: "Mike",
       reaction: { messageId: reply.wamid, emoji: "👍" },
     });
     expect((await wa.waitForDelivery(delivery)).attempts.map((a) => a.status)).toEqual([200]);
-    await eventually(
-      () => gateway.logs.some((e) => e.event === "whatsapp.reaction" && e.messageId === reply.wamid),
-      10_000,
-      "the reaction's log line",
+    expect(gateway.logs.some((e) => e.event === "whatsapp.reaction" && e.messageId === reply.wamid)).toBe(
+      true,
     );
-    await waitUntilSettled(env(port).SWITCHBOARD_DB!);
+    expect(
+      gateway.logs.some((e) => e.event === "ingress.reaction_noted" && e.messageId === reply.wamid),
+    ).toBe(true);
+    const noted = reactionsSlots(db);
+    expect(noted).toHaveLength(1);
+    expect(noted[0]!.version).toBe(1);
+
+    // Meta delivers the same reaction again: a duplicate, and the slot stays as it was.
+    const before = await duplicates(gateway);
+    const again = await wa.waitForDelivery(wa.deliverRaw(delivery.body));
+    expect(again.attempts.map((a) => a.status)).toEqual([200]);
+    expect(await duplicates(gateway)).toBe(before + 1);
+    expect(reactionsSlots(db)).toEqual(noted);
+
+    // A user off the allowlist reacts to the same message: answered 200, noted nowhere.
+    const stranger = wa.incoming({ from: "15559990000", reaction: { messageId: reply.wamid, emoji: "😡" } });
+    expect((await wa.waitForDelivery(stranger.delivery)).attempts.map((a) => a.status)).toEqual([200]);
+    expect(reactionsSlots(db)).toEqual(noted);
+
+    await waitUntilSettled(db);
     expect(llm.requests().length).toBe(calls);
     expect(botTexts(MIKE)).toHaveLength(replies);
+    expect(count(db, "SELECT COUNT(*) AS n FROM runs")).toBe(runs);
     expect(wa.message(message.id)?.status).not.toBe("read");
+
+    // The next message's model request carries the reaction in its system prompt.
+    wa.incoming({ from: MIKE, text: "and now?" });
+    await waitForReply(MIKE, "echo: and now?");
+    const system = llm.requestsContaining("and now?")[0]!.messages.find((m) => m.role === "system");
+    expect(String(system?.content)).toContain(
+      "Recent reactions to your replies: 👍 from Mike on “echo: react to this”",
+    );
+    expect(String(system?.content)).not.toContain("😡");
   }, 20_000);
 });
 
@@ -259,6 +289,28 @@ describe("whatsapp: a send cut short by SIGKILL", () => {
     }
   }, 40_000);
 });
+
+function count(dbPath: string, sql: string): number {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return (db.query(sql).get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+/** Every conversation's reactions slot: its version and value. */
+function reactionsSlots(dbPath: string): Array<{ version: number; value: string }> {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return db.query("SELECT version, value FROM conversation_state WHERE slot = 'reactions'").all() as Array<{
+      version: number;
+      value: string;
+    }>;
+  } finally {
+    db.close();
+  }
+}
 
 /** The state and last error of the one outbox record whose Markdown contains `text`. */
 function recordContaining(

@@ -2,7 +2,16 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { ToolSet } from "ai";
 import { runStateCommand } from "../../src/state/commands.ts";
-import { MAX_STATE_BLOCK_CHARS, stateBlock } from "../../src/state/slots.ts";
+import {
+  MAX_REACTIONS,
+  MAX_STATE_BLOCK_CHARS,
+  type Reaction,
+  reactionSchema,
+  reactionsLine,
+  reactionsSchema,
+  stateBlock,
+  withReaction,
+} from "../../src/state/slots.ts";
 import type { ConversationState } from "../../src/state/store.ts";
 import { createStateTools } from "../../src/state/tools.ts";
 import { openSqliteStores, type SqliteStores } from "../../src/store/sqlite/index.ts";
@@ -161,5 +170,112 @@ describe("the prompt block", () => {
       goal: { slot: "goal", value: { objective: 1 }, version: 1, actor: "agent", updatedAtMs: 0 },
     };
     expect(stateBlock(odd)).toBe("");
+  });
+});
+
+describe("the reactions slot", () => {
+  const reaction = (key: string, fields: Partial<Reaction> = {}): Reaction => ({
+    key,
+    emoji: "👍",
+    messageId: `wamid.${key}`,
+    by: { id: "15551230001", name: "Alice" },
+    atMs: 1_700_000_000_000,
+    ...fields,
+  });
+  const holding = (items: Reaction[]): ConversationState => ({
+    reactions: {
+      slot: "reactions",
+      value: { items },
+      version: 1,
+      actor: "human:15551230001",
+      updatedAtMs: 0,
+    },
+  });
+
+  test("the schema takes an emoji or a removal, and refuses a long excerpt, an empty emoji and an 11th reaction", () => {
+    expect(reactionSchema.safeParse(reaction("r1", { excerpt: "Here is the plan" })).success).toBe(true);
+    expect(reactionSchema.safeParse(reaction("r1", { emoji: null })).success).toBe(true);
+    expect(reactionSchema.safeParse(reaction("r1", { excerpt: "x".repeat(81) })).success).toBe(false);
+    expect(reactionSchema.safeParse(reaction("r1", { emoji: "" })).success).toBe(false);
+    expect(reactionSchema.safeParse({ ...reaction("r1"), note: "extra" }).success).toBe(false);
+    const eleven = Array.from({ length: MAX_REACTIONS + 1 }, (_, i) => reaction(`r${i}`));
+    expect(reactionsSchema.safeParse({ items: eleven }).success).toBe(false);
+  });
+
+  test("a new reaction replaces the person's earlier one to that message; the last ten stay; a repeat changes nothing", () => {
+    let list = { items: [] as Reaction[] };
+    for (let i = 0; i < 12; i++) list = withReaction(list, reaction(`r${i}`));
+    expect(list.items.map((r) => r.key)).toEqual([
+      "r2",
+      "r3",
+      "r4",
+      "r5",
+      "r6",
+      "r7",
+      "r8",
+      "r9",
+      "r10",
+      "r11",
+    ]);
+    expect(withReaction(list, reaction("r5"))).toBe(list);
+    const changed = withReaction(list, reaction("r12", { messageId: "wamid.r3", emoji: null }));
+    expect(changed.items.map((r) => r.key)).toEqual([
+      "r2",
+      "r4",
+      "r5",
+      "r6",
+      "r7",
+      "r8",
+      "r9",
+      "r10",
+      "r11",
+      "r12",
+    ]);
+    const bob = withReaction(changed, reaction("r13", { messageId: "wamid.r4", by: { id: "15551230002" } }));
+    expect(bob.items.filter((r) => r.messageId === "wamid.r4")).toHaveLength(2);
+  });
+
+  test("the prompt block names them, newest first, with who and what they reacted to, within its bound", () => {
+    const state = holding([
+      reaction("r1", { excerpt: "Here is the\nplan" }),
+      reaction("r2", { emoji: "❤️", by: { id: "15551230002" } }),
+      reaction("r3", { emoji: null, by: { id: "15551230003", name: "Carol" }, excerpt: "Booked" }),
+    ]);
+    expect(stateBlock(state)).toBe(
+      "Recent reactions to your replies: reaction removed by Carol on “Booked”; ❤️ from 15551230002; 👍 from Alice on “Here is the plan”",
+    );
+    const full = holding(
+      Array.from({ length: MAX_REACTIONS }, (_, i) =>
+        reaction(`r${i}`, { by: { id: `1555${i}`, name: "N".repeat(500) }, excerpt: "e".repeat(80) }),
+      ),
+    );
+    expect(reactionsLine(full).length).toBeLessThanOrEqual(600);
+    expect(reactionsLine(full)).toContain(`on “${"e".repeat(80)}”`);
+    expect(stateBlock(full, 300).length).toBeLessThanOrEqual(300);
+  });
+
+  test("with goal and todos at their largest, the reactions still show and the whole block keeps its bound", () => {
+    const items = Array.from({ length: 30 }, (_, i) => ({
+      text: `${i} ${"t".repeat(196)}`,
+      status: "pending",
+    }));
+    const state: ConversationState = {
+      goal: {
+        slot: "goal",
+        value: { text: "g".repeat(500), status: "active" },
+        version: 1,
+        actor: "agent",
+        updatedAtMs: 0,
+      },
+      todo: { slot: "todo", value: { items }, version: 1, actor: "agent", updatedAtMs: 0 },
+      ...holding([reaction("r1", { excerpt: "Here is the plan" })]),
+    };
+    const block = stateBlock(state);
+    expect(block.length).toBeLessThanOrEqual(MAX_STATE_BLOCK_CHARS);
+    expect(block).toContain("Goal: ");
+    expect(block.split("\n").at(-1)).toBe(
+      "Recent reactions to your replies: 👍 from Alice on “Here is the plan”",
+    );
+    expect(stateBlock(holding([{ ...reaction("r1"), emoji: "" } as Reaction]))).toBe("");
   });
 });

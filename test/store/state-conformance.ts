@@ -1,5 +1,5 @@
 /**
- * StateStore conformance: what both engines must do with goal and todo slots. Run by
+ * StateStore conformance: what both engines must do with the goal, todo and reactions slots. Run by
  * test/store/state.test.ts on SQLite and on PostgreSQL.
  */
 import { describe, expect, test } from "bun:test";
@@ -171,6 +171,34 @@ export function runStateConformance(name: string, open: () => Promise<OpenedStat
             nowMs: T0,
           }),
         ).rejects.toMatchObject({ code: "conversation_purged" });
+        expect(await store.loadState("c")).toEqual({});
+      }),
+    );
+
+    test(
+      "the reactions slot is saved, versioned and purged like the others",
+      withStore(async (store) => {
+        const value = {
+          items: [{ key: "reaction:w1", emoji: "👍", messageId: "w0", by: { id: "alice" }, atMs: T0 }],
+        };
+        const saved = await store.saveState({
+          conversationId: "c",
+          slot: "reactions",
+          value,
+          actor: "human:alice",
+          expectedVersion: 0,
+          nowMs: T0,
+        });
+        expect(saved).toMatchObject({ outcome: "saved", version: 1 });
+        expect((await store.loadState("c")).reactions).toEqual({
+          slot: "reactions",
+          value,
+          version: 1,
+          actor: "human:alice",
+          updatedAtMs: T0,
+        });
+        expect((await store.readEvents("c", 0, 10))[0]).toMatchObject({ type: "state", slot: "reactions" });
+        expect(await store.purgeConversation("c", { nowMs: T0 })).toEqual({ outcome: "purged" });
         expect(await store.loadState("c")).toEqual({});
       }),
     );

@@ -244,15 +244,36 @@ describe("receiving", () => {
     expect(reply.replyTo).toBe(receipt.messageIds[0]!);
   });
 
-  test("a reaction is a note in the log, not an input", async () => {
-    const { emulator, ingress, logger } = await setUp();
-    const { message } = emulator.incoming({ from: USER, text: "hello" });
-    const { delivery } = emulator.incoming({ from: USER, reaction: { messageId: message.id, emoji: "👍" } });
+  test("a reaction goes to ingress as a reaction, with the start of the text reacted to when known, and its log line", async () => {
+    const { emulator, adapter, ingress, logger } = await setUp();
+    const receipt = await adapter.send(USER, {
+      text: "Shall I book it?",
+      format: "rich",
+      idempotencyKey: "k#0",
+    });
+    const { message } = emulator.incoming({
+      from: USER,
+      reaction: { messageId: receipt.messageIds[0]!, emoji: "👍" },
+    });
+    const { delivery } = emulator.incoming({
+      from: USER,
+      reaction: { messageId: "wamid.unknown", emoji: "" },
+    });
     await emulator.waitForDelivery(delivery);
-    expect(ingress.messages.map((m) => m.text)).toEqual(["hello"]);
+    expect(ingress.messages).toHaveLength(2);
+    expect(ingress.messages[0]).toMatchObject({
+      channel: "whatsapp",
+      updateKey: `reaction:${message.id}`,
+      principal: { id: USER, isBot: false },
+      text: "",
+      attachments: [],
+      surface: "dm",
+      reaction: { emoji: "👍", messageId: receipt.messageIds[0]!, excerpt: "Shall I book it?" },
+    });
+    expect(ingress.messages[1]!.reaction).toEqual({ emoji: null, messageId: "wamid.unknown" });
     expect(logger.records.find((r) => r.event === "whatsapp.reaction")).toMatchObject({
-      updateKey: expect.stringMatching(/^reaction:/),
-      messageId: message.id,
+      updateKey: `reaction:${message.id}`,
+      messageId: receipt.messageIds[0]!,
     });
   });
 });
