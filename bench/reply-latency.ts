@@ -7,6 +7,7 @@
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
  *     [--warm-up 10] [--history 0] [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
+ *     [--telemetry [--rounds 1]]
  * `--warm-up N` sends N paced messages in each of `--chats` chats before anything is measured.
  * `--history N` first fills switchboard's database with N earlier replies in 200 other chats
  * (bench/support/history.ts), delivered, as a gateway that has been up for months has it.
@@ -16,7 +17,10 @@
  * `bench/model-call.ts --prompt FILE`); `--ladder` also runs the baseline bot's two rungs towards
  * switchboard's promises (streamText; then streamText and a durable SQLite file, see
  * baseline-bot.ts), so each promise's own cost shows beside switchboard's; `--sql-trace` counts
- * and times the gateway's SQL statements (bench/support/sql-trace.ts) and prints them per reply.
+ * and times the gateway's SQL statements (bench/support/sql-trace.ts) and prints them per reply;
+ * `--telemetry` also runs switchboard with OpenTelemetry on (OTLP/protobuf to a local collector
+ * process, bench/support/otlp-sink.ts; metrics every 5 s), each run on its own database, and
+ * prints off against on; `--rounds N` alternates N runs of each (off, on, off, on…).
  * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
  * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
  * own /metrics histograms (interpolated within buckets), each bot's CPU time per reply (Linux), and
@@ -28,6 +32,7 @@ import { startFakeLlmServer } from "../test/support/llm/fake-llm-server.ts";
 import { tempDir } from "../test/support/runtime.ts";
 import { fillHistory } from "./support/history.ts";
 import { quantile, stageMedian } from "./support/latency-stats.ts";
+import { startOtlpSink } from "./support/otlp-sink.ts";
 import type { TracedStatement } from "./support/sql-trace.ts";
 import { type Bot, chatTurns, cpuMs, startBaseline, startProduct } from "./support/telegram-bots.ts";
 import { argInt } from "./util.ts";
@@ -47,6 +52,8 @@ const savePromptFile = process.argv.includes("--save-prompt")
   ? process.argv[process.argv.indexOf("--save-prompt") + 1]
   : undefined;
 const sqlTrace = process.argv.includes("--sql-trace");
+const telemetry = process.argv.includes("--telemetry");
+const rounds = argInt("--rounds", 1);
 const STAGES = REPLY_STAGES;
 const FIRST_USER_ID = 910_001;
 const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
@@ -130,6 +137,38 @@ const productRun = await measure(product).catch(async (error: unknown) => {
 const oneLine = llm.requests().find((request) => request.lastUserText.startsWith("ping "));
 await product.stop();
 const statements: TracedStatement[] = sqlTraceFile ? JSON.parse(readFileSync(sqlTraceFile, "utf8")) : [];
+
+/** `--telemetry`: switchboard with OpenTelemetry on, alternating with more runs with it off. */
+let telemetryRuns: { off: Run[]; on: Run[]; exported: { requests: number; bytes: number } } | null = null;
+if (telemetry) {
+  telemetryRuns = { off: [productRun], on: [], exported: { requests: 0, bytes: 0 } };
+  // off, on, off, on…: the machine's load drifts, so each setting gets turns across the run.
+  for (let round = 0; round < rounds; round += 1) {
+    for (const on of round === 0 ? [true] : [false, true]) {
+      console.error(
+        `switchboard with OpenTelemetry ${on ? "on (OTLP/protobuf to a local collector)" : "off"}: the same workloads`,
+      );
+      const sink = on ? await startOtlpSink() : null;
+      const bot = await startProduct({
+        dir: dir.path,
+        llm,
+        userIds,
+        dbFile: `gateway-${round}-${on ? "on" : "off"}.sqlite`,
+        ...(sink
+          ? { env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_METRIC_EXPORT_INTERVAL: "5000" } }
+          : {}),
+      });
+      const run = await measure(bot);
+      await bot.stop();
+      telemetryRuns[on ? "on" : "off"].push(run);
+      if (sink) {
+        const exported = await sink.stop();
+        telemetryRuns.exported.requests += exported.requests;
+        telemetryRuns.exported.bytes += exported.bytes;
+      }
+    }
+  }
+}
 
 let baselineRun: Run = { oneChat: [], manyChats: [] };
 if (!productOnly) {
@@ -231,6 +270,34 @@ if (rungs.length > 0) {
       );
     }
   }
+}
+
+if (telemetryRuns) {
+  const { exported } = telemetryRuns;
+  console.log(
+    `\n  OpenTelemetry off / on, ${rounds} run${rounds > 1 ? "s" : ""} each, alternating (p50 / p90 / p99 over all their replies, CPU per reply)`,
+  );
+  for (const [title, key] of [
+    ["one chat", "oneChat"],
+    [`${chats} chats`, "manyChats"],
+  ] as const) {
+    for (const label of ["off", "on"] as const) {
+      const runs = telemetryRuns[label];
+      const replies = runs.flatMap((run) => run[key]);
+      const q = (x: number) => quantile(replies, x).toFixed(1);
+      const cpus = runs
+        .map((run) => run.cpuPerReply?.[key])
+        .filter((ms): ms is number => typeof ms === "number");
+      const cpu = cpus.length > 0 ? cpus.reduce((a, b) => a + b, 0) / cpus.length : null;
+      console.log(
+        `    ${title.padEnd(10)} ${label.padEnd(4)} ${q(0.5).padStart(6)} / ${q(0.9).padStart(6)} / ${q(0.99).padStart(6)} ms   ${cpu === null ? "–" : `${cpu.toFixed(2)} ms`}`,
+      );
+    }
+  }
+  const replies = rounds * (chats * warmUp + messages + chats * perChat);
+  console.log(
+    `    exported: ${exported.requests} OTLP requests, ${(exported.bytes / replies / 1024).toFixed(1)} KB per reply`,
+  );
 }
 
 if (sqlTrace) {

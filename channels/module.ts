@@ -10,6 +10,7 @@ import type { z } from "zod";
 import type { Clock } from "../src/util/clock.ts";
 import type { Env } from "../src/util/env.ts";
 import type { Logger } from "../src/util/log.ts";
+import type { CommandMenu } from "./commands.ts";
 import type { ChannelAdapter, ChannelName, MarkupDialect } from "./types.ts";
 
 /** The channels configured from `<PLATFORM>_*` variables; the web chat is built by the gateway itself. */
@@ -38,6 +39,8 @@ export interface ChannelDeps {
   logger: Logger;
   /** The gateway's database, for channels whose cursor the platform does not keep (Matrix). */
   state?: ChannelStateStore;
+  /** The chat commands, for channels that register them in the platform's menu; absent: none registered. */
+  commands?: CommandMenu;
 }
 
 export interface ChannelModule<Config> {

@@ -7,7 +7,7 @@
 import { z } from "zod";
 
 /** Every channel switchboard speaks, in one list: schemas, config keys and stored rows derive from it. */
-export const CHANNEL_NAMES = ["telegram", "discord", "slack", "whatsapp", "matrix", "web"] as const;
+export const CHANNEL_NAMES = ["telegram", "discord", "slack", "whatsapp", "matrix", "web", "api"] as const;
 export const channelNameSchema = z.enum(CHANNEL_NAMES);
 export type ChannelName = z.infer<typeof channelNameSchema>;
 
@@ -84,6 +84,20 @@ export const inboundMessageSchema = z.object({
   /** Opaque key the adapter decodes to send the answer to the right chat/thread. */
   replyTarget: z.string().min(1).max(500),
   surface: surfaceKindSchema,
+  /**
+   * Where it was written, in the platform's own ids, for the config's `bindings` to match: the
+   * chat (Telegram chat, Slack or Discord channel, Matrix room, WhatsApp chat; a thread's or
+   * topic's is the chat that holds it), the Slack workspace (`team`), the Discord server (`guild`)
+   * and the member's Discord role ids. Absent: only channel, account, user and surface match.
+   */
+  where: z
+    .object({
+      chat: z.string().min(1).max(200),
+      team: z.string().min(1).max(200).optional(),
+      guild: z.string().min(1).max(200).optional(),
+      roles: z.array(z.string().min(1).max(200)).max(250).optional(),
+    })
+    .optional(),
   text: z.string(),
   /** Platform id of the message this one replies to, if any. */
   replyTo: z.string().max(200).optional(),
@@ -112,8 +126,26 @@ export const inboundMessageSchema = z.object({
    * so a redelivered delete is a duplicate. `text` is empty.
    */
   withdrawn: z
+    .union([
+      z.object({ updateKey: z.string().min(1).max(300) }),
+      /**
+       * Where the delete names the message only by its platform id (Slack's message_deleted names a
+       * ts; the message arrived under an event id): the run answering that message in this
+       * conversation is found among its active runs.
+       */
+      z.object({ messageId: z.string().min(1).max(200) }),
+    ])
+    .optional(),
+  /**
+   * The person edited a message they sent before: `text` and `attachments` are its new content,
+   * `messageId` the edited message's own platform id (the id its answer replies to), and
+   * `updateKey` above the edit's own key, so a redelivered edit is a duplicate. Ingress makes it a
+   * correction while the message's run has not finished, and applies the surface's `edits`
+   * setting after.
+   */
+  edited: z
     .object({
-      updateKey: z.string().min(1).max(300),
+      messageId: z.string().min(1).max(200),
     })
     .optional(),
   /**
@@ -131,6 +163,8 @@ export const inboundMessageSchema = z.object({
     .optional(),
 });
 export type InboundMessage = z.infer<typeof inboundMessageSchema>;
+/** Where a message was written, as bindings match it (see `InboundMessage.where`). */
+export type InboundWhere = NonNullable<InboundMessage["where"]>;
 
 /** What ingress made of an inbound message. The adapter acknowledges the platform after any of these. */
 export type IngressOutcome =
@@ -167,6 +201,14 @@ export interface IngressTiming {
    */
   arrivedAtMs: number;
 }
+
+/**
+ * Where the answer to a person's message stands, shown as a reaction on that message
+ * ({@link ChannelAdapter.react}): `seen` (admitted), `waiting` (a tool waits for approval), `done`
+ * (the answer was delivered), `failed` (it failed, or its delivery is uncertain).
+ */
+export const REPLY_STATUSES = ["seen", "waiting", "done", "failed"] as const;
+export type ReplyStatus = (typeof REPLY_STATUSES)[number];
 
 /** Platform ids of what a send produced; stored as the outbox receipt. */
 export interface SendReceipt {
@@ -379,6 +421,13 @@ export interface ChannelAdapter {
   edit?(target: string, messageId: string, message: OutgoingMessage): Promise<void>;
   /** Absent where the bot cannot delete its messages: chunks of a shortened answer then stay. */
   delete?(target: string, messageId: string): Promise<void>;
+  /**
+   * Shows `status` as the bot's reaction on the person's message `messageId` in `target`, in place
+   * of `previous` (the status it showed before; null: none). Each adapter picks the emoji its
+   * platform allows. Best effort: the caller drops any failure, so an implementation must not wait
+   * out a rate limit (a 429 rejects at once). Absent where bots cannot react.
+   */
+  react?(target: string, messageId: string, status: ReplyStatus, previous: ReplyStatus | null): Promise<void>;
   /** Shows "typing…" for a few seconds; absent where the platform has no indicator for bots. */
   typing?(target: string): Promise<void>;
   /**

@@ -9,7 +9,13 @@ import { parseSendKey, RESOLVED_BY_PLATFORM_STATUS } from "./platform-status.ts"
 import { DeliveryRateLimiter } from "./rate-limiter.ts";
 import { formatRenderer, type Renderer } from "./render.ts";
 import { createStreamReply, type StreamReply, type StreamReplyTarget } from "./stream.ts";
-import { type DeliveryObserver, type OutboxRepository, type RecoverySummary, targetKey } from "./types.ts";
+import {
+  type DeliveryObserver,
+  type OutboxRecord,
+  type OutboxRepository,
+  type RecoverySummary,
+  targetKey,
+} from "./types.ts";
 
 export interface DeliveryWorkerOptions {
   repo: OutboxRepository;
@@ -41,6 +47,13 @@ export interface DeliveryWorkerOptions {
   blobs?: BlobStore;
   /** A streamed reply's wait before its first preview (default FIRST_PREVIEW_WAIT_MS; see stream.ts). */
   firstPreviewWaitMs?: number;
+  /** A span around each record's delivery (telemetry on); absent: none. */
+  tracing?: DeliveryTracing;
+}
+
+/** Wraps one record's delivery (a lane's work), e.g. in a `switchboard.delivery` span. */
+export interface DeliveryTracing {
+  delivery(record: OutboxRecord, deliver: () => Promise<void>): Promise<void>;
 }
 
 export interface DeliveryWorker {
@@ -146,7 +159,8 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   function startLane(record: Parameters<typeof deliverRecord>[2]): void {
     const adapter = adapters.get(record.channel)!;
     const key = targetKey(record);
-    const lane = deliverRecord(deps, adapter, record)
+    const deliver = () => deliverRecord(deps, adapter, record);
+    const lane = (options.tracing ? options.tracing.delivery(record, deliver) : deliver())
       .catch((error: unknown) => {
         logger.warn("outbox.lane_stopped", {
           recordId: record.id,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { channelNameSchema, surfaceKindSchema } from "../channels/types.ts";
+import { channelNameSchema, inboundMessageSchema, surfaceKindSchema } from "../channels/types.ts";
 
 /**
  * What a run carries about where it came from: enough to deliver its answer (channel, account,
@@ -12,6 +12,8 @@ export const runContextSchema = z.object({
   target: z.string(),
   replyTo: z.string().optional(),
   surface: surfaceKindSchema,
+  /** The message's `where` (chat, Slack team, Discord guild and roles), for the config's bindings. */
+  where: inboundMessageSchema.shape.where,
   delivery: z.enum(["terminal", "stream"]),
   /** Stream with the platform's native drafts where the target supports them, else edits. */
   nativeStreaming: z.boolean().optional(),
@@ -25,6 +27,23 @@ export const runContextSchema = z.object({
    * of instructions, skills and resources across a reload, and this records which one it used.
    */
   agent: z.object({ dir: z.string(), version: z.string() }).optional(),
+  /**
+   * Present on a child agent's run (spawn_agent): which entry of `agents` it runs as (null: a copy
+   * of its caller's settings), its handle, how deep it is, its parent and its step ceiling. The
+   * rest of the context is its parent's: it answers to the same person on the same chat (approval
+   * prompts go there), and its usage counts against that person's budget.
+   */
+  child: z
+    .object({
+      handle: z.string(),
+      agent: z.string(),
+      profile: z.string().nullable(),
+      depth: z.number().int().min(1),
+      parentRunId: z.string(),
+      parentConversationId: z.string(),
+      maxSteps: z.number().int().min(0),
+    })
+    .optional(),
 });
 
 export type RunContext = z.infer<typeof runContextSchema>;

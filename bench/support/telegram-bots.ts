@@ -49,6 +49,10 @@ export async function startProduct(options: {
   userIds: readonly number[];
   cpuProfDir?: string;
   sqlTraceFile?: string;
+  /** Its own database file in `dir` (default gateway.sqlite), for a second gateway in one run. */
+  dbFile?: string;
+  /** More environment, e.g. OTEL_EXPORTER_OTLP_ENDPOINT. */
+  env?: Record<string, string>;
 }): Promise<Bot> {
   const emulator = newEmulator(options.userIds);
   const cli = join(import.meta.dir, "..", "..", "src", "cli", "main.ts");
@@ -62,6 +66,7 @@ export async function startProduct(options: {
     e2eGatewayEnv({
       dir: options.dir,
       llm: options.llm,
+      ...(options.dbFile === undefined ? {} : { dbFile: options.dbFile }),
       // One message per reply, as the baseline sends (the default for DMs streams by edits); the
       // benches' users write up to 60 a minute, over the default per-user flood limit.
       surfaces: { "telegram:dm": { delivery: "terminal", messagesPerMinute: 1_000 } },
@@ -70,6 +75,7 @@ export async function startProduct(options: {
         TELEGRAM_API_ROOT: emulator.url,
         TELEGRAM_ALLOWED_USERS: options.userIds.join(","),
         ...(options.sqlTraceFile === undefined ? {} : { SWITCHBOARD_SQL_TRACE: options.sqlTraceFile }),
+        ...options.env,
       },
     }),
     undefined,

@@ -1,5 +1,7 @@
 import {
+  type AutocompleteInteraction,
   type ButtonInteraction,
+  type ChatInputCommandInteraction,
   Client,
   Events,
   GatewayIntentBits,
@@ -13,7 +15,9 @@ import {
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type { Logger } from "../../src/util/log.ts";
+import type { CommandMenu } from "../commands.ts";
 import { downloadFile, httpUrl } from "../download.ts";
+import type { ChannelStateStore } from "../module.ts";
 import type {
   CatchUpCursor,
   CatchUpReport,
@@ -27,14 +31,25 @@ import type {
   IngressOutcome,
   OutgoingMessage,
   RemoteFile,
+  ReplyStatus,
   SendReceipt,
 } from "../types.ts";
 import { CATCH_UP_MAX_MESSAGES_PER_CHANNEL, CATCH_UP_MAX_TARGETS, fetchMessagesAfter } from "./catch-up.ts";
+import { autocompleteChoices, registerDiscordCommands } from "./commands.ts";
 import { type DiscordConfig, type DiscordConfigInput, parseDiscordConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
-import { decodeTarget } from "./keys.ts";
-import { deletionToInbound, pressToInbound, readMessage, readPress, toInbound } from "./parse.ts";
+import { InteractionReplies } from "./interaction-replies.ts";
+import { decodeTarget, interactionOf } from "./keys.ts";
+import {
+  deletionToInbound,
+  editToInbound,
+  pressToInbound,
+  readMessage,
+  readPress,
+  toInbound,
+} from "./parse.ts";
 import { DISCORD_FILE_LIMITS, DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
+import { slashToInbound } from "./slash.ts";
 
 export const DISCORD_CAPABILITIES: ChannelCapabilities = {
   idempotentSend: true,
@@ -58,9 +73,21 @@ export interface DiscordAdapterOptions {
    * Default [250, 1000, 4000].
    */
   ingressRetryDelaysMs?: readonly number[];
+  /** The chat commands, registered as slash commands at start and run as inputs; absent: none. */
+  commands?: CommandMenu;
+  /** Keeps the registered commands' hash across restarts, so an unchanged list is not sent again. */
+  state?: ChannelStateStore;
 }
 
 type Lifecycle = "idle" | "starting" | "running" | "stopped";
+
+/** The status reactions: 👀 ⏳ ✅ ⚠️. */
+const STATUS_EMOJI: Record<ReplyStatus, string> = {
+  seen: "👀",
+  waiting: "⏳",
+  done: "✅",
+  failed: "⚠️",
+};
 
 /** One Discord bot account over discord.js: gateway in, REST out. */
 export class DiscordAdapter implements ChannelAdapter {
@@ -77,6 +104,9 @@ export class DiscordAdapter implements ChannelAdapter {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly retryDelaysMs: readonly number[];
+  private readonly commands: CommandMenu | undefined;
+  private readonly state: ChannelStateStore | undefined;
+  private readonly replies: InteractionReplies;
   private lifecycle: Lifecycle = "idle";
   private botUserId: string | null = null;
   /** Set by start(): catch-up hands what it fetched to the same ingress as live messages. */
@@ -113,6 +143,14 @@ export class DiscordAdapter implements ChannelAdapter {
     // Sending works before start() and after stop(), so the outbox can drain independently.
     this.client.rest.setToken(config.token);
     this.sender = new DiscordSender(this.client.rest, config.requestTimeoutMs);
+    this.commands = options.commands;
+    this.state = options.state;
+    this.replies = new InteractionReplies(
+      this.client.rest,
+      this.clock,
+      this.logger,
+      config.interactionDeferMs,
+    );
     this.client.on(Events.Error, (error) =>
       this.logger.error("discord.client_error", { error: error.message }),
     );
@@ -162,6 +200,7 @@ export class DiscordAdapter implements ChannelAdapter {
     this.client.on(Events.MessageCreate, (message) => this.onMessage(message, ingress));
     this.client.on(Events.InteractionCreate, (interaction) => this.onInteraction(interaction, ingress));
     this.client.on(Events.MessageDelete, (message) => this.onDelete(message, ingress));
+    this.client.on(Events.MessageUpdate, (_old, message) => this.onEdit(message, ingress));
     // READY after the first one means Discord refused to resume: what was sent meanwhile is
     // only in the channels' history now.
     this.client.on(Events.ShardReady, () => {
@@ -182,6 +221,17 @@ export class DiscordAdapter implements ChannelAdapter {
       readyTimeout.abort();
     }
     this.botUserId = this.client.user?.id ?? null;
+    if (this.commands && this.botUserId !== null) {
+      await registerDiscordCommands({
+        rest: this.client.rest,
+        applicationId: this.client.application?.id ?? this.botUserId,
+        guildId: this.config.commandsGuildId,
+        menu: this.commands,
+        ...(this.state ? { state: this.state } : {}),
+        nowMs: this.clock.now(),
+        logger: this.logger,
+      });
+    }
     this.lifecycle = "running";
   }
 
@@ -202,8 +252,19 @@ export class DiscordAdapter implements ChannelAdapter {
     );
   }
 
-  send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
-    return this.sender.send(target, message);
+  /**
+   * A slash command's answer goes as the interaction's response while its token works (see
+   * InteractionReplies), else to the channel like any reply.
+   */
+  async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
+    const interactionId = interactionOf(target);
+    if (interactionId !== undefined) {
+      const answered = await this.replies.send(interactionId, message).catch((error: unknown) => {
+        throw toSwitchboardError(error, { action: "send", requestTimeoutMs: this.config.requestTimeoutMs });
+      });
+      if (answered !== null) return answered;
+    }
+    return await this.sender.send(target, message);
   }
 
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
@@ -216,6 +277,15 @@ export class DiscordAdapter implements ChannelAdapter {
 
   typing(target: string): Promise<void> {
     return this.sender.typing(target);
+  }
+
+  react(target: string, messageId: string, status: ReplyStatus, previous: ReplyStatus | null): Promise<void> {
+    return this.sender.react(
+      target,
+      messageId,
+      STATUS_EMOJI[status],
+      previous === null ? null : STATUS_EMOJI[previous],
+    );
   }
 
   /**
@@ -318,6 +388,25 @@ export class DiscordAdapter implements ChannelAdapter {
     return this.enqueue(parsed.message, ingress).then(() => undefined);
   }
 
+  /**
+   * An edited message (MESSAGE_UPDATE with an `edited_timestamp`): its new content, keyed by that
+   * time. Discord also sends MESSAGE_UPDATE when it adds an embed, without a new edit time: the
+   * first such update of a message never edited is skipped, a later one repeats the edit's key.
+   */
+  private onEdit(message: Message | PartialMessage, ingress: Ingress): Promise<void> | null {
+    const botUserId = this.client.user?.id;
+    if (botUserId === undefined || message.partial || message.editedTimestamp === null) return null;
+    const facts = readMessage(message, botUserId);
+    if (facts === null) return null;
+    const parsed = editToInbound(facts, message.editedTimestamp, {
+      botUserId,
+      groupSessions: this.config.groupSessions,
+      allowBots: this.config.allowBots,
+    });
+    if (parsed.kind === "skip") return null;
+    return this.enqueue(parsed.message, ingress).then(() => undefined);
+  }
+
   /** Hands `inbound` to ingress after what its conversation already has in flight. */
   private enqueue(inbound: InboundMessage, ingress: Ingress): Promise<IngressOutcome | null> {
     const key = inbound.conversationKey;
@@ -339,6 +428,14 @@ export class DiscordAdapter implements ChannelAdapter {
    * presser alone as an ephemeral follow-up. The outcome edit of the message removes the buttons.
    */
   private onInteraction(interaction: Interaction, ingress: Ingress): void {
+    if (interaction.isAutocomplete()) {
+      void this.onAutocomplete(interaction);
+      return;
+    }
+    if (interaction.isChatInputCommand()) {
+      this.onSlashCommand(interaction, ingress);
+      return;
+    }
     if (!interaction.isButton()) return;
     const botUserId = this.client.user?.id;
     if (botUserId === undefined) return;
@@ -376,6 +473,57 @@ export class DiscordAdapter implements ChannelAdapter {
     }
   }
 
+  /**
+   * A slash command: an input like a message (admitted, deduplicated by the interaction's id and
+   * authorised by ingress). Its answer comes through the outbox to the interaction (deferred when
+   * it takes longer than `interactionDeferMs`); one that is not taken gets a notice only the user sees.
+   */
+  private onSlashCommand(interaction: ChatInputCommandInteraction, ingress: Ingress): void {
+    const botUserId = this.client.user?.id;
+    if (botUserId === undefined || this.commands === undefined) return;
+    const parsed = slashToInbound(interaction, this.commands, {
+      botUserId,
+      groupSessions: this.config.groupSessions,
+      allowBots: this.config.allowBots,
+    });
+    if (parsed.kind === "skip") {
+      this.logger.debug("discord.command_skipped", { interactionId: interaction.id, reason: parsed.reason });
+      return;
+    }
+    const id = interaction.id;
+    const tracked = this.replies.track({
+      id,
+      token: interaction.token,
+      applicationId: interaction.applicationId,
+      createdAtMs: interaction.createdTimestamp,
+    });
+    const handling = this.enqueue(parsed.message, ingress).then(async (outcome) => {
+      if (outcome === null)
+        await this.replies.notice(id, "That command could not be recorded; please run it again.");
+      else if (outcome.kind === "duplicate" && tracked) this.replies.forget(id);
+      else if (outcome.kind === "ignored") await this.replies.notice(id, notTakenNotice(outcome.reason));
+    });
+    this.inFlight.add(handling);
+    void handling.finally(() => this.inFlight.delete(handling));
+  }
+
+  /** Suggestions while a user types an option (the model names for /model); a read, not an input. */
+  private async onAutocomplete(interaction: AutocompleteInteraction): Promise<void> {
+    const focused = interaction.options.getFocused(true);
+    const spec = this.commands?.commands.find((c) => c.name === interaction.commandName);
+    const source = spec?.arguments.find((a) => a.name === focused.name)?.autocomplete;
+    const choices =
+      source === undefined || this.commands === undefined
+        ? []
+        : autocompleteChoices(this.commands.choices(source), String(focused.value));
+    await interaction.respond(choices).catch((error: unknown) =>
+      this.logger.warn("discord.autocomplete_failed", {
+        interactionId: interaction.id,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    );
+  }
+
   /** Never rejects: failures are retried in memory, then logged as a loss (null). */
   private async deliver(inbound: InboundMessage, ingress: Ingress): Promise<IngressOutcome | null> {
     for (let attempt = 0; ; attempt += 1) {
@@ -406,6 +554,13 @@ export class DiscordAdapter implements ChannelAdapter {
   async openFile(ref: string, signal: AbortSignal): Promise<RemoteFile> {
     return await downloadFile("Discord", httpUrl("Discord", ref).href, { signal });
   }
+}
+
+/** What a user who ran a slash command sees when ingress did not take it. */
+function notTakenNotice(reason: string): string {
+  return reason === "user not allowed"
+    ? "You are not on this bot's allow list, so it does not take commands from you."
+    : `This command was not taken (${reason}).`;
 }
 
 /** Validates `config` and builds the adapter; call start() to connect. */

@@ -29,6 +29,19 @@ export const discordConfigSchema = z.object({
   groupSessions: z.enum(["shared", "per-user"]).default("shared"),
   /** Accept messages written by other bots. Default false. Own messages are always skipped. */
   allowBots: z.boolean().default(false),
+  /**
+   * Register the slash commands in this server only (development: changes show at once);
+   * absent: globally (every server and DMs; Discord may take a while to show changes).
+   */
+  commandsGuildId: z
+    .string()
+    .regex(/^\d{1,20}$/, "must be a server (guild) id: a number such as 123456789012345678")
+    .optional(),
+  /**
+   * Answer a slash command with "thinking…" when its reply was not sent this long after the
+   * command: 0–2500 ms (Discord wants an answer within 3 s). Default 2000 ms.
+   */
+  interactionDeferMs: z.number().int().min(0).max(2500).default(2000),
 });
 
 export type DiscordConfigInput = z.input<typeof discordConfigSchema>;

@@ -1,7 +1,7 @@
 import { DiscordAPIError, DiscordjsError, DiscordjsErrorCodes, HTTPError, RateLimitError } from "discord.js";
 import { SwitchboardError } from "../../src/errors.ts";
 
-export type DiscordAction = "connect" | "send" | "edit" | "delete" | "typing" | "catch_up";
+export type DiscordAction = "connect" | "send" | "edit" | "delete" | "typing" | "catch_up" | "react";
 
 export interface ErrorContext {
   action: DiscordAction;
@@ -33,8 +33,13 @@ export function toSwitchboardError(error: unknown, context: ErrorContext): Switc
     const retryAfterMs = Math.max(error.retryAfter, error.timeToReset, 0);
     return new SwitchboardError(
       "platform_rate_limited",
-      `Discord rate-limited ${action} on ${error.method.toUpperCase()} ${error.route} (${error.global ? "global" : error.scope} limit); retry after ${retryAfterMs} ms.`,
-      { cause: error, retryable: true, retryAfterMs, details: { route: error.route, global: error.global } },
+      `Discord rate-limited ${action} on ${error.method.toUpperCase()} ${pathOf(error.route)} (${error.global ? "global" : error.scope} limit); retry after ${retryAfterMs} ms.`,
+      {
+        cause: error,
+        retryable: true,
+        retryAfterMs,
+        details: { route: pathOf(error.route), global: error.global },
+      },
     );
   }
 
@@ -134,11 +139,16 @@ function describe(error: unknown): string {
   return typeof code === "string" ? `${code}: ${error.message}` : error.message;
 }
 
-/** The URL's path only: the host is configuration, and query strings are noise in messages. */
+/**
+ * The URL's path only: the host is configuration, and query strings are noise in messages. An
+ * interaction's token (in its callback and webhook paths) is a credential: it becomes `:token`.
+ */
 function pathOf(url: string): string {
+  let path: string;
   try {
-    return new URL(url).pathname;
+    path = new URL(url).pathname;
   } catch {
-    return url;
+    path = url;
   }
+  return path.replace(/\/(interactions|webhooks)\/(\d+)\/[^/]+/, "/$1/$2/:token");
 }

@@ -17,6 +17,7 @@ export { conversationKey, decodeTarget, encodeTarget } from "./keys.ts";
 export {
   type DiscordMessageFacts,
   deletionToInbound,
+  editToInbound,
   type ParseResult,
   readMessage,
   type SkipReason,

@@ -6,10 +6,12 @@ import { SwitchboardError } from "../../src/errors.ts";
  *   guild channel dc:<account>:ch:<channel_id>             (per-user: …:user:<user_id>)
  *   thread        dc:<account>:thread:<thread_id>
  *   reply target  dc:<channel_id>   (a DM channel, a guild text channel or a thread)
+ *                 dc:<channel_id>:i:<interaction_id>   (the answer to a slash command, which
+ *                 goes as the interaction's response while its token works, else to the channel)
  */
 
 const SNOWFLAKE = /^\d{1,20}$/;
-const TARGET = /^dc:(\d{1,20})$/;
+const TARGET = /^dc:(\d{1,20})(?::i:(\d{1,20}))?$/;
 
 export type ConversationScope =
   | { kind: "dm"; userId: string }
@@ -33,6 +35,18 @@ export function encodeTarget(channelId: string): string {
   if (!SNOWFLAKE.test(channelId))
     throw new Error(`Discord channel id must be a snowflake, got "${channelId}".`);
   return `dc:${channelId}`;
+}
+
+/** The reply target of a slash command's answer: its channel, and the interaction it answers. */
+export function encodeInteractionTarget(channelId: string, interactionId: string): string {
+  if (!SNOWFLAKE.test(interactionId))
+    throw new Error(`Discord interaction id must be a snowflake, got "${interactionId}".`);
+  return `${encodeTarget(channelId)}:i:${interactionId}`;
+}
+
+/** The interaction a reply target answers, or undefined for a plain channel target. */
+export function interactionOf(target: string): string | undefined {
+  return TARGET.exec(target)?.[2];
 }
 
 /** The channel id inside a reply target; a target from another adapter is `input_invalid`. */

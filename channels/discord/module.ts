@@ -28,6 +28,7 @@ export const discordModule: ChannelModule<DiscordConfig> = {
     const token = nonEmpty(env, "DISCORD_BOT_TOKEN");
     if (!token) return null;
     const apiUrl = parseUrl(env, "DISCORD_API_URL", "http://127.0.0.1:3000/api");
+    const commandsGuildId = nonEmpty(env, "DISCORD_COMMANDS_GUILD");
     const section = fileSection.parse(file.section ?? {});
     return parseWithSchema(
       discordConfigSchema,
@@ -41,16 +42,23 @@ export const discordModule: ChannelModule<DiscordConfig> = {
           "a whole number of milliseconds",
         ),
         allowBots: file.allowBots,
+        ...(commandsGuildId ? { commandsGuildId } : {}),
         ...section,
       },
       {
         token: { variable: "DISCORD_BOT_TOKEN", example: "(the bot token from the developer portal)" },
         apiUrl: { variable: "DISCORD_API_URL", example: "http://127.0.0.1:3000/api" },
+        commandsGuildId: { variable: "DISCORD_COMMANDS_GUILD", example: "123456789012345678" },
       },
     );
   },
 
-  create(config, { clock, logger }) {
-    return adapterModule().createDiscordAdapter(config, { clock, logger });
+  create(config, { clock, logger, commands, state }) {
+    return adapterModule().createDiscordAdapter(config, {
+      clock,
+      logger,
+      ...(commands ? { commands } : {}),
+      ...(state ? { state } : {}),
+    });
   },
 };

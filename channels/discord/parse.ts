@@ -1,5 +1,10 @@
-import { type ButtonInteraction, ChannelType, type Message } from "discord.js";
-import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
+import {
+  type ButtonInteraction,
+  ChannelType,
+  type ChatInputCommandInteraction,
+  type Message,
+} from "discord.js";
+import type { InboundAttachment, InboundMessage, InboundWhere, SurfaceKind } from "../types.ts";
 import type { DiscordConfig } from "./config.ts";
 import { conversationKey, encodeTarget } from "./keys.ts";
 
@@ -12,6 +17,10 @@ export interface DiscordMessageFacts {
   channelId: string;
   /** "channel" is any guild text channel that is not a thread. */
   place: "dm" | "channel" | "thread";
+  /** Who and where, for bindings: the server, a thread's parent channel, the author's role ids. */
+  guildId?: string;
+  parentChannelId?: string;
+  roleIds?: string[];
   author: { id: string; name: string; isBot: boolean };
   /** Join messages, pins, boosts …: not something a person wrote. */
   isSystem: boolean;
@@ -52,10 +61,15 @@ export function readMessage(message: Message, botUserId: string): DiscordMessage
   const botOwnsOrJoinedThread =
     channel.isThread() && (channel.ownerId === botUserId || channel.members.cache.has(botUserId));
   const reference = message.reference?.messageId;
+  const guildId = message.guildId ?? undefined;
+  const parentChannelId = channel.isThread() ? (channel.parentId ?? undefined) : undefined;
   return {
     id: message.id,
     channelId: message.channelId,
     place,
+    ...(guildId === undefined ? {} : { guildId }),
+    ...(parentChannelId === undefined ? {} : { parentChannelId }),
+    ...(message.member ? { roleIds: roleIdsOf([...message.member.roles.cache.keys()], guildId) } : {}),
     author: {
       id: message.author.id,
       name: message.author.globalName ?? message.author.username,
@@ -108,6 +122,7 @@ export function toInbound(facts: DiscordMessageFacts, context: ParseContext): Pa
     conversationKey: conversationKey(botUserId, scopeOf(facts, context)),
     replyTarget: encodeTarget(facts.channelId),
     surface: SURFACE[facts.place],
+    where: whereOf(facts),
     text,
     messageId: facts.id,
     addressedToBot,
@@ -116,6 +131,22 @@ export function toInbound(facts: DiscordMessageFacts, context: ParseContext): Pa
     ...(facts.replyTo ? { replyTo: facts.replyTo.messageId } : {}),
   };
   return { kind: "message", message };
+}
+
+/** Where bindings see a message: its channel (a thread's parent), server and the author's roles. */
+function whereOf(
+  facts: Pick<DiscordMessageFacts, "channelId" | "guildId" | "parentChannelId" | "roleIds">,
+): InboundWhere {
+  return {
+    chat: facts.parentChannelId ?? facts.channelId,
+    ...(facts.guildId === undefined ? {} : { guild: facts.guildId }),
+    ...(facts.roleIds === undefined ? {} : { roles: facts.roleIds }),
+  };
+}
+
+/** A member's role ids without @everyone (whose id is the server's), at most the inbound shape's 250. */
+function roleIdsOf(ids: readonly string[], guildId: string | undefined): string[] {
+  return ids.filter((id) => id !== guildId).slice(0, 250);
 }
 
 const SURFACE: Record<DiscordMessageFacts["place"], SurfaceKind> = {
@@ -186,6 +217,9 @@ export interface DiscordPressFacts {
   customId: string;
   channelId: string;
   place: "dm" | "channel" | "thread";
+  guildId?: string;
+  parentChannelId?: string;
+  roleIds?: string[];
   user: { id: string; name: string; isBot: boolean };
   /** The bot's message the button is under. */
   messageId: string;
@@ -193,7 +227,9 @@ export interface DiscordPressFacts {
 }
 
 /** Reads a button interaction; `null` outside DMs, guild text channels and threads. */
-export function readPress(interaction: ButtonInteraction): DiscordPressFacts | null {
+export function readPress(
+  interaction: ButtonInteraction | ChatInputCommandInteraction,
+): DiscordPressFacts | null {
   const channelId = interaction.channelId;
   const type = interaction.channel?.type;
   if (channelId === null || type === ChannelType.GroupDM) return null;
@@ -203,17 +239,30 @@ export function readPress(interaction: ButtonInteraction): DiscordPressFacts | n
       : type !== undefined && THREAD_TYPES.has(type)
         ? "thread"
         : "channel";
+  const guildId = interaction.guildId ?? undefined;
+  const channel = interaction.channel;
+  const parentChannelId = channel?.isThread() ? (channel.parentId ?? undefined) : undefined;
+  const member = interaction.member;
+  const roleIds = member
+    ? Array.isArray(member.roles)
+      ? member.roles
+      : [...member.roles.cache.keys()]
+    : undefined;
   return {
     interactionId: interaction.id,
-    customId: interaction.customId,
+    // A slash command (channels/discord/slash.ts) has neither; it reads the rest the same way.
+    customId: interaction.isButton() ? interaction.customId : "",
     channelId,
     place,
+    ...(guildId === undefined ? {} : { guildId }),
+    ...(parentChannelId === undefined ? {} : { parentChannelId }),
+    ...(roleIds === undefined ? {} : { roleIds: roleIdsOf(roleIds, guildId) }),
     user: {
       id: interaction.user.id,
       name: interaction.user.globalName ?? interaction.user.username,
       isBot: interaction.user.bot,
     },
-    messageId: interaction.message.id,
+    messageId: interaction.isButton() ? interaction.message.id : "",
     createdAtMs: interaction.createdTimestamp,
   };
 }
@@ -240,6 +289,7 @@ export function pressToInbound(facts: DiscordPressFacts, context: ParseContext):
       conversationKey: conversationKey(context.botUserId, scope),
       replyTarget: encodeTarget(facts.channelId),
       surface: SURFACE[facts.place],
+      where: whereOf(facts),
       text: "",
       messageId: facts.messageId,
       addressedToBot: true,
@@ -289,6 +339,28 @@ export function deletionToInbound(
       messageId: deleted.id,
       addressedToBot: true,
       ...withdrawal,
+    },
+  };
+}
+
+/**
+ * An edited message (MESSAGE_UPDATE) as an edit of it: its new content under the key
+ * `edit:<id>:<edited at>`, so a redelivered update is a duplicate and each later edit is new.
+ */
+export function editToInbound(
+  facts: DiscordMessageFacts,
+  editedAtMs: number,
+  context: ParseContext,
+): ParseResult {
+  const parsed = toInbound(facts, context);
+  if (parsed.kind === "skip") return parsed;
+  return {
+    kind: "message",
+    message: {
+      ...parsed.message,
+      updateKey: `edit:${facts.id}:${editedAtMs}`,
+      receivedAtMs: editedAtMs,
+      edited: { messageId: facts.id },
     },
   };
 }

@@ -134,6 +134,19 @@ export class DiscordSender {
     }
   }
 
+  /** Shows `emoji` as the bot's reaction on the message, then takes its `previous` one away. */
+  async react(target: string, messageId: string, emoji: string, previous: string | null): Promise<void> {
+    const channelId = decodeTarget(target);
+    const id = checkSnowflake(messageId, "messageId");
+    await this.call("react", () =>
+      this.rest.put(Routes.channelMessageOwnReaction(channelId, id, encodeURIComponent(emoji))),
+    );
+    if (previous === null || previous === emoji) return;
+    await this.call("react", () =>
+      this.rest.delete(Routes.channelMessageOwnReaction(channelId, id, encodeURIComponent(previous))),
+    );
+  }
+
   async typing(target: string): Promise<void> {
     const channelId = decodeTarget(target);
     await this.call("typing", () => this.rest.post(Routes.channelTyping(channelId)));

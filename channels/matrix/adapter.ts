@@ -4,7 +4,7 @@
  * ingress; sends with transaction ids derived from the outbox record, so a retried send shows once.
  */
 import { randomUUID } from "node:crypto";
-import { SwitchboardError } from "../../src/errors.ts";
+import { isSwitchboardError, SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type { Logger } from "../../src/util/log.ts";
 import type { ChannelStateStore } from "../module.ts";
@@ -20,6 +20,7 @@ import {
   type OutgoingFile,
   type OutgoingMessage,
   type RemoteFile,
+  type ReplyStatus,
   type SendReceipt,
 } from "../types.ts";
 import { MatrixClient, type MatrixEvent, matrixEventSchema, type SyncResponse } from "./client.ts";
@@ -51,6 +52,14 @@ const MAX_BACKFILL_PAGES = 10;
 const TYPING_MS = 6_000;
 /** Rooms whose DM-ness, and messages whose shape, are remembered. */
 const KEPT = 5_000;
+
+/** The status reactions (annotations): 👀 ⏳ ✅ ⚠️. */
+const STATUS_KEYS: Record<ReplyStatus, string> = {
+  seen: "👀",
+  waiting: "⏳",
+  done: "✅",
+  failed: "⚠️",
+};
 
 export interface MatrixAdapterOptions {
   logger: Logger;
@@ -234,6 +243,36 @@ export class MatrixAdapter implements ChannelAdapter {
     const { roomId } = decodeTarget(target);
     await this.#client.redact(roomId, messageId, `sb.redact.${randomUUID()}`);
     this.#redacted.add(messageId);
+  }
+
+  /**
+   * Annotates the message with the status, then redacts the bot's annotation of `previous`. The
+   * homeserver refuses a second equal annotation: the status is shown already.
+   */
+  async react(
+    target: string,
+    messageId: string,
+    status: ReplyStatus,
+    previous: ReplyStatus | null,
+  ): Promise<void> {
+    const { roomId } = decodeTarget(target);
+    await this.#react(roomId, messageId, STATUS_KEYS[status], `sb.status.${randomUUID()}`).catch((error) => {
+      if (
+        !isSwitchboardError(error, "platform_rejected") ||
+        error.details?.errcode !== "M_DUPLICATE_ANNOTATION"
+      )
+        throw error;
+    });
+    if (previous === null || previous === status) return;
+    const key = STATUS_KEYS[previous];
+    for (const reaction of await this.#client.relations(roomId, messageId, "m.annotation"))
+      if (
+        reaction.sender === this.#userId &&
+        reaction.event_id !== undefined &&
+        reaction.unsigned?.redacted_because === undefined &&
+        record(reaction.content["m.relates_to"])?.key === key
+      )
+        await this.#client.redact(roomId, reaction.event_id, `sb.redact.${randomUUID()}`);
   }
 
   async typing(target: string): Promise<void> {
@@ -597,7 +636,6 @@ export class MatrixAdapter implements ChannelAdapter {
       account: this.#userId,
       roomId,
       isDm,
-      editedMessages: this.#config.editedMessages,
       ...(repliedToSender === undefined ? {} : { repliedToSender }),
       ...(senderName === undefined ? {} : { senderName }),
     });

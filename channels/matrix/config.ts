@@ -39,8 +39,6 @@ export const matrixFields = {
     .default([1_000, 2_000, 5_000, 15_000]),
   /** Most events one room's timeline carries in one /sync answer (the sync filter's limit). */
   timelineLimit: z.number().int().min(1).max(1_000).default(100),
-  /** What an edit (`m.replace`) of a message already received becomes, as Telegram's `editedMessages`. */
-  editedMessages: z.enum(["ignore", "new-input"]).default("ignore"),
   /** Minimum spacing of edits of one message (streaming), below homeservers' default rate limits. */
   editIntervalMs: z.number().int().min(100).max(60_000).default(1_500),
 };

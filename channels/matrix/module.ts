@@ -16,7 +16,13 @@ const USER_EXAMPLE = "@bot:example.org";
 
 /** The `"matrix"` section of the SWITCHBOARD_CONFIG file. */
 const fileSection = z
-  .object({ editedMessages: matrixFields.editedMessages.removeDefault().optional() })
+  .object({
+    /**
+     * The default of the Matrix surfaces' `edits` (what an edit after the answer becomes); the
+     * gateway reads it from the file, the adapter passes every edit on.
+     */
+    editedMessages: z.enum(["ignore", "new-input"]).optional(),
+  })
   .strict();
 
 /**
@@ -58,7 +64,7 @@ export const matrixModule: ChannelModule<MatrixConfig> = {
         "MATRIX_HOMESERVER_URL=https://matrix.example.org",
       );
     const userId = nonEmpty(env, "MATRIX_USER_ID");
-    const section = fileSection.parse(file.section ?? {});
+    const { editedMessages: _edits, ...section } = fileSection.parse(file.section ?? {});
     if (!accessToken && !userId)
       fail(
         "MATRIX_USER_ID",

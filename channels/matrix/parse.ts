@@ -13,7 +13,6 @@ export interface ParseContext {
   roomId: string;
   /** The room has the bot and one other member. */
   isDm: boolean;
-  editedMessages: "ignore" | "new-input";
   /** The sender's display name in the room, when they set one. */
   senderName?: string;
   /** The sender of the event this one replies to, when the adapter looked it up. */
@@ -107,10 +106,11 @@ export function parseMatrixEvent(event: MatrixEvent, context: ParseContext): Par
 
   let content = event.content;
   const relates = record(content["m.relates_to"]);
+  let edits: string | undefined;
   if (relates?.rel_type === "m.replace") {
-    if (context.editedMessages === "ignore") return skip('edited message (editedMessages is "ignore")');
     const replaced = record(content["m.new_content"]);
-    if (replaced === undefined) return skip("edit without m.new_content");
+    edits = text(relates.event_id);
+    if (replaced === undefined || edits === undefined) return skip("edit without m.new_content");
     content = { ...replaced, "m.relates_to": relates };
   }
   const msgtype = text(content.msgtype);
@@ -167,12 +167,15 @@ export function parseMatrixEvent(event: MatrixEvent, context: ParseContext): Par
     ...(threadRoot === undefined ? {} : { roomKey: encodeTarget({ roomId: context.roomId }) }),
     replyTarget: target,
     surface,
+    where: { chat: context.roomId },
     text: messageText,
     ...(replyTo === undefined ? {} : { replyTo }),
-    messageId: eventId,
+    // An edit answers (and is found by) the message it edits.
+    messageId: edits ?? eventId,
     addressedToBot,
     attachments,
     receivedAtMs: event.origin_server_ts ?? Date.now(),
+    ...(edits === undefined ? {} : { edited: { messageId: edits } }),
   };
   return { kind: "message", message };
 }
@@ -200,6 +203,7 @@ function withdrawal(
     conversationKey: room,
     replyTarget: room,
     surface: context.isDm ? "dm" : "group",
+    where: { chat: context.roomId },
     text: "",
     messageId: ids.redacts,
     addressedToBot: true,

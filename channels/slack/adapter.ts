@@ -2,6 +2,7 @@ import { SocketModeReceiver } from "@slack/bolt";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
 import type { Logger } from "../../src/util/log.ts";
+import type { CommandMenu } from "../commands.ts";
 import { downloadFile, httpUrl } from "../download.ts";
 import type {
   ChannelAdapter,
@@ -11,11 +12,14 @@ import type {
   HttpRoute,
   InboundMessage,
   Ingress,
+  IngressOutcome,
   NativeStream,
   OutgoingMessage,
   RemoteFile,
+  ReplyStatus,
   SendReceipt,
 } from "../types.ts";
+import { AssistantThreads } from "./assistant.ts";
 import { AckAfterListenersApp, GatewayHttpReceiver } from "./bolt-app.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { parseSlackConfig, type SlackConfig } from "./config.ts";
@@ -24,6 +28,7 @@ import { createEventsRoute } from "./http-route.ts";
 import { decodeReplyTarget } from "./keys.ts";
 import { isBlockActions, parseSlackAction, parseSlackEvent, type SkipReason } from "./parse.ts";
 import { SlackSender } from "./send.ts";
+import { isSlashCommand, parseSlashCommand, type SlashParse } from "./slash.ts";
 
 /** Slack truncates at 40,000 characters but renders long messages poorly; stay under 4,000. */
 export const SLACK_LIMITS: ChannelLimits = {
@@ -31,6 +36,14 @@ export const SLACK_LIMITS: ChannelLimits = {
   perChatIntervalMs: 1000,
   perAccountPerSecond: 20,
   editIntervalMs: 1000,
+};
+
+/** The status reactions, by Slack's emoji names: 👀 ⏳ ✅ ⚠️. */
+const STATUS_REACTIONS: Record<ReplyStatus, string> = {
+  seen: "eyes",
+  waiting: "hourglass_flowing_sand",
+  done: "white_check_mark",
+  failed: "warning",
 };
 
 /** Sends are not idempotent. Slack bots have no typing indicator API, so the adapter has no typing(). */
@@ -45,11 +58,13 @@ export interface SlackAdapterOptions {
   logger: Logger;
   /** Told about every event acknowledged without reaching ingress (own messages, junk, unknown kinds). */
   onSkip?: (skip: SlackSkip) => void;
+  /** The chat commands, taken as slash commands (the app's manifest lists them); absent: none. */
+  commands?: CommandMenu;
 }
 
 /** An event acknowledged without reaching ingress. No text or user content inside. */
 export interface SlackSkip {
-  reason: SkipReason;
+  reason: SkipReason | Extract<SlashParse, { kind: "skip" }>["reason"];
   eventId: string | undefined;
   /** The inner event's type, when there is one. */
   eventType: string | undefined;
@@ -75,16 +90,22 @@ export class SlackAdapter implements ChannelAdapter {
   /** Slack takes files up to 1 GB; the caption is the share's initial comment. */
   readonly files: ChannelFiles = {
     limits: { maxFileBytes: 1024 * 1024 * 1024, maxCaptionChars: SLACK_LIMITS.maxMessageChars },
-    send: (target, file) => this.#sender.sendFile(target, file),
+    send: async (target, file) => {
+      const receipt = await this.#sender.sendFile(target, file);
+      this.#assistant.settled(target);
+      return receipt;
+    },
   };
 
   readonly #config: SlackConfig;
   readonly #clock: Clock;
   readonly #onSkip: (skip: SlackSkip) => void;
+  readonly #commands: CommandMenu | undefined;
   readonly #logger: Logger;
   readonly #app: AckAfterListenersApp;
   readonly #receiver: SocketModeReceiver | GatewayHttpReceiver;
   readonly #sender: SlackSender;
+  readonly #assistant: AssistantThreads;
   #identity: BotIdentity | undefined;
   #ingress: Ingress | undefined;
   #accepting = false;
@@ -96,6 +117,7 @@ export class SlackAdapter implements ChannelAdapter {
     this.#config = config;
     this.#clock = options.clock ?? systemClock;
     this.#onSkip = options.onSkip ?? (() => {});
+    this.#commands = options.commands;
     this.#logger = options.logger;
     const logging = { logger: boltLogger(options.logger) };
     const clientOptions = {
@@ -136,9 +158,27 @@ export class SlackAdapter implements ChannelAdapter {
     this.#app.error(async (error) => {
       throw error;
     });
+    // Assistant threads first: Bolt's Assistant takes their events and the app DM's thread messages
+    // (those go to #handleEvent like any message, then get the thinking status and title).
+    this.#assistant = new AssistantThreads({
+      client: this.#app.client,
+      botToken: config.botToken,
+      prompts: config.assistantPrompts,
+      team: () => this.#identity?.teamId,
+      clock: this.#clock,
+      logger: options.logger,
+    });
+    this.#app.assistant(this.#assistant.boltAssistant((body) => this.#handleEvent(body)));
     // One middleware sees every event Bolt can type, so parseSlackEvent decides (and names) what
     // is skipped, unknown event kinds included; listeners would drop those without a word.
-    this.#app.use(async ({ body }) => this.#handleEvent(body as Record<string, unknown>));
+    // Slash commands go on to Bolt's `app.command` listener below.
+    this.#app.use(async ({ body, next }) => {
+      if (isSlashCommand(body)) await next();
+      else await this.#handleEvent(body as Record<string, unknown>);
+    });
+    this.#app.command(/^\/.+/, async ({ body }) =>
+      this.#handleSlashCommand(body as unknown as Record<string, unknown>),
+    );
     this.#sender = new SlackSender(this.#app.client, config.botToken, SLACK_LIMITS.maxMessageChars);
   }
 
@@ -195,6 +235,7 @@ export class SlackAdapter implements ChannelAdapter {
     this.#accepting = false;
     await this.#app.drain();
     await Promise.allSettled([...this.#presses]);
+    await this.#assistant.close();
     if (this.#receiver instanceof SocketModeReceiver) {
       await this.#receiver.client.disconnect();
       this.#socketConnected = false;
@@ -223,8 +264,10 @@ export class SlackAdapter implements ChannelAdapter {
     ];
   }
 
-  send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
-    return this.#sender.send(target, message);
+  async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
+    const receipt = await this.#sender.send(target, message);
+    this.#assistant.settled(target);
+    return receipt;
   }
 
   edit(target: string, messageId: string, message: OutgoingMessage): Promise<void> {
@@ -235,6 +278,17 @@ export class SlackAdapter implements ChannelAdapter {
     return this.#sender.delete(target, messageId);
   }
 
+  react(target: string, messageId: string, status: ReplyStatus, previous: ReplyStatus | null): Promise<void> {
+    // The run ended without a message to the thread (or after it): the thinking status goes too.
+    if (status === "done" || status === "failed") this.#assistant.settled(target);
+    return this.#sender.react(
+      target,
+      messageId,
+      STATUS_REACTIONS[status],
+      previous === null ? null : STATUS_REACTIONS[previous],
+    );
+  }
+
   /** Chat streaming needs a thread; a top-level target, or an adapter not yet started, has none. */
   nativeStreamFor(target: string, recipient: string): NativeStream | null {
     const identity = this.#identity;
@@ -243,13 +297,18 @@ export class SlackAdapter implements ChannelAdapter {
     const to = { userId: recipient, teamId: identity.teamId };
     return {
       maxChars: SLACK_LIMITS.maxMessageChars,
-      start: (markdown) => sender.startStream(target, to, markdown),
+      start: async (markdown) => {
+        const receipt = await sender.startStream(target, to, markdown);
+        this.#assistant.settled(target);
+        return receipt;
+      },
       append: (messageId, markdown) => sender.appendStream(target, messageId, markdown),
       stop: (messageId, markdown) => sender.stopStream(target, messageId, markdown),
     };
   }
 
-  async #handleEvent(body: Record<string, unknown>): Promise<void> {
+  /** Hands one event to ingress; the outcome, or null when it was skipped or was a button press. */
+  async #handleEvent(body: Record<string, unknown>): Promise<IngressOutcome | null> {
     const ingress = this.#ingress;
     const identity = this.#identity;
     if (!this.#accepting || ingress === undefined || identity === undefined) {
@@ -261,7 +320,7 @@ export class SlackAdapter implements ChannelAdapter {
     }
     if (isBlockActions(body)) {
       this.#onPress(body, ingress, identity);
-      return;
+      return null;
     }
     const parsed = parseSlackEvent(body, {
       account: identity.account,
@@ -276,9 +335,51 @@ export class SlackAdapter implements ChannelAdapter {
         eventId: stringField(body, "event_id"),
         eventType: eventTypeOf(body),
       });
+      return null;
+    }
+    return await ingress(parsed.message);
+  }
+
+  /**
+   * A slash command: an input like a message, acknowledged (within Slack's 3 s; ingress only
+   * records it and enqueues the reply) once ingress resolved; when it rejects, Slack shows the
+   * user an error instead. The answer goes through the outbox to the channel or thread it came
+   * from; one that is not taken gets a notice only its user sees.
+   */
+  async #handleSlashCommand(body: Record<string, unknown>): Promise<void> {
+    const ingress = this.#ingress;
+    const identity = this.#identity;
+    const commands = this.#commands;
+    if (!this.#accepting || ingress === undefined || identity === undefined) {
+      throw new SwitchboardError("runtime_closed", "Slack adapter is stopping; the command was not taken");
+    }
+    const parsed =
+      commands === undefined
+        ? ({ kind: "skip", reason: "unknown_command" } as const)
+        : parseSlashCommand(body, commands, {
+            account: identity.account,
+            botUserId: identity.botUserId,
+            botId: identity.botId,
+            allowOtherBots: this.#config.allowOtherBots,
+            receivedAtMs: this.#clock.now(),
+          });
+    if (parsed.kind === "skip") {
+      this.#onSkip({ reason: parsed.reason, eventId: undefined, eventType: "slash_command" });
       return;
     }
-    await ingress(parsed.message);
+    const outcome = await ingress(parsed.message);
+    if (outcome.kind !== "ignored") return;
+    const notice =
+      outcome.reason === "user not allowed"
+        ? "You are not on this bot's allow list, so it does not take commands from you."
+        : `This command was not taken (${outcome.reason}).`;
+    const { replyTarget, principal } = parsed.message;
+    await this.#sender.postEphemeral(replyTarget, principal.id, notice).catch((error: unknown) =>
+      this.#logger.warn("slack.command_notice_failed", {
+        updateKey: parsed.message.updateKey,
+        error: describe(error),
+      }),
+    );
   }
 
   /**

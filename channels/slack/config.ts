@@ -7,6 +7,12 @@ const botToken = z
     error: "botToken must be a bot token starting with xoxb- (Slack app settings → OAuth & Permissions)",
   });
 
+/** The suggested prompts of an assistant thread when `assistantPrompts` is not set. */
+export const DEFAULT_ASSISTANT_PROMPTS = [
+  { title: "What can you do?", message: "What can you do, and which commands do you take?" },
+  { title: "Help me write", message: "Help me write a short, clear message. Ask me what it is about first." },
+] as const;
+
 const common = {
   botToken,
   /** Web API base URL; web-api appends the method name, so it ends with "/". */
@@ -22,6 +28,26 @@ const common = {
     .default(10_000),
   /** Pass messages written by other bots to ingress (the bot's own are always skipped). */
   allowOtherBots: z.boolean().default(false),
+  /**
+   * Suggested prompts offered when a user opens an assistant thread (Agents & AI Apps): at most
+   * 4, each `{title, message}` or one string for both; `[]` offers none.
+   */
+  assistantPrompts: z
+    .array(
+      z.union([
+        z
+          .string()
+          .min(1)
+          .transform((text) => ({ title: text, message: text })),
+        z.object({
+          title: z.string().min(1, { error: "a prompt's title must not be empty" }),
+          message: z.string().min(1, { error: "a prompt's message must not be empty" }),
+        }),
+      ]),
+      { error: 'assistantPrompts must be a JSON array such as ["What can you do?"]' },
+    )
+    .max(4, { error: "Slack shows at most 4 suggested prompts" })
+    .default([...DEFAULT_ASSISTANT_PROMPTS]),
 };
 
 const socketMode = z.object({
@@ -60,7 +86,7 @@ export type SlackHttpConfig = Extract<SlackConfig, { mode: "http" }>;
 
 /**
  * Validates Slack settings. Defaults: apiUrl https://slack.com/api/, requestTimeoutMs 10000,
- * allowOtherBots false, eventsPath /slack/events (HTTP mode).
+ * allowOtherBots false, assistantPrompts DEFAULT_ASSISTANT_PROMPTS, eventsPath /slack/events (HTTP mode).
  * Throws SwitchboardError("config_invalid") naming each bad field; never echoes token values.
  */
 export function parseSlackConfig(input: unknown): SlackConfig {

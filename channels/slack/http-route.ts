@@ -42,9 +42,12 @@ export function createEventsRoute(options: EventsRouteOptions): HttpRoute {
 
       let body: unknown;
       try {
-        body = isForm(request) ? interactivityPayload(rawBody) : JSON.parse(rawBody);
+        body = isForm(request) ? formBody(rawBody) : JSON.parse(rawBody);
       } catch {
-        return text(400, "Expected a JSON Events API body or a form with an interactivity `payload` (JSON)");
+        return text(
+          400,
+          "Expected a JSON Events API body, a form with an interactivity `payload` (JSON) or a slash command form",
+        );
       }
       if (typeof body !== "object" || body === null || Array.isArray(body))
         return text(400, "Expected a JSON object");
@@ -74,11 +77,16 @@ function isForm(request: Request): boolean {
   return (request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded");
 }
 
-/** Interactivity (button presses) arrives as a form whose `payload` field is the JSON body. */
-function interactivityPayload(rawBody: string): unknown {
-  const payload = new URLSearchParams(rawBody).get("payload");
-  if (payload === null) throw new Error("no payload field");
-  return JSON.parse(payload);
+/**
+ * Interactivity (button presses) arrives as a form whose `payload` field is the JSON body; a slash
+ * command as a form of its fields (`command`, `text`, `trigger_id` …), which is the body itself.
+ */
+function formBody(rawBody: string): unknown {
+  const form = new URLSearchParams(rawBody);
+  const payload = form.get("payload");
+  if (payload !== null) return JSON.parse(payload);
+  if (form.get("command") !== null) return Object.fromEntries(form);
+  throw new Error("neither a payload nor a command field");
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -1,4 +1,4 @@
-import { fail, nonEmpty, parseUrl, parseWithSchema } from "../../src/util/env.ts";
+import { type Env, fail, nonEmpty, parseUrl, parseWithSchema } from "../../src/util/env.ts";
 import type { ChannelModule } from "../module.ts";
 import { type SlackConfig, slackConfigSchema } from "./config.ts";
 
@@ -29,12 +29,14 @@ export const slackModule: ChannelModule<SlackConfig> = {
         "SLACK_APP_TOKEN=xapp-1-...",
       );
     const apiUrl = parseUrl(env, "SLACK_API_URL", "http://127.0.0.1:3001/api");
+    const assistantPrompts = readAssistantPrompts(env);
     return parseWithSchema(
       slackConfigSchema,
       {
         botToken,
         allowOtherBots: file.allowBots,
         ...(apiUrl ? { apiUrl } : {}),
+        ...(assistantPrompts === undefined ? {} : { assistantPrompts }),
         ...(appToken ? { mode: "socket", appToken } : { mode: "http", signingSecret }),
       },
       {
@@ -42,15 +44,30 @@ export const slackModule: ChannelModule<SlackConfig> = {
         appToken: { variable: "SLACK_APP_TOKEN", example: "xapp-1-..." },
         signingSecret: { variable: "SLACK_SIGNING_SECRET", example: "(Basic Information → Signing Secret)" },
         apiUrl: { variable: "SLACK_API_URL", example: "http://127.0.0.1:3001/api/" },
+        assistantPrompts: { variable: "SLACK_ASSISTANT_PROMPTS", example: PROMPTS_EXAMPLE },
       },
     );
   },
 
-  create(config, { clock, logger }) {
+  create(config, { clock, logger, commands }) {
     return adapterModule().createSlackAdapter(config, {
       clock,
       logger,
+      ...(commands ? { commands } : {}),
       onSkip: (skip) => logger.debug("slack.event_skipped", { ...skip }),
     });
   },
 };
+
+const PROMPTS_EXAMPLE = `'["What can you do?", {"title": "Summarise", "message": "Summarise this for me"}]'`;
+
+/** SLACK_ASSISTANT_PROMPTS as JSON (the schema checks its shape); undefined when unset. */
+function readAssistantPrompts(env: Env): unknown {
+  const raw = nonEmpty(env, "SLACK_ASSISTANT_PROMPTS");
+  if (raw === undefined) return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    fail("SLACK_ASSISTANT_PROMPTS", "is not valid JSON", `SLACK_ASSISTANT_PROMPTS=${PROMPTS_EXAMPLE}`);
+  }
+}

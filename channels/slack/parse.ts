@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
+import type { InboundAttachment, InboundMessage, InboundWhere, SurfaceKind } from "../types.ts";
 import {
   channelConversationKey,
   dmConversationKey,
@@ -84,6 +84,8 @@ const eventSchema = z.discriminatedUnion("type", [
 const callbackSchema = z.object({
   type: z.literal("event_callback"),
   event_id: slackId.optional(),
+  /** The workspace the event happened in. */
+  team_id: slackId.optional(),
   event: z.object({ type: z.string() }).loose(),
 });
 
@@ -113,17 +115,28 @@ export function parseSlackEvent(body: unknown, context: ParseContext): ParseOutc
   }
   const event = envelope.data;
   const eventId = callback.data.event_id;
+  const team = callback.data.team_id;
 
   if (event.type === "app_mention") {
     return toInbound(
       event,
-      { channel: event.channel, channelType: undefined, eventId, mention: true },
+      { channel: event.channel, channelType: undefined, eventId, team, mention: true },
       context,
     );
   }
   const raw = callback.data.event;
   if (event.subtype === "message_changed")
-    return parseEdit(raw, event.channel, event.channel_type, eventId, context);
+    return parseEdit(
+      raw,
+      { channel: event.channel, channelType: event.channel_type, eventId, team },
+      context,
+    );
+  if (event.subtype === "message_deleted")
+    return parseDelete(
+      raw,
+      { channel: event.channel, channelType: event.channel_type, eventId, team },
+      context,
+    );
   if (!NEW_MESSAGE_SUBTYPES.has(event.subtype)) return skip("unsupported_subtype");
 
   const message = messageSchema.safeParse(raw);
@@ -133,48 +146,90 @@ export function parseSlackEvent(body: unknown, context: ParseContext): ParseOutc
     return skip("mention_answered_via_app_mention");
   return toInbound(
     message.data,
-    { channel: event.channel, channelType: event.channel_type, eventId, mention: false },
+    { channel: event.channel, channelType: event.channel_type, eventId, team, mention: false },
     context,
   );
 }
 
 function parseEdit(
   raw: Record<string, unknown>,
-  channel: string,
-  channelType: string | undefined,
-  eventId: string | undefined,
+  at: Pick<Placement, "channel" | "channelType" | "eventId" | "team">,
   context: ParseContext,
 ): ParseOutcome {
+  const { channel, channelType } = at;
   const edited = messageSchema.safeParse(raw.message);
   if (!edited.success) return skip("malformed_event");
   const previous = messageSchema.safeParse(raw.previous_message);
   if (previous.success && previous.data.text === edited.data.text) return skip("edit_without_text_change");
   const eventTs = slackId.safeParse(raw.event_ts);
   const editTs = edited.data.edited?.ts ?? (eventTs.success ? eventTs.data : edited.data.ts);
-  return toInbound(
+  const outcome = toInbound(
     edited.data,
     {
-      channel,
-      channelType,
-      eventId,
+      ...at,
       mention: channelKind(channel, channelType) !== "dm" && mentionsBot(edited.data.text, context.botUserId),
       fallbackKeySuffix: `:edit:${editTs}`,
       atTs: editTs,
     },
     context,
   );
+  if (outcome.kind === "message") outcome.message.edited = { messageId: edited.data.ts };
+  return outcome;
+}
+
+/**
+ * A person deleted a message (`message_deleted`, which names it by ts): a withdrawal of that
+ * message, in the conversation the message was in, read from `previous_message` (without it the
+ * conversation is unknown, and the delete is skipped).
+ */
+function parseDelete(
+  raw: Record<string, unknown>,
+  at: Pick<Placement, "channel" | "channelType" | "eventId" | "team">,
+  context: ParseContext,
+): ParseOutcome {
+  const deleted = messageSchema.safeParse(raw.previous_message);
+  if (!deleted.success) return skip("malformed_event");
+  const eventTs = slackId.safeParse(raw.event_ts);
+  const outcome = toInbound(
+    deleted.data,
+    {
+      ...at,
+      mention:
+        channelKind(at.channel, at.channelType) !== "dm" && mentionsBot(deleted.data.text, context.botUserId),
+      fallbackKeySuffix: ":delete",
+      ...(eventTs.success ? { atTs: eventTs.data } : {}),
+    },
+    context,
+  );
+  if (outcome.kind !== "message") return outcome;
+  return {
+    kind: "message",
+    message: {
+      ...outcome.message,
+      text: "",
+      attachments: [],
+      withdrawn: { messageId: deleted.data.ts },
+    },
+  };
 }
 
 interface Placement {
   channel: string;
   channelType: string | undefined;
   eventId: string | undefined;
+  /** The workspace's team id, when the envelope names it. */
+  team?: string | undefined;
   /** The bot is mentioned (app_mention, or an edit whose text mentions it). */
   mention: boolean;
   /** Appended to the `<channel>:<ts>` fallback update key, to tell an edit from the original. */
   fallbackKeySuffix?: string;
   /** ts to date the message by, when not the message's own (edits). */
   atTs?: string;
+}
+
+/** Where bindings see the message: its channel, and its workspace (the envelope's, else the bot's own). */
+function whereOf(channel: string, team: string | undefined, context: ParseContext): InboundWhere {
+  return { chat: channel, team: team ?? context.account.split(":")[0]! };
 }
 
 /** A thread's room is its channel; a DM and a channel's top level are their own room. */
@@ -225,6 +280,7 @@ function toInbound(message: SlackMessage, placement: Placement, context: ParseCo
     ...roomOf(context.account, channel, surfaceKind),
     replyTarget: encodeReplyTarget(target),
     surface: surfaceKind,
+    where: whereOf(channel, placement.team, context),
     text: stripLeadingMention(message.text, context.botUserId),
     messageId: message.ts,
     addressedToBot: surface === "dm" || placement.mention || message.parent_user_id === context.botUserId,
@@ -296,6 +352,7 @@ function skip(reason: SkipReason): ParseOutcome {
 const blockActionsSchema = z.object({
   type: z.literal("block_actions"),
   user: z.object({ id: slackId, username: displayName.optional(), name: displayName.optional() }),
+  team: z.object({ id: slackId }).nullish(),
   container: z.object({
     message_ts: slackId,
     channel_id: slackId,
@@ -354,6 +411,7 @@ export function parseSlackAction(body: unknown, context: ParseContext): ParseOut
       ...roomOf(context.account, channel, surface),
       replyTarget: encodeReplyTarget(target),
       surface,
+      where: whereOf(channel, parsed.data.team?.id, context),
       text: "",
       messageId: container.message_ts,
       addressedToBot: true,

@@ -218,6 +218,34 @@ export class SlackSender {
     }
   }
 
+  /**
+   * Shows `name` as the bot's reaction on the message, then takes `previous` away. Adding one the
+   * bot already shows, or removing one it does not, is a success.
+   */
+  async react(target: string, messageId: string, name: string, previous: string | null): Promise<void> {
+    const { channel } = decodeReplyTarget(target);
+    await this.#tolerating("already_reacted", () =>
+      this.#call("reactions.add", () =>
+        this.client.reactions.add({ token: this.botToken, channel, timestamp: messageId, name }),
+      ),
+    );
+    if (previous === null || previous === name) return;
+    await this.#tolerating("no_reaction", () =>
+      this.#call("reactions.remove", () =>
+        this.client.reactions.remove({ token: this.botToken, channel, timestamp: messageId, name: previous }),
+      ),
+    );
+  }
+
+  async #tolerating(slackError: string, call: () => Promise<unknown>): Promise<void> {
+    try {
+      await call();
+    } catch (error) {
+      if (error instanceof SwitchboardError && error.details?.slackError === slackError) return;
+      throw error;
+    }
+  }
+
   #checkStreamText(markdown: string, method: string): void {
     if (markdown.length > SLACK_STREAM_MAX_CHARS) {
       throw new SwitchboardError(

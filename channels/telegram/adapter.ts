@@ -4,10 +4,12 @@
  */
 
 import { Api } from "grammy";
-import type { Update, UserFromGetMe } from "grammy/types";
+import type { ReactionTypeEmoji, Update, UserFromGetMe } from "grammy/types";
 import { SwitchboardError } from "../../src/errors.ts";
 import { type Clock, systemClock } from "../../src/util/clock.ts";
+import type { CommandMenu } from "../commands.ts";
 import { downloadFile } from "../download.ts";
+import type { ChannelStateStore } from "../module.ts";
 import type {
   ChannelAdapter,
   ChannelCapabilities,
@@ -17,8 +19,10 @@ import type {
   Ingress,
   OutgoingMessage,
   RemoteFile,
+  ReplyStatus,
   SendReceipt,
 } from "../types.ts";
+import { registerTelegramMenu } from "./commands.ts";
 import { parseTelegramConfig, type TelegramConfig, type TelegramConfigInput } from "./config.ts";
 import { callWithDeadline, type GrammySignal } from "./deadline.ts";
 import type { TelegramEventSink } from "./events.ts";
@@ -45,9 +49,24 @@ export const TELEGRAM_LIMITS: ChannelLimits = {
   editIntervalMs: 1000,
 };
 
+/**
+ * The status reactions, from the emoji Telegram lets bots react with (it has no ⏳ ✅ ⚠️): 👀 seen,
+ * 🙏 waiting for an approval, 👌 done, 🤷 failed or uncertain.
+ */
+const STATUS_REACTIONS: Record<ReplyStatus, ReactionTypeEmoji["emoji"]> = {
+  seen: "👀",
+  waiting: "🙏",
+  done: "👌",
+  failed: "🤷",
+};
+
 export interface TelegramAdapterDeps {
   clock?: Clock;
   onEvent?: TelegramEventSink;
+  /** The commands set as the bot's menu at start; absent: the menu is left as it is. */
+  commands?: CommandMenu;
+  /** Keeps the menu's hash across restarts, so an unchanged menu is not set again. */
+  state?: ChannelStateStore;
 }
 
 type Running =
@@ -69,6 +88,8 @@ export class TelegramAdapter implements ChannelAdapter {
   private readonly sender: TelegramSender;
   private readonly clock: Clock;
   private readonly onEvent: TelegramEventSink;
+  private readonly commands: CommandMenu | undefined;
+  private readonly state: ChannelStateStore | undefined;
   private me: UserFromGetMe | null = null;
   private ingress: Ingress | null = null;
   private running: Running = { mode: "stopped" };
@@ -78,6 +99,8 @@ export class TelegramAdapter implements ChannelAdapter {
     this.config = parseTelegramConfig(config);
     this.clock = deps.clock ?? systemClock;
     this.onEvent = deps.onEvent ?? (() => {});
+    this.commands = deps.commands;
+    this.state = deps.state;
     this.api = new Api(this.config.token, {
       apiRoot: this.config.apiRoot,
       // Our own deadline (requestTimeoutMs) fires first; this is grammY's backstop.
@@ -101,10 +124,23 @@ export class TelegramAdapter implements ChannelAdapter {
     const me = await this.call("getMe", (signal) => this.api.getMe(signal));
     this.me = me;
     this.ingress = ingress;
-    const allowedUpdates: ("message" | "edited_message" | "callback_query")[] =
-      this.config.editedMessages === "new-input"
-        ? ["message", "edited_message", "callback_query"]
-        : ["message", "callback_query"];
+    if (this.commands) {
+      await registerTelegramMenu({
+        api: this.api,
+        menu: this.commands,
+        ...(this.state ? { state: this.state } : {}),
+        stateName: `telegram:${me.id}:commands`,
+        nowMs: this.clock.now(),
+        call: (method, run) => this.call(method, run),
+        onEvent: this.onEvent,
+      });
+    }
+    // Edits always: before the answer an edit corrects the message (ingress decides what after).
+    const allowedUpdates: ("message" | "edited_message" | "callback_query")[] = [
+      "message",
+      "edited_message",
+      "callback_query",
+    ];
 
     if (this.config.mode === "webhook") {
       const { webhookUrl, webhookSecret } = this.config;
@@ -186,6 +222,11 @@ export class TelegramAdapter implements ChannelAdapter {
     return this.sender.typing(target);
   }
 
+  /** One reaction per message: setMessageReaction replaces the previous one. */
+  react(target: string, messageId: string, status: ReplyStatus): Promise<void> {
+    return this.sender.react(target, messageId, STATUS_REACTIONS[status]);
+  }
+
   /** Drafts exist only in private chats, whose chat id is the user's (positive) id. */
   draftFor(target: string): ((draftId: number, text: string) => Promise<void>) | null {
     const { chatId, threadId } = decodeTarget(target);
@@ -230,7 +271,6 @@ export class TelegramAdapter implements ChannelAdapter {
       account: String(me.id),
       botId: me.id,
       botUsername: me.username,
-      editedMessages: this.config.editedMessages,
       groupSessions: this.config.groupSessions,
     };
   }

@@ -16,8 +16,6 @@ export const telegramCommonFields = {
     .url()
     .refine((url) => !url.endsWith("/"), "remove the trailing '/'")
     .default("https://api.telegram.org"),
-  /** What an edit of an already received message becomes. Default "ignore". */
-  editedMessages: z.enum(["ignore", "new-input"]).default("ignore"),
   /** Whether members of a group share one conversation or each get their own. Default "shared". */
   groupSessions: z.enum(["shared", "per-user"]).default("shared"),
   /**

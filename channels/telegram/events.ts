@@ -13,6 +13,13 @@ export type TelegramAdapterEvent =
   /** A button press was handled but answerCallbackQuery failed (the client's spinner times out). */
   | { kind: "callback_answer_failed"; updateId: number; reason: string }
   /** A webhook request was refused before reaching ingress. */
-  | { kind: "webhook_rejected"; status: 400 | 401 | 503; reason: string };
+  | { kind: "webhook_rejected"; status: 400 | 401 | 503; reason: string }
+  /** The command menu was set (`calls` setMyCommands/deleteMyCommands calls) or was already current. */
+  | { kind: "commands_registered"; calls: number }
+  | { kind: "commands_unchanged" }
+  /** Commands left out of the menu: over Telegram's limits (each named with why). */
+  | { kind: "commands_dropped"; dropped: Array<{ name: string; reason: string }>; hint: string }
+  /** Setting the menu failed; the adapter runs without it (text commands still work). */
+  | { kind: "commands_failed"; error: string; hint: string };
 
 export type TelegramEventSink = (event: TelegramAdapterEvent) => void;

@@ -12,7 +12,11 @@ const SECRET_EXAMPLE = "$(openssl rand -hex 24)";
 /** The `"telegram"` section of the SWITCHBOARD_CONFIG file. */
 const fileSection = z
   .object({
-    editedMessages: telegramCommonFields.editedMessages.removeDefault().optional(),
+    /**
+     * The default of the Telegram surfaces' `edits` (what an edit after the answer becomes); the
+     * gateway reads it from the file, the adapter passes every edit on.
+     */
+    editedMessages: z.enum(["ignore", "new-input"]).optional(),
     groupSessions: telegramCommonFields.groupSessions.removeDefault().optional(),
   })
   .strict();
@@ -49,7 +53,7 @@ export const telegramModule: ChannelModule<TelegramConfig> = {
         );
     }
     const apiRoot = parseUrl(env, "TELEGRAM_API_ROOT", "http://127.0.0.1:8081");
-    const section = fileSection.parse(file.section ?? {});
+    const { editedMessages: _edits, ...section } = fileSection.parse(file.section ?? {});
     return parseWithSchema(
       telegramConfigSchema,
       {
@@ -75,12 +79,20 @@ export const telegramModule: ChannelModule<TelegramConfig> = {
     );
   },
 
-  create(config, { clock, logger }) {
+  create(config, { clock, logger, state, commands }) {
     return new (adapterModule().TelegramAdapter)(config, {
       clock,
+      ...(commands ? { commands } : {}),
+      ...(state ? { state } : {}),
       onEvent: (event) => {
         const level =
-          event.kind === "update_skipped" ? "debug" : event.kind === "polling_stopped" ? "error" : "warn";
+          event.kind === "update_skipped"
+            ? "debug"
+            : event.kind === "commands_registered" || event.kind === "commands_unchanged"
+              ? "info"
+              : event.kind === "polling_stopped"
+                ? "error"
+                : "warn";
         logger[level](`telegram.${event.kind}`, { ...event });
       },
     });

@@ -16,7 +16,6 @@ export interface ParseContext {
   botId: number;
   /** Without the leading @. */
   botUsername: string;
-  editedMessages: "ignore" | "new-input";
   groupSessions: "shared" | "per-user";
 }
 
@@ -32,12 +31,13 @@ export function parseUpdate(update: Update, context: ParseContext): ParseResult 
     return parseMessage(update.message, String(update.update_id), context);
   }
   if (update.edited_message) {
-    if (context.editedMessages === "ignore") return skip('edited message (editedMessages is "ignore")');
     const edited = update.edited_message;
     const problem = messageShapeProblem(edited);
     if (problem) return skip(`malformed edited message (${problem})`);
     const editKey = `edit:${edited.chat.id}:${edited.message_id}:${edited.edit_date}`;
-    return parseMessage(edited, editKey, context);
+    const parsed = parseMessage(edited, editKey, context);
+    if (parsed.kind === "message") parsed.message.edited = { messageId: String(edited.message_id) };
+    return parsed;
   }
   if (update.callback_query)
     return parseCallbackQuery(update.callback_query, String(update.update_id), context);
@@ -87,6 +87,7 @@ function parseMessage(msg: Message, updateKey: string, context: ParseContext): P
       ...(conversationKey === roomKey ? {} : { roomKey }),
       replyTarget: encodeTarget(threadId === undefined ? { chatId: chat.id } : { chatId: chat.id, threadId }),
       surface,
+      where: { chat: String(chat.id) },
       text,
       ...(reply ? { replyTo: String(reply.message_id) } : {}),
       messageId: String(msg.message_id),
@@ -138,6 +139,7 @@ function parseCallbackQuery(query: CallbackQuery, updateKey: string, context: Pa
       ...(conversationKey === roomKey ? {} : { roomKey }),
       replyTarget: encodeTarget(threadId === undefined ? { chatId: chat.id } : { chatId: chat.id, threadId }),
       surface,
+      where: { chat: String(chat.id) },
       text: "",
       messageId: String(msg.message_id),
       addressedToBot: true,

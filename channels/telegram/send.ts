@@ -5,6 +5,7 @@
 
 import type { Api } from "grammy";
 import { GrammyError, InputFile } from "grammy";
+import type { ReactionTypeEmoji } from "grammy/types";
 import type { OutgoingFile, OutgoingMessage, SendReceipt } from "../types.ts";
 import { callWithDeadline, type GrammySignal } from "./deadline.ts";
 import { telegramFileMethod, uploadFilename } from "./send-file.ts";
@@ -83,6 +84,15 @@ export class TelegramSender {
     await this.call("deleteMessage", async (signal) => {
       await this.api.deleteMessage(chatId, id, signal).catch(ignoreApiError("message to delete not found"));
     });
+  }
+
+  /** Replaces the bot's reaction on the message with `emoji` (one of Telegram's reaction emoji). */
+  async react(target: string, messageId: string, emoji: ReactionTypeEmoji["emoji"]): Promise<void> {
+    const { chatId } = decodeTarget(target);
+    const id = decodeMessageId(messageId);
+    await this.call("setMessageReaction", (signal) =>
+      this.api.setMessageReaction(chatId, id, [{ type: "emoji", emoji }], {}, signal),
+    );
   }
 
   /** Telegram's sendMessageDraft (Bot API 9.3): private chats only; an ephemeral animated preview. */

@@ -96,6 +96,7 @@ export function parseWhatsAppMessage(received: ReceivedMessage, context: ParseCo
     conversationKey,
     replyTarget: encodeReplyTarget(message.from),
     surface: "dm",
+    where: { chat: message.from },
     text: content.action || quoted === undefined ? content.text : withQuote(quoted, content.text),
     messageId: content.action && replyTo !== undefined ? replyTo : message.id,
     addressedToBot: true,

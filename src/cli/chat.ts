@@ -5,9 +5,9 @@ import { createScheduleService } from "../../schedules/service.ts";
 import { loadAgentFiles } from "../agent/files.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { createChatCommands } from "../gateway/commands.ts";
-import { loadConfig, pickableModels } from "../gateway/config/index.ts";
+import { DEFAULT_ACCOUNT, loadConfig } from "../gateway/config/index.ts";
 import { instructionsFor } from "../gateway/instructions.ts";
-import { createModelChoices } from "../gateway/model-choice.ts";
+import { createModelChoices, registryModelsOf } from "../gateway/model-choice.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { toUsage } from "../models/usage.ts";
 import { Runtime } from "../runtime/runtime.ts";
@@ -44,13 +44,14 @@ export async function runChat(env: Record<string, string | undefined>): Promise<
   const clock = systemClock;
   const agentFiles = loadAgentFiles(config.agentDir);
   const stores = await openStoreBackend(config.database);
-  const registry = createModelRegistry(config.modelEnv, { named: pickableModels(config.file) });
+  const registry = createModelRegistry(config.modelEnv, { named: registryModelsOf(config.file) });
   const models = createModelChoices({ registry, file: config.file, store: stores.runtime, clock });
   const runtime = new Runtime({
     store: stores.runtime,
     models: registry.chain,
     // The model /status names is the one the run uses: picked with /model, else the surface's default.
-    modelsFor: async ({ conversationId }) => models.chain((await models.current(conversationId, WHERE)).name),
+    modelsFor: async ({ conversationId }) =>
+      models.chain((await models.current(conversationId, { ...WHERE, account: DEFAULT_ACCOUNT })).name),
     readUsage: toUsage,
     inputPolicy: "queue",
     instructions: ({ nowMs }) => instructionsFor(config, null, nowMs, agentFiles),

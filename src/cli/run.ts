@@ -6,6 +6,7 @@ import { didYouMean } from "../util/suggest.ts";
 import { ACCESS_COMMANDS, ACCESS_GROUP } from "./commands/access.ts";
 import { APPROVALS_COMMANDS, APPROVALS_GROUP } from "./commands/approvals.ts";
 import { BUDGETS_COMMANDS, BUDGETS_GROUP } from "./commands/budgets.ts";
+import { CONFIG_COMMANDS, CONFIG_GROUP } from "./commands/config.ts";
 import { CONVERSATIONS_COMMANDS, CONVERSATIONS_GROUP } from "./commands/conversations.ts";
 import { DB_COMMANDS, DB_GROUP } from "./commands/db.ts";
 import { OUTBOX_COMMANDS, OUTBOX_GROUP } from "./commands/outbox.ts";
@@ -29,6 +30,7 @@ export const GROUPS: readonly GroupSpec[] = [
   RUNS_GROUP,
   CONVERSATIONS_GROUP,
   DB_GROUP,
+  CONFIG_GROUP,
 ];
 
 export const COMMANDS: readonly CommandSpec[] = [
@@ -42,6 +44,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   ...CONVERSATIONS_COMMANDS,
   ...SEARCH_COMMANDS,
   ...DB_COMMANDS,
+  ...CONFIG_COMMANDS,
 ];
 
 const TOP_WORDS = [

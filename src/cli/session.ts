@@ -3,7 +3,7 @@
  * operator API (`--url` / SWITCHBOARD_URL). Commands get an OperatorService either way.
  */
 import { isSwitchboardError, SwitchboardError } from "../errors.ts";
-import { loadFileConfig, pickableModels } from "../gateway/config/index.ts";
+import { loadFileConfig, modelNamesOf } from "../gateway/config/index.ts";
 import type { BudgetSettings } from "../operator/budgets.ts";
 import type { OperatorService } from "../operator/types.ts";
 import type { SqliteStores } from "../store/sqlite/index.ts";
@@ -109,7 +109,7 @@ async function openPostgresSession(url: string, io: CliIo): Promise<OperatorSess
 /** The names in SWITCHBOARD_CONFIG `models`, read when `set-model` first needs them. */
 function configuredModelNames(io: CliIo): () => readonly string[] {
   return () => {
-    return Object.keys(pickableModels(loadFileConfig(io.env)));
+    return modelNamesOf(loadFileConfig(io.env));
   };
 }
 

@@ -1,7 +1,8 @@
 import type { AgentDirectories } from "../agent/directories.ts";
 import type { AgentFiles } from "../agent/files.ts";
 import type { RunContext } from "../run-context.ts";
-import { type GatewayConfig, surfacePolicy } from "./config/index.ts";
+import { settingsForContext } from "./binding-facts.ts";
+import type { GatewayConfig } from "./config/index.ts";
 
 /** Which generation of an agent directory a surface's new runs, and each running run, use. */
 export interface AgentFilesFor {
@@ -23,7 +24,7 @@ export function agentFilesFor(
     agentFilesOf(context, runId) {
       if (context?.agent && agents.roots.includes(context.agent.dir))
         return agents.pinned(context.agent.dir, context.agent.version, runId);
-      const dir = context ? surfacePolicy(config.file, context.channel, context.surface).agentDir : undefined;
+      const dir = context ? settingsForContext(config.file, context).agentDir : undefined;
       return agents.current(dir ?? config.agentDir);
     },
   };

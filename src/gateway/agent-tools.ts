@@ -15,7 +15,7 @@ import { deliverToolImages } from "../tools/files/tool-images.ts";
 import type { McpTools } from "../tools/mcp/tools.ts";
 import type { Logger } from "../util/log.ts";
 import type { AgentFilesFor } from "./agent-files.ts";
-import { surfacePolicy } from "./config/index.ts";
+import { settingsForContext } from "./binding-facts.ts";
 import { BUILT_IN_TOOL_PROVIDERS, type ToolDeps, type ToolRun } from "./tool-providers.ts";
 import { pickToolSets } from "./tool-sets.ts";
 
@@ -70,6 +70,7 @@ export function agentTools(
       const run: ToolRun = {
         conversationId: ctx.conversationId,
         runId: ctx.runId,
+        fencingToken: ctx.fencingToken,
         context,
         fence: ctx.assertOwned,
         agentFiles,
@@ -86,7 +87,12 @@ export function agentTools(
       // An MCP server named like a built-in set shares the name: a surface's `tools` picks both.
       for (const provider of BUILT_IN_TOOL_PROVIDERS)
         sets.set(provider.set, { ...sets.get(provider.set), ...provider.create(run, deps) });
-      return pickToolSets(sets, surfacePolicy(config.file, context.channel, context.surface).tools);
+      // A child agent run as an entry of `agents` has that entry's tool sets; `self` its caller's.
+      const profile = context.child?.profile;
+      const chosen = profile
+        ? config.file.agents[profile]?.tools
+        : settingsForContext(config.file, context).tools;
+      return pickToolSets(sets, chosen);
     },
   };
 }

@@ -5,13 +5,18 @@ import { AgentDirectories } from "../agent/directories.ts";
 import { createApprovalService } from "../approvals/service.ts";
 import { costOnlyBudgetProblem } from "../budgets/config.ts";
 import { createBudgetGuard } from "../budgets/guard.ts";
+import { CHILD_STEP_CEILING, childPrompts } from "../children/runs.ts";
+import { createChildAgents } from "../children/service.ts";
+import { waitsForChild } from "../children/tools.ts";
 import { SwitchboardError } from "../errors.ts";
 import { createModelRegistry } from "../models/registry.ts";
 import { toUsage } from "../models/usage.ts";
+import { readRunContext } from "../run-context.ts";
 import { BlobJanitor } from "../runtime/blob-cleanup.ts";
 import { modelSummarizer } from "../runtime/compaction.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { ExternalCommitWatch, StoreBackend } from "../store/backend.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
 import { McpTools } from "../tools/mcp/tools.ts";
 import { type Clock, systemClock, type Timer } from "../util/clock.ts";
 import { newId } from "../util/ids.ts";
@@ -19,12 +24,14 @@ import type { Logger } from "../util/log.ts";
 import { agentFilesFor } from "./agent-files.ts";
 import { agentTools, RESERVED_TOOL_NAMES } from "./agent-tools.ts";
 import { approvalKey } from "./approval-key.ts";
+import { settingsForContext } from "./binding-facts.ts";
 import { catchUpChannel } from "./catch-up.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { buildChannels } from "./channel-adapters.ts";
 import { ChannelStarter } from "./channel-starter.ts";
+import { commandMenu } from "./command-list.ts";
 import { createChatCommands } from "./commands.ts";
-import { agentDirsOf, type GatewayConfig, pickableModels, surfacePolicy } from "./config/index.ts";
+import { agentDirsOf, type GatewayConfig } from "./config/index.ts";
 import { type Dashboard, readDashboard } from "./dashboard.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
 import { createIngress } from "./ingress.ts";
@@ -32,11 +39,12 @@ import { systemPrompt } from "./instructions.ts";
 import { late } from "./late.ts";
 import { gatewayMedia } from "./media.ts";
 import { createMetrics, type Metrics } from "./metrics.ts";
-import { createModelChoices, type ModelChoices } from "./model-choice.ts";
+import { createModelChoices, type ModelChoices, registryModelsOf } from "./model-choice.ts";
 import { announcingOutcomes } from "./outbox-changes.ts";
 import { databaseReadiness, type ReadinessCheck } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
 import { scheduleDispatcher } from "./schedule-dispatch.ts";
+import { reportingOutcomes, StatusReactions } from "./status-reactions.ts";
 import { usageGauges } from "./usage-gauges.ts";
 
 export interface GatewayDeps {
@@ -48,6 +56,8 @@ export interface GatewayDeps {
   extraAdapters?: ChannelAdapter[];
   /** How often agent directories are checked for changed files (ms); 0: only on SIGHUP. */
   agentPollMs?: number;
+  /** OpenTelemetry (startTelemetry), when an OTLP endpoint is set: spans for ingress to delivery. */
+  telemetry?: Telemetry;
 }
 
 export interface Gateway {
@@ -85,6 +95,9 @@ export interface ShutdownReport {
   waitingReplies: number;
 }
 
+/** The step ceiling of a run that is not a child agent's (a child's is clamped below what its parent has left). */
+const TOP_LEVEL_MAX_STEPS = 8;
+
 /** How often unreferenced files and (with SWITCHBOARD_BLOB_RETENTION_DAYS) old ones are removed. */
 const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
@@ -95,9 +108,10 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const owner = newId("gw");
   const { stores } = deps;
   const metrics = createMetrics();
+  const tracing = deps.telemetry?.tracing({ runtime: stores.runtime, outbox: stores.outbox }) ?? null;
   const timeline = createReplyTimeline((stage, ms) => metrics.replyStage(stage, ms));
   const changes = new ChangeFeed();
-  const registry = createModelRegistry(config.modelEnv, { named: pickableModels(config.file) });
+  const registry = createModelRegistry(config.modelEnv, { named: registryModelsOf(config.file) });
   const models = createModelChoices({ registry, file: config.file, store: stores.runtime, clock });
   const costProblem = costOnlyBudgetProblem(config.file.budgets, [
     ...registry.chain.map((m) => m.spec),
@@ -115,7 +129,12 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     webToken: config.web.enabled ? config.web.token : null,
   });
-  const { adapters, factories, allowLists } = buildChannels(config, { clock, logger, state: stores.runtime });
+  const { adapters, factories, allowLists } = buildChannels(config, {
+    clock,
+    logger,
+    state: stores.runtime,
+    commands: commandMenu(() => models.names),
+  });
   for (const extra of deps.extraAdapters ?? []) {
     adapters.set(extra.channel, extra);
     factories.delete(extra.channel);
@@ -131,12 +150,23 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const secret = () => approvalSecret.secret();
   // The approvals and the schedules submit runs to the runtime, which is built with both.
   const runtimeRef = late<Runtime>("the runtime");
+  const statusReactions = new StatusReactions({
+    adapters,
+    enabled: (context) => settingsForContext(config.file, context).statusReactions,
+    store: stores.runtime,
+    clock,
+    logger: logger.child({ component: "reactions" }),
+  });
   const worker = createDeliveryWorker({
-    repo: announcingOutcomes(stores.outbox, (change) => changes.publish(change)),
+    repo: reportingOutcomes(
+      announcingOutcomes(stores.outbox, (change) => changes.publish(change)),
+      statusReactions,
+    ),
     adapters,
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
     blobs: stores.blobs,
+    ...(tracing ? { tracing: tracing.deliveries } : {}),
     observer: {
       rateLimited: (channel) => metrics.outboxRateLimited(channel),
       ...timeline.delivery,
@@ -151,7 +181,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     submit: (request) => runtimeRef.get().submit(request).admission,
     store: stores.runtime,
     outbox: stores.outbox,
-    approvers: (context) => surfacePolicy(config.file, context.channel, context.surface).approvers,
+    approvers: (context) => settingsForContext(config.file, context).approvers,
     secret,
     clock,
     logger: logger.child({ component: "approvals" }),
@@ -186,21 +216,59 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     logger,
     primarySpec: registry.chain[0].spec,
   });
+  const children = Object.keys(config.file.agents).length
+    ? createChildAgents({
+        store: stores.runtime,
+        runtime: {
+          resume: (conversationId) => runtimeRef.get().resume(conversationId),
+          abortLocal: (conversationId, runId) => runtimeRef.get().abortLocal(conversationId, runId),
+          submit: (request) => runtimeRef.get().submit(request),
+        },
+        agents: config.file.agents,
+        limits: config.file.agentLimits,
+        topLevelMaxSteps: TOP_LEVEL_MAX_STEPS,
+        agentFor: (dir) => agentFor(dir),
+        budgetRefusal: async (context) => {
+          if (!budgets.enabled) return null;
+          const verdict = await budgets.check({
+            channel: context.channel,
+            surface: context.surface,
+            principal: `${context.channel}:${context.principal.id}`,
+          });
+          // The person's own refusal text tells them to send their message again; the model needs this.
+          return verdict.kind === "refused"
+            ? `the budget of the person who asked (${verdict.scope}) is used up until it resets; answer without a child agent.`
+            : null;
+        },
+        clock,
+        logger: logger.child({ component: "children" }),
+      })
+    : null;
   const runtime = new Runtime({
     store: stores.runtime,
     media,
     models: registry.chain,
     // Only with pickable models: otherwise every run uses the chain and reads nothing more.
-    ...(models.names.length > 0 ? { modelsFor: models.forRun } : {}),
+    ...(models.configured ? { modelsFor: models.forRun } : {}),
     readUsage: toUsage,
     clock,
     logger: logger.child({ component: "runtime" }),
     owner,
     answerDelivery: (run, state, text, requests) => {
       const delivery = answerDeliveryFor(run, state, text);
-      if (!delivery || !requests || requests.length === 0) return delivery;
+      if (!delivery) return delivery;
+      // A child agent's answer is its parent's input (written by the same commit), not a message;
+      // only its approval prompts reach the chat, named for the child.
+      const child = readRunContext(run.context)?.child;
+      if (child) {
+        if (!requests || requests.length === 0) return null;
+        return { ...delivery, text: "", prompts: childPrompts(child.agent, approvals.prompts(requests)) };
+      }
+      if (!requests || requests.length === 0) return delivery;
       return { ...delivery, prompts: approvals.prompts(requests) };
     },
+    handsOver: waitsForChild,
+    loop: { maxSteps: TOP_LEVEL_MAX_STEPS, stopPolicies: [CHILD_STEP_CEILING] },
     approvals: {
       required: (name) => mcp.requiresApproval(name),
       secret,
@@ -209,6 +277,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     modelCalls: timeline.modelCalls,
     leaseRenewals: { failed: () => metrics.leaseRenewalFailed() },
     admissions: timeline.admissions,
+    ...(tracing ? { tracing: tracing.runs } : {}),
     // Summaries from the offline model would be noise; any real model folds long conversations.
     ...(registry.chain[0].spec === "offline"
       ? {}
@@ -218,7 +287,18 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           },
         }),
     instructions: systemPrompt(config, { stores, agentFilesOf }),
-    ...agentTools({ config, stores, clock, schedules, adapters, logger, mcp, worker, agentFilesOf }),
+    ...agentTools({
+      config,
+      stores,
+      clock,
+      schedules,
+      adapters,
+      logger,
+      mcp,
+      worker,
+      agentFilesOf,
+      children,
+    }),
   });
   runtimeRef.set(runtime);
 
@@ -232,6 +312,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   });
   const commands = createChatCommands({
     runtime,
+    children,
     store: stores.runtime,
     state: stores.state,
     outbox: stores.outbox,
@@ -280,13 +361,16 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   let accepting = true;
   const guardedIngress: typeof ingress = (message, timing) =>
     accepting
-      ? ingress(message, timing)
+      ? tracing
+        ? tracing.ingress(message, () => ingress(message, timing))
+        : ingress(message, timing)
       : Promise.reject(
           new SwitchboardError(
             "runtime_closed",
             "The gateway is shutting down; deliver this update again later.",
           ),
         );
+  runtime.subscribe((event) => statusReactions.handle(event));
   runtime.subscribe((event) => {
     if (event.type === "checkpoint") metrics.stepLatency(event.durationMs);
     else if (event.type === "terminal") timeline.terminalCommitted(event.runId);

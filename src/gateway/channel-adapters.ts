@@ -1,4 +1,5 @@
 /** The adapters of the channels the configuration names, built from the registry's modules. */
+import type { CommandMenu } from "../../channels/commands.ts";
 import type { ChannelStateStore } from "../../channels/module.ts";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import type { Clock } from "../util/clock.ts";
@@ -23,7 +24,7 @@ export interface ConfiguredChannels {
  */
 export function buildChannels(
   config: GatewayConfig,
-  deps: { clock: Clock; logger: Logger; state?: ChannelStateStore },
+  deps: { clock: Clock; logger: Logger; state?: ChannelStateStore; commands?: CommandMenu },
 ): ConfiguredChannels {
   const factories = new Map<ChannelName, () => ChannelAdapter>();
   for (const name of PLATFORM_CHANNELS) {

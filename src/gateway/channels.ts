@@ -1,3 +1,4 @@
+import { apiModule } from "../../channels/api/module.ts";
 import { discordModule } from "../../channels/discord/module.ts";
 import { matrixModule } from "../../channels/matrix/module.ts";
 import type { ChannelModule, PlatformChannel } from "../../channels/module.ts";
@@ -18,6 +19,7 @@ export const CHANNEL_MODULES: Readonly<Record<PlatformChannel, ChannelModule<unk
   slack: slackModule,
   whatsapp: whatsappModule,
   matrix: matrixModule,
+  api: apiModule,
 };
 
 /** The registry's channels in CHANNEL_NAMES order (the web chat is not among them). */

@@ -1,10 +1,11 @@
 import type { ChannelName, FileLimits, InboundMessage } from "../../channels/types.ts";
 import type { OutboxButtons, OutboxMedia, OutboxRepository } from "../../outbox/types.ts";
 import { runScheduleCommand } from "../../schedules/commands.ts";
-import { parseScheduleCommand, SCHEDULE_COMMANDS } from "../../schedules/parse.ts";
+import { parseScheduleCommand } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import type { ApprovalService } from "../approvals/service.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
+import type { ChildAgents } from "../children/service.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { readConversationExport } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
@@ -12,31 +13,16 @@ import type { BlobJanitor } from "../runtime/blob-cleanup.ts";
 import { type BlobStore, bytesSource } from "../runtime/blobs.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { RuntimeStore } from "../runtime/store.ts";
-import { runStateCommand, STATE_COMMANDS } from "../state/commands.ts";
+import { runStateCommand } from "../state/commands.ts";
 import { stateSummary } from "../state/slots.ts";
 import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
+import { bindingFactsOf } from "./binding-facts.ts";
+import { COMMAND_NAMES, type CommandName, HELP_TEXT } from "./command-list.ts";
 import { exportReply, exportText } from "./export-reply.ts";
 import { conversationMark, signForgetButton, verifyForgetButton } from "./forget-buttons.ts";
 import type { ModelChoices } from "./model-choice.ts";
-
-const OWN_COMMANDS = [
-  "new",
-  "stop",
-  "status",
-  "start",
-  "help",
-  "approve",
-  "deny",
-  "model",
-  "forget",
-  "export",
-] as const;
-type CommandName =
-  | (typeof OWN_COMMANDS)[number]
-  | (typeof SCHEDULE_COMMANDS)[number]
-  | (typeof STATE_COMMANDS)[number];
 
 export interface CommandScope {
   message: InboundMessage;
@@ -63,6 +49,8 @@ export interface ChatCommands {
 
 export interface ChatCommandsOptions {
   runtime: Runtime;
+  /** Child agents, stopped with their conversation's /stop, /new and /forget; null or absent: none. */
+  children?: Pick<ChildAgents, "stopAll" | "descendants"> | null;
   store: RuntimeStore;
   /** The conversation's goal and todo slots (/goal, /todo, /status). */
   state: StateStore;
@@ -100,30 +88,13 @@ export interface ChatCommandsOptions {
   };
 }
 
-const HELP = [
-  "I'm an AI assistant. Just write to me. Commands:",
-  "/new — start a fresh conversation (the old one stays readable)",
-  "/stop — stop the answer in progress",
-  "/status — model, runs in progress, replies waiting and what is left of your budget",
-  "/goal — the goal I work toward; /goal <text> sets it, /goal done marks it reached",
-  "/todo — my todo list for the goal",
-  "/model — the models you can pick; /model NAME picks one for this conversation",
-  "/forget — delete this conversation for good (asks to confirm with buttons, or /forget confirm)",
-  "/export — this conversation as a Markdown file (a message where files can't be sent)",
-  "/in 10m stretch — a reminder after a delay",
-  "/at 2026-12-01 09:00 call mum — at a date and time",
-  "/every 0 9 * * 1-5 summarise my inbox — recurring (cron or e.g. /every 2h ...)",
-  "/schedules, /cancel <id>, /tz Europe/Berlin",
-  "/approve <id>, /deny <id> — decide a tool call that waits for approval",
-].join("\n");
-
 const FORGET_QUESTION =
   "This deletes this conversation for good: its messages, my answers, its schedules and settings. Send /forget confirm (or press Delete it) to go ahead.";
 
 /** Chat commands handled without the model, the same on every channel. */
 export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
   const { runtime, store, outbox, clock } = options;
-  const names: readonly string[] = [...OWN_COMMANDS, ...SCHEDULE_COMMANDS, ...STATE_COMMANDS];
+  const names: readonly string[] = COMMAND_NAMES;
 
   const replyKey = ({ message, source }: CommandScope) => `notice:${source}:${message.updateKey}`;
 
@@ -192,18 +163,22 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
   const forget = async ({ message }: CommandScope, target: string): Promise<string> => {
     if ((await store.resolveConversationKey(message.conversationKey, clock.now())) === target)
       await store.rotateConversationKey(message.conversationKey, clock.now());
+    await options.children?.stopAll(target);
+    // Its child agents' conversations hold what it delegated: they go with it.
+    const delegated = (await options.children?.descendants(target)) ?? [];
     try {
-      await forgetConversation(
-        {
-          store,
-          clock,
-          stopRun: (conversationId, runId) =>
-            runtime.interrupt({ conversationId, runId, reason: "superseded" }),
-          ...(options.blobs ? { blobs: options.blobs } : {}),
-        },
-        target,
-        `user:${message.channel}:${message.principal.id}`,
-      );
+      for (const conversationId of [target, ...delegated]) {
+        await forgetConversation(
+          {
+            store,
+            clock,
+            stopRun: (id, runId) => runtime.interrupt({ conversationId: id, runId, reason: "superseded" }),
+            ...(options.blobs ? { blobs: options.blobs } : {}),
+          },
+          conversationId,
+          `user:${message.channel}:${message.principal.id}`,
+        );
+      }
     } catch (error) {
       if (!isSwitchboardError(error, "state_conflict")) throw error;
       return "I could not forget this conversation yet: an answer is still being written. Send /forget confirm again in a moment.";
@@ -253,6 +228,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     switch (name) {
       case "new": {
         await runtime.interrupt({ conversationId });
+        await options.children?.stopAll(conversationId);
         await store.rotateConversationKey(message.conversationKey, clock.now());
         // The old conversation stays readable; its files go (an operator sees "no longer stored"),
         // but an /export's stays for the lifetime its caption stated (`keepUntilMs`).
@@ -261,10 +237,12 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         if (released) void options.blobs?.sweep(released);
         return "Started a new conversation. The previous one is kept and stays readable for operators; your schedules carry on (/schedules lists them).";
       }
-      case "stop":
-        return (await runtime.interrupt({ conversationId }))
-          ? "Stopped the answer in progress."
-          : "Nothing is running right now.";
+      case "stop": {
+        const answer = await runtime.interrupt({ conversationId });
+        const children = (await options.children?.stopAll(conversationId)) ?? 0;
+        if (answer) return "Stopped the answer in progress.";
+        return children > 0 ? "Stopped the child agents at work." : "Nothing is running right now.";
+      }
       case "status":
         return status(scope);
       case "model":
@@ -273,7 +251,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
         return FORGET_QUESTION;
       case "start":
       case "help":
-        return HELP;
+        return HELP_TEXT;
       case "goal":
       case "todo":
         return runStateCommand(name, message.text, {
@@ -294,7 +272,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           nowMs: clock.now(),
           timezone: timezone ?? options.defaultTimezone,
         });
-        if (!parsed) return HELP;
+        if (!parsed) return HELP_TEXT;
         if (!parsed.ok) return `${parsed.error}\nExample: ${parsed.example}`;
         return runScheduleCommand(parsed.command, {
           service: options.schedules,
@@ -349,14 +327,14 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     };
   };
 
-  const modelList = (current: string | null, lead: string): string => {
+  const modelList = (current: string | null, lead: string, names: readonly string[]): string => {
     const models = options.models;
     const own = runtime.models[0]?.label ?? "the gateway's model";
-    if (!models || models.names.length === 0)
+    if (!models || names.length === 0)
       return `There are no models to pick from (the operator names them in SWITCHBOARD_CONFIG "models"). This conversation uses ${own}.`;
     return [
       lead,
-      ...models.names.map((name) => {
+      ...names.map((name) => {
         const spec = models.chain(name)[0]?.spec ?? "";
         return `• ${name} — ${spec}${name === current ? " (current)" : ""}`;
       }),
@@ -369,29 +347,29 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
 
   const model = async ({ message, conversationId }: CommandScope): Promise<string> => {
     const argument = message.text.trim().split(/\s+/).slice(1).join(" ").trim();
-    const where = { channel: message.channel, surface: message.surface };
+    const where = bindingFactsOf({ ...message, user: message.principal.id });
     const current = options.models ? await options.models.current(conversationId, where) : null;
-    if (argument === "") return modelList(current?.name ?? null, "Models you can pick:");
-    if (!options.models || options.models.names.length === 0) return modelList(null, "");
+    const names = options.models?.namesFor(where) ?? [];
+    if (argument === "") return modelList(current?.name ?? null, "Models you can pick:", names);
+    if (!options.models || names.length === 0) return modelList(null, "", names);
     if (argument.toLowerCase() === "default") {
       await store.saveConversationSettings(conversationId, { model: undefined }, clock.now());
       const now = await options.models.current(conversationId, where);
       return `Back to the default model${now.name ? ` (${now.name})` : ""}. It applies from your next message.`;
     }
     const name = argument.toLowerCase();
-    if (!(await options.models.choose(conversationId, name)))
-      return modelList(current?.name ?? null, `There is no model "${argument}". Models you can pick:`);
+    if (!(await options.models.choose(conversationId, name, where)))
+      return modelList(current?.name ?? null, `There is no model "${argument}". Models you can pick:`, names);
     const spec = options.models.chain(name)[0]?.spec ?? name;
     return `Model set to ${name} (${spec}). It applies from your next message; an answer in progress keeps its model.`;
   };
 
   const modelStatus = async ({ message, conversationId }: CommandScope): Promise<string> => {
-    if (!options.models || options.models.names.length === 0)
-      return `Model: ${runtime.models.map((m) => m.label).join(" → ")}`;
-    const current = await options.models.current(conversationId, {
-      channel: message.channel,
-      surface: message.surface,
-    });
+    if (!options.models?.configured) return `Model: ${runtime.models.map((m) => m.label).join(" → ")}`;
+    const current = await options.models.current(
+      conversationId,
+      bindingFactsOf({ ...message, user: message.principal.id }),
+    );
     const chain = options.models
       .chain(current.name)
       .map((m) => m.label)

@@ -1,7 +1,8 @@
 import { type ChannelAdmission, type InboundMessage, isBlank } from "../../channels/types.ts";
 import type { RunContext } from "../run-context.ts";
 import type { InputPart } from "../runtime/types.ts";
-import { type AllowList, type FileConfig, type SurfacePolicy, surfacePolicy } from "./config/index.ts";
+import { settingsForMessage } from "./binding-facts.ts";
+import type { AllowList, FileConfig, SurfacePolicy } from "./config/index.ts";
 
 /** Longest input text admitted to the model, in characters. */
 export const MAX_INPUT_CHARS = 16_000;
@@ -48,7 +49,7 @@ export function decideIngress<Command extends string>(
         : { kind: "ignore", reason: "user not allowed" };
     }
   }
-  const policy = surfacePolicy(rules.file, message.channel, message.surface);
+  const policy = settingsForMessage(rules.file, message);
   if (message.surface !== "dm" && policy.requireMention && !message.addressedToBot) {
     return { kind: "ignore", reason: "not addressed to the bot" };
   }
@@ -106,6 +107,7 @@ function runContext(message: InboundMessage, policy: SurfacePolicy): RunContext 
     target: message.replyTarget,
     ...(message.messageId ? { replyTo: message.messageId } : {}),
     surface: message.surface,
+    ...(message.where ? { where: message.where } : {}),
     delivery: policy.delivery,
     ...(policy.nativeStreaming ? { nativeStreaming: true } : {}),
     conversationKey: message.conversationKey,

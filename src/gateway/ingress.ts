@@ -18,8 +18,10 @@ import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import { afterQueuedWork } from "../util/yield.ts";
+import { settingsForMessage } from "./binding-facts.ts";
 import type { ChatCommands } from "./commands.ts";
-import { type AllowList, type FileConfig, surfacePolicy } from "./config/index.ts";
+import type { AllowList, FileConfig } from "./config/index.ts";
+import { applyCorrection, type Correction, findCorrection } from "./correction.ts";
 import { FloodLimit } from "./flood-limit.ts";
 import { isForgetButton } from "./forget-buttons.ts";
 import { decideIngress, needsGrant } from "./ingress-decision.ts";
@@ -171,7 +173,10 @@ export function createIngress(
         break;
     }
 
-    const perMinute = surfacePolicy(file, message.channel, message.surface).messagesPerMinute;
+    // An edit that turns a message into a command runs nothing: commands are written, not corrected.
+    if (message.edited && decision.kind === "command") return ignore(message, "edit into a command");
+
+    const perMinute = settingsForMessage(file, message).messagesPerMinute;
     // A channel with its own limit (the web chat's per session, a 429) is not limited twice.
     const limited = channelAdmission?.ownFloodLimit
       ? ({ kind: "allowed" } as const)
@@ -323,13 +328,42 @@ export function createIngress(
       }
     }
 
+    let correction: Correction | null = null;
+    if (message.edited) {
+      // An edit: a correction while the message's answer is unfinished, else the surface's `edits`.
+      const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+      correction = await findCorrection(
+        { ...message, edited: message.edited },
+        conversationId,
+        decision.policy,
+        store,
+      );
+      if (!correction && decision.policy.edits === "ignore") {
+        const claimed = await store.claimIngress({
+          source,
+          key: message.updateKey,
+          outcome: "ignored:edit",
+          payload: message,
+          conversationId,
+          nowMs: clock.now(),
+        });
+        if (!claimed.fresh) {
+          metrics.inboundDuplicate(message.channel);
+          return { kind: "duplicate", runId: claimed.runId, conversationId };
+        }
+        return ignore(message, "edit after the answer");
+      }
+    }
+    const context = message.edited
+      ? { ...decision.context, replyTo: message.edited.messageId }
+      : decision.context;
     const ticket = runtime.submit({
       conversationKey: message.conversationKey,
       idempotencyKey: `${source}:${message.updateKey}`,
       parts: decision.parts,
-      context: withAgent(decision.context, options.agentFor?.(decision.policy.agentDir)),
+      context: withAgent(context, options.agentFor?.(decision.policy.agentDir)),
       surface: `${message.channel}:${message.surface}`,
-      policy: decision.policy.inputPolicy,
+      policy: correction?.policy ?? decision.policy.inputPolicy,
       ingress: {
         source,
         key: message.updateKey,
@@ -353,6 +387,8 @@ export function createIngress(
     if (admission.cancelledApprovals.length > 0) {
       await options.approvals?.cancelled(admission.cancelledApprovals);
     }
+    // Also for a duplicate: a redelivered edit finishes what a crash interrupted.
+    if (correction) await applyCorrection(correction, admission, message, { runtime, store, logger });
     if (admission.outcome === "duplicate") {
       metrics.inboundDuplicate(message.channel);
       return { kind: "duplicate", runId: admission.runId, conversationId: admission.conversationId };

@@ -6,7 +6,8 @@ import type { RuntimeOptions } from "../runtime/runtime.ts";
 import { stateBlock } from "../state/slots.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import type { AgentFilesFor } from "./agent-files.ts";
-import { type GatewayConfig, surfacePolicy } from "./config/index.ts";
+import { settingsForContext } from "./binding-facts.ts";
+import type { GatewayConfig } from "./config/index.ts";
 
 /** The runtime's `instructions`: the run's system prompt, then the conversation's saved state. */
 export function systemPrompt(
@@ -19,6 +20,20 @@ export function systemPrompt(
     const instructions = instructionsFor(config, run, nowMs, deps.agentFilesOf(run));
     return state ? `${instructions}\n\n${state}` : instructions;
   };
+}
+
+/**
+ * What a child agent is told on top: its answer goes to the agent that started it, not to the
+ * person, so it answers with its findings in full and does not ask the person anything.
+ */
+function childNote(child: NonNullable<RunContext["child"]>, extra: string | undefined): string {
+  const lines = [
+    `You are the child agent "${child.agent}" (${child.handle}), started by another agent to do the task in the first message. ` +
+      "Your final answer goes to that agent, not to the person: give your findings in full, and do not ask questions back. " +
+      `You have at most ${child.maxSteps} steps.`,
+  ];
+  if (extra) lines.push(extra);
+  return lines.join("\n\n");
 }
 
 const timeFormats = new Map<string, Intl.DateTimeFormat>();
@@ -44,11 +59,13 @@ export function instructionsFor(
   nowMs: number,
   files?: AgentFiles,
 ): string {
-  const parts = [
-    config.instructionsSource === "default" && files?.instructions ? files.instructions : config.instructions,
-  ];
+  const entry = context?.child?.profile ? config.file.agents[context.child.profile] : undefined;
+  // A child agent with its own directory takes that directory's INSTRUCTIONS.md first.
+  const ownFiles =
+    (config.instructionsSource === "default" || entry?.agentDir !== undefined) && files?.instructions;
+  const parts = [ownFiles || config.instructions];
   if (context) {
-    const policy = surfacePolicy(config.file, context.channel, context.surface);
+    const policy = settingsForContext(config.file, context);
     if (policy.instructions) parts.push(policy.instructions);
   }
   const summary = files ? agentFilesSummary(files) : "";
@@ -67,6 +84,7 @@ export function instructionsFor(
         : `You are talking on ${context.channel} in ${where}${who}.`,
     );
   }
+  if (context?.child) parts.push(childNote(context.child, entry?.instructions));
   // To the minute: the system prompt then stays the same for every step of a run (and every
   // message) within a minute, so a provider's prompt cache can serve the tools, the instructions
   // and the history before it instead of reading them again.

@@ -6,12 +6,15 @@ import { isSwitchboardError } from "../errors.ts";
 import { sniffMediaType } from "../media/sniff.ts";
 import { createOperatorService } from "../operator/service.ts";
 import { openStoreBackend } from "../store/open-backend.ts";
+import { startTelemetry, type Telemetry } from "../telemetry/start.ts";
 import { createLogger, type Logger } from "../util/log.ts";
 import { gatewayClock } from "../util/test-clock.ts";
 import { createGateway, type Gateway } from "./app.ts";
 import { allowListVariable, CHANNEL_MODULES, PLATFORM_CHANNELS } from "./channels.ts";
 import { type GatewayConfig, loadConfig, redactSecrets, webAccessFor } from "./config/index.ts";
+import { conversationApiServices } from "./conversation-api-services.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
+import { conversationSettingsReader } from "./settings-view.ts";
 import { startStandbyHttp } from "./standby.ts";
 import { explainStartFailure } from "./start-failure.ts";
 import { webHistoryLoader } from "./web-history.ts";
@@ -33,6 +36,7 @@ export async function startGateway(
   config: GatewayConfig,
   logger: Logger,
   standbySignal: AbortSignal = new AbortController().signal,
+  telemetry: Telemetry | null = null,
 ): Promise<RunningGateway> {
   const missingDirectory = missingSqliteDirectory(config);
   const stores = await openStoreBackend(config.database);
@@ -93,7 +97,14 @@ export async function startGateway(
         userIdKey: webUserIdKey,
       })
     : null;
-  const gateway = createGateway(config, { stores, logger, clock, extraAdapters: web ? [web] : [] });
+  const gateway = createGateway(config, {
+    stores,
+    logger,
+    clock,
+    extraAdapters: web ? [web] : [],
+    ...(telemetry ? { telemetry } : {}),
+  });
+  telemetry?.exportMetrics(() => gateway.renderMetrics());
   await gateway.start();
   const operator = createOperatorService({
     stores: gateway.stores,
@@ -122,12 +133,16 @@ export async function startGateway(
       readiness: () => gateway.readiness(),
       metrics: () => gateway.renderMetrics(),
       dashboard: () => gateway.dashboard(),
+      conversationSettings: conversationSettingsReader(config, operator.runs),
       changes: gateway.changes,
       routes,
       web: web ?? createWebChannel({}),
       operatorToken: config.operatorToken,
       operatorTokens: config.operatorTokens,
+      appTokens: config.appTokens,
+      openaiCompat: config.openaiCompat,
       metricsToken: config.metricsToken,
+      conversations: conversationApiServices(gateway, clock),
     },
   });
   announce(config, gateway, http.url, logger);
@@ -140,6 +155,7 @@ export async function startGateway(
         logger.info("gateway.stopping", { graceMs: config.shutdownGraceMs });
         const report = await gateway.stop();
         await http.stop();
+        await telemetry?.shutdown();
         logger.info("gateway.stopped", { ...report });
       })();
       return stopping;
@@ -214,6 +230,8 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
       continue;
     }
     const list = config.allowLists[name];
+    // A channel that settles who may write itself (the api channel's tokens) has no allow list.
+    if (gateway.adapters.get(name)?.admission?.ownAccessControl) continue;
     if (list?.kind === "ids" && list.pairing) {
       logger.info("gateway.pairing", {
         channel: name,
@@ -257,6 +275,16 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
     format: config.logFormat ?? (terminal ? "pretty" : "json"),
     color: terminal && !process.env.NO_COLOR,
   });
+  let telemetry: Telemetry | null;
+  try {
+    telemetry = await startTelemetry(env, { secrets: config.secrets, logger });
+  } catch (error) {
+    if (isSwitchboardError(error, "config_invalid")) {
+      process.stderr.write(`switchboard: configuration error: ${redactSecrets(error.message, env)}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
   // Signals can come while a standby waits, before there is a gateway to shut down.
   const standbyWait = new AbortController();
   let running: RunningGateway | null = null;
@@ -289,7 +317,7 @@ export async function runGateway(env: Record<string, string | undefined>): Promi
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
   try {
-    running = await startGateway(config, logger, standbyWait.signal);
+    running = await startGateway(config, logger, standbyWait.signal, telemetry);
   } catch (error) {
     if (standbyWait.signal.aborted) {
       logger.info("gateway.stopped", { role: "standby" });

@@ -3,7 +3,8 @@ import type { ScheduleDispatch } from "../../schedules/types.ts";
 import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { AgentFilesFor } from "./agent-files.ts";
-import { type GatewayConfig, surfacePolicy } from "./config/index.ts";
+import { settingsForContext } from "./binding-facts.ts";
+import type { GatewayConfig } from "./config/index.ts";
 
 /**
  * Turns a due schedule into a run: admitted like a message in the schedule's chat (queued behind
@@ -32,7 +33,7 @@ export function scheduleDispatcher(deps: {
     // A chat's schedule runs in the chat's current conversation, so it follows /new. The ingress
     // identity dedupes a repeated dispatch even if /new moved the chat in between.
     const { chatKey } = request.schedule;
-    const agent = deps.agentFor(surfacePolicy(config.file, context.channel, context.surface).agentDir);
+    const agent = deps.agentFor(settingsForContext(config.file, context).agentDir);
     if (agent) context.agent = agent;
     const admission = await deps.submit({
       ...(chatKey === null

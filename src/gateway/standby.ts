@@ -4,7 +4,7 @@ import { createOperatorService } from "../operator/service.ts";
 import type { StoreBackend } from "../store/backend.ts";
 import { systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { type GatewayConfig, pickableModels, webAccessFor } from "./config/index.ts";
+import { type GatewayConfig, modelNamesOf, webAccessFor } from "./config/index.ts";
 import { apiError } from "./http/respond.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { createMetrics } from "./metrics.ts";
@@ -42,7 +42,7 @@ export function startStandbyHttp(
         clock: systemClock,
         onOutboxChanged: announce,
         onSchedulesChanged: announce,
-        modelNames: Object.keys(pickableModels(config.file)),
+        modelNames: modelNamesOf(config.file),
         budgets: { budgets: config.file.budgets, timezone: config.timezone },
       }),
       follow() {

@@ -9,6 +9,8 @@ import type { ScheduleService } from "../../schedules/service.ts";
 import { createScheduleTools, SCHEDULE_TOOL_NAMES } from "../../schedules/tools.ts";
 import type { AgentFiles } from "../agent/files.ts";
 import { AGENT_FILE_TOOL_NAMES, createAgentFileTools } from "../agent/tools.ts";
+import type { ChildAgents } from "../children/service.ts";
+import { CHILD_TOOL_NAMES, createChildTools } from "../children/tools.ts";
 import type { RunContext } from "../run-context.ts";
 import { historyScopeOf } from "../search/scope.ts";
 import { createHistoryTools, HISTORY_TOOL_NAMES } from "../search/tools.ts";
@@ -17,12 +19,15 @@ import type { StoreBackend } from "../store/backend.ts";
 import { createFileTools, SEND_FILE, type SendFileToolOptions } from "../tools/files/send-file.ts";
 import { createWebFetchTool, createWebSearchTool, WEB_FETCH, WEB_SEARCH } from "../tools/web/tool.ts";
 import type { Clock } from "../util/clock.ts";
-import { type GatewayConfig, surfacePolicy } from "./config/index.ts";
+import { settingsForContext } from "./binding-facts.ts";
+import type { GatewayConfig } from "./config/index.ts";
 
 /** One run's side of a provider's tools. */
 export interface ToolRun {
   conversationId: string;
   runId: string;
+  /** The run's fencing token in this execution (a spawn is fenced by it). */
+  fencingToken: number;
   context: RunContext;
   /** Throws when the run lost ownership; called before every write. */
   fence: () => Promise<void>;
@@ -38,6 +43,8 @@ export interface ToolDeps {
   stores: StoreBackend;
   clock: Clock;
   schedules: ScheduleService;
+  /** Child agents; null when SWITCHBOARD_CONFIG has no `agents`. */
+  children: ChildAgents | null;
 }
 
 export interface ToolProvider {
@@ -64,7 +71,7 @@ const history: ToolProvider = {
   names: HISTORY_TOOL_NAMES,
   idempotent: HISTORY_TOOL_NAMES,
   create: ({ conversationId, runId, context }, { config, stores }) => {
-    const { historyScope } = surfacePolicy(config.file, context.channel, context.surface);
+    const { historyScope } = settingsForContext(config.file, context);
     const scope = historyScopeOf(historyScope, conversationId, {
       channel: context.channel,
       principalId: context.principal.id,
@@ -129,6 +136,31 @@ const schedules: ToolProvider = {
     }),
 };
 
+/**
+ * spawn_agent, list_agents, message_agent and stop_agent, only with SWITCHBOARD_CONFIG `agents`.
+ * Each is safe to run again after a crash: a spawn and a message are keyed by their tool call (a
+ * replay finds the child or the input it made), a stop stops what still runs, list_agents reads.
+ */
+const childAgents: ToolProvider = {
+  set: "agents",
+  names: CHILD_TOOL_NAMES,
+  idempotent: CHILD_TOOL_NAMES,
+  create: (run, { children, config }) =>
+    children
+      ? createChildTools({
+          children,
+          agents: config.file.agents,
+          caller: {
+            conversationId: run.conversationId,
+            runId: run.runId,
+            fencingToken: run.fencingToken,
+            context: run.context,
+          },
+          fence: run.fence,
+        })
+      : {},
+};
+
 /** In the order their sets join a run's tools, after the MCP servers'. */
 export const BUILT_IN_TOOL_PROVIDERS: readonly ToolProvider[] = [
   agentFiles,
@@ -137,4 +169,5 @@ export const BUILT_IN_TOOL_PROVIDERS: readonly ToolProvider[] = [
   state,
   web,
   schedules,
+  childAgents,
 ];

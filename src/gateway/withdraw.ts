@@ -1,13 +1,17 @@
 import type { InboundMessage, WithdrawEffect } from "../../channels/types.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { IngressReceipt, RunRecord, RuntimeStore } from "../runtime/store.ts";
+import type { RunRecord, RuntimeStore } from "../runtime/store.ts";
 import { isTerminalState } from "../runtime/types.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
+import { activeRunsAnswering } from "./message-runs.ts";
 
 export interface WithdrawDeps {
   runtime: Pick<Runtime, "interrupt">;
-  store: Pick<RuntimeStore, "loadIngressReceipt" | "loadRun" | "claimIngress">;
+  store: Pick<
+    RuntimeStore,
+    "loadIngressReceipt" | "loadRun" | "claimIngress" | "listActiveRuns" | "resolveConversationKey"
+  >;
   clock: Clock;
   logger: Logger;
 }
@@ -17,8 +21,10 @@ export type WithdrawResult =
   | { duplicate: false; runId: string | null; effect: WithdrawEffect };
 
 /**
- * A person deleted a message (`message.withdrawn`): the run its receipt names is cancelled when it
- * is still queued and stopped, as /stop stops it, when it runs; its stop reason says `withdrawn`.
+ * A person deleted a message (`message.withdrawn`): the run its receipt names (or, for a delete
+ * that names the message by its platform id, the active run replying to it) is cancelled, queued
+ * or running (a running one stops as /stop stops it, and what it showed is retracted); its stop
+ * reason says `withdrawn`.
  * A run that answers other messages too goes on, and so does one already finished. The delete is
  * recorded under its own key after it took effect, so a redelivery changes nothing: one that
  * arrives after the record is a duplicate, and one that arrives before (the process died in
@@ -35,10 +41,8 @@ export async function withdraw(
 ): Promise<WithdrawResult> {
   const { store, clock, logger } = deps;
   if (await store.loadIngressReceipt(source, message.updateKey)) return { duplicate: true };
-  const original = await store.loadIngressReceipt(source, message.withdrawn.updateKey);
-  const found = original?.runId ? await store.loadRun(original.runId) : null;
-  const run = found && answersIn(found.run, message) ? found.run : null;
-  const effect = run && original ? await apply(run, original, deps) : "unknown";
+  const { run, inputMessageId } = await deletedRun(message, source, deps);
+  const effect = run ? await apply(run, inputMessageId, deps) : "unknown";
   const claimed = await store.claimIngress({
     source,
     key: message.updateKey,
@@ -51,7 +55,7 @@ export async function withdraw(
   const fields = {
     channel: message.channel,
     updateKey: message.updateKey,
-    withdrawn: message.withdrawn.updateKey,
+    withdrawn: "updateKey" in message.withdrawn ? message.withdrawn.updateKey : message.withdrawn.messageId,
     runId: run?.id ?? null,
     effect,
   };
@@ -65,10 +69,47 @@ export async function withdraw(
   return { duplicate: false, runId: run?.id ?? null, effect };
 }
 
-/** Ends or stops `run`, whose input `original` was deleted, unless it answers more than that input. */
-async function apply(run: RunRecord, original: IngressReceipt, deps: WithdrawDeps): Promise<WithdrawEffect> {
+/**
+ * The run answering the deleted message: by the receipt of its update key, or (named by its
+ * platform id) the newest of the conversation's active runs that replies to it. Null when none.
+ */
+async function deletedRun(
+  message: InboundMessage & { withdrawn: NonNullable<InboundMessage["withdrawn"]> },
+  source: string,
+  deps: WithdrawDeps,
+): Promise<{ run: RunRecord | null; inputMessageId: string | null }> {
+  const { store, clock } = deps;
+  if ("messageId" in message.withdrawn) {
+    const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
+    const runs = await activeRunsAnswering(
+      store,
+      conversationId,
+      message.channel,
+      message.withdrawn.messageId,
+    );
+    return { run: runs.at(-1) ?? null, inputMessageId: null };
+  }
+  const original = await store.loadIngressReceipt(source, message.withdrawn.updateKey);
+  const found = original?.runId ? await store.loadRun(original.runId) : null;
+  const run = found && answersIn(found.run, message) ? found.run : null;
+  return { run, inputMessageId: original?.inputMessageId ?? null };
+}
+
+/**
+ * Ends or stops `run`, whose input was deleted, unless it answers more than that input
+ * (`inputMessageId`, when the receipt named it).
+ */
+async function apply(
+  run: RunRecord,
+  inputMessageId: string | null,
+  deps: WithdrawDeps,
+): Promise<WithdrawEffect> {
   if (isTerminalState(run.state)) return "finished";
-  if (run.inputMessageIds.length !== 1 || run.inputMessageIds[0] !== original.inputMessageId) return "shared";
+  if (
+    run.inputMessageIds.length !== 1 ||
+    (inputMessageId !== null && run.inputMessageIds[0] !== inputMessageId)
+  )
+    return "shared";
   const stopped = await deps.runtime.interrupt({
     conversationId: run.conversationId,
     runId: run.id,

@@ -6,6 +6,7 @@ import {
   PAIRING_MAX_WRONG_ATTEMPTS,
 } from "../access/pairing.ts";
 import { createApprovalService } from "../approvals/service.ts";
+import { delegatedConversations } from "../children/tree.ts";
 import { SwitchboardError } from "../errors.ts";
 import { fingerprintOf } from "../runtime/runtime.ts";
 import { APPROVAL_STATES } from "../runtime/store.ts";
@@ -389,16 +390,21 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         }
         // Later messages of its chat start a fresh conversation instead of joining the one going away.
         if (summary.key !== null) await stores.runtime.rotateConversationKey(summary.key, clock.now());
-        const result = await forgetConversation(
-          {
-            store: stores.runtime,
-            clock,
-            ...(options.stopRun ? { stopRun: options.stopRun } : {}),
-            ...(options.blobs ? { blobs: options.blobs } : {}),
-          },
-          conversationId,
-          actor,
+        // Its child agents stop, deliver nothing, and their conversations (what it delegated) go too.
+        const delegated = await delegatedConversations(stores.runtime, conversationId);
+        const stopped = await stores.runtime.cancelChildren(
+          { parentConversationId: conversationId },
+          clock.now(),
         );
+        for (const run of stopped) await options.stopRun?.(run.conversationId, run.runId);
+        const forgetOptions = {
+          store: stores.runtime,
+          clock,
+          ...(options.stopRun ? { stopRun: options.stopRun } : {}),
+          ...(options.blobs ? { blobs: options.blobs } : {}),
+        };
+        const result = await forgetConversation(forgetOptions, conversationId, actor);
+        for (const child of delegated) await forgetConversation(forgetOptions, child, actor);
         outboxChanged();
         schedulesChanged(null);
         return result;

@@ -34,6 +34,8 @@ export type RuntimeEvent =
       durationMs: number;
       /** Text of the assistant so far (all steps). */
       text: string;
+      /** The run's tool calls so far (all steps), when it made any. */
+      tools?: ToolTrace[];
     }
   | {
       type: "terminal";
@@ -48,6 +50,10 @@ export type RuntimeEvent =
       /** For `absorbed`: the run that answered this one's input. */
       absorbedInto?: string;
       error?: string;
+      /** The run's tool calls (all steps), when it made any. */
+      tools?: ToolTrace[];
+      /** For `awaiting_approval`: the calls that wait for a person's decision. */
+      approvals?: Array<{ approvalId: string; toolCallId: string; toolName: string }>;
     }
   | {
       /** A state slot (goal, todo, reactions) changed; `value` is the slot's whole new value. */
@@ -89,6 +95,14 @@ export type RuntimeEvent =
       toolName: string;
       status: "started" | "completed" | "failed";
     };
+
+/** A tool call as the ledger records it: `outcome` once its result is saved. */
+export interface ToolTrace {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  outcome?: "ok" | "error";
+}
 
 export type DurableEvent = Extract<RuntimeEvent, { durable: true }>;
 export type TransientEvent = Extract<RuntimeEvent, { durable: false }>;

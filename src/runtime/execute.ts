@@ -26,6 +26,8 @@ import type {
 import {
   awaitingApproval,
   decidePending,
+  type HandOver,
+  handedOver,
   OUTCOME_UNKNOWN,
   seedDecidedCalls,
   type ToolCallPart,
@@ -41,6 +43,7 @@ import {
   planCatalog,
   TOOL_SEARCH,
 } from "./tool-catalog.ts";
+import type { ExecutionTrace, RunTracing } from "./tracing.ts";
 import {
   answerText,
   type Message,
@@ -64,6 +67,8 @@ export interface ToolCatalogOptions {
 export interface ToolContext {
   conversationId: string;
   runId: string;
+  /** The run's fencing token in this execution: a tool whose store write is fenced passes it. */
+  fencingToken: number;
   context: unknown;
   /** Throws `fence_lost` when this run is no longer owned by this worker. */
   assertOwned: () => Promise<void>;
@@ -100,6 +105,8 @@ export interface ExecutorOptions {
   tools?: (context: ToolContext) => ToolSet;
   /** Tools safe to run a second time when a crash cut a call short (default: none). */
   idempotent?: (toolName: string) => boolean;
+  /** A tool result after which the run ends without another model call (see RuntimeOptions). */
+  handsOver?: HandOver;
   toolCatalog?: ToolCatalogOptions;
   answerDelivery?: AnswerDeliveryFor;
   /** Attachments to model input; without it the model reads a one-line reference per file. */
@@ -111,6 +118,8 @@ export interface ExecutorOptions {
   leaseRenewals?: LeaseRenewalObserver;
   emit: (event: RuntimeEvent) => void;
   nextSequence: (runId: string) => number;
+  /** Spans for each execution, step and tool call (telemetry); absent: none. */
+  tracing?: RunTracing;
 }
 
 /** Hears about lease renewals that failed with an error (metrics). */
@@ -142,7 +151,15 @@ export type AnswerDeliveryFor = (
 
 /** How one execution of a run ended, from this worker's point of view. */
 export type ExecutionEnd =
-  | { kind: "terminal"; state: TerminalRunState; absorbed: string[] }
+  | {
+      kind: "terminal";
+      state: TerminalRunState;
+      absorbed: string[];
+      /** Other conversations its commit admitted input to (TerminalResult.resumed): to wake. */
+      resumed: string[];
+      /** Runs of other conversations its commit asked to stop (TerminalResult.stopped): to abort. */
+      stopped: Array<{ conversationId: string; runId: string }>;
+    }
   /** Given back on shutdown; it resumes from its last completed step on the next start. */
   | { kind: "released" }
   /**
@@ -156,7 +173,9 @@ const STOP_STATES: Record<StopReason, TerminalRunState> = {
   superseded: "superseded",
   timeout: "timeout",
   shutdown: "interrupted",
-  withdrawn: "interrupted",
+  // Both retract what was shown of the answer (its final text is empty).
+  withdrawn: "cancelled",
+  edited: "superseded",
 };
 
 /**
@@ -168,10 +187,28 @@ export class RunExecutor {
   private readonly conversationOf = new Map<string, string>();
   /** The lease of each run this executor is executing: every fenced write checks it first. */
   private readonly leases = new Map<string, LeaseKeeper>();
+  /** The trace of each run this executor is executing, when tracing is on. */
+  private readonly traces = new Map<string, ExecutionTrace>();
 
   constructor(private readonly options: ExecutorOptions) {}
 
   async execute(acquired: AcquiredRun, signal: AbortSignal): Promise<ExecutionEnd> {
+    const trace = this.options.tracing?.execution(acquired.run);
+    if (!trace) return this.executeRun(acquired, signal);
+    this.traces.set(acquired.run.id, trace);
+    try {
+      const end = await this.executeRun(acquired, signal);
+      trace.end(end);
+      return end;
+    } catch (error) {
+      trace.end({ kind: "error", error });
+      throw error;
+    } finally {
+      this.traces.delete(acquired.run.id);
+    }
+  }
+
+  private async executeRun(acquired: AcquiredRun, signal: AbortSignal): Promise<ExecutionEnd> {
     const { store, clock } = this.options;
     const fence = acquired.fence;
     const runId = fence.runId;
@@ -241,6 +278,7 @@ export class RunExecutor {
         tools ??= await this.tools(run, fence, lease);
         const seeded = seedDecidedCalls(ctx.inputs, parts, (r) => this.verifyDecision(r), clock.now());
         if (seeded) {
+          this.traces.get(runId)?.decisions(ctx.inputs);
           parts = seeded;
           lease.assertHeld();
           await store.saveToolProgress(fence, parts, clock.now());
@@ -253,6 +291,10 @@ export class RunExecutor {
         }
         if (awaitingApproval(parts).length > 0)
           return await this.finish(inputs, run, fence, "awaiting_approval", parts);
+        // A call that handed the turn over (a waited child agent): the answer comes back as a
+        // later input, so the run ends here rather than asking the model again.
+        if (this.options.handsOver && handedOver(parts, this.options.handsOver))
+          return await this.finish(inputs, run, fence, "completed", parts);
         // The last step answered but the run did not end (saved by a version that checkpointed a
         // final step before its terminal commit, and died between them): finish it instead of
         // asking the model again.
@@ -299,7 +341,9 @@ export class RunExecutor {
               )
             : undefined,
         );
+        const stepTrace = this.traces.get(runId)?.step(run.steps);
         const outcome = await runStep({
+          ...(stepTrace ? { trace: stepTrace } : {}),
           conversationId: run.conversationId,
           runId,
           instructions,
@@ -316,6 +360,7 @@ export class RunExecutor {
           emit: this.options.emit,
           nextSequence: () => this.options.nextSequence(runId),
         });
+        stepTrace?.end(outcome);
         // Whatever the step brought, a run whose lease is lost records nothing more.
         if (lease.signal.aborted) return { kind: "lost" };
         if (outcome.kind === "stopped") {
@@ -390,6 +435,7 @@ export class RunExecutor {
     const created: ToolSet = this.options.tools({
       conversationId: run.conversationId,
       runId: run.id,
+      fencingToken: fence.fencingToken,
       context: run.context,
       assertOwned,
       enqueueFiles: async (files) => {
@@ -458,6 +504,7 @@ export class RunExecutor {
           finishedAtMs: clock.now(),
         });
         await store.saveToolProgress(fence, parts, clock.now());
+        this.traces.get(fence.runId)?.toolCall(call, null).end({ outcome: "unknown" });
         this.emitTool(fence.runId, call, "failed");
         continue;
       }
@@ -471,7 +518,9 @@ export class RunExecutor {
       parts[parts.indexOf(call)] = { ...call, startedAtMs: clock.now(), attempts: decision.attempt };
       await store.saveToolProgress(fence, parts, clock.now());
       killPoint("tool.started");
-      const result = await runTool(tools, call);
+      const toolTrace = this.traces.get(fence.runId)?.toolCall(call, decision.attempt);
+      const result = await (toolTrace ? toolTrace.within(() => runTool(tools, call)) : runTool(tools, call));
+      toolTrace?.end({ outcome: result.isError ? "failed" : "completed", output: result.output });
       lease.assertHeld();
       // read_output pages are bounded by the tool itself; any other result over the limit is kept.
       const bounded =
@@ -601,7 +650,14 @@ export class RunExecutor {
     });
     if (finalStep) killPoint("step.persisted");
     killPoint("run.terminal-committed");
-    return { kind: "terminal", state, absorbed: result.absorbed };
+    if (result.resumed.length > 0) killPoint("run.input-handed-on");
+    return {
+      kind: "terminal",
+      state,
+      absorbed: result.absorbed,
+      resumed: result.resumed,
+      stopped: result.stopped,
+    };
   }
 
   private async release(fence: Fence): Promise<ExecutionEnd> {

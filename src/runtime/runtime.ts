@@ -23,6 +23,8 @@ import type { MediaInputs } from "./media.ts";
 import { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 import type { ModelEntry, UsageReader } from "./step.ts";
 import type { AdmitResult, ApprovalDecision, IngressIdentity, RunRecord, RuntimeStore } from "./store.ts";
+import type { HandOver } from "./tool-calls.ts";
+import { type RunTracing, withTraceParent } from "./tracing.ts";
 import {
   answerText,
   type InputPart,
@@ -114,6 +116,12 @@ export interface RuntimeOptions {
    * model and the user as of unknown outcome and never run again.
    */
   idempotent?: (toolName: string) => boolean;
+  /**
+   * A tool result that hands the turn over: the run ends `completed` after the step's calls,
+   * without asking the model again, because the answer comes back later as an input (a child
+   * agent the model waits for). Default: none does.
+   */
+  handsOver?: HandOver;
   /** The deferred tool catalog (tool_search): the schema byte budget and the tools always offered. */
   toolCatalog?: ToolCatalogOptions;
   /**
@@ -139,6 +147,8 @@ export interface RuntimeOptions {
    * acquisition runs synchronously on the embedded engine, so a stamp taken later would include it.
    */
   admissions?: { committed(runId: string): void };
+  /** Spans for admissions, executions, steps and tool calls (telemetry on); absent: none. */
+  tracing?: RunTracing;
   loop?: {
     /** Step ceiling; reaching it ends the run `policy_stop`. Default 8. */
     maxSteps?: number;
@@ -222,6 +232,7 @@ export class Runtime {
       ...(options.instructions ? { instructions: options.instructions } : {}),
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.idempotent ? { idempotent: options.idempotent } : {}),
+      ...(options.handsOver ? { handsOver: options.handsOver } : {}),
       ...(options.toolCatalog ? { toolCatalog: options.toolCatalog } : {}),
       ...(options.answerDelivery ? { answerDelivery: options.answerDelivery } : {}),
       ...(options.media ? { media: options.media } : {}),
@@ -229,6 +240,7 @@ export class Runtime {
       readUsage: options.readUsage,
       ...(options.modelCalls ? { modelCalls: options.modelCalls } : {}),
       ...(options.leaseRenewals ? { leaseRenewals: options.leaseRenewals } : {}),
+      ...(options.tracing ? { tracing: options.tracing } : {}),
       emit: (event) => this.bus.emit(event),
       nextSequence: (runId) => {
         const next = (this.sequences.get(runId) ?? 0) + 1;
@@ -299,21 +311,23 @@ export class Runtime {
         ? this.options.coalescePending(request)
         : (this.options.coalescePending ?? false);
     const nowMs = this.clock.now();
-    const result = await this.store.admit({
-      conversation: request.conversationId
-        ? { id: request.conversationId }
-        : { key: request.conversationKey! },
-      idempotencyKey: request.idempotencyKey,
-      fingerprint: fingerprintOf(request.parts),
-      parts: request.parts,
-      context: request.context ?? null,
-      policy,
-      coalescePending: coalesce,
-      ...(request.ingress ? { ingress: request.ingress } : {}),
-      ...(request.approval ? { approval: request.approval } : {}),
-      proposedIds: { runId: newId("run", nowMs), messageId: newId("msg", nowMs) },
-      nowMs,
-    });
+    const admit = (traceparent?: string) =>
+      this.store.admit({
+        conversation: request.conversationId
+          ? { id: request.conversationId }
+          : { key: request.conversationKey! },
+        idempotencyKey: request.idempotencyKey,
+        fingerprint: fingerprintOf(request.parts),
+        parts: request.parts,
+        context: withTraceParent(request.context ?? null, traceparent),
+        policy,
+        coalescePending: coalesce,
+        ...(request.ingress ? { ingress: request.ingress } : {}),
+        ...(request.approval ? { approval: request.approval } : {}),
+        proposedIds: { runId: newId("run", nowMs), messageId: newId("msg", nowMs) },
+        nowMs,
+      });
+    const result = this.options.tracing ? await this.options.tracing.admission(admit) : await admit();
     if (result.outcome !== "duplicate") {
       this.options.admissions?.committed(result.runId);
       for (const runId of result.superseded) void this.settleFromStore(runId);
@@ -340,10 +354,10 @@ export class Runtime {
     runId?: string;
     /**
      * `superseded` throws the answer away (nothing of it is shown); `withdrawn` (its message was
-     * deleted) stops it as `interrupted` does and is recorded as the run's stop reason; default
-     * `interrupted`.
+     * deleted) and `edited` (it was corrected) end it and retract what was shown, and are recorded
+     * as the run's stop reason; default `interrupted`.
      */
-    reason?: "interrupted" | "superseded" | "withdrawn";
+    reason?: "interrupted" | "superseded" | "withdrawn" | "edited";
   }): Promise<boolean> {
     const reason = target.reason ?? "interrupted";
     const runs = await this.store.listActiveRuns(target.conversationId);
@@ -418,9 +432,28 @@ export class Runtime {
   private async onExecutionEnd(conversationId: string, runId: string, end: ExecutionEnd): Promise<void> {
     this.sequences.delete(runId);
     if (end.kind !== "terminal") return;
+    for (const stopped of end.stopped) this.abortLocal(stopped.conversationId, stopped.runId);
+    for (const resumed of end.resumed) this.wake(resumed);
     await this.settleFromStore(runId);
     if (end.state === "completed") this.scheduleCompaction(conversationId, runId);
     for (const absorbed of end.absorbed) await this.settleFromStore(absorbed);
+  }
+
+  /**
+   * Lets the conversation's lane look for work committed outside `submit` (a child agent's task or
+   * result, admitted by the store in another transaction).
+   */
+  resume(conversationId: string): void {
+    this.wake(conversationId);
+  }
+
+  /**
+   * Aborts where it executes in this process a run the store was already asked to stop (a child
+   * agent stopped with its parent); elsewhere its owner sees the request at its next step.
+   */
+  abortLocal(conversationId: string, runId: string): void {
+    this.lanes.get(conversationId)?.abort(runId, "interrupted");
+    this.wake(conversationId);
   }
 
   /** Lets the conversation's lane look for work; an admit-only runtime (executeRuns: false) never executes. */

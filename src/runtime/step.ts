@@ -12,6 +12,7 @@ import type { Clock, Timer } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { RuntimeEvent } from "./events.ts";
 import { decideRetry, type RetryPolicy } from "./retry.ts";
+import type { StepTrace } from "./tracing.ts";
 import type { MessagePart, ModelCallObserver, StopReason, Usage } from "./types.ts";
 
 export interface ModelEntry {
@@ -44,6 +45,8 @@ export interface StepInput {
   modelCalls?: ModelCallObserver;
   emit: (event: RuntimeEvent) => void;
   nextSequence: () => number;
+  /** The step's span (telemetry on): the AI SDK's own spans nest in it. */
+  trace?: StepTrace;
 }
 
 export type StepOutcome =
@@ -62,9 +65,9 @@ export type StepOutcome =
 class IdleTimeout extends Error {}
 
 /**
- * The AI SDK's telemetry, off for every call of ours: we register no integration, yet with it on
- * each call copies and redacts its whole prompt and tools for tracing events nobody reads (0.8 ms
- * of a one-line reply's model call, measured in the gateway).
+ * The AI SDK's telemetry, off for every call of ours unless OpenTelemetry is on (the step's trace
+ * then gives its setting): on, each call copies and redacts its whole prompt and tools for
+ * tracing (0.8 ms of a one-line reply's model call, measured in the gateway).
  */
 export const SDK_TELEMETRY_OFF = { isEnabled: false } as const;
 
@@ -102,23 +105,25 @@ export async function runStep(input: StepInput): Promise<StepOutcome> {
     try {
       armIdle();
       input.modelCalls?.started(input.runId);
-      const result = streamText({
-        model: entry.model,
-        instructions: input.instructions,
-        messages: input.messages,
-        tools: input.tools,
-        ...(input.needsApproval
-          ? {
-              toolApproval: ({ toolCall }: { toolCall: { toolName: string } }) =>
-                input.needsApproval?.(toolCall.toolName) ? "user-approval" : "not-applicable",
-            }
-          : {}),
-        stopWhen: stepCountIs(1),
-        abortSignal: attemptAbort.signal,
-        maxRetries: 0,
-        telemetry: SDK_TELEMETRY_OFF,
-        onError: () => {},
-      });
+      const call = () =>
+        streamText({
+          model: entry.model,
+          instructions: input.instructions,
+          messages: input.messages,
+          tools: input.tools,
+          ...(input.needsApproval
+            ? {
+                toolApproval: ({ toolCall }: { toolCall: { toolName: string } }) =>
+                  input.needsApproval?.(toolCall.toolName) ? "user-approval" : "not-applicable",
+              }
+            : {}),
+          stopWhen: stepCountIs(1),
+          abortSignal: attemptAbort.signal,
+          maxRetries: 0,
+          telemetry: input.trace?.sdkTelemetry ?? SDK_TELEMETRY_OFF,
+          onError: () => {},
+        });
+      const result = input.trace ? input.trace.within(call) : call();
       for await (const part of result.fullStream) {
         armIdle();
         switch (part.type) {

@@ -658,6 +658,13 @@ export interface TerminalResult {
   answer: Message;
   /** Runs that ended `absorbed` into this one. */
   absorbed: string[];
+  /**
+   * Conversations this commit admitted an input to besides its own (a child agent's result, for
+   * its parent's conversation): the runtime wakes them.
+   */
+  resumed: string[];
+  /** Runs of other conversations this commit asked to stop (a stopped parent's children). */
+  stopped: Array<{ conversationId: string; runId: string }>;
 }
 
 export interface PurgeRecord {

@@ -173,3 +173,20 @@ export function toolCallSummaries(parts: readonly MessagePart[]): ToolCallSummar
     ];
   });
 }
+
+/** Whether a tool's result hands the run's turn over (its work goes on elsewhere). */
+export type HandOver = (result: { toolName: string; output: unknown; isError: boolean }) => boolean;
+
+/**
+ * Whether the last step's calls handed the turn over: among the results that close the parts
+ * (after the step's calls, none answered by the model yet), one `handsOver` says so. Read from
+ * the parts alone, so a run resumed after a crash between the result and its end decides alike.
+ */
+export function handedOver(parts: readonly MessagePart[], handsOver: HandOver): boolean {
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const part = parts[i]!;
+    if (part.type !== "tool-result") return false;
+    if (handsOver(part)) return true;
+  }
+  return false;
+}

@@ -141,10 +141,12 @@ export function isTerminalState(state: RunState): state is TerminalRunState {
 export type InputPolicy = "queue" | "supersede" | "interrupt" | "interrupt-next" | "inject";
 
 /**
- * Why an active run is being stopped. `withdrawn`: the person deleted the message it answers (a
- * queued run ends `cancelled`, a running one `interrupted`, as /stop leaves it).
+ * Why an active run is being stopped. `withdrawn`: the person deleted the message it answers (it
+ * ends `cancelled`, queued or running, and the partial reply is retracted). `edited`: the person
+ * corrected the message it answers, and a run for the new text follows (it ends `cancelled` when
+ * queued, `superseded` when running: the partial reply is retracted).
  */
-export type StopReason = "interrupted" | "superseded" | "shutdown" | "timeout" | "withdrawn";
+export type StopReason = "interrupted" | "superseded" | "shutdown" | "timeout" | "withdrawn" | "edited";
 
 /**
  * Token counts and cost exactly as the provider reported them. `undefined` means the provider

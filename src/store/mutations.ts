@@ -1,8 +1,10 @@
 /**
  * The store's mutations (all but admission, which SQLite commits in groups), each written once:
- * its procedure (run-writes.ts, ledger-writes.ts, terminal.ts) run in one write transaction of
+ * its procedure (run-writes.ts, ledger-writes.ts, terminal.ts, children.ts) run in one write transaction of
  * the engine that extends {@link StoreMutations}.
  */
+
+import type { ChildTarget, SpawnRequest, SpawnResult, StoppedChildRun } from "../children/store.ts";
 import type {
   AcquiredRun,
   AcquireNextRequest,
@@ -27,6 +29,7 @@ import type {
 } from "../runtime/store.ts";
 import type { InputPart, MessagePart, StopReason } from "../runtime/types.ts";
 import type { StateSave, StateSaveResult } from "../state/store.ts";
+import { cancelChildren, spawnChild } from "./children.ts";
 import * as ledger from "./ledger-writes.ts";
 import { compactionCandidates, type PromptRead, promptContext } from "./prompt-reads.ts";
 import * as runs from "./run-writes.ts";
@@ -100,6 +103,14 @@ export abstract class StoreMutations {
 
   commitTerminal(request: TerminalRequest): Promise<TerminalResult> {
     return this.transact(terminal(request));
+  }
+
+  spawnChild(request: SpawnRequest): Promise<SpawnResult> {
+    return this.transact(spawnChild(request));
+  }
+
+  cancelChildren(target: ChildTarget, nowMs: number): Promise<StoppedChildRun[]> {
+    return this.transact(cancelChildren(target, nowMs));
   }
 
   resolveConversationKey(key: string, nowMs: number): Promise<string> {

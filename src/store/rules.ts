@@ -1,5 +1,5 @@
 import { SwitchboardError } from "../errors.ts";
-import type { DurableEvent } from "../runtime/events.ts";
+import type { DurableEvent, ToolTrace } from "../runtime/events.ts";
 import {
   type AdmitRequest,
   type AdmitResult,
@@ -344,8 +344,31 @@ export function absorbedRuns(
   );
 }
 
+/**
+ * The tool calls of an answer so far, each with its outcome once its result is there: what the
+ * ledger's `checkpoint` and `terminal` events carry (the conversation API streams them).
+ */
+export function toolTraces(parts: readonly MessagePart[]): ToolTrace[] {
+  const outcomes = new Map<string, "ok" | "error">();
+  for (const part of parts)
+    if (part.type === "tool-result") outcomes.set(part.toolCallId, part.isError ? "error" : "ok");
+  return parts.flatMap((part) => {
+    if (part.type !== "tool-call") return [];
+    const outcome = outcomes.get(part.toolCallId);
+    return [
+      {
+        toolCallId: part.toolCallId,
+        toolName: part.toolName,
+        input: part.input,
+        ...(outcome ? { outcome } : {}),
+      },
+    ];
+  });
+}
+
 /** The ledger's `checkpoint` event of a completed step; `parts` is the answer so far. */
 export function checkpointEvent(run: RunRecord, step: StepRecord, parts: readonly MessagePart[]): EventBody {
+  const tools = toolTraces(parts);
   return {
     type: "checkpoint",
     conversationId: run.conversationId,
@@ -353,6 +376,7 @@ export function checkpointEvent(run: RunRecord, step: StepRecord, parts: readonl
     step: step.step,
     durationMs: step.finishedAtMs - step.startedAtMs,
     text: answerText(parts),
+    ...(tools.length > 0 ? { tools } : {}),
   };
 }
 
@@ -363,6 +387,12 @@ export function terminalEvent(
   parts: readonly MessagePart[],
   extra: { usage: Usage; error?: string; absorbedInto?: string },
 ): EventBody {
+  const tools = toolTraces(parts);
+  const approvals = parts.flatMap((part) =>
+    part.type === "tool-approval-request"
+      ? [{ approvalId: part.approvalId, toolCallId: part.toolCallId, toolName: part.toolName }]
+      : [],
+  );
   return {
     type: "terminal",
     conversationId: run.conversationId,
@@ -372,6 +402,8 @@ export function terminalEvent(
     usage: extra.usage,
     ...(extra.absorbedInto ? { absorbedInto: extra.absorbedInto } : {}),
     ...(extra.error ? { error: extra.error } : {}),
+    ...(tools.length > 0 ? { tools } : {}),
+    ...(approvals.length > 0 ? { approvals } : {}),
   };
 }
 
@@ -394,6 +426,10 @@ export const PURGE_COMPANION_SQL = [
   `UPDATE outbox SET markdown = '', rendered = NULL, media = NULL,
      state = CASE WHEN state IN ('pending', 'ambiguous', 'failed') THEN 'cancelled' ELSE state END
    WHERE conversation_id = ?`,
+  // A child agent's link stays as the spawn's receipt, without the task it was given or the
+  // context its result would have carried; a result due to a purged parent is never admitted.
+  "UPDATE child_agents SET task = '', result_context = 'null' WHERE parent_conversation_id = ?",
+  "UPDATE child_agents SET task = '' WHERE conversation_id = ?",
 ] as const;
 
 /**

@@ -10,6 +10,8 @@ export type KillPoint =
   | "step.persisted"
   | "tool.started"
   | "run.terminal-committed"
+  /** A terminal commit that also admitted input to another conversation (a child's result). */
+  | "run.input-handed-on"
   | "outbox.sending-persisted"
   | "outbox.platform-accepted"
   | "schedule.claimed";

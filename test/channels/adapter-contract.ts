@@ -16,6 +16,7 @@ import {
   inboundMessageSchema,
   type OutgoingFile,
   type OutgoingMessage,
+  type ReplyStatus,
 } from "../../channels/types.ts";
 import { mediaRefusal } from "../../outbox/media.ts";
 import { createRetryPolicy } from "../../outbox/retry-policy.ts";
@@ -94,6 +95,8 @@ export interface PlatformSide {
   acknowledged?(written: Written): boolean;
   /** How many upload calls reached the platform (to show that a refused file was never sent). */
   uploadCalls(): number;
+  /** The bot's own reactions on message `messageId` in `target` now. Required where the adapter has `react`. */
+  reactions?(target: string, messageId: string): string[];
 }
 
 export interface ContractHarness {
@@ -200,6 +203,7 @@ export async function runAdapterContract(options: AdapterContractOptions): Promi
     files: probe.adapter.files !== undefined,
     edit: probe.adapter.edit !== undefined,
     delete: probe.adapter.delete !== undefined,
+    react: probe.adapter.react !== undefined,
     routes: (probe.adapter.routes?.() ?? []).length > 0,
     idempotentSend: probe.adapter.capabilities.idempotentSend,
     threads: probe.platform.threadTarget !== undefined,
@@ -471,6 +475,41 @@ export async function runAdapterContract(options: AdapterContractOptions): Promi
           // "unchanged" would let the outbox count the edit as delivered.
           expect(error.rejection).toBeUndefined();
           expect(platform.shown(platform.dmTarget)).toEqual([]);
+        },
+      );
+    });
+
+    describe("status reactions", () => {
+      when(
+        declared.react,
+        "react shows one status on the user's message, each in place of the previous, and repeats harmlessly",
+        async () => {
+          if (!platform.reactions)
+            throw new Error("the platform side must read reactions where the adapter reacts");
+          const written = await platform.write("react to me");
+          await waitUntil(() => ingress.calls[0], "the message at ingress");
+          const shown = () => platform.reactions!(platform.dmTarget, written.messageId);
+          await adapter.react!(platform.dmTarget, written.messageId, "seen", null);
+          const seen = shown();
+          expect(seen).toHaveLength(1);
+          await adapter.react!(platform.dmTarget, written.messageId, "waiting", "seen");
+          await adapter.react!(platform.dmTarget, written.messageId, "done", "waiting");
+          const done = shown();
+          expect(done).toHaveLength(1);
+          expect(done).not.toEqual(seen);
+          // A status repeated (a correction's run, after a crash) changes nothing and does not fail.
+          await adapter.react!(platform.dmTarget, written.messageId, "done", "done");
+          expect(shown()).toEqual(done);
+          // Every status has its own reaction.
+          const all = new Set<string>(done);
+          let previous: ReplyStatus = "done";
+          for (const status of ["failed", "seen", "waiting"] as const) {
+            await adapter.react!(platform.dmTarget, written.messageId, status, previous);
+            expect(shown()).toHaveLength(1);
+            all.add(shown()[0]!);
+            previous = status;
+          }
+          expect(all.size).toBe(4);
         },
       );
     });

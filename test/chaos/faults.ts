@@ -221,7 +221,7 @@ export class FaultInjector {
     const unseen = faults.filter((f) => this.unseenMatrixKinds.has(f.kind));
     const fault = this.random.pick(unseen.length > 0 ? unseen : faults);
     this.unseenMatrixKinds.delete(fault.kind);
-    this.matrix.failNext("send", fault);
+    this.matrix.failNext("send", fault, { eventType: "m.room.message" });
     this.count(fault.kind);
   }
 

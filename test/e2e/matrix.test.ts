@@ -200,9 +200,12 @@ describe("matrix end to end", () => {
 
   test("SIGKILL while a reply's send hangs after the homeserver stored it: sent again with the same txnId, shown once", async () => {
     const room = await dmWith(alice);
-    const sends = () => mx.callsOf("send").filter((c) => c.path.includes(encodeURIComponent(room)));
+    const sends = () =>
+      mx
+        .callsOf("send")
+        .filter((c) => c.path.includes(encodeURIComponent(room)) && c.path.includes("/send/m.room.message/"));
     const before = sends().length;
-    mx.failNext("send", { kind: "answer_lost" });
+    mx.failNext("send", { kind: "answer_lost" }, { eventType: "m.room.message" });
     mx.sendText(room, alice, "hang on matrix");
     await mx.waitFor(() => sends().length === before + 1, TIMEOUT, "the hanging send");
     expect(replies(room, "echo: hang on matrix")).toHaveLength(1); // stored; the gateway never heard

@@ -64,7 +64,7 @@ describe("deleting a message on Discord", () => {
     const stopped = withdrawals()[1]!;
     expect(stopped).toMatchObject({ withdrawn: essay.id, effect: "stopped" });
     await eventually(
-      async () => (await runOf(String(stopped.runId)))?.state === "interrupted",
+      async () => (await runOf(String(stopped.runId)))?.state === "cancelled",
       10_000,
       "the essay's run to stop",
     );

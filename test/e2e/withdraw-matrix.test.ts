@@ -86,7 +86,7 @@ describe("redacting a message on Matrix", () => {
     const stopped = withdrawals()[1]!;
     expect(stopped).toMatchObject({ withdrawn: essay, effect: "stopped" });
     await eventually(
-      async () => (await runOf(String(stopped.runId)))?.state === "interrupted",
+      async () => (await runOf(String(stopped.runId)))?.state === "cancelled",
       TIMEOUT,
       "the essay's run to stop",
     );

@@ -45,7 +45,6 @@ describe("telegram parseUpdate", () => {
     account: "555000111",
     botId: bot.id,
     botUsername: "switchboard_bot",
-    editedMessages: "new-input",
     groupSessions: "per-user",
   };
   const alice = user(1001, "Alice", { last_name: "Liddell", username: "alice" });

@@ -175,7 +175,6 @@ describe("telegram webhook under hostile input", () => {
       account: "1",
       botId: 1,
       botUsername: "switchboard_test_bot",
-      editedMessages: "ignore" as const,
       groupSessions: "shared" as const,
     };
     const samples = fc.sample(hostilePayload(bases), { numRuns: 150, seed: 7 }).filter((payload) => {

@@ -61,7 +61,7 @@ describe("the SWITCHBOARD_CONFIG file", () => {
     const problem = problemWith('{"surfaces": {"telegam:dm": {"inputPolicy": "queue"}}}');
     expect(problem).toContain('surfaces: "telegam:dm" is not a valid key (did you mean "telegram:dm"?)');
     expect(problem).toContain(
-      "channel telegram, discord, slack, whatsapp, matrix, web or *, and surface dm, group, thread or *",
+      "channel telegram, discord, slack, whatsapp, matrix, web, api or *, and surface dm, group, thread or *",
     );
   });
 });

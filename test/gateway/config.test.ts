@@ -285,7 +285,7 @@ describe("loadConfig: the SWITCHBOARD_CONFIG file", () => {
     expect(refusal({}, { version: 2 }).message).toContain("version: must be 1 (got 2)");
     expect(refusal({}, "{not json").message).toContain("is not valid JSON");
     expect(refusal({}, { version: 1, surfaces: { "irc:dm": {} } }).message).toContain(
-      '"irc:dm" is not a valid key: a surface key is "<channel>:<surface>" with channel telegram, discord, slack, whatsapp, matrix, web or *',
+      '"irc:dm" is not a valid key: a surface key is "<channel>:<surface>" with channel telegram, discord, slack, whatsapp, matrix, web, api or *',
     );
     expect(refusal({}, { version: 1, surfaces: { "slack:thread": { delivery: "fax" } } }).message).toContain(
       "surfaces.slack:thread.delivery",
@@ -332,7 +332,13 @@ describe("surfacePolicy", () => {
         "*:*": { messagesPerMinute: 7, delivery: "terminal" },
         "*:group": { inputPolicy: "inject", instructions: "be brief" },
         "discord:*": { delivery: "stream", inputPolicy: "interrupt" },
-        "discord:group": { requireMention: false, approvers: ["42"], messagesPerMinute: 5 },
+        "discord:group": {
+          requireMention: false,
+          approvers: ["42"],
+          messagesPerMinute: 5,
+          edits: "new-input",
+        },
+        "*:dm": { statusReactions: false },
       },
     });
     expect(surfacePolicy(file, "discord", "group")).toEqual({
@@ -342,8 +348,16 @@ describe("surfacePolicy", () => {
       nativeStreaming: false,
       approvers: ["42"],
       messagesPerMinute: 5,
+      edits: "new-input",
+      statusReactions: false,
       instructions: "be brief",
     });
+    expect(surfacePolicy(file, "telegram", "dm")).toMatchObject({ edits: "ignore", statusReactions: false });
+    expect(surfacePolicy(fileConfig({}), "slack", "dm")).toMatchObject({ statusReactions: true });
+    // Telegram's and Matrix's `editedMessages` is that channel's default for `edits`.
+    const legacy = fileConfig({ telegram: { editedMessages: "new-input" } });
+    expect(surfacePolicy(legacy, "telegram", "group").edits).toBe("new-input");
+    expect(surfacePolicy(legacy, "discord", "group").edits).toBe("ignore");
     expect(surfacePolicy(file, "telegram", "group")).toMatchObject({
       inputPolicy: "inject",
       delivery: "terminal",
@@ -376,6 +390,8 @@ describe("surfacePolicy", () => {
     expect(error.message).toContain(
       'surfaces.telegram:dm.tools.0: "note" is not a tool set (did you mean "notes"?)',
     );
-    expect(error.message).toContain("tool sets are web, schedules, agent, state, history, files, notes");
+    expect(error.message).toContain(
+      "tool sets are web, schedules, agent, state, history, files, agents, notes",
+    );
   });
 });

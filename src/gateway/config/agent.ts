@@ -38,7 +38,7 @@ export function loadInstructions(
 }
 
 /**
- * SWITCHBOARD_AGENT_DIR, and each surface's `agentDir` made absolute (relative to the config file).
+ * SWITCHBOARD_AGENT_DIR, and each surface's and binding's `agentDir` made absolute (relative to the config file).
  * A directory named explicitly must exist; the default ./agent may be absent.
  */
 export function parseAgentDirs(env: Env, file: FileConfig, baseDir: string): string {
@@ -61,6 +61,28 @@ export function parseAgentDirs(env: Env, file: FileConfig, baseDir: string): str
       );
     surface.agentDir = dir;
   }
+  for (const [index, binding] of file.bindings.entries()) {
+    if (binding.agentDir === undefined) continue;
+    const dir = resolve(baseDir, binding.agentDir);
+    if (!isDirectory(dir))
+      fail(
+        "SWITCHBOARD_CONFIG",
+        `gives bindings.${index} the agentDir ${dir}, which is not a directory`,
+        '"bindings": [{"match": {"channel": "telegram"}, "agentDir": "./agents/support"}]',
+      );
+    binding.agentDir = dir;
+  }
+  for (const [name, entry] of Object.entries(file.agents)) {
+    if (entry.agentDir === undefined) continue;
+    const dir = resolve(baseDir, entry.agentDir);
+    if (!isDirectory(dir))
+      fail(
+        "SWITCHBOARD_CONFIG",
+        `gives agents.${name} the agentDir ${dir}, which is not a directory`,
+        `"agents": {"${name}": {"agentDir": "./agents/${name}"}}`,
+      );
+    entry.agentDir = dir;
+  }
   return agentDir;
 }
 
@@ -72,9 +94,11 @@ function isDirectory(path: string): boolean {
   }
 }
 
-/** Every agent directory the configuration names: the default one and the surfaces' own. */
+/** Every agent directory the configuration names: the default one, the surfaces' and the bindings' own. */
 export function agentDirsOf(config: Pick<GatewayConfig, "agentDir" | "file">): string[] {
   const dirs = new Set([config.agentDir]);
   for (const surface of Object.values(config.file.surfaces)) if (surface.agentDir) dirs.add(surface.agentDir);
+  for (const binding of config.file.bindings) if (binding.agentDir) dirs.add(binding.agentDir);
+  for (const entry of Object.values(config.file.agents)) if (entry.agentDir) dirs.add(entry.agentDir);
   return [...dirs];
 }

@@ -96,6 +96,8 @@ function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
     current = unwrap(current);
     if (current instanceof z.ZodRecord)
       current = segment === null ? undefined : (current.valueType as z.ZodType);
+    else if (current instanceof z.ZodArray)
+      current = segment === null ? undefined : (current.element as z.ZodType);
     else if (current instanceof z.ZodObject) {
       if (segment === null) return Object.keys(current.shape);
       current = current.shape[String(segment)] as z.ZodType | undefined;

@@ -7,17 +7,28 @@ import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import type { PlatformChannel } from "../../../channels/module.ts";
 import { budgetsSchema } from "../../budgets/config.ts";
+import { agentEntryProblems, agentLimitsSchema, agentsSchema } from "../../children/config.ts";
+import { modelSpecProblem } from "../../models/spec.ts";
 import { DEFAULT_SCHEMA_BUDGET_BYTES } from "../../runtime/tool-catalog.ts";
 import { mcpServersSchema } from "../../tools/mcp/config.ts";
 import { type Env, fail, nonEmpty } from "../../util/env.ts";
 import { closest } from "../../util/suggest.ts";
 import { CHANNEL_MODULES, PLATFORM_CHANNELS } from "../channels.ts";
+import { bindingSchema } from "./bindings.ts";
 import { describeConfigIssues, parseConfigJson } from "./file-errors.ts";
-import { modelsSchema } from "./models.ts";
+import { MODEL_NAME, modelsSchema, pickableModels } from "./models.ts";
 import { SURFACE_KEY_HINT, SURFACE_KEYS, surfaceOverrideSchema } from "./surfaces.ts";
 
 /** The gateway's own tool sets, named beside the MCP servers in a surface's `tools`. */
-export const BUILT_IN_TOOL_SETS = ["web", "schedules", "agent", "state", "history", "files"] as const;
+export const BUILT_IN_TOOL_SETS = [
+  "web",
+  "schedules",
+  "agent",
+  "state",
+  "history",
+  "files",
+  "agents",
+] as const;
 
 /** Each channel's own section of the file (`"<channel>": {…}`), from its module; {} when absent. */
 function channelSections(): { [name in PlatformChannel]?: z.ZodDefault<z.ZodObject> } {
@@ -42,6 +53,8 @@ const fileSchema = z
         surfaceOverrideSchema,
       )
       .default({}),
+    /** Settings by match, the first that matches wins over `surfaces` (docs/configuration.md "Bindings"). */
+    bindings: z.array(bindingSchema).max(1000).default([]),
     allowBots: z.boolean().default(false),
     ...channelSections(),
     mcpServers: mcpServersSchema,
@@ -64,20 +77,56 @@ const fileSchema = z
     models: modelsSchema,
     /** Token and cost budgets per user and per surface (src/budgets, docs/configuration.md "Budgets"). */
     budgets: budgetsSchema(SURFACE_KEYS, SURFACE_KEY_HINT).optional(),
+    /** Child agents a run may start with spawn_agent (docs/configuration.md "Child agents"). */
+    agents: agentsSchema,
+    agentLimits: agentLimitsSchema,
   })
   .strict()
   .superRefine((file, ctx) => {
     const known = [...BUILT_IN_TOOL_SETS, ...Object.keys(file.mcpServers)];
-    for (const [key, surface] of Object.entries(file.surfaces)) {
-      for (const [i, name] of (surface.tools ?? []).entries()) {
+    const models = Object.keys(file.models).filter((key) => key !== "default");
+    for (const problem of agentEntryProblems(file.agents, { toolSets: known, models }))
+      ctx.addIssue({ code: "custom", ...problem });
+    const checkTools = (tools: readonly string[] | undefined, path: Array<string | number>) => {
+      for (const [i, name] of (tools ?? []).entries()) {
         if (known.includes(name)) continue;
         const close = closest(name, known);
         ctx.addIssue({
           code: "custom",
-          path: ["surfaces", key, "tools", i],
+          path: [...path, "tools", i],
           message: `"${name}" is not a tool set${close ? ` (did you mean "${close}"?)` : ""}; tool sets are ${known.join(", ")} (the built-in ones and the names in mcpServers)`,
         });
       }
+    };
+    for (const [key, surface] of Object.entries(file.surfaces)) checkTools(surface.tools, ["surfaces", key]);
+    // A model name means one model everywhere, so /model and the console name the same thing.
+    const specs = new Map(Object.entries(pickableModels(file)));
+    for (const [index, binding] of file.bindings.entries()) {
+      checkTools(binding.tools, ["bindings", index]);
+      for (const [name, spec] of Object.entries(binding.models ?? {})) {
+        const before = specs.get(name);
+        if (before !== undefined && before !== spec)
+          ctx.addIssue({
+            code: "custom",
+            path: ["bindings", index, "models", name],
+            message: `"${name}" is already the model ${before}; a name means one model everywhere, so give ${spec} another name`,
+          });
+        specs.set(name, before ?? spec);
+      }
+      const model = binding.model;
+      if (model === undefined) continue;
+      const names = [...Object.keys(pickableModels(file)), ...Object.keys(binding.models ?? {})];
+      const isName = MODEL_NAME.test(model) && model !== "offline";
+      const problem = isName ? (names.includes(model) ? null : "name") : modelSpecProblem(model);
+      if (problem === null) continue;
+      ctx.addIssue({
+        code: "custom",
+        path: ["bindings", index, "model"],
+        message:
+          problem === "name"
+            ? `"${model}" is not one of the models named in "models" or this binding's "models" (${names.join(", ") || "none"}); name one, or give a model spec such as "openrouter:anthropic/claude-sonnet-4"`
+            : `"${model}" is not a model spec (${problem}); use "openrouter:<id>", "openai-compatible:<id>", "offline", or a name from "models"`,
+      });
     }
   });
 

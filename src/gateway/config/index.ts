@@ -2,9 +2,13 @@
  * The gateway's configuration: the environment and the SWITCHBOARD_CONFIG file, read and validated
  * once, at startup. Each area reads its own variables in its own file; `loadConfig` composes them.
  */
+
+import { otlpHeaderValues } from "../../telemetry/config.ts";
 import type { Env } from "../../util/env.ts";
-import { nonEmpty } from "../../util/env.ts";
+import { nonEmpty, onOff } from "../../util/env.ts";
 import { loadInstructions, parseAgentDirs } from "./agent.ts";
+import { parseAppTokens } from "./app-tokens.ts";
+import { checkBindings, DEFAULT_ACCOUNT } from "./bindings.ts";
 import { loadChannels } from "./channels.ts";
 import { parseDatabase } from "./database.ts";
 import { readFileConfig } from "./file.ts";
@@ -20,6 +24,15 @@ import type { GatewayConfig } from "./types.ts";
 import { parseWebChat } from "./web.ts";
 
 export { agentDirsOf } from "./agent.ts";
+export { type BindingFacts, DEFAULT_ACCOUNT } from "./bindings.ts";
+export {
+  type ConversationSettings,
+  conversationSettings,
+  explainSettings,
+  modelNamesOf,
+  SETTING_NAMES,
+  type SettingsExplanation,
+} from "./conversation-settings.ts";
 export { type FileConfig, loadFileConfig } from "./file.ts";
 export { defaultModelName, pickableModels } from "./models.ts";
 export { redactSecrets } from "./secrets.ts";
@@ -38,7 +51,11 @@ export function loadConfig(env: Env): GatewayConfig {
   const shutdownGraceMs = parseShutdownGraceMs(env);
   const ambiguousHoldMs = parseAmbiguousHoldMs(env);
   const { operatorToken, operatorTokens } = parseOperatorAccess(env);
+  const appTokens = parseAppTokens(env, { operatorToken, operatorTokens });
+  const openaiCompat = onOff(env, "SWITCHBOARD_OPENAI_COMPAT", false);
   const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
+  // Until `accounts` are configured, every channel has the one account its variables set up.
+  checkBindings(file.bindings, () => [DEFAULT_ACCOUNT]);
   const agentDir = parseAgentDirs(env, file, baseDir);
   const { instructions, instructionsSource } = loadInstructions(env, file, baseDir);
 
@@ -48,6 +65,8 @@ export function loadConfig(env: Env): GatewayConfig {
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secrets.read(name);
   if (operatorToken) secrets.values.push(operatorToken);
   for (const { token } of operatorTokens) secrets.values.push(token);
+  for (const { token } of appTokens) secrets.values.push(token);
+  secrets.values.push(...otlpHeaderValues(env));
   const metricsToken = parseLongSecret(
     secrets,
     "SWITCHBOARD_METRICS_TOKEN",
@@ -75,6 +94,8 @@ export function loadConfig(env: Env): GatewayConfig {
     logFormat,
     operatorToken,
     operatorTokens,
+    appTokens,
+    openaiCompat,
     timezone,
     instructions,
     instructionsSource,

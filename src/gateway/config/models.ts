@@ -9,7 +9,17 @@ import type { Env } from "../../util/env.ts";
 import { SURFACE_KEY_HINT, SURFACE_KEYS } from "./surfaces.ts";
 
 /** What a name in `models` looks like: what users type after /model. */
-const MODEL_NAME = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
+export const MODEL_NAME = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
+
+/** One model spec (`openrouter:<id>`, `openai-compatible:<id>`, `offline`), checked as the registry reads it. */
+export const modelSpecSchema = z.string().superRefine((spec, ctx) => {
+  const problem = modelSpecProblem(spec);
+  if (problem)
+    ctx.addIssue({
+      code: "custom",
+      message: `"${spec}" is not a model spec (${problem}); use "openrouter:<id>", "openai-compatible:<id>" or "offline"`,
+    });
+});
 
 /**
  * `models`: the models users may pick with /model, by name (`"smart": "openrouter:…"`), and the

@@ -31,7 +31,18 @@ export interface SurfacePolicy {
   approvers: readonly string[];
   /** The flood limit: messages one user may send per minute here (a burst of as many, then that rate). */
   messagesPerMinute: number;
+  /**
+   * What an edit of a message whose answer is finished becomes: `ignore`, or `new-input` (read as
+   * a new message). An edit before then is always a correction of the unfinished run.
+   */
+  edits: EditsSetting;
+  /** Show where the answer stands as the bot's reaction on the person's message (👀 ⏳ ✅ ⚠️). */
+  statusReactions: boolean;
 }
+
+/** What an edit after the answer does; see SurfacePolicy.edits. */
+export const EDITS_SETTINGS = ["ignore", "new-input"] as const;
+export type EditsSetting = (typeof EDITS_SETTINGS)[number];
 
 /** What a surface's history tools may search; see SurfacePolicy.historyScope. */
 export const HISTORY_SCOPES = ["user", "channel", "conversation", "off"] as const;
@@ -49,6 +60,8 @@ export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
     nativeStreaming: false,
     approvers: [],
     messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
+    edits: "ignore",
+    statusReactions: true,
   },
   group: {
     inputPolicy: "queue",
@@ -57,6 +70,8 @@ export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
     nativeStreaming: false,
     approvers: [],
     messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
+    edits: "ignore",
+    statusReactions: false,
   },
   thread: {
     inputPolicy: "queue",
@@ -65,6 +80,8 @@ export const DEFAULT_SURFACES: Record<SurfaceKind, SurfacePolicy> = {
     nativeStreaming: false,
     approvers: [],
     messagesPerMinute: DEFAULT_MESSAGES_PER_MINUTE,
+    edits: "ignore",
+    statusReactions: false,
   },
 };
 
@@ -89,6 +106,8 @@ export const surfaceOverrideSchema = z
     historyScope: z.enum(HISTORY_SCOPES).optional(),
     approvers: z.array(z.string().min(1).max(200)).max(1000).optional(),
     messagesPerMinute: z.number().int().min(1).max(100_000).optional(),
+    edits: z.enum(EDITS_SETTINGS).optional(),
+    statusReactions: z.boolean().optional(),
   })
   .strict();
 
@@ -100,7 +119,7 @@ export function surfacePolicy(
   channel: ChannelName,
   surface: SurfaceKind,
 ): SurfacePolicy {
-  const base = DEFAULT_SURFACES[surface];
+  const base = { ...DEFAULT_SURFACES[surface], edits: channelEdits(file, channel) };
   const overrides = [
     file.surfaces["*:*"],
     file.surfaces[`*:${surface}`],
@@ -122,10 +141,22 @@ export function surfacePolicy(
       ...((o.agentDir ?? policy.agentDir) ? { agentDir: o.agentDir ?? policy.agentDir } : {}),
       approvers: o.approvers ?? policy.approvers,
       messagesPerMinute: o.messagesPerMinute ?? policy.messagesPerMinute,
+      edits: o.edits ?? policy.edits,
+      statusReactions: o.statusReactions ?? policy.statusReactions,
       ...((o.instructions ?? policy.instructions)
         ? { instructions: o.instructions ?? policy.instructions }
         : {}),
     };
   }
   return policy;
+}
+
+/**
+ * The channel's own default for `edits`: Telegram's and Matrix's sections had `editedMessages`
+ * before `edits` was a surface key, and it still sets that channel's default.
+ */
+function channelEdits(file: object, channel: ChannelName): EditsSetting {
+  const section = (file as Partial<Record<ChannelName, { editedMessages?: unknown }>>)[channel];
+  const legacy = section?.editedMessages;
+  return legacy === "new-input" ? "new-input" : "ignore";
 }

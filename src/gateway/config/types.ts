@@ -3,6 +3,7 @@ import type { PlatformChannel } from "../../../channels/module.ts";
 import type { DatabaseConfig } from "../../store/open-backend.ts";
 import type { SearchBackend } from "../../tools/web/search.ts";
 import type { LogFormat, LogLevel } from "../../util/log.ts";
+import type { AppTokens } from "../http/api-caller.ts";
 import type { OperatorTokens } from "../http/auth.ts";
 import type { FileConfig } from "./file.ts";
 
@@ -16,6 +17,10 @@ export interface GatewayConfig {
   operatorToken: string | null;
   /** SWITCHBOARD_OPERATOR_TOKENS: one token per named operator, who is then recorded as acting. */
   operatorTokens: OperatorTokens;
+  /** SWITCHBOARD_APP_TOKENS: applications that may use the conversation API only (docs/api.md). */
+  appTokens: AppTokens;
+  /** SWITCHBOARD_OPENAI_COMPAT=on: `POST /v1/chat/completions` for OpenAI clients (docs/api.md). */
+  openaiCompat: boolean;
   timezone: string;
   instructions: string;
   /**

@@ -2,6 +2,7 @@
 import type { z } from "zod";
 import { SwitchboardError } from "../../errors.ts";
 import type { OperatorService } from "../../operator/types.ts";
+import type { ExplainedConversation } from "../config/explain.ts";
 import type { Dashboard } from "../dashboard.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import { clientKey } from "./client-address.ts";
@@ -33,6 +34,7 @@ export interface OperatorRoutesDeps {
   maxBodyBytes: number;
   onOperatorAction?: () => void;
   dashboard?: () => Promise<Dashboard>;
+  conversationSettings?: ((conversationId: string) => Promise<ExplainedConversation | null>) | undefined;
 }
 
 type Actor = `operator:${string}`;
@@ -106,12 +108,7 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       const q = query(c, approvalsQuery);
       return operator.approvals.list({ state: q.state, conversationId: q.conversation, limit: q.limit });
     }),
-    mutate("/api/approvals/:id/approve", emptyBody, (c, _body, actor) =>
-      operator.approvals.decide(param(c, "id"), "approve", actor),
-    ),
-    mutate("/api/approvals/:id/deny", emptyBody, (c, _body, actor) =>
-      operator.approvals.decide(param(c, "id"), "deny", actor),
-    ),
+    // POST /api/approvals/:id/approve|deny: conversation-api.ts (app tokens decide their own).
     read("/api/runs", async (c) => {
       const q = query(c, runsQuery);
       return operator.runs.list({
@@ -134,6 +131,22 @@ export function operatorRoutes(deps: OperatorRoutesDeps): Route[] {
       const id = param(c, "id");
       const page = await operator.conversations.show(id, { cursor: q.cursor, limit: q.limit });
       return found(page, `conversation ${id}`, "GET /api/conversations");
+    }),
+    read("/api/conversations/:id/settings", async (c) => {
+      query(c, noQuery);
+      const id = param(c, "id");
+      if (!deps.conversationSettings)
+        throw new SwitchboardError(
+          "platform_unavailable",
+          "This gateway reads no configuration (it is a standby); open the console of the active gateway.",
+        );
+      const explained = await deps.conversationSettings(id);
+      if (explained === null)
+        throw new SwitchboardError(
+          "not_found",
+          `Conversation ${id} has no run a channel started, so no bindings or surfaces apply to it; list conversations with GET /api/conversations.`,
+        );
+      return explained;
     }),
     read("/api/conversations/:id/usage", async (c) => {
       query(c, noQuery);
@@ -211,7 +224,7 @@ function pairingAttemptKey({ operator, clientAddress }: RouteContext): string {
 }
 
 /** A named operator's own token says who acts; with the shared token, X-Switchboard-Actor does. */
-function actorOf({ request, operator }: RouteContext): Actor {
+export function actorOf({ request, operator }: RouteContext): Actor {
   if (operator !== undefined) return `operator:${operator}`;
   const header = request.headers.get("x-switchboard-actor");
   if (header === null) return "operator:api";

@@ -1,10 +1,12 @@
 /** A small method + path router with `:param` segments. */
 
 /**
- * `operator`: an operator token (auth.ts); `metrics`: an allowed `Host`, and beyond loopback the
- * metrics or an operator token; `public`: none (the route checks what it needs itself).
+ * `operator`: an operator token (auth.ts); `api`: an operator token or an app token
+ * (SWITCHBOARD_APP_TOKENS; the route checks what the app may touch); `metrics`: an allowed `Host`,
+ * and beyond loopback the metrics or an operator token; `public`: none (the route checks what it
+ * needs itself).
  */
-export type Access = "public" | "operator" | "metrics";
+export type Access = "public" | "operator" | "api" | "metrics";
 
 export interface RouteContext {
   request: Request;
@@ -17,6 +19,8 @@ export interface RouteContext {
   clientAddress: string;
   /** The named operator whose own token authenticated the request (SWITCHBOARD_OPERATOR_TOKENS). */
   operator?: string;
+  /** The app whose token authenticated the request (SWITCHBOARD_APP_TOKENS); only on `api` routes. */
+  app?: string;
 }
 
 export interface Route {

@@ -8,6 +8,7 @@ import { newId } from "../../util/ids.ts";
 import type { Logger } from "../../util/log.ts";
 import { KeyedRateLimiter } from "../../util/rate-limit.ts";
 import { isServerBodyLimitError, limitBody } from "../../util/read-body.ts";
+import { authenticateApp } from "./api-caller.ts";
 import {
   authenticateMetrics,
   authenticateOperator,
@@ -17,9 +18,12 @@ import {
 import { AuthFailureLimiter } from "./auth-limit.ts";
 import { PayloadTooLargeError } from "./body.ts";
 import { clientKey, forwardedByProxy, isLoopbackAddress } from "./client-address.ts";
+import { conversationApiRoutes } from "./conversation-api.ts";
 import { asErrorPage, wantsHtmlPage } from "./error-page.ts";
 import { eventRoutes } from "./event-routes.ts";
 import { healthRoutes } from "./health-routes.ts";
+import { openAiCompatRoute } from "./openai-compat.ts";
+import { openApiRoute } from "./openapi.ts";
 import { operatorRoutes } from "./operator-routes.ts";
 import { apiError, errorToResponse } from "./respond.ts";
 import { type Route, Router } from "./router.ts";
@@ -89,7 +93,11 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     shared: services.operatorToken,
     named: services.operatorTokens ?? [],
   };
-  const router = new Router([
+  const track = (abort: AbortController) => {
+    openStreams.add(abort);
+    return () => openStreams.delete(abort);
+  };
+  const routes: Route[] = [
     ...healthRoutes(services, () => authFailures.render()),
     ...staticRoutes(await loadAssets(), operatorApiEnabled(credentials)),
     ...operatorRoutes({
@@ -100,20 +108,37 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         services.changes?.publish({ kind: "operator" });
       },
       dashboard: services.dashboard,
+      conversationSettings: services.conversationSettings,
     }),
-    ...eventRoutes({
-      services,
+    ...eventRoutes({ services, heartbeatMs: options.sseHeartbeatMs ?? 15_000, logger, track }),
+    ...conversationApiRoutes({
+      services: services.conversations,
+      decide: (approvalId, decision, actor) => services.operator.approvals.decide(approvalId, decision, actor),
+      maxBodyBytes,
       heartbeatMs: options.sseHeartbeatMs ?? 15_000,
       logger,
-      track: (abort) => {
-        openStreams.add(abort);
-        return () => openStreams.delete(abort);
+      track,
+      onAction: () => {
+        services.onOperatorAction?.();
+        services.changes?.publish({ kind: "operator" });
       },
     }),
     // The web channel's routes may also come in `routes` (it is one of the adapters, possibly
     // wrapped): mount each of its paths once. Two other adapters on one path still fail loudly.
     ...withoutWebDuplicates(services.web.routes(), services.routes).map(mountAdapterRoute),
-  ]);
+  ];
+  routes.push(openApiRoute(routes));
+  if (services.openaiCompat)
+    routes.push(
+      openAiCompatRoute({
+        services: services.conversations,
+        maxBodyBytes,
+        heartbeatMs: options.sseHeartbeatMs ?? 15_000,
+        logger,
+        track,
+      }),
+    );
+  const router = new Router(routes);
 
   const server = Bun.serve({
     hostname: options.host,
@@ -183,12 +208,29 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     // Without the token the API answers nothing, not even "no such route".
     const access = match.kind === "found" ? match.route.access : isApiPath ? "operator" : "public";
     let operator: string | null = null;
-    if (access === "operator") {
+    const app =
+      access === "operator" || access === "api" ? authenticateApp(request, services.appTokens ?? []) : null;
+    if (app !== null && access === "operator")
+      return apiError(
+        403,
+        "forbidden",
+        `The app token of ${app.name} may use only the conversation API (docs/api.md), not ${request.method} ${url.pathname}; use an operator token for it.`,
+      );
+    if ((access === "operator" || access === "api") && app === null) {
       const auth = authenticateOperator(request, credentials);
-      if ("refused" in auth)
-        return auth.refused.status === 401
-          ? authFailures.refuse("api", clientAddress, auth.refused)
-          : auth.refused;
+      if ("refused" in auth) {
+        // With app tokens but no operator token, a conversation API route is open to the apps.
+        const refused =
+          access === "api" && auth.refused.status === 403 && (services.appTokens?.length ?? 0) > 0
+            ? apiError(
+                401,
+                "unauthorized",
+                "Send an app token (SWITCHBOARD_APP_TOKENS) or the operator token as 'Authorization: Bearer <token>'.",
+                { "www-authenticate": 'Bearer realm="switchboard"' },
+              )
+            : auth.refused;
+        return refused.status === 401 ? authFailures.refuse("api", clientAddress, refused) : refused;
+      }
       operator = auth.name;
     }
     if (access === "metrics") {
@@ -222,6 +264,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         requestId,
         clientAddress,
         ...(operator === null ? {} : { operator }),
+        ...(app === null ? {} : { app: app.name }),
       });
     } catch (error) {
       if (error instanceof PayloadTooLargeError) return apiError(413, "payload_too_large", error.message);

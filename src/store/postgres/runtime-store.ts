@@ -1,4 +1,5 @@
 import type { SQL, TransactionSQL } from "bun";
+import type { ChildFilter, ChildRecord } from "../../children/store.ts";
 import type { OperatorRuntimeStore } from "../../operator/runtime-store.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import type {
@@ -18,6 +19,8 @@ import type {
 } from "../../runtime/store.ts";
 import type { ConversationState, StateStore } from "../../state/store.ts";
 import { type AdmissionSteps, admitAsync } from "../admission.ts";
+import { type ChildRow, childSelectSql, childTargetWhere, toChildLink } from "../child-sql.ts";
+import { withoutContext } from "../children.ts";
 import { resolveKey } from "../ledger-writes.ts";
 import { type Mutation, type MutationSteps, StoreMutations } from "../mutations.ts";
 import type { PromptRead } from "../prompt-reads.ts";
@@ -231,6 +234,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
       lockExistingHead: (conversationId) => this.lockExistingHead(tx, conversationId),
       insertHead: (conversationId, nowMs) => this.insertHead(tx, conversationId, nowMs),
       lockIngress: (source, key) => this.lockIngress(tx, source, key),
+      admission: () => this.admissionSteps(tx),
     });
   }
 
@@ -258,6 +262,25 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
       endRun: (run, state, nowMs) => this.steps(tx).endRun(run, state, nowMs),
       appendEvent: (body, nowMs) => this.appendEvent(tx, body, nowMs),
     });
+  }
+
+  async listChildren(filter: ChildFilter): Promise<ChildRecord[]> {
+    const { where, param } = childTargetWhere(filter, (n) => `$${n}`);
+    const sql = childSelectSql(
+      `${where} AND ($2::text IS NULL OR c.state = $2::text)`,
+      "ORDER BY c.created_at_ms, c.handle LIMIT $3",
+    );
+    const rows = (await this.sql.unsafe(sql, [
+      param,
+      filter.state ?? null,
+      filter.limit ?? 100,
+    ])) as ChildRow[];
+    return rows.map((row) => withoutContext(toChildLink(row)));
+  }
+
+  async loadChild(handle: string): Promise<ChildRecord | null> {
+    const [row] = (await this.sql.unsafe(childSelectSql("c.handle = $1"), [handle])) as ChildRow[];
+    return row ? withoutContext(toChildLink(row)) : null;
   }
 
   loadRun(runId: string): Promise<RunView | null> {

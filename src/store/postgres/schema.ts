@@ -1,5 +1,6 @@
 import { SQL } from "bun";
 import { SwitchboardError } from "../../errors.ts";
+import { childAgentsSchemaSql } from "../child-sql.ts";
 import {
   approvalsTablesSql,
   ingressReceiptsTableSql,
@@ -299,6 +300,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 18, name: "search-inputs-at-run-end", sql: INPUTS_AT_RUN_END_SQL },
   { version: 19, name: "pairing-attempt-keys", sql: PAIRING_ATTEMPT_KEYS_SQL },
   { version: 20, name: "channel-state", sql: CHANNEL_STATE_SQL },
+  { version: 21, name: "child-agents", sql: childAgentsSchemaSql(POSTGRES_DIALECT) },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -1,6 +1,7 @@
 import type { TransactionSQL } from "bun";
 import type { ConversationSettings, RunRecord } from "../../runtime/store.ts";
 import type { MessagePart, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { AdmissionSteps } from "../admission.ts";
 import type { MutationSteps } from "../mutations.ts";
 import { commitAnswer, finalizeStream, insertRecords } from "../outbox-writes.ts";
 import { type Integer, type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
@@ -8,6 +9,7 @@ import type { EventBody } from "../rules.ts";
 import { endWithoutOwner } from "../run-writes.ts";
 import { type StateRow, toStateRecord } from "../state-rows.ts";
 import { type AsyncSteps, runAsync } from "../steps.ts";
+import { postgresChildSteps } from "./child-steps.ts";
 import { postgresOutboxSteps } from "./outbox.ts";
 import { summaryOf } from "./prompt-reads.ts";
 
@@ -25,6 +27,8 @@ export interface PostgresLedger {
   lockExistingHead(conversationId: string): Promise<number | null>;
   insertHead(conversationId: string, nowMs: number): Promise<void>;
   lockIngress(source: string, key: string): Promise<void>;
+  /** Admission's steps in the same transaction (a child's task and its result are admissions). */
+  admission(): AsyncSteps<AdmissionSteps>;
 }
 
 /**
@@ -34,6 +38,7 @@ export interface PostgresLedger {
 export function postgresStoreSteps(sql: TransactionSQL, ledger: PostgresLedger): PostgresSteps {
   const outbox = postgresOutboxSteps(sql);
   const steps: PostgresSteps = {
+    ...postgresChildSteps(sql, ledger.admission),
     fenced: ledger.fenced,
     lockRun: (runId) => ledger.lockRun(runId),
     activeRuns: (conversationId) => ledger.activeRuns(conversationId),

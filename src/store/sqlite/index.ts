@@ -3,6 +3,8 @@ import type { AccessStore } from "../../access/store.ts";
 import type { BudgetStore } from "../../budgets/store.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
 import type { SearchStore } from "../../search/store.ts";
+import { childAgentsSchemaSql } from "../child-sql.ts";
+import { SQLITE_DIALECT } from "../tables.sql.ts";
 import { ACCESS_SCHEMA_SQL, createSqliteAccessStore, PAIRING_ATTEMPT_KEYS_SQL } from "./access.ts";
 import { BUDGETS_SCHEMA_SQL, createSqliteBudgetStore } from "./budgets.ts";
 import { type Migration, openDatabase } from "./database.ts";
@@ -64,6 +66,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 21, name: "state-counts", sql: STATE_COUNTS_SQL },
   { version: 22, name: "pairing-attempt-keys", sql: PAIRING_ATTEMPT_KEYS_SQL },
   { version: 23, name: "channel-state", sql: CHANNEL_STATE_SQL },
+  { version: 24, name: "child-agents", sql: childAgentsSchemaSql(SQLITE_DIALECT) },
 ];
 
 export interface SqliteStores {

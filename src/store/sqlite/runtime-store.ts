@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import type { ChildFilter, ChildRecord } from "../../children/store.ts";
 import type { OperatorRuntimeStore } from "../../operator/runtime-store.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
 import type {
@@ -18,6 +19,8 @@ import type {
 } from "../../runtime/store.ts";
 import type { ConversationState, StateStore } from "../../state/store.ts";
 import { type AdmissionSteps, admitSync } from "../admission.ts";
+import { type ChildRow, childSelectSql, childTargetWhere, toChildLink } from "../child-sql.ts";
+import { withoutContext } from "../children.ts";
 import { resolveKey } from "../ledger-writes.ts";
 import { type Mutation, type MutationSteps, StoreMutations } from "../mutations.ts";
 import type { PromptRead, PromptReadSteps } from "../prompt-reads.ts";
@@ -80,6 +83,7 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
       version: (conversationId) => this.version(conversationId),
       nextFinishSeq: () => this.nextFinishSeq(),
       fenced: (fence) => this.fenced(fence),
+      admission: () => this.admissionSteps,
     });
   }
 
@@ -257,6 +261,25 @@ export class SqliteRuntimeStore extends StoreMutations implements OperatorRuntim
 
   private admitOne(request: AdmitRequest): AdmitResult {
     return admitSync(request, this.admissionSteps);
+  }
+
+  listChildren(filter: ChildFilter): Promise<ChildRecord[]> {
+    return this.read(() => {
+      const { where, param } = childTargetWhere(filter, (n) => `?${n}`);
+      const sql = childSelectSql(
+        `${where} AND (?2 IS NULL OR c.state = ?2)`,
+        "ORDER BY c.created_at_ms, c.handle LIMIT ?3",
+      );
+      const rows = this.db.query(sql).all(param, filter.state ?? null, filter.limit ?? 100) as ChildRow[];
+      return rows.map((row) => withoutContext(toChildLink(row)));
+    });
+  }
+
+  loadChild(handle: string): Promise<ChildRecord | null> {
+    return this.read(() => {
+      const row = this.db.query(childSelectSql("c.handle = ?1")).get(handle) as ChildRow | null;
+      return row ? withoutContext(toChildLink(row)) : null;
+    });
   }
 
   loadRun(runId: string): Promise<RunView | null> {

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { ConversationSettings, RunRecord } from "../../runtime/store.ts";
 import type { MessagePart, TerminalRunState, Usage } from "../../runtime/types.ts";
+import type { AdmissionSteps } from "../admission.ts";
 import type { MutationSteps } from "../mutations.ts";
 import { commitAnswer, finalizeStream, insertRecords } from "../outbox-writes.ts";
 import { type MessageRow, type RunRow, toMessage, toRun } from "../rows.ts";
@@ -9,6 +10,7 @@ import { summaryConflict } from "../rules.ts";
 import { endWithoutOwner, type RunWriteSteps } from "../run-writes.ts";
 import { type StateRow, toStateRecord } from "../state-rows.ts";
 import { runSync } from "../steps.ts";
+import { sqliteChildSteps } from "./child-steps.ts";
 import { sqliteOutboxSteps } from "./outbox.ts";
 import { summaryOf } from "./prompt-reads.ts";
 
@@ -24,6 +26,8 @@ export interface SqliteLedger {
   version(conversationId: string): number;
   nextFinishSeq(): number;
   fenced: RunWriteSteps["fenced"];
+  /** Admission's steps on the same connection (a child's task and its result are admissions). */
+  admission(): AdmissionSteps;
 }
 
 const ANSWER_STREAMING = `INSERT INTO messages (id, conversation_id, run_id, role, parts, status, created_at_ms)
@@ -37,6 +41,7 @@ const ANSWER_STREAMING = `INSERT INTO messages (id, conversation_id, run_id, rol
 export function sqliteStoreSteps(db: Database, ledger: SqliteLedger): MutationSteps {
   const outbox = sqliteOutboxSteps(db);
   const steps: MutationSteps = {
+    ...sqliteChildSteps(db, ledger.admission),
     fenced: ledger.fenced,
     lockRun: (runId) => ledger.runRow(runId),
     activeRuns: (conversationId) => ledger.activeRuns(conversationId),

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { parseDiscordConfig } from "../../../channels/discord/index.ts";
+import { discordModule } from "../../../channels/discord/module.ts";
 import { isSwitchboardError } from "../../../src/errors.ts";
 
 function configError(input: unknown) {
@@ -20,6 +21,7 @@ describe("parseDiscordConfig", () => {
       readyTimeoutMs: 30_000,
       groupSessions: "shared",
       allowBots: false,
+      interactionDeferMs: 2000,
     });
   });
 
@@ -39,5 +41,26 @@ describe("parseDiscordConfig", () => {
   test("a missing token says what to set", () => {
     expect(configError({}).message).toContain("Set the Discord bot token");
     expect(configError({ token: "" }).message).toContain("it is empty");
+  });
+});
+
+describe("DISCORD_COMMANDS_GUILD", () => {
+  const file = { section: {}, allowBots: false };
+  test("names the server slash commands are registered in; a non-id is refused naming the variable", () => {
+    expect(
+      discordModule.fromEnv(
+        { DISCORD_BOT_TOKEN: "abc.def", DISCORD_COMMANDS_GUILD: "123456789012345678" },
+        file,
+      ),
+    ).toMatchObject({ commandsGuildId: "123456789012345678" });
+    expect(discordModule.fromEnv({ DISCORD_BOT_TOKEN: "abc.def" }, file)?.commandsGuildId).toBeUndefined();
+    let refusal: unknown;
+    try {
+      discordModule.fromEnv({ DISCORD_BOT_TOKEN: "abc.def", DISCORD_COMMANDS_GUILD: "my-server" }, file);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(isSwitchboardError(refusal, "config_invalid")).toBe(true);
+    expect((refusal as Error).message).toContain("DISCORD_COMMANDS_GUILD");
   });
 });

@@ -38,6 +38,7 @@ function discordSide(emulator: DiscordEmulator, userId: string, threadId: string
     async write(text) {
       return { messageId: emulator.sendDm(userId, text).id, delivery: null };
     },
+    reactions: (_target, messageId) => emulator.reactionsOn(messageId),
     shown(target) {
       return botMessages(target).map((m) => {
         const buttons = buttonsOf(m);

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import {
   type DiscordMessageFacts,
   deletionToInbound,
+  editToInbound,
   type ParseResult,
   toInbound,
 } from "../../../channels/discord/index.ts";
@@ -163,5 +164,29 @@ describe("deletionToInbound: MESSAGE_DELETE → a withdrawal of the message", ()
     });
     const inDm = message(deletionToInbound({ ...ids, guildId: null, facts: null }, context, NOW));
     expect(inDm.surface).toBe("dm");
+  });
+});
+
+describe("editToInbound: MESSAGE_UPDATE → an edit of the message", () => {
+  const EDITED_AT = 1_700_000_200_000;
+
+  test("the new content in the message's conversation, keyed by message and edit time", () => {
+    const original = message(toInbound(facts(), context));
+    const edit = message(editToInbound(facts({ content: "hello there" }), EDITED_AT, context));
+    expect(edit).toMatchObject({
+      updateKey: `edit:${original.messageId}:${EDITED_AT}`,
+      messageId: original.messageId,
+      edited: { messageId: original.messageId },
+      conversationKey: original.conversationKey,
+      replyTarget: original.replyTarget,
+      text: "hello there",
+      receivedAtMs: EDITED_AT,
+    });
+    expect(original.edited).toBeUndefined();
+  });
+
+  test("what a message would skip, its edit skips", () => {
+    const own = facts({ author: { id: BOT, name: "me", isBot: true } });
+    expect(editToInbound(own, EDITED_AT, context)).toEqual({ kind: "skip", reason: "own_message" });
   });
 });

@@ -45,6 +45,7 @@ describe("Discord adapter: receiving with discord.js against the emulator", () =
       conversationKey: `dc:${adapter.account}:dm:${alice.id}`,
       replyTarget: `dc:${dmChannelId}`,
       surface: "dm",
+      where: { chat: dmChannelId },
       text: "hello bot",
       messageId: sent.id,
       addressedToBot: true,
@@ -71,6 +72,17 @@ describe("Discord adapter: receiving with discord.js against the emulator", () =
     // The addressing mention is dropped so the model reads what the person wrote.
     expect(mentionIn.text).toBe("what time is it?");
     expect(mentionIn.conversationKey).toBe(plainIn.conversationKey);
+    // What bindings match: the channel, the server, and the author's roles (without @everyone).
+    expect(plainIn.where).toEqual({ chat: channelId, guild: emulator.guildId, roles: [] });
+    const withRole = emulator.sendChannelMessage(channelId, bob.id, "as a member", {
+      roles: [emulator.memberRoleId],
+    });
+    const withRoleIn = await harness.nextInbound((m) => m.updateKey === withRole.id);
+    expect(withRoleIn.where).toEqual({
+      chat: channelId,
+      guild: emulator.guildId,
+      roles: [emulator.memberRoleId],
+    });
 
     // A reply to the bot's own message counts as addressing it.
     const botReply = await adapter.send(mentionIn.replyTarget, {
@@ -117,6 +129,8 @@ describe("Discord adapter: receiving with discord.js against the emulator", () =
     expect(joinedIn.conversationKey).toBe(`dc:${adapter.account}:thread:${joined}`);
     expect(joinedIn.replyTarget).toBe(`dc:${joined}`);
     expect(joinedIn.addressedToBot).toBe(true);
+    // For bindings, a thread is in the channel that holds it.
+    expect(joinedIn.where?.chat).toBe(emulator.generalChannelId);
     expect(foreignIn.surface).toBe("thread");
     expect(foreignIn.addressedToBot).toBe(false);
   });

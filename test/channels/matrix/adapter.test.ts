@@ -274,7 +274,7 @@ describe("rooms", () => {
 });
 
 describe("messages", () => {
-  test("an edit is ignored by default and a new input with editedMessages new-input", async () => {
+  test("an edit is passed on as an edit of the message it replaces (ingress decides what it does)", async () => {
     emulator = startMatrixEmulator();
     const alice = emulator.createUser("alice").userId;
     const room = emulator.createRoom(alice, { botJoined: true });
@@ -283,22 +283,18 @@ describe("messages", () => {
         "m.new_content": { msgtype: "m.text", body },
         "m.relates_to": { rel_type: "m.replace", event_id: original },
       });
-    const ignoring = await started();
+    const { ingress } = await started();
     const original = emulator.sendText(room, alice, "tpyo");
-    edit(original, "typo");
-    const marker = emulator.sendText(room, alice, "marker");
-    await emulator.waitFor(
-      () => ignoring.ingress.calls.some((m) => m.updateKey === marker),
-      WAIT_MS,
-      "the marker",
-    );
-    expect(ignoring.ingress.calls.map((m) => m.text)).toEqual(["tpyo", "marker"]);
-    await stop(ignoring.adapter);
-
-    const taking = await started({ config: { editedMessages: "new-input" } });
-    const editId = edit(original, "typo, again");
-    await emulator.waitFor(() => taking.ingress.calls[0], WAIT_MS, "the edit");
-    expect(taking.ingress.calls[0]).toMatchObject({ text: "typo, again", updateKey: editId });
+    const editId = edit(original, "typo");
+    await emulator.waitFor(() => ingress.calls[1], WAIT_MS, "the edit");
+    expect(ingress.calls[0]).toMatchObject({ text: "tpyo", updateKey: original, messageId: original });
+    expect(ingress.calls[0]?.edited).toBeUndefined();
+    expect(ingress.calls[1]).toMatchObject({
+      text: "typo",
+      updateKey: editId,
+      messageId: original,
+      edited: { messageId: original },
+    });
   });
 
   test("a photo arrives as an attachment fetched through the authenticated media endpoint", async () => {

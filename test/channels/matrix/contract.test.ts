@@ -35,6 +35,11 @@ await runAdapterContract({
         return { messageId: emulator.sendText(roomId, alice, text), delivery: null };
       },
       shown: (target) => shownMessages(emulator, target),
+      reactions: (target, messageId) =>
+        emulator
+          .reactions(decodeTarget(target).roomId, messageId)
+          .filter((r) => r.sender === emulator.bot.userId)
+          .map((r) => r.key),
       async press(target, messageId, button) {
         const room = decodeTarget(target).roomId;
         if ("forgedData" in button) {

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { parseSlackConfig } from "../../../channels/slack/config.ts";
+import { DEFAULT_ASSISTANT_PROMPTS, parseSlackConfig } from "../../../channels/slack/config.ts";
+import { slackModule } from "../../../channels/slack/module.ts";
 import { isSwitchboardError } from "../../../src/errors.ts";
 
 function configError(input: unknown): string {
@@ -21,6 +22,7 @@ describe("parseSlackConfig", () => {
       apiUrl: "https://slack.com/api/",
       requestTimeoutMs: 10_000,
       allowOtherBots: false,
+      assistantPrompts: [...DEFAULT_ASSISTANT_PROMPTS],
     });
   });
 
@@ -46,5 +48,46 @@ describe("parseSlackConfig", () => {
     expect(
       configError({ mode: "http", botToken: "xoxb-1-a", signingSecret: "s", requestTimeoutMs: -1 }),
     ).toContain("slack.requestTimeoutMs");
+  });
+
+  test("assistant prompts: strings stand for title and message, [] offers none, more than 4 is refused", () => {
+    const base = { mode: "socket", botToken: "xoxb-1-a", appToken: "xapp-1-b" } as const;
+    expect(
+      parseSlackConfig({ ...base, assistantPrompts: ["Hi", { title: "Sum", message: "Summarise this" }] })
+        .assistantPrompts,
+    ).toEqual([
+      { title: "Hi", message: "Hi" },
+      { title: "Sum", message: "Summarise this" },
+    ]);
+    expect(parseSlackConfig({ ...base, assistantPrompts: [] }).assistantPrompts).toEqual([]);
+    expect(configError({ ...base, assistantPrompts: ["a", "b", "c", "d", "e"] })).toContain("at most 4");
+    expect(configError({ ...base, assistantPrompts: [{ title: "t", message: "" }] })).toContain(
+      "slack.assistantPrompts",
+    );
+  });
+});
+
+describe("SLACK_ASSISTANT_PROMPTS", () => {
+  const env = { SLACK_BOT_TOKEN: "xoxb-1-a", SLACK_APP_TOKEN: "xapp-1-b" };
+  const file = { section: {}, allowBots: false };
+
+  test("read as JSON", () => {
+    const config = slackModule.fromEnv({ ...env, SLACK_ASSISTANT_PROMPTS: '["Plan my day"]' }, file);
+    expect(config?.assistantPrompts).toEqual([{ title: "Plan my day", message: "Plan my day" }]);
+    expect(slackModule.fromEnv(env, file)?.assistantPrompts).toEqual([...DEFAULT_ASSISTANT_PROMPTS]);
+  });
+
+  test("bad JSON or a bad shape names the variable and shows an example", () => {
+    for (const value of ["Plan my day", '{"title":"x"}', '["a","b","c","d","e"]']) {
+      let message = "";
+      try {
+        slackModule.fromEnv({ ...env, SLACK_ASSISTANT_PROMPTS: value }, file);
+      } catch (error) {
+        if (isSwitchboardError(error, "config_invalid")) message = error.message;
+        else throw error;
+      }
+      expect(message).toContain("SLACK_ASSISTANT_PROMPTS");
+      expect(message).toContain("Example:");
+    }
   });
 });

@@ -87,6 +87,7 @@ function slackSide(emulator: SlackEmulator, transport: Transport): PlatformSide 
       });
       return { messageId, delivery: statuses };
     },
+    reactions: (target, messageId) => emulator.reactions(target.split(":")[0]!, messageId),
     shown(target) {
       return botMessages(target).map((m) => {
         const buttons = buttonsOf(m.blocks);

@@ -32,6 +32,7 @@ describe("parseSlackEvent", () => {
       conversationKey: "sl:T061EG9R6:A0PNCHHK2:dm:U061F7AUR",
       replyTarget: "D0PNCRP9N",
       surface: "dm",
+      where: { chat: "D0PNCRP9N", team: "T061EG9R6" },
       text: "what's on my calendar today?",
       messageId: "1700000000.000100",
       addressedToBot: true,
@@ -122,6 +123,32 @@ describe("parseSlackEvent", () => {
       conversationKey: "sl:T061EG9R6:A0PNCHHK2:dm:U061F7AUR",
       receivedAtMs: 1_700_000_050_000,
     });
+  });
+
+  test("message_changed names the message it edits", () => {
+    expect(parsedMessage(fixture("message_changed")).edited).toEqual({ messageId: "1700000000.000100" });
+    expect(parsedMessage(fixture("dm")).edited).toBeUndefined();
+  });
+
+  test("message_deleted → a withdrawal of that ts, in the conversation the message was in", () => {
+    const message = parsedMessage(fixture("message_deleted"));
+    expect(message).toMatchObject({
+      updateKey: "Ev0PV5DELE",
+      principal: { id: "U061F7AUR", isBot: false },
+      conversationKey: "sl:T061EG9R6:A0PNCHHK2:ch:C0PNCHANL:thread:1699999000.000100",
+      surface: "thread",
+      text: "",
+      attachments: [],
+      messageId: "1700000000.000100",
+      withdrawn: { messageId: "1700000000.000100" },
+      receivedAtMs: 1_700_000_060_000,
+    });
+    const mine = fixture("message_deleted");
+    (mine.event as { previous_message: { user: string } }).previous_message.user = "U0LAN0Z89";
+    expect(parseSlackEvent(mine, context)).toEqual({ kind: "skip", reason: "own_message" });
+    const blind = fixture("message_deleted");
+    delete (blind.event as { previous_message?: unknown }).previous_message;
+    expect(parseSlackEvent(blind, context)).toEqual({ kind: "skip", reason: "malformed_event" });
   });
 
   test("message_changed with unchanged text (an unfurl) is skipped", () => {

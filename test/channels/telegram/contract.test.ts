@@ -52,6 +52,7 @@ function telegramSide(
       const { update, message } = emulator.incoming({ chat: privateChat(alice), from: alice, text });
       return { messageId: String(message.message_id), delivery: update.update_id };
     },
+    reactions: (target, messageId) => emulator.reactionsOn(chatOf(target).chatId, Number(messageId)),
     shown(target) {
       const { chatId, threadId } = chatOf(target);
       return emulator

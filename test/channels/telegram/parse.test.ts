@@ -21,7 +21,6 @@ const context: ParseContext = {
   account: "555000111",
   botId: BOT.id,
   botUsername: "switchboard_bot",
-  editedMessages: "ignore",
   groupSessions: "shared",
 };
 const alice = user(1001, "Alice", { last_name: "Liddell", username: "alice" });
@@ -57,6 +56,7 @@ describe("parseUpdate", () => {
       conversationKey: "tg:555000111:dm:1001",
       replyTarget: "1001",
       surface: "dm",
+      where: { chat: "1001" },
       text: "hi",
       messageId: "12",
       addressedToBot: true,
@@ -218,7 +218,7 @@ describe("parseUpdate", () => {
     ]);
   });
 
-  test("edited messages: skipped by default; with new-input keyed by chat, message and edit date", () => {
+  test("edited messages: keyed by chat, message and edit date, naming the message they edit", () => {
     const original = message({
       chat: privateChat(alice),
       from: alice,
@@ -227,16 +227,15 @@ describe("parseUpdate", () => {
       text: "helo",
     });
     const edit = editedMessageUpdate(original, "hello", DATE + 30);
-    expect(parseUpdate(withId(edit), context)).toEqual({
-      kind: "skip",
-      reason: 'edited message (editedMessages is "ignore")',
-    });
-    const inbound = parsed(edit, { ...context, editedMessages: "new-input" });
+    const inbound = parsed(edit);
     expect(inbound).toMatchObject({
       updateKey: `edit:1001:50:${DATE + 30}`,
       text: "hello",
+      messageId: "50",
+      edited: { messageId: "50" },
       receivedAtMs: (DATE + 30) * 1000,
     });
+    expect(parsed(messageUpdate(original)).edited).toBeUndefined();
   });
 
   test("messages from bots are marked isBot", () => {
@@ -342,7 +341,6 @@ describe("parseTelegramConfig", () => {
       mode: "polling",
       token: "123:AAAAAAAAAAAAAAAAAAAAAAAAAAAA",
       apiRoot: "https://api.telegram.org",
-      editedMessages: "ignore",
       groupSessions: "shared",
       requestTimeoutMs: 10_000,
       pollTimeoutSeconds: 30,

@@ -81,10 +81,15 @@ describe("Telegram adapter, long polling", () => {
       addressedToBot: true,
       attachments: [],
       receivedAtMs: message.date * 1000,
+      where: { chat: "1001" },
     });
     await emulator.waitForConfirmed(update.update_id, 3_000);
-    // grammY asked with allowed_updates on its first poll: only new messages by default.
-    expect(emulator.callsOf("getUpdates")[0]?.params.allowed_updates).toEqual(["message", "callback_query"]);
+    // grammY asked with allowed_updates on its first poll: messages, their edits and presses.
+    expect(emulator.callsOf("getUpdates")[0]?.params.allowed_updates).toEqual([
+      "message",
+      "edited_message",
+      "callback_query",
+    ]);
   }, 10_000);
 
   test("an update whose ingress failed is not confirmed, is delivered again, and then admitted", async () => {

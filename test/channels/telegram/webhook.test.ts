@@ -85,7 +85,7 @@ describe("Telegram adapter, webhook", () => {
     expect(emulator.webhookRegistration()).toEqual({
       url: `http://127.0.0.1:${gateway.port}/telegram/webhook`,
       secretToken: SECRET,
-      allowedUpdates: ["message", "callback_query"],
+      allowedUpdates: ["message", "edited_message", "callback_query"],
     });
 
     const postedAfterMs = performance.now();

@@ -25,6 +25,7 @@ describe("parseWhatsAppMessage", () => {
       conversationKey: CONVERSATION,
       replyTarget: USER,
       surface: "dm",
+      where: { chat: USER },
       text: "Does it come in another color?",
       messageId: "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQUFFQUJCRjk5RTM2MzREMjQ3MAA=",
       addressedToBot: true,

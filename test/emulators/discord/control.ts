@@ -36,6 +36,15 @@ const schemas = {
     replyTo: z.string().optional(),
   }),
   redispatch: z.object({ messageId: z.string() }),
+  runCommand: z.object({
+    channelId: z.string(),
+    userId: z.string(),
+    name: z.string(),
+    options: z
+      .array(z.object({ name: z.string(), value: z.string(), focused: z.boolean().optional() }))
+      .default([]),
+    autocomplete: z.boolean().optional(),
+  }),
   faults: z.object({
     route: z.enum(REST_ROUTES as [RestRoute, ...RestRoute[]]),
     fault: faultSchema,
@@ -91,6 +100,17 @@ export async function handleControl(
       case "POST /redispatch":
         emulator.redispatch(schemas.redispatch.parse(body).messageId);
         return ok({});
+      case "GET /commands":
+        return ok(emulator.commandRegistrations);
+      case "POST /commands/run": {
+        const input = schemas.runCommand.parse(body);
+        const options = input.options.map((o) => stripUndefined(o));
+        const run =
+          input.autocomplete === true
+            ? emulator.autocomplete(input.channelId, input.userId, input.name, options)
+            : emulator.runCommand(input.channelId, input.userId, input.name, options);
+        return ok(run);
+      }
       case "POST /faults": {
         const input = schemas.faults.parse(body);
         emulator.failNext(input.route, stripUndefined(input.fault), input.times ?? 1);

@@ -281,3 +281,111 @@ describe("Discord emulator control endpoints (out-of-process use)", () => {
     expect(String(invalid.body.error)).toContain("route");
   });
 });
+
+describe("Discord emulator: application commands and slash command interactions", () => {
+  test("a bulk overwrite is validated like Discord's and recorded per scope", async () => {
+    emulator = startDiscordEmulator();
+    const app = emulator.bot.id;
+    const refused = await api(`/applications/${app}/commands`, {
+      method: "PUT",
+      body: [{ name: "Bad Name", description: "x", type: 1 }],
+    });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { code: number }).code).toBe(50035);
+    const optionalFirst = await api(`/applications/${app}/commands`, {
+      method: "PUT",
+      body: [
+        {
+          name: "in",
+          description: "later",
+          options: [
+            { type: 3, name: "prompt", description: "p", required: false },
+            { type: 3, name: "delay", description: "d", required: true },
+          ],
+        },
+      ],
+    });
+    expect(optionalFirst.status).toBe(400);
+    expect(emulator.commandRegistrations).toEqual([]);
+
+    const guild = await api(`/applications/${app}/guilds/${emulator.guildId}/commands`, {
+      method: "PUT",
+      body: [{ name: "new", description: "Start over", type: 1 }],
+    });
+    expect(guild.status).toBe(200);
+    expect(emulator.commandRegistrations.map((r) => r.scope)).toEqual([emulator.guildId]);
+    expect(emulator.registeredCommands(emulator.guildId)).toEqual([
+      expect.objectContaining({ name: "new", guild_id: emulator.guildId, application_id: app }),
+    ]);
+    // A guild command runs only in that guild.
+    const alice = emulator.createUser("alice");
+    expect(() => emulator?.runCommand(emulator.dmChannelId(alice.id), alice.id, "new")).toThrow(
+      "no command /new",
+    );
+  });
+
+  test("a deferred response is edited through the webhook while the token works (15 minutes)", async () => {
+    const clock = new FakeClock();
+    emulator = startDiscordEmulator({ clock });
+    const app = emulator.bot.id;
+    await api(`/applications/${app}/commands`, {
+      method: "PUT",
+      body: [{ name: "status", description: "How things are", type: 1 }],
+    });
+    const alice = emulator.createUser("alice");
+    const run = emulator.runCommand(emulator.generalChannelId, alice.id, "status");
+    const deferred = await api(`/interactions/${run.id}/${run.token}/callback?with_response=true`, {
+      method: "POST",
+      token: null,
+      body: { type: 5 },
+    });
+    expect(deferred.status).toBe(200);
+    const created = (await deferred.json()) as { resource: { message: { id: string; flags: number } } };
+    expect(created.resource.message).toMatchObject({ id: run.originalMessageId, flags: 128 });
+
+    await clock.advance(14 * 60_000);
+    const edit = await api(`/webhooks/${app}/${run.token}/messages/@original`, {
+      method: "PATCH",
+      token: null,
+      body: { content: "All good" },
+    });
+    expect(edit.status).toBe(200);
+    expect(emulator.visibleMessages(emulator.generalChannelId).at(-1)?.content).toBe("All good");
+
+    await clock.advance(2 * 60_000);
+    const late = await api(`/webhooks/${app}/${run.token}`, {
+      method: "POST",
+      token: null,
+      body: { content: "too late" },
+    });
+    expect(late.status).toBe(401);
+    expect(((await late.json()) as { code: number }).code).toBe(50027);
+    expect(run.originalEdits).toEqual(["All good"]);
+    expect(run.followUps).toEqual([]);
+  });
+
+  test("slash commands over /__control (out-of-process use)", async () => {
+    emulator = startDiscordEmulator();
+    await api(`/applications/${emulator.bot.id}/commands`, {
+      method: "PUT",
+      body: [{ name: "model", description: "Pick a model", type: 1 }],
+    });
+    const alice = emulator.createUser("alice");
+    const control = (path: string, body?: unknown) =>
+      fetch(`${emulator?.baseUrl}/__control${path}`, {
+        method: body === undefined ? "GET" : "POST",
+        headers: { "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }).then((r) => r.json() as Promise<Record<string, unknown>>);
+    const registrations = (await control("/commands")) as unknown as Array<{ scope: string }>;
+    expect(registrations.map((r) => r.scope)).toEqual(["global"]);
+    const run = await control("/commands/run", {
+      channelId: emulator.generalChannelId,
+      userId: alice.id,
+      name: "model",
+      options: [{ name: "name", value: "sm", focused: true }],
+      autocomplete: true,
+    });
+    expect(run).toMatchObject({ kind: "autocomplete", command: { name: "model" } });
+  });
+});

@@ -2,10 +2,15 @@ import type { Server } from "bun";
 import type { APIAttachment, APIUser } from "discord.js";
 import { type Clock, systemClock } from "../../../src/util/clock.ts";
 import { type FileFault, FileHost } from "../file-host.ts";
+import {
+  ApplicationCommands,
+  type CommandRegistration,
+  type RegisteredCommand,
+} from "./application-commands.ts";
 import { handleControl } from "./control.ts";
 import { type Fault, FaultInjector, type RestRoute } from "./faults.ts";
 import { GatewayHub, type GatewayLogEntry, type GatewaySocketData } from "./gateway.ts";
-import { type EmulatedInteraction, Interactions } from "./interactions.ts";
+import { type CommandOptionInput, type EmulatedInteraction, Interactions } from "./interactions.ts";
 import { type ChannelRateLimit, ChannelRateLimiter } from "./rate-limit.ts";
 import { RestApi, type RestCall } from "./rest.ts";
 import { SnowflakeGenerator } from "./snowflake.ts";
@@ -63,12 +68,15 @@ export class DiscordEmulator {
   readonly token: string;
   readonly bot: APIUser;
   readonly guildId: string;
+  /** A guild role besides @everyone, for messages sent with `{ roles: [memberRoleId] }`. */
+  readonly memberRoleId: string;
   /** The guild text channel "general" that exists from the start. */
   readonly generalChannelId: string;
   private readonly world: World;
   private readonly gateway: GatewayHub;
   private readonly rest: RestApi;
   private readonly interactions: Interactions;
+  private readonly commands: ApplicationCommands;
   private readonly faults = new FaultInjector();
   private readonly snowflakes: SnowflakeGenerator;
   /** Attachment downloads, at `/attachments/<fileId>/<filename>` (Discord's CDN). */
@@ -96,6 +104,7 @@ export class DiscordEmulator {
     };
     this.world = new World(ids, now, this.bot);
     this.guildId = this.world.guildId;
+    this.memberRoleId = this.world.memberRoleId;
     this.generalChannelId = this.world.createTextChannel("general").id;
     this.rateLimiter = options.channelRateLimit
       ? new ChannelRateLimiter(options.channelRateLimit, now)
@@ -111,7 +120,9 @@ export class DiscordEmulator {
       onChange,
     });
     this.interactions = new Interactions(ids, this.world, now);
+    this.commands = new ApplicationCommands(ids, this.bot.id, now);
     this.rest = new RestApi({
+      commands: this.commands,
       token: this.token,
       world: this.world,
       gateway: this.gateway,
@@ -276,12 +287,68 @@ export class DiscordEmulator {
     return interaction;
   }
 
-  /** Sends the INTERACTION_CREATE of an earlier press again (a duplicate delivery). */
+  /** Sends the INTERACTION_CREATE of an earlier press or slash command again (a duplicate delivery). */
   redispatchInteraction(interactionId: string): void {
     const earlier = this.interactions.all.find((i) => i.id === interactionId);
     if (!earlier) throw new Error(`Discord emulator: no interaction ${interactionId}.`);
-    const { payload } = this.interactions.replay(earlier);
+    const channel = this.world.channels.get(earlier.channelId);
+    const guildId = channel?.kind === "dm" ? undefined : this.guildId;
+    const commandId = earlier.command ? (this.commands.find(earlier.command.name, guildId)?.id ?? "") : "";
+    const { payload } = this.interactions.replay(earlier, commandId);
     this.gateway.dispatch("INTERACTION_CREATE", payload);
+  }
+
+  /**
+   * `userId` runs the slash command `/name` with `options` in `channelId`: an INTERACTION_CREATE
+   * (type 2). Only a registered command can run (guild commands in the guild, global ones
+   * anywhere). The application must answer within 3 s (type 4, or 5 then edit @original), and
+   * its token works for 15 minutes.
+   */
+  runCommand(
+    channelId: string,
+    userId: string,
+    name: string,
+    options: CommandOptionInput[] = [],
+  ): EmulatedInteraction {
+    return this.dispatchCommand(channelId, userId, name, options, "command");
+  }
+
+  /** `userId` is typing the option marked `focused` of `/name`: an autocomplete interaction (type 4). */
+  autocomplete(
+    channelId: string,
+    userId: string,
+    name: string,
+    options: CommandOptionInput[],
+  ): EmulatedInteraction {
+    return this.dispatchCommand(channelId, userId, name, options, "autocomplete");
+  }
+
+  /** Every accepted bulk overwrite of the application's commands, in order (`scope`: global or a guild id). */
+  get commandRegistrations(): readonly CommandRegistration[] {
+    return this.commands.registrations;
+  }
+
+  /** The commands registered now for `scope` (`global` or a guild id). */
+  registeredCommands(scope: string): RegisteredCommand[] {
+    return this.commands.current(scope);
+  }
+
+  private dispatchCommand(
+    channelId: string,
+    userId: string,
+    name: string,
+    options: CommandOptionInput[],
+    kind: "command" | "autocomplete",
+  ): EmulatedInteraction {
+    const channel = this.world.channels.get(channelId);
+    if (!channel) throw new Error(`Discord emulator: no channel ${channelId}.`);
+    const command = this.commands.find(name, channel.kind === "dm" ? undefined : this.guildId);
+    if (!command)
+      throw new Error(`Discord emulator: no command /${name} is registered where ${channelId} is.`);
+    const { interaction, payload } = this.interactions.runCommand(channelId, userId, command, options, kind);
+    this.gateway.dispatch("INTERACTION_CREATE", payload);
+    this.notify();
+    return interaction;
   }
 
   /** Every button press so far with its callbacks and follow-ups. */
@@ -307,6 +374,26 @@ export class DiscordEmulator {
     stored.deleted = true;
     const { id, channel_id, guild_id } = stored.message;
     this.gateway.dispatch("MESSAGE_DELETE", { id, channel_id, ...(guild_id ? { guild_id } : {}) });
+  }
+
+  /**
+   * The author edits their message: its content changes and MESSAGE_UPDATE (the whole message,
+   * with `edited_timestamp`) is dispatched. `editedAtMs` defaults to now; the same time again
+   * repeats the update, as a gateway replay would.
+   */
+  editUserMessage(messageId: string, content: string, editedAtMs = Date.now()): void {
+    const stored = this.world.message(messageId);
+    if (!stored) throw new Error(`Discord emulator: no message ${messageId} to edit.`);
+    stored.message.content = content;
+    stored.message.edited_timestamp = new Date(editedAtMs).toISOString();
+    this.gateway.dispatch("MESSAGE_UPDATE", stored.message);
+  }
+
+  /** The emoji the bot shows as its reactions on `messageId`, in the order added. */
+  reactionsOn(messageId: string): string[] {
+    const stored = this.world.message(messageId);
+    if (!stored) return [];
+    return [...(this.rest.reactions.get(`${stored.message.channel_id}:${messageId}`) ?? [])];
   }
 
   // ── faults and limits ────────────────────────────────────────────────────────────────────────

@@ -12,7 +12,12 @@ export type RestRoute =
   | "DELETE /channels/:id/messages/:id"
   | "POST /channels/:id/typing"
   | "POST /interactions/:id/:token/callback"
-  | "POST /webhooks/:id/:token";
+  | "POST /webhooks/:id/:token"
+  | "PATCH /webhooks/:id/:token/messages/@original"
+  | "PUT /applications/:id/commands"
+  | "PUT /applications/:id/guilds/:id/commands"
+  | "PUT /channels/:id/messages/:id/reactions/:emoji/@me"
+  | "DELETE /channels/:id/messages/:id/reactions/:emoji/@me";
 
 export const REST_ROUTES: readonly RestRoute[] = [
   "GET /gateway/bot",
@@ -25,6 +30,11 @@ export const REST_ROUTES: readonly RestRoute[] = [
   "POST /channels/:id/typing",
   "POST /interactions/:id/:token/callback",
   "POST /webhooks/:id/:token",
+  "PATCH /webhooks/:id/:token/messages/@original",
+  "PUT /applications/:id/commands",
+  "PUT /applications/:id/guilds/:id/commands",
+  "PUT /channels/:id/messages/:id/reactions/:emoji/@me",
+  "DELETE /channels/:id/messages/:id/reactions/:emoji/@me",
 ];
 
 export type Fault =

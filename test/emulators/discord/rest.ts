@@ -1,10 +1,20 @@
+import { type ApplicationCommands, commandListProblem } from "./application-commands.ts";
 import type { Fault, FaultInjector, RestRoute } from "./faults.ts";
 import type { GatewayHub } from "./gateway.ts";
-import { CALLBACK_TYPE, INTERACTION_ANSWER_MS, type Interactions } from "./interactions.ts";
+import {
+  CALLBACK_TYPE,
+  type EmulatedInteraction,
+  INTERACTION_ANSWER_MS,
+  INTERACTION_TOKEN_MS,
+  type Interactions,
+} from "./interactions.ts";
 import type { ChannelRateLimiter } from "./rate-limit.ts";
 import type { EmulatedChannel, GatewayMessage, StoredMessage, World } from "./world.ts";
 
 export const MAX_MESSAGE_CHARS = 2000;
+const EPHEMERAL_FLAG = 64;
+/** A deferred response's message shows "thinking…" while it carries this flag. */
+const LOADING_FLAG = 128;
 const MAX_NONCE_CHARS = 25;
 
 /** One REST call as the emulator saw it. The Authorization header is never recorded. */
@@ -26,6 +36,7 @@ export interface RestApiOptions {
   world: World;
   gateway: GatewayHub;
   interactions: Interactions;
+  commands: ApplicationCommands;
   faults: FaultInjector;
   rateLimiter: () => ChannelRateLimiter | null;
   nonceWindowMs: number;
@@ -41,6 +52,8 @@ interface Match {
   messageId?: string;
   /** Interaction routes: the interaction (or application) id and the interaction token. */
   token?: string;
+  /** Reaction routes: the emoji, decoded. */
+  emoji?: string;
 }
 
 type Outcome = Response | "hang" | "reset";
@@ -56,17 +69,37 @@ const ROUTE_PATTERNS: ReadonlyArray<[string, RegExp, RestRoute]> = [
   ["POST", /^\/channels\/(\d+)\/typing$/, "POST /channels/:id/typing"],
   ["POST", /^\/interactions\/(\d+)\/([^/]+)\/callback$/, "POST /interactions/:id/:token/callback"],
   ["POST", /^\/webhooks\/(\d+)\/([^/]+)$/, "POST /webhooks/:id/:token"],
+  [
+    "PATCH",
+    /^\/webhooks\/(\d+)\/([^/]+)\/messages\/(?:@|%40)original$/,
+    "PATCH /webhooks/:id/:token/messages/@original",
+  ],
+  [
+    "PUT",
+    /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/,
+    "PUT /channels/:id/messages/:id/reactions/:emoji/@me",
+  ],
+  [
+    "DELETE",
+    /^\/channels\/(\d+)\/messages\/(\d+)\/reactions\/([^/]+)\/@me$/,
+    "DELETE /channels/:id/messages/:id/reactions/:emoji/@me",
+  ],
+  ["PUT", /^\/applications\/(\d+)\/commands$/, "PUT /applications/:id/commands"],
+  ["PUT", /^\/applications\/(\d+)\/guilds\/(\d+)\/commands$/, "PUT /applications/:id/guilds/:id/commands"],
 ];
 
 /** Interaction callbacks and follow-ups are authorised by the interaction token, not the bot token. */
 const TOKEN_ROUTES = new Set<RestRoute>([
   "POST /interactions/:id/:token/callback",
   "POST /webhooks/:id/:token",
+  "PATCH /webhooks/:id/:token/messages/@original",
 ]);
 
 /** Discord's REST API under /api/v10, with fault injection, rate limits and nonce idempotency. */
 export class RestApi {
   readonly calls: RestCall[] = [];
+  /** The bot's reactions, by `<channel id>:<message id>`, in the order added. */
+  readonly reactions = new Map<string, string[]>();
   private readonly hanging = new Set<() => void>();
   private readonly nonces = new Map<string, { messageId: string; atMs: number }>();
 
@@ -143,12 +176,22 @@ export class RestApi {
         return this.editMessage(match, body);
       case "DELETE /channels/:id/messages/:id":
         return this.deleteMessage(match);
+      case "PUT /channels/:id/messages/:id/reactions/:emoji/@me":
+        return this.react(match, true);
+      case "DELETE /channels/:id/messages/:id/reactions/:emoji/@me":
+        return this.react(match, false);
       case "POST /channels/:id/typing":
         return this.channel(match) ? noContent() : unknownChannel();
       case "POST /interactions/:id/:token/callback":
-        return this.interactionCallback(match, body);
+        return this.interactionCallback(match, body, query);
       case "POST /webhooks/:id/:token":
         return this.followUp(match, body);
+      case "PATCH /webhooks/:id/:token/messages/@original":
+        return this.editOriginal(match, body);
+      case "PUT /applications/:id/commands":
+        return this.overwriteCommands(match.channelId, "global", body);
+      case "PUT /applications/:id/guilds/:id/commands":
+        return this.overwriteCommands(match.channelId, match.messageId ?? "", body);
     }
   }
 
@@ -258,6 +301,18 @@ export class RestApi {
     return json(200, restView(stored.message));
   }
 
+  /** The bot adds (or removes) its reaction on any message of the channel; both are idempotent. */
+  private react(match: Match, add: boolean): Response {
+    const stored = this.options.world.message(match.messageId ?? "");
+    if (!stored || stored.deleted || stored.message.channel_id !== match.channelId)
+      return json(404, { message: "Unknown Message", code: 10008 });
+    const key = `${match.channelId}:${match.messageId}`;
+    const emoji = match.emoji ?? "";
+    const shown = (this.reactions.get(key) ?? []).filter((e) => e !== emoji);
+    this.reactions.set(key, add ? [...shown, emoji] : shown);
+    return noContent();
+  }
+
   private deleteMessage(match: Match): Response {
     const stored = this.ownMessage(match);
     if (stored instanceof Response) return stored;
@@ -271,7 +326,7 @@ export class RestApi {
    * One answer per interaction, within INTERACTION_ANSWER_MS of the press (10062 after, 40060 for
    * a second answer). UPDATE_MESSAGE (7) edits the message the button is under.
    */
-  private interactionCallback(match: Match, body: unknown): Response {
+  private interactionCallback(match: Match, body: unknown, query: URLSearchParams): Response {
     const interaction = this.options.interactions.find(match.channelId ?? "", match.token ?? "");
     if (!interaction || this.options.now() - interaction.createdAtMs > INTERACTION_ANSWER_MS) {
       return json(404, { message: "Unknown interaction", code: 10062 });
@@ -284,10 +339,38 @@ export class RestApi {
     if (!Object.values(CALLBACK_TYPE).includes(type as never)) {
       return formError("type", "BASE_TYPE_CHOICES", `Value must be one of ${Object.values(CALLBACK_TYPE)}.`);
     }
+    const expected =
+      interaction.kind === "autocomplete"
+        ? [CALLBACK_TYPE.autocompleteResult]
+        : interaction.kind === "command"
+          ? [CALLBACK_TYPE.channelMessage, CALLBACK_TYPE.deferredChannelMessage]
+          : [
+              CALLBACK_TYPE.channelMessage,
+              CALLBACK_TYPE.deferredChannelMessage,
+              CALLBACK_TYPE.deferredUpdate,
+              CALLBACK_TYPE.update,
+            ];
+    if (!expected.includes(type as never))
+      return json(400, {
+        message: "Interaction callback type is not valid for this interaction",
+        code: 50035,
+      });
+    const data = asRecord(input.data);
+    if (type === CALLBACK_TYPE.channelMessage) {
+      const invalid = validateContent(data.content, true);
+      if (invalid) return invalid;
+    }
     interaction.callbacks.push(type);
+    interaction.callbackData.push(input.data);
+    if (interaction.kind === "command") {
+      const original = this.respond(
+        interaction,
+        type === CALLBACK_TYPE.channelMessage ? (data.content as string) : null,
+      );
+      if (original && Array.isArray(data.components)) original.message.components = data.components;
+    }
     if (type === CALLBACK_TYPE.update) {
       const stored = this.options.world.message(interaction.messageId);
-      const data = asRecord(input.data);
       if (stored && !stored.deleted) {
         if (typeof data.content === "string") stored.message.content = data.content;
         if (Array.isArray(data.components)) stored.message.components = data.components;
@@ -295,18 +378,59 @@ export class RestApi {
         this.options.gateway.dispatch("MESSAGE_UPDATE", stored.message);
       }
     }
-    return noContent();
+    if (query.get("with_response") !== "true") return noContent();
+    const original =
+      interaction.originalMessageId === undefined
+        ? undefined
+        : this.options.world.message(interaction.originalMessageId);
+    return json(200, {
+      interaction: { id: interaction.id, type: interaction.kind === "autocomplete" ? 4 : 2 },
+      ...(original ? { resource: { type, message: restView(original.message) } } : {}),
+    });
   }
 
-  /** A follow-up message through the interaction webhook; only after the interaction was answered. */
-  private followUp(match: Match, body: unknown): Response {
+  /**
+   * A slash command's response message: the answer (type 4) or "thinking…" (type 5, flag
+   * LOADING until @original is edited), stored in the channel under the bot.
+   */
+  private respond(interaction: EmulatedInteraction, content: string | null): StoredMessage | undefined {
+    const channel = this.options.world.channels.get(interaction.channelId);
+    if (!channel) return undefined;
+    const stored = this.options.world.addBotMessage(channel, content ?? "");
+    (stored.message as unknown as Record<string, unknown>).interaction_metadata = {
+      id: interaction.id,
+      type: 2,
+      user: this.options.world.requireUser(interaction.userId),
+      authorizing_integration_owners: {},
+    };
+    if (content === null) stored.message.flags = LOADING_FLAG;
+    interaction.originalMessageId = stored.message.id;
+    if (this.options.echoOwnMessages) this.options.gateway.dispatch("MESSAGE_CREATE", stored.message);
+    return stored;
+  }
+
+  /** The interaction the webhook token names, while the token works (15 minutes), or an error. */
+  private webhookInteraction(match: Match): EmulatedInteraction | Response {
     const interaction = this.options.interactions.findByToken(match.token ?? "");
     if (!interaction || match.channelId !== this.options.world.bot.id) {
       return json(404, { message: "Unknown Webhook", code: 10015 });
     }
+    if (this.options.now() - interaction.createdAtMs > INTERACTION_TOKEN_MS) {
+      return json(401, { message: "Invalid Webhook Token", code: 50027 });
+    }
     if (interaction.callbacks.length === 0) {
       return json(400, { message: "Interaction has not been acknowledged.", code: 40060 });
     }
+    return interaction;
+  }
+
+  /**
+   * A follow-up message through the interaction webhook; only after the interaction was answered.
+   * A button's are ephemeral notices (not stored); a slash command's are channel messages.
+   */
+  private followUp(match: Match, body: unknown): Response {
+    const interaction = this.webhookInteraction(match);
+    if (interaction instanceof Response) return interaction;
     const input = asRecord(body);
     const invalid = validateContent(input.content, true);
     if (invalid) return invalid;
@@ -314,8 +438,46 @@ export class RestApi {
     interaction.followUps.push({ content: input.content as string, flags });
     const channel = this.options.world.channels.get(interaction.channelId);
     if (!channel) return unknownChannel();
+    if (interaction.kind === "command" && (flags & EPHEMERAL_FLAG) === 0) {
+      const stored = this.options.world.addBotMessage(channel, input.content as string);
+      stored.message.webhook_id = this.options.world.bot.id;
+      if (this.options.echoOwnMessages) this.options.gateway.dispatch("MESSAGE_CREATE", stored.message);
+      return json(200, restView(stored.message));
+    }
     const message = this.options.world.buildEphemeral(channel, input.content as string, flags);
     return json(200, restView(message));
+  }
+
+  /** Edits the response message (ends "thinking…" after a deferral). */
+  private editOriginal(match: Match, body: unknown): Response {
+    const interaction = this.webhookInteraction(match);
+    if (interaction instanceof Response) return interaction;
+    const stored =
+      interaction.originalMessageId === undefined
+        ? undefined
+        : this.options.world.message(interaction.originalMessageId);
+    if (!stored || stored.deleted) return json(404, { message: "Unknown Message", code: 10008 });
+    const input = asRecord(body);
+    const invalid = validateContent(input.content, true);
+    if (invalid) return invalid;
+    stored.message.content = input.content as string;
+    if (Array.isArray(input.components)) stored.message.components = input.components;
+    delete stored.message.flags;
+    stored.message.edited_timestamp = new Date(this.options.now()).toISOString();
+    interaction.originalEdits.push(input.content as string);
+    this.options.gateway.dispatch("MESSAGE_UPDATE", stored.message);
+    return json(200, restView(stored.message));
+  }
+
+  /** A bulk overwrite of the application's commands, globally or in one guild. */
+  private overwriteCommands(applicationId: string | undefined, scope: string, body: unknown): Response {
+    if (applicationId !== this.options.world.bot.id)
+      return json(403, { message: "Missing Access", code: 50001 });
+    if (scope !== "global" && scope !== this.options.world.guildId)
+      return json(403, { message: "Missing Access", code: 50001 });
+    const problem = commandListProblem(body);
+    if (problem) return formError(problem.field, "BASE_TYPE_BAD_LENGTH", problem.message);
+    return json(200, this.options.commands.overwrite(scope, body as Array<Record<string, unknown>>));
   }
 
   private ownMessage(match: Match): StoredMessage | Response {
@@ -352,6 +514,7 @@ function matchRoute(method: string, path: string): Match | null {
       route,
       ...(found[1] === undefined ? {} : { channelId: found[1] }),
       ...(found[2] === undefined ? {} : { messageId: found[2] }),
+      ...(found[3] === undefined ? {} : { emoji: decodeURIComponent(found[3]) }),
     };
   }
   return null;

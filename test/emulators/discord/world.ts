@@ -40,6 +40,8 @@ export interface UserMessageOptions {
   replyTo?: string;
   /** Files on the message, as MESSAGE_CREATE carries them (the emulator serves their `url`). */
   attachments?: APIAttachment[];
+  /** The author's role ids in the guild (`member.roles`); e.g. the guild's `memberRoleId`. */
+  roles?: string[];
 }
 
 /** Users, one guild with its channels and threads, DM channels and every message: the emulator's state. */
@@ -47,6 +49,8 @@ export class World {
   readonly users = new Map<string, APIUser>();
   readonly channels = new Map<string, EmulatedChannel>();
   readonly guildId: string;
+  /** A role of the guild besides @everyone ("Member"), which user messages may carry. */
+  readonly memberRoleId: string;
   readonly guildName = "Switchboard Test Guild";
   private readonly messagesById = new Map<string, StoredMessage>();
   private readonly messagesByChannel = new Map<string, StoredMessage[]>();
@@ -58,6 +62,7 @@ export class World {
   ) {
     this.users.set(bot.id, bot);
     this.guildId = ids.next();
+    this.memberRoleId = ids.next();
   }
 
   createUser(username: string, options: { bot?: boolean } = {}): APIUser {
@@ -134,6 +139,7 @@ export class World {
     const text = options.mentionBot ? `<@${this.bot.id}> ${content}` : content;
     const message = this.buildMessage(channel, author, text, mentions, options.replyTo);
     if (options.attachments) message.attachments = options.attachments;
+    if (options.roles && message.member) message.member.roles = options.roles;
     this.store({ message, deleted: false });
     return message;
   }
@@ -230,6 +236,16 @@ export class World {
           name: "@everyone",
           permissions: "68608", // VIEW_CHANNEL | SEND_MESSAGES | READ_MESSAGE_HISTORY
           position: 0,
+          color: 0,
+          hoist: false,
+          managed: false,
+          mentionable: false,
+        },
+        {
+          id: this.memberRoleId,
+          name: "Member",
+          permissions: "0",
+          position: 1,
           color: 0,
           hoist: false,
           managed: false,

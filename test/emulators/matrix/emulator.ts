@@ -7,6 +7,8 @@
  * refusals, an answer lost after the homeserver acted, and a /sync that never answers. Test
  * controls are methods here; users act through them as their clients would.
  */
+
+import { resetConnection } from "../fault-plan.ts";
 import { type MatrixEventJson, type Membership, type Room, type StoredEvent, World } from "./world.ts";
 
 export type Operation =
@@ -83,7 +85,7 @@ export class MatrixEmulator {
   readonly bot: { userId: string; password: string; token: string };
   readonly maxUploadBytes: number;
   readonly calls: Call[] = [];
-  readonly #faults = new Map<Operation, Fault[]>();
+  readonly #faults = new Map<Operation, Array<{ fault: Fault; eventType?: string }>>();
   readonly #held = new Set<(response: Response) => void>();
   readonly #closing = new AbortController();
   readonly #server: ReturnType<typeof Bun.serve>;
@@ -264,11 +266,22 @@ export class MatrixEmulator {
     return this.world.receipts;
   }
 
-  /** The next `operation` answers with `fault` (queued in order). */
-  failNext(operation: Operation, fault: Fault): void {
+  /**
+   * The next `operation` answers with `fault` (queued in order); with `eventType`, only a send of
+   * that type takes it (a reply's `m.room.message`, not a status reaction's `m.reaction`).
+   */
+  failNext(operation: Operation, fault: Fault, match: { eventType?: string } = {}): void {
     const queue = this.#faults.get(operation) ?? [];
-    queue.push(fault);
+    queue.push({ fault, ...match });
     this.#faults.set(operation, queue);
+  }
+
+  #takeFault(route: Route): Fault | undefined {
+    const queue = this.#faults.get(route.operation);
+    const eventType = route.operation === "send" ? route.params[1] : undefined;
+    const index = queue?.findIndex((planned) => !planned.eventType || planned.eventType === eventType) ?? -1;
+    if (index < 0) return undefined;
+    return queue?.splice(index, 1)[0]?.fault;
   }
 
   /** Drops every queued fault. */
@@ -339,7 +352,7 @@ export class MatrixEmulator {
       return error(401, token ? "M_UNKNOWN_TOKEN" : "M_MISSING_TOKEN", "Invalid access token passed.");
     const body = await readBody(request, route.operation);
     if (body !== undefined && !(body instanceof Uint8Array)) call.body = body;
-    const fault = this.#faults.get(route.operation)?.shift();
+    const fault = this.#takeFault(route);
     if (fault) call.fault = fault.kind;
     if (fault?.kind === "rate_limited")
       return json(429, {
@@ -713,19 +726,6 @@ function json(status: number, body: unknown): Response {
 
 function error(status: number, errcode: string, message: string): Response {
   return json(status, { errcode, error: message });
-}
-
-/** Headers go out, then the socket drops: the client's fetch fails mid-answer. */
-function resetConnection(): Response {
-  return new Response(
-    new ReadableStream({
-      async pull(controller) {
-        await Bun.sleep(1);
-        controller.error(undefined);
-      },
-    }),
-    { headers: { "content-type": "application/json" } },
-  );
 }
 
 export function startMatrixEmulator(options: MatrixEmulatorOptions = {}): MatrixEmulator {

@@ -1,3 +1,4 @@
+import type { AssistantThreadState } from "./assistant-threads.ts";
 import type {
   ApiCallRecord,
   EnvelopeRecord,
@@ -74,6 +75,14 @@ export class SlackEmulatorControl {
 
   async dropSockets(): Promise<void> {
     await this.#call("POST", "sockets/drop");
+  }
+
+  async setAssistantFeature(enabled: boolean, error?: string): Promise<void> {
+    await this.#call("POST", "assistant", { enabled, error });
+  }
+
+  async assistantThreads(): Promise<AssistantThreadState[]> {
+    return (await this.#call<{ threads: AssistantThreadState[] }>("GET", "assistant")).threads;
   }
 
   async reset(): Promise<void> {

@@ -17,6 +17,8 @@ import type { EventCallbackBody, SlackFault } from "./types.ts";
  *   GET  /__control/messages?channel=C…           → {messages}
  *   GET  /__control/sockets                       → {open, ever}
  *   POST /__control/sockets/reconnect {reason?} | /__control/sockets/drop
+ *   POST /__control/assistant {enabled, error?}   (the Agents & AI Apps feature)
+ *   GET  /__control/assistant                     → {threads}
  *   POST /__control/reset
  */
 export async function handleControlRequest(
@@ -57,6 +59,17 @@ function dispatch(
           requireObject(body.payload, "payload") as unknown as EventCallbackBody,
         ),
       };
+    case "slash-commands": {
+      if (get) return { slashCommands: emulator.slashCommands() };
+      const user = requireObject(body.user, "user");
+      const command = emulator.slashCommand(requireString(body.command, "command"), {
+        user: { id: requireString(user.id, "user.id"), name: requireString(user.name, "user.name") },
+        channel: requireString(body.channel, "channel"),
+        ...(typeof body.text === "string" ? { text: body.text } : {}),
+        ...(typeof body.threadTs === "string" ? { threadTs: body.threadTs } : {}),
+      });
+      return { envelopeId: emulator.pushSlashCommand(command), body: command as unknown as Json };
+    }
     case "envelopes":
       if (get && second === undefined) return { envelopes: emulator.envelopes() };
       if (get || second === undefined) return null;
@@ -92,6 +105,11 @@ function dispatch(
       if (second === "reconnect") emulator.requestReconnect(optionalString(body.reason));
       else if (second === "drop") emulator.dropSockets();
       else return null;
+      return {};
+    case "assistant":
+      if (get) return { threads: emulator.assistantThreads() };
+      if (typeof body.enabled !== "boolean") throw new Error('Field "enabled" must be true or false');
+      emulator.setAssistantFeature(body.enabled, optionalString(body.error));
       return {};
     case "reset":
       if (get) return null;

@@ -133,6 +133,33 @@ describe("Slack emulator controls", () => {
     expect(await control.calls()).toEqual([]);
   });
 
+  test("a slash command is built, recorded and queued as a slash_commands envelope over /__control", async () => {
+    const response = await fetch(`${emulator.url}/__control/slash-commands`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        command: "/model",
+        user: { id: "U0CONTROL1", name: "pat" },
+        channel: "C0AAAAAAA1",
+        text: "smart",
+      }),
+    });
+    const { envelopeId, body } = (await response.json()) as {
+      envelopeId: string;
+      body: Record<string, string>;
+    };
+    expect(body).toMatchObject({
+      command: "/model",
+      text: "smart",
+      user_id: "U0CONTROL1",
+      channel_id: "C0AAAAAAA1",
+    });
+    expect(body.trigger_id).toBeString();
+    expect(emulator.envelope(envelopeId)).toMatchObject({ type: "slash_commands", state: "pending" });
+    const listed = await fetch(`${emulator.url}/__control/slash-commands`).then((r) => r.json());
+    expect(listed).toEqual({ slashCommands: [body] });
+  });
+
   test("unknown control paths answer 404 with a message", async () => {
     const response = await fetch(`${emulator.url}/__control/nope`);
     expect(response.status).toBe(404);
@@ -173,5 +200,76 @@ describe("postEvent (Events API sender)", () => {
     } finally {
       await receiver.stop(true);
     }
+  });
+});
+
+describe("Slack emulator assistant threads", () => {
+  const dm = "D0ALICE";
+
+  test("setStatus, setTitle and setSuggestedPrompts are recorded; a bot reply in the thread clears the status", async () => {
+    const started = emulator.events.assistantThreadStarted({ user: "U0ALICE", contextChannel: "C0GENERAL" });
+    expect(started.event).toMatchObject({
+      type: "assistant_thread_started",
+      assistant_thread: { user_id: "U0ALICE", channel_id: dm, context: { channel_id: "C0GENERAL" } },
+    });
+    const threadTs = String((started.event.assistant_thread as { thread_ts: string }).thread_ts);
+    const prompts = [{ title: "Plan", message: "Plan my day" }];
+    await client.assistant.threads.setSuggestedPrompts({ channel_id: dm, thread_ts: threadTs, prompts });
+    await client.assistant.threads.setStatus({ channel_id: dm, thread_ts: threadTs, status: "is thinking…" });
+    await client.assistant.threads.setTitle({ channel_id: dm, thread_ts: threadTs, title: "Plan my day" });
+    expect(emulator.assistantThread(dm, threadTs)).toMatchObject({
+      status: "is thinking…",
+      statusCalls: ["is thinking…"],
+      title: "Plan my day",
+      suggestedPrompts: { prompts },
+    });
+    await client.chat.postMessage({ channel: dm, thread_ts: threadTs, text: "done" });
+    expect(emulator.assistantThread(dm, threadTs)?.status).toBe("");
+    expect(emulator.assistantThread(dm, threadTs)?.statusCalls).toEqual(["is thinking…"]);
+    expect(
+      await slackError(
+        client.assistant.threads.setStatus({ channel_id: "C0GENERAL", thread_ts: threadTs, status: "x" }),
+      ),
+    ).toBe("channel_not_found");
+    expect(
+      await slackError(
+        client.assistant.threads.setSuggestedPrompts({
+          channel_id: dm,
+          thread_ts: threadTs,
+          prompts: [1, 2, 3, 4, 5].map((n) => ({ title: `t${n}`, message: `m${n}` })),
+        }),
+      ),
+    ).toBe("invalid_arguments");
+  });
+
+  test("with the feature off every assistant call is refused and nothing is recorded; reset turns it back on", async () => {
+    emulator.setAssistantFeature(false);
+    const threadTs = "1700000000.000100";
+    expect(
+      await slackError(
+        client.assistant.threads.setStatus({ channel_id: dm, thread_ts: threadTs, status: "x" }),
+      ),
+    ).toBe("missing_scope");
+    emulator.setAssistantFeature(false, "not_allowed");
+    expect(
+      await slackError(
+        client.assistant.threads.setTitle({ channel_id: dm, thread_ts: threadTs, title: "x" }),
+      ),
+    ).toBe("not_allowed");
+    expect(emulator.assistantThreads()).toEqual([]);
+    emulator.reset();
+    await client.assistant.threads.setTitle({ channel_id: dm, thread_ts: threadTs, title: "back" });
+    expect(emulator.assistantThread(dm, threadTs)?.title).toBe("back");
+  });
+
+  test("the HTTP controls switch the feature and list the threads", async () => {
+    const control = new SlackEmulatorControl(emulator.url);
+    await control.setAssistantFeature(false, "not_allowed");
+    expect(
+      await slackError(client.assistant.threads.setTitle({ channel_id: dm, thread_ts: "1.2", title: "x" })),
+    ).toBe("not_allowed");
+    await control.setAssistantFeature(true);
+    await client.assistant.threads.setTitle({ channel_id: dm, thread_ts: "1.2", title: "x" });
+    expect((await control.assistantThreads()).map((t) => t.title)).toEqual(["x"]);
   });
 });

@@ -1,5 +1,6 @@
 import type { Server } from "bun";
 import { type FileFault, FileHost } from "../file-host.ts";
+import { AssistantBoard, type AssistantThreadState } from "./assistant-threads.ts";
 import { handleControlRequest } from "./control.ts";
 import {
   createTsGenerator,
@@ -18,6 +19,7 @@ import type {
   EventCallbackBody,
   SlackFault,
   SlackIdentity,
+  SlashCommandBody,
   TokenKind,
   VisibleMessage,
 } from "./types.ts";
@@ -44,6 +46,8 @@ export interface SlackEmulatorOptions {
   channelRateLimitMs?: number | null;
   /** Port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
+  /** The app has the Agents & AI Apps feature (assistant.threads.* answer); default true. */
+  assistantThreads?: boolean;
   now?: () => number;
 }
 
@@ -67,9 +71,12 @@ export class SlackEmulator {
   readonly events: SlackEventBuilders;
   readonly #server: Server<SocketData>;
   readonly #calls: ApiCallRecord[] = [];
+  readonly #slashCommands: SlashCommandBody[] = [];
   readonly #board: MessageBoard;
   readonly #uploads = new Map<string, PendingUpload>();
   readonly #ephemerals: EphemeralMessage[] = [];
+  readonly #reactions = new Map<string, string[]>();
+  readonly #assistant: AssistantBoard;
   #actionSeq = 0;
   readonly #faults = new FaultPlan();
   readonly #rateLimiter: ChannelRateLimiter;
@@ -90,6 +97,7 @@ export class SlackEmulator {
     this.#board = new MessageBoard(this.identity, nextTs);
     this.#rateLimiter = new ChannelRateLimiter(this.#now);
     this.#rateLimiter.configure(options.channelRateLimitMs ?? null);
+    this.#assistant = new AssistantBoard(options.assistantThreads ?? true);
     this.#hub = new SocketModeHub({
       identity: this.identity,
       redeliveryDelayMs: options.redeliveryDelayMs ?? 3000,
@@ -216,6 +224,46 @@ export class SlackEmulator {
     };
   }
 
+  /**
+   * The body Slack sends when `user` runs the app's slash command `command` (e.g. "/model") with
+   * `text` in `channel` (a thread when `threadTs` is given); recorded in `slashCommands()`.
+   */
+  slashCommand(
+    command: string,
+    options: { user: { id: string; name: string }; channel: string; text?: string; threadTs?: string },
+  ): SlashCommandBody {
+    this.#actionSeq += 1;
+    const { teamId, appId } = this.identity;
+    const body: SlashCommandBody = {
+      token: "verification-token-unused",
+      team_id: teamId,
+      team_domain: "emulated",
+      channel_id: options.channel,
+      channel_name: options.channel.startsWith("D") ? "directmessage" : options.channel.toLowerCase(),
+      user_id: options.user.id,
+      user_name: options.user.name,
+      command,
+      text: options.text ?? "",
+      api_app_id: appId,
+      is_enterprise_install: "false",
+      response_url: `${this.url}/commands/response/${this.#actionSeq}`,
+      trigger_id: `${this.#actionSeq}.${Math.floor(this.#now())}.trigger`,
+      ...(options.threadTs === undefined ? {} : { thread_ts: options.threadTs }),
+    };
+    this.#slashCommands.push(body);
+    return body;
+  }
+
+  /** Every slash command body built so far, in order. */
+  slashCommands(): readonly SlashCommandBody[] {
+    return this.#slashCommands;
+  }
+
+  /** Sends a slash command over Socket Mode as a `slash_commands` envelope. Returns the envelope id. */
+  pushSlashCommand(body: SlashCommandBody): string {
+    return this.#hub.push(body, "slash_commands");
+  }
+
   /** Sends a button press over Socket Mode as an `interactive` envelope. Returns the envelope id. */
   pushInteraction(payload: BlockActionsBody): string {
     return this.#hub.push(payload, "interactive");
@@ -295,6 +343,29 @@ export class SlackEmulator {
     return channel === undefined ? this.#board.all() : this.#board.list(channel);
   }
 
+  /** The emoji names the bot shows on message `ts` of `channel` now, in the order added. */
+  reactions(channel: string, ts: string): string[] {
+    return [...(this.#reactions.get(`${channel}:${ts}`) ?? [])];
+  }
+
+  /**
+   * Turns the app's Agents & AI Apps feature on or off. Off, every assistant.threads.* call is
+   * refused with `error` (default `missing_scope`).
+   */
+  setAssistantFeature(enabled: boolean, error?: string): void {
+    this.#assistant.setFeature(enabled, error);
+  }
+
+  /** What assistant thread `threadTs` in DM `channel` shows now; undefined before any accepted call. */
+  assistantThread(channel: string, threadTs: string): AssistantThreadState | undefined {
+    return this.#assistant.thread(channel, threadTs);
+  }
+
+  /** Every assistant thread an accepted call touched. */
+  assistantThreads(): AssistantThreadState[] {
+    return this.#assistant.all();
+  }
+
   waitFor<T>(
     predicate: () => T | false | undefined | null,
     timeoutMs: number,
@@ -303,11 +374,17 @@ export class SlackEmulator {
     return waitFor(predicate, timeoutMs, description);
   }
 
-  /** Forgets calls, messages, faults, envelopes, channel states and rate-limit counts. */
+  /**
+   * Forgets calls, messages, faults, envelopes, channel states, assistant threads (the feature goes
+   * back to its state at start) and rate-limit counts.
+   */
   reset(): void {
     this.#calls.length = 0;
     this.#board.clear();
     this.#ephemerals.length = 0;
+    this.#slashCommands.length = 0;
+    this.#reactions.clear();
+    this.#assistant.clear();
     this.#faults.clear();
     this.#rateLimiter.reset();
     this.#hub.clearEnvelopes();
@@ -404,6 +481,8 @@ export class SlackEmulator {
       uploadUrl: (id: string) => `http://127.0.0.1:${this.#server.port}/upload/${id}`,
       identity: this.identity,
       board: this.#board,
+      reactions: this.#reactions,
+      assistant: this.#assistant,
       ephemerals: this.#ephemerals,
       rateLimiter: this.#rateLimiter,
       channels: this.#channels,

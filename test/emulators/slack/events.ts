@@ -97,6 +97,36 @@ export interface SlackEventBuilders {
   botMessage(input: BotMessageInput): EventCallbackBody;
   /** An edit (`subtype: "message_changed"`) of an earlier message. */
   messageChanged(input: MessageChangedInput): EventCallbackBody;
+  /** A person deleting an earlier message (`subtype: "message_deleted"`, naming it by `deleted_ts`). */
+  messageDeleted(input: MessageDeletedInput): EventCallbackBody;
+  /**
+   * A user opening a thread in the app's assistant container (`assistant_thread_started`), in
+   * their DM with the app; the thread's ts is fresh unless given. A message in it is
+   * `dm({ user, text, threadTs })`.
+   */
+  assistantThreadStarted(input: AssistantThreadInput): EventCallbackBody;
+  /** The user looked at another channel while the thread is open (`assistant_thread_context_changed`). */
+  assistantThreadContextChanged(input: AssistantThreadInput & { threadTs: string }): EventCallbackBody;
+}
+
+export interface AssistantThreadInput {
+  user: string;
+  /** The DM channel id (D…); defaults to one derived from the user id, as `dm` does. */
+  channel?: string;
+  threadTs?: string;
+  /** The channel the user is looking at, as the thread's context names it. */
+  contextChannel?: string;
+}
+
+export interface MessageDeletedInput {
+  channel: string;
+  channelType: "im" | "channel" | "group";
+  user: string;
+  /** ts of the message that was deleted. */
+  ts: string;
+  /** Its text, as `previous_message` carries it. */
+  text: string;
+  threadTs?: string;
 }
 
 export function slackEventBuilders(identity: SlackIdentity, nextTs: () => string): SlackEventBuilders {
@@ -148,6 +178,22 @@ export function slackEventBuilders(identity: SlackIdentity, nextTs: () => string
     }
     return event;
   };
+
+  const assistantThreadEvent = (type: string, input: AssistantThreadInput): EventCallbackBody =>
+    callback({
+      type,
+      assistant_thread: {
+        user_id: input.user,
+        context: {
+          ...(input.contextChannel === undefined ? {} : { channel_id: input.contextChannel }),
+          team_id: identity.teamId,
+          enterprise_id: null,
+        },
+        channel_id: input.channel ?? `D${input.user.slice(1)}`,
+        thread_ts: input.threadTs ?? nextTs(),
+      },
+      event_ts: nextTs(),
+    });
 
   const channelMessage = (input: ChannelMessageInput): EventCallbackBody => {
     const extra: Record<string, unknown> = {};
@@ -211,6 +257,30 @@ export function slackEventBuilders(identity: SlackIdentity, nextTs: () => string
         previous_message: { ...base, ...thread, text: input.previousText, client_msg_id: randomUUID() },
         channel: input.channel,
         hidden: true,
+        ts: eventTs,
+        event_ts: eventTs,
+        channel_type: input.channelType,
+      });
+    },
+    assistantThreadStarted: (input) => assistantThreadEvent("assistant_thread_started", input),
+    assistantThreadContextChanged: (input) => assistantThreadEvent("assistant_thread_context_changed", input),
+    messageDeleted: (input) => {
+      const eventTs = nextTs();
+      const thread = input.threadTs === undefined ? {} : { thread_ts: input.threadTs };
+      return callback({
+        type: "message",
+        subtype: "message_deleted",
+        hidden: true,
+        deleted_ts: input.ts,
+        channel: input.channel,
+        previous_message: {
+          type: "message",
+          user: input.user,
+          text: input.text,
+          ts: input.ts,
+          team: identity.teamId,
+          ...thread,
+        },
         ts: eventTs,
         event_ts: eventTs,
         channel_type: input.channelType,

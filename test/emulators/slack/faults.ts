@@ -1,24 +1,7 @@
+import { FaultPlan as SharedFaultPlan } from "../fault-plan.ts";
 import type { SlackFault } from "./types.ts";
 
-/** Faults queued per Web API method; each call takes at most one. */
-export class FaultPlan {
-  readonly #queues = new Map<string, SlackFault[]>();
-
-  /** The next `times` calls of `method` get `fault`, after any faults already queued. */
-  add(method: string, fault: SlackFault, times = 1): void {
-    const queue = this.#queues.get(method) ?? [];
-    for (let i = 0; i < times; i += 1) queue.push(fault);
-    this.#queues.set(method, queue);
-  }
-
-  take(method: string): SlackFault | undefined {
-    return this.#queues.get(method)?.shift();
-  }
-
-  clear(): void {
-    this.#queues.clear();
-  }
-}
+export class FaultPlan extends SharedFaultPlan<string, SlackFault> {}
 
 /**
  * Slack's ~1 message per second per channel: a post to a channel within `intervalMs` of the last

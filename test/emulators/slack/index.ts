@@ -1,3 +1,4 @@
+export type { AssistantThreadState } from "./assistant-threads.ts";
 export { SlackEmulatorControl } from "./control-client.ts";
 export {
   DEFAULT_IDENTITY,
@@ -12,6 +13,7 @@ export {
   type PostEventResult,
   postEvent,
   postInteraction,
+  postSlashCommand,
   signSlackRequest,
 } from "./post-event.ts";
 export type * from "./types.ts";

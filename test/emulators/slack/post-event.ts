@@ -143,3 +143,29 @@ export async function postInteraction(
   });
   return { status: response.status, body: await response.text(), elapsedMs: performance.now() - started };
 }
+
+/**
+ * POSTs a slash command the way Slack does over HTTP: a signed `application/x-www-form-urlencoded`
+ * body of the command's fields. One attempt: Slack shows the user an error instead of retrying,
+ * and counts an answer after 3 s as a failure (`elapsedMs` says how long it took).
+ */
+export async function postSlashCommand(
+  url: string,
+  body: Record<string, string | undefined>,
+  options: { signingSecret: string; timeoutMs?: number },
+): Promise<{ status: number; body: string; elapsedMs: number }> {
+  const fields = Object.entries(body).filter((entry): entry is [string, string] => entry[1] !== undefined);
+  const rawBody = new URLSearchParams(fields).toString();
+  const headers = {
+    "content-type": "application/x-www-form-urlencoded",
+    ...signSlackRequest(options.signingSecret, rawBody, Math.floor(Date.now() / 1000)),
+  };
+  const started = performance.now();
+  const response = await fetch(url, {
+    method: "POST",
+    headers,
+    body: rawBody,
+    signal: AbortSignal.timeout(options.timeoutMs ?? 3000),
+  });
+  return { status: response.status, body: await response.text(), elapsedMs: performance.now() - started };
+}

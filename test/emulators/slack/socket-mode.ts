@@ -1,6 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { ServerWebSocket } from "bun";
-import type { BlockActionsBody, EnvelopeRecord, EventCallbackBody, SlackIdentity } from "./types.ts";
+import type {
+  BlockActionsBody,
+  EnvelopeRecord,
+  EventCallbackBody,
+  SlackIdentity,
+  SlashCommandBody,
+} from "./types.ts";
 
 export interface SocketData {
   connectionId: number;
@@ -89,7 +95,10 @@ export class SocketModeHub {
   }
 
   /** Queues an event for delivery; it goes out at once when a connection is open. */
-  push(payload: EventCallbackBody | BlockActionsBody, type: Envelope["type"] = "events_api"): string {
+  push(
+    payload: EventCallbackBody | BlockActionsBody | SlashCommandBody,
+    type: Envelope["type"] = "events_api",
+  ): string {
     const envelope: Envelope = { envelopeId: randomUUID(), payload, type, deliveries: [], state: "pending" };
     this.#envelopes.set(envelope.envelopeId, envelope);
     this.#send(envelope, 0);
@@ -171,7 +180,7 @@ export class SocketModeHub {
         envelope_id: envelope.envelopeId,
         payload: envelope.payload,
         type: envelope.type,
-        accepts_response_payload: envelope.type === "interactive",
+        accepts_response_payload: envelope.type !== "events_api",
         retry_attempt: attempt,
         retry_reason: attempt === 0 ? "" : "timeout",
       }),

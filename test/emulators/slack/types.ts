@@ -102,6 +102,28 @@ export interface EphemeralMessage {
 /** The `block_actions` payload Slack sends when a user presses a Block Kit button. */
 export type BlockActionsBody = { type: "block_actions" } & Record<string, unknown>;
 
+/**
+ * What Slack sends when a user runs an app's slash command: form fields over HTTP, the same
+ * fields as a JSON object in a Socket Mode `slash_commands` envelope.
+ */
+export interface SlashCommandBody {
+  token: string;
+  team_id: string;
+  team_domain: string;
+  channel_id: string;
+  channel_name: string;
+  user_id: string;
+  user_name: string;
+  command: string;
+  text: string;
+  api_app_id: string;
+  is_enterprise_install: string;
+  response_url: string;
+  trigger_id: string;
+  /** Present when the command was run in a thread. */
+  thread_ts?: string;
+}
+
 export interface EnvelopeDelivery {
   retryAttempt: number;
   atMs: number;
@@ -110,9 +132,9 @@ export interface EnvelopeDelivery {
 /** A Socket Mode envelope and what happened to it. */
 export interface EnvelopeRecord {
   envelopeId: string;
-  payload: EventCallbackBody | BlockActionsBody;
-  /** Socket Mode envelope type: Events API events or interactivity (button presses). */
-  type: "events_api" | "interactive";
+  payload: EventCallbackBody | BlockActionsBody | SlashCommandBody;
+  /** Socket Mode envelope type: Events API events, interactivity (button presses) or slash commands. */
+  type: "events_api" | "interactive" | "slash_commands";
   deliveries: EnvelopeDelivery[];
   /** "pending": waiting for a connection; "abandoned": redeliveries exhausted without an ack. */
   state: "pending" | "delivered" | "acked" | "abandoned";

@@ -1,3 +1,4 @@
+import type { AssistantBoard } from "./assistant-threads.ts";
 import type { ChannelRateLimiter } from "./faults.ts";
 import type { MessageBoard } from "./message-board.ts";
 import type { EphemeralMessage, SlackBlock, SlackIdentity, TokenKind, VisibleMessage } from "./types.ts";
@@ -23,6 +24,8 @@ export interface ChannelStates {
 export interface WebApiContext {
   identity: SlackIdentity;
   board: MessageBoard;
+  /** The bot's reactions, by `<channel>:<ts>` of the message, in the order added. */
+  reactions: Map<string, string[]>;
   ephemerals: EphemeralMessage[];
   rateLimiter: ChannelRateLimiter;
   channels: ChannelStates;
@@ -32,6 +35,8 @@ export interface WebApiContext {
   uploads: Map<string, PendingUpload>;
   /** Where the bytes of file `id` are POSTed. */
   uploadUrl(id: string): string;
+  /** Assistant threads: their status, title and suggested prompts, and the feature switch. */
+  assistant: AssistantBoard;
 }
 
 export interface PendingUpload {
@@ -64,6 +69,8 @@ export function answerWebApiCall(
   if (tokenKind === "invalid") return fail("invalid_auth");
   const wantsAppToken = APP_TOKEN_METHODS.has(method);
   if (wantsAppToken !== (tokenKind === "app")) return fail("not_allowed_token_type");
+  const assistant = ctx.assistant.answer(method, params);
+  if (assistant !== null) return assistant.ok ? ok(assistant.fields) : fail(assistant.error);
   const handler = HANDLERS[method];
   return handler === undefined ? fail("unknown_method") : handler(params, ctx);
 }
@@ -117,6 +124,7 @@ const HANDLERS: Record<string, MethodHandler> = {
       mrkdwn: params.mrkdwn !== "false",
       ...(blocks === undefined ? {} : { blocks }),
     });
+    ctx.assistant.botPosted(channel, params.thread_ts);
     const warning = message.truncated ? { warning: "message_truncated" } : {};
     return ok({ channel, ts: message.ts, message: messageJson(message, ctx.identity), ...warning });
   },
@@ -202,6 +210,31 @@ const HANDLERS: Record<string, MethodHandler> = {
     });
   },
 
+  "reactions.add": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: true });
+    if (problem !== null) return fail(problem);
+    if (!params.timestamp) return fail("no_item_specified");
+    if (!params.name) return fail("invalid_name");
+    const key = `${params.channel}:${params.timestamp}`;
+    const names = ctx.reactions.get(key) ?? [];
+    if (names.includes(params.name)) return fail("already_reacted");
+    ctx.reactions.set(key, [...names, params.name]);
+    return ok();
+  },
+
+  "reactions.remove": (params, ctx) => {
+    const problem = channelProblem(params.channel, ctx, { requireMember: true });
+    if (problem !== null) return fail(problem);
+    const key = `${params.channel}:${params.timestamp}`;
+    const names = ctx.reactions.get(key) ?? [];
+    if (!params.name || !names.includes(params.name)) return fail("no_reaction");
+    ctx.reactions.set(
+      key,
+      names.filter((name) => name !== params.name),
+    );
+    return ok();
+  },
+
   "chat.delete": (params, ctx) => {
     const problem = channelProblem(params.channel, ctx, { requireMember: true });
     if (problem !== null) return fail(problem);
@@ -220,6 +253,7 @@ const HANDLERS: Record<string, MethodHandler> = {
     const retryAfterSeconds = ctx.rateLimiter.admit(channel);
     if (retryAfterSeconds !== null) return rateLimited(retryAfterSeconds);
     const message = ctx.board.post({ channel, text, threadTs: params.thread_ts, mrkdwn: true }, "streaming");
+    ctx.assistant.botPosted(channel, params.thread_ts);
     return ok({ channel, ts: message.ts });
   },
 

@@ -6,6 +6,7 @@
 import type { Message, User } from "grammy/types";
 import type { ChatState, ChatStore, InlineButton, SentFile, VisibleMessage } from "./chats.ts";
 import { parseTelegramHtml } from "./html.ts";
+import type { BotCommandMenus } from "./menus.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import type { UpdateQueue } from "./update-queue.ts";
 
@@ -47,6 +48,8 @@ export interface BotApiDeps {
     clear(): void;
   };
   now: () => number;
+  /** setMyCommands and its siblings. */
+  menus: BotCommandMenus;
 }
 
 const CHAT_ACTIONS = new Set([
@@ -76,6 +79,13 @@ export function apiError(
 }
 
 const badRequest = (detail: string) => apiError(400, `Bad Request: ${detail}`);
+
+/** The emoji a bot may react with (Bot API ReactionTypeEmoji); any other is REACTION_INVALID. */
+const REACTION_EMOJI = new Set(
+  "👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡ 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨‍💻 👀 🎃 🙈 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷‍♂ 🤷 🤷‍♀ 😡".split(
+    " ",
+  ),
+);
 
 export class BotApi {
   constructor(private readonly deps: BotApiDeps) {}
@@ -113,15 +123,21 @@ export class BotApi {
     sendVoice: (params) => this.sendFile("sendVoice", "voice", params),
     editMessageText: (params) => this.editMessageText(params),
     deleteMessage: (params) => this.deleteMessage(params),
+    setMessageReaction: (params) => this.setMessageReaction(params),
     sendChatAction: (params) => this.sendChatAction(params),
     sendMessageDraft: (params) => this.sendMessageDraft(params),
     answerCallbackQuery: (params) => this.answerCallbackQuery(params),
+    setMyCommands: (params) => this.deps.menus.setMyCommands(params),
+    getMyCommands: (params) => this.deps.menus.getMyCommands(params),
+    deleteMyCommands: (params) => this.deps.menus.deleteMyCommands(params),
   };
 
   /** Callback query ids pushed and not yet answered; each may be answered once, as on Telegram. */
   readonly openCallbackQueries = new Set<string>();
   /** Every answered press: the query id and the toast text. */
   readonly callbackAnswers: Array<{ id: string; text: string }> = [];
+  /** The bot's reactions now, by `<chat id>:<message id>` (setMessageReaction replaces them). */
+  readonly reactions = new Map<string, string[]>();
 
   private answerCallbackQuery(params: Params): ApiAnswer {
     const id = typeof params.callback_query_id === "string" ? params.callback_query_id : "";
@@ -356,6 +372,24 @@ export class BotApi {
     }
     target.messages.delete(messageId);
     target.deleted.push(existing);
+    return ok(true);
+  }
+
+  private setMessageReaction(params: Params): ApiAnswer {
+    const target = this.resolveChat(params.chat_id);
+    if ("ok" in target) return target;
+    const messageId = Number(params.message_id);
+    if (!target.messages.has(messageId)) return badRequest("message to react not found");
+    const reaction = Array.isArray(params.reaction) ? params.reaction : [];
+    const emoji: string[] = [];
+    for (const item of reaction) {
+      const value = (item as { type?: unknown; emoji?: unknown } | null) ?? {};
+      if (value.type !== "emoji" || typeof value.emoji !== "string" || !REACTION_EMOJI.has(value.emoji))
+        return badRequest("REACTION_INVALID");
+      emoji.push(value.emoji);
+    }
+    if (emoji.length > 1) return badRequest("REACTIONS_TOO_MANY");
+    this.reactions.set(`${target.chat.id}:${messageId}`, emoji);
     return ok(true);
   }
 

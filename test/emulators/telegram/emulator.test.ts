@@ -270,3 +270,34 @@ describe("parseTelegramHtml", () => {
     expect(parseTelegramHtml("x</b>").ok).toBe(false);
   });
 });
+
+describe("Telegram emulator: command menus", () => {
+  test("setMyCommands keeps one list per scope and language, validated like the Bot API", async () => {
+    await api.setMyCommands([{ command: "new", description: "Start over" }], {
+      scope: { type: "all_private_chats" },
+    });
+    await api.setMyCommands([{ command: "new", description: "Neu anfangen" }], {
+      scope: { type: "all_private_chats" },
+      language_code: "de",
+    });
+    expect(emulator.menus.get("all_private_chats")).toEqual([{ command: "new", description: "Start over" }]);
+    expect(await api.getMyCommands({ scope: { type: "all_private_chats" }, language_code: "de" })).toEqual([
+      { command: "new", description: "Neu anfangen" },
+    ]);
+    expect(emulator.menus.get("all_group_chats")).toBeUndefined();
+
+    const invalid = await apiError(api.setMyCommands([{ command: "New-Chat", description: "x" }]));
+    expect(invalid.description).toBe("Bad Request: BOT_COMMAND_INVALID");
+    const tooLong = await apiError(api.setMyCommands([{ command: "new", description: "x".repeat(257) }]));
+    expect(tooLong.description).toBe("Bad Request: BOT_COMMAND_DESCRIPTION_INVALID");
+    const tooMany = Array.from({ length: 101 }, (_, i) => ({ command: `c${i}`, description: "d" }));
+    expect((await apiError(api.setMyCommands(tooMany))).description).toBe(
+      "Bad Request: BOT_COMMANDS_TOO_MUCH",
+    );
+
+    await api.deleteMyCommands({ scope: { type: "all_private_chats" }, language_code: "de" });
+    expect(emulator.menus.all()).toEqual({
+      "all_private_chats/": [{ command: "new", description: "Start over" }],
+    });
+  });
+});

@@ -3,6 +3,7 @@
  * `url` is the apiRoot to give grammY; test controls are methods here and JSON under /__control/.
  */
 import type { Chat, Message, Update, User } from "grammy/types";
+import { resetConnection } from "../fault-plan.ts";
 import {
   type ApiAnswer,
   BotApi,
@@ -22,6 +23,7 @@ import { type ChatState, ChatStore, type VisibleMessage } from "./chats.ts";
 import { handleControlRequest } from "./control.ts";
 import { type Fault, FaultPlan } from "./faults.ts";
 import { EmulatedFiles } from "./files.ts";
+import { BotCommandMenus } from "./menus.ts";
 import {
   preciseNow,
   type RateLimitConfig,
@@ -73,6 +75,8 @@ export class TelegramEmulator {
   readonly bot: User;
   readonly calls: ApiCall[] = [];
   readonly faults = new FaultPlan();
+  /** The bot's command menus as setMyCommands left them, by scope and language. */
+  readonly menus = new BotCommandMenus();
   private readonly chats = new ChatStore();
   private readonly queue: UpdateQueue;
   private readonly webhook: WebhookDelivery;
@@ -113,6 +117,7 @@ export class TelegramEmulator {
         clear: () => this.webhook.clear(),
       },
       now: this.now,
+      menus: this.menus,
     });
   }
 
@@ -191,6 +196,11 @@ export class TelegramEmulator {
       },
     } as UpdateBody);
     return { update, queryId };
+  }
+
+  /** The bot's reaction on message `messageId` of chat `chatId` now (empty: none). */
+  reactionsOn(chatId: number, messageId: number): string[] {
+    return [...(this.api.reactions.get(`${chatId}:${messageId}`) ?? [])];
   }
 
   /** The answers the bot gave to button presses, in order. */
@@ -443,19 +453,6 @@ function apiNotFound(): ApiAnswer {
 
 export function json(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
-}
-
-/** Headers go out, then the socket drops: the client's fetch fails with ECONNRESET. */
-function resetConnection(): Response {
-  return new Response(
-    new ReadableStream({
-      async pull(controller) {
-        await Bun.sleep(1);
-        controller.error(undefined);
-      },
-    }),
-    { headers: { "content-type": "application/json" } },
-  );
 }
 
 /** Bot API parameters from the query string, a JSON body, or a form (nested values are JSON strings). */

@@ -2,6 +2,7 @@
  * Per-method fault injection: the next N calls of a method answer with the planned fault instead
  * of running. Hung calls stay open until released or the emulator closes.
  */
+import { FaultPlan as SharedFaultPlan } from "../fault-plan.ts";
 
 export type Fault =
   /** 429 with parameters.retry_after, like Telegram's flood control. */
@@ -17,51 +18,4 @@ export type Fault =
   /** Runs the method normally (the side effect happens), then drops the connection. */
   | { kind: "reset_after_effect" };
 
-interface Planned {
-  fault: Fault;
-  remaining: number;
-}
-
-export class FaultPlan {
-  private readonly planned = new Map<string, Planned[]>();
-  private readonly hung = new Set<() => void>();
-
-  /** Plans `fault` for the next `times` calls of `method` (after faults already planned for it). */
-  add(method: string, fault: Fault, times = 1): void {
-    const queue = this.planned.get(method) ?? [];
-    queue.push({ fault, remaining: times });
-    this.planned.set(method, queue);
-  }
-
-  clear(): void {
-    this.planned.clear();
-  }
-
-  take(method: string): Fault | undefined {
-    const queue = this.planned.get(method);
-    const head = queue?.[0];
-    if (!queue || !head) return undefined;
-    head.remaining -= 1;
-    if (head.remaining <= 0) queue.shift();
-    return head.fault;
-  }
-
-  /** Resolves when released; the caller then answers (or drops) the request. */
-  hang(): Promise<void> {
-    return new Promise((resolve) => {
-      const release = () => {
-        this.hung.delete(release);
-        resolve();
-      };
-      this.hung.add(release);
-    });
-  }
-
-  hungCount(): number {
-    return this.hung.size;
-  }
-
-  releaseHung(): void {
-    for (const release of [...this.hung]) release();
-  }
-}
+export class FaultPlan extends SharedFaultPlan<string, Fault> {}

@@ -13,5 +13,6 @@ export {
 } from "./emulator.ts";
 export type { Fault } from "./faults.ts";
 export { parseTelegramHtml } from "./html.ts";
+export type { BotCommand } from "./menus.ts";
 export { preciseNow, type RateLimitConfig, type RateLimitStats, TELEGRAM_RATE_LIMITS } from "./rate-limit.ts";
 export type { WebhookAttempt } from "./webhook.ts";

@@ -5,6 +5,7 @@
  * controls are methods here.
  */
 
+import { resetConnection } from "../fault-plan.ts";
 import { type Fault, FaultPlan, faultAnswer, type GraphRoute } from "./faults.ts";
 import {
   badToken,
@@ -581,19 +582,6 @@ function json(body: unknown, status: number, headers: Record<string, string> = {
     status,
     headers: { "content-type": "application/json", ...headers },
   });
-}
-
-/** Headers go out, then the socket drops: the client's fetch fails mid-answer. */
-function resetConnection(): Response {
-  return new Response(
-    new ReadableStream({
-      async pull(controller) {
-        await Bun.sleep(1);
-        controller.error(undefined);
-      },
-    }),
-    { headers: { "content-type": "application/json" } },
-  );
 }
 
 async function readUpload(

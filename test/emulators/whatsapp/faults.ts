@@ -3,6 +3,7 @@
  * running. Hung calls stay open until released or the emulator closes. Same shape as the Telegram
  * emulator's plan, so the chaos driver can arm either the same way.
  */
+import { FaultPlan as SharedFaultPlan } from "../fault-plan.ts";
 import { ERRORS, type GraphAnswer, graphError } from "./graph-errors.ts";
 
 /** The Graph API calls a fault can target. */
@@ -32,54 +33,7 @@ export type Fault =
   /** Runs the call normally (the message is sent), then drops the connection. */
   | { kind: "reset_after_effect" };
 
-interface Planned {
-  fault: Fault;
-  remaining: number;
-}
-
-export class FaultPlan {
-  private readonly planned = new Map<GraphRoute, Planned[]>();
-  private readonly hung = new Set<() => void>();
-
-  /** Plans `fault` for the next `times` calls of `route` (after faults already planned for it). */
-  add(route: GraphRoute, fault: Fault, times = 1): void {
-    const queue = this.planned.get(route) ?? [];
-    queue.push({ fault, remaining: times });
-    this.planned.set(route, queue);
-  }
-
-  clear(): void {
-    this.planned.clear();
-  }
-
-  take(route: GraphRoute): Fault | undefined {
-    const queue = this.planned.get(route);
-    const head = queue?.[0];
-    if (!queue || !head) return undefined;
-    head.remaining -= 1;
-    if (head.remaining <= 0) queue.shift();
-    return head.fault;
-  }
-
-  /** Resolves when released; the caller then answers (or drops) the request. */
-  hang(): Promise<void> {
-    return new Promise((resolve) => {
-      const release = () => {
-        this.hung.delete(release);
-        resolve();
-      };
-      this.hung.add(release);
-    });
-  }
-
-  hungCount(): number {
-    return this.hung.size;
-  }
-
-  releaseHung(): void {
-    for (const release of [...this.hung]) release();
-  }
-}
+export class FaultPlan extends SharedFaultPlan<GraphRoute, Fault> {}
 
 /** The Graph API's answer for a fault that answers (rather than hanging or dropping the connection). */
 export function faultAnswer(

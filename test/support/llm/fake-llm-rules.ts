@@ -24,7 +24,7 @@ const pacing = {
 export const fakeReplySchema = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("text"),
-    /** `{{lastToolResult}}` is replaced by the text of the request's last tool message. */
+    /** `{{lastToolResult}}` is replaced by the text of the request's last tool message, `{{lastUserText}}` by its last user message's. */
     text: z.string(),
     /** Number of content deltas the text is split into (whole words). Default 4. */
     chunks: z.number().int().positive().optional(),

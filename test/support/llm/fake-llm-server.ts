@@ -18,8 +18,8 @@ export type { FakeLlmRequest, FakeLlmRule, FakeReply } from "./fake-llm-rules.ts
  * `POST /v1/chat/completions` (OpenAI-compatible base URL `${url}/v1`) and
  * `POST /api/v1/chat/completions` (OpenRouter base URL `${url}/api/v1`), streaming (SSE) and not.
  * Answers follow the first matching unexpired rule; with none, it echoes "echo: <last user text>".
- * A rule's text may contain `{{lastToolResult}}`: the text of the request's last tool message; a
- * tool call's input may contain `{{lastToolRef}}`: the stored-output reference (out_…) in it.
+ * A rule's text may contain `{{lastToolResult}}`: the text of the request's last tool message
+ * (`{{lastUserText}}`: of its last user message); a tool call's input may contain `{{lastToolRef}}`: the stored-output reference (out_…) in it.
  *
  * Control over HTTP, for a gateway running in another process:
  * - `POST /__control/rules` `{ rules, append? }` replaces (or extends) the rules;
@@ -209,8 +209,8 @@ export function startFakeLlmServer(options: FakeLlmServerOptions = {}): FakeLlmS
 }
 
 /**
- * `{{lastToolResult}}` in a text reply becomes the text of the request's last tool message;
- * `{{lastToolRef}}` in a tool call's input, the first stored-output reference (out_…) in it.
+ * `{{lastToolResult}}` in a text reply becomes the text of the request's last tool message, and
+ * `{{lastUserText}}` that of its last user message; `{{lastToolRef}}` in a tool call's input, the first stored-output reference (out_…) in it.
  */
 function withToolResult(reply: FakeReply, messages: ChatMessage[]): FakeReply {
   const lastTool = messages.findLast((message) => message.role === "tool");
@@ -220,9 +220,12 @@ function withToolResult(reply: FakeReply, messages: ChatMessage[]): FakeReply {
     const ref = (lastTool ? messageText(lastTool) : "").match(/out_[A-Za-z0-9_-]+/)?.[0] ?? "(no reference)";
     return { ...reply, input: JSON.parse(input.replaceAll("{{lastToolRef}}", ref)) };
   }
-  if (reply.kind !== "text" || !reply.text.includes("{{lastToolResult}}")) return reply;
-  const result = lastTool ? messageText(lastTool) : "(no tool result)";
-  return { ...reply, text: reply.text.replaceAll("{{lastToolResult}}", result) };
+  if (reply.kind !== "text") return reply;
+  let text = reply.text;
+  if (text.includes("{{lastToolResult}}"))
+    text = text.replaceAll("{{lastToolResult}}", lastTool ? messageText(lastTool) : "(no tool result)");
+  if (text.includes("{{lastUserText}}")) text = text.replaceAll("{{lastUserText}}", lastUserTextOf(messages));
+  return text === reply.text ? reply : { ...reply, text };
 }
 
 function parseRules(rules: FakeLlmRule[]): FakeLlmRule[] {

@@ -18,6 +18,7 @@ import { renderMarkdown } from "../markdown.js";
 import { api, authHeaders, messageOf, type Page, withQuery } from "./api.js";
 import { conversationUsageLine } from "./budgets.js";
 import { href, navigate, type Route } from "./router.js";
+import { loadSettings, settingsSection } from "./settings.js";
 import { badge, pagedTable, toast } from "./ui.js";
 
 /** Runs whose messages no longer count in the conversation. */
@@ -61,10 +62,11 @@ export async function showConversations(view: HTMLElement, route: Route, live: A
 
 async function showConversation(view: HTMLElement, id: string, live: AbortSignal): Promise<void> {
   const path = `/api/conversations/${encodeURIComponent(id)}`;
-  const [page, replies, usage] = await Promise.all([
+  const [page, replies, usage, settings] = await Promise.all([
     api<ConversationPage>(withQuery(path, { limit: 50 })),
     api<Page<OutboxRecord>>(withQuery("/api/outbox", { conversation: id, limit: 200 })),
     api<ConversationUsage>(`${path}/usage`),
+    loadSettings(id),
   ]);
   // Command exchanges are no messages: the command as received, and its reply (an outbox record of no run).
   const commands: Array<{ createdAtMs: number; node: () => HTMLElement }> = [
@@ -123,6 +125,7 @@ async function showConversation(view: HTMLElement, id: string, live: AbortSignal
       h("section", {}, h("h3", {}, "Messages, newest first"), messages, older),
       h("section", {}, h("h3", {}, "Live"), liveList),
     ),
+    settingsSection(settings),
   );
   let refresh: ReturnType<typeof setTimeout> | undefined;
   void followEvents(id, live, (event) => {

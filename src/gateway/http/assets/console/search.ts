@@ -11,7 +11,7 @@ import { ApiError, api, type Page, withQuery } from "./api.js";
 import { href, navigate, type Route, replaceQuery, type Tab } from "./router.js";
 import { choice, table, textFilter } from "./ui.js";
 
-const CHANNELS = ["telegram", "discord", "slack", "whatsapp", "matrix", "web"] as const;
+const CHANNELS = ["telegram", "discord", "slack", "whatsapp", "matrix", "web", "api"] as const;
 const RUN_STATES = [
   "completed",
   "failed",
