@@ -7,7 +7,8 @@
  * `--extra-rounds N` sends N more bursts, each drained, to see where memory settles;
  * `--memory-probe` breaks the gateway's memory down after each drain (bench/support/memory-probe.ts);
  * `--smol` runs the gateway with Bun's `--smol`; `--gateway-env NAME=value` (repeatable) adds to its
- * environment.
+ * environment; `--settle-ms N` (default 3000) reads RSS again N ms after each drain, once the
+ * gateway's idle collection has run.
  */
 import { formatReport, runWebBurst } from "../test/load/web-burst.ts";
 import { argInt } from "./util.ts";
@@ -36,6 +37,7 @@ const report = await runWebBurst({
     }),
   ),
   memoryProbe: process.argv.includes("--memory-probe"),
+  settleMs: argInt("--settle-ms", 3000),
 });
 console.log(formatReport(report));
 const lost = report.options.messages - report.receipts;

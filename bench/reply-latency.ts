@@ -20,7 +20,8 @@
  * and times the gateway's SQL statements (bench/support/sql-trace.ts) and prints them per reply;
  * `--telemetry` also runs switchboard with OpenTelemetry on (OTLP/protobuf to a local collector
  * process, bench/support/otlp-sink.ts; metrics every 5 s), each run on its own database, and
- * prints off against on; `--rounds N` alternates N runs of each (off, on, off, on…).
+ * prints off against on; `--rounds N` alternates N runs of each (off, on, off, on…); with
+ * `--cpu-prof DIR` each of those runs writes its profile to DIR/<on|off>-<round>.
  * Prints end-to-end p50/p90/p99 for both bots and both workloads (one chat, `--chats` chats), the
  * overhead (switchboard minus baseline) at p50 and p99, switchboard's per-stage medians from its
  * own /metrics histograms (interpolated within buckets), each bot's CPU time per reply (Linux), and
@@ -154,6 +155,7 @@ if (telemetry) {
         llm,
         userIds,
         dbFile: `gateway-${round}-${on ? "on" : "off"}.sqlite`,
+        ...(cpuProfDir === undefined ? {} : { cpuProfDir: `${cpuProfDir}/${on ? "on" : "off"}-${round}` }),
         ...(sink
           ? { env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_METRIC_EXPORT_INTERVAL: "5000" } }
           : {}),

@@ -66,6 +66,11 @@ const options: ChaosOptions = {
   // About one message in ten calls a tool that runs at once and one in ten one that needs
   // approval; Carol forgets her conversation about once a minute.
   toolRate: 0.1,
+  // One message in twenty delegates to a child agent, one in twenty goes through the conversation API.
+  spawnRate: 0.05,
+  apiRate: 0.05,
+  // One answerable message in twenty is edited at a random moment.
+  editRate: 0.05,
   forgets: Math.max(2, Math.round(minutes)),
   pairings: 1,
   // One message in twelve is a photo or a voice note.

@@ -53,6 +53,8 @@ export interface ChannelModule<Config> {
   fromEnv(env: Env, file: ChannelFileSettings): Config | null;
   /** The channel's section of the SWITCHBOARD_CONFIG file, when it has one (a strict object). */
   readonly fileSection?: z.ZodObject;
+  /** Keys of an `accounts` entry that hold secrets: only a `${VAR}` reference is accepted there. */
+  readonly accountSecrets?: readonly string[];
   /** Variables whose values are secrets: kept out of every log line and error message. */
   readonly secretVariables: readonly string[];
   /** What the platform's user ids look like, to refuse a user name in `<PLATFORM>_ALLOWED_USERS`. */
@@ -61,6 +63,24 @@ export interface ChannelModule<Config> {
   readonly howToConnect: string;
   /** The markup the adapter sends; the same as its adapter's `markup`. */
   readonly markup: MarkupDialect;
+  /**
+   * Reads one account of the file's `accounts.<channel>` (its `${VAR}` references already
+   * expanded, `allowedUsers` taken out by the gateway): the same settings as the variables, checked
+   * by the adapter's schema. Absent: the channel has only the account its variables configure.
+   * Throws `config_invalid` naming `accounts.<channel>.<name>.<key>`, never a value.
+   */
+  fromAccount?(name: string, settings: Readonly<Record<string, unknown>>, file: ChannelFileSettings): Config;
+  /**
+   * The platform account id (`ChannelAdapter.account`) a config connects, when the config alone
+   * tells it (Telegram: the token's bot id). The gateway maps it to the account's name and refuses
+   * two accounts that are one bot. Absent: known only once the adapter started.
+   */
+  accountIdOf?(config: Config): string;
+  /**
+   * The account id a conversation key of this channel belongs to (keys are the adapter's own
+   * encoding); null when the key does not say. Absent: the channel's keys are not decoded.
+   */
+  accountOfKey?(conversationKey: string): string | null;
   /** A new adapter (a new platform client: a channel that failed to start gets a fresh one). */
   create(config: Config, deps: ChannelDeps): ChannelAdapter;
 }

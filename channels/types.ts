@@ -168,7 +168,13 @@ export type InboundWhere = NonNullable<InboundMessage["where"]>;
 
 /** What ingress made of an inbound message. The adapter acknowledges the platform after any of these. */
 export type IngressOutcome =
-  | { kind: "admitted"; runId: string; conversationId: string }
+  | {
+      kind: "admitted";
+      runId: string;
+      conversationId: string;
+      /** The message began its conversation (its first run): e.g. what names a Slack assistant thread. */
+      startsConversation?: boolean;
+    }
   | { kind: "duplicate"; runId: string | null; conversationId: string | null }
   | { kind: "ignored"; reason: string }
   | { kind: "command"; reply: string }
@@ -423,11 +429,17 @@ export interface ChannelAdapter {
   delete?(target: string, messageId: string): Promise<void>;
   /**
    * Shows `status` as the bot's reaction on the person's message `messageId` in `target`, in place
-   * of `previous` (the status it showed before; null: none). Each adapter picks the emoji its
-   * platform allows. Best effort: the caller drops any failure, so an implementation must not wait
-   * out a rate limit (a 429 rejects at once). Absent where bots cannot react.
+   * of `previous` (the statuses it may show now, never `status`; empty: none; after a restart, all
+   * the others, so one it may not show is taken away without error). Each adapter picks the emoji
+   * its platform allows. Best effort: the caller drops any failure, so an implementation must not
+   * wait out a rate limit (a 429 rejects at once). Absent where bots cannot react.
    */
-  react?(target: string, messageId: string, status: ReplyStatus, previous: ReplyStatus | null): Promise<void>;
+  react?(
+    target: string,
+    messageId: string,
+    status: ReplyStatus,
+    previous: readonly ReplyStatus[],
+  ): Promise<void>;
   /** Shows "typing…" for a few seconds; absent where the platform has no indicator for bots. */
   typing?(target: string): Promise<void>;
   /**

@@ -362,7 +362,8 @@ export async function settleFailure(
     deps.limiter.block(lane.chatKey, nowMs + cause.retryAfterMs);
     if (cause.details?.global === true) deps.limiter.block(lane.accountKey, nowMs + cause.retryAfterMs);
   }
-  if (isSwitchboardError(cause, "platform_rate_limited")) deps.observer.rateLimited?.(record.channel);
+  if (isSwitchboardError(cause, "platform_rate_limited"))
+    deps.observer.rateLimited?.(record.channel, record.account);
   // Edits and deletes can be repeated safely; only a repeated send can show a message twice.
   const policy = createRetryPolicy({
     ...deps.retry,

@@ -1,5 +1,5 @@
 import type { ChannelAdapter, NativeStream } from "../channels/types.ts";
-import type { RuntimeEvent } from "../src/runtime/events.ts";
+import type { RuntimeEvent, ToolTrace } from "../src/runtime/events.ts";
 import { isTerminalState } from "../src/runtime/types.ts";
 import {
   callerFor,
@@ -34,6 +34,12 @@ export interface StreamReplyTarget {
   replyTo?: string;
   /** The platform's native streamed message for this reply, when configured and available. */
   native?: NativeStream;
+  /**
+   * A line the preview shows after a step whose tool calls (those without an outcome are the
+   * step's own) do work elsewhere, until the next step's text ("Asking researcher…"); null: none.
+   * Never part of the final answer.
+   */
+  progressLine?: (tools: readonly ToolTrace[]) => string | null;
 }
 
 export interface StreamReplyOptions extends DeliveryDeps {
@@ -77,6 +83,8 @@ class LiveStreamReply implements StreamReply {
   /** Text of completed steps (last checkpoint) and of the attempt in progress. */
   private committedText = "";
   private attemptText = "";
+  /** The progress line of the last checkpoint (see StreamReplyTarget.progressLine). */
+  private progress: string | null = null;
   private lastSequence = Number.NEGATIVE_INFINITY;
   private finalMarkdown: string | null = null;
   private record: OutboxStreamRecord | null = null;
@@ -113,6 +121,7 @@ class LiveStreamReply implements StreamReply {
       case "checkpoint":
         this.committedText = event.text;
         this.attemptText = "";
+        this.progress = this.options.target.progressLine?.(event.tools ?? []) ?? null;
         break;
       case "terminal":
         if (!isTerminalState(event.state)) return;
@@ -144,7 +153,10 @@ class LiveStreamReply implements StreamReply {
   }
 
   private preview(): string {
-    return this.committedText + this.attemptText;
+    const text = this.committedText + this.attemptText;
+    // The next step's first text replaces the line.
+    if (this.progress === null || this.attemptText !== "") return text;
+    return text.trim() === "" ? this.progress : `${text.trimEnd()}\n\n${this.progress}`;
   }
 
   private kick(): void {

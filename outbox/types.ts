@@ -347,7 +347,7 @@ export interface OutboxRepository {
 /** What delivery reports for metrics; called synchronously, so keep it cheap. */
 export interface DeliveryObserver {
   /** The platform answered 429 to a call on `channel`; the whole account waits its `retryAfterMs`. */
-  rateLimited?(channel: ChannelName): void;
+  rateLimited?(channel: ChannelName, account: string): void;
   /** A platform call of a message record's first chunk starts now (the rate limiter let it go); again on a retry. */
   firstSendStarted?(record: OutboxMessageRecord): void;
   /** The platform accepted that first chunk now. */

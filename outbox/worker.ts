@@ -3,6 +3,7 @@ import type { BlobStore } from "../src/runtime/blobs.ts";
 import type { Clock } from "../src/util/clock.ts";
 import type { Logger } from "../src/util/log.ts";
 import { afterQueuedWork } from "../src/util/yield.ts";
+import { adapterOfChannel, routeToAccount } from "./adapter-route.ts";
 import { ambiguousHoldUntil, type DeliveryDeps, deliverRecord } from "./deliver.ts";
 import { DEFAULT_CALL_TIMEOUT_MS } from "./platform-call.ts";
 import { parseSendKey, RESOLVED_BY_PLATFORM_STATUS } from "./platform-status.ts";
@@ -19,7 +20,11 @@ import {
 
 export interface DeliveryWorkerOptions {
   repo: OutboxRepository;
-  adapters: Map<ChannelName, ChannelAdapter>;
+  /**
+   * Every account's adapter (the keys only name them). A record leaves through the adapter of its
+   * channel and account, never another: one whose account has none fails, naming it.
+   */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   clock: Clock;
   /** Uniform in [0, 1) for backoff jitter. Default Math.random. */
   random?: () => number;
@@ -54,6 +59,8 @@ export interface DeliveryWorkerOptions {
 /** Wraps one record's delivery (a lane's work), e.g. in a `switchboard.delivery` span. */
 export interface DeliveryTracing {
   delivery(record: OutboxRecord, deliver: () => Promise<void>): Promise<void>;
+  /** A run's reply streams from now until `settled` (its record, if one was made, is `<runId>:stream`). */
+  streamed(runId: string, settled: Promise<void>): void;
 }
 
 export interface DeliveryWorker {
@@ -71,7 +78,7 @@ export interface DeliveryWorker {
   /** Stops taking records, stops rate-limit waits and live streams, and waits for calls in flight. */
   stop(): Promise<void>;
   /** A live, edited reply for one run (fed by its runtime events); falls back to the worker when it cannot preview. */
-  openStream(target: StreamReplyTarget & { channel: ChannelName }): StreamReply;
+  openStream(target: StreamReplyTarget & { channel: ChannelName; account: string }): StreamReply;
   /**
    * A channel's report of what became of one of its sends (`ChannelEvents.deliveryStatus`):
    * settles the record it names when its outcome is not known yet (outbox/platform-status.ts).
@@ -91,7 +98,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const { repo, adapters, clock } = options;
   const { logger } = options;
   const concurrency = options.concurrency ?? 4;
-  const channels = [...adapters.keys()];
+  const channels = [...new Set([...adapters.values()].map((adapter) => adapter.channel))];
   const shutdown = new AbortController();
   /** When waits for a platform's delivery status end (records then become ambiguous). */
   const statusWaitEnds: number[] = [];
@@ -120,7 +127,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   /** Channels whose platforms report each send's outcome, with how long a send waits for it. */
   const statusWaits = new Map(
     channels.flatMap((channel) => {
-      const waitMs = adapters.get(channel)!.capabilities.statusWaitMs;
+      const waitMs = adapterOfChannel(adapters.values(), channel)!.capabilities.statusWaitMs;
       return waitMs === undefined ? [] : [[channel, waitMs] as const];
     }),
   );
@@ -157,9 +164,10 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   }
 
   function startLane(record: Parameters<typeof deliverRecord>[2]): void {
-    const adapter = adapters.get(record.channel)!;
+    const route = routeToAccount(adapters.values(), record.channel, record.account);
     const key = targetKey(record);
-    const deliver = () => deliverRecord(deps, adapter, record);
+    const deliver = () =>
+      route.adapter ? deliverRecord(deps, route.adapter, record) : failUnrouted(record, route.reason);
     const lane = (options.tracing ? options.tracing.delivery(record, deliver) : deliver())
       .catch((error: unknown) => {
         logger.warn("outbox.lane_stopped", {
@@ -173,6 +181,19 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
         notify();
       });
     lanes.set(key, lane);
+  }
+
+  /** A record whose account has no adapter fails (through `sending`, so its history shows the attempt). */
+  async function failUnrouted(record: OutboxRecord, reason: string): Promise<void> {
+    const nowMs = clock.now();
+    if (!(await repo.markSending(record.id, nowMs))) return;
+    if (await repo.markFailed(record.id, `not delivered: ${reason}`, nowMs))
+      logger.warn("outbox.account_gone", {
+        recordId: record.id,
+        channel: record.channel,
+        account: record.account,
+        hint: reason,
+      });
   }
 
   /** `wakeAtMs`: a time in the future when it was computed, or null to wait for notify() only. */
@@ -275,7 +296,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     async start() {
       if (loop) throw new Error("The delivery worker is already started; create a new one after stop().");
       const idempotent = new Set(
-        channels.filter((channel) => adapters.get(channel)!.capabilities.idempotentSend),
+        channels.filter(
+          (channel) => adapterOfChannel(adapters.values(), channel)!.capabilities.idempotentSend,
+        ),
       );
       const nowMs = clock.now();
       const summary = await repo.recoverInterrupted(
@@ -363,12 +386,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     },
 
     openStream(target) {
-      const adapter = adapters.get(target.channel);
-      if (!adapter) {
-        throw new Error(
-          `No adapter for channel ${target.channel}; configure it before streaming replies to it.`,
-        );
-      }
+      const route = routeToAccount(adapters.values(), target.channel, target.account);
+      if (!route.adapter) throw new Error(`No stream for run ${target.runId}: ${route.reason}`);
+      const adapter = route.adapter;
       const stream = createStreamReply({
         ...deps,
         adapter,
@@ -380,6 +400,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
       });
       streams.add(stream);
       void stream.settled.finally(() => streams.delete(stream));
+      options.tracing?.streamed(target.runId, stream.settled);
       return stream;
     },
   };

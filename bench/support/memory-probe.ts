@@ -20,6 +20,15 @@ export interface MemorySample {
   jsExtraMemory: number;
   /** ArrayBuffers (and Buffers) alone. */
   arrayBuffers: number;
+  /**
+   * mimalloc, which serves every native allocation in the process (JSC's heap, SQLite's page
+   * cache, Bun's HTTP buffers): bytes in live blocks, and bytes it holds from the OS (committed),
+   * so `committed - inUse` is freed memory the allocator has not given back yet.
+   */
+  mallocInUse: number;
+  mallocCommitted: number;
+  /** The largest anonymous mapping's resident bytes (mimalloc's arena), and the JIT's code. */
+  arenaResident: number;
   objectCount: number;
   /** The most numerous object types, for a look at what stays alive. */
   topObjectTypes: Array<[string, number]>;
@@ -28,14 +37,23 @@ export interface MemorySample {
 export interface MemoryProbe {
   found: MemorySample;
   afterFullGc: MemorySample;
+  /** How long the full collection took (what the gateway's idle collection costs). */
+  fullGcMs: number;
 }
 
 const file = process.env.SWITCHBOARD_BENCH_MEMORY_PROBE;
+let probes = 0;
 if (file) {
   process.on("SIGUSR2", () => {
     const found = sample();
+    const startedMs = performance.now();
     Bun.gc(true);
-    const probe: MemoryProbe = { found, afterFullGc: sample() };
+    const fullGcMs = performance.now() - startedMs;
+    const probe: MemoryProbe = { found, afterFullGc: sample(), fullGcMs };
+    // A V8-format heap snapshot (Chrome DevTools opens it) after each probe, to see what stays alive.
+    const snapshots = process.env.SWITCHBOARD_BENCH_HEAP_SNAPSHOTS;
+    if (snapshots)
+      writeFileSync(`${snapshots}/probe-${++probes}.heapsnapshot`, Bun.generateHeapSnapshot("v8"));
     writeFileSync(file, JSON.stringify(probe));
   });
 }
@@ -45,6 +63,7 @@ function sample(): MemorySample {
   const kb = (field: string) =>
     Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(rollup)?.[1] ?? 0) * 1024;
   const heap = heapStats();
+  const mimalloc = (heap as unknown as { mimalloc: MimallocStats }).mimalloc;
   const memory = process.memoryUsage();
   return {
     rss: kb("Rss"),
@@ -54,9 +73,31 @@ function sample(): MemorySample {
     jsHeapCapacity: heap.heapCapacity,
     jsExtraMemory: heap.extraMemorySize,
     arrayBuffers: memory.arrayBuffers,
+    mallocInUse: mimalloc.malloc_normal.current + mimalloc.malloc_huge.current,
+    mallocCommitted: mimalloc.committed.current,
+    arenaResident: largestAnonymousResident(),
     objectCount: heap.objectCount,
     topObjectTypes: Object.entries(heap.objectTypeCounts)
       .sort((a, b) => b[1] - a[1])
       .slice(0, 8),
   };
+}
+
+/** The part of `heapStats().mimalloc` read here (Bun 1.4: mimalloc's `mi_stats_get_json`). */
+interface MimallocStats {
+  malloc_normal: { current: number };
+  malloc_huge: { current: number };
+  committed: { current: number };
+}
+
+/** Resident bytes of the largest resident anonymous mapping, from /proc/self/smaps. */
+function largestAnonymousResident(): number {
+  let largest = 0;
+  let anonymous = false;
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) anonymous = line.trim().split(/\s+/).length === 5;
+    else if (anonymous && line.startsWith("Rss:"))
+      largest = Math.max(largest, Number(line.split(/\s+/)[1]) * 1024);
+  }
+  return largest;
 }

@@ -279,12 +279,17 @@ export class DiscordAdapter implements ChannelAdapter {
     return this.sender.typing(target);
   }
 
-  react(target: string, messageId: string, status: ReplyStatus, previous: ReplyStatus | null): Promise<void> {
+  react(
+    target: string,
+    messageId: string,
+    status: ReplyStatus,
+    previous: readonly ReplyStatus[],
+  ): Promise<void> {
     return this.sender.react(
       target,
       messageId,
       STATUS_EMOJI[status],
-      previous === null ? null : STATUS_EMOJI[previous],
+      previous.map((shown) => STATUS_EMOJI[shown]),
     );
   }
 

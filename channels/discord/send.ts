@@ -134,17 +134,22 @@ export class DiscordSender {
     }
   }
 
-  /** Shows `emoji` as the bot's reaction on the message, then takes its `previous` one away. */
-  async react(target: string, messageId: string, emoji: string, previous: string | null): Promise<void> {
+  /**
+   * Shows `emoji` as the bot's reaction on the message, then takes each of `previous` away
+   * (Discord answers 204 for a reaction the bot has not put there).
+   */
+  async react(target: string, messageId: string, emoji: string, previous: readonly string[]): Promise<void> {
     const channelId = decodeTarget(target);
     const id = checkSnowflake(messageId, "messageId");
     await this.call("react", () =>
       this.rest.put(Routes.channelMessageOwnReaction(channelId, id, encodeURIComponent(emoji))),
     );
-    if (previous === null || previous === emoji) return;
-    await this.call("react", () =>
-      this.rest.delete(Routes.channelMessageOwnReaction(channelId, id, encodeURIComponent(previous))),
-    );
+    for (const old of previous) {
+      if (old === emoji) continue;
+      await this.call("react", () =>
+        this.rest.delete(Routes.channelMessageOwnReaction(channelId, id, encodeURIComponent(old))),
+      );
+    }
   }
 
   async typing(target: string): Promise<void> {

@@ -150,8 +150,10 @@ export class MatrixAdapter implements ChannelAdapter {
     };
   }
 
-  /** The bot's user id (known after start()). */
+  /** The bot's user id: configured, or learnt from whoami when start() resolves. */
   get account(): string {
+    if (this.#userId === "")
+      throw new Error("MatrixAdapter.account is known only after start() resolves (or set MATRIX_USER_ID).");
     return this.#userId;
   }
 
@@ -246,14 +248,15 @@ export class MatrixAdapter implements ChannelAdapter {
   }
 
   /**
-   * Annotates the message with the status, then redacts the bot's annotation of `previous`. The
-   * homeserver refuses a second equal annotation: the status is shown already.
+   * Annotates the message with the status, then redacts the bot's annotations of `previous` (one
+   * read of the message's annotations). The homeserver refuses a second equal annotation: the
+   * status is shown already.
    */
   async react(
     target: string,
     messageId: string,
     status: ReplyStatus,
-    previous: ReplyStatus | null,
+    previous: readonly ReplyStatus[],
   ): Promise<void> {
     const { roomId } = decodeTarget(target);
     await this.#react(roomId, messageId, STATUS_KEYS[status], `sb.status.${randomUUID()}`).catch((error) => {
@@ -263,14 +266,14 @@ export class MatrixAdapter implements ChannelAdapter {
       )
         throw error;
     });
-    if (previous === null || previous === status) return;
-    const key = STATUS_KEYS[previous];
+    const keys = new Set(previous.filter((shown) => shown !== status).map((shown) => STATUS_KEYS[shown]));
+    if (keys.size === 0) return;
     for (const reaction of await this.#client.relations(roomId, messageId, "m.annotation"))
       if (
         reaction.sender === this.#userId &&
         reaction.event_id !== undefined &&
         reaction.unsigned?.redacted_because === undefined &&
-        record(reaction.content["m.relates_to"])?.key === key
+        keys.has(String(record(reaction.content["m.relates_to"])?.key))
       )
         await this.#client.redact(roomId, reaction.event_id, `sb.redact.${randomUUID()}`);
   }

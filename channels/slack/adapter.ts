@@ -278,14 +278,19 @@ export class SlackAdapter implements ChannelAdapter {
     return this.#sender.delete(target, messageId);
   }
 
-  react(target: string, messageId: string, status: ReplyStatus, previous: ReplyStatus | null): Promise<void> {
+  react(
+    target: string,
+    messageId: string,
+    status: ReplyStatus,
+    previous: readonly ReplyStatus[],
+  ): Promise<void> {
     // The run ended without a message to the thread (or after it): the thinking status goes too.
     if (status === "done" || status === "failed") this.#assistant.settled(target);
     return this.#sender.react(
       target,
       messageId,
       STATUS_REACTIONS[status],
-      previous === null ? null : STATUS_REACTIONS[previous],
+      previous.map((shown) => STATUS_REACTIONS[shown]),
     );
   }
 

@@ -1,7 +1,8 @@
 /**
  * Slack's assistant threads (the Agents & AI Apps container): suggested prompts when a thread
  * starts, "is thinking…" while an answer is being worked on, and the thread's title from its first
- * message. All of it is decoration around ordinary inputs and outbox replies: fire and forget,
+ * message (the message that began the thread's conversation, as ingress says, so a restart
+ * between the thread's start and its first message changes nothing). All of it is decoration around ordinary inputs and outbox replies: fire and forget,
  * never in the acknowledgement's or the reply's path. An app without the feature (or without the
  * `assistant:write` scope) refuses these calls; the first refusal is logged once at warn and the
  * calls stop for that workspace.
@@ -34,9 +35,6 @@ export const MAX_THINKING_MS = 15 * 60_000;
 
 /** Longest thread title taken from a first message, in characters. */
 export const MAX_TITLE_CHARS = 60;
-
-/** Threads remembered as started and not yet titled; the oldest are forgotten first. */
-const MAX_UNTITLED_THREADS = 1000;
 
 /**
  * A thread's title from the text of its first message: Slack markup (`<@U…>`, `<url|label>`)
@@ -91,8 +89,6 @@ export class AssistantThreads {
   #feature: "unknown" | "on" | "off" = "unknown";
   /** The call finding out, while the feature is unknown. */
   #probe: Promise<void> | null = null;
-  /** Threads that started and have had no admitted message yet: the next one names them. */
-  readonly #untitled = new Set<string>();
   /** Threads showing (or about to show) the thinking status. */
   readonly #thinking = new Set<string>();
   /** The refresh of each thread showing the thinking status; aborted when it is cleared. */
@@ -133,7 +129,12 @@ export class AssistantThreads {
         try {
           const outcome = await handleMessage(body as unknown as Record<string, unknown>);
           if (outcome?.kind === "admitted")
-            this.admitted(thread, typeof message.text === "string" ? message.text : "", arrival);
+            this.admitted(
+              thread,
+              typeof message.text === "string" ? message.text : "",
+              outcome.startsConversation === true,
+              arrival,
+            );
         } finally {
           this.#pending.get(keyOf(thread))?.delete(arrival);
           if (this.#pending.get(keyOf(thread))?.size === 0) this.#pending.delete(keyOf(thread));
@@ -142,13 +143,8 @@ export class AssistantThreads {
     });
   }
 
-  /** A thread was opened: offer the prompts; its first message will name it. */
+  /** A thread was opened: offer the prompts. */
   started(thread: ThreadRef): void {
-    const key = keyOf(thread);
-    this.#untitled.delete(key);
-    this.#untitled.add(key);
-    if (this.#untitled.size > MAX_UNTITLED_THREADS)
-      this.#untitled.delete(this.#untitled.values().next().value!);
     const prompts = this.#options.prompts;
     if (prompts.length === 0) return;
     this.#track(
@@ -163,13 +159,15 @@ export class AssistantThreads {
     );
   }
 
-  /** A message in the thread was admitted: show the thinking status and, when it is the first, the title. */
-  admitted(thread: ThreadRef, text: string, arrival?: Arrival): void {
+  /**
+   * A message in the thread was admitted: show the thinking status and, when it began the
+   * thread's conversation (`startsConversation`), name the thread after it.
+   */
+  admitted(thread: ThreadRef, text: string, startsConversation: boolean, arrival?: Arrival): void {
     const key = keyOf(thread);
     // An answer that went out while ingress was still returning needs no status any more.
     if (!this.#thinking.has(key) && !arrival?.answered) this.#status(thread, THINKING_STATUS);
-    if (!this.#untitled.has(key)) return;
-    this.#untitled.delete(key);
+    if (!startsConversation) return;
     const title = threadTitle(text);
     if (title === null) return;
     this.#track(
@@ -316,7 +314,6 @@ export class AssistantThreads {
       if (typeof code === "string" && FEATURE_OFF_ERRORS.has(code)) {
         if (this.#feature === "off") return;
         this.#feature = "off";
-        this.#untitled.clear();
         this.#thinking.clear();
         for (const stop of this.#refreshing.values()) stop.abort();
         this.#refreshing.clear();

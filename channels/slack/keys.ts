@@ -3,8 +3,8 @@ import { SwitchboardError } from "../../src/errors.ts";
 /**
  * The opaque keys only this adapter encodes and decodes.
  *
- * conversationKey: `sl:<account>:dm:<user>` | `sl:<account>:ch:<channel>` |
- *                  `sl:<account>:ch:<channel>:thread:<thread_ts>`
+ * conversationKey: `sl:<account>:dm:<user>` | `sl:<account>:dm:<user>:thread:<thread_ts>` |
+ *                  `sl:<account>:ch:<channel>` | `sl:<account>:ch:<channel>:thread:<thread_ts>`
  * replyTarget:     `<channel>` (top level) | `<channel>:<thread_ts>` (in that thread)
  *
  * Channel ids are [A-Z0-9] and ts values are digits and one dot, so ":" never occurs inside a part.
@@ -12,6 +12,11 @@ import { SwitchboardError } from "../../src/errors.ts";
 
 export function dmConversationKey(account: string, user: string): string {
   return `sl:${account}:dm:${user}`;
+}
+
+/** A thread in the person's DM with the app (every assistant thread is one): its own conversation. */
+export function dmThreadConversationKey(account: string, user: string, threadTs: string): string {
+  return `sl:${account}:dm:${user}:thread:${threadTs}`;
 }
 
 export function channelConversationKey(account: string, channel: string): string {

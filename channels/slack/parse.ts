@@ -3,6 +3,7 @@ import type { InboundAttachment, InboundMessage, InboundWhere, SurfaceKind } fro
 import {
   channelConversationKey,
   dmConversationKey,
+  dmThreadConversationKey,
   encodeReplyTarget,
   type ReplyTarget,
   threadConversationKey,
@@ -248,8 +249,12 @@ function toInbound(message: SlackMessage, placement: Placement, context: ParseCo
   let target: ReplyTarget;
   let surfaceKind: SurfaceKind;
   if (surface === "dm") {
-    // One conversation per person; a reply in a DM thread stays in that thread.
-    conversationKey = dmConversationKey(context.account, author.id);
+    // The DM's top level is one conversation per person; each thread in it (an assistant
+    // thread, or a reply thread) is its own, answered in that thread.
+    conversationKey =
+      inThread && message.thread_ts !== undefined
+        ? dmThreadConversationKey(context.account, author.id, message.thread_ts)
+        : dmConversationKey(context.account, author.id);
     target = inThread ? { channel, threadTs: message.thread_ts } : { channel };
     surfaceKind = "dm";
   } else if (inThread) {
@@ -387,7 +392,10 @@ export function parseSlackAction(body: unknown, context: ParseContext): ParseOut
   let target: ReplyTarget;
   let surface: SurfaceKind;
   if (channelKind(channel, undefined) === "dm") {
-    conversationKey = dmConversationKey(context.account, user.id);
+    conversationKey =
+      threadTs === undefined
+        ? dmConversationKey(context.account, user.id)
+        : dmThreadConversationKey(context.account, user.id, threadTs);
     target = threadTs === undefined ? { channel } : { channel, threadTs };
     surface = "dm";
   } else if (threadTs !== undefined) {

@@ -222,19 +222,22 @@ export class SlackSender {
    * Shows `name` as the bot's reaction on the message, then takes `previous` away. Adding one the
    * bot already shows, or removing one it does not, is a success.
    */
-  async react(target: string, messageId: string, name: string, previous: string | null): Promise<void> {
+  /** Adds `name`, then takes away each of `previous` (one the message does not show is no error). */
+  async react(target: string, messageId: string, name: string, previous: readonly string[]): Promise<void> {
     const { channel } = decodeReplyTarget(target);
     await this.#tolerating("already_reacted", () =>
       this.#call("reactions.add", () =>
         this.client.reactions.add({ token: this.botToken, channel, timestamp: messageId, name }),
       ),
     );
-    if (previous === null || previous === name) return;
-    await this.#tolerating("no_reaction", () =>
-      this.#call("reactions.remove", () =>
-        this.client.reactions.remove({ token: this.botToken, channel, timestamp: messageId, name: previous }),
-      ),
-    );
+    for (const old of previous) {
+      if (old === name) continue;
+      await this.#tolerating("no_reaction", () =>
+        this.#call("reactions.remove", () =>
+          this.client.reactions.remove({ token: this.botToken, channel, timestamp: messageId, name: old }),
+        ),
+      );
+    }
   }
 
   async #tolerating(slackError: string, call: () => Promise<unknown>): Promise<void> {

@@ -124,8 +124,9 @@ export class TelegramAdapter implements ChannelAdapter {
     const me = await this.call("getMe", (signal) => this.api.getMe(signal));
     this.me = me;
     this.ingress = ingress;
+    // In the background: a slow or hanging Bot API delays the menu, never the bot's start.
     if (this.commands) {
-      await registerTelegramMenu({
+      const registering = registerTelegramMenu({
         api: this.api,
         menu: this.commands,
         ...(this.state ? { state: this.state } : {}),
@@ -134,6 +135,8 @@ export class TelegramAdapter implements ChannelAdapter {
         call: (method, run) => this.call(method, run),
         onEvent: this.onEvent,
       });
+      this.inFlight.add(registering);
+      void registering.finally(() => this.inFlight.delete(registering));
     }
     // Edits always: before the answer an edit corrects the message (ingress decides what after).
     const allowedUpdates: ("message" | "edited_message" | "callback_query")[] = [

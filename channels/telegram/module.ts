@@ -2,6 +2,7 @@ import { z } from "zod";
 import { fail, nonEmpty, parseIntegerField, parseUrl, parseWithSchema } from "../../src/util/env.ts";
 import type { ChannelModule } from "../module.ts";
 import { type TelegramConfig, telegramCommonFields, telegramConfigSchema } from "./config.ts";
+import { accountOfTelegramKey } from "./conversation-key.ts";
 
 /** Loads grammY with the adapter, only when a Telegram adapter is built. */
 const adapterModule = (): typeof import("./adapter.ts") => require("./adapter.ts");
@@ -21,11 +22,69 @@ const fileSection = z
   })
   .strict();
 
+/**
+ * The keys one entry of `accounts.telegram` may have: TELEGRAM_*'s settings by their schema names
+ * (the file section's `groupSessions` too). Polling unless `mode` is "webhook".
+ */
+const ACCOUNT_KEYS = [
+  "token",
+  "mode",
+  "apiRoot",
+  "requestTimeoutMs",
+  "pollTimeoutSeconds",
+  "webhookUrl",
+  "webhookSecret",
+  "groupSessions",
+] as const;
+
+/** An account's webhook route: one per bot, so each bot's updates reach its own adapter. */
+export function accountWebhookPath(name: string): string {
+  return `/telegram/webhook/${name}`;
+}
+
+/** One entry of `accounts.telegram`, checked by the adapter's schema; errors name the key, never its value. */
+function telegramAccount(
+  name: string,
+  settings: Readonly<Record<string, unknown>>,
+  section: Record<string, unknown>,
+): TelegramConfig {
+  const where = `accounts.telegram.${name}`;
+  const unknown = Object.keys(settings).filter((key) => !(ACCOUNT_KEYS as readonly string[]).includes(key));
+  if (unknown.length > 0)
+    fail(
+      "SWITCHBOARD_CONFIG",
+      `has ${unknown.map((key) => `${where}.${key}`).join(", ")}, which a Telegram account does not have (keys: ${ACCOUNT_KEYS.join(", ")}, allowedUsers)`,
+      `"${name}": {"token": "\${TG_${name.toUpperCase()}}"}`,
+    );
+  const mode = settings.mode ?? "polling";
+  const webhookPath = accountWebhookPath(name);
+  const input = { ...section, ...settings, mode, ...(mode === "webhook" ? { webhookPath } : {}) };
+  const result = telegramConfigSchema.safeParse(input);
+  if (!result.success) {
+    const problems = result.error.issues.map(
+      (issue) => `${where}.${issue.path.join(".") || "mode"}: ${issue.message}`,
+    );
+    fail("SWITCHBOARD_CONFIG", `has an invalid account: ${problems.join("; ")}`, ACCOUNT_EXAMPLE(name));
+  }
+  const config = result.data;
+  if (config.mode === "webhook" && new URL(config.webhookUrl).pathname !== webhookPath)
+    fail(
+      "SWITCHBOARD_CONFIG",
+      `${where}.webhookUrl must end in ${webhookPath}, the route of this account's updates`,
+      `"webhookUrl": "https://bot.example.com${webhookPath}"`,
+    );
+  return config;
+}
+
+const ACCOUNT_EXAMPLE = (name: string) =>
+  `"accounts": {"telegram": {"${name}": {"token": "\${TG_${name.toUpperCase()}}", "allowedUsers": "12345678"}}}`;
+
 /** Telegram from TELEGRAM_*: polling by default, or a webhook with its URL and secret. */
 export const telegramModule: ChannelModule<TelegramConfig> = {
   name: "telegram",
   fileSection,
   secretVariables: ["TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"],
+  accountSecrets: ["token", "webhookSecret"],
   userIds: { pattern: /^\d{1,20}$/, what: "Telegram user ids are numbers", example: "12345678" },
   howToConnect: "TELEGRAM_BOT_TOKEN (from @BotFather)",
   markup: "telegram-html",
@@ -78,6 +137,14 @@ export const telegramModule: ChannelModule<TelegramConfig> = {
       },
     );
   },
+
+  fromAccount(name, settings, file) {
+    const { editedMessages: _edits, ...section } = fileSection.parse(file.section ?? {});
+    return telegramAccount(name, settings, section);
+  },
+
+  accountIdOf: (config) => config.token.split(":")[0]!,
+  accountOfKey: accountOfTelegramKey,
 
   create(config, { clock, logger, state, commands }) {
     return new (adapterModule().TelegramAdapter)(config, {

@@ -89,6 +89,8 @@ export interface ChildAgents {
   list(conversationId: string): Promise<ChildListing[]>;
   message(caller: Caller, input: { handle: string; text: string }): Promise<string>;
   stop(caller: Caller, input: { handle: string }): Promise<string>;
+  /** The conversation's children still at work, oldest first (/status); empty when none. */
+  running(conversationId: string): Promise<ChildRecord[]>;
   /** Stops every running child of the conversation's runs (/stop, /new, /forget); how many runs. */
   stopAll(conversationId: string): Promise<number>;
   /** The conversations of the conversation's children and theirs, nearest first (/forget purges them too). */
@@ -275,6 +277,9 @@ export function createChildAgents(options: ChildAgentsOptions): ChildAgents {
     },
 
     descendants: (conversationId) => delegatedConversations(store, conversationId),
+
+    running: (conversationId) =>
+      store.listChildren({ parentConversationId: conversationId, state: "running" }),
 
     async stopAll(conversationId) {
       const stopped = await store.cancelChildren({ parentConversationId: conversationId }, clock.now());

@@ -1,4 +1,4 @@
-import type { ChildStore } from "./store.ts";
+import type { ChildRecord, ChildStore } from "./store.ts";
 
 /**
  * The conversations of a conversation's child agents and of theirs, nearest first: what it
@@ -19,4 +19,26 @@ export async function delegatedConversations(
     level = next;
   }
   return found;
+}
+
+/** A child agent with the children it started in turn (operator views: `runs show`, the console). */
+export interface ChildNode extends ChildRecord {
+  children: ChildNode[];
+}
+
+/**
+ * The children of a run or conversation, oldest first, each with its own children (those of its
+ * conversation), to the depth the links go. Empty when it delegated nothing.
+ */
+export async function childTree(
+  store: Pick<ChildStore, "listChildren">,
+  filter: { parentRunId: string } | { parentConversationId: string },
+): Promise<ChildNode[]> {
+  const children = await store.listChildren({ ...filter, limit: 1000 });
+  return Promise.all(
+    children.map(async (child) => ({
+      ...child,
+      children: await childTree(store, { parentConversationId: child.conversationId }),
+    })),
+  );
 }

@@ -3,8 +3,10 @@
  * servers' tools, picked per surface; which of them may run again after a crash; which tool_search
  * never hides.
  */
+
 import type { ToolSet } from "ai";
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import { adapterOfChannel } from "../../outbox/adapter-route.ts";
 import { mediaRefusal } from "../../outbox/media.ts";
 import type { DeliveryWorker } from "../../outbox/worker.ts";
 import { type RunContext, readRunContext } from "../run-context.ts";
@@ -37,7 +39,8 @@ const IDEMPOTENT_BUILT_IN_TOOLS: ReadonlySet<string> = new Set(
 const FILE_DOWNLOAD_TIMEOUT_MS = 60_000;
 
 export interface AgentToolsDeps extends ToolDeps {
-  adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
+  /** Every account's adapter (file limits are the channel's, the same for each account). */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   logger: Logger;
   mcp: McpTools;
   /** Woken when a run enqueued files. */
@@ -119,7 +122,7 @@ function outgoingFiles(ctx: ToolContext, context: RunContext, deps: AgentToolsDe
       : null,
     listMessages: (page) => stores.runtime.listMessages(ctx.conversationId, page),
     refusal: (file) => {
-      const adapter = deps.adapters.get(context.channel);
+      const adapter = adapterOfChannel(deps.adapters.values(), context.channel);
       return mediaRefusal(file, context.channel, adapter?.files?.limits);
     },
     enqueue: async (files) => {

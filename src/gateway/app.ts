@@ -1,10 +1,13 @@
-import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import type { PlatformChannel } from "../../channels/module.ts";
+import type { ChannelAdapter } from "../../channels/types.ts";
+import { adapterOfChannel } from "../../outbox/adapter-route.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { AgentDirectories } from "../agent/directories.ts";
 import { createApprovalService } from "../approvals/service.ts";
 import { costOnlyBudgetProblem } from "../budgets/config.ts";
 import { createBudgetGuard } from "../budgets/guard.ts";
+import { handedOverTo, spawnProgressLine, withDelegationLine } from "../children/progress.ts";
 import { CHILD_STEP_CEILING, childPrompts } from "../children/runs.ts";
 import { createChildAgents } from "../children/service.ts";
 import { waitsForChild } from "../children/tools.ts";
@@ -24,16 +27,18 @@ import type { Logger } from "../util/log.ts";
 import { agentFilesFor } from "./agent-files.ts";
 import { agentTools, RESERVED_TOOL_NAMES } from "./agent-tools.ts";
 import { approvalKey } from "./approval-key.ts";
-import { settingsForContext } from "./binding-facts.ts";
+import { accountNameOf, settingsForContext } from "./binding-facts.ts";
 import { catchUpChannel } from "./catch-up.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { buildChannels } from "./channel-adapters.ts";
 import { ChannelStarter } from "./channel-starter.ts";
+import { CHANNEL_MODULES } from "./channels.ts";
 import { commandMenu } from "./command-list.ts";
 import { createChatCommands } from "./commands.ts";
-import { agentDirsOf, type GatewayConfig } from "./config/index.ts";
+import { agentDirsOf, DEFAULT_ACCOUNT, type GatewayConfig } from "./config/index.ts";
 import { type Dashboard, readDashboard } from "./dashboard.ts";
 import { answerDeliveryFor, wireDelivery } from "./delivery.ts";
+import { type IdleCollector, startIdleCollector } from "./idle-collector.ts";
 import { createIngress } from "./ingress.ts";
 import { systemPrompt } from "./instructions.ts";
 import { late } from "./late.ts";
@@ -66,7 +71,8 @@ export interface Gateway {
   readonly runtime: Runtime;
   readonly worker: DeliveryWorker;
   readonly schedules: ScheduleService;
-  readonly adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
+  /** Every account's adapter, by slot (`telegram`, `telegram:support`; see channel-adapters.ts). */
+  readonly adapters: ReadonlyMap<string, ChannelAdapter>;
   readonly metrics: Metrics;
   readonly ingress: ReturnType<typeof createIngress>;
   readonly mcp: McpTools;
@@ -129,7 +135,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     webToken: config.web.enabled ? config.web.token : null,
   });
-  const { adapters, factories, allowLists } = buildChannels(config, {
+  const { adapters, factories, slots, allowLists, accountAllowLists } = buildChannels(config, {
     clock,
     logger,
     state: stores.runtime,
@@ -168,7 +174,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     blobs: stores.blobs,
     ...(tracing ? { tracing: tracing.deliveries } : {}),
     observer: {
-      rateLimited: (channel) => metrics.outboxRateLimited(channel),
+      rateLimited: (channel, account) =>
+        metrics.outboxRateLimited(channel, accountNameOf(config.file, channel, account)),
       ...timeline.delivery,
       firstSendAnswered: (record) => {
         timeline.delivery.firstSendAnswered(record);
@@ -197,6 +204,10 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     },
     dispatch: scheduleDispatcher({
       adapters,
+      accountOfKey: (channel, key) =>
+        channel in CHANNEL_MODULES
+          ? (CHANNEL_MODULES[channel as PlatformChannel].accountOfKey?.(key) ?? null)
+          : null,
       config,
       agentFor,
       submit: (request) => runtimeRef.get().submit(request),
@@ -254,16 +265,21 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     clock,
     logger: logger.child({ component: "runtime" }),
     owner,
-    answerDelivery: (run, state, text, requests) => {
+    answerDelivery: (run, state, text, requests, parts) => {
       const delivery = answerDeliveryFor(run, state, text);
       if (!delivery) return delivery;
       // A child agent's answer is its parent's input (written by the same commit), not a message;
       // only its approval prompts reach the chat, named for the child.
-      const child = readRunContext(run.context)?.child;
+      const context = readRunContext(run.context);
+      const child = context?.child;
       if (child) {
         if (!requests || requests.length === 0) return null;
         return { ...delivery, text: "", prompts: childPrompts(child.agent, approvals.prompts(requests)) };
       }
+      // A streamed turn handed over to a waited child says so: its answer comes later, as a new message.
+      const delegated =
+        state === "completed" && context?.delivery === "stream" ? handedOverTo(parts ?? []) : [];
+      if (delegated.length > 0) return { ...delivery, text: withDelegationLine(text, delegated) };
       if (!requests || requests.length === 0) return delivery;
       return { ...delivery, prompts: approvals.prompts(requests) };
     },
@@ -328,7 +344,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     files: {
       store: stores.blobs,
       limits: (channel) => {
-        return adapters.get(channel)?.files?.limits;
+        return adapterOfChannel(adapters.values(), channel)?.files?.limits;
       },
       exportTtlMs: config.media.exportTtlMs,
     },
@@ -338,7 +354,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     store: stores.runtime,
     file: config.file,
     allowLists,
-    admissionOf: (channel) => adapters.get(channel)?.admission,
+    accountAllowLists,
+    admissionOf: (channel) => adapterOfChannel(adapters.values(), channel)?.admission,
     access: stores.access,
     state: stores.state,
     budgets,
@@ -354,6 +371,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   // Started by start(), ended by stop().
   let expiryTimer: Timer | null = null;
   let blobTimer: Timer | null = null;
+  let idleCollector: IdleCollector | null = null;
+  let stopNotingWork: (() => void) | null = null;
   let unwire: (() => void) | null = null;
   let externalCommits: ExternalCommitWatch | null = null;
   // Closed first on shutdown: updates are then refused (not acknowledged, so platforms redeliver
@@ -385,14 +404,16 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const channels = new ChannelStarter({
     adapters,
     factories,
-    async startOne(name, adapter) {
+    async startOne(slot, adapter) {
+      const { channel } = adapter;
+      const accountName = slots.get(slot)?.name ?? DEFAULT_ACCOUNT;
       await adapter.start(guardedIngress, {
-        sessionRenewed: () => void catchUpChannel(name, adapter, stores, logger),
+        sessionRenewed: () => void catchUpChannel(channel, adapter, stores, logger),
         deliveryStatus: (report) => worker.recordPlatformStatus(report),
-        ignored: (reason) => metrics.inboundIgnored(name, reason),
+        ignored: (reason) => metrics.inboundIgnored(channel, accountName, reason),
       });
-      logger.info("channel.started", { channel: name, account: adapter.account });
-      await catchUpChannel(name, adapter, stores, logger);
+      logger.info("channel.started", { channel, accountName, account: adapter.account });
+      await catchUpChannel(channel, adapter, stores, logger);
     },
     logger,
     clock,
@@ -424,7 +445,15 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           hint: "check the chat, then `switchboard outbox resolve ID --delivered|--failed`",
         });
       }
-      unwire = wireDelivery({ runtime, store: stores.runtime, worker, adapters, clock, logger });
+      unwire = wireDelivery({
+        runtime,
+        store: stores.runtime,
+        worker,
+        adapters,
+        clock,
+        logger,
+        ...(children ? { progressLine: spawnProgressLine } : {}),
+      });
       await runtime.recover({ takeOverLeases: true });
       await channels.startAll();
       // One gateway per SQLite file: a claim left by a dead process fires now, not when its lease ends.
@@ -438,6 +467,23 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       // Files of purges made while it was down (or by the CLI), and retention; then hourly.
       void blobJanitor.sweep();
       blobTimer = clock.every(BLOB_SWEEP_INTERVAL_MS, () => void blobJanitor.sweep());
+      if (config.idleCollection) {
+        const collector = startIdleCollector({
+          clock,
+          busy: () => runtime.lanesHeld > 0,
+          collect: function collectWhileIdle() {
+            const startedMs = performance.now();
+            Bun.gc(true);
+            logger.debug("gateway.idle_collection", {
+              durationMs: Math.round(performance.now() - startedMs),
+            });
+          },
+        });
+        stopNotingWork = runtime.bus.subscribe((event) => {
+          if (event.type === "terminal") collector.noteWork();
+        });
+        idleCollector = collector;
+      }
       // Without this an operator's `outbox retry` or `schedules resume` on the file waits for an
       // unrelated wake-up (a new message, a timer) before the running gateway acts on it.
       externalCommits = stores.watchExternalCommits(
@@ -456,6 +502,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       agents.stop();
       expiryTimer?.cancel();
       blobTimer?.cancel();
+      idleCollector?.stop();
+      stopNotingWork?.();
       channels.stop();
       externalCommits?.stop();
       await schedules.stop();
@@ -476,7 +524,8 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       const checks: Record<string, ReadinessCheck> = {
         database: await databaseReadiness(stores),
       };
-      for (const [name, adapter] of adapters) checks[`channel:${name}`] = channels.check(name, adapter);
+      // One line per account: `channel:telegram` (its default account), `channel:telegram:support`.
+      for (const [slot, adapter] of adapters) checks[`channel:${slot}`] = channels.check(slot, adapter);
       // A failed MCP server only takes its own tools away: degraded, still ready.
       for (const server of mcp.statuses()) {
         checks[`mcp:${server.name}`] =

@@ -5,6 +5,7 @@
 import type { ChannelName, InboundMessage, InboundWhere, SurfaceKind } from "../../channels/types.ts";
 import type { RunContext } from "../run-context.ts";
 import {
+  type AccountNames,
   type BindingFacts,
   type ConversationSettings,
   conversationSettings,
@@ -13,25 +14,36 @@ import {
 } from "./config/index.ts";
 
 /**
- * The configured name of the account a message came through. Every channel has one account,
- * `default`, until `accounts` are configured; then this maps the adapter's account to its name.
+ * The configured name of the account a message came through: the adapter's account id mapped by
+ * `file.accountNames`. A channel whose ids are not known from its settings has one account,
+ * `default`; an id no account has any more (its account removed) stays itself, so no binding of
+ * another account applies to it.
  */
-export function accountNameOf(_channel: ChannelName, _account: string): string {
-  return DEFAULT_ACCOUNT;
+export function accountNameOf(
+  file: Pick<FileConfig, "accountNames">,
+  channel: ChannelName,
+  account: string,
+): string {
+  const names = file.accountNames?.[channel as keyof AccountNames];
+  if (names === undefined) return DEFAULT_ACCOUNT;
+  return names[account] ?? account;
 }
 
 /** Where a message (or a run answering one) is, as bindings match it. */
-export function bindingFactsOf(from: {
-  channel: ChannelName;
-  account: string;
-  surface: SurfaceKind;
-  user?: string;
-  where?: InboundWhere | undefined;
-}): BindingFacts {
+export function bindingFactsOf(
+  file: Pick<FileConfig, "accountNames">,
+  from: {
+    channel: ChannelName;
+    account: string;
+    surface: SurfaceKind;
+    user?: string;
+    where?: InboundWhere | undefined;
+  },
+): BindingFacts {
   const { where } = from;
   return {
     channel: from.channel,
-    account: accountNameOf(from.channel, from.account),
+    account: accountNameOf(file, from.channel, from.account),
     surface: from.surface,
     ...(from.user === undefined ? {} : { user: from.user }),
     ...(where?.chat === undefined ? {} : { chat: where.chat }),
@@ -46,7 +58,7 @@ export function settingsForMessage(
   file: FileConfig,
   message: Pick<InboundMessage, "channel" | "account" | "surface" | "principal" | "where">,
 ): ConversationSettings {
-  return conversationSettings(file, bindingFactsOf({ ...message, user: message.principal.id }));
+  return conversationSettings(file, bindingFactsOf(file, { ...message, user: message.principal.id }));
 }
 
 /** The settings for a run, from the context its message (or schedule) gave it. */
@@ -54,5 +66,5 @@ export function settingsForContext(
   file: FileConfig,
   context: Pick<RunContext, "channel" | "account" | "surface" | "principal" | "where">,
 ): ConversationSettings {
-  return conversationSettings(file, bindingFactsOf({ ...context, user: context.principal.id }));
+  return conversationSettings(file, bindingFactsOf(file, { ...context, user: context.principal.id }));
 }

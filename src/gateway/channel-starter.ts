@@ -1,4 +1,4 @@
-import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import type { ChannelAdapter } from "../../channels/types.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 import type { ReadinessCheck } from "./readiness.ts";
@@ -9,12 +9,15 @@ export function channelRetryDelayMs(failures: number): number {
 }
 
 export interface ChannelStarterOptions {
-  /** The gateway's adapters by channel; a failed one is replaced here by a fresh one. */
-  adapters: Map<ChannelName, ChannelAdapter>;
-  /** Fresh adapters per channel; a channel without one (the web chat) is retried as it is. */
-  factories: ReadonlyMap<ChannelName, () => ChannelAdapter>;
-  /** Starts one adapter; rejects when the channel did not start. */
-  startOne(name: ChannelName, adapter: ChannelAdapter): Promise<void>;
+  /**
+   * The gateway's adapters by slot (a channel, or `channel:account` for a named account); a failed
+   * one is replaced here by a fresh one. Each slot starts, fails and retries on its own.
+   */
+  adapters: Map<string, ChannelAdapter>;
+  /** Fresh adapters per slot; a slot without one (the web chat) is retried as it is. */
+  factories: ReadonlyMap<string, () => ChannelAdapter>;
+  /** Starts one adapter; rejects when it did not start. */
+  startOne(name: string, adapter: ChannelAdapter): Promise<void>;
   logger: Logger;
   /** Times the backoff; the system clock by default. */
   clock?: Clock;
@@ -30,10 +33,10 @@ export interface ChannelStarterOptions {
  * failed may refuse to start again (discord.js logs in once per client).
  */
 export class ChannelStarter {
-  private readonly failures = new Map<ChannelName, { count: number; error: string; retryAtMs: number }>();
+  private readonly failures = new Map<string, { count: number; error: string; retryAtMs: number }>();
   /** Ends the backoff waits on stop(). */
   private readonly stopping = new AbortController();
-  private readonly adapters: Map<ChannelName, ChannelAdapter>;
+  private readonly adapters: Map<string, ChannelAdapter>;
   private readonly options: ChannelStarterOptions;
   private readonly clock: Clock;
 
@@ -48,7 +51,7 @@ export class ChannelStarter {
     for (const name of [...this.adapters.keys()]) await this.attempt(name);
   }
 
-  check(name: ChannelName, adapter: ChannelAdapter): ReadinessCheck {
+  check(name: string, adapter: ChannelAdapter): ReadinessCheck {
     const failure = this.failures.get(name);
     if (failure)
       return {
@@ -63,7 +66,7 @@ export class ChannelStarter {
     this.stopping.abort();
   }
 
-  private async attempt(name: ChannelName): Promise<void> {
+  private async attempt(name: string): Promise<void> {
     const adapter = this.adapters.get(name);
     if (this.stopping.signal.aborted || !adapter) return;
     try {
@@ -93,7 +96,7 @@ export class ChannelStarter {
   }
 
   /** Puts a fresh adapter in place of one whose start failed, and lets the failed one go. */
-  private replace(name: ChannelName, failed: ChannelAdapter): void {
+  private replace(name: string, failed: ChannelAdapter): void {
     const make = this.options.factories.get(name);
     if (!make) return;
     let fresh: ChannelAdapter;

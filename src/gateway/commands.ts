@@ -6,6 +6,7 @@ import type { ScheduleService } from "../../schedules/service.ts";
 import type { ApprovalService } from "../approvals/service.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import type { ChildAgents } from "../children/service.ts";
+import { runningChildrenLines } from "../children/status.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { readConversationExport } from "../operator/export.ts";
 import { forgetConversation } from "../operator/forget.ts";
@@ -18,7 +19,6 @@ import { stateSummary } from "../state/slots.ts";
 import type { StateStore } from "../state/store.ts";
 import type { Clock } from "../util/clock.ts";
 import { shortHash } from "../util/ids.ts";
-import { bindingFactsOf } from "./binding-facts.ts";
 import { COMMAND_NAMES, type CommandName, HELP_TEXT } from "./command-list.ts";
 import { exportReply, exportText } from "./export-reply.ts";
 import { conversationMark, signForgetButton, verifyForgetButton } from "./forget-buttons.ts";
@@ -50,7 +50,7 @@ export interface ChatCommands {
 export interface ChatCommandsOptions {
   runtime: Runtime;
   /** Child agents, stopped with their conversation's /stop, /new and /forget; null or absent: none. */
-  children?: Pick<ChildAgents, "stopAll" | "descendants"> | null;
+  children?: Pick<ChildAgents, "stopAll" | "descendants" | "running"> | null;
   store: RuntimeStore;
   /** The conversation's goal and todo slots (/goal, /todo, /status). */
   state: StateStore;
@@ -347,11 +347,11 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
 
   const model = async ({ message, conversationId }: CommandScope): Promise<string> => {
     const argument = message.text.trim().split(/\s+/).slice(1).join(" ").trim();
-    const where = bindingFactsOf({ ...message, user: message.principal.id });
-    const current = options.models ? await options.models.current(conversationId, where) : null;
-    const names = options.models?.namesFor(where) ?? [];
+    const where = options.models?.factsOf({ ...message, user: message.principal.id });
+    const current = options.models && where ? await options.models.current(conversationId, where) : null;
+    const names = (where && options.models?.namesFor(where)) ?? [];
     if (argument === "") return modelList(current?.name ?? null, "Models you can pick:", names);
-    if (!options.models || names.length === 0) return modelList(null, "", names);
+    if (!options.models || !where || names.length === 0) return modelList(null, "", names);
     if (argument.toLowerCase() === "default") {
       await store.saveConversationSettings(conversationId, { model: undefined }, clock.now());
       const now = await options.models.current(conversationId, where);
@@ -368,7 +368,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
     if (!options.models?.configured) return `Model: ${runtime.models.map((m) => m.label).join(" → ")}`;
     const current = await options.models.current(
       conversationId,
-      bindingFactsOf({ ...message, user: message.principal.id }),
+      options.models.factsOf({ ...message, user: message.principal.id }),
     );
     const chain = options.models
       .chain(current.name)
@@ -400,9 +400,13 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
           principal: `${message.channel}:${message.principal.id}`,
         })
       : [];
+    const childLines = options.children
+      ? runningChildrenLines(await options.children.running(conversationId), clock.now())
+      : [];
     return [
       await modelStatus(scope),
       `Answers: ${running} running, ${active.length - running} queued`,
+      ...childLines,
       `Replies: ${counts.waiting} waiting to be delivered, ${counts.ambiguous} ambiguous (an operator is checking them)`,
       ...(lastFailed
         ? [`Last reply not delivered (${lastFailed.id}): ${lastFailed.lastError ?? "failed"}`]

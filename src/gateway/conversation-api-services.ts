@@ -3,10 +3,12 @@
  * the api channel's adapter for admission, the stores for ownership and runs, and the outbox for
  * proactive sends. Approval decisions go through the operator service (src/gateway/http/server.ts).
  */
+
 import type { ApiChannel } from "../../channels/api/adapter.ts";
 import { toInboundMessage } from "../../channels/api/inbound.ts";
 import { conversationKeyFor } from "../../channels/api/keys.ts";
 import type { ChannelName } from "../../channels/types.ts";
+import { knownAccount, routeToAccount } from "../../outbox/adapter-route.ts";
 import { SwitchboardError } from "../errors.ts";
 import { shortHash } from "../util/ids.ts";
 import type { Gateway } from "./app.ts";
@@ -54,16 +56,28 @@ async function sendProactive(
   nowMs: number,
 ): Promise<{ outcome: "enqueued" | "duplicate"; outboxId: string; state: string }> {
   const channel = request.channel as ChannelName;
-  const adapter = gateway.adapters.get(channel);
-  if (!adapter || channel === "api")
+  const candidates = [...gateway.adapters.values()].filter((adapter) => adapter.channel === channel);
+  if (candidates.length === 0 || channel === "api") {
+    const configured = [...new Set([...gateway.adapters.values()].map((adapter) => adapter.channel))];
     throw new SwitchboardError(
       "input_invalid",
-      `Invalid field 'channel': ${request.channel} is not configured on this gateway (configured: ${[...gateway.adapters.keys()].filter((name) => name !== "api").join(", ") || "none"}).`,
+      `Invalid field 'channel': ${request.channel} is not configured on this gateway (configured: ${configured.filter((name) => name !== "api").join(", ") || "none"}).`,
     );
-  if (request.account !== undefined && request.account !== adapter.account)
+  }
+  const accounts = candidates.map((candidate) => knownAccount(candidate) ?? "(not started)").join(", ");
+  // The send leaves through the account named, never through another bot of the channel.
+  const adapter =
+    request.account === undefined
+      ? candidates.length === 1
+        ? candidates[0]!
+        : null
+      : routeToAccount(candidates, channel, request.account).adapter;
+  if (!adapter)
     throw new SwitchboardError(
       "input_invalid",
-      `Invalid field 'account': ${request.channel} runs as account ${adapter.account}; leave account out or send that.`,
+      request.account === undefined
+        ? `Invalid field 'account': ${request.channel} has several accounts (${accounts}); name the one to send through.`
+        : `Invalid field 'account': ${request.channel} has no account ${request.account} (accounts: ${accounts}).`,
     );
   const key = `send:${request.actor}:${request.idempotencyKey}`;
   const id = `send_${shortHash(key)}`;

@@ -1,6 +1,7 @@
 import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
+import { routeToAccount } from "../../outbox/adapter-route.ts";
 import { createDraftPreview, type DraftPreview } from "../../outbox/draft-preview.ts";
-import type { StreamReply } from "../../outbox/stream.ts";
+import type { StreamReply, StreamReplyTarget } from "../../outbox/stream.ts";
 import { createTypingIndicator } from "../../outbox/typing.ts";
 import type { DeliveryWorker } from "../../outbox/worker.ts";
 import { readRunContext } from "../run-context.ts";
@@ -53,9 +54,12 @@ export function wireDelivery(options: {
   runtime: Runtime;
   store: RuntimeStore;
   worker: DeliveryWorker;
-  adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
+  /** Every account's adapter; a run's live reply goes through its own account's. */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   clock: Clock;
   logger: Logger;
+  /** What a streamed preview shows after a step's tool calls (StreamReplyTarget.progressLine). */
+  progressLine?: StreamReplyTarget["progressLine"];
 }): () => void {
   const { runtime, store, worker, adapters, clock, logger } = options;
   const live = new Map<string, LiveRun>();
@@ -70,7 +74,9 @@ export function wireDelivery(options: {
     }
     const view = await store.loadRun(runId);
     const context = readRunContext(view?.run.context);
-    const adapter = context ? adapters.get(context.channel) : undefined;
+    const adapter = context
+      ? routeToAccount(adapters.values(), context.channel, context.account).adapter
+      : null;
     if (!view || !context || !adapter || entry.terminal) {
       live.delete(runId);
       return;
@@ -96,11 +102,13 @@ export function wireDelivery(options: {
         : undefined;
       entry.stream = worker.openStream({
         channel: context.channel,
+        account: context.account,
         runId,
         conversationId: view.run.conversationId,
         target: context.target,
         ...(context.replyTo ? { replyTo: context.replyTo } : {}),
         ...(native ? { native } : {}),
+        ...(options.progressLine ? { progressLine: options.progressLine } : {}),
       });
       for (const event of entry.buffered) entry.stream.handle(event);
       entry.buffered = [];

@@ -21,13 +21,35 @@ export type IngressDecision<Command extends string = string> =
 
 export interface IngressRules<Command extends string = string> {
   file: FileConfig;
+  /** Who may write to each channel's `default` account (the one its variables configure). */
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
+  /**
+   * The named accounts' lists (their `allowedUsers`), by allowListKey: a message to one of them is
+   * judged by its own list, never by another account's.
+   */
+  accountAllowLists?: ReadonlyMap<string, AllowList>;
   /** What the message's channel decides itself (its adapter's `admission`); absent: ingress decides all. */
   admission?: ChannelAdmission;
   /** The sender holds a stored access grant (an approved pairing code); checked by the caller. */
   granted?: boolean;
   /** The chat command the text names, or null for input to the model. */
   matchCommand(text: string): Command | null;
+}
+
+/** The key of a named account's allow list: its channel and account id. */
+export function allowListKey(channel: InboundMessage["channel"], account: string): string {
+  return `${channel}\u0000${account}`;
+}
+
+/** The allow list a message is judged by: its account's, or its channel's for the `default` account. */
+export function allowListOf(
+  rules: Pick<IngressRules, "allowLists" | "accountAllowLists">,
+  message: Pick<InboundMessage, "channel" | "account">,
+): AllowList | undefined {
+  return (
+    rules.accountAllowLists?.get(allowListKey(message.channel, message.account)) ??
+    rules.allowLists[message.channel]
+  );
 }
 
 /**
@@ -42,7 +64,7 @@ export function decideIngress<Command extends string>(
 ): IngressDecision<Command> {
   if (message.principal.isBot && !rules.file.allowBots) return { kind: "ignore", reason: "from a bot" };
   if (!rules.admission?.ownAccessControl) {
-    const list = rules.allowLists[message.channel];
+    const list = allowListOf(rules, message);
     if (!isAllowed(list, message.principal.id) && !(pairs(list) && rules.granted)) {
       return pairs(list) && message.surface === "dm"
         ? { kind: "pair" }

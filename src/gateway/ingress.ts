@@ -18,13 +18,13 @@ import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import { afterQueuedWork } from "../util/yield.ts";
-import { settingsForMessage } from "./binding-facts.ts";
+import { accountNameOf, settingsForMessage } from "./binding-facts.ts";
 import type { ChatCommands } from "./commands.ts";
 import type { AllowList, FileConfig } from "./config/index.ts";
 import { applyCorrection, type Correction, findCorrection } from "./correction.ts";
 import { FloodLimit } from "./flood-limit.ts";
 import { isForgetButton } from "./forget-buttons.ts";
-import { decideIngress, needsGrant } from "./ingress-decision.ts";
+import { allowListOf, decideIngress, needsGrant } from "./ingress-decision.ts";
 import type { Metrics } from "./metrics.ts";
 import { noteReaction } from "./reaction-note.ts";
 import type { ReplyTimeline } from "./reply-timeline.ts";
@@ -37,6 +37,8 @@ export interface IngressOptions {
   store: RuntimeStore;
   file: FileConfig;
   allowLists: Partial<Record<InboundMessage["channel"], AllowList>>;
+  /** The named accounts' allow lists (IngressRules.accountAllowLists). */
+  accountAllowLists?: ReadonlyMap<string, AllowList>;
   /** What a channel decides itself before ingress: its current adapter's `admission`. */
   admissionOf(channel: ChannelName): ChannelAdmission | undefined;
   commands: ChatCommands;
@@ -68,9 +70,11 @@ export function createIngress(
 ): (message: InboundMessage, timing?: IngressTiming) => Promise<IngressOutcome> {
   const { runtime, store, file, metrics, clock, logger } = options;
   const flood = new FloodLimit();
+  /** The account's name, as metrics label it. */
+  const accountOf = (message: InboundMessage) => accountNameOf(file, message.channel, message.account);
 
   const ignore = (message: InboundMessage, reason: string): IngressOutcome => {
-    metrics.inboundIgnored(message.channel, reason);
+    metrics.inboundIgnored(message.channel, accountOf(message), reason);
     logger.debug("ingress.ignored", { channel: message.channel, updateKey: message.updateKey, reason });
     return { kind: "ignored", reason };
   };
@@ -80,7 +84,11 @@ export function createIngress(
     const parsed = inboundMessageSchema.safeParse(candidate);
     if (!parsed.success) {
       logger.warn("ingress.malformed", { issues: parsed.error.issues.map((i) => i.path.join(".")) });
-      metrics.inboundIgnored(String((candidate as { channel?: unknown })?.channel ?? "unknown"), "malformed");
+      metrics.inboundIgnored(
+        String((candidate as { channel?: unknown })?.channel ?? "unknown"),
+        "unknown",
+        "malformed",
+      );
       return { kind: "ignored", reason: "malformed" };
     }
     const message = parsed.data;
@@ -95,10 +103,10 @@ export function createIngress(
         logger,
       });
       if (done.duplicate) {
-        metrics.inboundDuplicate(message.channel);
+        metrics.inboundDuplicate(message.channel, accountOf(message));
         return { kind: "duplicate", runId: null, conversationId: null };
       }
-      metrics.inboundAccepted(message.channel);
+      metrics.inboundAccepted(message.channel, accountOf(message));
       return { kind: "withdrawn", runId: done.runId, effect: done.effect };
     }
     if (message.action && isForgetButton(message.action.data)) {
@@ -106,10 +114,10 @@ export function createIngress(
       const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
       const pressed = await options.commands.forgetPress({ message, conversationId, source });
       if (pressed.duplicate) {
-        metrics.inboundDuplicate(message.channel);
+        metrics.inboundDuplicate(message.channel, accountOf(message));
         return { kind: "action", notice: "" };
       }
-      metrics.inboundAccepted(message.channel);
+      metrics.inboundAccepted(message.channel, accountOf(message));
       if (pressed.refused === "forged")
         logger.warn("forget.forged_press", {
           channel: message.channel,
@@ -123,18 +131,19 @@ export function createIngress(
       // decision and the successor run commit together); the presser gets a short notice.
       if (!options.approvals) return ignore(message, "button press without approvals");
       const notice = await options.approvals.press(message, source);
-      metrics.inboundAccepted(message.channel);
+      metrics.inboundAccepted(message.channel, accountOf(message));
       return { kind: "action", notice };
     }
     // Read per message, so a grant approved or revoked from another process counts from the next one.
     const granted =
       !channelAdmission?.ownAccessControl &&
       options.access !== undefined &&
-      needsGrant(options.allowLists[message.channel], message.principal.id) &&
+      needsGrant(allowListOf(options, message), message.principal.id) &&
       (await options.access.isGranted(message.channel, message.principal.id));
     const decision = decideIngress(message, {
       file,
       allowLists: options.allowLists,
+      ...(options.accountAllowLists ? { accountAllowLists: options.accountAllowLists } : {}),
       ...(channelAdmission ? { admission: channelAdmission } : {}),
       granted,
       matchCommand: (text) => options.commands.match(text),
@@ -152,10 +161,10 @@ export function createIngress(
       });
       if (noted.kind === "refused") return ignore(message, noted.reason);
       if (noted.kind === "duplicate") {
-        metrics.inboundDuplicate(message.channel);
+        metrics.inboundDuplicate(message.channel, accountOf(message));
         return { kind: "duplicate", runId: null, conversationId: null };
       }
-      metrics.inboundAccepted(message.channel);
+      metrics.inboundAccepted(message.channel, accountOf(message));
       return noted;
     }
 
@@ -209,7 +218,7 @@ export function createIngress(
             })
           ).fresh;
       if (!recorded) {
-        metrics.inboundDuplicate(message.channel);
+        metrics.inboundDuplicate(message.channel, accountOf(message));
         return { kind: "duplicate", runId: null, conversationId };
       }
       logger.warn("ingress.flood_limited", {
@@ -250,7 +259,7 @@ export function createIngress(
           "refused:pairing",
         );
         if (reply.duplicate) {
-          metrics.inboundDuplicate(message.channel);
+          metrics.inboundDuplicate(message.channel, accountOf(message));
           return { kind: "duplicate", runId: null, conversationId };
         }
         // Not the code itself: whoever reads the log could approve it.
@@ -266,10 +275,10 @@ export function createIngress(
         const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());
         const reply = await options.commands.run(decision.name, { message, conversationId, source });
         if (reply.duplicate) {
-          metrics.inboundDuplicate(message.channel);
+          metrics.inboundDuplicate(message.channel, accountOf(message));
           return { kind: "duplicate", runId: null, conversationId };
         }
-        metrics.inboundAccepted(message.channel);
+        metrics.inboundAccepted(message.channel, accountOf(message));
         return { kind: "command", reply: reply.text };
       }
       case "oversized": {
@@ -314,7 +323,7 @@ export function createIngress(
               )
             : { duplicate: true };
         if (reply.duplicate) {
-          metrics.inboundDuplicate(message.channel);
+          metrics.inboundDuplicate(message.channel, accountOf(message));
           return { kind: "duplicate", runId: claimed.runId, conversationId };
         }
         logger.info("ingress.budget_refused", {
@@ -348,7 +357,7 @@ export function createIngress(
           nowMs: clock.now(),
         });
         if (!claimed.fresh) {
-          metrics.inboundDuplicate(message.channel);
+          metrics.inboundDuplicate(message.channel, accountOf(message));
           return { kind: "duplicate", runId: claimed.runId, conversationId };
         }
         return ignore(message, "edit after the answer");
@@ -380,7 +389,7 @@ export function createIngress(
       // resend. One of a conversation forgotten since stays forgotten. Admission decides both from
       // the receipt, in its transaction.
       if (!isSettledUpdate(error)) throw error;
-      metrics.inboundDuplicate(message.channel);
+      metrics.inboundDuplicate(message.channel, accountOf(message));
       return { kind: "duplicate", runId: null, conversationId: null };
     }
     killPoint("ingress.admitted");
@@ -390,10 +399,10 @@ export function createIngress(
     // Also for a duplicate: a redelivered edit finishes what a crash interrupted.
     if (correction) await applyCorrection(correction, admission, message, { runtime, store, logger });
     if (admission.outcome === "duplicate") {
-      metrics.inboundDuplicate(message.channel);
+      metrics.inboundDuplicate(message.channel, accountOf(message));
       return { kind: "duplicate", runId: admission.runId, conversationId: admission.conversationId };
     }
-    metrics.inboundAccepted(message.channel);
+    metrics.inboundAccepted(message.channel, accountOf(message));
     if (receivedAtMs !== undefined) {
       options.timeline?.admitted(
         admission.runId,
@@ -405,7 +414,12 @@ export function createIngress(
     // The run's way to its model request is queued work by now (the lane was kicked): let it go
     // first, before the caller's own (the platform's next poll) takes the CPU.
     await afterQueuedWork();
-    return { kind: "admitted", runId: admission.runId, conversationId: admission.conversationId };
+    return {
+      kind: "admitted",
+      runId: admission.runId,
+      conversationId: admission.conversationId,
+      ...(admission.startsConversation ? { startsConversation: true } : {}),
+    };
   };
 }
 

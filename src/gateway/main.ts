@@ -167,10 +167,10 @@ export async function startGateway(
  * The adapters' webhook routes, each answered by the adapter the channel has now: a channel that
  * failed to start runs on a fresh adapter (see ChannelStarter), whose routes the old ones'd miss.
  */
-function currentAdapterRoutes(adapters: ReadonlyMap<ChannelName, ChannelAdapter>): HttpRoute[] {
+function currentAdapterRoutes(adapters: ReadonlyMap<string, ChannelAdapter>): HttpRoute[] {
   const routesOf = new WeakMap<ChannelAdapter, HttpRoute[]>();
-  const current = (channel: ChannelName, method: HttpRoute["method"], path: string) => {
-    const adapter = adapters.get(channel);
+  const current = (slot: string, method: HttpRoute["method"], path: string) => {
+    const adapter = adapters.get(slot);
     if (!adapter) return undefined;
     let routes = routesOf.get(adapter);
     if (!routes) {
@@ -179,12 +179,12 @@ function currentAdapterRoutes(adapters: ReadonlyMap<ChannelName, ChannelAdapter>
     }
     return routes.find((route) => route.method === method && route.path === path);
   };
-  return [...adapters].flatMap(([channel, adapter]) =>
+  return [...adapters].flatMap(([slot, adapter]) =>
     (adapter.routes?.() ?? []).map(({ method, path }) => ({
       method,
       path,
       handle: async function currentAdapterRoute(request: Request) {
-        const route = current(channel, method, path);
+        const route = current(slot, method, path);
         if (!route)
           return new Response("This channel's route is gone; is the channel configured?", { status: 503 });
         return route.handle(request);
@@ -195,6 +195,7 @@ function currentAdapterRoutes(adapters: ReadonlyMap<ChannelName, ChannelAdapter>
 
 function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: Logger): void {
   const channels = [...gateway.adapters.keys()];
+  const configured = new Set([...gateway.adapters.values()].map((adapter) => adapter.channel));
   logger.info("gateway.started", {
     url,
     database: gateway.stores.location,
@@ -222,13 +223,21 @@ function announce(config: GatewayConfig, gateway: Gateway, url: string, logger: 
     });
   }
   for (const name of PLATFORM_CHANNELS) {
-    if (!channels.includes(name)) {
+    if (!configured.has(name)) {
       logger.info("gateway.channel_not_configured", {
         channel: name,
         hint: `set ${CHANNEL_MODULES[name].howToConnect}`,
       });
       continue;
     }
+    for (const account of config.accounts.filter((a) => a.channel === name))
+      if (account.allowList.kind === "ids" && account.allowList.ids.size === 0 && !account.allowList.pairing)
+        logger.warn("gateway.nobody_allowed", {
+          channel: name,
+          account: account.name,
+          hint: `nobody may talk to this bot yet: set accounts.${name}.${account.name}.allowedUsers to user ids (or "*")`,
+        });
+    if (!channels.includes(name)) continue;
     const list = config.allowLists[name];
     // A channel that settles who may write itself (the api channel's tokens) has no allow list.
     if (gateway.adapters.get(name)?.admission?.ownAccessControl) continue;

@@ -1,4 +1,5 @@
 import type { ChannelAdapter } from "../../channels/types.ts";
+import { routeToAccount } from "../../outbox/adapter-route.ts";
 import { SwitchboardError } from "../errors.ts";
 import { createMediaInputs, DEFAULT_MEDIA_LIMITS } from "../media/inputs.ts";
 import { openAiCompatibleTranscriptionModel, transcribeAudio } from "../models/transcription.ts";
@@ -38,7 +39,8 @@ export function gatewayMedia(
     clock,
     open: async (context, ref, signal) => {
       const run = readRunContext(context);
-      const adapter = run ? adapters.get(run.channel) : undefined;
+      // The file is fetched by the bot that received it (a file id means nothing to another bot).
+      const adapter = run ? routeToAccount(adapters.values(), run.channel, run.account).adapter : null;
       if (!adapter?.openFile) {
         throw new SwitchboardError(
           "platform_rejected",

@@ -86,15 +86,16 @@ export interface LatencySnapshot {
 }
 
 export interface Metrics {
-  inboundAccepted(channel: string): void;
-  inboundDuplicate(channel: string): void;
-  inboundIgnored(channel: string, reason: string): void;
+  /** `account`: the account's name (`default` for the one the channel's variables configure). */
+  inboundAccepted(channel: string, account: string): void;
+  inboundDuplicate(channel: string, account: string): void;
+  inboundIgnored(channel: string, account: string, reason: string): void;
   stepLatency(ms: number): void;
   scheduleLateness(ms: number): void;
   /** One reply spent `ms` in `stage`. */
   replyStage(stage: ReplyStage, ms: number): void;
   /** The platform answered a delivery 429 (our limiter should never let that happen). */
-  outboxRateLimited(channel: string): void;
+  outboxRateLimited(channel: string, account: string): void;
   /** A run's lease renewal failed with an error (the database did not answer it). */
   leaseRenewalFailed(): void;
   render(gauges: StoreGauges, process: ProcessGauges): string;
@@ -138,21 +139,22 @@ export function createMetrics(): Metrics {
     histogram.observe(ms);
   };
   return {
-    inboundAccepted: (channel) =>
+    inboundAccepted: (channel, account) =>
       count(
         "switchboard_inbound_accepted_total",
         "Inbound messages accepted (admitted or handled as a command).",
-        { channel },
+        { channel, account },
       ),
-    inboundDuplicate: (channel) =>
+    inboundDuplicate: (channel, account) =>
       count(
         "switchboard_inbound_duplicates_total",
         "Inbound updates recognised as duplicates (no second run).",
-        { channel },
+        { channel, account },
       ),
-    inboundIgnored: (channel, reason) =>
+    inboundIgnored: (channel, account, reason) =>
       count("switchboard_inbound_ignored_total", "Inbound updates ignored before the model.", {
         channel,
+        account,
         reason,
       }),
     stepLatency: (ms) => observe("switchboard_step_latency_ms", "Duration of one model step.", ms),
@@ -166,11 +168,11 @@ export function createMetrics(): Metrics {
         { stage },
         STAGE_BUCKETS_MS,
       ),
-    outboxRateLimited: (channel) =>
+    outboxRateLimited: (channel, account) =>
       count(
         "switchboard_outbox_rate_limited_total",
         "Deliveries the platform answered 429 (the account then waits retry_after). Should stay 0.",
-        { channel },
+        { channel, account },
       ),
     leaseRenewalFailed: () =>
       count(

@@ -12,9 +12,6 @@ import {
   pickableModels,
 } from "./config/index.ts";
 
-const factsOfContext = (context: NonNullable<ReturnType<typeof readRunContext>>) =>
-  bindingFactsOf({ ...context, user: context.principal.id });
-
 /** The model a conversation uses: a name from `models`, or null for the gateway's own model. */
 export interface CurrentModel {
   name: string | null;
@@ -48,6 +45,8 @@ export interface ModelChoices {
   readonly names: readonly string[];
   /** Whether any conversation can use another model than the gateway's own (so runs must ask). */
   readonly configured: boolean;
+  /** What bindings match a message on, with this configuration's account names. */
+  factsOf(message: Parameters<typeof bindingFactsOf>[1]): BindingFacts;
   /** The names users may pick with /model where `facts` hold (the file's, and the binding's). */
   namesFor(facts: BindingFacts): readonly string[];
   /** The conversation's model: its /model choice while that name is pickable here, else the default. */
@@ -99,6 +98,7 @@ export function createModelChoices(options: {
     namesFor,
     current,
     chain,
+    factsOf: (message) => bindingFactsOf(file, message),
     async choose(conversationId, name, facts) {
       if (!(facts ? namesFor(facts) : names).includes(name)) return false;
       await store.saveConversationSettings(conversationId, { model: name }, clock.now());
@@ -113,7 +113,10 @@ export function createModelChoices(options: {
         const settings = await store.loadConversationSettings(run.conversationId);
         return chain(effectiveModel(settings.model, null, names).name);
       }
-      return chain((await current(run.conversationId, factsOfContext(context))).name);
+      return chain(
+        (await current(run.conversationId, bindingFactsOf(file, { ...context, user: context.principal.id })))
+          .name,
+      );
     },
   };
 }

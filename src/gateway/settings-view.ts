@@ -6,7 +6,7 @@ import type { OperatorService } from "../operator/types.ts";
 import { readRunContext } from "../run-context.ts";
 import { bindingFactsOf } from "./binding-facts.ts";
 import { describeSettings, type ExplainedConversation } from "./config/explain.ts";
-import { DEFAULT_ACCOUNT, type GatewayConfig } from "./config/index.ts";
+import { accountNamesInFile, type GatewayConfig } from "./config/index.ts";
 
 /** How many of its newest runs are searched for one a person's message started. */
 const RUNS_SEARCHED = 20;
@@ -24,7 +24,7 @@ export function conversationSettingsReader(
     const contexts = items.map((run) => readRunContext(run.context)).filter((c) => c !== null);
     const context = contexts.find((c) => c.origin === "user") ?? contexts[0];
     if (!context) return null;
-    const facts = bindingFactsOf({ ...context, user: context.principal.id });
-    return describeSettings(config.file, facts, config.agentDir, () => [DEFAULT_ACCOUNT]);
+    const facts = bindingFactsOf(config.file, { ...context, user: context.principal.id });
+    return describeSettings(config.file, facts, config.agentDir, accountNamesInFile(config.file));
   };
 }

@@ -1,17 +1,24 @@
-import type { ChannelAdapter, ChannelName, ReplyStatus } from "../../channels/types.ts";
+import {
+  type ChannelAdapter,
+  type ChannelName,
+  REPLY_STATUSES,
+  type ReplyStatus,
+} from "../../channels/types.ts";
+import { routeToAccount } from "../../outbox/adapter-route.ts";
 import type { OutboxRepository } from "../../outbox/types.ts";
 import { isSwitchboardError } from "../errors.ts";
 import { type RunContext, readRunContext } from "../run-context.ts";
 import type { RuntimeEvent } from "../runtime/events.ts";
-import type { RuntimeStore } from "../runtime/store.ts";
+import type { RunRecord, RuntimeStore } from "../runtime/store.ts";
 import type { Clock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
 
 export interface StatusReactionsDeps {
-  adapters: ReadonlyMap<ChannelName, ChannelAdapter>;
+  /** Every account's adapter; a status shows through the account that received the message. */
+  adapters: ReadonlyMap<string, ChannelAdapter>;
   /** Whether the run's surface shows status reactions (its `statusReactions`). */
   enabled(context: RunContext): boolean;
-  store: Pick<RuntimeStore, "loadRun">;
+  store: Pick<RuntimeStore, "loadRun" | "listApprovals">;
   clock: Clock;
   logger: Logger;
 }
@@ -19,10 +26,15 @@ export interface StatusReactionsDeps {
 /** The person's message a run answers, where its status is shown. */
 interface Shown {
   channel: ChannelName;
+  account: string;
   target: string;
   messageId: string;
-  /** What the message shows now (null: nothing yet), as the last call that succeeded set it. */
-  status: ReplyStatus | null;
+  /**
+   * What the message may show now: empty for a message this process saw admitted first, the
+   * status the last call that succeeded set, or every status for one whose ladder began before
+   * this process (it remembers none of it: a restart), so the next change takes away any of them.
+   */
+  showing: readonly ReplyStatus[];
   /** The calls for this message, one at a time and in order. */
   chain: Promise<void>;
 }
@@ -32,6 +44,9 @@ const DEFAULT_PAUSE_MS = 5_000;
 
 /** Most messages whose ladder is followed at once (those waiting for an approval included). */
 const MAX_MESSAGES = 10_000;
+
+/** Newest approvals of a conversation read to tell whether an admitted run is a decision's. */
+const DECISION_LOOKBACK = 20;
 
 /** The status a run's terminal state shows; `done` waits for the answer's delivery. Null: unchanged. */
 export function terminalStatus(state: string): ReplyStatus | "delivering" | null {
@@ -58,11 +73,17 @@ export function terminalStatus(state: string): ReplyStatus | "delivering" | null
  * outcomes without holding either up, calls the adapter directly (not through the outbox, so a
  * reaction never waits in a reply's lane), and drops what fails. After a 429 the channel shows no
  * reaction until the wait it named is over, so reactions never spend the rate limit replies need.
+ *
+ * What a message shows is remembered in memory only. After a restart, the first change on a
+ * message whose ladder began before (its run was admitted earlier, or its run is the decision of
+ * an approval asked earlier) takes away every other ladder status, so no stale 👀 stays beside ✅.
  */
 export class StatusReactions {
   readonly #deps: StatusReactionsDeps;
   /** By run: the message it answers (only runs whose surface shows reactions). */
   readonly #runs = new Map<string, Shown>();
+  /** By run: the finding of its message, begun by its first event; later events wait for it. */
+  readonly #lookups = new Map<string, Promise<Shown | null>>();
   /**
    * By message: what it shows. A run that waits for an approval is forgotten, and the decision's
    * run finds the message here; the oldest entries go first past MAX_MESSAGES (a decision never made).
@@ -70,7 +91,7 @@ export class StatusReactions {
   readonly #messages = new Map<string, Shown>();
   /** Runs whose answer completed and whose delivery shows ✅ (or ⚠️). */
   readonly #delivering = new Set<string>();
-  readonly #pausedUntilMs = new Map<ChannelName, number>();
+  readonly #pausedUntilMs = new Map<string, number>();
   readonly #inFlight = new Set<Promise<void>>();
 
   constructor(deps: StatusReactionsDeps) {
@@ -80,15 +101,16 @@ export class StatusReactions {
   /** A runtime event (from `Runtime.subscribe`); returns at once. */
   handle(event: RuntimeEvent): void {
     if (event.type === "admission" && event.outcome === "admitted") {
-      this.#track(this.#observe(event.runId, "seen"));
+      this.#track(this.#observe(event.runId, "seen", true));
     } else if (event.type === "terminal") {
       const status = terminalStatus(event.state);
       if (status === null) {
         this.#runs.delete(event.runId);
+        this.#lookups.delete(event.runId);
         return;
       }
       this.#track(
-        this.#observe(event.runId, status === "delivering" ? null : status).then(() => {
+        this.#observe(event.runId, status === "delivering" ? null : status, false).then(() => {
           const shown = this.#runs.get(event.runId);
           if (status === "delivering" && shown) this.#delivering.add(event.runId);
           else this.#forget(event.runId, status === "failed");
@@ -126,35 +148,68 @@ export class StatusReactions {
   #forget(runId: string, final: boolean): void {
     const shown = this.#runs.get(runId);
     this.#runs.delete(runId);
+    this.#lookups.delete(runId);
     this.#delivering.delete(runId);
-    if (final && shown) this.#messages.delete(messageKey(shown.channel, shown.target, shown.messageId));
+    if (final && shown) this.#messages.delete(messageKey(shown));
   }
 
-  /** Finds the message `runId` answers (reading its context once) and shows `status` on it. */
-  async #observe(runId: string, status: ReplyStatus | null): Promise<void> {
-    let shown = this.#runs.get(runId);
-    if (!shown) {
-      // No channel reacts (the web chat alone): no run needs reading.
-      if (![...this.#deps.adapters.values()].some((adapter) => adapter.react)) return;
-      const run = (await this.#deps.store.loadRun(runId))?.run;
-      const context = run ? readRunContext(run.context) : null;
-      if (!context?.replyTo || context.origin !== "user" || !this.#deps.enabled(context)) return;
-      if (!this.#deps.adapters.get(context.channel)?.react) return;
-      shown = this.#message(context.channel, context.target, context.replyTo);
-      this.#runs.set(runId, shown);
+  /**
+   * Finds the message `runId` answers (once: events after the first wait for its finding) and
+   * shows `status` on it. `admitted`: the event is the run's admission, seen by this process.
+   */
+  async #observe(runId: string, status: ReplyStatus | null, admitted: boolean): Promise<void> {
+    let lookup = this.#lookups.get(runId);
+    if (!lookup) {
+      lookup = this.#find(runId, admitted);
+      this.#lookups.set(runId, lookup);
     }
-    if (status) this.#set(shown, status);
+    const shown = await lookup;
+    if (shown && status) this.#set(shown, status);
+  }
+
+  /** The message `runId` answers, when its surface shows reactions; null otherwise. */
+  async #find(runId: string, admitted: boolean): Promise<Shown | null> {
+    // No channel reacts (the web chat alone): no run needs reading.
+    if (![...this.#deps.adapters.values()].some((adapter) => adapter.react)) return null;
+    const run = (await this.#deps.store.loadRun(runId))?.run;
+    const context = run ? readRunContext(run.context) : null;
+    if (!run || !context?.replyTo || context.origin !== "user" || !this.#deps.enabled(context)) return null;
+    if (!routeToAccount(this.#deps.adapters.values(), context.channel, context.account).adapter?.react)
+      return null;
+    // Unknown to this process, the message shows nothing only if this is its first run's admission.
+    const where = {
+      channel: context.channel,
+      account: context.account,
+      target: context.target,
+      messageId: context.replyTo,
+    };
+    const key = messageKey(where);
+    const unknown = !this.#messages.has(key) && (!admitted || (await this.#decides(run)));
+    const fresh = !this.#messages.has(key);
+    const shown = this.#message(where);
+    if (fresh && unknown) shown.showing = REPLY_STATUSES;
+    this.#runs.set(runId, shown);
+    return shown;
   }
 
   /** A correction's run, and an approval's decision, answer the same message as the run before. */
-  #message(channel: ChannelName, target: string, messageId: string): Shown {
-    const key = messageKey(channel, target, messageId);
+  #message(where: MessageWhere): Shown {
+    const key = messageKey(where);
     const known = this.#messages.get(key);
     if (known) return known;
-    const shown: Shown = { channel, target, messageId, status: null, chain: Promise.resolve() };
+    const shown: Shown = { ...where, showing: [], chain: Promise.resolve() };
     this.#messages.set(key, shown);
     if (this.#messages.size > MAX_MESSAGES) this.#messages.delete(this.#messages.keys().next().value!);
     return shown;
+  }
+
+  /** Whether `run` is the successor an approval's decision queued: its message shows ⏳ already. */
+  async #decides(run: RunRecord): Promise<boolean> {
+    const approvals = await this.#deps.store.listApprovals({
+      conversationId: run.conversationId,
+      limit: DECISION_LOOKBACK,
+    });
+    return approvals.some((approval) => approval.successorRunId === run.id);
   }
 
   #set(shown: Shown, status: ReplyStatus): void {
@@ -163,20 +218,21 @@ export class StatusReactions {
   }
 
   async #call(shown: Shown, status: ReplyStatus): Promise<void> {
-    if (shown.status === status) return;
-    const adapter = this.#deps.adapters.get(shown.channel);
+    if (shown.showing.length === 1 && shown.showing[0] === status) return;
+    const adapter = routeToAccount(this.#deps.adapters.values(), shown.channel, shown.account).adapter;
     if (!adapter?.react) return;
     const now = this.#deps.clock.now();
-    if ((this.#pausedUntilMs.get(shown.channel) ?? 0) > now) {
+    if ((this.#pausedUntilMs.get(accountKey(shown)) ?? 0) > now) {
       this.#deps.logger.debug("reaction.dropped", { channel: shown.channel, status, reason: "rate limited" });
       return;
     }
     try {
-      await adapter.react(shown.target, shown.messageId, status, shown.status);
-      shown.status = status;
+      const previous = shown.showing.filter((shownStatus) => shownStatus !== status);
+      await adapter.react(shown.target, shown.messageId, status, previous);
+      shown.showing = [status];
     } catch (error) {
       if (isSwitchboardError(error, "platform_rate_limited")) {
-        this.#pausedUntilMs.set(shown.channel, now + (error.retryAfterMs ?? DEFAULT_PAUSE_MS));
+        this.#pausedUntilMs.set(accountKey(shown), now + (error.retryAfterMs ?? DEFAULT_PAUSE_MS));
       }
       this.#deps.logger.info("reaction.failed", {
         channel: shown.channel,
@@ -188,8 +244,15 @@ export class StatusReactions {
   }
 }
 
-function messageKey(channel: ChannelName, target: string, messageId: string): string {
-  return `${channel}\u0000${target}\u0000${messageId}`;
+type MessageWhere = Pick<Shown, "channel" | "account" | "target" | "messageId">;
+
+function messageKey({ channel, account, target, messageId }: MessageWhere): string {
+  return `${channel}\u0000${account}\u0000${target}\u0000${messageId}`;
+}
+
+/** A rate limit pauses one bot's reactions: each account has its own. */
+function accountKey({ channel, account }: Pick<Shown, "channel" | "account">): string {
+  return `${channel}\u0000${account}`;
 }
 
 /**

@@ -4,7 +4,6 @@ import type { MediaInputs, ModelInputKind } from "../runtime/media.ts";
 import type { FilePart, PreparedFile } from "../runtime/types.ts";
 import { type Clock, systemClock } from "../util/clock.ts";
 import type { Logger } from "../util/log.ts";
-import { scaleForModel } from "./image.ts";
 import { pdfText } from "./pdf-text.ts";
 import { IMAGE_TYPES, isTextType, sniffMediaType } from "./sniff.ts";
 
@@ -158,6 +157,8 @@ export function createMediaInputs(options: MediaInputsOptions): MediaInputs {
           const path = blobs.localPath?.(stored.id);
           const source = path && (await blobs.stat(stored.id)) ? path : await blobs.read(stored.id);
           if (!source) throw new Error("the stored file is gone");
+          // sharp and libvips add about 28 MB to a process, so only one that meets a photo loads them.
+          const { scaleForModel } = await import("./image.ts");
           const scaled = await scaleForModel(source);
           return await blobs.put(bytesSource(scaled.bytes), { maxBytes: Number.MAX_SAFE_INTEGER });
         });

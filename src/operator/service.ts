@@ -6,8 +6,9 @@ import {
   PAIRING_MAX_WRONG_ATTEMPTS,
 } from "../access/pairing.ts";
 import { createApprovalService } from "../approvals/service.ts";
-import { delegatedConversations } from "../children/tree.ts";
+import { childTree, delegatedConversations } from "../children/tree.ts";
 import { SwitchboardError } from "../errors.ts";
+import { readRunContext } from "../run-context.ts";
 import { fingerprintOf } from "../runtime/runtime.ts";
 import { APPROVAL_STATES } from "../runtime/store.ts";
 import { toolCallSummaries } from "../runtime/tool-calls.ts";
@@ -283,12 +284,15 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         if (!view) return null;
         const parts = view.answer?.parts ?? [];
         const steps = (await queries.listSteps([runId])).map(({ runId: _, ...step }) => step);
+        const handle = readRunContext(view.run.context)?.child?.handle;
         return {
           run: view.run,
           answerText: answerText(parts),
           usage: view.run.usage,
           steps,
           toolCalls: toolCallSummaries(parts),
+          children: await childTree(stores.runtime, { parentRunId: runId }),
+          childOf: handle === undefined ? null : await stores.runtime.loadChild(handle),
         };
       },
     },
@@ -315,11 +319,12 @@ export function createOperatorService(options: OperatorServiceOptions): Operator
         if (!conversation) return null;
         const rows = await queries.listMessagesNewestFirst(conversationId, { beforeOrder, limit: limit + 1 });
         const { items, nextCursor } = toPage(rows, limit, "messages", (item) => [item.order]);
-        const [settings, commands] = await Promise.all([
+        const [settings, commands, children] = await Promise.all([
           stores.runtime.loadConversationSettings(conversationId),
           queries.listCommandInputs(conversationId, 200),
+          childTree(stores.runtime, { parentConversationId: conversationId }),
         ]);
-        return { conversation, model: settings.model ?? null, items, nextCursor, commands };
+        return { conversation, model: settings.model ?? null, items, nextCursor, commands, children };
       },
       async setModel(conversationId, model, actor) {
         checkActor(actor);

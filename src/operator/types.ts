@@ -3,6 +3,8 @@ import type { Occurrence, Schedule, ScheduleRepository } from "../../schedules/t
 import type { AccessGrant, AccessStore } from "../access/store.ts";
 import type { BudgetLimits, LimitStatus, UsageTotals } from "../budgets/rules.ts";
 import type { BudgetOverride, BudgetStore, UsageRow } from "../budgets/store.ts";
+import type { ChildRecord } from "../children/store.ts";
+import type { ChildNode } from "../children/tree.ts";
 import type { ApprovalRecord, ApprovalState, MessagePageItem, RunRecord } from "../runtime/store.ts";
 import type { ToolCallSummary } from "../runtime/tool-calls.ts";
 import type { RunState, StepRecord, Usage } from "../runtime/types.ts";
@@ -41,6 +43,10 @@ export interface RunDetail {
   steps: StepRecord[];
   /** Each tool call of the run, in order, with its timing and outcome. */
   toolCalls: ToolCallSummary[];
+  /** The child agents it started, oldest first, each with theirs (the tree); empty when none. */
+  children: ChildNode[];
+  /** When this run is a child agent's: its link to the run that started it; null otherwise. */
+  childOf: ChildRecord | null;
 }
 
 export interface OperatorService {
@@ -82,6 +88,8 @@ export interface OperatorService {
       nextCursor: string | null;
       /** The conversation's newest chat commands (at most 200), newest first: they are not messages. */
       commands: CommandInput[];
+      /** The child agents its runs started, oldest first, each with theirs; empty when none. */
+      children: ChildNode[];
     } | null>;
     /**
      * Sets the conversation's model (a name from SWITCHBOARD_CONFIG `models`; null: back to the

@@ -147,6 +147,8 @@ export type AnswerDeliveryFor = (
   state: TerminalRunState,
   text: string,
   approvals?: readonly ApprovalRequestInsert[],
+  /** The answer's parts, `text` is read from (what its tool calls did). */
+  parts?: readonly MessagePart[],
 ) => AnswerDelivery | null;
 
 /** How one execution of a run ended, from this worker's point of view. */
@@ -197,7 +199,7 @@ export class RunExecutor {
     if (!trace) return this.executeRun(acquired, signal);
     this.traces.set(acquired.run.id, trace);
     try {
-      const end = await this.executeRun(acquired, signal);
+      const end = await trace.within(() => this.executeRun(acquired, signal));
       trace.end(end);
       return end;
     } catch (error) {
@@ -637,7 +639,9 @@ export class RunExecutor {
       ),
     ];
     const approvals = state === "awaiting_approval" ? this.approvalRequests(assistantParts) : [];
-    const delivery = this.options.answerDelivery?.(run, state, answerText(assistantParts), approvals) ?? null;
+    const delivery =
+      this.options.answerDelivery?.(run, state, answerText(assistantParts), approvals, assistantParts) ??
+      null;
     const result = await this.options.store.commitTerminal({
       fence,
       state,

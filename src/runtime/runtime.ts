@@ -61,6 +61,8 @@ export interface Admission {
   inputMessageId: string;
   /** Conversation version right after the admission committed. */
   version: number;
+  /** The input began its conversation: its admission is the conversation's first durable event. */
+  startsConversation: boolean;
   /** Pending approvals this input cancelled (a newer message under `supersede`/`interrupt`). */
   cancelledApprovals: string[];
 }
@@ -341,6 +343,7 @@ export class Runtime {
       runId: result.runId,
       inputMessageId: result.inputMessageId,
       version: result.version,
+      startsConversation: result.outcome === "admitted" && result.seq === 1,
       cancelledApprovals: result.outcome === "duplicate" ? [] : result.cancelledApprovals,
     };
   }

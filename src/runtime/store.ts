@@ -475,6 +475,7 @@ export type AdmitResult =
       runId: string;
       inputMessageId: string;
       version: number;
+      /** The admission event's seq in its conversation; 1: the input began the conversation. */
       seq: number;
       /** Running runs asked to stop by this input's policy. */
       stopRequested: Array<{ runId: string; reason: StopReason }>;

@@ -42,6 +42,8 @@ export interface AdmissionFacts {
 }
 
 export interface ExecutionTrace {
+  /** Runs the execution with the run's span as the active one. */
+  within<T>(fn: () => T): T;
   /** The model step `index` (0-based, the run's step count) begins. */
   step(index: number): StepTrace;
   /** The run's inputs hold these approval decisions (the calls they decide run in this attempt). */

@@ -4,7 +4,7 @@
  */
 import type { ChildState, ChildTarget } from "../children/store.ts";
 import type { RunState } from "../runtime/types.ts";
-import type { ChildLink } from "./children.ts";
+import type { ChildInsert, ChildLink, ChildSettled, ResultOutput } from "./children.ts";
 import type { Integer } from "./rows.ts";
 import type { Dialect } from "./tables.sql.ts";
 
@@ -86,13 +86,47 @@ export const INSERT_CHILD_SQL = (p: (n: number) => string): string =>
      depth, conversation_id, run_id, state, result_context, created_at_ms)
    VALUES (${[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(p).join(", ")}, 'running', ${p(11)}, ${p(12)})`;
 
+/** INSERT_CHILD_SQL's values; `wait` as the engine stores a flag. */
+export const childInsertValues = (child: ChildInsert, flag: (wait: boolean) => boolean | number) => [
+  child.handle,
+  child.parentRunId,
+  child.parentConversationId,
+  child.toolCallId,
+  child.agent,
+  child.task,
+  flag(child.wait),
+  child.depth,
+  child.conversationId,
+  child.runId,
+  JSON.stringify(child.resultContext ?? null),
+  child.nowMs,
+];
+
 export const SETTLE_CHILD_SQL = (p: (n: number) => string): string =>
   `UPDATE child_agents SET state = ${p(2)}, result_state = ${p(3)}, result_run_id = ${p(4)}, finished_at_ms = ${p(5)}
    WHERE handle = ${p(1)} AND state = 'running'`;
 
+export const settleChildValues = (handle: string, settled: ChildSettled, nowMs: number) => [
+  handle,
+  settled.state,
+  settled.resultState,
+  settled.resultRunId,
+  nowMs,
+];
+
 export const INSERT_RESULT_OUTPUT_SQL = (p: (n: number) => string): string =>
   `INSERT INTO tool_outputs (ref, conversation_id, run_id, tool_call_id, tool_name, text, created_at_ms)
    VALUES (${[1, 2, 3, 4, 5, 6, 7].map(p).join(", ")})`;
+
+export const resultOutputValues = (output: ResultOutput, nowMs: number) => [
+  output.ref,
+  output.conversationId,
+  output.runId,
+  output.toolCallId,
+  output.toolName,
+  output.text,
+  nowMs,
+];
 
 export function toChildLink(row: ChildRow): ChildLink {
   const n = (value: Integer | null) => (value === null ? null : Number(value));

@@ -66,29 +66,26 @@ export interface ChildSteps {
   /** The running links of `target`, oldest first. */
   runningChildren(target: ChildTarget): ChildLink[];
   insertChild(child: ChildInsert): void;
-  settleChild(
-    handle: string,
-    settled: {
-      state: Exclude<ChildState, "running">;
-      resultState: string | null;
-      resultRunId: string | null;
-    },
-    nowMs: number,
-  ): void;
+  settleChild(handle: string, settled: ChildSettled, nowMs: number): void;
   /** Whether the conversation was purged (its tombstone stays). */
   isPurged(conversationId: string): boolean;
   /** Keeps a result too large for the parent's prompt, for read_output in the parent's conversation. */
-  insertResultOutput(
-    output: {
-      ref: string;
-      conversationId: string;
-      runId: string;
-      toolCallId: string;
-      toolName: string;
-      text: string;
-    },
-    nowMs: number,
-  ): void;
+  insertResultOutput(output: ResultOutput, nowMs: number): void;
+}
+
+export interface ChildSettled {
+  state: Exclude<ChildState, "running">;
+  resultState: string | null;
+  resultRunId: string | null;
+}
+
+export interface ResultOutput {
+  ref: string;
+  conversationId: string;
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  text: string;
 }
 
 /** What the children's procedures take: their own steps, a stop's, and a fenced read. */

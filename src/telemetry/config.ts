@@ -87,3 +87,33 @@ export function otlpHeaderValues(env: Env): string[] {
       }
     });
 }
+
+/**
+ * Where a signal is sent and with which headers, as the OTLP variables of `env` say: the
+ * signal's own endpoint as it is, or the shared one with `/v1/<signal>` appended; the shared
+ * headers, then the signal's own. Given to the exporters, so `env` alone decides (not whatever
+ * the process environment holds).
+ */
+export function otlpTarget(
+  env: Env,
+  signal: "traces" | "metrics",
+): { url: string; headers: Record<string, string> } {
+  const upper = signal.toUpperCase();
+  const own = nonEmpty(env, `OTEL_EXPORTER_OTLP_${upper}_ENDPOINT`);
+  const shared = nonEmpty(env, "OTEL_EXPORTER_OTLP_ENDPOINT") ?? "http://localhost:4318";
+  const url = own ?? `${shared.replace(/\/+$/, "")}/v1/${signal}`;
+  const headers: Record<string, string> = {};
+  for (const name of ["OTEL_EXPORTER_OTLP_HEADERS", `OTEL_EXPORTER_OTLP_${upper}_HEADERS`]) {
+    for (const pair of nonEmpty(env, name)?.split(",") ?? []) {
+      const at = pair.indexOf("=");
+      if (at <= 0) continue;
+      const value = pair.slice(at + 1).trim();
+      try {
+        headers[pair.slice(0, at).trim()] = decodeURIComponent(value);
+      } catch {
+        headers[pair.slice(0, at).trim()] = value;
+      }
+    }
+  }
+  return { url, headers };
+}

@@ -16,7 +16,7 @@ import { NodeSDK } from "@opentelemetry/sdk-node";
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace";
 import type { Env } from "../util/env.ts";
 import { ChosenIdGenerator } from "./attempt-ids.ts";
-import type { TelemetryConfig } from "./config.ts";
+import { otlpTarget, type TelemetryConfig } from "./config.ts";
 import { exposedMetrics, hrNow } from "./prometheus-bridge.ts";
 import { gatewaySpans } from "./spans.ts";
 import type { Telemetry, TelemetryOptions } from "./telemetry.ts";
@@ -35,7 +35,12 @@ export function startOpenTelemetry(config: TelemetryConfig, env: Env, options: T
   );
   const json = config.protocol === "http/json";
   const ids = new ChosenIdGenerator();
-  const spanExporter = redacting(json ? new JsonTraceExporter() : new ProtoTraceExporter(), options.secrets);
+  const traces = otlpTarget(env, "traces");
+  const spanExporter = redacting(
+    json ? new JsonTraceExporter(traces) : new ProtoTraceExporter(traces),
+    options.secrets,
+  );
+  const metrics = otlpTarget(env, "metrics");
   let render: (() => Promise<string>) | null = null;
   const interval = positive(env, "OTEL_METRIC_EXPORT_INTERVAL", 60_000);
   const sdk = new NodeSDK({
@@ -58,7 +63,7 @@ export function startOpenTelemetry(config: TelemetryConfig, env: Env, options: T
     metricReaders: config.metrics
       ? [
           new PeriodicExportingMetricReader({
-            exporter: json ? new JsonMetricExporter() : new ProtoMetricExporter(),
+            exporter: json ? new JsonMetricExporter(metrics) : new ProtoMetricExporter(metrics),
             exportIntervalMillis: interval,
             exportTimeoutMillis: Math.min(interval, positive(env, "OTEL_METRIC_EXPORT_TIMEOUT", 30_000)),
             metricProducers: [exposedMetrics(() => (render ? render() : Promise.resolve("")), hrNow())],

@@ -171,6 +171,7 @@ export function gatewaySpans(options: SpanOptions): GatewayTracing {
       };
 
       return {
+        within: (fn) => context.with(runContext, fn),
         step(index): StepTrace {
           const span = tracer.startSpan(
             "switchboard.step",
@@ -243,9 +244,50 @@ export function gatewaySpans(options: SpanOptions): GatewayTracing {
     return stored ? trace.setSpanContext(ROOT_CONTEXT, stored) : ROOT_CONTEXT;
   }
 
+  /** The delivery's state, attempts and platform receipt, read once it is over. */
+  async function settle(span: Span, idOrKey: string): Promise<void> {
+    const after = await options.outbox.show(idOrKey).catch(() => null);
+    if (after) {
+      span.setAttributes({
+        "switchboard.outbox.id": after.id,
+        "switchboard.delivery.state": after.state,
+        "switchboard.delivery.attempts": after.attempts,
+        "switchboard.delivery.receipt": after.receipt?.messageIds ?? [],
+      });
+      if (after.state === "failed" || after.state === "ambiguous")
+        span.setStatus({ code: SpanStatusCode.ERROR, message: after.state });
+    }
+  }
+
   return {
     runs,
     deliveries: {
+      streamed(runId, settled) {
+        const startTime = Date.now();
+        void settled.then(async () => {
+          // A run that ended before its first preview made no stream record: its reply is a
+          // message record, delivered (and spanned) by the worker.
+          const record = await options.outbox.show(`${runId}:stream`).catch(() => null);
+          if (!record) return;
+          const parent = await deliveryParent(runId);
+          const span = tracer.startSpan(
+            "switchboard.delivery",
+            {
+              kind: SpanKind.PRODUCER,
+              startTime,
+              attributes: {
+                "switchboard.outbox.kind": "stream",
+                "switchboard.channel": record.channel,
+                "switchboard.account": record.account,
+                "switchboard.run.id": runId,
+              },
+            },
+            parent,
+          );
+          await settle(span, record.id);
+          span.end();
+        });
+      },
       async delivery(record: OutboxRecord, deliver) {
         const parent = await deliveryParent(record.runId);
         const span = tracer.startSpan(
@@ -268,16 +310,7 @@ export function gatewaySpans(options: SpanOptions): GatewayTracing {
           failed(span, error);
           throw error;
         } finally {
-          const after = await options.outbox.show(record.id).catch(() => null);
-          if (after) {
-            span.setAttributes({
-              "switchboard.delivery.state": after.state,
-              "switchboard.delivery.attempts": after.attempts,
-              "switchboard.delivery.receipt": after.receipt?.messageIds ?? [],
-            });
-            if (after.state === "failed" || after.state === "ambiguous")
-              span.setStatus({ code: SpanStatusCode.ERROR, message: after.state });
-          }
+          await settle(span, record.id);
           span.end();
         }
       },

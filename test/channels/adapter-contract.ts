@@ -489,27 +489,48 @@ export async function runAdapterContract(options: AdapterContractOptions): Promi
           const written = await platform.write("react to me");
           await waitUntil(() => ingress.calls[0], "the message at ingress");
           const shown = () => platform.reactions!(platform.dmTarget, written.messageId);
-          await adapter.react!(platform.dmTarget, written.messageId, "seen", null);
+          await adapter.react!(platform.dmTarget, written.messageId, "seen", []);
           const seen = shown();
           expect(seen).toHaveLength(1);
-          await adapter.react!(platform.dmTarget, written.messageId, "waiting", "seen");
-          await adapter.react!(platform.dmTarget, written.messageId, "done", "waiting");
+          await adapter.react!(platform.dmTarget, written.messageId, "waiting", ["seen"]);
+          await adapter.react!(platform.dmTarget, written.messageId, "done", ["waiting"]);
           const done = shown();
           expect(done).toHaveLength(1);
           expect(done).not.toEqual(seen);
           // A status repeated (a correction's run, after a crash) changes nothing and does not fail.
-          await adapter.react!(platform.dmTarget, written.messageId, "done", "done");
+          await adapter.react!(platform.dmTarget, written.messageId, "done", []);
           expect(shown()).toEqual(done);
           // Every status has its own reaction.
           const all = new Set<string>(done);
           let previous: ReplyStatus = "done";
           for (const status of ["failed", "seen", "waiting"] as const) {
-            await adapter.react!(platform.dmTarget, written.messageId, status, previous);
+            await adapter.react!(platform.dmTarget, written.messageId, status, [previous]);
             expect(shown()).toHaveLength(1);
             all.add(shown()[0]!);
             previous = status;
           }
           expect(all.size).toBe(4);
+        },
+      );
+      when(
+        declared.react,
+        "react in place of every other status (after a restart) leaves only the new one, none shown being no error",
+        async () => {
+          const written = await platform.write("react after a restart");
+          await waitUntil(
+            () => ingress.calls.find((m) => m.text.includes("after a restart")),
+            "the message at ingress",
+          );
+          const shown = () => platform.reactions!(platform.dmTarget, written.messageId);
+          // Before the restart: 👀, then ⏳ added without taking 👀 away (what a lost memory leaves).
+          await adapter.react!(platform.dmTarget, written.messageId, "seen", []);
+          await adapter.react!(platform.dmTarget, written.messageId, "waiting", []);
+          await adapter.react!(platform.dmTarget, written.messageId, "done", ["seen", "waiting", "failed"]);
+          const done = shown();
+          expect(done).toHaveLength(1);
+          await adapter.react!(platform.dmTarget, written.messageId, "failed", []);
+          await adapter.react!(platform.dmTarget, written.messageId, "done", ["seen", "waiting", "failed"]);
+          expect(shown()).toEqual(done);
         },
       );
     });

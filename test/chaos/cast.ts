@@ -30,7 +30,8 @@ export type ChaosChannel = "telegram" | "discord" | "whatsapp" | "matrix";
  * gateway and counts the effects in one file: as `ledger` its calls run without asking
  * (`slow_append`, not idempotent: "begin <id>" at once, "end <id>" when done), as `retry` the same
  * tool declared idempotent (run again once after a crash), as `notes` they wait for approval
- * (`append_note` writes "<id>"), which expires after `approvalTimeoutMs`.
+ * (`append_note` writes "<id>"), which expires after `approvalTimeoutMs`. The child agent `helper`
+ * (`spawn_agent`) gets no tools: it only answers its task.
  */
 export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
   const server = (approval: "ask" | "never", idempotent = false) => ({
@@ -55,8 +56,11 @@ export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
       // Terminal: one event per answer chunk, each sent under its record's txnId (no edits).
       "matrix:dm": { inputPolicy: "queue", delivery: "terminal" },
       "matrix:group": { inputPolicy: "queue", delivery: "terminal" },
+      // Conversation API messages: every one answered, in order.
+      "api:dm": { inputPolicy: "queue", delivery: "terminal" },
     },
     mcpServers: { ledger: server("never"), retry: server("never", true), notes: server("ask") },
+    agents: { helper: { description: "answers a task in one step", tools: [], maxSteps: 2 } },
   } as const;
 }
 
@@ -77,6 +81,16 @@ export interface Place {
    * webhook body; Matrix: the same event at a new position of the sync stream).
    */
   replay(updateKey: string): void;
+  /**
+   * `speaker` edits the message `updateKey` posted to `text` (a mention kept where needed); the
+   * returned `again` delivers the edit's update once more. Telegram, Discord and Matrix.
+   */
+  edit?(speaker: string, updateKey: string, text: string): { again(): void };
+  /**
+   * `speaker` deletes the message `updateKey` posted; `again` delivers the delete once more.
+   * Discord and Matrix (Telegram tells bots of no deletes).
+   */
+  remove?(speaker: string, updateKey: string): { again(): void };
   /**
    * Telegram only: `speaker` presses the button `label` under the bot's message `messageId`;
    * returns the update key (null when that message or button is gone).
@@ -128,6 +142,8 @@ export function createCast(
   matrix: MatrixEmulator,
 ): Cast {
   const botMention = `@${telegram.bot.username}`;
+  /** Each posted message's id, by the update that carried it (for edits). */
+  const tgMessageIds = new Map<string, number>();
   const tgUsers: Record<string, TgUser> = {
     alice: user(1001, "Alice"),
     bob: user(1002, "Bob"),
@@ -156,13 +172,24 @@ export function createCast(
     post(speaker, text, mention) {
       const from = tgUsers[speaker];
       if (!from) throw new Error(`no Telegram user ${speaker}`);
-      const { update } = telegram.incoming({
+      const { update, message } = telegram.incoming({
         chat,
         from,
         text: mention ? `${botMention} ${text}` : text,
         ...(options.topic ? { topic: options.topic } : {}),
       });
+      tgMessageIds.set(String(update.update_id), message.message_id);
       return String(update.update_id);
+    },
+    edit(_speaker, updateKey, text) {
+      const messageId = tgMessageIds.get(updateKey);
+      if (messageId === undefined) throw new Error(`no Telegram message for update ${updateKey}`);
+      const { update } = telegram.incomingEdit(
+        chat.id,
+        messageId,
+        options.needsMention ? `${botMention} ${text}` : text,
+      );
+      return { again: () => void telegram.deliverAgain(update.update_id) };
     },
     replay(updateKey) {
       telegram.deliverAgain(Number(updateKey));
@@ -238,6 +265,16 @@ export function createCast(
     replay(updateKey) {
       discord.redispatch(updateKey);
     },
+    edit(_speaker, updateKey, text) {
+      const content = options.needsMention ? `<@${discord.bot.id}> ${text}` : text;
+      const editedAtMs = Date.now();
+      discord.editUserMessage(updateKey, content, editedAtMs);
+      return { again: () => discord.editUserMessage(updateKey, content, editedAtMs) };
+    },
+    remove(_speaker, updateKey) {
+      discord.deleteUserMessage(updateKey);
+      return { again: () => discord.deleteUserMessage(updateKey) };
+    },
   });
 
   const waUsers: Record<string, { waId: string; name: string }> = {
@@ -305,6 +342,20 @@ export function createCast(
       },
       replay(updateKey) {
         matrix.redeliver(roomId, updateKey);
+      },
+      edit(speaker, updateKey, text) {
+        const body = needsMention ? `${botId}: ${text}` : text;
+        const eventId = matrix.sendEvent(roomId, mxUser(speaker), "m.room.message", {
+          msgtype: "m.text",
+          body: `* ${body}`,
+          "m.new_content": { msgtype: "m.text", body },
+          "m.relates_to": { rel_type: "m.replace", event_id: updateKey },
+        });
+        return { again: () => matrix.redeliver(roomId, eventId) };
+      },
+      remove(speaker, updateKey) {
+        const redaction = matrix.redact(roomId, mxUser(speaker), updateKey);
+        return { again: () => matrix.redeliver(roomId, redaction) };
       },
     };
   };

@@ -27,6 +27,7 @@ import { resolveAmbiguous } from "./operator.ts";
 import type { ChaosOptions } from "./options.ts";
 import { seededRandom } from "./random.ts";
 import {
+  isMatrixReply,
   type MediaOutcome,
   type PairingOutcome,
   readChats,
@@ -64,6 +65,10 @@ export interface ChaosReport {
     /** Answerable messages on Matrix, DMs and the mention-gated room (`answerable` counts them too). */
     matrix: number;
   };
+  /** Conversation API calls: messages to api conversations, proactive sends, and repeated requests. */
+  api: { messages: number; sends: number; repeats: number };
+  /** Messages answered with `spawn_agent` (waited for and not), and their children by final link state. */
+  spawns: { waited: number; notWaited: number; children: Record<string, number> };
   kills: {
     sigkills: number;
     killPoints: Record<string, number>;
@@ -73,7 +78,13 @@ export interface ChaosReport {
     takeovers: number;
   };
   faults: FaultCounts & { total: number };
-  duplicates: { immediate: number; replays: number; discordRedeliveries: number };
+  duplicates: {
+    immediate: number;
+    replays: number;
+    discordRedeliveries: number;
+    apiRepeats: number;
+    editsAndDeletes: number;
+  };
   /**
    * WhatsApp webhook POSTs (messages and statuses), and how many of them needed more than one
    * attempt (the gateway was down or died before answering 200): Meta's own redeliveries.
@@ -314,6 +325,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
       ...readWhatsApp(peers.whatsapp, chats),
       ...readMatrix(peers.matrix),
+      spawns: traffic.spawns,
+      api: traffic.api,
       toolEffects: existsSync(notesFile) ? readFileSync(notesFile, "utf8").split("\n").filter(Boolean) : [],
     };
     const stopStart = Date.now();
@@ -361,6 +374,19 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         exports: traffic.commands.filter((c) => c.name === "export").length,
         whatsapp: traffic.sent.filter((s) => s.channel === "whatsapp" && s.expect === "answer").length,
         matrix: traffic.sent.filter((s) => s.channel === "matrix" && s.expect === "answer").length,
+      },
+      api: {
+        messages: traffic.api.filter((a) => a.kind === "message").length,
+        sends: traffic.api.filter((a) => a.kind === "send").length,
+        repeats: traffic.duplicates.apiRepeats,
+      },
+      spawns: {
+        waited: traffic.spawns.filter((s) => s.wait).length,
+        notWaited: traffic.spawns.filter((s) => !s.wait).length,
+        children: snapshot.children.reduce<Record<string, number>>(
+          (byState, c) => Object.assign(byState, { [c.state]: (byState[c.state] ?? 0) + 1 }),
+          {},
+        ),
       },
       kills: {
         sigkills: supervisor.stats.sigkills,
@@ -641,7 +667,10 @@ function replayedMatrixEvents(matrix: MatrixEmulator, chats: readonly string[]):
 
 /** The send faults the homeserver answered with (armed faults not yet met are not counted). */
 function matrixFaultsMet(matrix: MatrixEmulator): ChaosReport["matrix"]["faults"] {
-  const met = matrix.callsOf("send").map((c) => c.fault);
+  const met = matrix
+    .callsOf("send")
+    .filter(isMatrixReply)
+    .map((c) => c.fault);
   return {
     rateLimited: met.filter((f) => f === "rate_limited").length,
     serverErrors: met.filter((f) => f === "server_error").length,

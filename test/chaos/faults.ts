@@ -8,6 +8,8 @@
  * before or after the call took effect, and hung calls. WhatsApp gets 429s, 5xx and resets after
  * the effect (the send's outcome is then its status webhook's to tell); a reset before the effect
  * would only wait out WHATSAPP_STATUS_WAIT_MS for a status that never comes, which the e2e tests cover.
+ * Status reactions (on in DMs) are no replies: Matrix faults are armed by and injected into
+ * `m.room.message` sends only, and no Telegram or Discord reaction method is faulted.
  * Matrix sends get M_LIMIT_EXCEEDED with retry_after_ms, 5xx and resets after the homeserver stored
  * the event (retried with the same txnId, so shown once); like Telegram's, each kind is met once
  * before the dice choose.
@@ -17,6 +19,7 @@ import type { MatrixEmulator, Fault as MatrixFault } from "../emulators/matrix/i
 import type { TelegramEmulator, Fault as TelegramFault } from "../emulators/telegram/index.ts";
 import type { WhatsAppEmulator, Fault as WhatsAppFault } from "../emulators/whatsapp/index.ts";
 import type { Random } from "./random.ts";
+import { isMatrixReply } from "./snapshot.ts";
 
 /** How long a hung Telegram call stays open before the driver releases it. */
 const HANG_RELEASE_MS = 4_000;
@@ -102,7 +105,7 @@ export class FaultInjector {
     this.whatsappSeen = this.whatsapp.calls.length;
     const matrixCalls = this.matrix.calls
       .slice(this.matrixSeen)
-      .filter((c) => c.operation === "send")
+      .filter((c) => c.operation === "send" && isMatrixReply(c))
       .map((c) => ({ key: "mx send", c }));
     this.matrixSeen = this.matrix.calls.length;
     const called = new Set<string>();

@@ -161,6 +161,10 @@ function healthy(): Snapshot {
       },
     ],
     approvalResponses: [{ runId: "run6", approvalId: "ap_1" }],
+    spawns: [],
+    api: [],
+    children: [],
+    childResultKeys: [],
     toolEffects: ["begin t00005", "end t00005", "p00006"],
     tombstones: [],
     purgeLeftovers: [],
@@ -574,5 +578,168 @@ describe("chaos invariants", () => {
     const missing = structuredClone(s);
     missing.matrixTxns = missing.matrixTxns.slice(0, 1);
     expect(violated(missing)).toEqual(["matrix-once"]);
+  });
+
+  /** healthy() plus a waited spawn in the group: its child answered, and the result was answered. */
+  function withSpawn(): Snapshot {
+    const s = healthy();
+    const result =
+      "[Result of child agent helper (handle ag_1), finished. Its task was: h00008 alpha]\n\ny00008 found";
+    s.sent.push(sent("g00008", { expect: "spawn" }));
+    s.spawns.push({ id: "g00008", childId: "h00008", resultId: "y00008", wait: true, chat: GROUP });
+    s.receipts.push({ channel: "telegram", key: "u_g00008", runId: "run7", outcome: "admitted" });
+    s.runs.push(
+      run("run7", ["g00008"], { answerText: "" }),
+      run("run8", ["h00008"], { conversationId: "conv_child", answerText: "y00008 found" }),
+      run("run9", [], { inputTexts: [result], answerText: "a-y00008 words" }),
+    );
+    s.outbox.push(record("run9", "y00008"));
+    s.botMessages[GROUP]!.push({ id: "m_y00008", text: "a-y00008 words" });
+    s.modelRequests.push("g00008 hello", "h00008 hello", result);
+    s.children.push({
+      handle: "ag_1",
+      parentRunId: "run7",
+      toolCallId: "call_1",
+      conversationId: "conv_child",
+      task: "h00008 alpha",
+      state: "delivered",
+      resultRunId: "run9",
+    });
+    s.childResultKeys.push("child-result:ag_1");
+    return s;
+  }
+
+  test("a spawn with one child and one result answered once has no violations", () => {
+    expect(checkInvariants(withSpawn()).violations).toEqual([]);
+  });
+
+  test("child-once: a second child for one spawn, two results, a lost result, a result answered twice", () => {
+    const twoChildren = withSpawn();
+    twoChildren.children.push({ ...twoChildren.children[0]!, handle: "ag_2", conversationId: "conv_child2" });
+    expect(violated(twoChildren)).toEqual(["child-once"]);
+    const twoResults = withSpawn();
+    twoResults.childResultKeys.push("child-result:ag_1");
+    expect(violated(twoResults)).toEqual(["child-once"]);
+    const cancelledWithResult = withSpawn();
+    cancelledWithResult.children[0]!.state = "cancelled";
+    expect(violated(cancelledWithResult)).toEqual(["child-once"]);
+    const running = withSpawn();
+    running.children[0]!.state = "running";
+    running.childResultKeys = [];
+    expect(violated(running)).toEqual(["child-once"]);
+    const answeredTwice = withSpawn();
+    answeredTwice.botMessages[GROUP]!.push({ id: "m_y00008b", text: "a-y00008 words" });
+    expect(violated(answeredTwice)).toContain("child-once");
+    const childSpoke = withSpawn();
+    childSpoke.outbox.push(record("run8", "none", { markdown: "y00008 found" }));
+    expect(violated(childSpoke)).toContain("delivered-once");
+  });
+
+  /** healthy() plus an api message (asked twice, one run) and a proactive send (asked twice, one record). */
+  function withApi(): Snapshot {
+    const s = healthy();
+    s.runs.push(run("run10", ["k00010"], { conversationId: "conv_api" }));
+    s.outbox.push(record("run10", "k00010", { chat: "api:x", channel: "api", receiptIds: [] }), {
+      ...record("api_send", "k00011", { chat: DM }),
+      id: "obx_send",
+      key: "api-send:chaos-k00011",
+    });
+    s.botMessages[DM]!.push({ id: "m_k00011", text: "a-k00011 words" });
+    s.modelRequests.push("k00010 hello");
+    const answered = { outcome: "admitted", runId: "run10" };
+    s.api.push(
+      {
+        id: "k00010",
+        kind: "message",
+        key: "chaos-k00010",
+        answers: [answered, { ...answered, outcome: "duplicate" }],
+        errors: [],
+      },
+      {
+        id: "k00011",
+        kind: "send",
+        key: "chaos-k00011",
+        chat: DM,
+        answers: [
+          { outcome: "enqueued", outboxId: "obx_send", state: "pending" },
+          { outcome: "duplicate", outboxId: "obx_send", state: "delivered" },
+        ],
+        errors: [],
+      },
+    );
+    return s;
+  }
+
+  test("api messages and sends repeated with their keys, one run and one record each: no violations", () => {
+    expect(checkInvariants(withApi()).violations).toEqual([]);
+  });
+
+  test("api-once: a repeat answered with another run, a second run holding it, a conflict, a lost record", () => {
+    const otherRun = withApi();
+    otherRun.api[0]!.answers[1]!.runId = "run11";
+    expect(violated(otherRun)).toEqual(["api-once"]);
+    const twoRuns = withApi();
+    twoRuns.runs.push(run("run11", ["k00010"], { conversationId: "conv_api", answerText: "" }));
+    expect(violated(twoRuns)).toContain("api-once");
+    const conflict = withApi();
+    conflict.api[1]!.errors.push("409 idempotency_conflict");
+    expect(violated(conflict)).toEqual(["api-once"]);
+    const lost = withApi();
+    lost.outbox = lost.outbox.filter((r) => r.id !== "obx_send");
+    lost.botMessages[DM] = lost.botMessages[DM]!.filter((m) => m.id !== "m_k00011");
+    expect(violated(lost)).toEqual(["api-once"]);
+    const shownTwice = withApi();
+    shownTwice.botMessages[DM]!.push({ id: "m_k00011b", text: "a-k00011 words" });
+    expect(violated(shownTwice)).toEqual(["delivered-once"]);
+  });
+
+  test("edit-once and deleted-unanswered: an edit answered as first written or twice, a deleted message answered", () => {
+    const s = healthy();
+    s.sent.push(
+      sent("q00020", { expect: "edited", correctedTo: "e00020" }),
+      sent("q00021", { expect: "withdrawn" }),
+    );
+    s.runs.push(
+      run("run20", ["q00020"], { state: "cancelled", answerText: "" }),
+      run("run21", ["e00020"]),
+      run("run22", ["q00021"], { state: "cancelled", answerText: "" }),
+    );
+    s.outbox.push(record("run21", "e00020"));
+    s.botMessages[GROUP]!.push({ id: "m_e00020", text: "a-e00020 words" });
+    s.modelRequests.push("e00020 hello");
+    expect(checkInvariants(s).violations).toEqual([]);
+
+    const asFirstWritten = structuredClone(s);
+    asFirstWritten.botMessages[GROUP]!.push({ id: "m_q00020", text: "a-q00020 words" });
+    expect(violated(asFirstWritten)).toEqual(["edit-once"]);
+    const twice = structuredClone(s);
+    twice.botMessages[GROUP]!.push({ id: "m_e00020b", text: "a-e00020 words" });
+    expect(violated(twice)).toContain("edit-once");
+    // Edited at a random moment: as first written, as corrected, or both once each; never twice, never not at all.
+    const anyTime = structuredClone(s);
+    anyTime.sent.find((i) => i.id === "q00020")!.editedAnyTime = true;
+    anyTime.runs.find((r) => r.id === "run20")!.state = "completed";
+    anyTime.runs.find((r) => r.id === "run20")!.answerText = "a-q00020 words";
+    anyTime.outbox.push(record("run20", "q00020"));
+    const group = anyTime.botMessages[GROUP]!;
+    group.splice(
+      group.findIndex((m) => m.id === "m_e00020"),
+      0,
+      { id: "m_q00020", text: "a-q00020 words" },
+    );
+    anyTime.modelRequests.push("q00020 hello");
+    expect(checkInvariants(anyTime).violations).toEqual([]);
+    const anyTimeTwice = structuredClone(anyTime);
+    anyTimeTwice.botMessages[GROUP]!.push({ id: "m_e00020c", text: "a-e00020 words" });
+    expect(violated(anyTimeTwice)).toContain("edit-once");
+    const anyTimeNever = structuredClone(anyTime);
+    anyTimeNever.botMessages[GROUP] = anyTimeNever.botMessages[GROUP]!.filter(
+      (m) => !/[qe]00020/.test(m.text),
+    );
+    expect(violated(anyTimeNever)).toContain("edit-once");
+    const answered = structuredClone(s);
+    answered.runs.find((r) => r.id === "run22")!.state = "completed";
+    answered.modelRequests.push("q00021 hello");
+    expect(violated(answered)).toContain("deleted-unanswered");
   });
 });

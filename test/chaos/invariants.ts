@@ -30,6 +30,10 @@ export type InvariantName =
   | "media-fetched"
   | "status-settles"
   | "matrix-once"
+  | "child-once"
+  | "api-once"
+  | "edit-once"
+  | "deleted-unanswered"
   | "settled";
 
 export interface Violation {
@@ -59,7 +63,7 @@ export interface InvariantReport {
 }
 
 const answerMarker = (id: string) => `a-${id}`;
-const ANSWER_MARKER = /\ba-([qstprfm]\d{5})\b/;
+const ANSWER_MARKER = /\ba-([qstprfmgyke]\d{5})\b/;
 /** Outbox records of an approval request: its prompt and the edit that shows the decision. */
 const APPROVAL_RECORD = /^approval:[^:]+:(prompt|outcome)$/;
 
@@ -88,6 +92,9 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   checkMedia(snapshot, runsHolding, violate);
   checkStatusSettles(snapshot, violate);
   checkMatrixOnce(snapshot, violate);
+  checkChildren(snapshot, runsById, violate);
+  checkApi(snapshot, runsHolding, violate);
+  checkEditsAndDeletes(snapshot, runsHolding, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
   }
@@ -238,6 +245,12 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
       checkApprovalRecord(record, messages, violate);
       continue;
     }
+    if (record.channel === "api") {
+      // The api channel shows nothing anywhere: a send only records the delivery (api-once).
+      if (record.state !== "delivered" && record.state !== "cancelled")
+        violate("delivered-once", `${record.id} (${record.key})`, `an api answer still ${record.state}`);
+      continue;
+    }
     const fingerprint = fingerprintOf(record.markdown);
     const unique = fingerprint !== null && fingerprints.get(`${record.chat}|${fingerprint}`) === 1;
     const count = unique ? countIn(messages, fingerprint) : null;
@@ -264,9 +277,15 @@ function checkDelivery(snapshot: Snapshot, runsById: Map<string, RunRow>, violat
         violate("delivered-once", where, `never delivered: still ${record.state}`);
     }
   }
+  // A child's answer goes to its parent as an input, never to a chat (checkChildren).
+  const childConversations = new Set(snapshot.children.map((c) => c.conversationId));
   for (const run of snapshot.runs) {
     if (!isTerminalState(run.state as RunState)) continue;
     const records = recordsByRun.get(run.id) ?? [];
+    if (childConversations.has(run.conversationId)) {
+      if (records.length > 0) violate("delivered-once", run.id, "a child's run has outbox records");
+      continue;
+    }
     if (records.length > 1) violate("delivered-once", run.id, `has ${records.length} outbox records`);
     const expected = finalAnswerMarkdown(run.state as TerminalRunState, run.answerText);
     if (expected.trim() !== "" && records.length === 0) {
@@ -694,5 +713,136 @@ function checkMatrixOnce(snapshot: Snapshot, violate: Violate): void {
     const shown = countIn(snapshot.botMessages[record.chat] ?? [], marker);
     if (shown !== 1)
       violate("matrix-once", where, `delivered, and its answer ${marker} is in the room ${shown} times`);
+  }
+}
+
+/**
+ * One child per spawn call, one result per child: a `child_agents` row per (parent run, tool call)
+ * and exactly one per spawning message; at most one input keyed `child-result:<handle>` per child,
+ * exactly one for a delivered child, none for a cancelled one; every child settled; and a delivered
+ * child's result answered once in its chat (its answer marked `a-y…`).
+ */
+function checkChildren(snapshot: Snapshot, runsById: Map<string, RunRow>, violate: Violate): void {
+  const perCall = new Map<string, number>();
+  for (const child of snapshot.children) {
+    const key = `${child.parentRunId}|${child.toolCallId}`;
+    perCall.set(key, (perCall.get(key) ?? 0) + 1);
+  }
+  for (const [key, count] of perCall)
+    if (count > 1) violate("child-once", key, `${count} children for one spawn call`);
+  const resultKeys = new Map<string, number>();
+  for (const key of snapshot.childResultKeys) resultKeys.set(key, (resultKeys.get(key) ?? 0) + 1);
+  for (const child of snapshot.children) {
+    const results = resultKeys.get(`child-result:${child.handle}`) ?? 0;
+    if (child.state === "running") violate("child-once", child.handle, "still running after the run settled");
+    if (child.state === "delivered" && results !== 1)
+      violate("child-once", child.handle, `delivered with ${results} result inputs`);
+    if (child.state === "cancelled" && results !== 0)
+      violate("child-once", child.handle, `cancelled, but ${results} result inputs were admitted`);
+  }
+  for (const spawn of snapshot.spawns) {
+    const children = snapshot.children.filter((c) => idsIn(c.task).includes(spawn.childId));
+    if (children.length !== 1) {
+      violate("child-once", spawn.id, `${children.length} children for its spawn call`);
+      continue;
+    }
+    const child = children[0]!;
+    if (child.state !== "delivered") continue;
+    const resultRun = child.resultRunId ? runsById.get(child.resultRunId) : undefined;
+    if (!resultRun) {
+      violate("child-once", spawn.id, `child ${child.handle} delivered, but its result's run is missing`);
+      continue;
+    }
+    // An ambiguous record may be absent from the chat; a delivered one is there exactly once.
+    const delivered = snapshot.outbox.some((r) => r.runId === resultRun.id && r.state === "delivered");
+    const shown = countIn(snapshot.botMessages[spawn.chat] ?? [], answerMarker(spawn.resultId));
+    if (shown > 1 || (delivered && shown !== 1))
+      violate("child-once", spawn.id, `the answer to child ${child.handle}'s result is shown ${shown} times`);
+  }
+}
+
+/**
+ * One run per conversation API key: every request of a message (the first and each repeat) was
+ * answered with the same run, and that run alone holds its input; a proactive send's requests all
+ * name one outbox record, which exists (delivered-once checks it is shown once, or ambiguous).
+ * No request may end in a client error or go unanswered through the restarts.
+ */
+function checkApi(snapshot: Snapshot, runsHolding: Map<string, RunRow[]>, violate: Violate): void {
+  for (const call of snapshot.api) {
+    for (const error of call.errors) violate("api-once", call.id, `a request was answered ${error}`);
+    if (call.answers.length === 0) {
+      if (call.errors.length === 0) violate("api-once", call.id, "no request was ever answered");
+      continue;
+    }
+    if (call.kind === "message") {
+      const runIds = new Set(call.answers.map((a) => a.runId));
+      const holders = runsHolding.get(call.id) ?? [];
+      if (runIds.size !== 1)
+        violate("api-once", call.id, `its requests were answered with runs ${[...runIds].join(", ")}`);
+      if (holders.length !== 1 || !runIds.has(holders[0]!.id))
+        violate(
+          "api-once",
+          call.id,
+          `held by runs ${holders.map((r) => r.id).join(", ") || "none"}, answered ${[...runIds].join(", ")}`,
+        );
+      continue;
+    }
+    const outboxIds = new Set(call.answers.map((a) => a.outboxId));
+    const [outboxId] = outboxIds;
+    if (outboxIds.size !== 1)
+      violate("api-once", call.id, `its requests named outbox records ${[...outboxIds].join(", ")}`);
+    else if (!snapshot.outbox.some((r) => r.id === outboxId))
+      violate("api-once", call.id, `its outbox record ${outboxId} is missing`);
+  }
+}
+
+/**
+ * A message edited while queued is answered once, as corrected: its corrected text's answer is in
+ * the chat once and the first text's never, and no run holding the first text completed; one
+ * edited at a random moment is answered at least once and each text at most once. A message
+ * deleted while queued is never answered: no answer in the chat, no model call, no completed run.
+ */
+function checkEditsAndDeletes(
+  snapshot: Snapshot,
+  runsHolding: Map<string, RunRow[]>,
+  violate: Violate,
+): void {
+  const completedHolding = (id: string) =>
+    (runsHolding.get(id) ?? []).filter((r) => r.state === "completed").map((r) => r.id);
+  for (const input of snapshot.sent) {
+    const messages = snapshot.botMessages[input.chat] ?? [];
+    if (input.expect === "edited" && input.correctedTo && input.editedAnyTime) {
+      // Queued: the correction alone; running: both (queue policy); answered: the first alone.
+      const first = countIn(messages, answerMarker(input.id));
+      const corrected = countIn(messages, answerMarker(input.correctedTo));
+      if (first > 1 || corrected > 1 || first + corrected === 0)
+        violate(
+          "edit-once",
+          input.id,
+          `answered ${first} times as first written and ${corrected} times as corrected (${input.correctedTo})`,
+        );
+    } else if (input.expect === "edited" && input.correctedTo) {
+      const first = countIn(messages, answerMarker(input.id));
+      const corrected = countIn(messages, answerMarker(input.correctedTo));
+      if (first !== 0 || corrected !== 1)
+        violate(
+          "edit-once",
+          input.id,
+          `answered ${first} times as first written and ${corrected} times as corrected (${input.correctedTo})`,
+        );
+      const stale = completedHolding(input.id);
+      if (stale.length > 0) violate("edit-once", input.id, `its first text completed in ${stale.join(", ")}`);
+    }
+    if (input.expect === "withdrawn") {
+      const shown = countIn(Object.values(snapshot.botMessages).flat(), answerMarker(input.id));
+      const calls = snapshot.modelRequests.filter((text) => idsIn(text).at(-1) === input.id).length;
+      const completed = completedHolding(input.id);
+      if (shown > 0 || calls > 0 || completed.length > 0)
+        violate(
+          "deleted-unanswered",
+          input.id,
+          `deleted while queued, yet shown ${shown} times, ${calls} model calls, completed in ${completed.join(", ") || "no run"}`,
+        );
+    }
   }
 }

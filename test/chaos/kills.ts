@@ -12,8 +12,9 @@ import { sleepUntil, type Traffic } from "./traffic.ts";
 const MIN_LIFETIME_MS = 1_500;
 
 /**
- * Starts the gateway and redelivers the Discord messages the deaths since the last start may have
- * swallowed (the one that made this restart necessary, and any while starting).
+ * Starts the gateway, redelivers the Discord messages the deaths since the last start may have
+ * swallowed (the one that made this restart necessary, and any while starting), and repeats an
+ * earlier conversation API call.
  */
 export async function restart(
   supervisor: GatewaySupervisor,
@@ -28,6 +29,8 @@ export async function restart(
     supervisor.lastDeathAtMs ?? Number.POSITIVE_INFINITY,
   );
   if (Number.isFinite(firstDeath)) await traffic.redeliverDiscordAtRisk(firstDeath);
+  // A client that lost its answer to the death asks again with the same key.
+  traffic.repeatApi();
 }
 
 /**
@@ -44,6 +47,7 @@ function triggerKillPoint(
 ): void {
   for (let pass = 0; pass < passes; pass += 1) {
     if (point === "schedule.claimed") traffic.postSchedule();
+    else if (point === "run.input-handed-on") traffic.postSpawn();
     // In a queue chat: no later message there supersedes the run before its call is recovered.
     else if (point === "tool.started")
       traffic.postToolCall(tool ?? (random.chance(0.5) ? "t" : "r"), {

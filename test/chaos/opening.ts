@@ -7,12 +7,15 @@
  * every place (one delivered twice at once), chatter to ignore, a supersede and an interrupt (a
  * message arriving while the last answer streams), `/stop` during an answer, tool calls of a
  * non-idempotent and an idempotent tool, approvals approved, denied, pressed twice and left to
- * expire, a photo and a voice note, a schedule, `/export`, a `/forget` episode, the pairing
- * episode and late replays (a WhatsApp webhook among them). Then a WhatsApp send killed right
- * after WhatsApp accepted it, which its status webhook must settle, and a Matrix send killed right
- * after the homeserver stored it, which the next gateway sends again under the same txnId (while
- * no gateway runs, the homeserver also brings an event answered long ago again). Then, with faults
- * on, the kill chain (kills.ts): every kill point once, tool calls of both kinds killed mid-call.
+ * expire, child agents spawned (waited for and not), a photo and a voice note, a schedule,
+ * `/export`, a `/forget` episode, the pairing episode, conversation API messages and a proactive
+ * send (each repeated with its key), edits and deletes of queued messages, and late replays (a WhatsApp webhook among
+ * them). Then a WhatsApp send killed right after WhatsApp accepted it, which its status webhook
+ * must settle, and a Matrix send killed right after the homeserver stored it, which the next
+ * gateway sends again under the same txnId (while no gateway runs, the homeserver also brings an
+ * event answered long ago again). Then, with faults on, the kill chain (kills.ts): every kill
+ * point once, tool calls of both kinds killed mid-call, and a spawn's child killed as it hands its
+ * result on.
  */
 import { txnIdFor } from "../../channels/matrix/keys.ts";
 import type { KillPoint } from "../../src/util/kill-point.ts";
@@ -173,6 +176,19 @@ async function playTrafficKinds({ cast, peers, traffic, database, log }: Opening
   const place = (name: string) => cast.byName(name);
   const modelSaw = (id: string) => () => peers.llm.requests().some((r) => r.lastUserText.includes(id));
   const texts = cast.places.map((p, k) => traffic.postAnswerable(p, { duplicate: k === 0, pace: SLOW }));
+  // Edits and deletes of messages queued behind the slow first answers, each delivered twice
+  // (Telegram reports no deletes); applied before the kills begin (the quiet wait below).
+  const admitted = async (updateKeys: string[]) => {
+    const rows = await database.read<{ n: number | string }>(
+      `SELECT count(*) AS n FROM ingress_receipts WHERE run_id IS NOT NULL AND key IN (${updateKeys.map((k) => `'${k}'`).join(", ")})`,
+    );
+    return Number(rows[0]?.n ?? 0) === updateKeys.length;
+  };
+  const editing = Promise.all(
+    ["tg-topic", "dc-general", "mx-dm-alice"].map((name) =>
+      traffic.correctAndWithdraw(place(name), texts[cast.places.indexOf(place(name))]!, admitted),
+    ),
+  );
   traffic.postIgnorable("group");
   traffic.postIgnorable("stranger");
   // A Matrix user the allowlist does not name, in a room the bot had joined: never answered.
@@ -181,12 +197,17 @@ async function playTrafficKinds({ cast, peers, traffic, database, log }: Opening
   traffic.postToolCall("r", { ms: 300 });
   for (const decision of ["approve", "deny", "approve-twice", "expire"] as const)
     traffic.postToolCall("p", { place: cast.approver, decision });
+  traffic.postSpawn({ wait: true, place: place("tg-topic") });
+  traffic.postSpawn({ wait: false, place: place("tg-group") });
   await traffic.postMedia("photo");
   await traffic.postMedia("voice");
   traffic.postSchedule();
   traffic.postCommand("export", place("tg-topic"));
   traffic.forget();
   traffic.pair();
+  traffic.postApiMessage();
+  traffic.postApiMessage();
+  traffic.postApiSend();
   // Each DM's first answer streams slowly: the next message supersedes it (Telegram), interrupts
   // it (Discord), or a /stop ends it.
   const superseded = texts[cast.places.indexOf(place("tg-dm-alice"))]!;
@@ -200,12 +221,16 @@ async function playTrafficKinds({ cast, peers, traffic, database, log }: Opening
   traffic.postCommand("stop", place("dc-dm-bob"));
   // The planned presses, then every run but the expiring approval's over before the kills begin
   // (so the kill chain's tool.started is passed by its own calls only).
+  await editing;
   const pressed = await waitFor(() => traffic.unpressed === 0, KINDS_TIMEOUT_MS);
   const quiet = await waitFor(async () => (await activeRuns(database)) === 0, KINDS_TIMEOUT_MS);
   if (!pressed || !quiet)
     log(
       `opening: traffic kinds not played out within ${KINDS_TIMEOUT_MS} ms (presses done: ${pressed}, runs over: ${quiet})`,
     );
+  // Clients repeat their API calls with the same keys: the same runs, the same outbox record.
+  await traffic.apiDone();
+  for (let k = 0; k < 3; k += 1) traffic.repeatApi();
   traffic.replay(texts[2]!);
   // Meta delivers a webhook answered long ago again: it must change nothing.
   traffic.replay(texts[cast.places.indexOf(place("wa-dm-alice"))]!);

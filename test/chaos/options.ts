@@ -31,6 +31,22 @@ export interface ChaosOptions {
    */
   toolRate?: number;
   /**
+   * Probability that a message (in a Telegram queue place) makes the model call `spawn_agent`, its
+   * child's result coming back as an input (waited for or not, at random). Default 0.
+   */
+  spawnRate?: number;
+  /**
+   * Probability that a message goes through the conversation API instead: to an api conversation
+   * (7 in 10) or as a proactive `POST /api/send` to a Telegram DM; earlier calls are repeated with
+   * their key after restarts and at the replay rate. Default 0.
+   */
+  apiRate?: number;
+  /**
+   * Probability that an answerable message (in a Telegram or Matrix queue place) is edited 0 to
+   * 1.5 s after it was posted, whatever state its answer is in. Default 0.
+   */
+  editRate?: number;
+  /**
    * `/forget confirm` episodes in Carol's DM: she writes once or twice, forgets mid-conversation
    * (an answer may be streaming), then writes again in the fresh conversation. Default 0.
    */

@@ -22,6 +22,12 @@ export function formatReport(report: ChaosReport): string {
         .map(([state, n]) => `${n} ${state}`)
         .join(", ") || "none"
     }; presses: ${report.presses.approve} approve, ${report.presses.deny} deny, ${report.presses.again} pressed again, ${report.presses.replays} replayed; ${report.toolEffects} tool effects, ${report.toolReruns} idempotent calls run again`,
+    `child agents: ${report.spawns.waited} spawns waited for, ${report.spawns.notWaited} not; children ${
+      Object.entries(report.spawns.children)
+        .map(([state, n]) => `${n} ${state}`)
+        .join(", ") || "none"
+    }`,
+    `conversation API: ${report.api.messages} messages, ${report.api.sends} proactive sends, ${report.api.repeats} requests repeated with their key`,
     `media: ${report.messages.photos} photos, ${report.messages.voiceNotes} voice notes`,
     `forget: ${report.messages.forgets} /forget confirm, ${report.messages.purged} messages purged`,
     ...report.pairings.map(
@@ -35,6 +41,7 @@ export function formatReport(report: ChaosReport): string {
     }`,
     `faults: ${f.total} (${f.rateLimited} rate limits, ${f.serverErrors} 5xx, ${f.resets} resets, ${f.hangs} hangs)`,
     `duplicates: ${report.duplicates.immediate} immediate, ${report.duplicates.replays} replays, ${report.duplicates.discordRedeliveries} Discord redeliveries after restarts`,
+    `edits and deletes of queued messages: ${report.duplicates.editsAndDeletes} (each delivered twice)`,
     `whatsapp: ${report.messages.whatsapp} answerable messages; ${report.whatsappWebhooks.posts} webhook POSTs, ${report.whatsappWebhooks.redelivered} redelivered by Meta after a failed attempt; ${report.whatsappKilledMidSend} sends killed right after WhatsApp accepted them; ${report.resolvedByPlatformStatus} records resolved by platform status`,
     `matrix: ${report.messages.matrix} answerable messages; ${report.matrix.replayedEvents} sync events delivered again; send faults met: ${report.matrix.faults.rateLimited} M_LIMIT_EXCEEDED, ${report.matrix.faults.serverErrors} 5xx, ${report.matrix.faults.resetsAfterEffect} resets after the event was stored; ${report.matrix.killedMidSend} sends killed right after the homeserver stored them; ${report.matrix.retriedSameTxn} transactions sent again under the same txnId`,
     `model calls: ${report.modelCalls} (${report.repeatedModelCalls} for resumed runs; ${report.resumedRuns} runs resumed), ${report.housekeepingModelCalls} for compaction`,

@@ -9,7 +9,7 @@
  * speed: every traffic kind once without faults (text everywhere, a duplicate and a late replay,
  * ignorable chatter, supersede, interrupt, /stop, both kinds of tool call, approvals approved,
  * denied, pressed twice and left to expire, a photo, a voice note, a schedule, /export, /forget,
- * pairing), then every kill point once, with every fault kind met first, and a WhatsApp send
+ * pairing, child agents, conversation API calls), then every kill point once, with every fault kind met first, and a WhatsApp send
  * killed right after WhatsApp accepted it, and a Matrix send killed right after the homeserver
  * stored it; the random traffic after it only adds. The run ends when the gateway has settled; the test's timeout only bounds a run
  * that stopped making progress.
@@ -43,9 +43,14 @@ export async function shortChaosRound(engine: ChaosEngine): Promise<void> {
     replayRate: 0.08,
     toolRate: 0.15,
     mediaRate: 0.15,
+    spawnRate: 0.1,
+    apiRate: 0.1,
+    editRate: 0.15,
     operatorEveryMs: 5_000,
     armedWindowMs: 20_000,
-    approvalTimeoutMs: 8_000,
+    // Long enough that a Deny pressed while a gateway restarts under a loaded CI machine (each start
+    // can take 10 s there) still meets a pending approval; the one left to expire does so in settling.
+    approvalTimeoutMs: 15_000,
     settleTimeoutMs: 90_000,
     log: (line) =>
       process.stdout.write(`[${engine} +${((Date.now() - startedAtMs) / 1000).toFixed(1)} s] ${line}\n`),
@@ -81,6 +86,16 @@ export async function shortChaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.approvals.expired).toBeGreaterThan(0);
   expect(report.messages.photos).toBeGreaterThan(0);
   expect(report.messages.voiceNotes).toBeGreaterThan(0);
+  // Child agents: one child per spawn call and one result per child (child-once, among the invariants).
+  expect(report.spawns.waited).toBeGreaterThan(0);
+  expect(report.spawns.notWaited).toBeGreaterThan(0);
+  expect(report.spawns.children.delivered).toBeGreaterThan(0);
+  // Conversation API: one run per key, one outbox record per proactive send (api-once).
+  expect(report.api.messages).toBeGreaterThan(0);
+  expect(report.api.sends).toBeGreaterThan(0);
+  expect(report.api.repeats).toBeGreaterThan(0);
+  // Edits and deletes of queued messages (edit-once, deleted-unanswered), on three platforms.
+  expect(report.duplicates.editsAndDeletes).toBeGreaterThanOrEqual(5);
   expect(report.messages.forgets).toBe(1);
   expect(report.pairings).toHaveLength(1);
   // WhatsApp: answered once, Meta's redeliveries changed nothing (the invariants), and the send

@@ -10,7 +10,7 @@ import { decodeTarget as decodeTelegramTarget } from "../../channels/telegram/ta
 import { decodeReplyTarget as decodeWhatsAppTarget } from "../../channels/whatsapp/keys.ts";
 import { RESOLVED_BY_PLATFORM_STATUS } from "../../outbox/platform-status.ts";
 import type { DiscordEmulator } from "../emulators/discord/index.ts";
-import type { MatrixEmulator } from "../emulators/matrix/index.ts";
+import type { Call as MatrixCall, MatrixEmulator } from "../emulators/matrix/index.ts";
 import type { TelegramEmulator } from "../emulators/telegram/index.ts";
 import type { WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import { lastToolInputOf } from "../support/llm/fake-llm-rules.ts";
@@ -24,7 +24,20 @@ import type { ChaosDatabase } from "./database.ts";
  * and after the purge nothing of it may be anywhere.
  */
 /** `command`: a command other than `/in` and `/forget` (`/stop`, `/export`), answered by the gateway itself. */
-export type Expectation = "answer" | "ignored" | "schedule" | "command" | "purged";
+/**
+ * `spawn`: answered with `spawn_agent` (see SpawnInput); its child's result is answered instead.
+ * `edited`: edited while queued to `correctedTo`: answered once, as corrected (or at a random
+ * moment: see `editedAnyTime`). `withdrawn`: deleted while queued: never answered.
+ */
+export type Expectation =
+  | "answer"
+  | "ignored"
+  | "schedule"
+  | "command"
+  | "purged"
+  | "spawn"
+  | "edited"
+  | "withdrawn";
 
 /** One message the driver posted (not its duplicates and replays, which must change nothing). */
 export interface SentInput {
@@ -45,6 +58,53 @@ export interface SentInput {
   speaker?: string;
   /** `purged` inputs: when the `/forget confirm` that purges their conversation was posted. */
   forgetAtMs?: number;
+  /** `edited` inputs: the id the edit put in place of this one (`e…`). */
+  correctedTo?: string;
+  /**
+   * `edited` inputs edited at a random moment, not while surely queued: the edit may also find the
+   * answer running (both answered, under `queue`) or finished (ignored).
+   */
+  editedAnyTime?: boolean;
+}
+
+/**
+ * A message that made the model spawn a child: its id (`g…`), the child's task id (`h…`) and the
+ * id in the child's answer (`y…`), which the result's answer in the chat is marked with.
+ */
+export interface SpawnInput {
+  id: string;
+  childId: string;
+  resultId: string;
+  wait: boolean;
+  chat: string;
+}
+
+/**
+ * A conversation API call (`k…`): a message to an api conversation (`POST /api/conversations/:id/
+ * messages`) or a proactive send (`POST /api/send`, to `chat`), its idempotency key, and what each
+ * of its requests (the first and every repeat) was answered: 2xx bodies, and errors (4xx, or none
+ * within the retry window).
+ */
+export interface ApiInput {
+  id: string;
+  kind: "message" | "send";
+  key: string;
+  path?: string;
+  body?: Record<string, unknown>;
+  chat?: string;
+  answers: Array<{ outcome?: string; runId?: string; outboxId?: string; state?: string }>;
+  errors: string[];
+}
+
+/** A `child_agents` row: one spawn's child. */
+export interface ChildRow {
+  handle: string;
+  parentRunId: string;
+  toolCallId: string;
+  conversationId: string;
+  task: string;
+  state: string;
+  resultRunId: string | null;
 }
 
 /** One approval request as the `approvals` table holds it. */
@@ -137,6 +197,11 @@ export interface Snapshot {
    */
   matrixTxns: Array<{ txnId: string; eventId: string; repeats: number }>;
   approvals: ApprovalRow[];
+  spawns: SpawnInput[];
+  api: ApiInput[];
+  children: ChildRow[];
+  /** The idempotency keys of the inputs that carry a child's result (`child-result:<handle>`), one per message. */
+  childResultKeys: string[];
   /** Every approval decision a run holds as input (a `tool-approval-response` part). */
   approvalResponses: Array<{ runId: string; approvalId: string }>;
   /** The lines the MCP tools appended to the notes file: the tool effects, one line each. */
@@ -177,9 +242,12 @@ export interface PairingOutcome {
 /**
  * Ids as the driver writes them into texts: q = a message, s = a schedule's prompt, i = ignorable,
  * t = a message the model answers with a tool call, p = one whose tool call needs approval,
- * f = a message in a conversation that is then forgotten, m = a captioned photo or voice note.
+ * f = a message in a conversation that is then forgotten, m = a captioned photo or voice note,
+ * g = one the model answers with `spawn_agent`, h = that child's task, y = the child's answer
+ * (which its result carries), k = a message sent through the conversation API, e = what an edit
+ * made of the message `q…` with the same number.
  */
-export const INPUT_ID = /\b[qsitprfm]\d{5}\b/g;
+export const INPUT_ID = /\b[qsitprfmghyke]\d{5}\b/g;
 
 export function idsIn(text: string): string[] {
   return text.match(INPUT_ID) ?? [];
@@ -220,6 +288,8 @@ export async function readDatabase(
     | "approvalResponses"
     | "tombstones"
     | "purgeLeftovers"
+    | "children"
+    | "childResultKeys"
   >
 > {
   const texts = new Map<string, string>();
@@ -358,6 +428,34 @@ export async function readDatabase(
         purgeLeftovers.push({ conversationId: row.conversation_id, table, rows: Number(row.n) });
     }
   }
+  const children = (
+    await database.read<{
+      handle: string;
+      parent_run_id: string;
+      tool_call_id: string;
+      conversation_id: string;
+      task: string;
+      state: string;
+      result_run_id: string | null;
+    }>(
+      "SELECT handle, parent_run_id, tool_call_id, conversation_id, task, state, result_run_id FROM child_agents",
+    )
+  ).map(
+    (c): ChildRow => ({
+      handle: c.handle,
+      parentRunId: c.parent_run_id,
+      toolCallId: c.tool_call_id,
+      conversationId: c.conversation_id,
+      task: c.task,
+      state: c.state,
+      resultRunId: c.result_run_id,
+    }),
+  );
+  const childResultKeys = (
+    await database.read<{ idempotency_key: string }>(
+      "SELECT idempotency_key FROM messages WHERE idempotency_key LIKE 'child-result:%'",
+    )
+  ).map((m) => m.idempotency_key);
   return {
     receipts,
     runs,
@@ -368,6 +466,8 @@ export async function readDatabase(
     approvalResponses,
     tombstones,
     purgeLeftovers,
+    children,
+    childResultKeys,
   };
 }
 
@@ -425,13 +525,19 @@ export function readWhatsApp(
   };
 }
 
-/** The bot's send transactions as the homeserver stored them (its access token's). */
+/** A send of a message (a reply), not of a status reaction (`m.reaction`, best effort, no outbox record). */
+export function isMatrixReply(call: Pick<MatrixCall, "path">): boolean {
+  return call.path.includes("/send/m.room.message/");
+}
+
+/** The bot's reply transactions as the homeserver stored them (its access token's). */
 export function readMatrix(matrix: MatrixEmulator): Pick<Snapshot, "matrixTxns"> {
   const prefix = `${matrix.bot.token}\u0000send\u0000`;
-  const sends = matrix.callsOf("send").filter((c) => c.userId === matrix.bot.userId);
+  const sends = matrix.callsOf("send").filter((c) => c.userId === matrix.bot.userId && isMatrixReply(c));
+  const replyTxns = new Set(sends.map((c) => c.txnId));
   return {
     matrixTxns: [...matrix.world.txns]
-      .filter(([key]) => key.startsWith(prefix))
+      .filter(([key]) => key.startsWith(prefix) && replyTxns.has(key.slice(prefix.length)))
       .map(([key, eventId]) => {
         const txnId = key.slice(prefix.length);
         return { txnId, eventId, repeats: sends.filter((c) => c.txnId === txnId && c.deduped).length };
@@ -446,8 +552,9 @@ export function readMatrix(matrix: MatrixEmulator): Pick<Snapshot, "matrixTxns">
  */
 export function answeredText(request: Pick<FakeLlmRequest, "messages" | "lastUserText">): string {
   if (request.messages.at(-1)?.role === "tool") {
+    // A spawn's call names only its child's task (h…): the request continues the spawning input.
     const input = lastToolInputOf(request.messages);
-    if (idsIn(input).length > 0) return input;
+    if (idsIn(input).some((id) => !id.startsWith("h"))) return input;
   }
   return request.lastUserText;
 }

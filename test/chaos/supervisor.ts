@@ -15,6 +15,7 @@ export const KILL_POINTS: readonly KillPoint[] = [
   "step.persisted",
   "tool.started",
   "run.terminal-committed",
+  "run.input-handed-on",
   "outbox.sending-persisted",
   "outbox.platform-accepted",
   "schedule.claimed",

@@ -13,7 +13,7 @@ import type { Cast, Place } from "./cast.ts";
 import { approvePairing } from "./operator.ts";
 import type { ChaosOptions } from "./options.ts";
 import type { Random } from "./random.ts";
-import type { SentInput } from "./snapshot.ts";
+import type { ApiInput, SentInput, SpawnInput } from "./snapshot.ts";
 import type { GatewaySupervisor } from "./supervisor.ts";
 
 export interface Peers {
@@ -77,7 +77,14 @@ export async function sleepUntil(atMs: number): Promise<void> {
 export class Traffic {
   /** `offeredAtMs`: when the platform last delivered it (posted or redelivered). */
   readonly sent: Array<SentInput & { sentAtMs: number; offeredAtMs: number }> = [];
-  readonly duplicates = { immediate: 0, replays: 0, discordRedeliveries: 0 };
+  readonly duplicates = {
+    immediate: 0,
+    replays: 0,
+    discordRedeliveries: 0,
+    apiRepeats: 0,
+    /** Edits and deletes posted (each delivered twice). */
+    editsAndDeletes: 0,
+  };
   readonly redeliveries: Array<{ atMs: number; sinceMs: number; ids: string[] }> = [];
   readonly presses = { approve: 0, deny: 0, again: 0, replays: 0 };
   /** Pairing episodes: the user, and what each approval of the code answered. */
@@ -92,6 +99,17 @@ export class Traffic {
     string,
     { place: Place; speaker: string; decision: PlannedDecision | undefined }
   >();
+  /** Messages that made the model call `spawn_agent` (see postSpawn). */
+  readonly spawns: SpawnInput[] = [];
+  /**
+   * Conversation API calls (`k…`): messages to api conversations and proactive sends through
+   * `POST /api/send`, each with every answer its requests (first and repeated) got.
+   */
+  readonly api: ApiInput[] = [];
+  /** API calls still retrying (the gateway is down) and edits still to make: awaited by apiDone. */
+  private pendingCalls: Promise<void>[] = [];
+  /** The api conversations messages go to (created when first needed). */
+  private apiConversations: string[] = [];
   /** The `/stop` and `/export` commands posted. */
   readonly commands: Array<{ id: string; name: "stop" | "export" }> = [];
   private readonly pressed: Array<{ place: Place; updateKey: string }> = [];
@@ -140,7 +158,13 @@ export class Traffic {
       else if (roll > 1 - mediaRate) await this.postMedia();
       else if (roll < 0.1 + toolRate) this.postToolCall(this.random.chance(0.5) ? "t" : "r");
       else if (roll < 0.1 + 2 * toolRate) this.postToolCall("p");
+      else if (roll < 0.1 + 2 * toolRate + (this.options.spawnRate ?? 0)) this.postSpawn();
+      else if (roll < 0.1 + 2 * toolRate + (this.options.spawnRate ?? 0) + (this.options.apiRate ?? 0)) {
+        if (this.random.chance(0.7)) this.postApiMessage();
+        else this.postApiSend();
+      } else if (this.random.chance(this.options.editRate ?? 0)) this.postAndEdit();
       else this.postAnswerable();
+      if (this.random.chance(this.options.replayRate)) this.repeatApi();
       // Carol's DM is left out: Telegram redelivers only unconfirmed updates, and a purge takes
       // the receipts of its conversation along, so an old replay there would be a new message.
       const replayable = this.sent.filter((s) => s.place !== this.cast.forgetter.name);
@@ -167,6 +191,115 @@ export class Traffic {
   async episodesDone(): Promise<void> {
     await this.forgetting;
     await this.pairing;
+    await this.apiDone();
+  }
+
+  /** Resolves when every conversation API call made so far was answered (or gave up), and every edit made. */
+  async apiDone(): Promise<void> {
+    while (this.pendingCalls.length > 0) await Promise.all(this.pendingCalls.splice(0));
+  }
+
+  /**
+   * A message through the conversation API (`POST /api/conversations/:id/messages`) to one of two
+   * api conversations, with an idempotency key; retried with the same key while the gateway is
+   * down or answers 5xx, as a client would. The answer is marked `a-k…` (recorded as delivered:
+   * the api channel shows nothing anywhere). Returns the id.
+   */
+  postApiMessage(): string {
+    const id = this.id("k");
+    this.script(id);
+    const input: ApiInput = { id, kind: "message", key: `chaos-${id}`, answers: [], errors: [] };
+    this.api.push(input);
+    this.pendingCalls.push(
+      (async () => {
+        if (this.apiConversations.length < 2) {
+          const created = await this.callApi("/api/conversations", {});
+          if ("conversationId" in created) this.apiConversations.push(String(created.conversationId));
+          else input.errors.push(`creating its conversation: ${created.error}`);
+        }
+        const conversationId = this.random.pick(this.apiConversations);
+        if (conversationId === undefined) return;
+        input.path = `/api/conversations/${conversationId}/messages`;
+        input.body = { text: `${id} ${this.words(this.random.int(2, 5))}`, idempotencyKey: input.key };
+        await this.callApiFor(input);
+      })(),
+    );
+    return id;
+  }
+
+  /**
+   * A proactive message (`POST /api/send`) to a Telegram DM, through the outbox: shown exactly once,
+   * or left ambiguous for the operator. Its text is marked `a-k…`. Returns the id.
+   */
+  postApiSend(): string {
+    const id = this.id("k");
+    const place = this.cast.byName(this.random.pick(["tg-dm-alice", "tg-dm-bob"]));
+    const input: ApiInput = {
+      id,
+      kind: "send",
+      key: `chaos-${id}`,
+      path: "/api/send",
+      body: {
+        channel: "telegram",
+        target: place.chat.split(":")[1],
+        text: `a-${id} proactive ${this.words(3)}`,
+        idempotencyKey: `chaos-${id}`,
+      },
+      chat: place.chat,
+      answers: [],
+      errors: [],
+    };
+    this.api.push(input);
+    this.pendingCalls.push(this.callApiFor(input));
+    return id;
+  }
+
+  /** A client repeats an API call made earlier (after a timeout, or a restart): the same key and body. */
+  repeatApi(): void {
+    const done = this.api.filter((a) => a.answers.length > 0);
+    if (done.length === 0) return;
+    const input = this.random.pick(done);
+    this.duplicates.apiRepeats += 1;
+    this.pendingCalls.push(this.callApiFor(input));
+  }
+
+  private async callApiFor(input: ApiInput): Promise<void> {
+    if (!input.path || !input.body) return;
+    const answer = await this.callApi(input.path, input.body);
+    if ("error" in answer) input.errors.push(String(answer.error));
+    else input.answers.push(answer as ApiInput["answers"][number]);
+  }
+
+  /**
+   * POSTs as the operator until the gateway answers 2xx (or 4xx: a client error, returned as
+   * `{ error }`), retrying on no answer and 5xx for up to 120 s (kills and restarts).
+   */
+  private async callApi(path: string, body: unknown): Promise<Record<string, unknown>> {
+    const deadline = Date.now() + 120_000;
+    let last = "no gateway ran";
+    while (Date.now() < deadline) {
+      const url = this.supervisor.url;
+      if (!url) {
+        await Bun.sleep(200);
+        continue;
+      }
+      try {
+        const response = await fetch(`${url}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(10_000),
+        });
+        const text = await response.text();
+        if (response.ok) return JSON.parse(text) as Record<string, unknown>;
+        last = `${response.status} ${text.slice(0, 200)}`;
+        if (response.status < 500) return { error: last };
+      } catch (error) {
+        last = String((error as Error).message);
+      }
+      await Bun.sleep(300);
+    }
+    return { error: `no answer within 120 s (last: ${last})` };
   }
 
   /**
@@ -379,6 +512,125 @@ export class Traffic {
     return id;
   }
 
+  /**
+   * A message (`g…`, in a Telegram queue place: no later message supersedes the run that waits for
+   * the result) that the model answers with `spawn_agent` for the child `helper`, whose task is
+   * `h…` (same number). The child answers `y…`; its result comes back to the conversation as an
+   * input, answered `a-y…`. With `wait: false` the parent also answers the spawn itself, `a-g…`.
+   * Returns the id.
+   */
+  postSpawn(options: { wait?: boolean; place?: Place } = {}): string {
+    const place =
+      options.place ??
+      this.random.pick(this.cast.places.filter((p) => p.press !== undefined && p.policy === "queue"));
+    const wait = options.wait ?? this.random.chance(0.5);
+    const id = this.id("g");
+    const childId = `h${id.slice(1)}`;
+    const resultId = `y${id.slice(1)}`;
+    const speaker = this.random.pick(place.speakers);
+    this.peers.llm.addRules([
+      // First: the result's input quotes the task (childId) too.
+      {
+        match: { lastUserContains: resultId, lastRole: "user" },
+        reply: { kind: "text", text: `a-${resultId} ${this.words(this.random.int(3, 8))}`, chunks: 2 },
+      },
+      {
+        match: { lastUserContains: childId, lastRole: "user" },
+        reply: {
+          kind: "text",
+          text: `${resultId} ${this.words(this.random.int(3, 8))}`,
+          chunks: this.random.int(2, 4),
+          chunkDelayMs: this.random.int(20, 100),
+        },
+      },
+      {
+        match: { lastUserContains: id, lastRole: "user" },
+        reply: {
+          kind: "tool-call",
+          toolName: "spawn_agent",
+          input: { agent: "helper", task: `${childId} ${this.words(3)}`, wait },
+        },
+      },
+      {
+        match: { lastToolInputContains: childId, lastRole: "tool" },
+        reply: { kind: "text", text: `a-${id} started ${this.words(2)}`, chunks: 2 },
+      },
+    ]);
+    const updateKey = place.post(speaker, `${id} ${this.words(this.random.int(2, 4))}`, place.needsMention);
+    this.record(id, place, updateKey, "spawn", speaker);
+    this.spawns.push({ id, childId, resultId, wait, chat: place.chat });
+    if (options.place === undefined && this.random.chance(this.options.duplicateRate)) {
+      place.replay(updateKey);
+      this.duplicates.immediate += 1;
+    }
+    return id;
+  }
+
+  /**
+   * Edits and deletes of queued messages in `place`: while the answer to `slow` streams, the speaker
+   * writes two messages (queued behind it), edits the first (`q…` becomes `e…`, same number) and
+   * deletes the second where the platform reports deletes, once `admitted` says both were admitted;
+   * each edit and delete is delivered twice.
+   * The edit must be answered once, as corrected (`a-e…`), never as first written, and the deleted
+   * message never. Resolves once both are posted.
+   */
+  async correctAndWithdraw(
+    place: Place,
+    slow: string,
+    admitted: (updateKeys: string[]) => Promise<boolean>,
+  ): Promise<void> {
+    const speaker = place.speakers[0]!;
+    await waitFor(() => this.peers.llm.requests().some((r) => r.lastUserText.includes(slow)), 30_000);
+    const edited = this.id("q");
+    const correctedId = `e${edited.slice(1)}`;
+    this.script(edited);
+    this.script(correctedId);
+    const editedKey = place.post(speaker, `${edited} ${this.words(3)}`, place.needsMention);
+    this.record(edited, place, editedKey, "edited", speaker);
+    this.sent.at(-1)!.correctedTo = correctedId;
+    let deletedKey: string | undefined;
+    if (place.remove) {
+      const deleted = this.id("q");
+      this.script(deleted);
+      deletedKey = place.post(speaker, `${deleted} ${this.words(3)}`, place.needsMention);
+      this.record(deleted, place, deletedKey, "withdrawn", speaker);
+    }
+    // As a person would, a moment later: once the gateway queued them behind the streaming answer.
+    await waitFor(() => admitted(deletedKey ? [editedKey, deletedKey] : [editedKey]), 30_000);
+    place.edit?.(speaker, editedKey, `${correctedId} ${this.words(3)}`).again();
+    if (deletedKey) place.remove?.(speaker, deletedKey).again();
+    this.duplicates.editsAndDeletes += deletedKey ? 2 : 1;
+  }
+
+  /**
+   * A message in a Telegram or Matrix queue place (their platforms redeliver what a death cut
+   * short) that the speaker edits 0 to 1.5 s later (`q…` becomes `e…`), whatever the gateway is
+   * doing: the edit may find it queued (answered as corrected), running (both answered, under
+   * `queue`) or answered (the edit ignored). Returns the id.
+   */
+  postAndEdit(): string {
+    const place = this.random.pick(
+      this.cast.places.filter((p) => p.edit && p.policy === "queue" && p.channel !== "discord"),
+    );
+    const speaker = place.speakers[0]!;
+    const id = this.id("q");
+    const correctedId = `e${id.slice(1)}`;
+    this.script(id);
+    this.script(correctedId);
+    const updateKey = place.post(speaker, `${id} ${this.words(3)}`, place.needsMention);
+    this.record(id, place, updateKey, "edited", speaker);
+    const input = this.sent.at(-1)!;
+    input.correctedTo = correctedId;
+    input.editedAnyTime = true;
+    this.duplicates.editsAndDeletes += 1;
+    const delayMs = this.random.int(0, 1_500);
+    const words = this.words(3);
+    this.pendingCalls.push(
+      Bun.sleep(delayMs).then(() => void place.edit?.(speaker, updateKey, `${correctedId} ${words}`)),
+    );
+    return id;
+  }
+
   /** Approval calls still waiting for their press (planned or not). */
   get unpressed(): number {
     return this.awaitingPress.size;
@@ -531,7 +783,7 @@ export class Traffic {
     });
   }
 
-  private id(prefix: "q" | "s" | "i" | "t" | "r" | "p" | "f" | "m" | "c"): string {
+  private id(prefix: "q" | "s" | "i" | "t" | "r" | "p" | "f" | "m" | "c" | "g" | "k"): string {
     const id = `${prefix}${String(this.nextId).padStart(5, "0")}`;
     this.nextId += 1;
     return id;

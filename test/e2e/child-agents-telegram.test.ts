@@ -386,7 +386,7 @@ test("/forget stops the conversation's children and deletes what it delegated wi
   expect(db).not.toContain("SECRET-FINDING");
 }, 60_000);
 
-test("with the defaults (streamed answers, a newer message supersedes): only the parent's final answer reaches the chat", async () => {
+test("with the defaults (streamed answers, a newer message supersedes): the chat sees the delegation, then only the parent's final answer", async () => {
   await start(undefined, "supersede", "stream");
   llm.setRules([
     {
@@ -405,7 +405,8 @@ test("with the defaults (streamed answers, a newer message supersedes): only the
     (m) => m.fromBot && m.visibleText === "Final answer: streamed after the child",
     TIMEOUT,
   );
-  expect(botTexts(gina.id)).toEqual(["Final answer: streamed after the child"]);
+  // The turn handed over to the child says so; the child's own answer never reaches the chat.
+  expect(botTexts(gina.id)).toEqual(["Asking researcher…", "Final answer: streamed after the child"]);
   expect(telegram.messages(gina.id).some((m) => m.visibleText.includes("STREAM-CHILD-FINDING"))).toBe(false);
   expect(children()).toEqual([expect.objectContaining({ state: "delivered" })]);
 }, 60_000);

@@ -55,6 +55,21 @@ describe("command menus", () => {
     "are registered at start, and not again when the gateway restarts with the same list",
     async () => {
       const first = await startGateway();
+      // Telegram's menu is set in the background after the start.
+      const settled = (gateway: typeof first) =>
+        eventually(
+          () =>
+            ["discord", "telegram"].every((channel) =>
+              gateway.logs.some(
+                (r) =>
+                  /^(discord|telegram)\.commands_(registered|unchanged)$/.test(r.event) &&
+                  r.event.startsWith(channel),
+              ),
+            ),
+          10_000,
+          "both menus to be set or left as they are",
+        );
+      await settled(first);
       expect(discord.commandRegistrations).toHaveLength(1);
       expect(discord.registeredCommands("global").map((c) => c.name)).toContain("model");
       expect(telegram.callsOf("setMyCommands").length).toBeGreaterThan(0);
@@ -62,6 +77,7 @@ describe("command menus", () => {
       await first.stop();
 
       const second = await startGateway();
+      await settled(second);
       expect(discord.commandRegistrations).toHaveLength(1);
       expect(telegram.callsOf("setMyCommands")).toHaveLength(telegramCalls);
       expect(second.logs.map((r) => r.event)).toContain("discord.commands_unchanged");

@@ -198,7 +198,7 @@ describe("a gateway with nothing configured", () => {
     expect(body.checks.database?.ok).toBe(true);
     expect(body.checks["channel:web"]?.ok).toBe(true);
     const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
-    expect(metrics).toMatch(/switchboard_inbound_accepted_total\{channel="web"\} [1-9]/);
+    expect(metrics).toMatch(/switchboard_inbound_accepted_total\{channel="web",account="default"\} [1-9]/);
     expect(metrics).toMatch(/switchboard_runs\{state="completed"\} [1-9]/);
     expect(metrics).toContain("switchboard_outbox_records");
     expect(metrics).toMatch(/switchboard_delivery_latency_ms\{quantile="0.99"\} \d+/);

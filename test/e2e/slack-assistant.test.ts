@@ -3,6 +3,8 @@
  * then the Events API over HTTP) and the Slack emulator: a thread started gets the configured
  * suggested prompts; a message in it is an ordinary input, shows "is thinking…" while its run
  * works, is answered in the thread through the outbox, clears the status and names the thread.
+ * Each thread is its own conversation: under `supersede`, a message in one thread neither
+ * interrupts another thread's answer nor sees its history, and an edit corrects its own thread.
  * Without the Agents & AI Apps feature the answer still comes, with one warning in the log.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
@@ -46,7 +48,7 @@ function env(transport: Transport, slack: SlackEmulator, name: string): Record<s
     llm,
     dbFile: `${name}.sqlite`,
     configFile: `${name}.json`,
-    surfaces: { "slack:dm": { inputPolicy: "queue", delivery: "terminal" } },
+    surfaces: { "slack:dm": { inputPolicy: "supersede", delivery: "terminal", edits: "ignore" } },
     extra: {
       SLACK_BOT_TOKEN: slack.botToken,
       SLACK_API_URL: `${slack.url}/api`,
@@ -170,6 +172,86 @@ for (const transport of ["socket", "http"] as const) {
       expect(
         slack.calls("assistant.threads.setTitle").filter((c) => c.params.thread_ts === threadTs),
       ).toHaveLength(1);
+    }, 40_000);
+
+    test("each thread is its own conversation: no interrupting, no shared history, edits in their thread", async () => {
+      llm.setRules([
+        {
+          match: { lastUserContains: "long answer in thread one" },
+          reply: { kind: "text", text: "the whole long answer", chunks: 6, chunkDelayMs: 150 },
+        },
+        {
+          match: { lastUserContains: "slow question in thread two" },
+          reply: { kind: "text", text: "never finished", chunks: 10, chunkDelayMs: 200 },
+        },
+      ]);
+      const open = async () => {
+        const started = slack.events.assistantThreadStarted({ user: ALICE, channel: DM });
+        await deliver(transport, slack, gateway, started);
+        return (started.event.assistant_thread as { thread_ts: string }).thread_ts;
+      };
+      const one = await open();
+      const two = await open();
+      await deliver(
+        transport,
+        slack,
+        gateway,
+        slack.events.dm({ user: ALICE, channel: DM, threadTs: one, text: "a long answer in thread one" }),
+      );
+      await slack.waitFor(
+        () => llm.requestsContaining("long answer in thread one").length === 1,
+        10_000,
+        "thread one's model call",
+      );
+      // Under supersede this would end thread one's run if the threads shared a conversation.
+      const slow = slack.events.dm({
+        user: ALICE,
+        channel: DM,
+        threadTs: two,
+        text: "a slow question in thread two",
+      });
+      await deliver(transport, slack, gateway, slow);
+      await slack.waitFor(
+        () => llm.requestsContaining("slow question in thread two").length === 1,
+        10_000,
+        "thread two's model call",
+      );
+      // An edit of thread two's message while it is answered restarts thread two's run only.
+      await deliver(
+        transport,
+        slack,
+        gateway,
+        slack.events.messageChanged({
+          channel: DM,
+          channelType: "im",
+          user: ALICE,
+          ts: String(slow.event.ts),
+          threadTs: two,
+          previousText: "a slow question in thread two",
+          newText: "a corrected question in thread two",
+        }),
+      );
+      await slack.waitFor(
+        () => botRepliesIn(slack, two).find((m) => m.text === "echo: a corrected question in thread two"),
+        15_000,
+        "the corrected answer in thread two",
+      );
+      await slack.waitFor(
+        () => botRepliesIn(slack, one).find((m) => m.text === "the whole long answer"),
+        15_000,
+        "thread one's whole answer",
+      );
+      expect(botRepliesIn(slack, one).map((m) => m.text)).toEqual(["the whole long answer"]);
+      expect(botRepliesIn(slack, two).map((m) => m.text)).toEqual([
+        "echo: a corrected question in thread two",
+      ]);
+      const corrected = llm.requestsContaining("corrected question in thread two");
+      expect(corrected).toHaveLength(1);
+      const history = JSON.stringify(corrected[0]!.messages);
+      expect(history).not.toContain("thread one");
+      // Each thread is titled from its own first message.
+      expect(slack.assistantThread(DM, one)?.title).toBe("a long answer in thread one");
+      expect(slack.assistantThread(DM, two)?.title).toBe("a slow question in thread two");
     }, 40_000);
 
     test("a redelivered message and one from a user not allowed: no second answer, no status, no title", async () => {

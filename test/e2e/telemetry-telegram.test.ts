@@ -12,7 +12,6 @@ import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, type GatewayProcess } from "./support/gateway-process.ts";
-import { sampleIn } from "./support/metrics.ts";
 
 const STDIO_SERVER = join(import.meta.dir, "..", "fixtures", "mcp", "stdio-server.ts");
 const fixture = useE2eFixture("switchboard-e2e-telemetry-", startTelegramEmulator);
@@ -33,13 +32,16 @@ const SECRETS = {
 };
 const OTLP_HEADER_SECRET = "otlp-header-secret-0123456789";
 
-function env(extra: Record<string, string> = {}): Record<string, string> {
+function env(
+  extra: Record<string, string> = {},
+  dm: Record<string, unknown> = { delivery: "terminal", inputPolicy: "queue" },
+): Record<string, string> {
   const config = join(dir.path, "switchboard.json");
   writeFileSync(
     config,
     JSON.stringify({
       version: 1,
-      surfaces: { "telegram:dm": { delivery: "terminal", inputPolicy: "queue" } },
+      surfaces: { "telegram:dm": dm },
       mcpServers: {
         notes: { command: process.execPath, args: [STDIO_SERVER], env: { NOTES_FILE: notes } },
         quick: {
@@ -67,8 +69,8 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
   };
 }
 
-const start = (extra?: Record<string, string>): Promise<GatewayProcess> =>
-  fixture.startGateway(env(extra), GATEWAY_START_TIMEOUT_MS);
+const start = (extra?: Record<string, string>, dm?: Record<string, unknown>): Promise<GatewayProcess> =>
+  fixture.startGateway(env(extra, dm), GATEWAY_START_TIMEOUT_MS);
 
 const byName = (spans: readonly ReceivedSpan[], name: string) => spans.filter((s) => s.name === name);
 const child = (spans: readonly ReceivedSpan[], parent: ReceivedSpan, name: string) =>
@@ -165,16 +167,26 @@ test("a plain run is one trace: ingress, admission, run, step with the GenAI spa
       headers: { authorization: `Bearer ${SECRETS.SWITCHBOARD_METRICS_TOKEN}` },
     })
   ).text();
-  const accepted = sampleIn(exposition, "switchboard_inbound_accepted_total", { channel: "telegram" });
-  expect(accepted).toBeGreaterThan(0);
+  const samples = exposition
+    .split("\n")
+    .filter((line) => line.startsWith("switchboard_inbound_accepted_total{"))
+    .map((line) => {
+      const [series, value] = line.split(" ");
+      const labels = Object.fromEntries(
+        [...series!.matchAll(/(\w+)="([^"]*)"/g)].map(([, key, labelValue]) => [key!, labelValue!]),
+      );
+      return { labels, value: Number(value) };
+    });
+  expect(samples.find((sample) => sample.labels.channel === "telegram")?.value).toBeGreaterThan(0);
   await eventually(
-    () =>
-      receiver
-        .metrics()
-        .get("switchboard_inbound_accepted_total")
-        ?.points.some((p) => p.attributes.channel === "telegram" && p.value === accepted),
+    () => {
+      const points = receiver.metrics().get("switchboard_inbound_accepted_total")?.points ?? [];
+      return samples.every((sample) =>
+        points.some((p) => Bun.deepEquals(p.attributes, sample.labels) && p.value === sample.value),
+      );
+    },
     TIMEOUT,
-    "the counter through OTLP",
+    "the same counter values through OTLP",
   );
   const stages = receiver.metrics().get("switchboard_reply_stage_ms");
   expect(stages?.kind).toBe("histogram");
@@ -314,4 +326,37 @@ test("with SWITCHBOARD_TRACE_CONTENT=on, prompts and answers are on the spans; s
     "the prompt and the answer on the spans",
   );
   expectNothingOf([telegram.token, ...Object.values(SECRETS), OTLP_HEADER_SECRET]);
+}, 60_000);
+
+test("a streamed reply's delivery is one span under its run, from the first preview to the final edit", async () => {
+  await start({}, { delivery: "stream" });
+  llm.setRules([
+    {
+      match: { lastUserContains: "stream-marker" },
+      reply: { kind: "text", text: "one two three four five six", chunks: 6, chunkDelayMs: 150 },
+    },
+  ]);
+  const before = new Set(receiver.spans().map((s) => s.spanId));
+  telegram.incoming({ chat: privateChat(alice), from: alice, text: "stream-marker please" });
+  await telegram.waitForMessage(alice.id, (m) => m.fromBot && m.visibleText.includes("six"), TIMEOUT);
+  const delivery = await eventually(
+    () =>
+      receiver
+        .spans()
+        .find(
+          (s) =>
+            !before.has(s.spanId) &&
+            s.name === "switchboard.delivery" &&
+            s.attributes["switchboard.outbox.kind"] === "stream",
+        ),
+    TIMEOUT,
+    "the stream's delivery span",
+  );
+  expect(delivery.attributes).toMatchObject({ "switchboard.delivery.state": "delivered" });
+  expect((delivery.attributes["switchboard.delivery.receipt"] as string[]).length).toBeGreaterThan(0);
+  const run = receiver.spans().find((s) => s.spanId === delivery.parentSpanId)!;
+  expect(run.name).toBe("switchboard.run");
+  expect(run.attributes["switchboard.run.id"]).toBe(delivery.attributes["switchboard.run.id"]!);
+  // The preview began while the run was still answering.
+  expect(delivery.startMs).toBeLessThan(run.endMs);
 }, 60_000);

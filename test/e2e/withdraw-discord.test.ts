@@ -11,7 +11,7 @@ import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
 import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, GATEWAY_STOP_TIMEOUT_MS } from "./support/gateway-process.ts";
-import { sampleIn } from "./support/metrics.ts";
+import { withdrawalChecks } from "./support/withdrawal.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-withdraw-dc-", startDiscordEmulator);
 const { llm, platform: discord } = fixture;
@@ -31,8 +31,8 @@ describe("deleting a message on Discord", () => {
   afterAll(() => running?.stop({ graceMs: 0 }), GATEWAY_STOP_TIMEOUT_MS);
 
   const gateway = () => running!.gateway;
-  const withdrawals = () => running!.logs.filter((r) => r.event === "ingress.withdrawn");
-  const runOf = async (runId: string) => (await gateway().stores.runtime.loadRun(runId))?.run;
+  const checks = withdrawalChecks(() => running!, "discord");
+  const { withdrawals, runOf } = checks;
 
   test("cancels the queued answer without a model call, stops the running one, once per delete", async () => {
     llm.setRules([{ match: { lastUserContains: "write an essay" }, reply: { kind: "hang" } }]);
@@ -60,25 +60,11 @@ describe("deleting a message on Discord", () => {
     });
 
     discord.deleteUserMessage(essay.id);
-    await eventually(async () => withdrawals().length === 2, 10_000, "the essay's delete");
-    const stopped = withdrawals()[1]!;
-    expect(stopped).toMatchObject({ withdrawn: essay.id, effect: "stopped" });
-    await eventually(
-      async () => (await runOf(String(stopped.runId)))?.state === "cancelled",
-      10_000,
-      "the essay's run to stop",
-    );
-    expect((await runOf(String(stopped.runId)))?.stopReason).toBe("withdrawn");
+    await checks.expectStopped(1, essay.id, "the essay's delete");
 
     // The same MESSAGE_DELETE again (discord.js no longer has the message: ids only): a
     // duplicate, nothing more is withdrawn.
-    const duplicates = async () =>
-      sampleIn(await gateway().renderMetrics(), "switchboard_inbound_duplicates_total", {
-        channel: "discord",
-      });
-    const before = await duplicates();
-    discord.deleteUserMessage(poem.id);
-    await eventually(async () => (await duplicates()) === before + 1, 10_000, "the redelivered delete");
+    await checks.expectDuplicate(() => discord.deleteUserMessage(poem.id), "the redelivered delete");
     discord.sendDm(alice.id, "are you there");
     await eventually(
       async () => llm.requestsContaining("are you there").length === 1,

@@ -14,7 +14,7 @@ import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../su
 import { useE2eFixture } from "./support/fixture.ts";
 import { e2eGatewayEnv } from "./support/gateway-env.ts";
 import { eventually, GATEWAY_START_TIMEOUT_MS, GATEWAY_STOP_TIMEOUT_MS } from "./support/gateway-process.ts";
-import { sampleIn } from "./support/metrics.ts";
+import { withdrawalChecks } from "./support/withdrawal.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-withdraw-mx-", () => startMatrixEmulator());
 const { dir, llm, platform: mx } = fixture;
@@ -46,8 +46,8 @@ describe("redacting a message on Matrix", () => {
   afterAll(() => running?.stop({ graceMs: 0 }), GATEWAY_STOP_TIMEOUT_MS);
 
   const gateway = () => running!.gateway;
-  const withdrawals = () => running!.logs.filter((r) => r.event === "ingress.withdrawn");
-  const runOf = async (runId: string) => (await gateway().stores.runtime.loadRun(runId))?.run;
+  const checks = withdrawalChecks(() => running!, "matrix");
+  const { withdrawals, runOf } = checks;
   const source = () => `matrix:${mx.bot.userId}`;
 
   test("cancels the queued answer without a model call, stops the running one, once per redaction", async () => {
@@ -82,25 +82,10 @@ describe("redacting a message on Matrix", () => {
     });
 
     mx.redact(room, alice, essay);
-    await eventually(async () => withdrawals().length === 2, TIMEOUT, "the essay's redaction");
-    const stopped = withdrawals()[1]!;
-    expect(stopped).toMatchObject({ withdrawn: essay, effect: "stopped" });
-    await eventually(
-      async () => (await runOf(String(stopped.runId)))?.state === "cancelled",
-      TIMEOUT,
-      "the essay's run to stop",
-    );
-    expect((await runOf(String(stopped.runId)))?.stopReason).toBe("withdrawn");
+    await checks.expectStopped(1, essay, "the essay's redaction");
 
     // The poem's redaction again, as a sync replay delivers it: a duplicate, nothing more happens.
-    const duplicates = async () =>
-      sampleIn(await gateway().renderMetrics(), "switchboard_inbound_duplicates_total", {
-        channel: "matrix",
-      });
-    const before = await duplicates();
-    mx.redeliver(room, poemRedaction);
-    await eventually(async () => (await duplicates()) === before + 1, TIMEOUT, "the replayed redaction");
-    expect(withdrawals()).toHaveLength(2);
+    await checks.expectDuplicate(() => mx.redeliver(room, poemRedaction), "the replayed redaction");
     expect(llm.requestsContaining("and a poem")).toHaveLength(0);
   }, 30_000);
 });

@@ -32,12 +32,29 @@ describe("loadConfig: the environment", () => {
       operatorToken: null,
       timezone: "UTC",
       shutdownGraceMs: 10_000,
+      idleCollection: true,
       ambiguousHoldMs: 300_000,
       channels: {},
       allowLists: {},
       secrets: [],
     });
     expect(config.web.enabled).toBe(true);
+  });
+
+  test("memory settings: SQLite's page cache in MiB, and the idle collection on or off", () => {
+    expect(loadConfig({ SWITCHBOARD_SQLITE_CACHE_MB: "64" }).database).toEqual({
+      engine: "sqlite",
+      path: "./data/switchboard.sqlite",
+      cacheBytes: 64 * 1024 * 1024,
+    });
+    expect(loadConfig({ SWITCHBOARD_IDLE_GC: "off" }).idleCollection).toBe(false);
+    for (const bad of ["0", "1.5", "lots"]) {
+      const error = refusal({ SWITCHBOARD_SQLITE_CACHE_MB: bad });
+      expect(error.message).toContain(
+        "SWITCHBOARD_SQLITE_CACHE_MB must be a whole number of MiB from 1 to 4096",
+      );
+      expect(error.message).toContain("Example: SWITCHBOARD_SQLITE_CACHE_MB=16");
+    }
   });
 
   test("each bad value names its variable, the problem and an example", () => {

@@ -4,7 +4,7 @@ import { SwitchboardError } from "../../src/errors.ts";
 import { StatusReactions, terminalStatus } from "../../src/gateway/status-reactions.ts";
 import type { RunContext } from "../../src/run-context.ts";
 import type { RuntimeEvent } from "../../src/runtime/events.ts";
-import type { RunRecord, RunView } from "../../src/runtime/store.ts";
+import type { ApprovalRecord, RunRecord, RunView } from "../../src/runtime/store.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 import { recordingLogger } from "../support/logger.ts";
 
@@ -14,20 +14,23 @@ import { recordingLogger } from "../support/logger.ts";
  * shows, in order, and that a rate limit pauses the channel's reactions for the wait it named.
  */
 
-type Call = { target: string; messageId: string; status: ReplyStatus; previous: ReplyStatus | null };
+type Call = { target: string; messageId: string; status: ReplyStatus; previous: readonly ReplyStatus[] };
 
 function setup(options: { enabled?: (context: RunContext) => boolean } = {}) {
   const calls: Call[] = [];
   const refusals: Error[] = [];
   const adapter = {
     channel: "telegram",
-    async react(target: string, messageId: string, status: ReplyStatus, previous: ReplyStatus | null) {
+    account: "bot",
+    async react(target: string, messageId: string, status: ReplyStatus, previous: readonly ReplyStatus[]) {
       const refusal = refusals.shift();
       if (refusal) throw refusal;
       calls.push({ target, messageId, status, previous });
     },
   } as unknown as ChannelAdapter;
   const contexts = new Map<string, RunContext>();
+  /** The decided approvals of conversation c1, newest first: the run that asked, and the decision's run. */
+  const decisions: Array<{ runId: string; successorRunId: string }> = [];
   const clock = new FakeClock();
   const logger = recordingLogger();
   const reactions = new StatusReactions({
@@ -36,8 +39,14 @@ function setup(options: { enabled?: (context: RunContext) => boolean } = {}) {
     store: {
       loadRun: async (runId) => {
         const context = contexts.get(runId);
-        return context ? ({ run: { id: runId, context } as unknown as RunRecord } as RunView) : null;
+        return context
+          ? ({ run: { id: runId, conversationId: "c1", context } as unknown as RunRecord } as RunView)
+          : null;
       },
+      listApprovals: async (filter) =>
+        filter.conversationId === "c1"
+          ? (decisions.slice(0, filter.limit) as unknown as ApprovalRecord[])
+          : [],
     },
     clock,
     logger,
@@ -73,8 +82,8 @@ function setup(options: { enabled?: (context: RunContext) => boolean } = {}) {
     text: "",
     usage: {},
   });
-  const ladder = () => calls.map((c) => `${c.messageId}:${c.previous ?? "-"}>${c.status}`);
-  return { reactions, run, admitted, ended, ladder, refusals, clock, logger };
+  const ladder = () => calls.map((c) => `${c.messageId}:${c.previous.join("+") || "-"}>${c.status}`);
+  return { reactions, run, admitted, ended, ladder, refusals, clock, logger, decisions };
 }
 
 describe("the status reaction ladder", () => {
@@ -149,6 +158,42 @@ describe("the status reaction ladder", () => {
     reactions.handle(admitted("r2"));
     await reactions.idle();
     expect(ladder()).toEqual(["m2:->seen"]);
+  });
+});
+
+describe("the ladder after a restart (nothing remembered)", () => {
+  test("a run admitted before the restart: its next status takes away every other one", async () => {
+    const { reactions, run, ended, ladder } = setup();
+    run("r1", "m1");
+    reactions.handle(ended("r1", "completed"));
+    await reactions.idle();
+    reactions.settled("r1", true);
+    await reactions.idle();
+    expect(ladder()).toEqual(["m1:seen+waiting+failed>done"]);
+  });
+
+  test("the decision of an approval asked before the restart: 👀 takes ⏳ away, then ✅ takes 👀", async () => {
+    const { reactions, run, admitted, ended, ladder, decisions } = setup();
+    decisions.push({ runId: "r1", successorRunId: "r2" });
+    run("r2", "m1");
+    reactions.handle(admitted("r2"));
+    await reactions.idle();
+    reactions.handle(ended("r2", "completed"));
+    await reactions.idle();
+    reactions.settled("r2", true);
+    await reactions.idle();
+    expect(ladder()).toEqual(["m1:waiting+done+failed>seen", "m1:seen>done"]);
+  });
+
+  test("a message first admitted after the restart shows nothing before its 👀", async () => {
+    const { reactions, run, admitted, ended, ladder, decisions } = setup();
+    decisions.push({ runId: "r0", successorRunId: "r1" });
+    run("r3", "m3");
+    reactions.handle(admitted("r3"));
+    await reactions.idle();
+    reactions.handle(ended("r3", "failed"));
+    await reactions.idle();
+    expect(ladder()).toEqual(["m3:->seen", "m3:seen>failed"]);
   });
 });
 

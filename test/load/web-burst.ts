@@ -40,6 +40,11 @@ export interface BurstOptions {
    * drain (once as found, once after a full GC). Default false.
    */
   memoryProbe?: boolean;
+  /**
+   * After each drain, wait this long and read RSS again (the gateway collects garbage once idle,
+   * src/gateway/idle-collector.ts). Default 0: no second reading.
+   */
+  settleMs?: number;
 }
 
 export interface BurstReport {
@@ -58,6 +63,8 @@ export interface BurstReport {
   rssKb: { before: number; afterBurst: number; afterDrain: number };
   /** RSS after each extra round drained, in kB. */
   rssAfterRoundKb: number[];
+  /** With `settleMs`: RSS `settleMs` after each drain (the first round's included), in kB. */
+  rssSettledKb: number[];
   /** The gateway's JavaScript heap in use after the first drain and after each extra round, in bytes. */
   heapAfterRoundBytes: number[];
   /** Executor lanes held after the first drain and after each extra round (none once idle). */
@@ -180,7 +187,12 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
     const heapAfterRoundBytes: number[] = [];
     const lanesAfterRound: number[] = [];
     const memoryAfterRound: MemoryProbe[] = [];
+    const rssSettledKb: number[] = [];
     const sampleProcess = async () => {
+      if (options.settleMs) {
+        await Bun.sleep(options.settleMs);
+        rssSettledKb.push(rssKb(pid));
+      }
       heapAfterRoundBytes.push(await metricValue(gateway!.url, "switchboard_js_heap_used_bytes"));
       lanesAfterRound.push(await metricValue(gateway!.url, "switchboard_runtime_lanes"));
       if (options.memoryProbe) memoryAfterRound.push(await probeMemory(pid, probeFile));
@@ -210,6 +222,7 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       modelCalls,
       rssKb: { before: rssBefore, afterBurst: rssAfterBurst, afterDrain: rssAfterDrain },
       rssAfterRoundKb,
+      rssSettledKb,
       heapAfterRoundBytes,
       lanesAfterRound,
       memoryAfterRound,
@@ -311,6 +324,9 @@ export function formatReport(report: BurstReport): string {
       : [
           `  RSS after each further round      ${report.rssAfterRoundKb.map(mb).join(" / ")} (${options.messages} new messages each)`,
         ]),
+    ...(report.rssSettledKb.length === 0
+      ? []
+      : [`  RSS ${options.settleMs} ms after each drain  ${report.rssSettledKb.map(mb).join(" / ")}`]),
     `  JS heap in use after each drain    ${report.heapAfterRoundBytes.map((b) => mb(b / 1024)).join(" / ")}`,
     `  executor lanes after each drain    ${report.lanesAfterRound.join(" / ")}`,
     ...report.memoryAfterRound.flatMap((probe, round) => formatProbe(probe, round)),
@@ -322,9 +338,10 @@ function formatProbe(probe: MemoryProbe, round: number): string[] {
   const line = (what: string, s: MemoryProbe["found"]) =>
     `    ${what.padEnd(14)} RSS ${mb(s.rss)} (anonymous ${mb(s.anonymous)}, file-backed ${mb(s.fileBacked)}); ` +
     `JS heap ${mb(s.jsHeapSize)} of ${mb(s.jsHeapCapacity)} held, extra ${mb(s.jsExtraMemory)}, ` +
-    `ArrayBuffers ${mb(s.arrayBuffers)}; ${s.objectCount} objects`;
+    `ArrayBuffers ${mb(s.arrayBuffers)}; ${s.objectCount} objects; ` +
+    `malloc in use ${mb(s.mallocInUse)} of ${mb(s.mallocCommitted)} committed, arena resident ${mb(s.arenaResident)}`;
   return [
-    `  memory after drain ${round + 1} (MB)`,
+    `  memory after drain ${round + 1} (MB; a full collection took ${probe.fullGcMs.toFixed(0)} ms)`,
     line("as found", probe.found),
     line("after full GC", probe.afterFullGc),
     `    most objects   ${probe.afterFullGc.topObjectTypes.map(([type, n]) => `${type} ${n}`).join(", ")}`,

@@ -70,6 +70,7 @@ async function setup(options: Setup = {}) {
   function run(runId: string) {
     const stream = worker.openStream({
       channel: "telegram",
+      account: "bot-1",
       runId,
       conversationId: CONVERSATION,
       target: TARGET,

@@ -101,12 +101,15 @@ export function runStoreConformance(name: string, open: () => Promise<OpenedStor
         const first = await store.admit(admitRequest("c", "k1"));
         const again = await store.admit({ ...admitRequest("c", "k1"), fingerprint: "fp-k1" });
         expect(first.outcome).toBe("admitted");
+        // The input that began the conversation is its event 1 (what names a Slack assistant thread).
+        expect(first).toMatchObject({ seq: 1 });
         expect(again).toMatchObject({
           outcome: "duplicate",
           runId: first.runId,
           inputMessageId: first.inputMessageId,
         });
         expect((await store.listActiveRuns("c")).length).toBe(1);
+        expect(await store.admit(admitRequest("c", "k2"))).toMatchObject({ outcome: "admitted", seq: 2 });
       }),
     );
 

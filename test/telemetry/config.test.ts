@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { attemptSpanId, runTraceId } from "../../src/telemetry/attempt-ids.ts";
-import { otlpHeaderValues, readTelemetryConfig } from "../../src/telemetry/config.ts";
+import { otlpHeaderValues, otlpTarget, readTelemetryConfig } from "../../src/telemetry/config.ts";
 import { parseTraceParent, toTraceParent } from "../../src/telemetry/spans.ts";
 
 test("off without an OTLP endpoint, or with OTEL_SDK_DISABLED=true", () => {
@@ -82,4 +82,26 @@ test("a stored traceparent reads back as the span context it was written from; a
   expect(parseTraceParent("00-00000000000000000000000000000000-b7ad6b7169203331-01")).toBeNull();
   expect(parseTraceParent("garbage")).toBeNull();
   expect(parseTraceParent(undefined)).toBeNull();
+});
+
+test("each signal's URL and headers follow the OTLP variables", () => {
+  const env = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: "https://cloud.langfuse.com/api/public/otel/",
+    OTEL_EXPORTER_OTLP_HEADERS: "Authorization=Basic%20cGs6c2s=,x-langfuse-ingestion-version=4",
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: "http://mimir:9009/otlp/v1/metrics",
+    OTEL_EXPORTER_OTLP_METRICS_HEADERS: "X-Scope-OrgID=team-a",
+  };
+  expect(otlpTarget(env, "traces")).toEqual({
+    url: "https://cloud.langfuse.com/api/public/otel/v1/traces",
+    headers: { Authorization: "Basic cGs6c2s=", "x-langfuse-ingestion-version": "4" },
+  });
+  expect(otlpTarget(env, "metrics")).toEqual({
+    url: "http://mimir:9009/otlp/v1/metrics",
+    headers: {
+      Authorization: "Basic cGs6c2s=",
+      "x-langfuse-ingestion-version": "4",
+      "X-Scope-OrgID": "team-a",
+    },
+  });
+  expect(otlpTarget({}, "traces").url).toBe("http://localhost:4318/v1/traces");
 });

@@ -5,10 +5,10 @@ import { parseExposition, toMetricData } from "../../src/telemetry/prometheus-br
 
 function exported(): MetricData[] {
   const metrics = createMetrics();
-  metrics.inboundAccepted("telegram");
-  metrics.inboundAccepted("telegram");
-  metrics.inboundAccepted("slack");
-  metrics.inboundIgnored("telegram", "flood limit");
+  metrics.inboundAccepted("telegram", "default");
+  metrics.inboundAccepted("telegram", "default");
+  metrics.inboundAccepted("slack", "default");
+  metrics.inboundIgnored("telegram", "default", "flood limit");
   for (const ms of [0.3, 0.3, 4, 12_000]) metrics.replyStage("admit", ms);
   metrics.stepLatency(40);
   const text = metrics.render(
@@ -29,11 +29,12 @@ test("counters are cumulative monotonic sums with the same names, labels and val
   const accepted = named(exported(), "switchboard_inbound_accepted_total");
   expect(accepted.dataPointType).toBe(DataPointType.SUM);
   expect(accepted.dataPoints.map((p) => [p.attributes, p.value])).toEqual([
-    [{ channel: "telegram" }, 2],
-    [{ channel: "slack" }, 1],
+    [{ channel: "telegram", account: "default" }, 2],
+    [{ channel: "slack", account: "default" }, 1],
   ]);
   expect(named(exported(), "switchboard_inbound_ignored_total").dataPoints[0]!.attributes).toEqual({
     channel: "telegram",
+    account: "default",
     reason: "flood limit",
   });
 });

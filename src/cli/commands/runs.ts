@@ -1,3 +1,4 @@
+import type { ChildNode } from "../../children/tree.ts";
 import { SwitchboardError } from "../../errors.ts";
 import { OPERATOR_LIMITS } from "../../operator/limits.ts";
 import type { RunDetail } from "../../operator/types.ts";
@@ -49,6 +50,33 @@ export function describeToolCalls(calls: readonly ToolCallSummary[]): string {
   )}`;
 }
 
+/** The child agents a run started and theirs, indented under their parent. */
+export function describeChildren(children: readonly ChildNode[]): string {
+  if (children.length === 0) return "Child agents: none\n";
+  const rows: string[][] = [];
+  const add = (nodes: readonly ChildNode[], depth: number) => {
+    for (const child of nodes) {
+      rows.push([
+        `${depth === 0 ? "" : `${"  ".repeat(depth - 1)}└ `}${child.handle}`,
+        child.agent,
+        child.state,
+        child.run.state,
+        String(child.run.steps),
+        isoTime(child.run.startedAtMs),
+        isoTime(child.run.finishedAtMs),
+        orDash(child.resultState),
+        child.run.id,
+      ]);
+      add(child.children, depth + 1);
+    }
+  };
+  add(children, 0);
+  return `Child agents:\n${table(
+    ["HANDLE", "AGENT", "STATE", "RUN STATE", "STEPS", "STARTED", "FINISHED", "RESULT", "RUN"],
+    rows,
+  )}`;
+}
+
 function describeRun(shown: RunDetail): string {
   const { run } = shown;
   return `${fields([
@@ -62,13 +90,21 @@ function describeRun(shown: RunDetail): string {
     ["owner", orDash(run.owner)],
     ["stop reason", orDash(run.stopReason)],
     ["absorbed into", orDash(run.absorbedInto)],
+    ...(shown.childOf
+      ? ([
+          [
+            "child agent",
+            `${shown.childOf.handle} (${shown.childOf.agent}), started by run ${shown.childOf.parentRunId}`,
+          ],
+        ] as const)
+      : []),
     ["error", orDash(run.error)],
     ["steps", String(run.steps)],
     ["usage", describeUsage(shown.usage, run.costComplete)],
     ["created", isoTime(run.createdAtMs)],
     ["started", isoTime(run.startedAtMs)],
     ["finished", isoTime(run.finishedAtMs)],
-  ])}\n${describeToolCalls(shown.toolCalls)}Answer:\n${shown.answerText === "" ? "(none yet)" : shown.answerText}\n`;
+  ])}\n${describeToolCalls(shown.toolCalls)}${describeChildren(shown.children)}Answer:\n${shown.answerText === "" ? "(none yet)" : shown.answerText}\n`;
 }
 
 export const RUNS_COMMANDS: CommandSpec[] = [
@@ -103,7 +139,8 @@ export const RUNS_COMMANDS: CommandSpec[] = [
   {
     path: ["runs", "show"],
     synopsis: "runs show ID [--json]",
-    summary: "Show one run: state, owner, usage, its tool calls (timing, outcome) and its answer text.",
+    summary:
+      "Show one run: state, owner, usage, its tool calls (timing, outcome), the child agents it started (the tree) and its answer text.",
     args: [{ name: "ID", description: "Run id (run_…)." }],
     options: { ...JSON_OPTION, ...SOURCE_OPTIONS, ...HELP_OPTION },
     async run(command, io) {

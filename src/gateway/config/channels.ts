@@ -23,15 +23,22 @@ export function loadChannels(
     const settings = channelModule.fromEnv(env, { section: file[name] ?? {}, allowBots: file.allowBots });
     if (settings === null) continue;
     channels[name] = settings;
-    allowLists[name] = parseAllowList(env, allowListVariable(name), channelModule.userIds);
+    const variable = allowListVariable(name);
+    allowLists[name] = parseAllowList(nonEmpty(env, variable), variable, channelModule.userIds);
   }
   return { channels, allowLists };
 }
 
-/** `<PLATFORM>_ALLOWED_USERS`: ids shaped as the channel's `userIds` say, `*`, and `pairing`. */
-function parseAllowList(env: Env, name: string, ids: ChannelModule<unknown>["userIds"]): AllowList {
-  const raw = nonEmpty(env, name);
-  if (!raw) return { kind: "ids", ids: new Set() };
+/**
+ * `<PLATFORM>_ALLOWED_USERS` (or an account's `allowedUsers`, `name` naming where it is): ids
+ * shaped as the channel's `userIds` say, `*`, and `pairing`; unset: nobody.
+ */
+export function parseAllowList(
+  raw: string | undefined,
+  name: string,
+  ids: ChannelModule<unknown>["userIds"],
+): AllowList {
+  if (!raw?.trim()) return { kind: "ids", ids: new Set() };
   const items = raw
     .split(",")
     .map((s) => s.trim())

@@ -1,6 +1,6 @@
 /** The database: PostgreSQL from SWITCHBOARD_DATABASE_URL, else a SQLite file (SWITCHBOARD_DB). */
 import type { DatabaseConfig } from "../../store/open-backend.ts";
-import { type Env, fail, nonEmpty } from "../../util/env.ts";
+import { type Env, fail, nonEmpty, parseIntegerIn } from "../../util/env.ts";
 
 const POSTGRES_EXAMPLE = "SWITCHBOARD_DATABASE_URL=postgres://switchboard@127.0.0.1:5432/switchboard";
 
@@ -19,7 +19,20 @@ export function parseDatabase(env: Env, secrets: string[]): DatabaseConfig {
         POSTGRES_EXAMPLE,
       );
     const blobDir = nonEmpty(env, "SWITCHBOARD_BLOB_DIR");
-    return { engine: "sqlite", path: path ?? "./data/switchboard.sqlite", ...(blobDir ? { blobDir } : {}) };
+    // Unset leaves the store's default (SQLITE_CACHE_BYTES_DEFAULT, 16 MiB); 16 is the example.
+    const cacheMb = nonEmpty(env, "SWITCHBOARD_SQLITE_CACHE_MB")
+      ? parseIntegerIn(env, "SWITCHBOARD_SQLITE_CACHE_MB", 16, {
+          min: 1,
+          max: 4096,
+          what: "a whole number of MiB",
+        })
+      : undefined;
+    return {
+      engine: "sqlite",
+      path: path ?? "./data/switchboard.sqlite",
+      ...(blobDir ? { blobDir } : {}),
+      ...(cacheMb === undefined ? {} : { cacheBytes: cacheMb * 1024 * 1024 }),
+    };
   }
   if (path !== undefined) {
     fail(

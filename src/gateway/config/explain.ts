@@ -4,8 +4,9 @@
  */
 import type { Env } from "../../util/env.ts";
 import { nonEmpty } from "../../util/env.ts";
+import { accountNamesInFile } from "./accounts.ts";
 import { parseAgentDirs } from "./agent.ts";
-import { BINDING_MATCH_KEYS, type BindingFacts, checkBindings, DEFAULT_ACCOUNT } from "./bindings.ts";
+import { BINDING_MATCH_KEYS, type BindingFacts, checkBindings } from "./bindings.ts";
 import {
   type ConversationSettings,
   explainSettings,
@@ -72,9 +73,9 @@ export function describeSettings(
 /** Reads SWITCHBOARD_CONFIG as `switchboard start` does (refusing what it refuses) and explains `facts`. */
 export function explainConversation(env: Env, facts: BindingFacts): ExplainedConversation {
   const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
-  checkBindings(file.bindings, () => [DEFAULT_ACCOUNT]);
+  checkBindings(file.bindings, accountNamesInFile(file));
   const agentDir = parseAgentDirs(env, file, baseDir);
-  return describeSettings(file, facts, agentDir, () => [DEFAULT_ACCOUNT]);
+  return describeSettings(file, facts, agentDir, accountNamesInFile(file));
 }
 
 function describeFacts(facts: BindingFacts): string {

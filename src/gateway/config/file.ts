@@ -14,6 +14,7 @@ import { mcpServersSchema } from "../../tools/mcp/config.ts";
 import { type Env, fail, nonEmpty } from "../../util/env.ts";
 import { closest } from "../../util/suggest.ts";
 import { CHANNEL_MODULES, PLATFORM_CHANNELS } from "../channels.ts";
+import { type AccountNames, accountsSchema } from "./accounts-schema.ts";
 import { bindingSchema } from "./bindings.ts";
 import { describeConfigIssues, parseConfigJson } from "./file-errors.ts";
 import { MODEL_NAME, modelsSchema, pickableModels } from "./models.ts";
@@ -56,6 +57,8 @@ const fileSchema = z
     /** Settings by match, the first that matches wins over `surfaces` (docs/configuration.md "Bindings"). */
     bindings: z.array(bindingSchema).max(1000).default([]),
     allowBots: z.boolean().default(false),
+    /** Named bots per channel, secrets by `${VAR}` (docs/configuration.md "Accounts"). */
+    accounts: accountsSchema,
     ...channelSections(),
     mcpServers: mcpServersSchema,
     /** The deferred tool catalog: above budgetBytes of schemas the model searches with tool_search. */
@@ -130,7 +133,13 @@ const fileSchema = z
     }
   });
 
-export type FileConfig = z.output<typeof fileSchema>;
+export type FileConfig = z.output<typeof fileSchema> & {
+  /**
+   * Set by loadConfig once the accounts are read (their ids come from expanded secrets): each
+   * channel's account ids to their names, for binding facts. Absent: every account is `default`.
+   */
+  accountNames?: AccountNames;
+};
 
 /** The file at `path` (the defaults when unset), and the directory its relative paths start from. */
 export function readFileConfig(path: string | undefined): { file: FileConfig; baseDir: string } {

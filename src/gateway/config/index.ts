@@ -6,9 +6,11 @@
 import { otlpHeaderValues } from "../../telemetry/config.ts";
 import type { Env } from "../../util/env.ts";
 import { nonEmpty, onOff } from "../../util/env.ts";
+import { PLATFORM_CHANNELS } from "../channels.ts";
+import { accountNamesInFile, accountNamesOf, defaultAccount, loadAccounts } from "./accounts.ts";
 import { loadInstructions, parseAgentDirs } from "./agent.ts";
 import { parseAppTokens } from "./app-tokens.ts";
-import { checkBindings, DEFAULT_ACCOUNT } from "./bindings.ts";
+import { checkBindings } from "./bindings.ts";
 import { loadChannels } from "./channels.ts";
 import { parseDatabase } from "./database.ts";
 import { readFileConfig } from "./file.ts";
@@ -23,6 +25,8 @@ import { parseWebFetch, parseWebSearch, referencedVariables } from "./tools.ts";
 import type { GatewayConfig } from "./types.ts";
 import { parseWebChat } from "./web.ts";
 
+export { accountNamesInFile, defaultAccount } from "./accounts.ts";
+export type { AccountNames } from "./accounts-schema.ts";
 export { agentDirsOf } from "./agent.ts";
 export { type BindingFacts, DEFAULT_ACCOUNT } from "./bindings.ts";
 export {
@@ -37,7 +41,7 @@ export { type FileConfig, loadFileConfig } from "./file.ts";
 export { defaultModelName, pickableModels } from "./models.ts";
 export { redactSecrets } from "./secrets.ts";
 export { DEFAULT_SURFACES, type SurfacePolicy, surfacePolicy } from "./surfaces.ts";
-export type { AllowList, GatewayConfig, MediaConfig, WebChatConfig } from "./types.ts";
+export type { AllowList, ChannelAccount, GatewayConfig, MediaConfig, WebChatConfig } from "./types.ts";
 export { webAccessFor } from "./web.ts";
 
 /**
@@ -53,15 +57,20 @@ export function loadConfig(env: Env): GatewayConfig {
   const { operatorToken, operatorTokens } = parseOperatorAccess(env);
   const appTokens = parseAppTokens(env, { operatorToken, operatorTokens });
   const openaiCompat = onOff(env, "SWITCHBOARD_OPENAI_COMPAT", false);
+  const idleCollection = onOff(env, "SWITCHBOARD_IDLE_GC", true);
   const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
-  // Until `accounts` are configured, every channel has the one account its variables set up.
-  checkBindings(file.bindings, () => [DEFAULT_ACCOUNT]);
   const agentDir = parseAgentDirs(env, file, baseDir);
   const { instructions, instructionsSource } = loadInstructions(env, file, baseDir);
 
   const secrets = collectSecrets(env);
   const database = parseDatabase(env, secrets.values);
   const { channels, allowLists } = loadChannels(env, file, secrets);
+  const defaults = PLATFORM_CHANNELS.flatMap((name) =>
+    channels[name] === undefined ? [] : [defaultAccount(name, channels[name], allowLists[name]!)],
+  );
+  const accounts = loadAccounts(env, file, secrets, defaults);
+  checkBindings(file.bindings, accountNamesInFile(file));
+  file.accountNames = accountNamesOf([...defaults, ...accounts]);
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secrets.read(name);
   if (operatorToken) secrets.values.push(operatorToken);
   for (const { token } of operatorTokens) secrets.values.push(token);
@@ -101,10 +110,12 @@ export function loadConfig(env: Env): GatewayConfig {
     instructionsSource,
     agentDir,
     shutdownGraceMs,
+    idleCollection,
     ambiguousHoldMs,
     file,
     channels,
     allowLists,
+    accounts,
     web,
     secrets: secrets.values,
     mcpEnv,

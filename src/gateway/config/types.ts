@@ -34,6 +34,11 @@ export interface GatewayConfig {
    */
   agentDir: string;
   shutdownGraceMs: number;
+  /**
+   * SWITCHBOARD_IDLE_GC (on/off, default on): a full garbage collection once no conversation has
+   * work (at most every 10 s), so memory goes back down after a burst (src/gateway/idle-collector.ts).
+   */
+  idleCollection: boolean;
   /** How long an ambiguous reply holds back its chat's later replies; Infinity: until an operator decides. */
   ambiguousHoldMs: number;
   file: FileConfig;
@@ -41,6 +46,11 @@ export interface GatewayConfig {
   channels: Partial<Record<PlatformChannel, unknown>>;
   /** Who may talk to the bot on each configured platform channel (`<PLATFORM>_ALLOWED_USERS`). */
   allowLists: Partial<Record<PlatformChannel, AllowList>>;
+  /**
+   * The named accounts of the file's `accounts` (each its own adapter), besides the `default` one
+   * each channel in `channels` has; settings hold expanded secrets.
+   */
+  accounts: ChannelAccount[];
   web: WebChatConfig;
   /** Every secret value, so the logger can scrub them from any line. */
   secrets: string[];
@@ -94,4 +104,16 @@ export interface MediaConfig {
   modelInputs: ReadonlySet<"image" | "file" | "audio"> | null;
   /** SWITCHBOARD_TRANSCRIPTION_MODEL (`openai-compatible:whisper-1`); null: voice notes are not transcribed. */
   transcriptionModel: string | null;
+}
+
+/** One bot (or app) of a platform channel, ready to build an adapter from (config/accounts.ts). */
+export interface ChannelAccount {
+  channel: PlatformChannel;
+  /** Its name in `accounts`; `default` for the one the channel's variables configure. */
+  name: string;
+  /** The module's config for it (secrets expanded: never log it). */
+  settings: unknown;
+  allowList: AllowList;
+  /** The platform's id for it (`ChannelAdapter.account`) when its settings tell it; null: known once started. */
+  accountId: string | null;
 }

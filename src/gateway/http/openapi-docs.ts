@@ -115,7 +115,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   "POST /api/budgets/{scope}/clear": mutation("Clear a budget scope's override.", emptyBody),
   "GET /api/approvals": op("Approval requests, newest first.", { query: approvalsQuery }),
   "GET /api/runs": op("Runs, newest first.", { query: runsQuery }),
-  "GET /api/runs/{id}": op("One run with its answer, steps and tool calls."),
+  "GET /api/runs/{id}": op("One run with its answer, steps, tool calls and child agents (the tree)."),
   "GET /api/conversations": op("Conversations, most recently active first.", { query: conversationsQuery }),
   "GET /api/conversations/{id}": op("One conversation and a page of its messages.", {
     query: conversationQuery,

@@ -113,7 +113,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     ...eventRoutes({ services, heartbeatMs: options.sseHeartbeatMs ?? 15_000, logger, track }),
     ...conversationApiRoutes({
       services: services.conversations,
-      decide: (approvalId, decision, actor) => services.operator.approvals.decide(approvalId, decision, actor),
+      decide: (approvalId, decision, actor) =>
+        services.operator.approvals.decide(approvalId, decision, actor),
       maxBodyBytes,
       heartbeatMs: options.sseHeartbeatMs ?? 15_000,
       logger,

@@ -1,15 +1,7 @@
 import type { TransactionSQL } from "bun";
 import type { ChildTarget } from "../../children/store.ts";
 import type { AdmissionSteps } from "../admission.ts";
-import {
-  type ChildRow,
-  childSelectSql,
-  childTargetWhere,
-  INSERT_CHILD_SQL,
-  INSERT_RESULT_OUTPUT_SQL,
-  SETTLE_CHILD_SQL,
-  toChildLink,
-} from "../child-sql.ts";
+import * as childSql from "../child-sql.ts";
 import type { ChildLink, ChildSteps } from "../children.ts";
 import type { AsyncSteps } from "../steps.ts";
 
@@ -25,7 +17,9 @@ export function postgresChildSteps(
   admission: () => AsyncSteps<AdmissionSteps>,
 ): AsyncSteps<ChildSteps> {
   const links = async (where: string, ...params: unknown[]): Promise<ChildLink[]> =>
-    ((await sql.unsafe(childSelectSql(where), params)) as ChildRow[]).map(toChildLink);
+    ((await sql.unsafe(childSql.childSelectSql(where), params)) as childSql.ChildRow[]).map(
+      childSql.toChildLink,
+    );
   const lockHead = async (conversationId: string | null | undefined) => {
     if (conversationId) await sql`SELECT 1 FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
   };
@@ -58,46 +52,22 @@ export function postgresChildSteps(
     childOfConversation: async (conversationId) =>
       (await links("c.conversation_id = $1", conversationId))[0] ?? null,
     runningChildren: async (target) => {
-      const { where, param } = childTargetWhere(target, p);
+      const { where, param } = childSql.childTargetWhere(target, p);
       return await links(`${where} AND c.state = 'running'`, param);
     },
     insertChild: async (child) => {
-      await sql.unsafe(INSERT_CHILD_SQL(p), [
-        child.handle,
-        child.parentRunId,
-        child.parentConversationId,
-        child.toolCallId,
-        child.agent,
-        child.task,
-        child.wait,
-        child.depth,
-        child.conversationId,
-        child.runId,
-        JSON.stringify(child.resultContext ?? null),
-        child.nowMs,
-      ]);
+      await sql.unsafe(
+        childSql.INSERT_CHILD_SQL(p),
+        childSql.childInsertValues(child, (wait) => wait),
+      );
     },
     settleChild: async (handle, settled, nowMs) => {
-      await sql.unsafe(SETTLE_CHILD_SQL(p), [
-        handle,
-        settled.state,
-        settled.resultState,
-        settled.resultRunId,
-        nowMs,
-      ]);
+      await sql.unsafe(childSql.SETTLE_CHILD_SQL(p), childSql.settleChildValues(handle, settled, nowMs));
     },
     isPurged: async (conversationId) =>
       (await sql`SELECT 1 FROM conversation_tombstones WHERE conversation_id = ${conversationId}`).length > 0,
     insertResultOutput: async (output, nowMs) => {
-      await sql.unsafe(INSERT_RESULT_OUTPUT_SQL(p), [
-        output.ref,
-        output.conversationId,
-        output.runId,
-        output.toolCallId,
-        output.toolName,
-        output.text,
-        nowMs,
-      ]);
+      await sql.unsafe(childSql.INSERT_RESULT_OUTPUT_SQL(p), childSql.resultOutputValues(output, nowMs));
     },
   };
 }

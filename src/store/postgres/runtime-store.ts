@@ -2,21 +2,7 @@ import type { SQL, TransactionSQL } from "bun";
 import type { ChildFilter, ChildRecord } from "../../children/store.ts";
 import type { OperatorRuntimeStore } from "../../operator/runtime-store.ts";
 import type { DurableEvent } from "../../runtime/events.ts";
-import type {
-  AdmitRequest,
-  AdmitResult,
-  ApprovalFilter,
-  ApprovalRecord,
-  ConversationHead,
-  ConversationSettings,
-  Fence,
-  IngressReceipt,
-  MessagePage,
-  PurgeRecord,
-  RunRecord,
-  RunView,
-  ToolOutputSlice,
-} from "../../runtime/store.ts";
+import type * as Store from "../../runtime/store.ts";
 import type { ConversationState, StateStore } from "../../state/store.ts";
 import { type AdmissionSteps, admitAsync } from "../admission.ts";
 import { type ChildRow, childSelectSql, childTargetWhere, toChildLink } from "../child-sql.ts";
@@ -122,12 +108,12 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
 
   // ---- internal helpers ----
 
-  private async runRow(sql: SQL, runId: string): Promise<RunRecord | null> {
+  private async runRow(sql: SQL, runId: string): Promise<Store.RunRecord | null> {
     const [row] = await sql<RunRow[]>`SELECT * FROM runs WHERE id = ${runId}`;
     return row ? toRun(row) : null;
   }
 
-  private async activeRuns(sql: SQL, conversationId: string): Promise<RunRecord[]> {
+  private async activeRuns(sql: SQL, conversationId: string): Promise<Store.RunRecord[]> {
     const rows = await sql<RunRow[]>`
       SELECT * FROM runs WHERE conversation_id = ${conversationId}
       AND state IN ('queued', 'running', 'interrupt_requested') ORDER BY queue_seq`;
@@ -175,14 +161,14 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
    * Locks a run for a change: its conversation's head first (the order every writer follows),
    * then the run's row. Null when the run does not exist.
    */
-  private async lockRun(tx: Tx, runId: string): Promise<RunRecord | null> {
+  private async lockRun(tx: Tx, runId: string): Promise<Store.RunRecord | null> {
     await tx.sql`
       SELECT 1 FROM conversations WHERE id = (SELECT conversation_id FROM runs WHERE id = ${runId}) FOR UPDATE`;
     const [row] = await tx.sql<RunRow[]>`SELECT * FROM runs WHERE id = ${runId} FOR UPDATE`;
     return row ? toRun(row) : null;
   }
 
-  private async fenced(tx: Tx, fence: Fence): Promise<RunRecord> {
+  private async fenced(tx: Tx, fence: Store.Fence): Promise<Store.RunRecord> {
     return checkFence(await this.lockRun(tx, fence.runId), fence);
   }
 
@@ -245,7 +231,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
    * carrying one ingress identity queue on that identity first, so the second sees the first's
    * receipt.
    */
-  admit(request: AdmitRequest): Promise<AdmitResult> {
+  admit(request: Store.AdmitRequest): Promise<Store.AdmitResult> {
     return this.write((tx) => admitAsync(request, this.admissionSteps(tx)));
   }
 
@@ -283,7 +269,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     return row ? withoutContext(toChildLink(row)) : null;
   }
 
-  loadRun(runId: string): Promise<RunView | null> {
+  loadRun(runId: string): Promise<Store.RunView | null> {
     return this.read(async (sql) => {
       const run = await this.runRow(sql, runId);
       if (!run) return null;
@@ -291,12 +277,12 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     });
   }
 
-  listActiveRuns(conversationId: string): Promise<RunRecord[]> {
+  listActiveRuns(conversationId: string): Promise<Store.RunRecord[]> {
     return this.activeRuns(this.sql, conversationId);
   }
 
   /** One conditional statement: it waits for a takeover in progress and then sees its new token. */
-  async renewLease(fence: Fence, nowMs: number, leaseMs: number): Promise<boolean> {
+  async renewLease(fence: Store.Fence, nowMs: number, leaseMs: number): Promise<boolean> {
     const result = await this.sql`
       UPDATE runs SET lease_expires_at_ms = ${nowMs + leaseMs}
       WHERE id = ${fence.runId} AND fencing_token = ${fence.fencingToken}
@@ -304,7 +290,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     return result.count === 1;
   }
 
-  async assertFence(fence: Fence): Promise<void> {
+  async assertFence(fence: Store.Fence): Promise<void> {
     checkFence(await this.runRow(this.sql, fence.runId), fence);
   }
 
@@ -312,7 +298,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     conversationId: string,
     ref: string,
     slice: { offset: number; length: number },
-  ): Promise<ToolOutputSlice | null> {
+  ): Promise<Store.ToolOutputSlice | null> {
     const [row] = await this.sql<Array<{ tool_name: string; text: string; total: number }>>`
       SELECT tool_name, substr(text, ${slice.offset + 1}, ${slice.length}) AS text,
         char_length(text)::int AS total
@@ -336,7 +322,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     return result.count;
   }
 
-  async scanRecoverable(page: { afterQueueSeq: number; limit: number }): Promise<RunRecord[]> {
+  async scanRecoverable(page: { afterQueueSeq: number; limit: number }): Promise<Store.RunRecord[]> {
     const rows = await this.sql<RunRow[]>`
       SELECT * FROM runs WHERE state IN ('queued', 'running', 'interrupt_requested')
       AND queue_seq > ${page.afterQueueSeq} ORDER BY queue_seq LIMIT ${page.limit}`;
@@ -353,7 +339,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
   async listMessages(
     conversationId: string,
     page: { afterOrder: number; limit: number },
-  ): Promise<MessagePage> {
+  ): Promise<Store.MessagePage> {
     const rows = await this.sql<Array<MessageRow & { run_state: string }>>`
       SELECT m.*, r.state AS run_state FROM messages m JOIN runs r ON r.id = m.run_id
       WHERE m.conversation_id = ${conversationId} AND m.ord > ${page.afterOrder} ORDER BY m.ord LIMIT ${page.limit + 1}`;
@@ -366,7 +352,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     return Object.fromEntries(rows.map((row) => [row.slot, toStateRecord(row)])) as ConversationState;
   }
 
-  async loadPurge(conversationId: string): Promise<PurgeRecord | null> {
+  async loadPurge(conversationId: string): Promise<Store.PurgeRecord | null> {
     const [row] = await this.sql<Array<{ purged_at_ms: string | number; purged_by: string | null }>>`
       SELECT purged_at_ms, purged_by FROM conversation_tombstones WHERE conversation_id = ${conversationId}`;
     return row ? { conversationId, purgedAtMs: Number(row.purged_at_ms), purgedBy: row.purged_by } : null;
@@ -392,7 +378,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     return rows.map((row) => ({ replyTarget: row.target, updateKey: row.key }));
   }
 
-  async loadIngressReceipt(source: string, key: string): Promise<IngressReceipt | null> {
+  async loadIngressReceipt(source: string, key: string): Promise<Store.IngressReceipt | null> {
     const [row] = await this.sql<ReceiptRow[]>`
       SELECT outcome, conversation_id, run_id, input_message_id FROM ingress_receipts
       WHERE source = ${source} AND key = ${key}`;
@@ -415,18 +401,18 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
     }));
   }
 
-  async loadConversationSettings(conversationId: string): Promise<ConversationSettings> {
+  async loadConversationSettings(conversationId: string): Promise<Store.ConversationSettings> {
     const [row] = await this.sql<Array<{ settings: string }>>`
       SELECT settings FROM conversation_settings WHERE conversation_id = ${conversationId}`;
-    return row ? (JSON.parse(row.settings) as ConversationSettings) : {};
+    return row ? (JSON.parse(row.settings) as Store.ConversationSettings) : {};
   }
 
-  async loadApproval(approvalId: string): Promise<ApprovalRecord | null> {
+  async loadApproval(approvalId: string): Promise<Store.ApprovalRecord | null> {
     const [row] = await this.sql<ApprovalRow[]>`SELECT * FROM approvals WHERE id = ${approvalId}`;
     return row ? toApproval(row) : null;
   }
 
-  async listApprovals(filter: ApprovalFilter): Promise<ApprovalRecord[]> {
+  async listApprovals(filter: Store.ApprovalFilter): Promise<Store.ApprovalRecord[]> {
     const state = filter.state ?? null;
     const conversationId = filter.conversationId ?? null;
     const expiredAtMs = filter.expiredAtMs ?? null;
@@ -460,7 +446,7 @@ export class PostgresRuntimeStore extends StoreMutations implements OperatorRunt
       ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at_ms = EXCLUDED.updated_at_ms`;
   }
 
-  async loadConversation(conversationId: string): Promise<ConversationHead | null> {
+  async loadConversation(conversationId: string): Promise<Store.ConversationHead | null> {
     const [row] = await this.sql<HeadRow[]>`SELECT * FROM conversations WHERE id = ${conversationId}`;
     return row
       ? {

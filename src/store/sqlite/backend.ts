@@ -15,10 +15,16 @@ const EXTERNAL_COMMIT_CHECK_MS = 1000;
 /** The embedded default: one SQLite file (created and migrated as needed) for one gateway process. */
 /**
  * `blobDir`: where media blobs live; default `blobs/` beside the database file. `clock` times the
- * file claim's heartbeat and the external-commit checks.
+ * file claim's heartbeat and the external-commit checks. `cacheBytes`: SQLite's page cache
+ * (default SQLITE_CACHE_BYTES_DEFAULT).
  */
-export function openSqliteBackend(path: string, blobDir?: string, clock: Clock = systemClock): StoreBackend {
-  const stores = openSqliteStores(path);
+export function openSqliteBackend(
+  path: string,
+  blobDir?: string,
+  clock: Clock = systemClock,
+  cacheBytes?: number,
+): StoreBackend {
+  const stores = openSqliteStores(path, cacheBytes === undefined ? {} : { cacheBytes });
   const blobs = new DirectoryBlobStore(blobDir ?? join(dirname(path), "blobs"));
   const { db } = stores;
   let claim: GatewayClaim | null = null;

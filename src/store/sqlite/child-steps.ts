@@ -2,11 +2,14 @@ import type { Database, SQLQueryBindings } from "bun:sqlite";
 import type { AdmissionSteps } from "../admission.ts";
 import {
   type ChildRow,
+  childInsertValues,
   childSelectSql,
   childTargetWhere,
   INSERT_CHILD_SQL,
   INSERT_RESULT_OUTPUT_SQL,
+  resultOutputValues,
   SETTLE_CHILD_SQL,
+  settleChildValues,
   toChildLink,
 } from "../child-sql.ts";
 import type { ChildLink, ChildSteps } from "../children.ts";
@@ -33,43 +36,16 @@ export function sqliteChildSteps(db: Database, admission: () => AdmissionSteps):
       return links(`${where} AND c.state = 'running'`, param);
     },
     insertChild: (child) => {
-      db.query(INSERT_CHILD_SQL(p)).run(
-        child.handle,
-        child.parentRunId,
-        child.parentConversationId,
-        child.toolCallId,
-        child.agent,
-        child.task,
-        child.wait ? 1 : 0,
-        child.depth,
-        child.conversationId,
-        child.runId,
-        JSON.stringify(child.resultContext ?? null),
-        child.nowMs,
-      );
+      db.query(INSERT_CHILD_SQL(p)).run(...childInsertValues(child, (wait) => (wait ? 1 : 0)));
     },
     settleChild: (handle, settled, nowMs) => {
-      db.query(SETTLE_CHILD_SQL(p)).run(
-        handle,
-        settled.state,
-        settled.resultState,
-        settled.resultRunId,
-        nowMs,
-      );
+      db.query(SETTLE_CHILD_SQL(p)).run(...settleChildValues(handle, settled, nowMs));
     },
     isPurged: (conversationId) =>
       db.query("SELECT 1 FROM conversation_tombstones WHERE conversation_id = ?").get(conversationId) !==
       null,
     insertResultOutput: (output, nowMs) => {
-      db.query(INSERT_RESULT_OUTPUT_SQL(p)).run(
-        output.ref,
-        output.conversationId,
-        output.runId,
-        output.toolCallId,
-        output.toolName,
-        output.text,
-        nowMs,
-      );
+      db.query(INSERT_RESULT_OUTPUT_SQL(p)).run(...resultOutputValues(output, nowMs));
     },
   };
 }

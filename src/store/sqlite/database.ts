@@ -17,7 +17,15 @@ export interface OpenOptions {
   migrations: readonly Migration[];
   /** How long a writer waits for the lock, in milliseconds. Keep it under test timeouts. */
   busyTimeoutMs?: number;
+  /** SQLite's page cache for this connection, in bytes. Default SQLITE_CACHE_BYTES_DEFAULT. */
+  cacheBytes?: number;
 }
+
+/**
+ * 16 MiB: admission (bench/admission.ts) is within the run-to-run spread of 64 MiB's, and every
+ * MiB of it stays resident once the database outgrows it (docs/benchmarks.md, Load).
+ */
+export const SQLITE_CACHE_BYTES_DEFAULT = 16 * 1024 * 1024;
 
 const META_TABLE = "switchboard_meta";
 
@@ -31,7 +39,7 @@ export function openDatabase(options: OpenOptions): Database {
   if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true });
   const db = new Database(options.filename, { create: true, strict: true });
   planOnce(db);
-  applyPragmas(db, options.busyTimeoutMs ?? 3000);
+  applyPragmas(db, options.busyTimeoutMs ?? 3000, options.cacheBytes);
   try {
     migrate(db, options.filename, options.migrations);
   } catch (error) {
@@ -44,14 +52,19 @@ export function openDatabase(options: OpenOptions): Database {
 /**
  * WAL with synchronous=NORMAL: a commit is durable against a process crash (what the promises are
  * about) and against power loss up to the last checkpoint. A larger autocheckpoint (about 40 MB
- * of WAL) keeps the fsync-heavy checkpoints rare on slow disks; a 64 MiB page cache (default 2
- * MiB) keeps the indexes every admission touches in memory, which doubled admission throughput.
+ * of WAL) keeps the fsync-heavy checkpoints rare on slow disks; a page cache larger than SQLite's
+ * 2 MiB keeps the indexes every admission touches in memory, which doubled admission throughput.
  */
-export function applyPragmas(db: Database, busyTimeoutMs: number): void {
+export function applyPragmas(
+  db: Database,
+  busyTimeoutMs: number,
+  cacheBytes = SQLITE_CACHE_BYTES_DEFAULT,
+): void {
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA wal_autocheckpoint = 10000");
-  db.exec("PRAGMA cache_size = -65536");
+  // A negative cache_size is in KiB.
+  db.exec(`PRAGMA cache_size = -${Math.max(1, Math.round(cacheBytes / 1024))}`);
   db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
 }
 

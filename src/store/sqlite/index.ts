@@ -82,7 +82,10 @@ export interface SqliteStores {
 }
 
 /** Opens (creating and migrating as needed) switchboard's database and its repositories. */
-export function openSqliteStores(filename: string, options: { busyTimeoutMs?: number } = {}): SqliteStores {
+export function openSqliteStores(
+  filename: string,
+  options: { busyTimeoutMs?: number; cacheBytes?: number } = {},
+): SqliteStores {
   const db = openDatabase({ filename, migrations: MIGRATIONS, ...options });
   backfillSearchIndex(db);
   const schedules = createSqliteScheduleRepository(db);

@@ -1,6 +1,4 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { type Clock, systemClock, type Timer } from "../../util/clock.ts";
@@ -113,8 +111,10 @@ export class McpServer {
   private async connect(): Promise<void> {
     if (this.stopping) return;
     let transport: Transport;
+    // The SDK (with ajv, about 80 modules) loads only in a gateway that has an MCP server.
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
     try {
-      transport = this.transport();
+      transport = await this.transport();
     } catch (error) {
       this.fail(error);
       return;
@@ -164,9 +164,10 @@ export class McpServer {
     this.options.logger.info("mcp.server_up", { server: this.name, tools: this.catalog.length });
   }
 
-  private transport(): Transport {
+  private async transport(): Promise<Transport> {
     const { config } = this;
     if (isStdio(config)) {
+      const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
       const run = supervised(config.command, config.args);
       const transport = new StdioClientTransport({
         command: run.command,
@@ -191,6 +192,9 @@ export class McpServer {
       }
       headers[key] = expanded.value;
     }
+    const { StreamableHTTPClientTransport } = await import(
+      "@modelcontextprotocol/sdk/client/streamableHttp.js"
+    );
     return new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers } });
   }
 

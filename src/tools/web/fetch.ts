@@ -1,12 +1,8 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { Readability } from "@mozilla/readability";
-import { parseHTML } from "linkedom";
-import TurndownService from "turndown";
 // See pinned-agent.ts for why the path and not the bare "undici".
-import { Agent, fetch, type Response as UndiciResponse } from "undici/index.js";
+import type { Response as UndiciResponse } from "undici/index.js";
 import { isPrivateAddress, refusalReason } from "./address.ts";
-import { pinnedAgent } from "./pinned-agent.ts";
 
 export interface WebFetchOptions {
   /** Allow private, loopback and link-local addresses (SWITCHBOARD_FETCH_ALLOW_PRIVATE=on). */
@@ -63,6 +59,11 @@ export async function guardedGet<T>(
   const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
   let url = parseUrl(rawUrl);
   try {
+    // undici is over 100 modules: loaded by the first fetch, not by every gateway start.
+    const [{ Agent, fetch }, { pinnedAgent }] = await Promise.all([
+      import("undici/index.js"),
+      import("./pinned-agent.ts"),
+    ]);
     for (let hop = 0; ; hop++) {
       const addresses = await checkDestination(url, options);
       // One agent per hop, so a redirect is connected to the addresses checked for it.
@@ -110,7 +111,7 @@ export async function webFetch(rawUrl: string, options: WebFetchOptions): Promis
     async (response, url) => {
       const { text, truncated } = await readBounded(response, settings.maxBytes);
       const type = response.headers.get("content-type") ?? "";
-      const page = toMarkdown(url.href, text, type);
+      const page = await toMarkdown(url.href, text, type);
       const cut = page.markdown.length > settings.maxChars;
       return {
         ...page,
@@ -195,17 +196,17 @@ async function readBounded(
   return { text: new TextDecoder().decode(bytes), truncated };
 }
 
-const turndown = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced" });
-turndown.remove(["script", "style", "noscript"]);
-
 /** HTML: Readability's article (or the body when it finds none) as Markdown; plain text as is. */
-export function toMarkdown(url: string, body: string, contentType: string): Omit<WebPage, "truncated"> {
+export async function toMarkdown(
+  url: string,
+  body: string,
+  contentType: string,
+): Promise<Omit<WebPage, "truncated">> {
   if (/^text\/plain|^text\/markdown|json/.test(contentType)) return { url, title: null, markdown: body };
   if (!/html|xml/.test(contentType) && contentType !== "") {
     throw new WebFetchError(`${url} is ${contentType.split(";")[0]}, not a page web_fetch can read`);
   }
-  const { document } = parseHTML(body);
-  const article = new Readability(document as unknown as Document).parse();
-  const html = article?.content ?? document.body?.innerHTML ?? body;
-  return { url, title: article?.title || document.title || null, markdown: turndown.turndown(html).trim() };
+  // linkedom, Readability and Turndown are about 200 modules: loaded by the first page read.
+  const { htmlToMarkdown } = await import("./html-markdown.ts");
+  return { url, ...htmlToMarkdown(body) };
 }

@@ -66,8 +66,15 @@ async function startSide(
       : { mode: "http", signingSecret, ...common },
     { logger, ...(options.clock ? { clock: options.clock } : {}) },
   );
+  // As ingress does: the first message of each conversation (each thread's) began it.
+  const begun = new Set<string>();
   const ingress = recordingIngress(
-    options.decide ?? (() => ({ kind: "admitted", runId: "run_1", conversationId: "conv_1" })),
+    options.decide ??
+      ((message) => {
+        const startsConversation = !begun.has(message.conversationKey);
+        begun.add(message.conversationKey);
+        return { kind: "admitted", runId: "run_1", conversationId: "conv_1", startsConversation };
+      }),
   );
   await adapter.start(ingress);
   const server = transport === "http" ? serveRoutes(adapter.routes()) : null;
@@ -172,11 +179,17 @@ for (const transport of ["socket", "http"] as const) {
     }, 10_000);
 
     test("a follow-up keeps the first title; a message ingress did not admit shows no status", async () => {
-      let outcome: IngressOutcome = { kind: "admitted", runId: "run_1", conversationId: "conv_1" };
+      let outcome: IngressOutcome = {
+        kind: "admitted",
+        runId: "run_1",
+        conversationId: "conv_1",
+        startsConversation: true,
+      };
       const side = await startSide(transport, { decide: () => outcome });
       const threadTs = await openThread(side);
       await say(side, threadTs, "first question");
       await answer(side, threadTs, "first answer");
+      outcome = { kind: "admitted", runId: "run_2", conversationId: "conv_1" };
       await say(side, threadTs, "second question");
       await answer(side, threadTs, "second answer");
       outcome = { kind: "ignored", reason: "user not allowed" };
@@ -188,12 +201,33 @@ for (const transport of ["socket", "http"] as const) {
       expect(thread?.statusCalls).toEqual([THINKING_STATUS, "", THINKING_STATUS, ""]);
     }, 10_000);
 
+    test("the title is decided by ingress, not by memory: after a restart, a thread is named by the message that began its conversation and by no later one", async () => {
+      // The threads started before this adapter did (no assistant_thread_started seen here).
+      const side = await startSide(transport);
+      const begunBefore = "1700000001.000100";
+      const begunNow = "1700000002.000100";
+      await say(side, begunNow, "first words after the restart");
+      await say(side, begunNow, "second words");
+      await side.adapter.stop();
+      expect(side.emulator.assistantThread(DM, begunNow)?.title).toBe("first words after the restart");
+      expect(side.emulator.calls("assistant.threads.setTitle")).toHaveLength(1);
+
+      let outcome: IngressOutcome = { kind: "admitted", runId: "run_1", conversationId: "conv_1" };
+      const later = await startSide(transport, { decide: () => outcome });
+      await say(later, begunBefore, "a follow-up after the restart");
+      outcome = { kind: "duplicate", runId: "run_0", conversationId: "conv_1" };
+      await say(later, begunBefore, "a redelivered first message");
+      await later.adapter.stop();
+      expect(later.emulator.calls("assistant.threads.setTitle")).toHaveLength(0);
+      expect(later.emulator.assistantThread(DM, begunBefore)?.statusCalls).toEqual([THINKING_STATUS]);
+    }, 10_000);
+
     test("a run that ends without a message (its status reaction turns ⚠️) clears the status", async () => {
       const side = await startSide(transport);
       const threadTs = await openThread(side);
       const message = side.emulator.events.dm({ user: ALICE, channel: DM, text: "this fails", threadTs });
       await side.deliver(message);
-      await side.adapter.react(`${DM}:${threadTs}`, String(message.event.ts), "failed", null);
+      await side.adapter.react(`${DM}:${threadTs}`, String(message.event.ts), "failed", []);
       await side.adapter.stop();
       expect(side.emulator.assistantThread(DM, threadTs)?.statusCalls).toEqual([THINKING_STATUS, ""]);
     }, 10_000);
@@ -204,7 +238,7 @@ for (const transport of ["socket", "http"] as const) {
       side = await startSide(transport, {
         decide: async () => {
           await answer(side!, threadTs, "a quick answer");
-          return { kind: "admitted", runId: "run_1", conversationId: "conv_1" };
+          return { kind: "admitted", runId: "run_1", conversationId: "conv_1", startsConversation: true };
         },
       });
       threadTs = await openThread(side);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ParseContext, parseSlackEvent } from "../../../channels/slack/parse.ts";
+import { type ParseContext, parseSlackAction, parseSlackEvent } from "../../../channels/slack/parse.ts";
 
 function fixture(name: string): Record<string, unknown> {
   return JSON.parse(readFileSync(join(import.meta.dir, "fixtures", `${name}.json`), "utf8"));
@@ -192,5 +192,69 @@ describe("parseSlackEvent", () => {
     });
     const broken = { ...fixture("dm"), event: { type: "message", channel: "D1" } };
     expect(parseSlackEvent(broken, context)).toEqual({ kind: "skip", reason: "malformed_event" });
+  });
+});
+
+describe("threads in the app's DM (assistant threads)", () => {
+  const DM_KEY = "sl:T061EG9R6:A0PNCHHK2:dm:U061F7AUR";
+  const THREAD = "1700000000.000100";
+  const THREAD_KEY = `${DM_KEY}:thread:${THREAD}`;
+
+  /** The dm fixture's message written in thread THREAD (as every message in an assistant thread is). */
+  function inThread(body: Record<string, unknown>, key: "event" | "message" | "previous_message") {
+    const copy = structuredClone(body) as Record<string, Record<string, Record<string, unknown>>>;
+    const event = copy.event!;
+    const message = (key === "event" ? event : event[key]) as Record<string, unknown>;
+    message.ts = "1700000020.000200";
+    message.thread_ts = THREAD;
+    message.parent_user_id = "U0LAN0Z89";
+    return copy;
+  }
+
+  test("a message in a DM thread is that thread's conversation, answered in the thread", () => {
+    expect(parsedMessage(inThread(fixture("dm"), "event"))).toMatchObject({
+      conversationKey: THREAD_KEY,
+      replyTarget: `D0PNCRP9N:${THREAD}`,
+      surface: "dm",
+      messageId: "1700000020.000200",
+    });
+    // Two threads are two conversations; the DM's top level stays one per person.
+    const other = inThread(fixture("dm"), "event") as { event: Record<string, unknown> };
+    other.event.thread_ts = "1700000010.000100";
+    expect(parsedMessage(other).conversationKey).toBe(`${DM_KEY}:thread:1700000010.000100`);
+    expect(parsedMessage(fixture("dm")).conversationKey).toBe(DM_KEY);
+  });
+
+  test("an edit and a delete of a message in a DM thread are in that thread's conversation", () => {
+    const edit = parsedMessage(inThread(fixture("message_changed"), "message"));
+    expect(edit).toMatchObject({ conversationKey: THREAD_KEY, edited: { messageId: "1700000020.000200" } });
+    const deleted = fixture("message_deleted") as { event: Record<string, unknown> };
+    deleted.event.channel = "D0PNCRP9N";
+    deleted.event.channel_type = "im";
+    const withdrawal = parsedMessage(inThread(deleted, "previous_message"));
+    expect(withdrawal).toMatchObject({
+      conversationKey: THREAD_KEY,
+      replyTarget: `D0PNCRP9N:${THREAD}`,
+      withdrawn: { messageId: "1700000020.000200" },
+    });
+  });
+
+  test("a button pressed in a DM thread answers in that thread's conversation; at the DM's top level, in the DM's", () => {
+    const press = (threadTs?: string) => ({
+      type: "block_actions",
+      user: { id: "U061F7AUR", name: "alice" },
+      team: { id: "T061EG9R6" },
+      container: {
+        message_ts: "1700000030.000100",
+        channel_id: "D0PNCRP9N",
+        ...(threadTs === undefined ? {} : { thread_ts: threadTs }),
+      },
+      actions: [{ type: "button", value: "approve:1", action_ts: "1700000031.000001" }],
+    });
+    const inside = parseSlackAction(press(THREAD), context);
+    const outside = parseSlackAction(press(), context);
+    if (inside.kind !== "message" || outside.kind !== "message") throw new Error("expected two presses");
+    expect(inside.message.conversationKey).toBe(THREAD_KEY);
+    expect(outside.message.conversationKey).toBe(DM_KEY);
   });
 });

@@ -46,6 +46,16 @@ function adapterWith(menu: CommandMenu, state: ReturnType<typeof memoryStateStor
   return { adapter, events: log.events };
 }
 
+/** The menu is set in the background after start: waits for its outcome event. */
+async function menuSettled(events: Array<{ kind: string }>): Promise<void> {
+  const outcomes = ["commands_registered", "commands_unchanged", "commands_failed"];
+  const deadline = Date.now() + 5_000;
+  while (!events.some((e) => outcomes.includes(e.kind))) {
+    if (Date.now() > deadline) throw new Error("the command menu was neither set, left nor refused in 5 s");
+    await Bun.sleep(5);
+  }
+}
+
 const menu = commandMenu(() => ["fast", "smart"]);
 const names = (list: Array<{ command: string }> | undefined) => list?.map((c) => c.command);
 
@@ -54,6 +64,7 @@ describe("Telegram command menu", () => {
     const state = memoryStateStore();
     const first = adapterWith(menu, state);
     await first.adapter.start(recordingIngress());
+    await menuSettled(first.events);
 
     const everywhere = MENU_COMMANDS.map((c) => c.name);
     expect(names(emulator.menus.get("all_private_chats"))).toEqual(everywhere);
@@ -75,6 +86,7 @@ describe("Telegram command menu", () => {
 
     const again = adapterWith(menu, state);
     await again.adapter.start(recordingIngress());
+    await menuSettled(again.events);
     expect(emulator.callsOf("setMyCommands")).toHaveLength(4);
     expect(again.events).toContainEqual({ kind: "commands_unchanged" });
     await again.adapter.stop();
@@ -86,6 +98,7 @@ describe("Telegram command menu", () => {
     };
     const changed = adapterWith(shorter, state);
     await changed.adapter.start(recordingIngress());
+    await menuSettled(changed.events);
     expect(emulator.callsOf("setMyCommands")).toHaveLength(6);
     expect(emulator.callsOf("deleteMyCommands")).toHaveLength(2);
     expect(names(emulator.menus.get("all_private_chats"))).not.toContain("export");
@@ -106,6 +119,7 @@ describe("Telegram command menu", () => {
     ];
     const { adapter, events } = adapterWith({ commands, choices: () => [] }, memoryStateStore());
     await adapter.start(recordingIngress());
+    await menuSettled(events);
 
     expect(emulator.menus.get("all_private_chats")).toHaveLength(100);
     expect(names(emulator.menus.get("all_private_chats"))?.at(-1)).toBe("c99");
@@ -149,12 +163,24 @@ describe("Telegram command menu", () => {
     const ingress = recordingIngress();
     await adapter.start(ingress);
     expect(adapter.isConnected()).toBe(true);
+    await menuSettled(events);
     expect(events.find((e) => e.kind === "commands_failed")).toMatchObject({ kind: "commands_failed" });
     expect(state.values.size).toBe(0);
     await adapter.stop();
 
     const retry = adapterWith(menu, state);
     await retry.adapter.start(ingress);
+    await menuSettled(retry.events);
     expect(retry.events).toContainEqual({ kind: "commands_registered", calls: 4 });
+  });
+
+  test("a hanging setMyCommands does not delay the start: the menu is set in the background", async () => {
+    emulator.injectFault("setMyCommands", { kind: "hang" });
+    const { adapter, events } = adapterWith(menu, memoryStateStore());
+    await adapter.start(recordingIngress());
+    expect(adapter.isConnected()).toBe(true);
+    expect(events.some((e) => e.kind.startsWith("commands_"))).toBe(false);
+    emulator.releaseHung();
+    await menuSettled(events);
   });
 });

@@ -1,8 +1,8 @@
 /**
  * Reads one sample from the gateway's Prometheus text at `${gatewayUrl}/metrics`, e.g.
- * `metricValue(url, "switchboard_inbound_duplicates_total", { channel: "slack" })`. Labels must
- * match exactly (same set, any order). A sample the gateway has not emitted yet counts as 0, as
- * counters that were never incremented are not rendered.
+ * `metricValue(url, "switchboard_inbound_duplicates_total", { channel: "slack" })`: the sum of the
+ * samples that carry these labels (others, such as `account`, may vary), like PromQL's `sum`. A
+ * sample the gateway has not emitted yet counts as 0, as counters never incremented are not rendered.
  */
 export async function metricValue(
   gatewayUrl: string,
@@ -14,15 +14,16 @@ export async function metricValue(
   return sampleIn(await response.text(), name, labels);
 }
 
-/** One sample from Prometheus text (a gateway's `renderMetrics()`), as metricValue reads it. */
+/** The samples of Prometheus text (a gateway's `renderMetrics()`) with `labels`, summed, as metricValue reads them. */
 export function sampleIn(metrics: string, name: string, labels: Record<string, string> = {}): number {
-  const wanted = canonicalLabels(labels);
+  let sum = 0;
   for (const line of metrics.split("\n")) {
     const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$/.exec(line);
     if (sample === null || sample[1] !== name) continue;
-    if (canonicalLabels(parseLabels(sample[2] ?? "")) === wanted) return Number(sample[3]);
+    const has = parseLabels(sample[2] ?? "");
+    if (Object.entries(labels).every(([key, value]) => has[key] === value)) sum += Number(sample[3]);
   }
-  return 0;
+  return sum;
 }
 
 function parseLabels(text: string): Record<string, string> {
@@ -31,10 +32,6 @@ function parseLabels(text: string): Record<string, string> {
     if (key !== undefined && value !== undefined) labels[key] = value;
   }
   return labels;
-}
-
-function canonicalLabels(labels: Record<string, string>): string {
-  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
 }
 
 /** How many messages on `channel` the gateway ignored because they did not address the bot. */

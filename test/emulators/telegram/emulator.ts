@@ -89,6 +89,10 @@ export class TelegramEmulator {
   private server: ReturnType<typeof Bun.serve> | null = null;
   private readonly port: number;
   private readonly pendingRequests = new Set<Promise<unknown>>();
+  /** The other bots this server answers for, by token (addBot). */
+  private readonly otherBots = new Map<string, TelegramEmulator>();
+  /** The emulator whose server answers for this bot, when it was made by addBot. */
+  private host: TelegramEmulator | null = null;
 
   constructor(options: TelegramEmulatorOptions = {}) {
     this.token = options.token ?? DEFAULT_TOKEN;
@@ -123,12 +127,28 @@ export class TelegramEmulator {
 
   /** The apiRoot for grammY (`new Bot(token, { client: { apiRoot: emulator.url } })`). */
   get url(): string {
+    if (this.host) return this.host.url;
     if (!this.server)
       throw new Error("The emulator is not listening: call start() (or startTelegramEmulator()) first");
     return `http://127.0.0.1:${this.server.port}`;
   }
 
+  /**
+   * Another bot on this emulator's server (same `url`), by its own token: its own updates, calls,
+   * faults, flood limits and chats (Telegram shows a bot only its own chats and messages). Its
+   * controls are the returned emulator's methods; `close()` of this one closes it too.
+   */
+  addBot(options: Omit<TelegramEmulatorOptions, "port"> & { token: string }): TelegramEmulator {
+    if (options.token === this.token || this.otherBots.has(options.token))
+      throw new Error("addBot: this emulator already serves a bot with that token");
+    const bot = new TelegramEmulator(options);
+    bot.host = this;
+    this.otherBots.set(bot.token, bot);
+    return bot;
+  }
+
   start(): this {
+    if (this.host) throw new Error("A bot made by addBot is served by its host emulator: start that one");
     this.server = Bun.serve({
       hostname: "127.0.0.1",
       port: this.port,
@@ -146,6 +166,7 @@ export class TelegramEmulator {
 
   /** Ends every connection (long polls and hung calls included) so the test process can exit. */
   async close(): Promise<void> {
+    for (const bot of this.otherBots.values()) await bot.close();
     this.webhook.close();
     this.queue.releaseWaiter();
     this.faults.releaseHung();
@@ -375,6 +396,8 @@ export class TelegramEmulator {
   private async route(request: Request): Promise<Response> {
     const url = new URL(request.url);
     if (url.pathname.startsWith("/__control/")) return await handleControlRequest(this, request, url);
+    const other = this.otherBots.get(/^\/(?:file\/)?bot([^/]+)\//.exec(url.pathname)?.[1] ?? "");
+    if (other) return await other.route(request);
     const download = /^\/file\/bot([^/]+)\/(.+)$/.exec(url.pathname);
     if (download) {
       if (download[1] !== this.token)

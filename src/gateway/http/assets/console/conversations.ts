@@ -3,6 +3,7 @@
  * "Load older", command replies among the messages, and its live event stream.
  */
 import type { OutboxRecord } from "../../../../../outbox/types.ts";
+import type { ChildNode } from "../../../../children/tree.ts";
 import type {
   CommandInput,
   ConversationListItem,
@@ -17,6 +18,7 @@ import { readEventStream } from "../event-stream.js";
 import { renderMarkdown } from "../markdown.js";
 import { api, authHeaders, messageOf, type Page, withQuery } from "./api.js";
 import { conversationUsageLine } from "./budgets.js";
+import { childTreeSection } from "./children.js";
 import { href, navigate, type Route } from "./router.js";
 import { loadSettings, settingsSection } from "./settings.js";
 import { badge, pagedTable, toast } from "./ui.js";
@@ -30,6 +32,7 @@ interface ConversationPage {
   items: MessagePageItem[];
   nextCursor: string | null;
   commands: CommandInput[];
+  children: ChildNode[];
 }
 
 export async function showConversations(view: HTMLElement, route: Route, live: AbortSignal): Promise<void> {
@@ -125,6 +128,7 @@ async function showConversation(view: HTMLElement, id: string, live: AbortSignal
       h("section", {}, h("h3", {}, "Messages, newest first"), messages, older),
       h("section", {}, h("h3", {}, "Live"), liveList),
     ),
+    ...(page.children.length > 0 ? [childTreeSection(page.children)] : []),
     settingsSection(settings),
   );
   let refresh: ReturnType<typeof setTimeout> | undefined;

@@ -4,6 +4,7 @@ import type { RunState } from "../../../../runtime/types.ts";
 import { h, idCell, timeCell } from "../dom.js";
 import { renderMarkdown } from "../markdown.js";
 import { api, type Page, withQuery } from "./api.js";
+import { childTreeSection } from "./children.js";
 import { href, navigate, type Route, replaceQuery } from "./router.js";
 import { badge, choice, cost, duration, fields, pagedTable, table, textFilter, tokens } from "./ui.js";
 
@@ -108,6 +109,18 @@ async function showRun(view: HTMLElement, id: string): Promise<void> {
       ["Usage", `${tokens(detail.usage)} · cost ${cost(detail.usage, run.costComplete)}`],
       ["Stop reason", run.stopReason],
       ["Error", run.error],
+      ...(detail.childOf
+        ? ([
+            [
+              "Child agent of",
+              h(
+                "a",
+                { href: href({ tab: "runs", id: detail.childOf.parentRunId }), id: "run-parent" },
+                `${detail.childOf.parentRunId} (as ${detail.childOf.handle}, ${detail.childOf.agent})`,
+              ),
+            ],
+          ] as Array<[string, Node]>)
+        : []),
     ]),
     h("h3", {}, "Steps"),
     table(
@@ -143,6 +156,7 @@ async function showRun(view: HTMLElement, id: string): Promise<void> {
       ),
       "No tool calls.",
     ),
+    ...(detail.children.length > 0 ? [childTreeSection(detail.children)] : []),
     h("h3", {}, "Answer"),
     answer,
   );

@@ -1,0 +1,213 @@
+import { describe, expect, test } from "bun:test";
+import { isSwitchboardError } from "../../src/errors.ts";
+import { accountNameOf } from "../../src/gateway/binding-facts.ts";
+import { buildChannels } from "../../src/gateway/channel-adapters.ts";
+import { systemClock } from "../../src/util/clock.ts";
+import { silentLogger } from "../../src/util/log.ts";
+import { configWith } from "./support/config.ts";
+
+const PERSONAL = "111111111:AAPersonalTokenForTests_abcdefghijk";
+const SUPPORT = "222222222:AASupportTokenForTests_abcdefghijkl";
+const DEFAULT_BOT = "333333333:AADefaultTokenForTests_abcdefghijk";
+
+const accounts = (telegram: Record<string, unknown>, more: Record<string, unknown> = {}) => ({
+  version: 1,
+  accounts: { telegram },
+  ...more,
+});
+
+/** The config_invalid error loadConfig throws for `env` and the file. */
+function refusal(env: Record<string, string>, fileJson: unknown) {
+  try {
+    configWith(env, fileJson);
+  } catch (error) {
+    if (isSwitchboardError(error, "config_invalid")) return error;
+    throw error;
+  }
+  throw new Error("expected config_invalid");
+}
+
+describe("accounts in SWITCHBOARD_CONFIG", () => {
+  test("each account is read by the Telegram schema, its ${VAR}s expanded and kept as secrets", () => {
+    const config = configWith(
+      { TG_PERSONAL: PERSONAL, TG_SUPPORT: SUPPORT, TELEGRAM_BOT_TOKEN: DEFAULT_BOT },
+      accounts({
+        personal: { token: "${TG_PERSONAL}" },
+        support: { token: "${TG_SUPPORT}", allowedUsers: "*", groupSessions: "per-user" },
+      }),
+    );
+    expect(config.accounts.map(({ name, accountId }) => [name, accountId])).toEqual([
+      ["personal", "111111111"],
+      ["support", "222222222"],
+    ]);
+    expect(config.accounts[0]!.settings).toMatchObject({ mode: "polling", token: PERSONAL });
+    expect(config.accounts[0]!.allowList).toEqual({ kind: "ids", ids: new Set() });
+    expect(config.accounts[1]!.settings).toMatchObject({ groupSessions: "per-user" });
+    expect(config.accounts[1]!.allowList).toEqual({ kind: "everyone" });
+    expect(config.secrets).toEqual(expect.arrayContaining([PERSONAL, SUPPORT, DEFAULT_BOT]));
+    // Binding facts name each bot by its account; the variables' bot is `default`.
+    expect(accountNameOf(config.file, "telegram", "222222222")).toBe("support");
+    expect(accountNameOf(config.file, "telegram", "333333333")).toBe("default");
+    expect(accountNameOf(config.file, "telegram", "999999999")).toBe("999999999");
+    expect(accountNameOf(config.file, "discord", "42")).toBe("default");
+  });
+
+  test("each account is its own adapter, by slot, with its own allow list", () => {
+    const config = configWith(
+      { TG_SUPPORT: SUPPORT, TELEGRAM_BOT_TOKEN: DEFAULT_BOT, TELEGRAM_ALLOWED_USERS: "42" },
+      accounts({ support: { token: "${TG_SUPPORT}", allowedUsers: ["7", "8"] } }),
+    );
+    const built = buildChannels(config, { clock: systemClock, logger: silentLogger });
+    expect([...built.adapters.keys()]).toEqual(["telegram", "telegram:support"]);
+    expect(built.adapters.get("telegram")!.account).toBe("333333333");
+    expect(built.adapters.get("telegram:support")!.account).toBe("222222222");
+    expect(built.allowLists.telegram).toEqual({ kind: "ids", ids: new Set(["42"]) });
+    expect([...built.accountAllowLists.values()]).toEqual([{ kind: "ids", ids: new Set(["7", "8"]) }]);
+  });
+
+  test("a webhook account gets its own route, /telegram/webhook/<account>", () => {
+    const config = configWith(
+      { TG_SUPPORT: SUPPORT, TG_SUPPORT_SECRET: "s3cret-webhook-value-0123456789" },
+      accounts({
+        support: {
+          token: "${TG_SUPPORT}",
+          mode: "webhook",
+          webhookUrl: "https://bot.example.com/telegram/webhook/support",
+          webhookSecret: "${TG_SUPPORT_SECRET}",
+        },
+      }),
+    );
+    expect(config.accounts[0]!.settings).toMatchObject({
+      mode: "webhook",
+      webhookPath: "/telegram/webhook/support",
+    });
+    const built = buildChannels(config, { clock: systemClock, logger: silentLogger });
+    expect(built.adapters.get("telegram:support")!.routes!().map((route) => route.path)).toEqual([
+      "/telegram/webhook/support",
+    ]);
+  });
+
+  test("an account on the default bot's webhook route is refused", () => {
+    const secret = "s3cret-webhook-value-0123456789";
+    const config = configWith(
+      {
+        TELEGRAM_BOT_TOKEN: DEFAULT_BOT,
+        TELEGRAM_MODE: "webhook",
+        TELEGRAM_WEBHOOK_URL: "https://bot.example.com/telegram/webhook/support",
+        TELEGRAM_WEBHOOK_SECRET: secret,
+        TG_SUPPORT: SUPPORT,
+        SECRET: secret,
+      },
+      accounts({
+        support: {
+          token: "${TG_SUPPORT}",
+          mode: "webhook",
+          webhookUrl: "https://bot.example.com/telegram/webhook/support",
+          webhookSecret: "${SECRET}",
+        },
+      }),
+    );
+    expect(() => buildChannels(config, { clock: systemClock, logger: silentLogger })).toThrow(
+      "gives telegram:support the webhook route /telegram/webhook/support, which telegram already has",
+    );
+  });
+
+  test("bindings may name the configured accounts; an unknown account refuses the start", () => {
+    const env = { TG_SUPPORT: SUPPORT };
+    const binding = (account: string) => ({
+      bindings: [{ match: { channel: "telegram", account }, instructions: "Support." }],
+    });
+    expect(() =>
+      configWith(env, accounts({ support: { token: "${TG_SUPPORT}" } }, binding("support"))),
+    ).not.toThrow();
+    const error = refusal(env, accounts({ support: { token: "${TG_SUPPORT}" } }, binding("sales")));
+    expect(error.message).toContain(
+      'bindings.0.match.account: "sales" is not an account of telegram; accounts: default, support',
+    );
+  });
+
+  const invalid: Array<[string, Record<string, string>, Record<string, unknown>, string]> = [
+    [
+      "an unset variable",
+      {},
+      { support: { token: "${TG_SUPPORT}" } },
+      "accounts.telegram.support.token refers to ${TG_SUPPORT}, which is unset",
+    ],
+    [
+      "a token written in the file",
+      {},
+      { support: { token: SUPPORT } },
+      "accounts.telegram.support.token holds a secret, so it must be a ${VAR} reference",
+    ],
+    [
+      "a malformed token",
+      { TG_SUPPORT: "not-a-token" },
+      { support: { token: "${TG_SUPPORT}" } },
+      "accounts.telegram.support.token: must be the bot token from @BotFather",
+    ],
+    [
+      "an unknown key",
+      { TG_SUPPORT: SUPPORT },
+      { support: { token: "${TG_SUPPORT}", pollTimeout: 3 } },
+      "accounts.telegram.support.pollTimeout, which a Telegram account does not have",
+    ],
+    [
+      "a bad name",
+      { TG_SUPPORT: SUPPORT },
+      { "Support Bot": { token: "${TG_SUPPORT}" } },
+      "an account name is lowercase letters",
+    ],
+    [
+      "the name default",
+      { TG_SUPPORT: SUPPORT },
+      { default: { token: "${TG_SUPPORT}" } },
+      "accounts.telegram.default",
+    ],
+    [
+      "one bot twice",
+      { TG_A: SUPPORT, TG_B: SUPPORT },
+      { a: { token: "${TG_A}" }, b: { token: "${TG_B}" } },
+      "accounts.telegram.b, which is the same telegram bot (222222222) as the account a",
+    ],
+    [
+      "a webhook URL off its route",
+      { TG_SUPPORT: SUPPORT, SECRET: "s3cret-webhook-value-0123456789" },
+      {
+        support: {
+          token: "${TG_SUPPORT}",
+          mode: "webhook",
+          webhookUrl: "https://bot.example.com/hook",
+          webhookSecret: "${SECRET}",
+        },
+      },
+      "accounts.telegram.support.webhookUrl must end in /telegram/webhook/support",
+    ],
+    [
+      "a bad allow list",
+      { TG_SUPPORT: SUPPORT },
+      { support: { token: "${TG_SUPPORT}", allowedUsers: "alice" } },
+      'accounts.telegram.support.allowedUsers has "alice", which is not a user id',
+    ],
+  ];
+  for (const [what, env, telegram, message] of invalid)
+    test(`refused (config_invalid, exit 78), naming the key: ${what}`, () => {
+      const error = refusal(env, accounts(telegram));
+      expect(error.message).toContain(message);
+      // No message carries a secret's value.
+      for (const value of Object.values(env)) expect(error.message).not.toContain(value);
+    });
+
+  test("the same bot as TELEGRAM_BOT_TOKEN's is refused", () => {
+    const error = refusal(
+      { TELEGRAM_BOT_TOKEN: SUPPORT, TG_SUPPORT: SUPPORT },
+      accounts({ support: { token: "${TG_SUPPORT}" } }),
+    );
+    expect(error.message).toContain("the same telegram bot (222222222) as the account default");
+    expect(error.message).not.toContain(SUPPORT);
+  });
+
+  test("accounts of a channel that has one account so far are refused", () => {
+    const error = refusal({}, { version: 1, accounts: { discord: { main: { token: "${DISCORD_MAIN}" } } } });
+    expect(error.message).toContain("has accounts.discord, but discord has one account so far");
+  });
+});
