@@ -17,6 +17,20 @@ export interface EventStreamOptions {
 
 const encoder = new TextEncoder();
 
+/**
+ * The abort of one long response: fired when the client goes or the server stops (`track` registers
+ * it with the server until it fires).
+ */
+export function streamAbort(
+  request: Request,
+  track: (abort: AbortController) => () => void,
+): AbortController {
+  const abort = new AbortController();
+  abort.signal.addEventListener("abort", track(abort), { once: true });
+  request.signal.addEventListener("abort", () => abort.abort(), { once: true });
+  return abort;
+}
+
 export function eventStreamResponse(options: EventStreamOptions): Response {
   let cleanup: (() => void) | undefined;
   let heartbeat: Timer | undefined;

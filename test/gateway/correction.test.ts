@@ -1,17 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { InboundMessage, IngressOutcome } from "../../channels/types.ts";
-import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
-import { createChatCommands } from "../../src/gateway/commands.ts";
+import type { IngressOutcome } from "../../channels/types.ts";
+import type { ScheduleService } from "../../schedules/service.ts";
 import type { SurfaceOverride } from "../../src/gateway/config/surfaces.ts";
 import { planCorrection } from "../../src/gateway/correction.ts";
-import { createIngress } from "../../src/gateway/ingress.ts";
-import { createMetrics } from "../../src/gateway/metrics.ts";
 import type { RunRecord } from "../../src/runtime/store.ts";
-import { systemClock } from "../../src/util/clock.ts";
 import type { Turn } from "../support/llm/scripted-model.ts";
-import { recordingLogger } from "../support/logger.ts";
 import { createHarness, type RuntimeHarness } from "../support/runtime.ts";
-import { fileConfig } from "./support/config.ts";
+import { dmIngress, dmMessage } from "./support/ingress.ts";
 
 /**
  * Edits of a user's message through ingress, on a real runtime and store: before the answer an
@@ -30,54 +25,12 @@ afterEach(async () => {
 
 function start(dm: SurfaceOverride, script: Turn[] = [{ type: "hang" }]) {
   harness = createHarness(script);
-  schedules = createScheduleService({
-    repository: harness.stores.schedules,
-    clock: systemClock,
-    dispatch: async () => ({ status: "retry", reason: "not dispatched in these tests" }),
-  });
-  const logger = recordingLogger();
-  const ingress = createIngress({
-    runtime: harness.runtime,
-    store: harness.stores.runtime,
-    file: fileConfig({ surfaces: { "telegram:dm": dm } }),
-    allowLists: { telegram: { kind: "everyone" } },
-    admissionOf: () => undefined,
-    commands: createChatCommands({
-      runtime: harness.runtime,
-      store: harness.stores.runtime,
-      state: harness.stores.runtime,
-      outbox: harness.stores.outbox,
-      schedules,
-      defaultTimezone: "UTC",
-      clock: systemClock,
-      notify: () => {},
-    }),
-    metrics: createMetrics(),
-    clock: systemClock,
-    logger,
-  });
-  return { ingress, logger };
+  const started = dmIngress(harness, dm);
+  schedules = started.schedules;
+  return started;
 }
 
-const message = (
-  updateKey: string,
-  text: string,
-  overrides: Partial<InboundMessage> = {},
-): InboundMessage => ({
-  channel: "telegram",
-  account: "bot1",
-  updateKey,
-  principal: { id: "alice", isBot: false },
-  conversationKey: "tg:dm:1001",
-  replyTarget: "1001",
-  surface: "dm",
-  text,
-  messageId: updateKey,
-  addressedToBot: true,
-  attachments: [],
-  receivedAtMs: Date.now(),
-  ...overrides,
-});
+const message = dmMessage;
 
 /** An edit of message `messageId` (its own update key `editKey`) to `text`. */
 const edit = (editKey: string, messageId: string, text: string) =>

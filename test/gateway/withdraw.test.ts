@@ -1,13 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { InboundMessage, IngressOutcome } from "../../channels/types.ts";
-import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
-import { createChatCommands } from "../../src/gateway/commands.ts";
-import { createIngress } from "../../src/gateway/ingress.ts";
-import { createMetrics } from "../../src/gateway/metrics.ts";
-import { systemClock } from "../../src/util/clock.ts";
-import { recordingLogger } from "../support/logger.ts";
+import type { ScheduleService } from "../../schedules/service.ts";
 import { createHarness, type RuntimeHarness } from "../support/runtime.ts";
-import { fileConfig } from "./support/config.ts";
+import { dmIngress, dmMessage } from "./support/ingress.ts";
 
 /**
  * A delete of a user's message through ingress, on a real runtime and store: a queued run ends
@@ -27,54 +22,12 @@ function start(options: { coalescePending?: boolean } = {}) {
   harness = createHarness([{ type: "hang", text: "Thinking about " }], {
     ...(options.coalescePending ? { coalescePending: true } : {}),
   });
-  schedules = createScheduleService({
-    repository: harness.stores.schedules,
-    clock: systemClock,
-    dispatch: async () => ({ status: "retry", reason: "not dispatched in these tests" }),
-  });
-  const logger = recordingLogger();
-  const ingress = createIngress({
-    runtime: harness.runtime,
-    store: harness.stores.runtime,
-    file: fileConfig({ surfaces: { "telegram:dm": { inputPolicy: "queue" } } }),
-    allowLists: { telegram: { kind: "everyone" } },
-    admissionOf: () => undefined,
-    commands: createChatCommands({
-      runtime: harness.runtime,
-      store: harness.stores.runtime,
-      state: harness.stores.runtime,
-      outbox: harness.stores.outbox,
-      schedules,
-      defaultTimezone: "UTC",
-      clock: systemClock,
-      notify: () => {},
-    }),
-    metrics: createMetrics(),
-    clock: systemClock,
-    logger,
-  });
-  return { ingress, logger };
+  const started = dmIngress(harness, { inputPolicy: "queue" });
+  schedules = started.schedules;
+  return started;
 }
 
-const message = (
-  updateKey: string,
-  text: string,
-  overrides: Partial<InboundMessage> = {},
-): InboundMessage => ({
-  channel: "telegram",
-  account: "bot1",
-  updateKey,
-  principal: { id: "alice", isBot: false },
-  conversationKey: "tg:dm:1001",
-  replyTarget: "1001",
-  surface: "dm",
-  text,
-  messageId: updateKey,
-  addressedToBot: true,
-  attachments: [],
-  receivedAtMs: Date.now(),
-  ...overrides,
-});
+const message = dmMessage;
 
 const deletion = (deleteKey: string, deletedKey: string, overrides: Partial<InboundMessage> = {}) =>
   message(deleteKey, "", { withdrawn: { updateKey: deletedKey }, ...overrides });

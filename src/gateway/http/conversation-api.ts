@@ -11,7 +11,7 @@ import type { IngressOutcome } from "../../../channels/types.ts";
 import { SwitchboardError } from "../../errors.ts";
 import type { RuntimeEvent } from "../../runtime/events.ts";
 import type { RunState } from "../../runtime/types.ts";
-import { eventStreamResponse } from "../../util/event-stream.ts";
+import { eventStreamResponse, streamAbort } from "../../util/event-stream.ts";
 import type { Logger } from "../../util/log.ts";
 import { type ApiCaller, maySendTo, mayUseConversation, ownerOf } from "./api-caller.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
@@ -142,10 +142,7 @@ export function conversationApiRoutes(deps: ConversationApiDeps): Route[] {
       const conversation = run === null ? null : await api.conversation(run.conversationId);
       if (run === null || conversation === null || !mayUseConversation(caller, conversation.key))
         throw new SwitchboardError("not_found", `There is no run ${runId} this token may read.`);
-      const abort = new AbortController();
-      const untrack = deps.track(abort);
-      abort.signal.addEventListener("abort", untrack, { once: true });
-      request.signal.addEventListener("abort", () => abort.abort(), { once: true });
+      const abort = streamAbort(request, deps.track);
       return eventStreamResponse({
         signal: abort.signal,
         heartbeatMs: deps.heartbeatMs,

@@ -3,7 +3,7 @@
  * GET /api/events: what changed anywhere (ids and states), for the console's live lists.
  */
 import { SwitchboardError } from "../../errors.ts";
-import { eventStreamResponse } from "../../util/event-stream.ts";
+import { eventStreamResponse, streamAbort } from "../../util/event-stream.ts";
 import type { Logger } from "../../util/log.ts";
 import { queryObject, validate } from "./body.ts";
 import { eventsQuery, lastEventId, noQuery } from "./operator-schemas.ts";
@@ -38,10 +38,7 @@ export function eventRoutes(deps: EventRoutesDeps): Route[] {
             "platform_unavailable",
             "This gateway publishes no live changes (it is a standby); open the console of the active gateway.",
           );
-        const abort = new AbortController();
-        const untrack = deps.track(abort);
-        abort.signal.addEventListener("abort", untrack, { once: true });
-        request.signal.addEventListener("abort", () => abort.abort(), { once: true });
+        const abort = streamAbort(request, deps.track);
         return eventStreamResponse({
           signal: abort.signal,
           heartbeatMs: deps.heartbeatMs,
@@ -65,10 +62,7 @@ export function eventRoutes(deps: EventRoutesDeps): Route[] {
             "not_found",
             `There is no conversation ${conversationId}; list them with GET /api/conversations.`,
           );
-        const abort = new AbortController();
-        const untrack = deps.track(abort);
-        abort.signal.addEventListener("abort", untrack, { once: true });
-        request.signal.addEventListener("abort", () => abort.abort(), { once: true });
+        const abort = streamAbort(request, deps.track);
         return runtimeEventStream({
           events: deps.services.follow(conversationId, resumeAfter ?? cursor ?? 0, abort.signal),
           abort,

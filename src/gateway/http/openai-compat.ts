@@ -12,7 +12,7 @@ import { z } from "zod";
 import { parseConversationKey } from "../../../channels/api/keys.ts";
 import { SwitchboardError } from "../../errors.ts";
 import type { RuntimeEvent } from "../../runtime/events.ts";
-import { eventStreamResponse } from "../../util/event-stream.ts";
+import { eventStreamResponse, streamAbort } from "../../util/event-stream.ts";
 import type { Logger } from "../../util/log.ts";
 import { type ApiCaller, mayUseConversation, ownerOf } from "./api-caller.ts";
 import { readJsonBody } from "./body.ts";
@@ -94,10 +94,7 @@ export function openAiCompatRoute(deps: OpenAiCompatDeps): Route {
       const model = body.model ?? "switchboard";
       const created = Math.floor(Date.now() / 1000);
       const id = `chatcmpl-${runId}`;
-      const abort = new AbortController();
-      const untrack = deps.track(abort);
-      abort.signal.addEventListener("abort", untrack, { once: true });
-      context.request.signal.addEventListener("abort", () => abort.abort(), { once: true });
+      const abort = streamAbort(context.request, deps.track);
       const events = api.follow(conversationId, 0, abort.signal);
 
       if (!body.stream) {
