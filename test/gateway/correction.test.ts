@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { IngressOutcome } from "../../channels/types.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import type { SurfaceOverride } from "../../src/gateway/config/surfaces.ts";
 import { planCorrection } from "../../src/gateway/correction.ts";
 import type { RunRecord } from "../../src/runtime/store.ts";
 import type { Turn } from "../support/llm/scripted-model.ts";
 import { createHarness, type RuntimeHarness } from "../support/runtime.ts";
-import { dmIngress, dmMessage } from "./support/ingress.ts";
+import { admitted, dmIngress, dmMessage, runRecord, until } from "./support/ingress.ts";
 
 /**
  * Edits of a user's message through ingress, on a real runtime and store: before the answer an
@@ -36,27 +35,7 @@ const message = dmMessage;
 const edit = (editKey: string, messageId: string, text: string) =>
   message(editKey, text, { messageId, edited: { messageId } });
 
-function admitted(outcome: IngressOutcome): { runId: string; conversationId: string } {
-  if (outcome.kind !== "admitted") throw new Error(`expected an admission, got ${JSON.stringify(outcome)}`);
-  return outcome;
-}
-
-async function runOf(runId: string) {
-  const view = await harness.stores.runtime.loadRun(runId);
-  if (!view) throw new Error(`run ${runId} is unknown`);
-  return view.run;
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await Bun.sleep(10);
-  }
-}
+const runOf = (runId: string) => runRecord(harness, runId);
 
 describe("an edit before the answer is a correction", () => {
   test("supersede: the running run ends `edited` and a run for the new text answers the same message", async () => {

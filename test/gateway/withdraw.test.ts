@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { InboundMessage, IngressOutcome } from "../../channels/types.ts";
+import type { InboundMessage } from "../../channels/types.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import { createHarness, type RuntimeHarness } from "../support/runtime.ts";
-import { dmIngress, dmMessage } from "./support/ingress.ts";
+import { admitted, dmIngress, dmMessage, runRecord, until } from "./support/ingress.ts";
 
 /**
  * A delete of a user's message through ingress, on a real runtime and store: a queued run ends
@@ -32,27 +32,7 @@ const message = dmMessage;
 const deletion = (deleteKey: string, deletedKey: string, overrides: Partial<InboundMessage> = {}) =>
   message(deleteKey, "", { withdrawn: { updateKey: deletedKey }, ...overrides });
 
-function admitted(outcome: IngressOutcome): { runId: string; conversationId: string } {
-  if (outcome.kind !== "admitted") throw new Error(`expected an admission, got ${JSON.stringify(outcome)}`);
-  return outcome;
-}
-
-async function runOf(runId: string) {
-  const view = await harness.stores.runtime.loadRun(runId);
-  if (!view) throw new Error(`run ${runId} is unknown`);
-  return view.run;
-}
-
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await Bun.sleep(10);
-  }
-}
+const runOf = (runId: string) => runRecord(harness, runId);
 
 describe("a deleted message withdraws its run", () => {
   test("queued: the run is cancelled without a model call; running: it stops as /stop stops it; a redelivery changes nothing", async () => {

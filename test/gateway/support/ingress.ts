@@ -1,4 +1,4 @@
-import type { InboundMessage } from "../../../channels/types.ts";
+import type { InboundMessage, IngressOutcome } from "../../../channels/types.ts";
 import { createScheduleService, type ScheduleService } from "../../../schedules/service.ts";
 import { createChatCommands } from "../../../src/gateway/commands.ts";
 import type { SurfaceOverride } from "../../../src/gateway/config/surfaces.ts";
@@ -70,3 +70,30 @@ export const dmMessage = (
   receivedAtMs: Date.now(),
   ...overrides,
 });
+
+export function admitted(outcome: IngressOutcome): { runId: string; conversationId: string } {
+  if (outcome.kind !== "admitted") throw new Error(`expected an admission, got ${JSON.stringify(outcome)}`);
+  return outcome;
+}
+
+export async function runRecord(harness: RuntimeHarness, runId: string) {
+  const view = await harness.stores.runtime.loadRun(runId);
+  if (!view) throw new Error(`run ${runId} is unknown`);
+  return view.run;
+}
+
+/** Reads until `done` holds (5 s at the most), for what ingress sets going in the background. */
+export async function until<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  what: string,
+): Promise<T> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await Bun.sleep(10);
+  }
+}
