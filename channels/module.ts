@@ -22,6 +22,12 @@ export interface ChannelFileSettings {
   section: unknown;
   /** `allowBots`: hand messages written by other bots to ingress (the bot's own never are). */
   allowBots: boolean;
+  /**
+   * For `fromAccount`: the account's `allowedUsers` in the variable's syntax ("*", "pairing,…",
+   * ids), which the gateway applies to messages; for adapters that act on it themselves (Matrix
+   * joins rooms only for these users). Absent: none given.
+   */
+  allowedUsers?: string;
 }
 
 /**
@@ -73,9 +79,10 @@ export interface ChannelModule<Config> {
   /**
    * The platform account id (`ChannelAdapter.account`) a config connects, when the config alone
    * tells it (Telegram: the token's bot id). The gateway maps it to the account's name and refuses
-   * two accounts that are one bot. Absent: known only once the adapter started.
+   * two accounts that are one bot. Absent, or null for a config that does not tell: known only
+   * once the adapter started, which a channel with named accounts does not allow.
    */
-  accountIdOf?(config: Config): string;
+  accountIdOf?(config: Config): string | null;
   /**
    * The account id a conversation key of this channel belongs to (keys are the adapter's own
    * encoding); null when the key does not say. Absent: the channel's keys are not decoded.

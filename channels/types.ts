@@ -322,6 +322,13 @@ export interface HttpRoute {
   method: "GET" | "POST";
   path: string;
   handle(request: Request, context?: HttpRouteContext): Promise<Response>;
+  /**
+   * Several accounts of the channel serve this method and path together (WhatsApp: one Meta app
+   * posts every number's events to one callback URL). The gateway hands each of them a copy of
+   * every request; each takes only what is its own and refuses a request that is not (401/403).
+   * Without it, a second account on the route is refused at start.
+   */
+  shared?: boolean;
 }
 
 /** What the gateway's HTTP server knows of a request besides the request itself. */

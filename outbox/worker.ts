@@ -1,4 +1,9 @@
-import type { ChannelAdapter, ChannelName, DeliveryStatusReport } from "../channels/types.ts";
+import type {
+  ChannelAdapter,
+  ChannelCapabilities,
+  ChannelName,
+  DeliveryStatusReport,
+} from "../channels/types.ts";
 import type { BlobStore } from "../src/runtime/blobs.ts";
 import type { Clock } from "../src/util/clock.ts";
 import type { Logger } from "../src/util/log.ts";
@@ -25,6 +30,14 @@ export interface DeliveryWorkerOptions {
    * channel and account, never another: one whose account has none fails, naming it.
    */
   adapters: ReadonlyMap<string, ChannelAdapter>;
+  /**
+   * Channels whose adapters come and go while the gateway runs (Slack's installed workspaces), with
+   * the capabilities all their adapters share: their records are delivered, or failed naming why,
+   * also while none of their adapters is attached.
+   */
+  dynamicChannels?: ReadonlyMap<ChannelName, ChannelCapabilities>;
+  /** Why an account has no adapter when the gateway knows more than "not configured" (an uninstall); null otherwise. */
+  goneReason?: (channel: ChannelName, account: string) => string | null;
   clock: Clock;
   /** Uniform in [0, 1) for backoff jitter. Default Math.random. */
   random?: () => number;
@@ -98,7 +111,12 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   const { repo, adapters, clock } = options;
   const { logger } = options;
   const concurrency = options.concurrency ?? 4;
-  const channels = [...new Set([...adapters.values()].map((adapter) => adapter.channel))];
+  const dynamicChannels = options.dynamicChannels ?? new Map<ChannelName, ChannelCapabilities>();
+  const channels = [
+    ...new Set([...[...adapters.values()].map((adapter) => adapter.channel), ...dynamicChannels.keys()]),
+  ];
+  const capabilitiesOf = (channel: ChannelName): ChannelCapabilities =>
+    adapterOfChannel(adapters.values(), channel)?.capabilities ?? dynamicChannels.get(channel)!;
   const shutdown = new AbortController();
   /** When waits for a platform's delivery status end (records then become ambiguous). */
   const statusWaitEnds: number[] = [];
@@ -127,7 +145,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   /** Channels whose platforms report each send's outcome, with how long a send waits for it. */
   const statusWaits = new Map(
     channels.flatMap((channel) => {
-      const waitMs = adapterOfChannel(adapters.values(), channel)!.capabilities.statusWaitMs;
+      const waitMs = capabilitiesOf(channel).statusWaitMs;
       return waitMs === undefined ? [] : [[channel, waitMs] as const];
     }),
   );
@@ -167,7 +185,9 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
     const route = routeToAccount(adapters.values(), record.channel, record.account);
     const key = targetKey(record);
     const deliver = () =>
-      route.adapter ? deliverRecord(deps, route.adapter, record) : failUnrouted(record, route.reason);
+      route.adapter
+        ? deliverRecord(deps, route.adapter, record)
+        : failUnrouted(record, options.goneReason?.(record.channel, record.account) ?? route.reason);
     const lane = (options.tracing ? options.tracing.delivery(record, deliver) : deliver())
       .catch((error: unknown) => {
         logger.warn("outbox.lane_stopped", {
@@ -295,11 +315,7 @@ export function createDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWo
   return {
     async start() {
       if (loop) throw new Error("The delivery worker is already started; create a new one after stop().");
-      const idempotent = new Set(
-        channels.filter(
-          (channel) => adapterOfChannel(adapters.values(), channel)!.capabilities.idempotentSend,
-        ),
-      );
+      const idempotent = new Set(channels.filter((channel) => capabilitiesOf(channel).idempotentSend));
       const nowMs = clock.now();
       const summary = await repo.recoverInterrupted(
         idempotent,

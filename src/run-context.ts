@@ -9,6 +9,11 @@ import { channelNameSchema, inboundMessageSchema, surfaceKindSchema } from "../c
 export const runContextSchema = z.object({
   channel: channelNameSchema,
   account: z.string(),
+  /**
+   * The account's configured name when it is a named one (absent: the channel's `default`
+   * account): its users are principals of their own (`<channel>:<name>:<user id>`) for budgets.
+   */
+  accountName: z.string().optional(),
   target: z.string(),
   replyTo: z.string().optional(),
   surface: surfaceKindSchema,

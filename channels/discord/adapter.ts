@@ -50,6 +50,7 @@ import {
 } from "./parse.ts";
 import { DISCORD_FILE_LIMITS, DiscordSender, MAX_MESSAGE_CHARS } from "./send.ts";
 import { slashToInbound } from "./slash.ts";
+import { botUserIdOfToken } from "./token.ts";
 
 export const DISCORD_CAPABILITIES: ChannelCapabilities = {
   idempotentSend: true,
@@ -169,11 +170,14 @@ export class DiscordAdapter implements ChannelAdapter {
     );
   }
 
-  /** The bot's user id. */
+  /** The bot's user id: the token's (see token.ts) until start() learns it from Discord. */
   get account(): string {
-    if (this.botUserId === null)
-      throw new Error("DiscordAdapter.account is known only after start() resolves.");
-    return this.botUserId;
+    const id = this.botUserId ?? botUserIdOfToken(this.config.token);
+    if (id === null)
+      throw new Error(
+        "DiscordAdapter.account is known only after start() resolves (the token does not tell it).",
+      );
+    return id;
   }
 
   async start(ingress: Ingress, events: ChannelEvents = {}): Promise<void> {
@@ -220,7 +224,17 @@ export class DiscordAdapter implements ChannelAdapter {
     } finally {
       readyTimeout.abort();
     }
-    this.botUserId = this.client.user?.id ?? null;
+    const loggedIn = this.client.user?.id ?? null;
+    const expected = botUserIdOfToken(this.config.token);
+    if (expected !== null && loggedIn !== expected) {
+      this.lifecycle = "stopped";
+      await this.client.destroy();
+      throw new SwitchboardError(
+        "config_invalid",
+        `Discord logged this token in as the user ${loggedIn}, but the token names the user ${expected}; use the bot's token as the developer portal shows it.`,
+      );
+    }
+    this.botUserId = loggedIn;
     if (this.commands && this.botUserId !== null) {
       await registerDiscordCommands({
         rest: this.client.rest,

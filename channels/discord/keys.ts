@@ -31,6 +31,11 @@ export function conversationKey(account: string, scope: ConversationScope): stri
   }
 }
 
+/** The bot user id a conversation key belongs to; null for a key of another shape. */
+export function accountOfDiscordKey(key: string): string | null {
+  return /^dc:(\d{1,21}):(?:dm|ch|thread):/.exec(key)?.[1] ?? null;
+}
+
 export function encodeTarget(channelId: string): string {
   if (!SNOWFLAKE.test(channelId))
     throw new Error(`Discord channel id must be a snowflake, got "${channelId}".`);

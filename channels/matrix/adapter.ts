@@ -26,7 +26,7 @@ import {
 import { MatrixClient, type MatrixEvent, matrixEventSchema, type SyncResponse } from "./client.ts";
 import { type MatrixConfig, matrixConfigSchema } from "./config.ts";
 import { escapeHtml, toMatrixContent } from "./format.ts";
-import { decodeTarget, encodeTarget, type MatrixTarget, txnIdFor } from "./keys.ts";
+import { conversationKeyOf, decodeTarget, encodeTarget, type MatrixTarget, txnIdFor } from "./keys.ts";
 import { type ParseOutcome, parseMatrixEvent, replyToOf, threadRootOf } from "./parse.ts";
 
 /** Where a prompt's buttons ride in its event: label, the press's data, and the reaction key that presses it. */
@@ -346,6 +346,11 @@ export class MatrixAdapter implements ChannelAdapter {
 
   // ---- session ----
 
+  /** The bot's user id where conversation keys carry it (a named account's), else undefined. */
+  #keyAccount(): string | undefined {
+    return this.#config.accountKeys ? this.#userId : undefined;
+  }
+
   #stateName(what: string): string {
     return `matrix:${this.#userId}:${what}`;
   }
@@ -637,6 +642,7 @@ export class MatrixAdapter implements ChannelAdapter {
         : undefined;
     const parsed: ParseOutcome = parseMatrixEvent(event, {
       account: this.#userId,
+      accountKeys: this.#config.accountKeys,
       roomId,
       isDm,
       ...(repliedToSender === undefined ? {} : { repliedToSender }),
@@ -711,8 +717,11 @@ export class MatrixAdapter implements ChannelAdapter {
         ...(senderName === undefined ? {} : { name: senderName }),
         isBot: false,
       },
-      conversationKey: target,
-      ...(threadRoot === undefined ? {} : { roomKey: encodeTarget({ roomId }) }),
+      conversationKey: conversationKeyOf(
+        { roomId, ...(threadRoot === undefined ? {} : { threadRoot }) },
+        this.#keyAccount(),
+      ),
+      ...(threadRoot === undefined ? {} : { roomKey: conversationKeyOf({ roomId }, this.#keyAccount()) }),
       replyTarget: target,
       surface: threadRoot !== undefined ? "thread" : isDm ? "dm" : "group",
       text: "",

@@ -41,6 +41,11 @@ export const matrixFields = {
   timelineLimit: z.number().int().min(1).max(1_000).default(100),
   /** Minimum spacing of edits of one message (streaming), below homeservers' default rate limits. */
   editIntervalMs: z.number().int().min(100).max(60_000).default(1_500),
+  /**
+   * Conversation keys carry the bot's user id (keys.ts): set for a named account, so its rooms are
+   * its own conversations; off for the variables' bot, whose keys never carried it.
+   */
+  accountKeys: z.boolean().default(false),
 };
 
 export const matrixConfigSchema = z

@@ -1,7 +1,9 @@
 /**
  * Conversation keys and reply targets of the Matrix channel, encoded and decoded only here.
  * A room is `mx:<roomId>`; a thread in it `mx:<roomId>/<root event id>` (room ids never hold a
- * "/": the server name is a host and port).
+ * "/": the server name is a host and port). A conversation key is the target, and for a named
+ * account's bot `mx:<bot user id>~<roomId>[/<root>]` ("~" is in no user id), so two bots in one
+ * room keep two conversations; the `default` bot's keys stay as they always were.
  */
 import { createHash } from "node:crypto";
 import { SwitchboardError } from "../../src/errors.ts";
@@ -16,6 +18,17 @@ const PREFIX = "mx:";
 
 export function encodeTarget(target: MatrixTarget): string {
   return `${PREFIX}${target.roomId}${target.threadRoot === undefined ? "" : `/${target.threadRoot}`}`;
+}
+
+/** The conversation key of a target; `account`: the bot's user id for a named account's keys. */
+export function conversationKeyOf(target: MatrixTarget, account?: string): string {
+  const encoded = encodeTarget(target);
+  return account === undefined ? encoded : `${PREFIX}${account}~${encoded.slice(PREFIX.length)}`;
+}
+
+/** The bot a named account's conversation key belongs to; null for the `default` bot's keys. */
+export function accountOfMatrixKey(key: string): string | null {
+  return /^mx:(@[^~\s]+)~!/.exec(key)?.[1] ?? null;
 }
 
 export function decodeTarget(target: string): MatrixTarget {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { fail, nonEmpty, parseIntegerField, parseUrl, parseWithSchema } from "../../src/util/env.ts";
+import { parseAccountSettings } from "../account-settings.ts";
 import type { ChannelModule } from "../module.ts";
 import {
   type InvitePolicy,
@@ -8,6 +9,7 @@ import {
   matrixConfigSchema,
   matrixFields,
 } from "./config.ts";
+import { accountOfMatrixKey } from "./keys.ts";
 
 /** Loads the adapter only when a Matrix adapter is built (it has no SDK, but the rule is one for all). */
 const adapterModule = (): typeof import("./adapter.ts") => require("./adapter.ts");
@@ -38,11 +40,21 @@ function invitePolicy(raw: string | undefined): InvitePolicy {
   return { kind: "users", ids: items.filter((item) => MATRIX_USER_ID.test(item)) };
 }
 
+/**
+ * The keys one entry of `accounts.matrix` may have: MATRIX_*'s settings by their schema names.
+ * `userId` is required: the gateway tells the accounts apart by it before they start.
+ */
+const ACCOUNT_KEYS = ["homeserverUrl", "accessToken", "userId", "password", "requestTimeoutMs"] as const;
+
+const ACCOUNT_EXAMPLE = (name: string) =>
+  `"accounts": {"matrix": {"${name}": {"homeserverUrl": "https://matrix.example.org", "userId": "@${name}:example.org", "accessToken": "\${MATRIX_${name.toUpperCase()}_TOKEN}", "allowedUsers": "@alice:example.org"}}}`;
+
 /** Matrix from MATRIX_*: one bot user on a homeserver, /sync long polling and the client-server API. */
 export const matrixModule: ChannelModule<MatrixConfig> = {
   name: "matrix",
   fileSection,
   secretVariables: ["MATRIX_ACCESS_TOKEN", "MATRIX_PASSWORD"],
+  accountSecrets: ["accessToken", "password"],
   userIds: {
     pattern: MATRIX_USER_ID,
     what: "Matrix user ids look like @name:server",
@@ -95,6 +107,33 @@ export const matrixModule: ChannelModule<MatrixConfig> = {
       },
     );
   },
+
+  fromAccount(name, settings, file) {
+    const { editedMessages: _edits, ...section } = fileSection.parse(file.section ?? {});
+    if (typeof settings.userId !== "string")
+      fail(
+        "SWITCHBOARD_CONFIG",
+        `has accounts.matrix.${name} without userId: a Matrix account names its bot user, by which its replies are routed`,
+        ACCOUNT_EXAMPLE(name),
+      );
+    return parseAccountSettings({
+      channel: "matrix",
+      name,
+      keys: ACCOUNT_KEYS,
+      settings,
+      input: {
+        ...section,
+        ...settings,
+        invites: invitePolicy(file.allowedUsers),
+        accountKeys: true,
+      },
+      schema: matrixConfigSchema,
+      example: ACCOUNT_EXAMPLE(name),
+    });
+  },
+
+  accountIdOf: (config) => config.userId ?? null,
+  accountOfKey: accountOfMatrixKey,
 
   create(config, { logger, clock, state }) {
     return adapterModule().createMatrixAdapter(config, { logger, clock, ...(state ? { state } : {}) });

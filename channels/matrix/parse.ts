@@ -5,11 +5,13 @@
  */
 import type { InboundAttachment, InboundMessage, SurfaceKind } from "../types.ts";
 import type { MatrixEvent } from "./client.ts";
-import { encodeTarget } from "./keys.ts";
+import { conversationKeyOf, encodeTarget } from "./keys.ts";
 
 export interface ParseContext {
   /** The bot's user id. */
   account: string;
+  /** Whether conversation keys carry the bot's user id (a named account's: see keys.ts). */
+  accountKeys?: boolean;
   roomId: string;
   /** The room has the bot and one other member. */
   isDm: boolean;
@@ -24,6 +26,10 @@ export type ParseOutcome =
   | { kind: "reaction"; eventId: string; sender: string; reactsTo: string; key: string }
   | { kind: "encrypted"; eventId: string; sender: string }
   | { kind: "skip"; reason: string };
+
+/** The account conversation keys carry, if they carry one. */
+const keyAccount = (context: ParseContext): string | undefined =>
+  context.accountKeys ? context.account : undefined;
 
 const skip = (reason: string): ParseOutcome => ({ kind: "skip", reason });
 
@@ -163,8 +169,13 @@ export function parseMatrixEvent(event: MatrixEvent, context: ParseContext): Par
       ...(context.senderName === undefined ? {} : { name: context.senderName }),
       isBot: false,
     },
-    conversationKey: target,
-    ...(threadRoot === undefined ? {} : { roomKey: encodeTarget({ roomId: context.roomId }) }),
+    conversationKey: conversationKeyOf(
+      { roomId: context.roomId, ...(threadRoot === undefined ? {} : { threadRoot }) },
+      keyAccount(context),
+    ),
+    ...(threadRoot === undefined
+      ? {}
+      : { roomKey: conversationKeyOf({ roomId: context.roomId }, keyAccount(context)) }),
     replyTarget: target,
     surface,
     where: { chat: context.roomId },
@@ -200,7 +211,7 @@ function withdrawal(
       ...(context.senderName === undefined ? {} : { name: context.senderName }),
       isBot: false,
     },
-    conversationKey: room,
+    conversationKey: conversationKeyOf({ roomId: context.roomId }, keyAccount(context)),
     replyTarget: room,
     surface: context.isDm ? "dm" : "group",
     where: { chat: context.roomId },

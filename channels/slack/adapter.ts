@@ -22,7 +22,7 @@ import type {
 import { AssistantThreads } from "./assistant.ts";
 import { AckAfterListenersApp, GatewayHttpReceiver } from "./bolt-app.ts";
 import { boltLogger } from "./bolt-logger.ts";
-import { parseSlackConfig, type SlackConfig } from "./config.ts";
+import { configuredAccount, parseSlackConfig, type SlackConfig } from "./config.ts";
 import { toSwitchboardError } from "./errors.ts";
 import { createEventsRoute } from "./http-route.ts";
 import { decodeReplyTarget } from "./keys.ts";
@@ -60,6 +60,17 @@ export interface SlackAdapterOptions {
   onSkip?: (skip: SlackSkip) => void;
   /** The chat commands, taken as slash commands (the app's manifest lists them); absent: none. */
   commands?: CommandMenu;
+  /**
+   * The current bot token, read at each call: an installed workspace's (installations.ts), which
+   * rotates when the app has token rotation on. Default: `config.botToken`.
+   */
+  botToken?: () => string;
+  /**
+   * The adapter of one installed workspace: the app's one events route (`/slack/events`, served by
+   * workspaces.ts) hands it that workspace's requests through `sharedEventsRoute()`, and `routes()`
+   * is empty. Needs HTTP mode.
+   */
+  sharedEventsRoute?: boolean;
 }
 
 /** An event acknowledged without reaching ingress. No text or user content inside. */
@@ -102,6 +113,8 @@ export class SlackAdapter implements ChannelAdapter {
   readonly #onSkip: (skip: SlackSkip) => void;
   readonly #commands: CommandMenu | undefined;
   readonly #logger: Logger;
+  readonly #token: () => string;
+  readonly #sharedEventsRoute: boolean;
   readonly #app: AckAfterListenersApp;
   readonly #receiver: SocketModeReceiver | GatewayHttpReceiver;
   readonly #sender: SlackSender;
@@ -119,6 +132,8 @@ export class SlackAdapter implements ChannelAdapter {
     this.#onSkip = options.onSkip ?? (() => {});
     this.#commands = options.commands;
     this.#logger = options.logger;
+    this.#token = options.botToken ?? (() => config.botToken);
+    this.#sharedEventsRoute = options.sharedEventsRoute ?? false;
     const logging = { logger: boltLogger(options.logger) };
     const clientOptions = {
       slackApiUrl: config.apiUrl,
@@ -162,7 +177,7 @@ export class SlackAdapter implements ChannelAdapter {
     // (those go to #handleEvent like any message, then get the thinking status and title).
     this.#assistant = new AssistantThreads({
       client: this.#app.client,
-      botToken: config.botToken,
+      botToken: this.#token,
       prompts: config.assistantPrompts,
       team: () => this.#identity?.teamId,
       clock: this.#clock,
@@ -179,12 +194,14 @@ export class SlackAdapter implements ChannelAdapter {
     this.#app.command(/^\/.+/, async ({ body }) =>
       this.#handleSlashCommand(body as unknown as Record<string, unknown>),
     );
-    this.#sender = new SlackSender(this.#app.client, config.botToken, SLACK_LIMITS.maxMessageChars);
+    this.#sender = new SlackSender(this.#app.client, this.#token, SLACK_LIMITS.maxMessageChars);
   }
 
-  /** `<team_id>:<app_id or bot user id>`; known after start(). */
+  /** `<team_id>:<app_id or bot user id>`; known after start(), or from `teamId` and `appId` before. */
   get account(): string {
     if (this.#identity === undefined) {
+      const configured = configuredAccount(this.#config);
+      if (configured !== null) return configured;
       throw new SwitchboardError(
         "runtime_closed",
         "The Slack adapter learns its account from auth.test: call start() first",
@@ -195,7 +212,7 @@ export class SlackAdapter implements ChannelAdapter {
 
   async start(ingress: Ingress): Promise<void> {
     const auth = await this.#callWebApi("auth.test", () =>
-      this.#app.client.auth.test({ token: this.#config.botToken }),
+      this.#app.client.auth.test({ token: this.#token() }),
     );
     if (typeof auth.team_id !== "string" || typeof auth.user_id !== "string") {
       throw new SwitchboardError(
@@ -203,11 +220,21 @@ export class SlackAdapter implements ChannelAdapter {
         "Slack auth.test did not name the team and bot user; is slack.botToken a bot token?",
       );
     }
+    const configured = configuredAccount(this.#config);
+    if (
+      configured !== null &&
+      (auth.team_id !== this.#config.teamId ||
+        (auth.app_id !== undefined && auth.app_id !== this.#config.appId))
+    )
+      throw new SwitchboardError(
+        "config_invalid",
+        `The Slack bot token belongs to the workspace ${auth.team_id} and app ${auth.app_id ?? "(not named)"}, but this account's teamId and appId say ${this.#config.teamId} and ${this.#config.appId}; set the ones of the app this token is from.`,
+      );
     this.#identity = {
       teamId: auth.team_id,
       botUserId: auth.user_id,
       botId: auth.bot_id,
-      account: `${auth.team_id}:${auth.app_id ?? auth.user_id}`,
+      account: configured ?? `${auth.team_id}:${auth.app_id ?? auth.user_id}`,
     };
     this.#ingress = ingress;
     this.#accepting = true;
@@ -248,20 +275,29 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   routes(): HttpRoute[] {
+    if (this.#sharedEventsRoute) return [];
+    const route = this.#eventsRoute();
+    return route === null ? [] : [route];
+  }
+
+  /** The events route of an installed workspace's adapter, for the app's one route to hand its requests to. */
+  sharedEventsRoute(): HttpRoute | null {
+    return this.#sharedEventsRoute ? this.#eventsRoute() : null;
+  }
+
+  #eventsRoute(): HttpRoute | null {
     const config = this.#config;
     const receiver = this.#receiver;
-    if (config.mode !== "http" || !(receiver instanceof GatewayHttpReceiver)) return [];
-    return [
-      createEventsRoute({
-        path: config.eventsPath,
-        signingSecret: config.signingSecret,
-        clock: this.#clock,
-        isAccepting: () => this.#accepting,
-        onDispatchError: (error) =>
-          this.#logger.warn("slack.event_answered_500", { error: describe(error), hint: "Slack retries it" }),
-        dispatch: (body, retryNum, retryReason) => receiver.dispatch(body, retryNum, retryReason),
-      }),
-    ];
+    if (config.mode !== "http" || !(receiver instanceof GatewayHttpReceiver)) return null;
+    return createEventsRoute({
+      path: config.eventsPath,
+      signingSecret: config.signingSecret,
+      clock: this.#clock,
+      isAccepting: () => this.#accepting,
+      onDispatchError: (error) =>
+        this.#logger.warn("slack.event_answered_500", { error: describe(error), hint: "Slack retries it" }),
+      dispatch: (body, retryNum, retryReason) => receiver.dispatch(body, retryNum, retryReason),
+    });
   }
 
   async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
@@ -435,7 +471,7 @@ export class SlackAdapter implements ChannelAdapter {
     const identity = this.#identity;
     if (identity === undefined) throw new Error("Slack event arrived before auth.test completed");
     return {
-      botToken: this.#config.botToken,
+      botToken: this.#token(),
       botId: identity.botId,
       botUserId: identity.botUserId,
       teamId: identity.teamId,
@@ -465,7 +501,7 @@ export class SlackAdapter implements ChannelAdapter {
     }
     return await downloadFile("Slack", url.href, {
       signal,
-      headers: { authorization: `Bearer ${this.#config.botToken}` },
+      headers: { authorization: `Bearer ${this.#token()}` },
     });
   }
 }

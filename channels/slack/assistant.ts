@@ -58,7 +58,8 @@ export function threadTitle(text: string): string | null {
 
 export interface AssistantThreadsOptions {
   client: webApi.WebClient;
-  botToken: string;
+  /** The token, or a function that reads the current one (an installed workspace's rotates). */
+  botToken: string | (() => string);
   /** Offered when a thread starts; empty: none are set. */
   prompts: readonly AssistantPrompt[];
   /** The workspace the adapter serves (known after auth.test), for the once-per-workspace warning. */
@@ -306,7 +307,8 @@ export class AssistantThreads {
     call: (client: webApi.WebClient, token: string) => Promise<unknown>,
   ): Promise<void> {
     try {
-      await call(this.#options.client, this.#options.botToken);
+      const { botToken } = this.#options;
+      await call(this.#options.client, typeof botToken === "string" ? botToken : botToken());
       this.#feature = "on";
     } catch (raw) {
       const error = toSwitchboardError(raw, method);

@@ -3,7 +3,8 @@ import { SwitchboardError } from "../../src/errors.ts";
 
 const botToken = z
   .string({ error: "botToken is required: the Bot User OAuth Token (xoxb-…) from OAuth & Permissions" })
-  .startsWith("xoxb-", {
+  // A rotating token (token rotation on) is `xoxe.xoxb-…`.
+  .regex(/^(xoxe\.)?xoxb-/, {
     error: "botToken must be a bot token starting with xoxb- (Slack app settings → OAuth & Permissions)",
   });
 
@@ -15,6 +16,21 @@ export const DEFAULT_ASSISTANT_PROMPTS = [
 
 const common = {
   botToken,
+  /**
+   * The workspace (`T…`, or `E…` for an org-wide install) and app (`A…`, Basic Information → App ID)
+   * the tokens belong to, so the account (`<team>:<app>`) is known before start: a named account
+   * needs them, a reply queued for it routes by them. start() checks them against auth.test.
+   */
+  teamId: z
+    .string()
+    .regex(/^[TE][A-Z0-9]{2,}$/, { error: "teamId must be a Slack workspace id such as T0123ABCD" })
+    .optional(),
+  appId: z
+    .string()
+    .regex(/^A[A-Z0-9]{2,}$/, {
+      error: "appId must be a Slack app id such as A0123ABCD (Basic Information → App ID)",
+    })
+    .optional(),
   /** Web API base URL; web-api appends the method name, so it ends with "/". */
   apiUrl: z
     .url({ protocol: /^https?$/, error: "apiUrl must be an http(s) URL such as https://slack.com/api/" })
@@ -80,6 +96,13 @@ export const slackConfigSchema = z.discriminatedUnion("mode", [socketMode, httpM
 });
 
 export type SlackConfig = z.output<typeof slackConfigSchema>;
+
+/** `<teamId>:<appId>` when the config names both (a named account's), else null (learnt at start). */
+export function configuredAccount(config: Pick<SlackConfig, "teamId" | "appId">): string | null {
+  return config.teamId !== undefined && config.appId !== undefined
+    ? `${config.teamId}:${config.appId}`
+    : null;
+}
 export type SlackConfigInput = z.input<typeof slackConfigSchema>;
 export type SlackSocketConfig = Extract<SlackConfig, { mode: "socket" }>;
 export type SlackHttpConfig = Extract<SlackConfig, { mode: "http" }>;

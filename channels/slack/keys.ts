@@ -10,6 +10,11 @@ import { SwitchboardError } from "../../src/errors.ts";
  * Channel ids are [A-Z0-9] and ts values are digits and one dot, so ":" never occurs inside a part.
  */
 
+/** The account (`<team>:<app>`) a conversation key belongs to; null for a key of another shape. */
+export function accountOfSlackKey(key: string): string | null {
+  return /^sl:([^:]+:[^:]+):(?:dm|ch):/.exec(key)?.[1] ?? null;
+}
+
 export function dmConversationKey(account: string, user: string): string {
   return `sl:${account}:dm:${user}`;
 }

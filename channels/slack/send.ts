@@ -28,11 +28,20 @@ function slackErrorOf(error: unknown): unknown {
  * `OutgoingMessage.replyTo` adds nothing here.
  */
 export class SlackSender {
+  readonly #token: () => string;
+
+  /** `botToken`: the token, or a function that reads the current one (an installed workspace's rotates). */
   constructor(
     private readonly client: webApi.WebClient,
-    private readonly botToken: string,
+    botToken: string | (() => string),
     private readonly maxMessageChars: number,
-  ) {}
+  ) {
+    this.#token = typeof botToken === "string" ? () => botToken : botToken;
+  }
+
+  private get botToken(): string {
+    return this.#token();
+  }
 
   async send(target: string, message: OutgoingMessage): Promise<SendReceipt> {
     const { channel, threadTs } = decodeReplyTarget(target);

@@ -226,7 +226,8 @@ export class WhatsAppAdapter implements ChannelAdapter {
    * that cannot be recorded does not stop the others; the body is then refused, and Meta's
    * redelivery finds the others recorded (duplicates).
    */
-  async #handle(items: WebhookItems, arrivedAtMs: number): Promise<void> {
+  async #handle(all: WebhookItems, arrivedAtMs: number): Promise<void> {
+    const items = this.#ownItems(all);
     for (const problem of items.problems)
       this.#logger.warn("whatsapp.webhook_item_skipped", { path: problem.path, problem: problem.problem });
     for (const { phoneNumberId, error } of items.errors)
@@ -252,6 +253,26 @@ export class WhatsAppAdapter implements ChannelAdapter {
         `${failures.length} item(s) of the webhook could not be recorded: ${failures.join("; ")}`,
         { retryable: true },
       );
+  }
+
+  /**
+   * The items of this adapter's number: another account's adapter takes the others from the same
+   * body (the route is shared). Those of a number no account has are noted at debug level by each.
+   */
+  #ownItems(items: WebhookItems): WebhookItems {
+    const own = (item: { phoneNumberId: string }) => item.phoneNumberId === this.account;
+    const others = [...items.messages, ...items.statuses].filter((item) => !own(item)).length;
+    if (others > 0)
+      this.#logger.debug("whatsapp.webhook_other_number", {
+        items: others,
+        hint: "items for another business number; that number's account takes them",
+      });
+    return {
+      ...items,
+      messages: items.messages.filter(own),
+      statuses: items.statuses.filter(own),
+      errors: items.errors.filter(own),
+    };
   }
 
   async #receive(received: ReceivedMessage, arrivedAtMs: number): Promise<void> {

@@ -9,6 +9,11 @@ import { SwitchboardError } from "../../src/errors.ts";
  * Both ids are digits, so ":" never occurs inside a part.
  */
 
+/** The business number id a conversation key belongs to; null for a key of another shape. */
+export function accountOfWhatsAppKey(key: string): string | null {
+  return /^wa:(\d+):dm:/.exec(key)?.[1] ?? null;
+}
+
 export function dmConversationKey(phoneNumberId: string, waId: string): string {
   return `wa:${phoneNumberId}:dm:${waId}`;
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { fail, nonEmpty, parseIntegerField, parseUrl, parseWithSchema } from "../../src/util/env.ts";
+import { parseAccountSettings } from "../account-settings.ts";
 import type { ChannelModule } from "../module.ts";
 import {
   reengageTemplateSchema,
@@ -7,6 +8,7 @@ import {
   whatsappConfigSchema,
   whatsappFields,
 } from "./config.ts";
+import { accountOfWhatsAppKey } from "./keys.ts";
 
 /** Loads the adapter only when a WhatsApp adapter is built (it has no SDK, but the rule is one for all). */
 const adapterModule = (): typeof import("./adapter.ts") => require("./adapter.ts");
@@ -16,11 +18,33 @@ const fileSection = z.object({ reengageTemplate: reengageTemplateSchema.optional
 
 const VERIFY_TOKEN_EXAMPLE = "$(openssl rand -hex 24)";
 
+/**
+ * The keys one entry of `accounts.whatsapp` may have: WHATSAPP_*'s settings by their schema names.
+ * Every account's webhooks come to /whatsapp/webhook (Meta posts all numbers of an app to the
+ * app's one callback URL), each taken by the account of its `metadata.phone_number_id`.
+ */
+const ACCOUNT_KEYS = [
+  "phoneNumberId",
+  "accessToken",
+  "appSecret",
+  "verifyToken",
+  "apiRoot",
+  "apiVersion",
+  "requestTimeoutMs",
+  "throughputPerSecond",
+  "statusWaitMs",
+  "reengageTemplate",
+] as const;
+
+const ACCOUNT_EXAMPLE = (name: string) =>
+  `"accounts": {"whatsapp": {"${name}": {"phoneNumberId": "106540352242922", "accessToken": "\${WA_${name.toUpperCase()}_TOKEN}", "appSecret": "\${WA_APP_SECRET}", "verifyToken": "\${WA_VERIFY_TOKEN}"}}}`;
+
 /** WhatsApp from WHATSAPP_*: the Cloud API, webhooks on the gateway's /whatsapp/webhook. */
 export const whatsappModule: ChannelModule<WhatsAppConfig> = {
   name: "whatsapp",
   fileSection,
   secretVariables: ["WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"],
+  accountSecrets: ["accessToken", "appSecret", "verifyToken"],
   userIds: {
     pattern: /^\d{5,20}$/,
     what: "WhatsApp user ids (wa_id) are phone numbers in international form, digits only, without +",
@@ -75,6 +99,21 @@ export const whatsappModule: ChannelModule<WhatsAppConfig> = {
       },
     );
   },
+
+  fromAccount(name, settings, file) {
+    return parseAccountSettings({
+      channel: "whatsapp",
+      name,
+      keys: ACCOUNT_KEYS,
+      settings,
+      input: { ...fileSection.parse(file.section ?? {}), ...settings },
+      schema: whatsappConfigSchema,
+      example: ACCOUNT_EXAMPLE(name),
+    });
+  },
+
+  accountIdOf: (config) => config.phoneNumberId,
+  accountOfKey: accountOfWhatsAppKey,
 
   create(config, { logger }) {
     return adapterModule().createWhatsAppAdapter(config, { logger });

@@ -2,7 +2,9 @@
  * `/whatsapp/webhook` on the gateway's HTTP server: Meta's GET handshake, and the POSTed events.
  * A POST is answered 200 only after every message in it went through ingress and every status
  * was recorded; anything else makes Meta deliver the whole body again (items already handled then
- * come back as duplicates).
+ * come back as duplicates). Every account of the channel serves the one path (`shared`): Meta
+ * posts all the numbers of an app to the app's one callback URL, and each adapter takes the
+ * items of its own number (`metadata.phone_number_id`).
  */
 import type { HttpRoute } from "../types.ts";
 import { verifySubscription, verifyWhatsAppSignature } from "./verify.ts";
@@ -25,6 +27,7 @@ export function createWebhookRoutes(options: WebhookRouteOptions): HttpRoute[] {
     {
       method: "GET",
       path: options.path,
+      shared: true,
       handle: async function answerWhatsAppHandshake(request: Request): Promise<Response> {
         const verdict = verifySubscription(new URL(request.url).searchParams, options.verifyToken);
         if (!verdict.ok) {
@@ -37,6 +40,7 @@ export function createWebhookRoutes(options: WebhookRouteOptions): HttpRoute[] {
     {
       method: "POST",
       path: options.path,
+      shared: true,
       handle: async function receiveWhatsAppWebhook(request: Request): Promise<Response> {
         const rawBody = new Uint8Array(await request.arrayBuffer());
         const signature = verifyWhatsAppSignature(

@@ -3,6 +3,15 @@
  * `pairing`, and what the operator approves. Pure rules; each store engine applies them.
  */
 
+/**
+ * What pairing codes and grants are kept under (their `channel`): the channel for its `default`
+ * account (so grants from before accounts existed are its), `<channel>:<name>` for a named one, so
+ * a user paired with one bot is not paired with another.
+ */
+export function accessScope(channel: string, accountName: string | undefined): string {
+  return accountName === undefined ? channel : `${channel}:${accountName}`;
+}
+
 /** No 0/O, 1/I/L: a code read aloud or retyped from a phone is not misread. */
 export const PAIRING_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ";
 export const PAIRING_CODE_LENGTH = 8;

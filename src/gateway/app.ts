@@ -1,11 +1,12 @@
 import type { PlatformChannel } from "../../channels/module.ts";
+import type { SlackWorkspaces } from "../../channels/slack/workspaces.ts";
 import type { ChannelAdapter } from "../../channels/types.ts";
 import { adapterOfChannel } from "../../outbox/adapter-route.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
 import { AgentDirectories } from "../agent/directories.ts";
 import { createApprovalService } from "../approvals/service.ts";
-import { costOnlyBudgetProblem } from "../budgets/config.ts";
+import { budgetPrincipal, costOnlyBudgetProblem } from "../budgets/config.ts";
 import { createBudgetGuard } from "../budgets/guard.ts";
 import { handedOverTo, spawnProgressLine, withDelegationLine } from "../children/progress.ts";
 import { CHILD_STEP_CEILING, childPrompts } from "../children/runs.ts";
@@ -27,7 +28,7 @@ import type { Logger } from "../util/log.ts";
 import { agentFilesFor } from "./agent-files.ts";
 import { agentTools, RESERVED_TOOL_NAMES } from "./agent-tools.ts";
 import { approvalKey } from "./approval-key.ts";
-import { accountNameOf, settingsForContext } from "./binding-facts.ts";
+import { accountNameOf, namedAccountOf, settingsForContext } from "./binding-facts.ts";
 import { catchUpChannel } from "./catch-up.ts";
 import { ChangeFeed } from "./change-feed.ts";
 import { buildChannels } from "./channel-adapters.ts";
@@ -49,6 +50,7 @@ import { announcingOutcomes } from "./outbox-changes.ts";
 import { databaseReadiness, type ReadinessCheck } from "./readiness.ts";
 import { createReplyTimeline } from "./reply-timeline.ts";
 import { scheduleDispatcher } from "./schedule-dispatch.ts";
+import { createSlackInstalls } from "./slack-installs.ts";
 import { reportingOutcomes, StatusReactions } from "./status-reactions.ts";
 import { usageGauges } from "./usage-gauges.ts";
 
@@ -73,6 +75,8 @@ export interface Gateway {
   readonly schedules: ScheduleService;
   /** Every account's adapter, by slot (`telegram`, `telegram:support`; see channel-adapters.ts). */
   readonly adapters: ReadonlyMap<string, ChannelAdapter>;
+  /** The Slack app's installed workspaces (SLACK_CLIENT_ID): their routes, for the HTTP server; null when off. */
+  readonly slackWorkspaces?: SlackWorkspaces | null;
   readonly metrics: Metrics;
   readonly ingress: ReturnType<typeof createIngress>;
   readonly mcp: McpTools;
@@ -146,6 +150,36 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     factories.delete(extra.channel);
   }
 
+  // Installed workspaces' adapters join `adapters` while the gateway runs (slack-installs.ts).
+  const slackInstalls = config.slackInstalls
+    ? createSlackInstalls({
+        installs: config.slackInstalls,
+        database: config.database,
+        stores,
+        clock,
+        logger,
+        commands: commandMenu(() => models.names),
+        async attach(slot, make) {
+          factories.set(slot, make);
+          slots.set(slot, { channel: "slack", name: slot.slice("slack:".length) });
+          adapters.set(slot, make());
+          await channels.startSlot(slot);
+        },
+        async detach(slot) {
+          const adapter = adapters.get(slot);
+          factories.delete(slot);
+          adapters.delete(slot);
+          slots.delete(slot);
+          await adapter
+            ?.stop()
+            .catch((error) => logger.warn("channel.stop_failed", { channel: slot, error }));
+        },
+        adapterInSlot: (slot) => adapters.get(slot),
+        uninstalled: () => worker.notify(),
+      })
+    : null;
+  const slackWorkspaces = slackInstalls?.workspaces ?? null;
+
   const agents = new AgentDirectories(agentDirsOf(config), {
     logger: logger.child({ component: "agent" }),
     clock,
@@ -169,6 +203,13 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       statusReactions,
     ),
     adapters,
+    ...(slackInstalls
+      ? {
+          dynamicChannels: new Map([["slack", slackInstalls.capabilities] as const]),
+          goneReason: (channel, account) =>
+            channel === "slack" ? slackInstalls.workspaces.goneReason(account) : null,
+        }
+      : {}),
     clock,
     ambiguousHoldMs: config.ambiguousHoldMs,
     blobs: stores.blobs,
@@ -244,7 +285,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           const verdict = await budgets.check({
             channel: context.channel,
             surface: context.surface,
-            principal: `${context.channel}:${context.principal.id}`,
+            principal: budgetPrincipal(context.channel, context.accountName, context.principal.id),
           });
           // The person's own refusal text tells them to send their message again; the model needs this.
           return verdict.kind === "refused"
@@ -329,6 +370,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
   const commands = createChatCommands({
     runtime,
     children,
+    accountNameOf: (channel, account) => namedAccountOf(config.file, channel, account),
     store: stores.runtime,
     state: stores.state,
     outbox: stores.outbox,
@@ -426,6 +468,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
     worker,
     schedules,
     adapters,
+    slackWorkspaces,
     metrics,
     ingress,
     mcp,
@@ -456,6 +499,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       });
       await runtime.recover({ takeOverLeases: true });
       await channels.startAll();
+      await slackWorkspaces?.start();
       // One gateway per SQLite file: a claim left by a dead process fires now, not when its lease ends.
       await schedules.start({ takeOverLeases: true });
       // Pending approvals past their expiry count as denied ("expired"); checked at start and then
@@ -505,6 +549,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
       idleCollector?.stop();
       stopNotingWork?.();
       channels.stop();
+      slackWorkspaces?.stop();
       externalCommits?.stop();
       await schedules.stop();
       const closed = await runtime.close({ gracePeriodMs: graceMs, forceTimeoutMs: 3000 });

@@ -29,6 +29,16 @@ export function accountNameOf(
   return names[account] ?? account;
 }
 
+/** The account's name when it is a named one; undefined for the channel's `default` account. */
+export function namedAccountOf(
+  file: Pick<FileConfig, "accountNames">,
+  channel: ChannelName,
+  account: string,
+): string | undefined {
+  const name = accountNameOf(file, channel, account);
+  return name === DEFAULT_ACCOUNT ? undefined : name;
+}
+
 /** Where a message (or a run answering one) is, as bindings match it. */
 export function bindingFactsOf(
   file: Pick<FileConfig, "accountNames">,

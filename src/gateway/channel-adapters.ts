@@ -80,13 +80,19 @@ export function buildChannels(
   return { adapters, factories, slots, allowLists: { ...config.allowLists }, accountAllowLists };
 }
 
-/** Two accounts on one webhook route would take each other's updates: refused at start. */
+/**
+ * Two accounts on one webhook route would take each other's updates: refused at start, unless the
+ * route is one the channel's accounts share (HttpRoute.shared; see shared-routes.ts).
+ */
 function refuseSharedRoutes(adapters: ReadonlyMap<string, ChannelAdapter>): void {
   const owners = new Map<string, string>();
+  const shared = new Set<string>();
   for (const [slot, adapter] of adapters)
     for (const route of adapter.routes?.() ?? []) {
       const key = `${route.method} ${route.path}`;
       const owner = owners.get(key);
+      if (owner !== undefined && route.shared && shared.has(key)) continue;
+      if (route.shared && owner === undefined) shared.add(key);
       if (owner !== undefined)
         fail(
           "SWITCHBOARD_CONFIG",

@@ -51,6 +51,11 @@ export class ChannelStarter {
     for (const name of [...this.adapters.keys()]) await this.attempt(name);
   }
 
+  /** Starts one slot added while the gateway runs (a Slack workspace just installed); a failure retries as at start. */
+  async startSlot(name: string): Promise<void> {
+    await this.attempt(name);
+  }
+
   check(name: string, adapter: ChannelAdapter): ReadinessCheck {
     const failure = this.failures.get(name);
     if (failure)

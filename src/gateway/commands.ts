@@ -4,6 +4,7 @@ import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
 import type { ApprovalService } from "../approvals/service.ts";
+import { budgetPrincipal } from "../budgets/config.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import type { ChildAgents } from "../children/service.ts";
 import { runningChildrenLines } from "../children/status.ts";
@@ -66,6 +67,8 @@ export interface ChatCommandsOptions {
   models?: ModelChoices;
   /** Budgets /status reports on; absent or none configured: no budget lines. */
   budgets?: BudgetGuard;
+  /** A named account's name by channel and account id (undefined: `default`), for budgets' principals. */
+  accountNameOf?: (channel: InboundMessage["channel"], account: string) => string | undefined;
   /** The key /forget's buttons are signed with (the approval key); absent: /forget asks in text only. */
   buttonSecret?: () => string;
   /** Removes the files of a conversation left with /new or /forget (none other points at). */
@@ -397,7 +400,11 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       ? await options.budgets.status({
           channel: message.channel,
           surface: message.surface,
-          principal: `${message.channel}:${message.principal.id}`,
+          principal: budgetPrincipal(
+            message.channel,
+            options.accountNameOf?.(message.channel, message.account),
+            message.principal.id,
+          ),
         })
       : [];
     const childLines = options.children

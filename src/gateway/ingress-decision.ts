@@ -1,7 +1,7 @@
 import { type ChannelAdmission, type InboundMessage, isBlank } from "../../channels/types.ts";
 import type { RunContext } from "../run-context.ts";
 import type { InputPart } from "../runtime/types.ts";
-import { settingsForMessage } from "./binding-facts.ts";
+import { namedAccountOf, settingsForMessage } from "./binding-facts.ts";
 import type { AllowList, FileConfig, SurfacePolicy } from "./config/index.ts";
 
 /** Longest input text admitted to the model, in characters. */
@@ -84,7 +84,7 @@ export function decideIngress<Command extends string>(
   return {
     kind: "admit",
     parts: inputParts(isBlank(text) ? "" : text, message),
-    context: runContext(message, policy),
+    context: runContext(message, policy, namedAccountOf(rules.file, message.channel, message.account)),
     policy,
   };
 }
@@ -122,10 +122,15 @@ function inputParts(text: string, message: InboundMessage): InputPart[] {
   return parts;
 }
 
-function runContext(message: InboundMessage, policy: SurfacePolicy): RunContext {
+function runContext(
+  message: InboundMessage,
+  policy: SurfacePolicy,
+  accountName: string | undefined,
+): RunContext {
   return {
     channel: message.channel,
     account: message.account,
+    ...(accountName === undefined ? {} : { accountName }),
     target: message.replyTarget,
     ...(message.messageId ? { replyTo: message.messageId } : {}),
     surface: message.surface,

@@ -6,9 +6,10 @@ import {
   type IngressTiming,
   inboundMessageSchema,
 } from "../../channels/types.ts";
-import { generatePairingCode, pairingMessage } from "../access/pairing.ts";
+import { accessScope, generatePairingCode, pairingMessage } from "../access/pairing.ts";
 import type { AccessStore } from "../access/store.ts";
 import type { ApprovalService } from "../approvals/service.ts";
+import { budgetPrincipal } from "../budgets/config.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -18,7 +19,7 @@ import type { Clock } from "../util/clock.ts";
 import { killPoint } from "../util/kill-point.ts";
 import type { Logger } from "../util/log.ts";
 import { afterQueuedWork } from "../util/yield.ts";
-import { accountNameOf, settingsForMessage } from "./binding-facts.ts";
+import { accountNameOf, namedAccountOf, settingsForMessage } from "./binding-facts.ts";
 import type { ChatCommands } from "./commands.ts";
 import type { AllowList, FileConfig } from "./config/index.ts";
 import { applyCorrection, type Correction, findCorrection } from "./correction.ts";
@@ -139,7 +140,10 @@ export function createIngress(
       !channelAdmission?.ownAccessControl &&
       options.access !== undefined &&
       needsGrant(allowListOf(options, message), message.principal.id) &&
-      (await options.access.isGranted(message.channel, message.principal.id));
+      (await options.access.isGranted(
+        accessScope(message.channel, namedAccountOf(file, message.channel, message.account)),
+        message.principal.id,
+      ));
     const decision = decideIngress(message, {
       file,
       allowLists: options.allowLists,
@@ -241,7 +245,7 @@ export function createIngress(
         // Issued per update: a redelivered update gets the same code, and its reply is a duplicate.
         const issue = () =>
           options.access!.issuePairingCode({
-            channel: message.channel,
+            channel: accessScope(message.channel, namedAccountOf(file, message.channel, message.account)),
             userId: message.principal.id,
             ...(message.principal.name ? { userName: message.principal.name } : {}),
             updateKey: `${message.account}:${message.updateKey}`,
@@ -300,7 +304,11 @@ export function createIngress(
       const budget = await options.budgets.check({
         channel: message.channel,
         surface: message.surface,
-        principal: `${message.channel}:${message.principal.id}`,
+        principal: budgetPrincipal(
+          message.channel,
+          namedAccountOf(file, message.channel, message.account),
+          message.principal.id,
+        ),
       });
       if (budget.kind === "refused") {
         const conversationId = await store.resolveConversationKey(message.conversationKey, clock.now());

@@ -15,6 +15,7 @@ import { type GatewayConfig, loadConfig, redactSecrets, webAccessFor } from "./c
 import { conversationApiServices } from "./conversation-api-services.ts";
 import { type HttpServer, startHttpServer } from "./http/server.ts";
 import { conversationSettingsReader } from "./settings-view.ts";
+import { combineSharedRoutes } from "./shared-routes.ts";
 import { startStandbyHttp } from "./standby.ts";
 import { explainStartFailure } from "./start-failure.ts";
 import { webHistoryLoader } from "./web-history.ts";
@@ -118,7 +119,10 @@ export async function startGateway(
       gateway.runtime.interrupt({ conversationId, runId, reason: "superseded" }),
     blobs: gateway.blobJanitor,
   });
-  const routes = currentAdapterRoutes(gateway.adapters);
+  const routes = [
+    ...combineSharedRoutes(currentAdapterRoutes(gateway.adapters)),
+    ...(gateway.slackWorkspaces?.routes() ?? []),
+  ];
   const http = await startHttpServer({
     host: config.http.host,
     port: config.http.port,
@@ -180,9 +184,10 @@ function currentAdapterRoutes(adapters: ReadonlyMap<string, ChannelAdapter>): Ht
     return routes.find((route) => route.method === method && route.path === path);
   };
   return [...adapters].flatMap(([slot, adapter]) =>
-    (adapter.routes?.() ?? []).map(({ method, path }) => ({
+    (adapter.routes?.() ?? []).map(({ method, path, shared }) => ({
       method,
       path,
+      ...(shared ? { shared } : {}),
       handle: async function currentAdapterRoute(request: Request) {
         const route = current(slot, method, path);
         if (!route)

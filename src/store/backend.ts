@@ -1,3 +1,4 @@
+import type { SlackInstallationStore } from "../../channels/slack/installations.ts";
 import type { OutboxRepository } from "../../outbox/types.ts";
 import type { ScheduleRepository } from "../../schedules/types.ts";
 import type { AccessStore } from "../access/store.ts";
@@ -54,6 +55,8 @@ export interface StoreBackend {
   readonly access: AccessStore;
   /** Usage per run and operators' raised limits and resets (SWITCHBOARD_CONFIG `budgets`). */
   readonly budgets: BudgetStore;
+  /** The Slack app's installations per workspace (SLACK_CLIENT_ID), their tokens sealed. */
+  readonly slackInstallations: SlackInstallationStore;
   readonly outbox: OutboxRepository;
   readonly schedules: ScheduleRepository;
   readonly operator: OperatorQueries;

@@ -207,7 +207,246 @@ describe("accounts in SWITCHBOARD_CONFIG", () => {
   });
 
   test("accounts of a channel that has one account so far are refused", () => {
-    const error = refusal({}, { version: 1, accounts: { discord: { main: { token: "${DISCORD_MAIN}" } } } });
-    expect(error.message).toContain("has accounts.discord, but discord has one account so far");
+    const error = refusal({}, { version: 1, accounts: { api: { main: { token: "${API_MAIN}" } } } });
+    expect(error.message).toContain("has accounts.api, but api has one account so far");
+    expect(error.message).toContain("named accounts exist for telegram, discord, slack, whatsapp, matrix");
+  });
+});
+
+/** A token shaped as Discord's: the bot's user id in base64 first. */
+const discordToken = (id: string) =>
+  `${Buffer.from(id).toString("base64").replace(/=+$/, "")}.GhTsAA.hmac-part-${id}`;
+
+describe("Discord and Matrix accounts", () => {
+  test("a Discord account's id is its token's first part; the file section and allowBots apply", () => {
+    const main = discordToken("123456789012345678");
+    const config = configWith(
+      { DISCORD_BOT_TOKEN: discordToken("876543210987654321"), DC_MAIN: main },
+      {
+        version: 1,
+        allowBots: true,
+        discord: { groupSessions: "per-user" },
+        accounts: { discord: { main: { token: "${DC_MAIN}", commandsGuildId: "42", allowedUsers: "*" } } },
+      },
+    );
+    expect(config.accounts[0]).toMatchObject({ name: "main", accountId: "123456789012345678" });
+    expect(config.accounts[0]!.settings).toMatchObject({
+      token: main,
+      commandsGuildId: "42",
+      groupSessions: "per-user",
+      allowBots: true,
+    });
+    expect(accountNameOf(config.file, "discord", "123456789012345678")).toBe("main");
+    expect(accountNameOf(config.file, "discord", "876543210987654321")).toBe("default");
+    const built = buildChannels(config, { clock: systemClock, logger: silentLogger });
+    // Known before start, from the token: a reply queued for it routes to it at once.
+    expect(built.adapters.get("discord:main")!.account).toBe("123456789012345678");
+    expect(config.secrets).toContain(main);
+  });
+
+  test("a Discord token that does not carry the bot's id, an unknown key and a repeated bot are refused", () => {
+    const notAToken = "not-a-discord-token-value";
+    const shapeless = refusal(
+      { DC_MAIN: notAToken },
+      { version: 1, accounts: { discord: { main: { token: "${DC_MAIN}" } } } },
+    );
+    expect(shapeless.message).toContain("accounts.discord.main.token, which is not a Discord bot token");
+    expect(shapeless.message).not.toContain(notAToken);
+    const unknown = refusal(
+      { DC_MAIN: discordToken("123456789012345678") },
+      { version: 1, accounts: { discord: { main: { token: "${DC_MAIN}", mode: "webhook" } } } },
+    );
+    expect(unknown.message).toContain("accounts.discord.main.mode, which a discord account does not have");
+    const token = discordToken("123456789012345678");
+    const repeated = refusal(
+      { DISCORD_BOT_TOKEN: token, DC_MAIN: token },
+      { version: 1, accounts: { discord: { main: { token: "${DC_MAIN}" } } } },
+    );
+    expect(repeated.message).toContain("the same discord bot (123456789012345678) as the account default");
+    // The variables' bot beside named accounts must tell its id too (an emulator's token does not).
+    const unnamed = refusal(
+      { DISCORD_BOT_TOKEN: "emulated-discord-token", DC_MAIN: token },
+      { version: 1, accounts: { discord: { main: { token: "${DC_MAIN}" } } } },
+    );
+    expect(unnamed.message).toContain(
+      "the discord account default (the DISCORD_* variables) does not tell its bot's id",
+    );
+  });
+
+  test("a Matrix account names its user, joins rooms for its own allowedUsers and keys its conversations by it", () => {
+    const config = configWith(
+      {
+        MATRIX_HOMESERVER_URL: "https://matrix.example.org",
+        MATRIX_ACCESS_TOKEN: "syt_default_token",
+        MATRIX_USER_ID: "@bot:example.org",
+        MX_SUPPORT: "syt_support_token",
+      },
+      {
+        version: 1,
+        accounts: {
+          matrix: {
+            support: {
+              homeserverUrl: "https://matrix.example.org",
+              userId: "@support:example.org",
+              accessToken: "${MX_SUPPORT}",
+              allowedUsers: ["@alice:example.org"],
+            },
+          },
+        },
+      },
+    );
+    expect(config.accounts[0]).toMatchObject({ name: "support", accountId: "@support:example.org" });
+    expect(config.accounts[0]!.settings).toMatchObject({
+      accessToken: "syt_support_token",
+      invites: { kind: "users", ids: ["@alice:example.org"] },
+      accountKeys: true,
+    });
+    expect(config.secrets).toContain("syt_support_token");
+    const withoutUser = refusal(
+      { MX_SUPPORT: "syt_support_token" },
+      {
+        version: 1,
+        accounts: {
+          matrix: { support: { homeserverUrl: "https://matrix.example.org", accessToken: "${MX_SUPPORT}" } },
+        },
+      },
+    );
+    expect(withoutUser.message).toContain("accounts.matrix.support without userId");
+    const defaultWithoutUser = refusal(
+      {
+        MATRIX_HOMESERVER_URL: "https://matrix.example.org",
+        MATRIX_ACCESS_TOKEN: "syt_default_token",
+        MX_SUPPORT: "syt_support_token",
+      },
+      {
+        version: 1,
+        accounts: {
+          matrix: {
+            support: {
+              homeserverUrl: "https://matrix.example.org",
+              userId: "@support:example.org",
+              accessToken: "${MX_SUPPORT}",
+            },
+          },
+        },
+      },
+    );
+    expect(defaultWithoutUser.message).toContain("set MATRIX_USER_ID");
+  });
+});
+
+describe("Slack and WhatsApp accounts", () => {
+  const SLACK_ENV = {
+    SL_ACME_BOT: "xoxb-2-acme",
+    SL_ACME_SIGNING: "acme-signing-secret",
+    SL_BETA_APP: "xapp-1-beta",
+  };
+
+  test("a Slack account over HTTP gets /slack/events/<name>, one with appToken Socket Mode; its id is team:app", () => {
+    const config = configWith(SLACK_ENV, {
+      version: 1,
+      allowBots: true,
+      accounts: {
+        slack: {
+          acme: {
+            botToken: "${SL_ACME_BOT}",
+            signingSecret: "${SL_ACME_SIGNING}",
+            teamId: "T0ACME",
+            appId: "A0ACME",
+          },
+          beta: { botToken: "${SL_ACME_BOT}", appToken: "${SL_BETA_APP}", teamId: "T0BETA", appId: "A0BETA" },
+        },
+      },
+    });
+    expect(config.accounts[0]).toMatchObject({ name: "acme", accountId: "T0ACME:A0ACME" });
+    expect(config.accounts[0]!.settings).toMatchObject({
+      mode: "http",
+      eventsPath: "/slack/events/acme",
+      allowOtherBots: true,
+    });
+    expect(config.accounts[1]).toMatchObject({ name: "beta", accountId: "T0BETA:A0BETA" });
+    expect(config.accounts[1]!.settings).toMatchObject({ mode: "socket", appToken: "xapp-1-beta" });
+    expect(config.secrets).toEqual(expect.arrayContaining(Object.values(SLACK_ENV)));
+    const built = buildChannels(config, { clock: systemClock, logger: silentLogger });
+    expect(built.adapters.get("slack:acme")!.account).toBe("T0ACME:A0ACME");
+    expect(
+      built.adapters
+        .get("slack:acme")!
+        .routes?.()
+        .map((r) => r.path),
+    ).toEqual(["/slack/events/acme"]);
+  });
+
+  test("a Slack account without teamId and appId, or without a way in, is refused; so is a default without its ids", () => {
+    const noIds = refusal(SLACK_ENV, {
+      version: 1,
+      accounts: { slack: { acme: { botToken: "${SL_ACME_BOT}", signingSecret: "${SL_ACME_SIGNING}" } } },
+    });
+    expect(noIds.message).toContain("accounts.slack.acme without teamId and appId");
+    const noWayIn = refusal(SLACK_ENV, {
+      version: 1,
+      accounts: { slack: { acme: { botToken: "${SL_ACME_BOT}", teamId: "T0ACME", appId: "A0ACME" } } },
+    });
+    expect(noWayIn.message).toContain("without appToken (Socket Mode) or signingSecret");
+    const defaultWithoutIds = refusal(
+      { ...SLACK_ENV, SLACK_BOT_TOKEN: "xoxb-1-home", SLACK_APP_TOKEN: "xapp-1-home" },
+      {
+        version: 1,
+        accounts: {
+          slack: {
+            acme: {
+              botToken: "${SL_ACME_BOT}",
+              signingSecret: "${SL_ACME_SIGNING}",
+              teamId: "T0ACME",
+              appId: "A0ACME",
+            },
+          },
+        },
+      },
+    );
+    expect(defaultWithoutIds.message).toContain("set SLACK_TEAM_ID and SLACK_APP_ID");
+    expect(defaultWithoutIds.message).not.toContain("acme-signing-secret");
+  });
+
+  test("WhatsApp accounts are read by the WhatsApp schema, named by their phone number id", () => {
+    const config = configWith(
+      { WA_TOKEN: "EAAGsalesToken", WA_SECRET: "app-secret-value", WA_VERIFY: "verify-token-value" },
+      {
+        version: 1,
+        accounts: {
+          whatsapp: {
+            sales: {
+              phoneNumberId: "100000000000002",
+              accessToken: "${WA_TOKEN}",
+              appSecret: "${WA_SECRET}",
+              verifyToken: "${WA_VERIFY}",
+              allowedUsers: ["4915112345678"],
+            },
+          },
+        },
+      },
+    );
+    expect(config.accounts[0]).toMatchObject({ name: "sales", accountId: "100000000000002" });
+    expect(config.secrets).toEqual(
+      expect.arrayContaining(["EAAGsalesToken", "app-secret-value", "verify-token-value"]),
+    );
+    const literal = refusal(
+      {},
+      {
+        version: 1,
+        accounts: {
+          whatsapp: {
+            sales: {
+              phoneNumberId: "100000000000002",
+              accessToken: "EAAGwrittenIntoTheFile",
+              appSecret: "x",
+              verifyToken: "y",
+            },
+          },
+        },
+      },
+    );
+    expect(literal.message).toContain("accounts.whatsapp.sales.accessToken holds a secret");
+    expect(literal.message).not.toContain("EAAGwrittenIntoTheFile");
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
+  accessScope,
   PAIRING_CODE_TTL_MS,
   PAIRING_MAX_OPEN,
   PAIRING_MAX_WRONG_ATTEMPTS,
@@ -22,6 +23,41 @@ export function runAccessConformance(engine: string, open: () => Promise<AccessH
   describe(`access store conformance (${engine})`, () => {
     const issue = (store: AccessStore, userId: string, updateKey: string, candidate: string, nowMs: number) =>
       store.issuePairingCode({ channel: "telegram", userId, userName: "Ann", updateKey, candidate, nowMs });
+
+    test("a named account's codes and grants are its own (accessScope): a user paired with one bot is not with another", async () => {
+      const h = await open();
+      try {
+        const support = accessScope("telegram", "support");
+        expect(support).toBe("telegram:support");
+        expect(accessScope("telegram", undefined)).toBe("telegram");
+        const code = await h.store.issuePairingCode({
+          channel: support,
+          userId: "42",
+          updateKey: "222:u1",
+          candidate: "KLMNPQRS",
+          nowMs: T0,
+        });
+        expect(code.outcome).toBe("issued");
+        // The same user on the default bot gets a code of its own, not the support bot's repeated.
+        expect(await issue(h.store, "42", "111:u1", "TUVWXYZ2", T0)).toMatchObject({
+          outcome: "issued",
+          code: "TUVWXYZ2",
+        });
+        expect((await h.store.approvePairingCode("KLMNPQRS", "cli", T0 + 1)).outcome).toBe("approved");
+        const store = await h.reopen();
+        expect(await store.isGranted(support, "42")).toBe(true);
+        expect(await store.isGranted("telegram", "42")).toBe(false);
+        expect(await store.isGranted("telegram:sales", "42")).toBe(false);
+        expect((await store.listGrants()).map((g) => [g.channel, g.userId])).toEqual([[support, "42"]]);
+        expect((await store.listOpenCodes(T0)).map((c) => [c.channel, c.code])).toEqual([
+          ["telegram", "TUVWXYZ2"],
+        ]);
+        expect(await store.revokeGrant(support, "42")).toBe(true);
+        expect(await store.isGranted(support, "42")).toBe(false);
+      } finally {
+        await h.close();
+      }
+    });
 
     test("a code is issued once per update, approved once, and the grant survives a reopen", async () => {
       const h = await open();

@@ -29,13 +29,26 @@ export function runBudgetConformance(engine: string, open: () => Promise<BudgetH
     /** A run by `user` on `channel:surface`, admitted at `atMs`, that records one step per usage. */
     async function spend(
       h: BudgetHarness,
-      where: { conversationId: string; user: string; channel?: string; surface?: string; atMs: number },
+      where: {
+        conversationId: string;
+        user: string;
+        channel?: string;
+        surface?: string;
+        /** The named account the run came through; absent: the channel's `default` account. */
+        accountName?: string;
+        atMs: number;
+      },
       usages: Usage[],
     ): Promise<string> {
       const channel = where.channel ?? "telegram";
       const admitted = await h.runtime.admit(
         admitRequest(where.conversationId, `k-${where.atMs}-${Math.random()}`, {
-          context: { channel, surface: where.surface ?? "dm", principal: { id: where.user } },
+          context: {
+            channel,
+            surface: where.surface ?? "dm",
+            principal: { id: where.user },
+            ...(where.accountName === undefined ? {} : { accountName: where.accountName }),
+          },
           nowMs: where.atMs,
         }),
       );
@@ -70,6 +83,30 @@ export function runBudgetConformance(engine: string, open: () => Promise<BudgetH
       });
       return admitted.runId;
     }
+
+    test(
+      "a user of a named account is a principal of its own: <channel>:<account>:<user>; the default account's stays <channel>:<user>",
+      withHarness(async (h) => {
+        const usage = (tokens: number): Usage => ({ inputTokens: tokens, outputTokens: 0 });
+        await spend(h, { conversationId: "c-default", user: "42", atMs: T0 + 1 }, [usage(10)]);
+        await spend(h, { conversationId: "c-support", user: "42", accountName: "support", atMs: T0 + 2 }, [
+          usage(100),
+        ]);
+        await spend(h, { conversationId: "c-sales", user: "42", accountName: "sales", atMs: T0 + 3 }, [
+          usage(1000),
+        ]);
+        const of = async (principal: string) =>
+          (await h.budgets.usageSince({ kind: "user", principal }, T0)).tokens;
+        expect(await of("telegram:42")).toBe(10);
+        expect(await of("telegram:support:42")).toBe(100);
+        expect(await of("telegram:sales:42")).toBe(1000);
+        // A surface's budget is the channel's, whichever account the runs came through.
+        expect(
+          (await h.budgets.usageSince({ kind: "surface", channel: "telegram", surface: "dm" }, T0)).tokens,
+        ).toBe(1110);
+      }),
+      CONFORMANCE_TIMEOUT_MS,
+    );
 
     test(
       "usage counts each run's recorded steps from its admission on; unknown counts stay unknown",

@@ -2,6 +2,7 @@ import type { PlatformChannel } from "../../channels/module.ts";
 import type { ChannelLimits } from "../../channels/types.ts";
 import { createGateway, type Gateway } from "../../src/gateway/app.ts";
 import { loadConfig } from "../../src/gateway/config/index.ts";
+import { combineSharedRoutes } from "../../src/gateway/shared-routes.ts";
 import { openStoreBackend } from "../../src/store/open-backend.ts";
 import type { Clock } from "../../src/util/clock.ts";
 import { type LogRecord, recordingLogger } from "./logger.ts";
@@ -104,7 +105,9 @@ export async function startInProcessGateway(
 
 /** An HTTP server answering each adapter's routes (as the gateway's own server does), 404 otherwise. */
 function serveAdapterRoutes(gateway: Gateway): ReturnType<typeof Bun.serve> {
-  const routes = [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []);
+  const routes = combineSharedRoutes(
+    [...gateway.adapters.values()].flatMap((adapter) => adapter.routes?.() ?? []),
+  );
   return Bun.serve({
     hostname: "127.0.0.1",
     port: 0,

@@ -34,7 +34,7 @@ export function loadAccounts(
     if (!channelModule.fromAccount)
       fail(
         "SWITCHBOARD_CONFIG",
-        `has accounts.${channel}, but ${channel} has one account so far (its ${channelModule.howToConnect}); named accounts exist for telegram`,
+        `has accounts.${channel}, but ${channel} has one account so far (its ${channelModule.howToConnect}); named accounts exist for ${PLATFORM_CHANNELS.filter((c) => CHANNEL_MODULES[c].fromAccount).join(", ")}`,
         '"accounts": {"telegram": {"personal": {"token": "${TG_PERSONAL}"}}}',
       );
     for (const [name, raw] of entries) {
@@ -52,23 +52,22 @@ export function loadAccounts(
         channelModule.accountSecrets ?? [],
         secrets,
       );
+      const allowedText = allowedUsersText(where, allowedUsers);
       const settings = channelModule.fromAccount(name, rest, {
         section: file[channel] ?? {},
         allowBots: file.allowBots,
+        ...(allowedText === undefined ? {} : { allowedUsers: allowedText }),
       });
       accounts.push({
         channel,
         name,
         settings,
-        allowList: parseAllowList(
-          allowedUsersText(where, allowedUsers),
-          `${where}.allowedUsers`,
-          channelModule.userIds,
-        ),
+        allowList: parseAllowList(allowedText, `${where}.allowedUsers`, channelModule.userIds),
         accountId: channelModule.accountIdOf?.(settings) ?? null,
       });
     }
   }
+  refuseUnknownIds(defaults, accounts);
   refuseRepeatedBots([...defaults, ...accounts]);
   return accounts;
 }
@@ -157,6 +156,36 @@ function allowedUsersText(where: string, value: unknown): string | undefined {
     `${where}.allowedUsers must be a string of ids ("*", "pairing,12345678") or a list of ids`,
     '"allowedUsers": ["12345678"]',
   );
+}
+
+/** How the variables' account of a channel tells its id: what refuseUnknownIds asks for. */
+const ID_HINTS: Partial<Record<PlatformChannel, [string, string]>> = {
+  matrix: ["set MATRIX_USER_ID", "MATRIX_USER_ID=@bot:example.org"],
+  slack: ["set SLACK_TEAM_ID and SLACK_APP_ID", "SLACK_TEAM_ID=T0123ABCD SLACK_APP_ID=A0123ABCD"],
+  discord: [
+    "set DISCORD_BOT_TOKEN to the bot's token as the developer portal shows it (its first part is the bot's id)",
+    "DISCORD_BOT_TOKEN=MTIz…(from the developer portal)",
+  ],
+};
+
+/**
+ * Beside named accounts, a `default` account must tell its bot's id from its settings too: a reply
+ * routes by that id, also while its adapter has not started, and bindings name it by that id.
+ */
+function refuseUnknownIds(defaults: readonly ChannelAccount[], named: readonly ChannelAccount[]): void {
+  for (const account of defaults) {
+    if (account.accountId !== null || !named.some((other) => other.channel === account.channel)) continue;
+    const prefix = account.channel.toUpperCase();
+    const [hint, example] = ID_HINTS[account.channel] ?? [
+      `set the bot's own token in ${prefix}_*`,
+      `${prefix}_…=(the bot's token)`,
+    ];
+    fail(
+      "SWITCHBOARD_CONFIG",
+      `has accounts.${account.channel}, but the ${account.channel} account default (the ${prefix}_* variables) does not tell its bot's id before it starts, so its replies could not be told apart from the named accounts'; ${hint}`,
+      example,
+    );
+  }
 }
 
 /** Two accounts that are one bot would answer each message twice and share one rate limit. */

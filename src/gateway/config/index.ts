@@ -19,6 +19,7 @@ import { parseLogFormat, parseLogLevel } from "./logging.ts";
 import { parseMedia } from "./media.ts";
 import { modelEnvOf } from "./models.ts";
 import { collectSecrets } from "./secrets.ts";
+import { loadSlackInstalls } from "./slack-installs.ts";
 import { parseAmbiguousHoldMs, parseShutdownGraceMs, parseTimezone } from "./time.ts";
 import { parseLongSecret, parseOperatorAccess } from "./tokens.ts";
 import { parseWebFetch, parseWebSearch, referencedVariables } from "./tools.ts";
@@ -65,6 +66,7 @@ export function loadConfig(env: Env): GatewayConfig {
   const secrets = collectSecrets(env);
   const database = parseDatabase(env, secrets.values);
   const { channels, allowLists } = loadChannels(env, file, secrets);
+  const slackInstalls = loadSlackInstalls(env, secrets, allowLists);
   const defaults = PLATFORM_CHANNELS.flatMap((name) =>
     channels[name] === undefined ? [] : [defaultAccount(name, channels[name], allowLists[name]!)],
   );
@@ -116,6 +118,7 @@ export function loadConfig(env: Env): GatewayConfig {
     channels,
     allowLists,
     accounts,
+    slackInstalls,
     web,
     secrets: secrets.values,
     mcpEnv,

@@ -1,5 +1,6 @@
 /** The gateway's settings as `loadConfig` returns them: read and validated once, at startup. */
 import type { PlatformChannel } from "../../../channels/module.ts";
+import type { SlackInstallsConfig } from "../../../channels/slack/oauth.ts";
 import type { DatabaseConfig } from "../../store/open-backend.ts";
 import type { SearchBackend } from "../../tools/web/search.ts";
 import type { LogFormat, LogLevel } from "../../util/log.ts";
@@ -51,6 +52,8 @@ export interface GatewayConfig {
    * each channel in `channels` has; settings hold expanded secrets.
    */
   accounts: ChannelAccount[];
+  /** The Slack app installed into many workspaces (SLACK_CLIENT_ID); null or absent when off. */
+  slackInstalls?: SlackInstallsConfig | null;
   web: WebChatConfig;
   /** Every secret value, so the logger can scrub them from any line. */
   secrets: string[];

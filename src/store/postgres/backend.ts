@@ -14,6 +14,7 @@ import { PostgresRuntimeStore } from "./runtime-store.ts";
 import { createPostgresScheduleRepository } from "./schedules.ts";
 import { MIGRATIONS, migrate, schemaVersion } from "./schema.ts";
 import { backfillSearchIndex, createPostgresSearch } from "./search.ts";
+import { createPostgresSlackInstallations } from "./slack-installations.ts";
 import { migratePostgresWebSessionIds } from "./web-session-ids.ts";
 
 /** The channel an operator change is announced on, so a running gateway acts on it at once. */
@@ -62,6 +63,7 @@ export async function openPostgresBackend(
     search: createPostgresSearch(sql),
     access: createPostgresAccessStore(sql),
     budgets: createPostgresBudgetStore(sql),
+    slackInstallations: createPostgresSlackInstallations(sql),
     outbox: new PostgresOutboxRepository(sql),
     schedules,
     operator: createPostgresOperatorQueries({ sql, schedules }),

@@ -58,6 +58,36 @@ INSERT INTO budget_usage (run_id, principal, channel, surface, conversation_id, 
   FROM runs WHERE steps > 0 AND jsonb_typeof(context::jsonb) = 'object' AND (context::jsonb ->> 'channel') IS NOT NULL;
 `;
 
+/** SQLite's BUDGET_ACCOUNT_PRINCIPALS_SQL: a named account's users are principals of their own. */
+export const BUDGET_ACCOUNT_PRINCIPALS_SQL = `
+CREATE OR REPLACE FUNCTION switchboard_run_budget_usage() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE context JSONB;
+BEGIN
+  BEGIN
+    context := NEW.context::jsonb;
+  EXCEPTION WHEN others THEN
+    RETURN NEW;
+  END;
+  IF jsonb_typeof(context) = 'object' AND (context ->> 'channel') IS NOT NULL THEN
+    INSERT INTO budget_usage (run_id, principal, channel, surface, conversation_id, at_ms, tokens, cost_usd)
+      VALUES (
+        NEW.id,
+        CASE WHEN (context -> 'principal' ->> 'id') IS NOT NULL
+          THEN (context ->> 'channel') || ':' || COALESCE((context ->> 'accountName') || ':', '')
+            || (context -> 'principal' ->> 'id') END,
+        context ->> 'channel',
+        COALESCE(context ->> 'surface', '-'),
+        NEW.conversation_id,
+        NEW.created_at_ms,
+        switchboard_budget_tokens(NEW.usage::jsonb),
+        (NEW.usage::jsonb ->> 'costUsd')::double precision)
+      ON CONFLICT (run_id) DO UPDATE SET tokens = excluded.tokens, cost_usd = excluded.cost_usd;
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+`;
+
 export function createPostgresBudgetStore(sql: SQL): BudgetStore {
   return budgetStore({
     param: (n) => `$${n}`,

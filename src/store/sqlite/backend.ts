@@ -36,6 +36,7 @@ export function openSqliteBackend(
     search: stores.search,
     access: stores.access,
     budgets: stores.budgets,
+    slackInstallations: stores.slackInstallations,
     outbox: stores.outbox,
     schedules: stores.schedules,
     operator: stores.operator,

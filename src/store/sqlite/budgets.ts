@@ -44,6 +44,33 @@ INSERT INTO budget_usage (run_id, principal, channel, surface, conversation_id, 
   FROM runs WHERE steps > 0 AND json_valid(context) AND json_extract(context, '$.channel') IS NOT NULL;
 `;
 
+/**
+ * A named account's users are principals of their own (`<channel>:<account>:<user id>`, from the
+ * run context's `accountName`); the `default` account's stay `<channel>:<user id>`, so usage
+ * recorded before accounts existed keeps counting for them. Rows already recorded are unchanged.
+ */
+export const BUDGET_ACCOUNT_PRINCIPALS_SQL = `
+DROP TRIGGER runs_budget_usage;
+CREATE TRIGGER runs_budget_usage AFTER UPDATE OF usage ON runs
+  WHEN json_valid(new.context) AND json_extract(new.context, '$.channel') IS NOT NULL BEGIN
+  INSERT OR REPLACE INTO budget_usage (run_id, principal, channel, surface, conversation_id, at_ms, tokens, cost_usd)
+  VALUES (
+    new.id,
+    CASE WHEN json_extract(new.context, '$.principal.id') IS NOT NULL
+      THEN json_extract(new.context, '$.channel') || ':'
+        || COALESCE(json_extract(new.context, '$.accountName') || ':', '')
+        || json_extract(new.context, '$.principal.id') END,
+    json_extract(new.context, '$.channel'),
+    COALESCE(json_extract(new.context, '$.surface'), '-'),
+    new.conversation_id,
+    new.created_at_ms,
+    CASE WHEN json_type(new.usage, '$.inputTokens') IN ('integer', 'real')
+      AND json_type(new.usage, '$.outputTokens') IN ('integer', 'real')
+      THEN json_extract(new.usage, '$.inputTokens') + json_extract(new.usage, '$.outputTokens') END,
+    json_extract(new.usage, '$.costUsd'));
+END;
+`;
+
 export function createSqliteBudgetStore(db: Database): BudgetStore {
   const rows = (sql: string, params: unknown[]) => db.query(sql).all(...(params as SQLQueryBindings[]));
   return budgetStore({

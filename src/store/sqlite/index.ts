@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import type { SlackInstallationStore } from "../../../channels/slack/installations.ts";
 import type { AccessStore } from "../../access/store.ts";
 import type { BudgetStore } from "../../budgets/store.ts";
 import type { OperatorQueries } from "../../operator/queries.ts";
@@ -6,7 +7,7 @@ import type { SearchStore } from "../../search/store.ts";
 import { childAgentsSchemaSql } from "../child-sql.ts";
 import { SQLITE_DIALECT } from "../tables.sql.ts";
 import { ACCESS_SCHEMA_SQL, createSqliteAccessStore, PAIRING_ATTEMPT_KEYS_SQL } from "./access.ts";
-import { BUDGETS_SCHEMA_SQL, createSqliteBudgetStore } from "./budgets.ts";
+import { BUDGET_ACCOUNT_PRINCIPALS_SQL, BUDGETS_SCHEMA_SQL, createSqliteBudgetStore } from "./budgets.ts";
 import { type Migration, openDatabase } from "./database.ts";
 import { STATE_COUNTS_SQL } from "./metrics.ts";
 import { createSqliteOperatorQueries } from "./operator-queries.ts";
@@ -40,6 +41,7 @@ import {
   INPUTS_AT_RUN_END_SQL,
   SEARCH_ROOMS_SQL,
 } from "./search.ts";
+import { createSqliteSlackInstallations, SLACK_INSTALLATIONS_SQL } from "./slack-installations.ts";
 
 /** Every schema step switchboard's SQLite database has taken, in order. Append only. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -67,6 +69,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 22, name: "pairing-attempt-keys", sql: PAIRING_ATTEMPT_KEYS_SQL },
   { version: 23, name: "channel-state", sql: CHANNEL_STATE_SQL },
   { version: 24, name: "child-agents", sql: childAgentsSchemaSql(SQLITE_DIALECT) },
+  { version: 25, name: "slack-installations", sql: SLACK_INSTALLATIONS_SQL },
+  { version: 26, name: "budget-account-principals", sql: BUDGET_ACCOUNT_PRINCIPALS_SQL },
 ];
 
 export interface SqliteStores {
@@ -78,6 +82,7 @@ export interface SqliteStores {
   search: SearchStore;
   access: AccessStore;
   budgets: BudgetStore;
+  slackInstallations: SlackInstallationStore;
   close(): void;
 }
 
@@ -98,6 +103,7 @@ export function openSqliteStores(
     search: createSqliteSearch(db),
     access: createSqliteAccessStore(db),
     budgets: createSqliteBudgetStore(db),
+    slackInstallations: createSqliteSlackInstallations(db),
     close: () => db.close(),
   };
 }

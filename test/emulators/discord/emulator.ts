@@ -25,6 +25,11 @@ import {
 export interface DiscordEmulatorOptions {
   /** Bot token the REST API and IDENTIFY accept (without "Bot "). Default "emulated-discord-token". */
   token?: string;
+  /**
+   * The bot's user id; default a new snowflake. A real token's first part is this id in base64:
+   * give `token: discordBotToken(botId)` to test what reads the id off the token (named accounts).
+   */
+  botId?: string;
   botUsername?: string;
   /** Sent in HELLO. Default 41 250 ms like Discord; use a few hundred ms to test zombie detection. */
   heartbeatIntervalMs?: number;
@@ -56,6 +61,11 @@ export interface DiscordFileInput {
 }
 
 export const DEFAULT_DISCORD_TOKEN = "emulated-discord-token";
+
+/** A token shaped as Discord's: the bot's user id in base64, a timestamp part and an HMAC part. */
+export function discordBotToken(botId: string): string {
+  return `${Buffer.from(botId).toString("base64").replace(/=+$/, "")}.GhTsAA.emulated-hmac-${botId}`;
+}
 
 /** Waits for an emulator condition; resolves with the predicate's first truthy value. */
 type Predicate<T> = () => T | undefined | null | false;
@@ -95,7 +105,7 @@ export class DiscordEmulator {
     this.snowflakes = ids;
     this.token = options.token ?? DEFAULT_DISCORD_TOKEN;
     this.bot = {
-      id: ids.next(),
+      id: options.botId ?? ids.next(),
       username: options.botUsername ?? "switchboard",
       global_name: null,
       discriminator: "0",

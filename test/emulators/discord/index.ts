@@ -4,6 +4,7 @@ export {
   DiscordEmulator,
   type DiscordEmulatorOptions,
   type DiscordFileInput,
+  discordBotToken,
   startDiscordEmulator,
 } from "./emulator.ts";
 export type { Fault, RestRoute } from "./faults.ts";

@@ -10,6 +10,7 @@ import {
 } from "./events.ts";
 import { ChannelRateLimiter, FaultPlan } from "./faults.ts";
 import { MessageBoard } from "./message-board.ts";
+import { SlackOAuthApp, type SlackOAuthAppOptions } from "./oauth.ts";
 import { type SocketData, SocketModeHub } from "./socket-mode.ts";
 import type {
   ApiCallRecord,
@@ -48,6 +49,8 @@ export interface SlackEmulatorOptions {
   port?: number;
   /** The app has the Agents & AI Apps feature (assistant.threads.* answer); default true. */
   assistantThreads?: boolean;
+  /** The app is distributable: workspaces added with `addWorkspace` install it through OAuth v2 (oauth.ts). */
+  oauth?: SlackOAuthAppOptions;
   now?: () => number;
 }
 
@@ -86,6 +89,9 @@ export class SlackEmulator {
   readonly #now: () => number;
   /** Files served at `/files-pri/<team>-<id>/<name>` to the bot token (url_private). */
   readonly files = new FileHost();
+  /** The OAuth side of a distributable app (`options.oauth`); null when the emulator has one workspace. */
+  readonly oauth: SlackOAuthApp | null;
+  readonly #nextTs: () => string;
 
   constructor(options: SlackEmulatorOptions = {}) {
     this.identity = { ...DEFAULT_IDENTITY, ...options.identity };
@@ -93,6 +99,8 @@ export class SlackEmulator {
     this.appToken = options.appToken ?? "xapp-1-emulator-app-token";
     this.#now = options.now ?? Date.now;
     const nextTs = createTsGenerator(this.#now);
+    this.#nextTs = nextTs;
+    this.oauth = options.oauth ? new SlackOAuthApp(options.oauth, this.#now) : null;
     this.events = slackEventBuilders(this.identity, nextTs);
     this.#board = new MessageBoard(this.identity, nextTs);
     this.#rateLimiter = new ChannelRateLimiter(this.#now);
@@ -150,6 +158,46 @@ export class SlackEmulator {
       url_private: `${this.url}/files-pri/${path}`,
       ...(file.durationMs === undefined ? {} : { duration_ms: file.durationMs }),
     };
+  }
+
+  // ---- OAuth (a distributable app) ----
+
+  /** A workspace that can install the app through `/oauth/v2/authorize` (needs `options.oauth`). */
+  addWorkspace(identity: Partial<SlackIdentity> & { teamId: string }): SlackIdentity {
+    const workspace = { ...DEFAULT_IDENTITY, teamName: identity.teamId, ...identity };
+    this.#requireOAuth().addWorkspace(workspace);
+    return workspace;
+  }
+
+  /** Event builders for one installed workspace (its team id, app id and bot user in every body). */
+  workspaceEvents(teamId: string): SlackEventBuilders {
+    const workspace = this.#requireOAuth().workspace(teamId);
+    if (workspace === undefined) throw new Error(`Slack emulator: no workspace ${teamId}`);
+    return slackEventBuilders(workspace, this.#nextTs);
+  }
+
+  /**
+   * Someone removed the app from `teamId`: its tokens stop working, and Slack sends
+   * `tokens_revoked` then `app_uninstalled`; both bodies are returned for the test to deliver.
+   */
+  uninstallApp(teamId: string): { tokensRevoked: EventCallbackBody; appUninstalled: EventCallbackBody } {
+    this.#requireOAuth().uninstall(teamId);
+    const events = this.workspaceEvents(teamId);
+    const workspace = this.#requireOAuth().workspace(teamId)!;
+    const eventTs = this.#nextTs();
+    return {
+      tokensRevoked: events.callback({
+        type: "tokens_revoked",
+        tokens: { oauth: [], bot: [workspace.botUserId] },
+        event_ts: eventTs,
+      }),
+      appUninstalled: events.callback({ type: "app_uninstalled", event_ts: eventTs }),
+    };
+  }
+
+  #requireOAuth(): SlackOAuthApp {
+    if (this.oauth === null) throw new Error("Slack emulator: start it with `oauth` for installs");
+    return this.oauth;
   }
 
   // ---- Socket Mode controls ----
@@ -409,6 +457,10 @@ export class SlackEmulator {
       if (data === null) return new Response("invalid or used Socket Mode ticket", { status: 401 });
       return server.upgrade(request, { data }) ? undefined : new Response("upgrade failed", { status: 400 });
     }
+    if (url.pathname === "/oauth/v2/authorize" && request.method === "GET") {
+      if (this.oauth === null) return new Response("this emulator has no OAuth app", { status: 404 });
+      return this.oauth.authorize(url, request);
+    }
     if (url.pathname.startsWith("/api/")) return this.#handleApi(url.pathname.slice("/api/".length), request);
     if (url.pathname.startsWith("/upload/"))
       return this.#receiveUpload(url.pathname.slice("/upload/".length), request);
@@ -424,15 +476,34 @@ export class SlackEmulator {
 
   async #handleApi(method: string, request: Request): Promise<Response> {
     const { params, bodyToken } = await readParams(request);
-    const tokenKind = this.#classifyToken(request.headers.get("authorization"), bodyToken);
-    const record: ApiCallRecord = { method, params, tokenKind, status: null, ok: false, atMs: this.#now() };
+    const authorization = request.headers.get("authorization");
+    const token = authorization?.startsWith("Bearer ") ? authorization.slice("Bearer ".length) : bodyToken;
+    const installed = this.oauth !== null && token !== undefined ? this.oauth.check(token) : null;
+    const tokenKind = installed !== null ? "bot" : this.#classifyToken(authorization, bodyToken);
+    const record: ApiCallRecord = {
+      method,
+      params,
+      tokenKind,
+      status: null,
+      ok: false,
+      atMs: this.#now(),
+      ...(installed?.ok ? { teamId: installed.identity.teamId } : {}),
+    };
     this.#calls.push(record);
+    const oauthAnswer = this.#answerOAuth(method, params, authorization, token, installed);
+    if (oauthAnswer !== null) {
+      record.status = oauthAnswer.status;
+      record.ok = oauthAnswer.body.ok === true;
+      if (typeof oauthAnswer.body.error === "string") record.error = oauthAnswer.body.error;
+      return Response.json(oauthAnswer.body, { status: oauthAnswer.status });
+    }
+    const identity = installed?.ok ? installed.identity : this.identity;
 
     const fault = this.#faults.take(method);
     if (fault !== undefined) {
       record.fault = fault.kind;
       if (fault.kind === "hang") {
-        if (fault.afterEffect) answerWebApiCall(method, params, tokenKind, this.#webApiContext());
+        if (fault.afterEffect) answerWebApiCall(method, params, tokenKind, this.#webApiContext(identity));
         return new Promise<Response>((resolve) => {
           const release = () => resolve(new Response("emulator closed", { status: 503 }));
           this.#hangingCalls.add(release);
@@ -442,7 +513,7 @@ export class SlackEmulator {
     }
     const answer =
       fault === undefined
-        ? answerWebApiCall(method, params, tokenKind, this.#webApiContext())
+        ? answerWebApiCall(method, params, tokenKind, this.#webApiContext(identity))
         : faultAnswer(fault);
     record.status = answer.status;
     record.ok = answer.body.ok === true;
@@ -475,11 +546,33 @@ export class SlackEmulator {
     return new Response(`OK - ${bytes.byteLength}`, { status: 200 });
   }
 
-  #webApiContext() {
+  /**
+   * What the OAuth app answers itself: `oauth.v2.access` (no token), a workspace token that expired
+   * or was revoked, and `auth.revoke`; null for everything else.
+   */
+  #answerOAuth(
+    method: string,
+    params: Record<string, string>,
+    authorization: string | null,
+    token: string | undefined,
+    installed: ReturnType<SlackOAuthApp["check"]>,
+  ): WebApiAnswer | null {
+    if (this.oauth === null) return null;
+    if (method === "oauth.v2.access") return this.oauth.access(params, authorization);
+    if (installed !== null && !installed.ok)
+      return { status: 200, body: { ok: false, error: installed.error } };
+    if (method === "auth.revoke" && installed?.ok && token !== undefined) {
+      this.oauth.revoke(token);
+      return { status: 200, body: { ok: true, revoked: true } };
+    }
+    return null;
+  }
+
+  #webApiContext(identity: SlackIdentity = this.identity) {
     return {
       uploads: this.#uploads,
       uploadUrl: (id: string) => `http://127.0.0.1:${this.#server.port}/upload/${id}`,
-      identity: this.identity,
+      identity,
       board: this.#board,
       reactions: this.#reactions,
       assistant: this.#assistant,

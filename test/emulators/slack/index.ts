@@ -8,6 +8,7 @@ export {
 } from "./emulator.ts";
 export { createTsGenerator, newEventId, type SlackEventBuilders, slackEventBuilders } from "./events.ts";
 export { MAX_TEXT_CHARS } from "./message-board.ts";
+export { SlackOAuthApp, type SlackOAuthAppOptions } from "./oauth.ts";
 export {
   type PostEventOptions,
   type PostEventResult,

@@ -64,6 +64,8 @@ export interface ApiCallRecord {
   error?: string;
   fault?: SlackFault["kind"];
   atMs: number;
+  /** The installed workspace whose bot token made the call (an emulator started with `oauth`). */
+  teamId?: string;
 }
 
 /** A message as a person in the channel would see it right now. */

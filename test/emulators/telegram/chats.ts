@@ -81,6 +81,10 @@ export class ChatStore {
     return this.chats.get(chatId);
   }
 
+  ids(): number[] {
+    return [...this.chats.keys()];
+  }
+
   allocateMessageId(chatId: number): number {
     const state = this.chats.get(chatId);
     if (!state) throw new Error(`chat ${chatId} is unknown to the emulator`);

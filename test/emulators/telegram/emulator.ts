@@ -313,6 +313,11 @@ export class TelegramEmulator {
     return this.chats.get(chatId);
   }
 
+  /** Every chat this bot knows (it was written to there, or the test added it), in no order. */
+  chatIds(): number[] {
+    return this.chats.ids();
+  }
+
   // ── faults and limits ────────────────────────────────────────────────────
 
   /** The next `times` calls of `method` answer with `fault`. */

@@ -31,6 +31,9 @@ test("each token reaches its own bot; updates, messages and calls stay with the 
       .map((m) => m.text),
   ).toEqual(["from the second bot"]);
   expect(emulator.messages(alice.id)).toEqual([]);
+  // A bot knows only the chats it was written to in.
+  expect(second.chatIds()).toEqual([alice.id]);
+  expect(emulator.chatIds()).toEqual([]);
   expect(emulator.callsOf("sendMessage")).toEqual([]);
   expect(second.callsOf("sendMessage")).toHaveLength(1);
 
