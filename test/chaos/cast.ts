@@ -1,6 +1,7 @@
 /**
  * The chats of a chaos run and the people in them: Telegram DMs, a group and a forum topic;
- * Discord DMs, a guild channel and a thread; WhatsApp DMs (the Cloud API has no groups here);
+ * DMs and a group of a second Telegram bot, the account `support` (the same people, so a user's
+ * DM with each bot has the same chat id, as on Telegram); Discord DMs, a guild channel and a thread; WhatsApp DMs (the Cloud API has no groups here);
  * Matrix DMs and a room where the bot answers when mentioned.
  * Each place knows its input policy (from the config file the gateway gets) and how to post, and
  * replay, a message there.
@@ -23,6 +24,28 @@ import type { WebhookBody, WhatsAppEmulator } from "../emulators/whatsapp/index.
 export type ChaosChannel = "telegram" | "discord" | "whatsapp" | "matrix";
 
 /**
+ * The second Telegram bot: `accounts.telegram.support` in SWITCHBOARD_CONFIG, its token by
+ * reference (`TG_SUPPORT_TOKEN`), served by the same emulator as the default bot. The gateway's
+ * account for it is its bot id.
+ */
+export const SUPPORT_BOT = {
+  name: "support",
+  token: "222222222:AAChaosSupportBotTokenForTests_abcd",
+  id: 222222222,
+  username: "chaos_support_bot",
+  tokenVariable: "TG_SUPPORT_TOKEN",
+} as const;
+
+/**
+ * The chat key prefix of a Telegram bot's chats: `tg` for the default bot's, `tg@<name>` for a
+ * named account's (`account`: the bot id). A user's DM with each bot has the same chat id, yet is
+ * another chat.
+ */
+export function telegramChatPrefix(account: string | undefined): string {
+  return account === String(SUPPORT_BOT.id) ? `tg@${SUPPORT_BOT.name}` : "tg";
+}
+
+/**
  * The surfaces' behaviour and the agent's tools, written to the file SWITCHBOARD_CONFIG names. The
  * flood limit is raised out of the way: the soak's users write in bursts, and every message it
  * sends must be answered. The tools come from one Streamable HTTP MCP server (the official SDK's,
@@ -33,7 +56,11 @@ export type ChaosChannel = "telegram" | "discord" | "whatsapp" | "matrix";
  * (`append_note` writes "<id>"), which expires after `approvalTimeoutMs`. The child agent `helper`
  * (`spawn_agent`) gets no tools: it only answers its task.
  */
-export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
+export function chaosConfig(
+  mcpUrl: string,
+  approvalTimeoutMs: number,
+  support: { apiRoot: string; allowedUsers: string },
+) {
   const server = (approval: "ask" | "never", idempotent = false) => ({
     url: mcpUrl,
     approval,
@@ -60,6 +87,15 @@ export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
       "api:dm": { inputPolicy: "queue", delivery: "terminal" },
     },
     mcpServers: { ledger: server("never"), retry: server("never", true), notes: server("ask") },
+    accounts: {
+      telegram: {
+        [SUPPORT_BOT.name]: {
+          token: `\${${SUPPORT_BOT.tokenVariable}}`,
+          apiRoot: support.apiRoot,
+          allowedUsers: support.allowedUsers,
+        },
+      },
+    },
     agents: { helper: { description: "answers a task in one step", tools: [], maxSteps: 2 } },
   } as const;
 }
@@ -67,8 +103,17 @@ export function chaosConfig(mcpUrl: string, approvalTimeoutMs: number) {
 export interface Place {
   name: string;
   channel: ChaosChannel;
-  /** Where the bot's answers appear: `tg:<chat>[:<thread>]`, `dc:<channel>`, `wa:<wa_id>` or `mx:<room id>`. */
+  /**
+   * Where the bot's answers appear: `tg:<chat>[:<thread>]` (`tg@support:…` for the support bot's
+   * chats), `dc:<channel>`, `wa:<wa_id>` or `mx:<room id>`.
+   */
   chat: string;
+  /**
+   * Telegram: the bot users talk to here, and the gateway's account for it (the bot id): every
+   * answer must leave through it.
+   */
+  telegram?: TelegramEmulator;
+  account?: string;
   policy: Exclude<InputPolicy, "interrupt-next">;
   /** Group-like places: a message must mention the bot to be answered. */
   needsMention: boolean;
@@ -129,7 +174,11 @@ export interface Cast {
    * decided one after another as planned (approve, deny, pressed twice, left to expire).
    */
   approver: Place;
+  /** Every place above, strangers' DMs included. */
+  everyPlace: Place[];
   telegramAllowed: string;
+  /** Who may talk to the support bot (its account's `allowedUsers`). */
+  supportAllowed: string;
   discordAllowed: string;
   whatsappAllowed: string;
   matrixAllowed: string;
@@ -140,9 +189,9 @@ export function createCast(
   discord: DiscordEmulator,
   whatsapp: WhatsAppEmulator,
   matrix: MatrixEmulator,
+  support: TelegramEmulator,
 ): Cast {
-  const botMention = `@${telegram.bot.username}`;
-  /** Each posted message's id, by the update that carried it (for edits). */
+  /** Each posted message's id, by its bot and the update that carried it (for edits). */
   const tgMessageIds = new Map<string, number>();
   const tgUsers: Record<string, TgUser> = {
     alice: user(1001, "Alice"),
@@ -152,78 +201,88 @@ export function createCast(
     mallory: user(6666, "Mallory"),
   };
   const group = groupChat(-5001, "Team");
+  const supportGroup = groupChat(-5101, "Support desk");
   const approvalsGroup = groupChat(-5003, "Approvals");
   const forum = supergroupChat(-1005002, "Forum", { isForum: true });
   const topic = { threadId: 77, name: "Chaos topic" };
 
+  /** A Telegram place where users talk to `options.bot` (default: the default bot). */
   const telegramPlace = (
     name: string,
     chat: TgChat,
     policy: Place["policy"],
     speakers: string[],
-    options: { topic?: typeof topic; needsMention: boolean },
-  ): Place => ({
-    name,
-    channel: "telegram",
-    chat: options.topic ? `tg:${chat.id}:${options.topic.threadId}` : `tg:${chat.id}`,
-    policy,
-    needsMention: options.needsMention,
-    speakers,
-    post(speaker, text, mention) {
-      const from = tgUsers[speaker];
-      if (!from) throw new Error(`no Telegram user ${speaker}`);
-      const { update, message } = telegram.incoming({
-        chat,
-        from,
-        text: mention ? `${botMention} ${text}` : text,
-        ...(options.topic ? { topic: options.topic } : {}),
-      });
-      tgMessageIds.set(String(update.update_id), message.message_id);
-      return String(update.update_id);
-    },
-    edit(_speaker, updateKey, text) {
-      const messageId = tgMessageIds.get(updateKey);
-      if (messageId === undefined) throw new Error(`no Telegram message for update ${updateKey}`);
-      const { update } = telegram.incomingEdit(
-        chat.id,
-        messageId,
-        options.needsMention ? `${botMention} ${text}` : text,
-      );
-      return { again: () => void telegram.deliverAgain(update.update_id) };
-    },
-    replay(updateKey) {
-      telegram.deliverAgain(Number(updateKey));
-    },
-    postMedia(speaker, caption, media) {
-      const from = tgUsers[speaker];
-      if (!from) throw new Error(`no Telegram user ${speaker}`);
-      // A photo's sizes are files of their own: the largest (the only one here) is `<id>-0`.
-      const fileId = media.kind === "photo" ? `${media.name}-0` : media.name;
-      telegram.files.add(fileId, media.bytes);
-      const { update } = telegram.incoming({
-        chat,
-        from,
-        caption,
-        ...(options.topic ? { topic: options.topic } : {}),
-        media:
-          media.kind === "photo"
-            ? {
-                kind: "photo",
-                fileId: media.name,
-                sizes: [{ width: 64, height: 48, fileSize: media.bytes.byteLength }],
-              }
-            : { kind: "voice", fileId: media.name, durationSeconds: 2, fileSize: media.bytes.byteLength },
-      });
-      return { updateKey: String(update.update_id), fileId };
-    },
-    press(speaker, messageId, label) {
-      const from = tgUsers[speaker];
-      if (!from) throw new Error(`no Telegram user ${speaker}`);
-      const message = telegram.messages(chat.id).find((m) => m.messageId === messageId);
-      if (!message?.buttons?.flat().some((b) => b.text === label)) return null;
-      return String(telegram.press(chat.id, messageId, from, { label }).update.update_id);
-    },
-  });
+    options: { topic?: typeof topic; needsMention: boolean; bot?: TelegramEmulator },
+  ): Place => {
+    const bot = options.bot ?? telegram;
+    const account = String(bot.bot.id);
+    const botMention = `@${bot.bot.username}`;
+    const prefix = telegramChatPrefix(account);
+    return {
+      name,
+      channel: "telegram",
+      chat: options.topic ? `${prefix}:${chat.id}:${options.topic.threadId}` : `${prefix}:${chat.id}`,
+      telegram: bot,
+      account,
+      policy,
+      needsMention: options.needsMention,
+      speakers,
+      post(speaker, text, mention) {
+        const from = tgUsers[speaker];
+        if (!from) throw new Error(`no Telegram user ${speaker}`);
+        const { update, message } = bot.incoming({
+          chat,
+          from,
+          text: mention ? `${botMention} ${text}` : text,
+          ...(options.topic ? { topic: options.topic } : {}),
+        });
+        tgMessageIds.set(`${account}:${update.update_id}`, message.message_id);
+        return String(update.update_id);
+      },
+      edit(_speaker, updateKey, text) {
+        const messageId = tgMessageIds.get(`${account}:${updateKey}`);
+        if (messageId === undefined) throw new Error(`no Telegram message for update ${updateKey}`);
+        const { update } = bot.incomingEdit(
+          chat.id,
+          messageId,
+          options.needsMention ? `${botMention} ${text}` : text,
+        );
+        return { again: () => void bot.deliverAgain(update.update_id) };
+      },
+      replay(updateKey) {
+        bot.deliverAgain(Number(updateKey));
+      },
+      postMedia(speaker, caption, media) {
+        const from = tgUsers[speaker];
+        if (!from) throw new Error(`no Telegram user ${speaker}`);
+        // A photo's sizes are files of their own: the largest (the only one here) is `<id>-0`.
+        const fileId = media.kind === "photo" ? `${media.name}-0` : media.name;
+        bot.files.add(fileId, media.bytes);
+        const { update } = bot.incoming({
+          chat,
+          from,
+          caption,
+          ...(options.topic ? { topic: options.topic } : {}),
+          media:
+            media.kind === "photo"
+              ? {
+                  kind: "photo",
+                  fileId: media.name,
+                  sizes: [{ width: 64, height: 48, fileSize: media.bytes.byteLength }],
+                }
+              : { kind: "voice", fileId: media.name, durationSeconds: 2, fileSize: media.bytes.byteLength },
+        });
+        return { updateKey: String(update.update_id), fileId };
+      },
+      press(speaker, messageId, label) {
+        const from = tgUsers[speaker];
+        if (!from) throw new Error(`no Telegram user ${speaker}`);
+        const message = bot.messages(chat.id).find((m) => m.messageId === messageId);
+        if (!message?.buttons?.flat().some((b) => b.text === label)) return null;
+        return String(bot.press(chat.id, messageId, from, { label }).update.update_id);
+      },
+    };
+  };
 
   const dcUsers: Record<string, APIUser> = {
     alice: discord.createUser("alice"),
@@ -380,6 +439,17 @@ export function createCast(
     matrixPlace("mx-dm-alice", ["alice"], false),
     matrixPlace("mx-dm-bob", ["bob"], false),
     matrixPlace("mx-room", ["alice", "bob"], true),
+    // The support bot: Alice's and Bob's DMs with it (the same chat ids as theirs with the default
+    // bot) and a group of its own, where it answers when mentioned.
+    telegramPlace("sup-dm-alice", privateChat(tgUsers.alice!), "supersede", ["alice"], {
+      needsMention: false,
+      bot: support,
+    }),
+    telegramPlace("sup-dm-bob", privateChat(tgUsers.bob!), "supersede", ["bob"], {
+      needsMention: false,
+      bot: support,
+    }),
+    telegramPlace("sup-group", supportGroup, "queue", ["alice", "bob"], { needsMention: true, bot: support }),
   ];
   const stranger = {
     telegramDm: telegramPlace("tg-dm-mallory", privateChat(tgUsers.mallory!), "supersede", ["mallory"], {
@@ -401,27 +471,30 @@ export function createCast(
   const approver = telegramPlace("tg-approvals", approvalsGroup, "queue", ["alice", "bob"], {
     needsMention: true,
   });
+  const everyPlace = [
+    ...places,
+    forgetter,
+    pairer,
+    approver,
+    stranger.telegramDm,
+    stranger.discordDm,
+    stranger.whatsappDm,
+    stranger.matrixDm,
+  ];
   return {
     places,
     stranger,
     forgetter,
     pairer,
     approver,
+    everyPlace,
     byName(name) {
-      const found = [
-        ...places,
-        forgetter,
-        pairer,
-        approver,
-        stranger.telegramDm,
-        stranger.discordDm,
-        stranger.whatsappDm,
-        stranger.matrixDm,
-      ].find((p) => p.name === name);
+      const found = everyPlace.find((p) => p.name === name);
       if (!found) throw new Error(`no place ${name}`);
       return found;
     },
     telegramAllowed: `pairing,${tgUsers.alice!.id},${tgUsers.bob!.id},${tgUsers.carol!.id}`,
+    supportAllowed: `${tgUsers.alice!.id},${tgUsers.bob!.id}`,
     discordAllowed: `${dcUser("alice").id},${dcUser("bob").id}`,
     whatsappAllowed: `${waUsers.alice!.waId},${waUsers.bob!.waId}`,
     matrixAllowed: `${mxUser("alice")},${mxUser("bob")}`,

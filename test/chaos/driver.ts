@@ -11,16 +11,17 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startDiscordEmulator } from "../emulators/discord/index.ts";
 import { type MatrixEmulator, startMatrixEmulator } from "../emulators/matrix/index.ts";
-import { startTelegramEmulator } from "../emulators/telegram/index.ts";
+import { botUser, startTelegramEmulator, type TelegramEmulator } from "../emulators/telegram/index.ts";
 import { startWhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import { startHttpMcpServer } from "../fixtures/mcp/http-server.ts";
 import { startFakeLlmServer } from "../support/llm/fake-llm-server.ts";
 import { tempDir } from "../support/runtime.ts";
-import { chaosConfig, createCast } from "./cast.ts";
+import { type Cast, chaosConfig, createCast, SUPPORT_BOT } from "./cast.ts";
 import { type ChaosDatabase, type ChaosEngine, openChaosDatabase } from "./database.ts";
 import { type FaultCounts, FaultInjector } from "./faults.ts";
 import { checkInvariants, type Violation } from "./invariants.ts";
 import { restart, runKills } from "./kills.ts";
+import { readLeases } from "./leases.ts";
 import { playOpening } from "./opening.ts";
 import type { OperatorDecision } from "./operator.ts";
 import { resolveAmbiguous } from "./operator.ts";
@@ -34,11 +35,13 @@ import {
   readDatabase,
   readMatrix,
   readModelLog,
+  readTelegramSends,
   readWhatsApp,
   type Snapshot,
 } from "./snapshot.ts";
 import { GatewaySupervisor, KILL_POINTS } from "./supervisor.ts";
 import { codesIn, OPERATOR_TOKEN, type Peers, Traffic } from "./traffic.ts";
+import { type ReplyTimes, type RssSample, readReplyTimes, rssMbOf } from "./vitals.ts";
 
 export type { ChaosOptions };
 
@@ -101,6 +104,20 @@ export interface ChaosReport {
     killedMidSend: number;
     retriedSameTxn: number;
   };
+  /**
+   * Per Telegram account: the inputs its bot received, the outbox records sent through it and the
+   * messages it sent (the `same-account` invariant holds each delivery to its input's account).
+   */
+  accounts: Array<{
+    channel: string;
+    name: string;
+    account: string;
+    inputs: number;
+    records: number;
+    botMessages: number;
+  }>;
+  /** Outbox records and bot messages `same-account` tied to the account of the input they name. */
+  accountTied: { records: number; messages: number };
   /** Button presses on approval prompts, and how many were pressed again or replayed. */
   presses: { approve: number; deny: number; again: number; replays: number };
   pairings: PairingOutcome[];
@@ -152,6 +169,11 @@ export interface ChaosReport {
   /** Where the run's database and config are kept (only when there were violations). */
   keptDir: string | null;
   violations: Violation[];
+  /**
+   * Under the chaos: every message users posted (chats and the conversation API), reply times
+   * (post to delivered), and the active gateway's RSS sampled every `RSS_EVERY_MS`.
+   */
+  vitals: { userMessages: number; reply: ReplyTimes; rss: RssSample[]; startedAtMs: number };
 }
 
 const TICK_MS = 200;
@@ -165,6 +187,25 @@ const WHATSAPP_STATUS_WAIT_MS = 8_000;
 /** Random messages are never closer than this on average, when the opening left little of the budget. */
 const MIN_MESSAGE_GAP_MS = 150;
 
+/** How often the active gateway's RSS is sampled. */
+const RSS_EVERY_MS = 30_000;
+
+/**
+ * The random phase's kills: the options' counts, or, with `killEveryMs`, about one death episode
+ * that often over the 70% of the window runKills spreads them over; half of them armed restarts
+ * (each kill point at least twice), the rest plain SIGKILLs.
+ */
+export function killCadence(
+  options: Pick<ChaosOptions, "killEveryMs" | "randomKills" | "killPointRounds">,
+  windowMs: number,
+): { randomKills: number; killPointRounds: number } {
+  if (!options.killEveryMs)
+    return { randomKills: options.randomKills, killPointRounds: options.killPointRounds };
+  const episodes = Math.floor((windowMs * 0.7) / options.killEveryMs);
+  const killPointRounds = Math.max(2, Math.floor(episodes / 2 / KILL_POINTS.length));
+  return { randomKills: Math.max(1, episodes - killPointRounds * KILL_POINTS.length), killPointRounds };
+}
+
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const log = options.log ?? (() => {});
@@ -174,8 +215,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
   const random = seededRandom(options.seed);
   const dir = tempDir("switchboard-chaos-");
+  const telegram = startTelegramEmulator();
+  // The support account's bot, on the same emulator (its own updates, chats, calls and faults).
+  const support = telegram.addBot({
+    token: SUPPORT_BOT.token,
+    bot: botUser(SUPPORT_BOT.id, SUPPORT_BOT.username, "Support"),
+  });
   const peers: Peers = {
-    telegram: startTelegramEmulator(),
+    telegram,
+    telegramAccounts: { [SUPPORT_BOT.name]: support },
     discord: startDiscordEmulator({ heartbeatIntervalMs: 1_000 }),
     // The pair rate (one message per user every ~6 s) is left to the e2e tests: here it would only
     // stretch the run. Statuses come as Meta sends them: sent, then delivered, each in its own POST.
@@ -186,12 +234,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     matrix: startMatrixEmulator(),
     llm: startFakeLlmServer(),
   };
-  const cast = createCast(peers.telegram, peers.discord, peers.whatsapp, peers.matrix);
+  const cast = createCast(peers.telegram, peers.discord, peers.whatsapp, peers.matrix, support);
+  const telegramBots = [peers.telegram, ...Object.values(peers.telegramAccounts)];
   const database = await openChaosDatabase(options.engine ?? "sqlite", dir.path);
   const configPath = join(dir.path, "switchboard.json");
   const notesFile = join(dir.path, "notes.txt");
   const mcp = startHttpMcpServer({ notesFile });
-  writeFileSync(configPath, JSON.stringify(chaosConfig(mcp.url, options.approvalTimeoutMs)));
+  writeFileSync(
+    configPath,
+    JSON.stringify(
+      chaosConfig(mcp.url, options.approvalTimeoutMs, {
+        apiRoot: peers.telegram.url,
+        allowedUsers: cast.supportAllowed,
+      }),
+    ),
+  );
   const env = (): Record<string, string> => ({
     ...database.env,
     SWITCHBOARD_CONFIG: configPath,
@@ -204,6 +261,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     TELEGRAM_BOT_TOKEN: peers.telegram.token,
     TELEGRAM_API_ROOT: peers.telegram.url,
     TELEGRAM_ALLOWED_USERS: cast.telegramAllowed,
+    [SUPPORT_BOT.tokenVariable]: SUPPORT_BOT.token,
     SWITCHBOARD_TRANSCRIPTION_MODEL: "openai-compatible:whisper-1",
     DISCORD_BOT_TOKEN: peers.discord.token,
     DISCORD_API_URL: peers.discord.apiUrl,
@@ -221,7 +279,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   });
   const supervisor = new GatewaySupervisor(env, dir.path, { standby: options.standby === true });
   const faults = new FaultInjector(
-    peers.telegram,
+    telegramBots,
     peers.discord,
     peers.whatsapp,
     peers.matrix,
@@ -231,6 +289,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const traffic = new Traffic(cast, peers, random, options, supervisor);
   let keptDir: string | null = null;
   let ticker: ReturnType<typeof setInterval> | undefined;
+  const rss: RssSample[] = [];
+  const rssSampler = setInterval(() => {
+    const mb = supervisor.pid === null ? null : rssMbOf(supervisor.pid);
+    if (mb !== null) rss.push({ atMs: Date.now(), mb });
+  }, RSS_EVERY_MS);
   try {
     await supervisor.start();
     log(`gateway up at ${supervisor.url}; ${database.engine} database ${database.location}`);
@@ -279,12 +342,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // The random traffic fills the rest of the budget, or spreads over a minimum span when the
     // opening (slow on a busy machine) used it all.
     const randomStart = Date.now();
+    const endMs = Math.max(trafficStart + options.trafficMs, randomStart + 10_000);
+    const messages = options.rate
+      ? Math.max(1, Math.round((options.rate * (endMs - randomStart)) / 1000))
+      : options.messages;
     const window = {
       startMs: randomStart,
-      endMs: Math.max(trafficStart + options.trafficMs, randomStart + options.messages * MIN_MESSAGE_GAP_MS),
+      endMs: Math.max(endMs, randomStart + messages * (options.rate ? 0 : MIN_MESSAGE_GAP_MS)),
     };
-    const chaos = runKills(options, random, supervisor, traffic, window, log);
-    await traffic.run(window.startMs, window.endMs);
+    const kills = killCadence(options, window.endMs - window.startMs);
+    log(
+      `random traffic: ${messages} messages over ${Math.round((window.endMs - window.startMs) / 1000)} s; ${kills.randomKills} random kills, each kill point armed ${kills.killPointRounds} times`,
+    );
+    const chaos = runKills({ ...options, ...kills }, random, supervisor, traffic, window, log);
+    await traffic.run(window.startMs, window.endMs, messages);
     await chaos;
     trafficOver = true;
     await watching;
@@ -301,34 +372,30 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       traffic,
       log,
     );
-    const chats = [
-      ...new Set(
-        [
-          ...cast.places,
-          cast.forgetter,
-          cast.pairer,
-          cast.approver,
-          cast.stranger.telegramDm,
-          cast.stranger.discordDm,
-          cast.stranger.whatsappDm,
-          cast.stranger.matrixDm,
-        ].map((p) => p.chat),
-      ),
-    ];
+    const chats = [...new Set(cast.everyPlace.map((p) => p.chat))];
     const snapshot: Snapshot = {
       sent: traffic.sent,
+      leases: await readLeases(database),
       ...(await readDatabase(database)),
       pairings: await pairingOutcomes(database, traffic, peers),
       media: mediaOutcomes(traffic, peers),
-      botMessages: readChats(chats, peers.telegram, peers.discord, peers.whatsapp, peers.matrix),
+      botMessages: chatsOf(peers, chats),
       ...readModelLog(peers.llm.requests()),
-      unconfirmedUpdates: peers.telegram.pendingUpdateIds(),
+      unconfirmedUpdates: [
+        ...peers.telegram.pendingUpdateIds(),
+        ...Object.entries(peers.telegramAccounts).flatMap(([name, bot]) =>
+          bot.pendingUpdateIds().map((id) => `${name}:${id}`),
+        ),
+      ],
       ...readWhatsApp(peers.whatsapp, chats),
       ...readMatrix(peers.matrix),
       spawns: traffic.spawns,
       api: traffic.api,
       toolEffects: existsSync(notesFile) ? readFileSync(notesFile, "utf8").split("\n").filter(Boolean) : [],
+      botSends: readTelegramSends(telegramBots),
+      accountChats: accountChatsOf(cast),
     };
+    const reply = await readReplyTimes(database, traffic.sent);
     const stopStart = Date.now();
     await supervisor.stop();
     const stopMs = Date.now() - stopStart;
@@ -408,6 +475,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         retriedSameTxn: checked.matrixRetriedSameTxn,
       },
       presses: { ...traffic.presses },
+      accounts: snapshot.accountChats.map((a) => ({
+        channel: a.channel,
+        name: a.name,
+        account: a.account,
+        inputs: traffic.sent.filter((s) => s.account === a.account).length,
+        records: snapshot.outbox.filter((r) => r.channel === a.channel && r.account === a.account).length,
+        botMessages: snapshot.botSends.filter((m) => m.channel === a.channel && m.account === a.account)
+          .length,
+      })),
+      accountTied: checked.accountTied,
       pairings: snapshot.pairings,
       approvals: snapshot.approvals.reduce<Record<string, number>>(
         (byState, a) => Object.assign(byState, { [a.state]: (byState[a.state] ?? 0) + 1 }),
@@ -441,9 +518,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       },
       keptDir,
       violations,
+      vitals: { userMessages: traffic.sent.length + traffic.api.length, reply, rss, startedAtMs: started },
     };
   } finally {
     clearInterval(ticker);
+    clearInterval(rssSampler);
     await supervisor.stop().catch(() => {});
     faults.quiesce();
     await peers.telegram.close();
@@ -457,6 +536,42 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
 }
 
+/** The bots' visible messages in `chats` (a named Telegram account's chats are keyed `tg@<name>:…`). */
+function chatsOf(peers: Peers, chats: readonly string[]) {
+  return readChats(
+    chats,
+    peers.telegram,
+    peers.discord,
+    peers.whatsapp,
+    peers.matrix,
+    peers.telegramAccounts,
+  );
+}
+
+function pendingTelegramUpdates(peers: Peers): number {
+  return [peers.telegram, ...Object.values(peers.telegramAccounts)].reduce(
+    (sum, bot: TelegramEmulator) => sum + bot.pendingUpdateIds().length,
+    0,
+  );
+}
+
+/** Where each Telegram bot is a member: the chats of the cast's places it talks in. */
+function accountChatsOf(cast: Cast): Snapshot["accountChats"] {
+  const byAccount = new Map<string, Set<string>>();
+  for (const place of cast.everyPlace) {
+    if (place.channel !== "telegram" || place.account === undefined) continue;
+    const chats = byAccount.get(place.account) ?? new Set<string>();
+    chats.add(place.chat.split(":")[1]!);
+    byAccount.set(place.account, chats);
+  }
+  return [...byAccount].map(([account, chats]) => ({
+    channel: "telegram",
+    name: account === String(SUPPORT_BOT.id) ? SUPPORT_BOT.name : "default",
+    account,
+    chatIds: [...chats],
+  }));
+}
+
 /** What each media message became: downloads of its file, and what the model was shown of it. */
 function mediaOutcomes(traffic: Traffic, peers: Peers): MediaOutcome[] {
   const requests = peers.llm.requests();
@@ -465,7 +580,7 @@ function mediaOutcomes(traffic: Traffic, peers: Peers): MediaOutcome[] {
     return {
       id: m.id,
       kind: m.kind,
-      downloadsCompleted: peers.telegram.files.downloads(m.fileId).completed,
+      downloadsCompleted: m.bot.files.downloads(m.fileId).completed,
       modelSawIt: shown.some((r) =>
         m.kind === "photo"
           ? r.messages.some(
@@ -558,8 +673,7 @@ async function watchAmbiguous(
       onDecisions(
         await resolveAmbiguous(
           { url: supervisor.url, token: OPERATOR_TOKEN },
-          (chat) =>
-            readChats([chat], peers.telegram, peers.discord, peers.whatsapp, peers.matrix)[chat] ?? [],
+          (chat) => chatsOf(peers, [chat])[chat] ?? [],
           { minAgeMs: AMBIGUOUS_MIN_AGE_MS },
         ),
       );
@@ -591,14 +705,14 @@ async function settle(
     const signature = JSON.stringify([
       work,
       peers.llm.requests().length,
-      peers.telegram.pendingUpdateIds().length,
+      pendingTelegramUpdates(peers),
       webhooks.length,
       unanswered,
     ]);
     if (work.ambiguous > 0 && supervisor.url) {
       const decided = await resolveAmbiguous(
         { url: supervisor.url, token: OPERATOR_TOKEN },
-        (chat) => readChats([chat], peers.telegram, peers.discord, peers.whatsapp, peers.matrix)[chat] ?? [],
+        (chat) => chatsOf(peers, [chat])[chat] ?? [],
       );
       for (const decision of decided) log(`operator: ${decision.action} ${decision.id}`);
       operator.push(...decided);
@@ -607,7 +721,7 @@ async function settle(
     }
     const idle =
       work.active + work.undelivered + work.schedules + work.approvals === 0 &&
-      peers.telegram.pendingUpdateIds().length === 0 &&
+      pendingTelegramUpdates(peers) === 0 &&
       unanswered === 0;
     quietPolls = idle && signature === lastSignature ? quietPolls + 1 : 0;
     lastSignature = signature;

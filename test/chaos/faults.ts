@@ -4,6 +4,7 @@
  * faults never pile up while a chat is quiet and a retried send meets each one independently).
  * Until every Telegram fault kind has been injected once, a fault is armed after every call that
  * can take a kind not yet seen, so even a short run meets every kind, whatever the dice say.
+ * Every Telegram bot (the default and the named accounts') gets its own faults from one plan.
  * The faults are the ones real platforms produce: 429 with a retry-after, 5xx, a connection reset
  * before or after the call took effect, and hung calls. WhatsApp gets 429s, 5xx and resets after
  * the effect (the send's outcome is then its status webhook's to tell); a reset before the effect
@@ -40,7 +41,8 @@ export interface FaultCounts {
 export class FaultInjector {
   readonly counts: FaultCounts = { rateLimited: 0, serverErrors: 0, resets: 0, hangs: 0 };
   private hangReleaseAtMs: number | null = null;
-  private telegramSeen = 0;
+  /** Calls of each Telegram bot looked at so far (same order as `telegrams`). */
+  private readonly telegramSeen: number[];
   private discordSeen = 0;
   private whatsappSeen = 0;
   private matrixSeen = 0;
@@ -64,14 +66,17 @@ export class FaultInjector {
   ]);
 
   constructor(
-    private readonly telegram: TelegramEmulator,
+    /** Every Telegram bot of the run (the default one and the named accounts'): each gets faults. */
+    private readonly telegrams: readonly TelegramEmulator[],
     private readonly discord: DiscordEmulator,
     private readonly whatsapp: WhatsAppEmulator,
     private readonly matrix: MatrixEmulator,
     private readonly random: Random,
     /** Probability that the call after a call of the same method fails. 0 disables faults. */
     private readonly rate: number,
-  ) {}
+  ) {
+    this.telegramSeen = telegrams.map(() => 0);
+  }
 
   get total(): number {
     const c = this.counts;
@@ -82,17 +87,20 @@ export class FaultInjector {
   tick(nowMs: number): void {
     // The clock starts when a call actually hangs: a hang armed long before its call arrives must
     // not hold that call (and its late effect) until some later release.
-    if (this.hangReleaseAtMs === null && this.telegram.hungCount() > 0) {
+    if (this.hangReleaseAtMs === null && this.telegrams.some((bot) => bot.hungCount() > 0)) {
       this.hangReleaseAtMs = nowMs + HANG_RELEASE_MS;
     }
     if (this.hangReleaseAtMs !== null && nowMs >= this.hangReleaseAtMs) {
-      this.telegram.releaseHung();
+      for (const bot of this.telegrams) bot.releaseHung();
       this.hangReleaseAtMs = null;
     }
-    const telegramCalls = this.telegram.calls
-      .slice(this.telegramSeen)
-      .map((c) => ({ key: `tg ${c.method}`, c }));
-    this.telegramSeen += telegramCalls.length;
+    const telegramCalls = this.telegrams.flatMap((bot, index) => {
+      const calls = bot.calls
+        .slice(this.telegramSeen[index])
+        .map((c) => ({ key: `tg${index} ${c.method}`, c }));
+      this.telegramSeen[index] = bot.calls.length;
+      return calls;
+    });
     const discordCalls = this.discord.restCalls
       .slice(this.discordSeen)
       .map((c) => ({ key: `dc ${c.route}`, c }));
@@ -114,15 +122,17 @@ export class FaultInjector {
       called.add(key);
     }
     if (!this.enabled) return;
-    for (const method of TELEGRAM_METHODS) {
-      const key = `tg ${method}`;
-      if (
-        called.has(key) &&
-        !this.pending.has(key) &&
-        (this.unseenFor(method) || this.random.chance(this.rate))
-      ) {
-        this.armTelegram(method);
-        this.pending.add(key);
+    for (const [index, bot] of this.telegrams.entries()) {
+      for (const method of TELEGRAM_METHODS) {
+        const key = `tg${index} ${method}`;
+        if (
+          called.has(key) &&
+          !this.pending.has(key) &&
+          (this.unseenFor(method) || this.random.chance(this.rate))
+        ) {
+          this.armTelegram(bot, method);
+          this.pending.add(key);
+        }
       }
     }
     for (const route of DISCORD_ROUTES) {
@@ -156,8 +166,10 @@ export class FaultInjector {
   quiesce(): void {
     this.enabled = false;
     this.pending.clear();
-    this.telegram.faults.clear();
-    this.telegram.releaseHung();
+    for (const bot of this.telegrams) {
+      bot.faults.clear();
+      bot.releaseHung();
+    }
     this.discord.clearFaults();
     this.whatsapp.faults.clear();
     this.matrix.clearFaults();
@@ -179,13 +191,13 @@ export class FaultInjector {
     ];
   }
 
-  private armTelegram(method: (typeof TELEGRAM_METHODS)[number]): void {
+  private armTelegram(bot: TelegramEmulator, method: (typeof TELEGRAM_METHODS)[number]): void {
     const faults = this.telegramFaults(method);
     // A short run still meets every kind: an unseen one first, then the seeded random choice.
     const unseen = faults.filter((f) => this.unseenTelegramKinds.has(f.kind));
     const fault = this.random.pick(unseen.length > 0 ? unseen : faults);
     this.unseenTelegramKinds.delete(fault.kind);
-    this.telegram.injectFault(method, fault);
+    bot.injectFault(method, fault);
     this.count(fault.kind);
   }
 

@@ -6,10 +6,35 @@ import { describe, expect, test } from "bun:test";
 import { txnIdFor } from "../../channels/matrix/keys.ts";
 import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
 import { checkInvariants, type InvariantName } from "./invariants.ts";
-import { type OutboxRow, type RunRow, readModelLog, type SentInput, type Snapshot } from "./snapshot.ts";
+import type { LeaseRow } from "./leases.ts";
+import {
+  type BotSend,
+  type ChatMessage,
+  type OutboxRow,
+  type RunRow,
+  readModelLog,
+  type SentInput,
+  type Snapshot,
+} from "./snapshot.ts";
 
 const GROUP = "tg:-5001";
 const DM = "tg:1001";
+/** The default Telegram bot's account (its bot id), and the support bot's. */
+const DEFAULT_BOT = "123456789";
+const SUPPORT_BOT = "222222222";
+
+/** What the Telegram emulator records of the default bot's messages in `chats` (keyed `tg:<chat id>`). */
+function sendsOf(chats: Record<string, ChatMessage[]>, account = DEFAULT_BOT): BotSend[] {
+  return Object.entries(chats).flatMap(([chat, messages]) =>
+    messages.map((m) => ({
+      channel: "telegram",
+      account,
+      chatId: chat.split(":")[1]!,
+      messageId: m.id,
+      text: m.text,
+    })),
+  );
+}
 
 function run(id: string, inputs: string[], extra: Partial<RunRow> = {}): RunRow {
   return {
@@ -43,6 +68,7 @@ function record(runId: string, marker: string, extra: Partial<OutboxRow> = {}): 
     chunks: 1,
     receiptIds: [`m_${marker}`],
     lastError: null,
+    ...((extra.channel ?? "telegram") === "telegram" ? { account: DEFAULT_BOT } : {}),
     ...extra,
   };
 }
@@ -56,13 +82,14 @@ function sent(id: string, extra: Partial<SentInput> = {}): SentInput {
     chat: GROUP,
     expect: "answer",
     ordered: true,
+    ...((extra.channel ?? "telegram") === "telegram" ? { account: DEFAULT_BOT } : {}),
     ...extra,
   };
 }
 
 /** Two queued answers in a group, a schedule in a DM and one ignored message: everything kept. */
 function healthy(): Snapshot {
-  return {
+  const snapshot: Omit<Snapshot, "botSends" | "accountChats"> = {
     sent: [
       sent("q00001"),
       sent("q00002"),
@@ -72,11 +99,11 @@ function healthy(): Snapshot {
       sent("p00006", { place: "tg-dm-alice", chat: DM, ordered: false, speaker: "alice" }),
     ],
     receipts: [
-      { channel: "telegram", key: "u_q00001", runId: "run1", outcome: "admitted" },
-      { channel: "telegram", key: "u_q00002", runId: "run2", outcome: "admitted" },
-      { channel: "telegram", key: "u_s00004", runId: null, outcome: "command:in" },
-      { channel: "telegram", key: "u_t00005", runId: "run4", outcome: "admitted" },
-      { channel: "telegram", key: "u_p00006", runId: "run5", outcome: "admitted" },
+      { channel: "telegram", account: DEFAULT_BOT, key: "u_q00001", runId: "run1", outcome: "admitted" },
+      { channel: "telegram", account: DEFAULT_BOT, key: "u_q00002", runId: "run2", outcome: "admitted" },
+      { channel: "telegram", account: DEFAULT_BOT, key: "u_s00004", runId: null, outcome: "command:in" },
+      { channel: "telegram", account: DEFAULT_BOT, key: "u_t00005", runId: "run4", outcome: "admitted" },
+      { channel: "telegram", account: DEFAULT_BOT, key: "u_p00006", runId: "run5", outcome: "admitted" },
     ],
     runs: [
       run("run1", ["q00001"]),
@@ -178,6 +205,14 @@ function healthy(): Snapshot {
         grants: 1,
         redemptions: ["approved", "already approved"],
       },
+    ],
+  };
+  return {
+    ...snapshot,
+    botSends: sendsOf(snapshot.botMessages),
+    accountChats: [
+      { channel: "telegram", name: "default", account: DEFAULT_BOT, chatIds: ["-5001", "1001"] },
+      { channel: "telegram", name: "support", account: SUPPORT_BOT, chatIds: ["-5101", "1001"] },
     ],
   };
 }
@@ -741,5 +776,135 @@ describe("chaos invariants", () => {
     answered.runs.find((r) => r.id === "run22")!.state = "completed";
     answered.modelRequests.push("q00021 hello");
     expect(violated(answered)).toContain("deleted-unanswered");
+  });
+
+  describe("same-account: two Telegram bots", () => {
+    const SUPPORT_DM = "tg@support:1001";
+    /** Alice also talks to the support bot: the same chat id and update key as with the default bot. */
+    function withSupport(): Snapshot {
+      const s = healthy();
+      s.sent.push(
+        sent("q00030", {
+          place: "sup-dm-alice",
+          chat: SUPPORT_DM,
+          account: SUPPORT_BOT,
+          updateKey: "u_q00001",
+        }),
+      );
+      s.receipts.push({
+        channel: "telegram",
+        account: SUPPORT_BOT,
+        key: "u_q00001",
+        runId: "run30",
+        outcome: "admitted",
+      });
+      s.runs.push(run("run30", ["q00030"], { conversationId: "conv_support" }));
+      s.outbox.push(record("run30", "q00030", { chat: SUPPORT_DM, account: SUPPORT_BOT }));
+      s.botMessages[SUPPORT_DM] = [{ id: "m_q00030", text: "a-q00030 words" }];
+      s.botSends.push(...sendsOf({ [SUPPORT_DM]: s.botMessages[SUPPORT_DM]! }, SUPPORT_BOT));
+      s.modelRequests.push("q00030 hello");
+      return s;
+    }
+
+    test("each bot answering what it received has no violations", () => {
+      expect(checkInvariants(withSupport()).violations).toEqual([]);
+    });
+
+    test("a reply through the wrong bot", () => {
+      // The record leaves through the default bot, which shows the answer in its own DM with Alice.
+      const wrong = withSupport();
+      wrong.outbox.at(-1)!.account = DEFAULT_BOT;
+      wrong.botSends.at(-1)!.account = DEFAULT_BOT;
+      expect(violated(wrong)).toEqual(["same-account"]);
+      expect(checkInvariants(wrong).violations.map((v) => v.subject)).toEqual([
+        "obx_run30 (run30:0)",
+        "telegram message m_q00030 in chat 1001",
+      ]);
+      // The record names the right bot, yet the platform shows the default bot sending it.
+      const shown = withSupport();
+      shown.botSends.at(-1)!.account = DEFAULT_BOT;
+      expect(violated(shown)).toEqual(["same-account"]);
+      // An approval prompt for a support input, sent by the default bot.
+      const prompt = withSupport();
+      prompt.botSends.push({
+        channel: "telegram",
+        account: DEFAULT_BOT,
+        chatId: "1001",
+        messageId: "m_prompt30",
+        text: 'Approval needed: notes_append_note {"text": "q00030"}',
+      });
+      expect(violated(prompt)).toEqual(["same-account"]);
+    });
+
+    test("the right bot, but in another chat", () => {
+      const s = withSupport();
+      s.botSends.at(-1)!.chatId = "-5101";
+      expect(violated(s)).toEqual(["same-account"]);
+    });
+
+    test("a bot writing in a chat it is not a member of, or a bot the gateway does not have", () => {
+      const outsider = withSupport();
+      outsider.botSends.push({
+        channel: "telegram",
+        account: DEFAULT_BOT,
+        chatId: "-5101",
+        messageId: "m_x",
+        text: "hello",
+      });
+      expect(violated(outsider)).toEqual(["same-account"]);
+      const unknown = withSupport();
+      unknown.botSends.push({
+        channel: "telegram",
+        account: "999",
+        chatId: "1001",
+        messageId: "m_y",
+        text: "hi",
+      });
+      expect(violated(unknown)).toEqual(["same-account"]);
+    });
+
+    test("an update the other bot recorded is not this one's receipt", () => {
+      const s = withSupport();
+      s.receipts = s.receipts.filter((r) => r.account !== SUPPORT_BOT);
+      expect(violated(s)).toContain("admitted");
+    });
+  });
+});
+
+describe("lease-expired: no lease held by a dead process past its expiry", () => {
+  const at = 1_000_000;
+  const withLeases = (rows: LeaseRow[], gatewayLockHolders: string[] = []): Snapshot => ({
+    ...healthy(),
+    leases: { readAtMs: at, rows, gatewayLockHolders },
+  });
+  const lease = (extra: Partial<LeaseRow>): LeaseRow => ({
+    table: "runs",
+    id: "run9",
+    owner: "gw_live",
+    state: "running",
+    expiresAtMs: at + 20_000,
+    ...extra,
+  });
+
+  test("a live owner's lease, and the one active gateway's lock: no violations", () => {
+    const s = withLeases(
+      [lease({}), lease({ table: "schedule_occurrences", id: "sch_9@5", state: "claimed" })],
+      ["4242@2026-12-06 15:00:00"],
+    );
+    expect(checkInvariants(s).violations).toEqual([]);
+  });
+
+  test("a run or claim held past its expiry, an ended run still leased, a dead session's gateway lock", () => {
+    expect(violated(withLeases([lease({ expiresAtMs: at - 1 })]))).toEqual(["lease-expired"]);
+    expect(
+      violated(
+        withLeases([
+          lease({ table: "schedule_occurrences", id: "sch_9@5", state: "claimed", expiresAtMs: at - 30_000 }),
+        ]),
+      ),
+    ).toEqual(["lease-expired"]);
+    expect(violated(withLeases([lease({ state: "completed" })]))).toEqual(["lease-expired"]);
+    expect(violated(withLeases([lease({ expiresAtMs: null })]))).toEqual(["lease-expired"]);
+    expect(violated(withLeases([], ["4242@a", "4343@b"]))).toEqual(["lease-expired"]);
   });
 });

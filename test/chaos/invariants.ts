@@ -13,7 +13,15 @@
 import { txnIdFor } from "../../channels/matrix/keys.ts";
 import { finalAnswerMarkdown } from "../../outbox/final-text.ts";
 import { isTerminalState, type RunState, type TerminalRunState } from "../../src/runtime/types.ts";
-import { type ChatMessage, idsIn, type OutboxRow, type RunRow, type Snapshot } from "./snapshot.ts";
+import type { LeaseSnapshot } from "./leases.ts";
+import {
+  type ChatMessage,
+  idsIn,
+  type OutboxRow,
+  type RunRow,
+  type SentInput,
+  type Snapshot,
+} from "./snapshot.ts";
 
 export type InvariantName =
   | "admitted"
@@ -34,6 +42,8 @@ export type InvariantName =
   | "api-once"
   | "edit-once"
   | "deleted-unanswered"
+  | "same-account"
+  | "lease-expired"
   | "settled";
 
 export interface Violation {
@@ -60,6 +70,11 @@ export interface InvariantReport {
    * resolved it as delivered (no receipt: its message id is unknown), so it could not be edited.
    */
   outcomesAsMessages: number;
+  /**
+   * What `same-account` held to an input's account: outbox records and bot messages that name an
+   * input received by a known account (its answer, its approval prompt, its schedule's notice…).
+   */
+  accountTied: { records: number; messages: number };
 }
 
 const answerMarker = (id: string) => `a-${id}`;
@@ -95,6 +110,8 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
   checkChildren(snapshot, runsById, violate);
   checkApi(snapshot, runsHolding, violate);
   checkEditsAndDeletes(snapshot, runsHolding, violate);
+  if (snapshot.leases) checkLeases(snapshot.leases, violate);
+  const accountTied = checkSameAccount(snapshot, violate);
   if (snapshot.unconfirmedUpdates.length > 0) {
     violate("settled", "telegram", `updates never confirmed: ${snapshot.unconfirmedUpdates.join(", ")}`);
   }
@@ -113,16 +130,34 @@ export function checkInvariants(snapshot: Snapshot): InvariantReport {
     resumedRuns: snapshot.runs.filter((r) => r.acquisitions > 1).length,
     repeatedModelCalls: calls,
     outcomesAsMessages: snapshot.outbox.filter((r) => outcomeAsMessage(r, snapshot.outbox)).length,
+    accountTied,
   };
 }
 
 type Violate = (invariant: InvariantName, subject: string, detail: string) => void;
+type Receipt = Snapshot["receipts"][number];
+
+/**
+ * The receipt of an input: by channel and update key, and by account when the input names one
+ * (two Telegram bots number their updates independently, so their keys collide).
+ */
+function receiptFinder(snapshot: Snapshot): (input: SentInput) => Receipt | undefined {
+  const byKey = new Map<string, Receipt[]>();
+  for (const receipt of snapshot.receipts) {
+    const key = `${receipt.channel}:${receipt.key}`;
+    byKey.set(key, [...(byKey.get(key) ?? []), receipt]);
+  }
+  return (input) =>
+    byKey
+      .get(`${input.channel}:${input.updateKey}`)
+      ?.find((r) => input.account === undefined || r.account === undefined || r.account === input.account);
+}
 
 /** Every message that must be answered was admitted; every ignorable one never reached the model. */
 function checkAdmitted(snapshot: Snapshot, violate: Violate): void {
-  const receipts = new Map(snapshot.receipts.map((r) => [`${r.channel}:${r.key}`, r]));
+  const receiptOf = receiptFinder(snapshot);
   for (const input of snapshot.sent) {
-    const receipt = receipts.get(`${input.channel}:${input.updateKey}`);
+    const receipt = receiptOf(input);
     if (input.expect === "answer" && !receipt?.runId) {
       violate("admitted", input.id, `${input.place} update ${input.updateKey} was never admitted as a run`);
     }
@@ -147,7 +182,7 @@ function checkTerminal(
   runsHolding: Map<string, RunRow[]>,
   violate: Violate,
 ): void {
-  const receipts = new Map(snapshot.receipts.map((r) => [`${r.channel}:${r.key}`, r]));
+  const receiptOf = receiptFinder(snapshot);
   for (const run of snapshot.runs) {
     if (!isTerminalState(run.state as RunState)) violate("one-terminal-run", run.id, `still ${run.state}`);
     if (run.state === "absorbed") {
@@ -184,7 +219,7 @@ function checkTerminal(
         );
         continue;
       }
-      const receipt = receipts.get(`${input.channel}:${input.updateKey}`);
+      const receipt = receiptOf(input);
       if (receipt?.runId && receipt.runId !== holders[0]?.id) {
         violate(
           "one-terminal-run",
@@ -845,4 +880,114 @@ function checkEditsAndDeletes(
         );
     }
   }
+}
+
+/**
+ * Every delivery leaves through the account that received its input, and no bot writes where it
+ * is not a member. The ids an input brings (its own, its correction's, its spawned child's task
+ * and answer; an api send's, through the account it named) belong to that input's account and
+ * chat. Then: an outbox record naming one is sent through that account; a bot message naming one
+ * was sent by that bot, into that chat; and every bot message is in a chat of the bot's own.
+ */
+function checkSameAccount(snapshot: Snapshot, violate: Violate): InvariantReport["accountTied"] {
+  const tied = { records: 0, messages: 0 };
+  const owner = new Map<string, { account: string; chatId: string; channel: string }>();
+  const chatIdOf = (chat: string) => chat.split(":")[1] ?? chat;
+  for (const input of snapshot.sent) {
+    if (input.account === undefined) continue;
+    const of = { account: input.account, chatId: chatIdOf(input.chat), channel: input.channel };
+    owner.set(input.id, of);
+    if (input.correctedTo) owner.set(input.correctedTo, of);
+    const spawn = snapshot.spawns.find((sp) => sp.id === input.id);
+    if (spawn) {
+      owner.set(spawn.childId, of);
+      owner.set(spawn.resultId, of);
+    }
+  }
+  for (const call of snapshot.api) {
+    const account = call.body?.account;
+    if (call.kind === "send" && typeof account === "string" && call.chat)
+      owner.set(call.id, { account, chatId: chatIdOf(call.chat), channel: String(call.body?.channel) });
+  }
+  const ownersIn = (text: string) =>
+    [...new Set(idsIn(text))].flatMap((id) => {
+      const of = owner.get(id);
+      return of ? [{ id, ...of }] : [];
+    });
+  for (const record of snapshot.outbox) {
+    if (record.account === undefined) continue;
+    const owners = ownersIn(record.markdown);
+    if (owners.length > 0) tied.records += 1;
+    for (const of of owners) {
+      if (record.channel === of.channel && record.account === of.account) continue;
+      violate(
+        "same-account",
+        `${record.id} (${record.key})`,
+        `names ${of.id}, received by ${of.channel} account ${of.account}, but is sent through ${record.channel} account ${record.account}`,
+      );
+    }
+  }
+  const members = new Map(
+    snapshot.accountChats.map((a) => [
+      `${a.channel}:${a.account}`,
+      { name: a.name, chats: new Set(a.chatIds) },
+    ]),
+  );
+  for (const message of snapshot.botSends) {
+    const where = `${message.channel} message ${message.messageId} in chat ${message.chatId}`;
+    const owners = ownersIn(message.text);
+    if (owners.length > 0) tied.messages += 1;
+    for (const of of owners) {
+      if (message.channel === of.channel && message.account === of.account && message.chatId === of.chatId)
+        continue;
+      violate(
+        "same-account",
+        where,
+        `sent by account ${message.account}, names ${of.id}, which account ${of.account} received in chat ${of.chatId}`,
+      );
+    }
+    const membership = members.get(`${message.channel}:${message.account}`);
+    if (!membership)
+      violate("same-account", where, `sent by account ${message.account}, which the gateway has no bot for`);
+    else if (!membership.chats.has(message.chatId))
+      violate(
+        "same-account",
+        where,
+        `sent by account ${membership.name} (${message.account}), which is not a member of that chat`,
+      );
+  }
+  return tied;
+}
+
+/**
+ * No lease held by a dead process past its expiry: once the run settled, an ended run names no
+ * owner; a run or schedule occurrence still leased is held by a live owner that renews it, so its
+ * lease has not expired (an expired one is a dead owner's that nobody took over); and on
+ * PostgreSQL at most one session, the active gateway's, holds the gateway lock.
+ */
+export function checkLeases(leases: LeaseSnapshot, violate: Violate): void {
+  for (const row of leases.rows) {
+    const where = `${row.table} ${row.id}`;
+    const ended = row.table === "runs" ? isTerminalState(row.state as RunState) : row.state !== "claimed";
+    if (ended) {
+      violate("lease-expired", where, `${row.state}, yet still leased to ${row.owner}`);
+      continue;
+    }
+    if (row.expiresAtMs === null || row.expiresAtMs < leases.readAtMs)
+      violate(
+        "lease-expired",
+        where,
+        `${row.state} and held by ${row.owner} ${
+          row.expiresAtMs === null
+            ? "with no expiry"
+            : `${leases.readAtMs - row.expiresAtMs} ms past its lease's expiry`
+        }: nobody took it over`,
+      );
+  }
+  if (leases.gatewayLockHolders.length > 1)
+    violate(
+      "lease-expired",
+      "gateway lock",
+      `held by ${leases.gatewayLockHolders.length} sessions (${leases.gatewayLockHolders.join(", ")}): a dead gateway's session still holds it`,
+    );
 }

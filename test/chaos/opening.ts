@@ -7,7 +7,8 @@
  * every place (one delivered twice at once), chatter to ignore, a supersede and an interrupt (a
  * message arriving while the last answer streams), `/stop` during an answer, tool calls of a
  * non-idempotent and an idempotent tool, approvals approved, denied, pressed twice and left to
- * expire, child agents spawned (waited for and not), a photo and a voice note, a schedule,
+ * expire, child agents spawned (waited for and not), a photo and a voice note, a schedule (and an
+ * approval and a schedule through the second Telegram bot, the account `support`),
  * `/export`, a `/forget` episode, the pairing episode, conversation API messages and a proactive
  * send (each repeated with its key), edits and deletes of queued messages, and late replays (a WhatsApp webhook among
  * them). Then a WhatsApp send killed right after WhatsApp accepted it, which its status webhook
@@ -19,7 +20,7 @@
  */
 import { txnIdFor } from "../../channels/matrix/keys.ts";
 import type { KillPoint } from "../../src/util/kill-point.ts";
-import type { Cast } from "./cast.ts";
+import type { Cast, Place } from "./cast.ts";
 import type { ChaosDatabase } from "./database.ts";
 import type { FaultInjector } from "./faults.ts";
 import { killAtEveryPoint, restart } from "./kills.ts";
@@ -178,15 +179,21 @@ async function playTrafficKinds({ cast, peers, traffic, database, log }: Opening
   const texts = cast.places.map((p, k) => traffic.postAnswerable(p, { duplicate: k === 0, pace: SLOW }));
   // Edits and deletes of messages queued behind the slow first answers, each delivered twice
   // (Telegram reports no deletes); applied before the kills begin (the quiet wait below).
-  const admitted = async (updateKeys: string[]) => {
+  // By the place's source too: two Telegram bots number their updates alike.
+  const admittedIn = (at: Place) => async (updateKeys: string[]) => {
+    const source = at.account === undefined ? `LIKE '${at.channel}:%'` : `= '${at.channel}:${at.account}'`;
     const rows = await database.read<{ n: number | string }>(
-      `SELECT count(*) AS n FROM ingress_receipts WHERE run_id IS NOT NULL AND key IN (${updateKeys.map((k) => `'${k}'`).join(", ")})`,
+      `SELECT count(*) AS n FROM ingress_receipts WHERE run_id IS NOT NULL AND source ${source} AND key IN (${updateKeys.map((k) => `'${k}'`).join(", ")})`,
     );
     return Number(rows[0]?.n ?? 0) === updateKeys.length;
   };
   const editing = Promise.all(
     ["tg-topic", "dc-general", "mx-dm-alice"].map((name) =>
-      traffic.correctAndWithdraw(place(name), texts[cast.places.indexOf(place(name))]!, admitted),
+      traffic.correctAndWithdraw(
+        place(name),
+        texts[cast.places.indexOf(place(name))]!,
+        admittedIn(place(name)),
+      ),
     ),
   );
   traffic.postIgnorable("group");
@@ -197,11 +204,14 @@ async function playTrafficKinds({ cast, peers, traffic, database, log }: Opening
   traffic.postToolCall("r", { ms: 300 });
   for (const decision of ["approve", "deny", "approve-twice", "expire"] as const)
     traffic.postToolCall("p", { place: cast.approver, decision });
+  // Through the support bot too: its prompt, press and answer stay with it (same-account).
+  traffic.postToolCall("p", { place: place("sup-group"), decision: "approve" });
   traffic.postSpawn({ wait: true, place: place("tg-topic") });
   traffic.postSpawn({ wait: false, place: place("tg-group") });
   await traffic.postMedia("photo");
   await traffic.postMedia("voice");
   traffic.postSchedule();
+  traffic.postSchedule(place("sup-dm-bob"));
   traffic.postCommand("export", place("tg-topic"));
   traffic.forget();
   traffic.pair();

@@ -61,7 +61,9 @@ export async function resolveAmbiguous(
   const decisions: OperatorDecision[] = [];
   for (const record of records) {
     const needle = needleOf(record.markdown);
-    const seen = needle !== null && countIn(chatOf(chatOfTarget(record.channel, record.target)), needle) > 0;
+    const seen =
+      needle !== null &&
+      countIn(chatOf(chatOfTarget(record.channel, record.target, record.account)), needle) > 0;
     try {
       if (seen) {
         await cli(access, [

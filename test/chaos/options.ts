@@ -13,6 +13,16 @@ export interface ChaosOptions {
    * budget (at least 150 ms apart on average).
    */
   messages: number;
+  /**
+   * Random messages per second, across all places: when set, `messages` is derived from it and the
+   * time the opening left of the budget (the opening's own messages come on top).
+   */
+  rate?: number;
+  /**
+   * When set, the random phase's deaths come about this often (an armed restart counts once):
+   * `randomKills` and `killPointRounds` are derived from it, each kill point armed at least twice.
+   */
+  killEveryMs?: number;
   /** `/in 2s` schedules in the random traffic (the opening posts two), at random slots. */
   schedules: number;
   /** SIGKILLs at random moments in the random traffic, besides the armed restarts. */
@@ -51,6 +61,8 @@ export interface ChaosOptions {
    * (an answer may be streaming), then writes again in the fresh conversation. Default 0.
    */
   forgets?: number;
+  /** `/stop` and `/export` (taking turns) in the random traffic, in Telegram places. Default 0. */
+  commands?: number;
   /**
    * Pairing episodes: Dave, whom no allowlist names, writes, gets a code, the operator approves it
    * through the API (then once more: a second redemption), his first update is replayed, and he

@@ -1,6 +1,7 @@
 /**
  * The short chaos run, kept out of `npm test` and run by CI as `npm run soak:short`: a real gateway
- * process against the Telegram, Discord, WhatsApp and Matrix emulators and the fake LLM, on each engine (on
+ * process against the Telegram (two bots: the default and the account `support`), Discord, WhatsApp
+ * and Matrix emulators and the fake LLM, on each engine (on
  * PostgreSQL a second gateway always waits as a standby and takes over after a death that is not
  * followed by an armed start). It checks the same invariants as the long run
  * (`npm run soak -- --minutes 30 [--engine postgres [--standby]]`), on less traffic.
@@ -113,5 +114,15 @@ export async function shortChaosRound(engine: ChaosEngine): Promise<void> {
   expect(report.matrix.faults.rateLimited).toBeGreaterThan(0);
   expect(report.matrix.faults.serverErrors).toBeGreaterThan(0);
   expect(report.matrix.faults.resetsAfterEffect).toBeGreaterThan(0);
+  // Two Telegram bots (the default and the account `support`): each received inputs and answered
+  // through itself (the same-account invariant, among the violations above).
+  expect(report.accounts.map((a) => a.name).sort()).toEqual(["default", "support"]);
+  for (const account of report.accounts) {
+    expect(account.inputs).toBeGreaterThan(0);
+    expect(account.records).toBeGreaterThan(0);
+    expect(account.botMessages).toBeGreaterThan(0);
+  }
+  expect(report.accountTied.records).toBeGreaterThan(0);
+  expect(report.accountTied.messages).toBeGreaterThan(0);
   if (standby) expect(report.kills.takeovers).toBeGreaterThan(0);
 }

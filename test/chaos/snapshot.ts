@@ -15,8 +15,9 @@ import type { TelegramEmulator } from "../emulators/telegram/index.ts";
 import type { WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
 import { lastToolInputOf } from "../support/llm/fake-llm-rules.ts";
 import type { FakeLlmRequest } from "../support/llm/fake-llm-server.ts";
-import type { ChaosChannel } from "./cast.ts";
+import { type ChaosChannel, telegramChatPrefix } from "./cast.ts";
 import type { ChaosDatabase } from "./database.ts";
+import type { LeaseSnapshot } from "./leases.ts";
 
 /**
  * `answer`: must be answered; `ignored`: must never reach the model; `schedule`: an `/in` command;
@@ -56,6 +57,8 @@ export interface SentInput {
   ordered: boolean;
   /** Who wrote it (the only one, with approvers, who may decide its approval). */
   speaker?: string;
+  /** Telegram: the account (bot id) of the bot that received it; every answer must leave through it. */
+  account?: string;
   /** `purged` inputs: when the `/forget confirm` that purges their conversation was posted. */
   forgetAtMs?: number;
   /** `edited` inputs: the id the edit put in place of this one (`e…`). */
@@ -155,6 +158,8 @@ export interface OutboxRow {
   /** Why the last attempt failed, if it did. */
   lastError: string | null;
   conversationId?: string;
+  /** The account (bot) the record is sent through: Telegram's is the bot id. */
+  account?: string;
 }
 
 export interface ChatMessage {
@@ -163,9 +168,33 @@ export interface ChatMessage {
   text: string;
 }
 
+/**
+ * A message a bot sent, as the platform recorded it: the account that sent it (Telegram: the bot
+ * id the emulator shows as its author) and the chat it is in (the platform's chat id).
+ */
+export interface BotSend {
+  channel: string;
+  account: string;
+  chatId: string;
+  messageId: string;
+  text: string;
+}
+
+/** The chats a bot is a member of (platform chat ids), by channel and account. */
+export interface AccountChats {
+  channel: string;
+  /** The account's name in the config (`default` for the variables' bot). */
+  name: string;
+  account: string;
+  chatIds: string[];
+}
+
 export interface Snapshot {
   sent: SentInput[];
-  receipts: Array<{ channel: string; key: string; runId: string | null; outcome: string }>;
+  /** The leases left once the run settled (checkLeases); absent in hand-made snapshots that test other checks. */
+  leases?: LeaseSnapshot;
+  /** `account`: the source's account (the bot that received the update). */
+  receipts: Array<{ channel: string; account?: string; key: string; runId: string | null; outcome: string }>;
   runs: RunRow[];
   outbox: OutboxRow[];
   schedules: Array<{ id: string; prompt: string; state: string }>;
@@ -181,8 +210,8 @@ export interface Snapshot {
   housekeepingCalls: number;
   /** Every user and system text the model was ever shown (to prove ignored input never got there). */
   modelSawText: string;
-  /** Telegram updates the gateway never confirmed. */
-  unconfirmedUpdates: number[];
+  /** Telegram updates the gateway never confirmed (a named account's as `<name>:<update id>`). */
+  unconfirmedUpdates: Array<number | string>;
   /** WhatsApp webhook POSTs (messages and statuses) never answered 200: Meta would still be redelivering them. */
   unansweredWebhooks: number[];
   /**
@@ -215,6 +244,10 @@ export interface Snapshot {
   /** Pairing episodes: an unlisted user's codes and grant, and what each approval of the code answered. */
   pairings: PairingOutcome[];
   media: MediaOutcome[];
+  /** Every message each Telegram bot sent, in every chat it knows. */
+  botSends: BotSend[];
+  /** Where each Telegram bot is a member (the cast's chats). */
+  accountChats: AccountChats[];
 }
 
 /** A captioned photo or voice note: its file's completed downloads, and whether the model got it. */
@@ -253,10 +286,12 @@ export function idsIn(text: string): string[] {
   return text.match(INPUT_ID) ?? [];
 }
 
-export function chatOfTarget(channel: string, target: string): string {
+/** The chat key of a reply target; `account` tells a named Telegram account's chats apart (`tg@<name>:…`). */
+export function chatOfTarget(channel: string, target: string, account?: string): string {
   if (channel === "telegram") {
     const { chatId, threadId } = decodeTelegramTarget(target);
-    return threadId === undefined ? `tg:${chatId}` : `tg:${chatId}:${threadId}`;
+    const prefix = telegramChatPrefix(account);
+    return threadId === undefined ? `${prefix}:${chatId}` : `${prefix}:${chatId}:${threadId}`;
   }
   if (channel === "discord") return `dc:${decodeDiscordTarget(target)}`;
   if (channel === "whatsapp") return `wa:${decodeWhatsAppTarget(target)}`;
@@ -336,6 +371,7 @@ export async function readDatabase(
     )
   ).map((r) => ({
     channel: r.source.split(":")[0] ?? "",
+    account: r.source.slice(r.source.indexOf(":") + 1),
     key: r.key,
     runId: r.run_id,
     outcome: r.outcome,
@@ -350,6 +386,7 @@ export async function readDatabase(
       kind: string;
       markdown: string;
       channel: string;
+      account: string;
       target: string;
       history: string;
       receipt: string | null;
@@ -364,8 +401,9 @@ export async function readDatabase(
       state: r.state,
       kind: r.kind,
       markdown: r.markdown,
-      chat: chatOfTarget(r.channel, r.target),
+      chat: chatOfTarget(r.channel, r.target, r.account),
       channel: r.channel,
+      account: r.account,
       everAmbiguous: historyOf(r.history).some((h) => h.action === "ambiguous"),
       firstAmbiguousAtMs: historyOf(r.history).find((h) => h.action === "ambiguous")?.atMs ?? null,
       resolvedByPlatformStatus: historyOf(r.history).some((h) => h.action === RESOLVED_BY_PLATFORM_STATUS),
@@ -471,31 +509,32 @@ export async function readDatabase(
   };
 }
 
-/** The bot's visible messages in every chat the run used. */
+/**
+ * The bot's visible messages in every chat the run used. `telegramAccounts`: the named Telegram
+ * accounts' bots by name, whose chats are keyed `tg@<name>:…`.
+ */
 export function readChats(
   chats: readonly string[],
   telegram: TelegramEmulator,
   discord: DiscordEmulator,
   whatsapp: WhatsAppEmulator,
   matrix: MatrixEmulator,
+  telegramAccounts: Readonly<Record<string, TelegramEmulator>> = {},
 ): Record<string, ChatMessage[]> {
   const result: Record<string, ChatMessage[]> = {};
   for (const chat of chats) {
     const [kind, id, thread] = chat.split(":");
-    if (kind === "mx") {
+    if (kind?.startsWith("tg@")) {
+      const bot = telegramAccounts[kind.slice(3)];
+      if (!bot) throw new Error(`readChats: no Telegram account ${kind.slice(3)} for chat ${chat}`);
+      result[chat] = telegramBotMessages(bot, Number(id), thread);
+    } else if (kind === "mx") {
       // Room ids hold a ":" (`!id:server`): the rest of the key is the room.
       result[chat] = matrix
         .shown(chat.slice(3), matrix.bot.userId)
         .map((m) => ({ id: m.eventId, text: m.body }));
     } else if (kind === "tg") {
-      result[chat] = telegram
-        .messages(Number(id))
-        .filter(
-          (m) =>
-            m.fromBot && (thread === undefined ? m.threadId === undefined : m.threadId === Number(thread)),
-        )
-        .sort((a, b) => a.messageId - b.messageId)
-        .map((m) => ({ id: String(m.messageId), text: m.visibleText }));
+      result[chat] = telegramBotMessages(telegram, Number(id), thread);
     } else if (kind === "dc") {
       result[chat] = discord
         .visibleMessages(id ?? "")
@@ -506,6 +545,41 @@ export function readChats(
     }
   }
   return result;
+}
+
+function telegramBotMessages(
+  bot: TelegramEmulator,
+  chatId: number,
+  thread: string | undefined,
+): ChatMessage[] {
+  return bot
+    .messages(chatId)
+    .filter(
+      (m) => m.fromBot && (thread === undefined ? m.threadId === undefined : m.threadId === Number(thread)),
+    )
+    .sort((a, b) => a.messageId - b.messageId)
+    .map((m) => ({ id: String(m.messageId), text: m.visibleText }));
+}
+
+/**
+ * Every message the Telegram bots sent, in every chat each knows, with its author as the emulator
+ * recorded it (a bot's messages live in its own view of its chats, as on Telegram).
+ */
+export function readTelegramSends(bots: readonly TelegramEmulator[]): BotSend[] {
+  return bots.flatMap((bot) =>
+    bot.chatIds().flatMap((chatId) =>
+      bot
+        .messages(chatId)
+        .filter((m) => m.fromBot)
+        .map((m) => ({
+          channel: "telegram",
+          account: String(m.fromId),
+          chatId: String(chatId),
+          messageId: String(m.messageId),
+          text: m.visibleText,
+        })),
+    ),
+  );
 }
 
 /** What WhatsApp's side shows once the run settled: webhooks still unanswered, and the sends it accepted. */

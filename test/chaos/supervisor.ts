@@ -86,6 +86,11 @@ export class GatewaySupervisor {
     return this.current !== null;
   }
 
+  /** The running gateway's pid (for its RSS), or null while it is down. */
+  get pid(): number | null {
+    return this.current?.pid ?? null;
+  }
+
   /** The running process has a kill point armed (it did not already fire while starting). */
   get armed(): boolean {
     return this.current !== null && this.currentArm !== undefined;

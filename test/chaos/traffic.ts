@@ -18,6 +18,8 @@ import type { GatewaySupervisor } from "./supervisor.ts";
 
 export interface Peers {
   telegram: TelegramEmulator;
+  /** The named Telegram accounts' bots, by account name, on the same emulator as `telegram`. */
+  telegramAccounts: Record<string, TelegramEmulator>;
   discord: DiscordEmulator;
   whatsapp: WhatsAppEmulator;
   matrix: MatrixEmulator;
@@ -32,6 +34,14 @@ export interface Pace {
   chunks: number;
   chunkDelayMs: number;
 }
+
+/**
+ * Posts a minute a Telegram chat gets at most while another place has room: a bot may send 20
+ * messages a minute in a group and one a second in a chat, and an answer takes one to three (a
+ * streamed preview and its edits, an approval's prompt and outcome), with the gateway down a
+ * quarter of the time between kills.
+ */
+const TELEGRAM_POSTS_PER_MINUTE = { group: 5, chat: 12 };
 
 export const OPERATOR_TOKEN = "chaos-operator-token-0123456789";
 
@@ -114,6 +124,8 @@ export class Traffic {
   readonly commands: Array<{ id: string; name: "stop" | "export" }> = [];
   private readonly pressed: Array<{ place: Place; updateKey: string }> = [];
   private nextId = 1;
+  /** When each chat got its recent posts (see roomy). */
+  private readonly postTimes = new Map<string, number[]>();
 
   constructor(
     private readonly cast: Cast,
@@ -128,29 +140,44 @@ export class Traffic {
   }
 
   /**
-   * The random traffic: `messages` posts spread over [startMs, endMs], with the schedules,
-   * `/forget` and pairing episodes the options ask for at fixed slots among them.
+   * The random traffic: `messages` posts (the options' unless given) spread over [startMs, endMs],
+   * with the schedules, `/forget` and pairing episodes the options ask for at fixed slots among them.
    */
-  async run(startMs: number, endMs: number): Promise<void> {
+  async run(startMs: number, endMs: number, messages = this.options.messages): Promise<void> {
     const scheduleSlots = new Set(
-      Array.from({ length: this.options.schedules }, () => this.random.int(0, this.options.messages - 1)),
+      Array.from({ length: this.options.schedules }, () => this.random.int(0, messages - 1)),
     );
     const forgetSlots = new Set(
       Array.from({ length: this.options.forgets ?? 0 }, (_, k) =>
-        Math.floor(((k + 0.5) / (this.options.forgets ?? 1)) * this.options.messages * 0.8),
+        Math.floor(((k + 0.5) / (this.options.forgets ?? 1)) * messages * 0.8),
       ),
     );
     const pairSlots = new Set(
       Array.from({ length: this.options.pairings ?? 0 }, (_, k) =>
-        Math.floor(((k + 0.3) / (this.options.pairings ?? 1)) * this.options.messages * 0.6),
+        Math.floor(((k + 0.3) / (this.options.pairings ?? 1)) * messages * 0.6),
       ),
     );
-    for (let i = 0; i < this.options.messages; i += 1) {
+    const commands = this.options.commands ?? 0;
+    const commandSlots = new Map(
+      Array.from({ length: commands }, (_, k) => [
+        Math.floor(((k + 0.5) / commands) * messages * 0.9),
+        k % 2 === 0 ? ("stop" as const) : ("export" as const),
+      ]),
+    );
+    for (let i = 0; i < messages; i += 1) {
       const jitter = this.random.next() * 0.8;
-      await sleepUntil(startMs + ((i + jitter) / this.options.messages) * (endMs - startMs));
+      await sleepUntil(startMs + ((i + jitter) / messages) * (endMs - startMs));
       if (scheduleSlots.has(i)) this.postSchedule();
       if (forgetSlots.has(i)) this.forget();
       if (pairSlots.has(i)) this.pair();
+      const command = commandSlots.get(i);
+      if (command)
+        this.postCommand(
+          command,
+          this.random.pick(
+            this.roomy(this.cast.places.filter((p) => p.press !== undefined && !p.needsMention)),
+          ),
+        );
       const toolRate = this.options.toolRate ?? 0;
       const roll = this.random.next();
       const mediaRate = this.options.mediaRate ?? 0;
@@ -228,12 +255,15 @@ export class Traffic {
   }
 
   /**
-   * A proactive message (`POST /api/send`) to a Telegram DM, through the outbox: shown exactly once,
-   * or left ambiguous for the operator. Its text is marked `a-k…`. Returns the id.
+   * A proactive message (`POST /api/send`) to a Telegram DM of either bot, through the account
+   * named (the channel has two), through the outbox: shown exactly once, or left ambiguous for the
+   * operator. Its text is marked `a-k…`. Returns the id.
    */
   postApiSend(): string {
     const id = this.id("k");
-    const place = this.cast.byName(this.random.pick(["tg-dm-alice", "tg-dm-bob"]));
+    const place = this.cast.byName(
+      this.random.pick(["tg-dm-alice", "tg-dm-bob", "sup-dm-alice", "sup-dm-bob"]),
+    );
     const input: ApiInput = {
       id,
       kind: "send",
@@ -241,6 +271,7 @@ export class Traffic {
       path: "/api/send",
       body: {
         channel: "telegram",
+        account: place.account,
         target: place.chat.split(":")[1],
         text: `a-${id} proactive ${this.words(3)}`,
         idempotencyKey: `chaos-${id}`,
@@ -397,12 +428,14 @@ export class Traffic {
     if (done() > doneBefore) this.postAnswerable(place);
   }
 
-  /** `/in 2s <id> …` in a DM; the scheduled answer is scripted like any other. */
-  postSchedule(): void {
+  /** `/in 2s <id> …` in a DM (default: a random one); the scheduled answer is scripted like any other. */
+  postSchedule(at?: Place): void {
     const id = this.id("s");
-    const place = this.cast.byName(
-      this.random.pick(["tg-dm-alice", "dc-dm-bob", "wa-dm-bob", "mx-dm-alice"]),
-    );
+    const place =
+      at ??
+      this.cast.byName(
+        this.random.pick(["tg-dm-alice", "dc-dm-bob", "wa-dm-bob", "mx-dm-alice", "sup-dm-bob"]),
+      );
     this.script(id);
     const updateKey = place.post(place.speakers[0]!, `/in 2s ${id} stretch your legs`, false);
     this.record(id, place, updateKey, "schedule");
@@ -430,7 +463,7 @@ export class Traffic {
    * (for an answer still streaming when the next message or a /stop arrives). Returns its id.
    */
   postAnswerable(
-    place: Place = this.random.pick(this.cast.places),
+    place: Place = this.random.pick(this.roomy(this.cast.places)),
     options: { duplicate?: boolean; pace?: Pace } = {},
   ): string {
     const id = this.id("q");
@@ -476,7 +509,8 @@ export class Traffic {
     kind: "t" | "r" | "p",
     options: { place?: Place; decision?: PlannedDecision; ms?: number } = {},
   ): string {
-    const place = options.place ?? this.random.pick(this.cast.places.filter((p) => p.press !== undefined));
+    const place =
+      options.place ?? this.random.pick(this.roomy(this.cast.places.filter((p) => p.press !== undefined)));
     const id = this.id(kind);
     const speaker = this.random.pick(place.speakers);
     this.peers.llm.addRules([
@@ -522,7 +556,9 @@ export class Traffic {
   postSpawn(options: { wait?: boolean; place?: Place } = {}): string {
     const place =
       options.place ??
-      this.random.pick(this.cast.places.filter((p) => p.press !== undefined && p.policy === "queue"));
+      this.random.pick(
+        this.roomy(this.cast.places.filter((p) => p.press !== undefined && p.policy === "queue")),
+      );
     const wait = options.wait ?? this.random.chance(0.5);
     const id = this.id("g");
     const childId = `h${id.slice(1)}`;
@@ -643,7 +679,7 @@ export class Traffic {
   pressPrompts(): void {
     for (const [id, { place, speaker, decision }] of this.awaitingPress) {
       const chatId = Number(place.chat.split(":")[1]);
-      const prompt = this.peers.telegram
+      const prompt = (place.telegram ?? this.peers.telegram)
         .messages(chatId)
         .find(
           (m) =>
@@ -681,8 +717,8 @@ export class Traffic {
     }
   }
 
-  /** Media messages posted: the id and the file the gateway must fetch. */
-  readonly media: Array<{ id: string; kind: "photo" | "voice"; fileId: string }> = [];
+  /** Media messages posted: the id, the file the gateway must fetch, and the bot that serves it. */
+  readonly media: Array<{ id: string; kind: "photo" | "voice"; fileId: string; bot: TelegramEmulator }> = [];
   private photoBytes: Uint8Array | null = null;
 
   /**
@@ -691,7 +727,8 @@ export class Traffic {
    * and answer once. Returns the id.
    */
   async postMedia(kind?: "photo" | "voice", at?: Place): Promise<string> {
-    const place = at ?? this.random.pick(this.cast.places.filter((p) => p.postMedia && !p.needsMention));
+    const place =
+      at ?? this.random.pick(this.roomy(this.cast.places.filter((p) => p.postMedia && !p.needsMention)));
     const id = this.id("m");
     const chosen = kind ?? (this.random.chance(0.5) ? "photo" : "voice");
     const speaker = this.random.pick(place.speakers);
@@ -708,7 +745,7 @@ export class Traffic {
       name: `file-${id}`,
     });
     this.record(id, place, posted.updateKey, "answer", speaker);
-    this.media.push({ id, kind: chosen, fileId: posted.fileId });
+    this.media.push({ id, kind: chosen, fileId: posted.fileId, bot: place.telegram ?? this.peers.telegram });
     if (kind === undefined && this.random.chance(this.options.duplicateRate)) {
       place.replay(posted.updateKey);
       this.duplicates.immediate += 1;
@@ -762,6 +799,24 @@ export class Traffic {
     ]);
   }
 
+  /**
+   * The places among `places` with room: a Telegram chat, where the gateway paces its answers to
+   * the platform's limits, has none once it got TELEGRAM_POSTS_PER_MINUTE posts in the last minute,
+   * so at high rates its answers keep up. All of them when none has room.
+   */
+  private roomy(places: readonly Place[]): readonly Place[] {
+    const sinceMs = Date.now() - 60_000;
+    const full = (place: Place) => {
+      if (place.channel !== "telegram") return false;
+      const posts = (this.postTimes.get(place.chat) ?? []).filter((atMs) => atMs > sinceMs);
+      this.postTimes.set(place.chat, posts);
+      const group = /^tg[^:]*:-/.test(place.chat);
+      return posts.length >= TELEGRAM_POSTS_PER_MINUTE[group ? "group" : "chat"];
+    };
+    const roomy = places.filter((p) => !full(p));
+    return roomy.length > 0 ? roomy : places;
+  }
+
   private record(
     id: string,
     place: Place,
@@ -769,8 +824,10 @@ export class Traffic {
     expect: SentInput["expect"],
     speaker?: string,
   ): void {
+    this.postTimes.set(place.chat, [...(this.postTimes.get(place.chat) ?? []), Date.now()]);
     this.sent.push({
       ...(speaker ? { speaker } : {}),
+      ...(place.account ? { account: place.account } : {}),
       id,
       place: place.name,
       channel: place.channel,
