@@ -223,7 +223,7 @@ export class SlackAdapter implements ChannelAdapter {
     const configured = configuredAccount(this.#config);
     if (
       configured !== null &&
-      (auth.team_id !== this.#config.teamId ||
+      (!sameInstallation(auth, this.#config.teamId) ||
         (auth.app_id !== undefined && auth.app_id !== this.#config.appId))
     )
       throw new SwitchboardError(
@@ -528,4 +528,15 @@ function describe(error: unknown): string {
     return original instanceof Error ? original.message : error.message;
   }
   return String(error);
+}
+
+/**
+ * Whether auth.test names the installation `teamId`: its workspace, or for an org-wide (Enterprise
+ * Grid) install its org, which Slack may report as `enterprise_id` beside a member's `team_id`.
+ */
+function sameInstallation(
+  auth: { team_id?: string; enterprise_id?: string; is_enterprise_install?: boolean },
+  teamId: string | undefined,
+): boolean {
+  return auth.team_id === teamId || (auth.is_enterprise_install === true && auth.enterprise_id === teamId);
 }

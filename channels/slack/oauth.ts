@@ -157,7 +157,11 @@ export function installRoutes(options: InstallRoutesOptions): HttpRoute[] {
           options.installer.handleCallback(req, res, {
             successAsync: async (installation, _options, _req, response) => {
               await options.installed(installation);
-              const team = installation.team?.name ?? installation.team?.id ?? installation.enterprise?.id;
+              const team =
+                installation.team?.name ??
+                installation.team?.id ??
+                installation.enterprise?.name ??
+                installation.enterprise?.id;
               page(
                 response,
                 200,

@@ -306,7 +306,12 @@ function goneReason(row: SlackInstallationRow): string {
   return `the Slack app was uninstalled from workspace ${row.installationKey}${at} (${row.uninstallReason ?? "uninstalled"}), so its tokens are gone and nothing is sent there; reinstall it through /slack/install, then \`switchboard outbox retry\` what should still go`;
 }
 
-/** The team and org a request comes from: Events API bodies, interactivity payloads, slash commands. */
+/**
+ * The team and org a request comes from: Events API bodies, interactivity payloads, slash commands.
+ * An event names the installation it is for in `authorizations[0]` (as Bolt reads it): for an
+ * org-wide install that is the only place `is_enterprise_install` is sure to be, while `team_id`
+ * is the member workspace the event happened in.
+ */
 function workspaceOf(body: Record<string, unknown>): {
   teamId?: string;
   enterpriseId?: string;
@@ -314,9 +319,15 @@ function workspaceOf(body: Record<string, unknown>): {
 } {
   const team = isObject(body.team) ? body.team.id : undefined;
   const enterprise = isObject(body.enterprise) ? body.enterprise.id : undefined;
-  const teamId = stringOr(body.team_id) ?? stringOr(team);
-  const enterpriseId = stringOr(body.enterprise_id) ?? stringOr(enterprise);
-  const isEnterpriseInstall = body.is_enterprise_install === true || body.is_enterprise_install === "true";
+  const authorization =
+    Array.isArray(body.authorizations) && isObject(body.authorizations[0]) ? body.authorizations[0] : null;
+  const teamId = stringOr(body.team_id) ?? stringOr(team) ?? stringOr(authorization?.team_id);
+  const enterpriseId =
+    stringOr(authorization?.enterprise_id) ?? stringOr(body.enterprise_id) ?? stringOr(enterprise);
+  const isEnterpriseInstall =
+    authorization !== null
+      ? authorization.is_enterprise_install === true
+      : body.is_enterprise_install === true || body.is_enterprise_install === "true";
   return {
     ...(teamId ? { teamId } : {}),
     ...(enterpriseId ? { enterpriseId } : {}),

@@ -273,3 +273,96 @@ describe("Slack emulator assistant threads", () => {
     expect((await control.assistantThreads()).map((t) => t.title)).toEqual(["x"]);
   });
 });
+
+describe("Slack emulator org-wide (Enterprise Grid) installs", () => {
+  let grid: SlackEmulator;
+  const oauth = { clientId: "77.88", clientSecret: "grid-secret" };
+  const api = (token?: string) =>
+    new webApi.WebClient(token, {
+      slackApiUrl: grid.apiUrl,
+      retryConfig: { retries: 0 },
+      logLevel: webApi.LogLevel.ERROR,
+    });
+
+  /** The authorize page, signed in as `headers` says, then the code exchanged for a token. */
+  async function installAs(headers: Record<string, string>) {
+    const redirectUri = "http://127.0.0.1:9/slack/oauth_redirect";
+    const approved = await fetch(
+      `${grid.url}/oauth/v2/authorize?client_id=${oauth.clientId}&scope=chat:write&redirect_uri=${encodeURIComponent(redirectUri)}`,
+      { headers, redirect: "manual" },
+    );
+    expect(approved.status).toBe(302);
+    const code = new URL(approved.headers.get("location")!).searchParams.get("code")!;
+    return api().oauth.v2.access({
+      client_id: oauth.clientId,
+      client_secret: oauth.clientSecret,
+      code,
+      redirect_uri: redirectUri,
+    });
+  }
+
+  beforeAll(() => {
+    grid = startSlackEmulator({ oauth });
+    grid.addEnterprise({
+      enterpriseId: "E0GRID",
+      enterpriseName: "Grid Co",
+      appId: "A0APP",
+      botUserId: "W0GRIDBOT",
+      botId: "B0GRID",
+    });
+    grid.addWorkspace({ teamId: "T0GRIDONE", enterpriseId: "E0GRID", appId: "A0APP" });
+    grid.addWorkspace({ teamId: "T0PLAIN", appId: "A0APP", botUserId: "U0PLAINBOT" });
+  });
+  afterAll(() => grid.close());
+
+  test("oauth.v2.access answers an org-wide install as Slack does: no team, the org, is_enterprise_install", async () => {
+    const granted = await installAs({ "x-emulator-enterprise": "E0GRID" });
+    expect(granted).toMatchObject({
+      ok: true,
+      token_type: "bot",
+      app_id: "A0APP",
+      bot_user_id: "W0GRIDBOT",
+      team: null,
+      enterprise: { id: "E0GRID", name: "Grid Co" },
+      is_enterprise_install: true,
+    });
+    expect(await api(granted.access_token).auth.test()).toMatchObject({
+      team_id: "E0GRID",
+      enterprise_id: "E0GRID",
+      user_id: "W0GRIDBOT",
+      is_enterprise_install: true,
+    });
+    const unknown = await fetch(`${grid.url}/oauth/v2/authorize?client_id=${oauth.clientId}&redirect_uri=x`, {
+      headers: { "x-emulator-enterprise": "E0NOPE" },
+      redirect: "manual",
+    });
+    expect(unknown.status).toBe(400);
+  });
+
+  test("a member workspace's events name the org; the org token posts in its channels, another workspace's token does not", async () => {
+    const orgToken = (await installAs({ "x-emulator-enterprise": "E0GRID" })).access_token!;
+    const plainToken = (await installAs({ "x-emulator-team": "T0PLAIN" })).access_token!;
+    const body = grid.workspaceEvents("T0GRIDONE").dm({ user: "W0ERIN", text: "hi" });
+    expect(body).toMatchObject({
+      team_id: "T0GRIDONE",
+      enterprise_id: "E0GRID",
+      is_enterprise_install: true,
+      authorizations: [{ enterprise_id: "E0GRID", team_id: "T0GRIDONE", user_id: "W0GRIDBOT" }],
+    });
+    expect(body.authorizations[0]!.is_enterprise_install).toBe(true);
+    await api(orgToken).chat.postMessage({ channel: "D0ERIN", text: "from the org" });
+    expect(await slackError(api(plainToken).chat.postMessage({ channel: "D0ERIN", text: "no" }))).toBe(
+      "channel_not_found",
+    );
+    expect(
+      grid
+        .calls("chat.postMessage")
+        .filter((call) => call.params.channel === "D0ERIN")
+        .map((call) => [call.teamId, call.ok]),
+    ).toEqual([
+      ["E0GRID", true],
+      ["T0PLAIN", false],
+    ]);
+    expect(grid.messages("D0ERIN").map((m) => m.text)).toEqual(["from the org"]);
+  });
+});

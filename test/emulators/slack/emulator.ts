@@ -169,26 +169,56 @@ export class SlackEmulator {
     return workspace;
   }
 
-  /** Event builders for one installed workspace (its team id, app id and bot user in every body). */
-  workspaceEvents(teamId: string): SlackEventBuilders {
-    const workspace = this.#requireOAuth().workspace(teamId);
-    if (workspace === undefined) throw new Error(`Slack emulator: no workspace ${teamId}`);
-    return slackEventBuilders(workspace, this.#nextTs);
+  /**
+   * An Enterprise Grid org whose admin can install the app org-wide (the authorize page with an
+   * `x-emulator-enterprise` header); its workspaces are added with `addWorkspace({ enterpriseId })`.
+   */
+  addEnterprise(org: {
+    enterpriseId: string;
+    enterpriseName: string;
+    appId: string;
+    botUserId: string;
+    botId: string;
+  }): void {
+    this.#requireOAuth().addEnterprise(org);
   }
 
   /**
-   * Someone removed the app from `teamId`: its tokens stop working, and Slack sends
-   * `tokens_revoked` then `app_uninstalled`; both bodies are returned for the test to deliver.
+   * Event builders for one installed workspace (its team id, app id and bot user in every body).
+   * In a workspace of an org the app was installed in org-wide, the bodies name the org too, say
+   * `is_enterprise_install`, and the bot is the org's. The channels they name are that
+   * workspace's: another workspace's token cannot post there.
    */
-  uninstallApp(teamId: string): { tokensRevoked: EventCallbackBody; appUninstalled: EventCallbackBody } {
-    this.#requireOAuth().uninstall(teamId);
-    const events = this.workspaceEvents(teamId);
-    const workspace = this.#requireOAuth().workspace(teamId)!;
+  workspaceEvents(teamId: string): SlackEventBuilders {
+    const oauth = this.#requireOAuth();
+    const workspace = oauth.workspace(teamId);
+    if (workspace === undefined) throw new Error(`Slack emulator: no workspace ${teamId}`);
+    const org = workspace.enterpriseId === undefined ? undefined : oauth.enterprise(workspace.enterpriseId);
+    const identity =
+      org !== undefined && oauth.installedOrgWide(org.teamId)
+        ? { ...org, teamId, teamName: workspace.teamName }
+        : workspace;
+    return slackEventBuilders(identity, this.#nextTs, (body) => {
+      if (typeof body.event.channel === "string") oauth.noteChannel(body.event.channel, teamId);
+    });
+  }
+
+  /**
+   * Someone removed the app from `key` (a workspace, or an org it was installed in org-wide): its
+   * tokens stop working, and Slack sends `tokens_revoked` then `app_uninstalled`; both bodies are
+   * returned for the test to deliver. An org's bodies name the org and no workspace.
+   */
+  uninstallApp(key: string): { tokensRevoked: EventCallbackBody; appUninstalled: EventCallbackBody } {
+    const oauth = this.#requireOAuth();
+    const org = oauth.enterprise(key);
+    oauth.uninstall(key);
+    const events = org === undefined ? this.workspaceEvents(key) : slackEventBuilders(org, this.#nextTs);
+    const bot = (org ?? oauth.workspace(key)!).botUserId;
     const eventTs = this.#nextTs();
     return {
       tokensRevoked: events.callback({
         type: "tokens_revoked",
-        tokens: { oauth: [], bot: [workspace.botUserId] },
+        tokens: { oauth: [], bot: [bot] },
         event_ts: eventTs,
       }),
       appUninstalled: events.callback({ type: "app_uninstalled", event_ts: eventTs }),
@@ -561,6 +591,12 @@ export class SlackEmulator {
     if (method === "oauth.v2.access") return this.oauth.access(params, authorization);
     if (installed !== null && !installed.ok)
       return { status: 200, body: { ok: false, error: installed.error } };
+    if (
+      installed?.ok &&
+      params.channel !== undefined &&
+      !this.oauth.reaches(installed.identity, params.channel)
+    )
+      return { status: 200, body: { ok: false, error: "channel_not_found" } };
     if (method === "auth.revoke" && installed?.ok && token !== undefined) {
       this.oauth.revoke(token);
       return { status: 200, body: { ok: true, revoked: true } };

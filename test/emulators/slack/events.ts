@@ -129,29 +129,43 @@ export interface MessageDeletedInput {
   threadTs?: string;
 }
 
-export function slackEventBuilders(identity: SlackIdentity, nextTs: () => string): SlackEventBuilders {
-  const callback = (event: SlackEvent, eventId: string = newEventId()): EventCallbackBody => ({
-    token: "emulator-verification-token",
-    team_id: identity.teamId,
-    context_team_id: identity.teamId,
-    context_enterprise_id: null,
-    api_app_id: identity.appId,
-    event,
-    type: "event_callback",
-    event_id: eventId,
-    event_time: Math.floor(Number(event.event_ts ?? event.ts ?? nextTs())),
-    authorizations: [
-      {
-        enterprise_id: null,
-        team_id: identity.teamId,
-        user_id: identity.botUserId,
-        is_bot: true,
-        is_enterprise_install: false,
-      },
-    ],
-    is_ext_shared_channel: false,
-    event_context: `4-${Buffer.from(randomUUID()).toString("base64url").slice(0, 40)}`,
-  });
+export function slackEventBuilders(
+  identity: SlackIdentity,
+  nextTs: () => string,
+  built: (body: EventCallbackBody) => void = () => {},
+): SlackEventBuilders {
+  const enterprise = identity.enterpriseId ?? null;
+  // The org's own identity (an org-wide install's org-level events): no workspace to name.
+  const team = identity.teamId === enterprise ? null : identity.teamId;
+  const orgWide = identity.isEnterpriseInstall === true;
+  const callback = (event: SlackEvent, eventId: string = newEventId()): EventCallbackBody => {
+    const body: EventCallbackBody = {
+      token: "emulator-verification-token",
+      team_id: team,
+      ...(enterprise === null ? {} : { enterprise_id: enterprise }),
+      context_team_id: team,
+      context_enterprise_id: enterprise,
+      api_app_id: identity.appId,
+      event,
+      type: "event_callback",
+      event_id: eventId,
+      event_time: Math.floor(Number(event.event_ts ?? event.ts ?? nextTs())),
+      authorizations: [
+        {
+          enterprise_id: enterprise,
+          team_id: team,
+          user_id: identity.botUserId,
+          is_bot: true,
+          is_enterprise_install: orgWide,
+        },
+      ],
+      ...(orgWide ? { is_enterprise_install: true } : {}),
+      is_ext_shared_channel: false,
+      event_context: `4-${Buffer.from(randomUUID()).toString("base64url").slice(0, 40)}`,
+    };
+    built(body);
+    return body;
+  };
 
   const userMessage = (input: MessageInput, channelType: string, extra: Record<string, unknown> = {}) => {
     const ts = input.ts ?? nextTs();
@@ -187,7 +201,7 @@ export function slackEventBuilders(identity: SlackIdentity, nextTs: () => string
         context: {
           ...(input.contextChannel === undefined ? {} : { channel_id: input.contextChannel }),
           team_id: identity.teamId,
-          enterprise_id: null,
+          enterprise_id: enterprise,
         },
         channel_id: input.channel ?? `D${input.user.slice(1)}`,
         thread_ts: input.threadTs ?? nextTs(),

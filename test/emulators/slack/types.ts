@@ -7,6 +7,13 @@ export interface SlackIdentity {
   appId: string;
   botUserId: string;
   botId: string;
+  /** The Enterprise Grid org the workspace belongs to; absent for a workspace outside any org. */
+  enterpriseId?: string;
+  /**
+   * The app is installed org-wide in `enterpriseId`: events say so (`is_enterprise_install`), and
+   * the bot (its user and token) is the org's, the same in every workspace of the org.
+   */
+  isEnterpriseInstall?: boolean;
 }
 
 /** A Slack event inside an `event_callback` (message, app_mention, …). */
@@ -15,20 +22,25 @@ export type SlackEvent = { type: string } & Record<string, unknown>;
 /** The body Slack POSTs to the Events API URL and wraps in Socket Mode envelopes. */
 export interface EventCallbackBody {
   token: string;
-  team_id: string;
-  context_team_id: string;
-  context_enterprise_id: null;
+  /** The workspace the event happened in; null for an org-wide install's org-level events. */
+  team_id: string | null;
+  context_team_id: string | null;
+  context_enterprise_id: string | null;
+  /** Present for a workspace of an Enterprise Grid org. */
+  enterprise_id?: string;
+  /** Present (true) when the app is installed org-wide. */
+  is_enterprise_install?: boolean;
   api_app_id: string;
   event: SlackEvent;
   type: "event_callback";
   event_id: string;
   event_time: number;
   authorizations: {
-    enterprise_id: null;
-    team_id: string;
+    enterprise_id: string | null;
+    team_id: string | null;
     user_id: string;
     is_bot: true;
-    is_enterprise_install: false;
+    is_enterprise_install: boolean;
   }[];
   is_ext_shared_channel: boolean;
   event_context: string;

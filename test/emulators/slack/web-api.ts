@@ -85,7 +85,9 @@ const HANDLERS: Record<string, MethodHandler> = {
       user_id: identity.botUserId,
       bot_id: identity.botId,
       app_id: identity.appId,
-      is_enterprise_install: false,
+      // An org-wide install's token answers with the org's id as team_id.
+      ...(identity.enterpriseId === undefined ? {} : { enterprise_id: identity.enterpriseId }),
+      is_enterprise_install: identity.isEnterpriseInstall === true,
     }),
 
   "apps.connections.open": (_params, ctx) => ok({ url: ctx.openSocketUrl() }),
