@@ -90,15 +90,6 @@ export function webTokenScope(token: string): string {
   return `web:token:${createHash("sha256").update(token).digest("hex").slice(0, 12)}`;
 }
 
-/**
- * A user's budget principal: `<channel>:<user id>` for the channel's `default` account (as before
- * accounts existed), `<channel>:<account>:<user id>` for a named one, so a user of two bots is two
- * principals. The stores' usage triggers build the same string from a run's context.
- */
-export function budgetPrincipal(channel: string, accountName: string | undefined, userId: string): string {
-  return accountName === undefined ? `${channel}:${userId}` : `${channel}:${accountName}:${userId}`;
-}
-
 /** Every web chat run, whoever's session: web principals are opaque, so only the channel counts. */
 const WEB_USAGE: UsageFilter = { kind: "surface", channel: "web", surface: "*" };
 

@@ -4,9 +4,10 @@ import type { ChannelAdapter } from "../../channels/types.ts";
 import { adapterOfChannel } from "../../outbox/adapter-route.ts";
 import { createDeliveryWorker, type DeliveryWorker } from "../../outbox/worker.ts";
 import { createScheduleService, type ScheduleService } from "../../schedules/service.ts";
+import { principalKey } from "../access/principal.ts";
 import { AgentDirectories } from "../agent/directories.ts";
 import { createApprovalService } from "../approvals/service.ts";
-import { budgetPrincipal, costOnlyBudgetProblem } from "../budgets/config.ts";
+import { costOnlyBudgetProblem } from "../budgets/config.ts";
 import { createBudgetGuard } from "../budgets/guard.ts";
 import { handedOverTo, spawnProgressLine, withDelegationLine } from "../children/progress.ts";
 import { CHILD_STEP_CEILING, childPrompts } from "../children/runs.ts";
@@ -285,7 +286,7 @@ export function createGateway(config: GatewayConfig, deps: GatewayDeps): Gateway
           const verdict = await budgets.check({
             channel: context.channel,
             surface: context.surface,
-            principal: budgetPrincipal(context.channel, context.accountName, context.principal.id),
+            principal: principalKey(context.channel, context.accountName, context.principal.id),
           });
           // The person's own refusal text tells them to send their message again; the model needs this.
           return verdict.kind === "refused"

@@ -3,8 +3,8 @@ import type { OutboxButtons, OutboxMedia, OutboxRepository } from "../../outbox/
 import { runScheduleCommand } from "../../schedules/commands.ts";
 import { parseScheduleCommand } from "../../schedules/parse.ts";
 import type { ScheduleService } from "../../schedules/service.ts";
+import { principalKey } from "../access/principal.ts";
 import type { ApprovalService } from "../approvals/service.ts";
-import { budgetPrincipal } from "../budgets/config.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import type { ChildAgents } from "../children/service.ts";
 import { runningChildrenLines } from "../children/status.ts";
@@ -400,7 +400,7 @@ export function createChatCommands(options: ChatCommandsOptions): ChatCommands {
       ? await options.budgets.status({
           channel: message.channel,
           surface: message.surface,
-          principal: budgetPrincipal(
+          principal: principalKey(
             message.channel,
             options.accountNameOf?.(message.channel, message.account),
             message.principal.id,

@@ -7,9 +7,9 @@ import {
   inboundMessageSchema,
 } from "../../channels/types.ts";
 import { accessScope, generatePairingCode, pairingMessage } from "../access/pairing.ts";
+import { principalKey } from "../access/principal.ts";
 import type { AccessStore } from "../access/store.ts";
 import type { ApprovalService } from "../approvals/service.ts";
-import { budgetPrincipal } from "../budgets/config.ts";
 import type { BudgetGuard } from "../budgets/guard.ts";
 import type { RunContext } from "../run-context.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -304,7 +304,7 @@ export function createIngress(
       const budget = await options.budgets.check({
         channel: message.channel,
         surface: message.surface,
-        principal: budgetPrincipal(
+        principal: principalKey(
           message.channel,
           namedAccountOf(file, message.channel, message.account),
           message.principal.id,

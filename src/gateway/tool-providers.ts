@@ -75,6 +75,7 @@ const history: ToolProvider = {
     const scope = historyScopeOf(historyScope, conversationId, {
       channel: context.channel,
       principalId: context.principal.id,
+      ...(context.accountName === undefined ? {} : { accountName: context.accountName }),
       conversationKey: context.conversationKey,
       ...(context.roomKey === undefined ? {} : { roomKey: context.roomKey }),
     });

@@ -1,9 +1,12 @@
+import { principalKey } from "../access/principal.ts";
 import type { SearchScope } from "./store.ts";
 
 /** Where a run is, as its context says: enough to name its user and its room. */
 export interface RunPlace {
   channel: string;
   principalId: string;
+  /** The account's configured name when it is a named one (absent: the channel's `default`). */
+  accountName?: string;
   conversationKey: string;
   /** The room the adapter named for the conversation (a thread's channel); absent: the conversation is the room. */
   roomKey?: string;
@@ -26,6 +29,9 @@ export function historyScopeOf(
     case "channel":
       return { kind: "room", room: `${place.channel}:${place.roomKey ?? place.conversationKey}` };
     case "user":
-      return { kind: "principal", principal: `${place.channel}:${place.principalId}` };
+      return {
+        kind: "principal",
+        principal: principalKey(place.channel, place.accountName, place.principalId),
+      };
   }
 }

@@ -15,6 +15,13 @@ describe("historyScopeOf", () => {
     expect(historyScopeOf("user", "c1", thread)).toEqual({ kind: "principal", principal: "slack:U1" });
   });
 
+  test("user through a named account: that account's user only, not the same user of another bot", () => {
+    expect(historyScopeOf("user", "c1", { ...dm, accountName: "support" })).toEqual({
+      kind: "principal",
+      principal: "slack:support:U1",
+    });
+  });
+
   test("channel: the thread's room; a DM (no room named) is its own room", () => {
     expect(historyScopeOf("channel", "c1", thread)).toEqual({ kind: "room", room: "slack:sl:T1:ch:C1" });
     expect(historyScopeOf("channel", "c2", dm)).toEqual({ kind: "room", room: "slack:sl:T1:dm:U1" });

@@ -5,21 +5,15 @@
  * the upgrade too, and a run through a named account counts for `<channel>:<account>:<user>`.
  */
 import { expect, test } from "bun:test";
-import { join } from "node:path";
-import { SQL } from "bun";
 import type { BudgetStore } from "../../src/budgets/store.ts";
 import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import type { Usage } from "../../src/runtime/types.ts";
 import { createPostgresBudgetStore } from "../../src/store/postgres/budgets.ts";
 import { PostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
-import { migrate, MIGRATIONS as PG_MIGRATIONS } from "../../src/store/postgres/schema.ts";
-import { openDatabase } from "../../src/store/sqlite/database.ts";
-import { MIGRATIONS, openSqliteStores } from "../../src/store/sqlite/index.ts";
 import { SqliteRuntimeStore } from "../../src/store/sqlite/runtime-store.ts";
-import { createDatabase } from "../support/postgres.ts";
 import { useTestServer } from "../support/postgres-hooks.ts";
-import { tempDir } from "../support/runtime.ts";
 import { admitRequest } from "./conformance.ts";
+import { acrossPostgresUpgrade, acrossSqliteUpgrade } from "./support/upgrade.ts";
 
 useTestServer();
 
@@ -80,46 +74,21 @@ async function after(
 }
 
 test("SQLite: usage from before the upgrade stays the default account's; a named account's is its own", async () => {
-  const dir = tempDir("switchboard-budget-principals-");
-  try {
-    const file = join(dir.path, "upgrade.sqlite");
-    const old = openDatabase({
-      filename: file,
-      migrations: MIGRATIONS.slice(
-        0,
-        MIGRATIONS.findIndex((m) => m.name === MIGRATION),
-      ),
-    });
-    const inFlight = await before(new SqliteRuntimeStore(old));
-    old.close();
-    const stores = openSqliteStores(file);
-    try {
-      await after(stores.runtime, stores.budgets, inFlight);
-    } finally {
-      stores.close();
-    }
-  } finally {
-    dir.cleanup();
-  }
+  await acrossSqliteUpgrade(
+    "switchboard-budget-principals-",
+    MIGRATION,
+    (old) => before(new SqliteRuntimeStore(old)),
+    (stores, inFlight) => after(stores.runtime, stores.budgets, inFlight),
+  );
 }, 60_000);
 
 test("PostgreSQL: usage from before the upgrade stays the default account's; a named account's is its own", async () => {
-  const db = await createDatabase();
-  const sql = new SQL(db.url, { adapter: "postgres", max: 2 });
-  try {
-    await migrate(
-      sql,
-      PG_MIGRATIONS.slice(
-        0,
-        PG_MIGRATIONS.findIndex((m) => m.name === MIGRATION),
-      ),
-    );
-    const store = new PostgresRuntimeStore(sql);
-    const inFlight = await before(store);
-    await migrate(sql);
-    await after(store, createPostgresBudgetStore(sql), inFlight);
-  } finally {
-    await sql.close();
-    await db.drop();
-  }
+  await acrossPostgresUpgrade(
+    MIGRATION,
+    async (sql) => {
+      const store = new PostgresRuntimeStore(sql);
+      return { store, inFlight: await before(store) };
+    },
+    (sql, { store, inFlight }) => after(store, createPostgresBudgetStore(sql), inFlight),
+  );
 }, 60_000);

@@ -5,25 +5,20 @@
  * it); an input admitted after the upgrade waits for its run's end.
  */
 import { expect, test } from "bun:test";
-import { join } from "node:path";
-import { SQL } from "bun";
 import type { OperatorRuntimeStore } from "../../src/operator/runtime-store.ts";
 import { parseSearchQuery } from "../../src/search/query.ts";
 import type { SearchStore } from "../../src/search/store.ts";
 import { PostgresRuntimeStore } from "../../src/store/postgres/runtime-store.ts";
-import { migrate, MIGRATIONS as PG_MIGRATIONS } from "../../src/store/postgres/schema.ts";
 import { createPostgresSearch } from "../../src/store/postgres/search.ts";
-import { openDatabase } from "../../src/store/sqlite/database.ts";
-import { MIGRATIONS, openSqliteStores } from "../../src/store/sqlite/index.ts";
 import { SqliteRuntimeStore } from "../../src/store/sqlite/runtime-store.ts";
-import { createDatabase } from "../support/postgres.ts";
 import { useTestServer } from "../support/postgres-hooks.ts";
-import { tempDir } from "../support/runtime.ts";
 import { admitRequest } from "./conformance.ts";
+import { acrossPostgresUpgrade, acrossSqliteUpgrade } from "./support/upgrade.ts";
 
 useTestServer();
 
 const T0 = 1_700_000_000_000;
+const MIGRATION = "search-inputs-at-run-end";
 const context = { channel: "telegram", principal: { id: "1001" } };
 
 async function refs(search: SearchStore, text: string): Promise<string[]> {
@@ -82,21 +77,11 @@ async function across(
 }
 
 test("SQLite: inputs in flight across the upgrade are indexed once, edits included", async () => {
-  const dir = tempDir("switchboard-search-inputs-");
-  try {
-    const file = join(dir.path, "upgrade.sqlite");
-    const before = openDatabase({
-      filename: file,
-      migrations: MIGRATIONS.slice(
-        0,
-        MIGRATIONS.findIndex((m) => m.name === "search-inputs-at-run-end"),
-      ),
-    });
-    const runs = await inFlight(new SqliteRuntimeStore(before));
-    before.close();
-
-    const stores = openSqliteStores(file);
-    try {
+  await acrossSqliteUpgrade(
+    "switchboard-search-inputs-",
+    MIGRATION,
+    (before) => inFlight(new SqliteRuntimeStore(before)),
+    async (stores, runs) => {
       const rows = async (messageId: string) =>
         (
           stores.db
@@ -107,36 +92,24 @@ test("SQLite: inputs in flight across the upgrade are indexed once, edits includ
         ).n;
       await across(stores.runtime, stores.search, runs, rows);
       stores.db.exec("INSERT INTO message_search (message_search) VALUES ('integrity-check')");
-    } finally {
-      stores.close();
-    }
-  } finally {
-    dir.cleanup();
-  }
+    },
+  );
 }, 60_000);
 
 test("PostgreSQL: inputs in flight across the upgrade are indexed once, edits included", async () => {
-  const db = await createDatabase();
-  const sql = new SQL(db.url, { adapter: "postgres", max: 2 });
-  try {
-    await migrate(
-      sql,
-      PG_MIGRATIONS.slice(
-        0,
-        PG_MIGRATIONS.findIndex((m) => m.name === "search-inputs-at-run-end"),
-      ),
-    );
-    const store = new PostgresRuntimeStore(sql);
-    const runs = await inFlight(store);
-    await migrate(sql);
-    const rows = async (messageId: string) => {
-      const [row] = await sql<Array<{ n: string }>>`
-        SELECT count(*) AS n FROM message_search WHERE ord = (SELECT ord FROM messages WHERE id = ${messageId})`;
-      return Number(row!.n);
-    };
-    await across(store, createPostgresSearch(sql), runs, rows);
-  } finally {
-    await sql.close();
-    await db.drop();
-  }
+  await acrossPostgresUpgrade(
+    MIGRATION,
+    async (sql) => {
+      const store = new PostgresRuntimeStore(sql);
+      return { store, runs: await inFlight(store) };
+    },
+    async (sql, { store, runs }) => {
+      const rows = async (messageId: string) => {
+        const [row] = await sql<Array<{ n: string }>>`
+          SELECT count(*) AS n FROM message_search WHERE ord = (SELECT ord FROM messages WHERE id = ${messageId})`;
+        return Number(row!.n);
+      };
+      await across(store, createPostgresSearch(sql), runs, rows);
+    },
+  );
 }, 60_000);

@@ -1,16 +1,18 @@
 import type { SQL } from "bun";
 import type { BudgetStore } from "../../budgets/store.ts";
 import { type BudgetWrite, budgetStore } from "../budget-store.ts";
+import { postgresPrincipalSql } from "../principal.sql.ts";
 import { runAsync } from "../steps.ts";
 import { budgetTablesSql, POSTGRES_DIALECT } from "../tables.sql.ts";
 
-/** Budget usage per run and operator overrides; SQLite's BUDGETS_SCHEMA_SQL, in PostgreSQL. */
-export const BUDGETS_SCHEMA_SQL = `${budgetTablesSql(POSTGRES_DIALECT)}
-CREATE FUNCTION switchboard_budget_tokens(usage JSONB) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $fn$
-  SELECT CASE WHEN jsonb_typeof(usage -> 'inputTokens') = 'number' AND jsonb_typeof(usage -> 'outputTokens') = 'number'
-    THEN ((usage ->> 'inputTokens')::numeric + (usage ->> 'outputTokens')::numeric)::bigint END
-$fn$;
-CREATE FUNCTION switchboard_run_budget_usage() RETURNS trigger LANGUAGE plpgsql AS $fn$
+/** A run's principal before accounts (`<channel>:<user id>`) and since (`<channel>:<account>:<user id>` for a named account). */
+const PRINCIPAL = "(context ->> 'channel') || ':' || (context -> 'principal' ->> 'id')";
+const ACCOUNT_PRINCIPAL = postgresPrincipalSql("context");
+
+/** The trigger function that records a run's usage under `principal` as the step recording it commits. */
+const usageFunction = (
+  principal: string,
+) => `CREATE OR REPLACE FUNCTION switchboard_run_budget_usage() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE context JSONB;
 BEGIN
   BEGIN
@@ -23,7 +25,7 @@ BEGIN
       VALUES (
         NEW.id,
         CASE WHEN (context -> 'principal' ->> 'id') IS NOT NULL
-          THEN (context ->> 'channel') || ':' || (context -> 'principal' ->> 'id') END,
+          THEN ${principal} END,
         context ->> 'channel',
         COALESCE(context ->> 'surface', '-'),
         NEW.conversation_id,
@@ -34,7 +36,15 @@ BEGIN
   END IF;
   RETURN NEW;
 END
+$fn$;`;
+
+/** Budget usage per run and operator overrides; SQLite's BUDGETS_SCHEMA_SQL, in PostgreSQL. */
+export const BUDGETS_SCHEMA_SQL = `${budgetTablesSql(POSTGRES_DIALECT)}
+CREATE FUNCTION switchboard_budget_tokens(usage JSONB) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT CASE WHEN jsonb_typeof(usage -> 'inputTokens') = 'number' AND jsonb_typeof(usage -> 'outputTokens') = 'number'
+    THEN ((usage ->> 'inputTokens')::numeric + (usage ->> 'outputTokens')::numeric)::bigint END
 $fn$;
+${usageFunction(PRINCIPAL)}
 CREATE TRIGGER runs_budget_usage AFTER UPDATE OF usage ON runs
   FOR EACH ROW EXECUTE FUNCTION switchboard_run_budget_usage();
 CREATE FUNCTION switchboard_tombstone_budget_usage() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -60,32 +70,7 @@ INSERT INTO budget_usage (run_id, principal, channel, surface, conversation_id, 
 
 /** SQLite's BUDGET_ACCOUNT_PRINCIPALS_SQL: a named account's users are principals of their own. */
 export const BUDGET_ACCOUNT_PRINCIPALS_SQL = `
-CREATE OR REPLACE FUNCTION switchboard_run_budget_usage() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE context JSONB;
-BEGIN
-  BEGIN
-    context := NEW.context::jsonb;
-  EXCEPTION WHEN others THEN
-    RETURN NEW;
-  END;
-  IF jsonb_typeof(context) = 'object' AND (context ->> 'channel') IS NOT NULL THEN
-    INSERT INTO budget_usage (run_id, principal, channel, surface, conversation_id, at_ms, tokens, cost_usd)
-      VALUES (
-        NEW.id,
-        CASE WHEN (context -> 'principal' ->> 'id') IS NOT NULL
-          THEN (context ->> 'channel') || ':' || COALESCE((context ->> 'accountName') || ':', '')
-            || (context -> 'principal' ->> 'id') END,
-        context ->> 'channel',
-        COALESCE(context ->> 'surface', '-'),
-        NEW.conversation_id,
-        NEW.created_at_ms,
-        switchboard_budget_tokens(NEW.usage::jsonb),
-        (NEW.usage::jsonb ->> 'costUsd')::double precision)
-      ON CONFLICT (run_id) DO UPDATE SET tokens = excluded.tokens, cost_usd = excluded.cost_usd;
-  END IF;
-  RETURN NEW;
-END
-$fn$;
+${usageFunction(ACCOUNT_PRINCIPAL)}
 `;
 
 export function createPostgresBudgetStore(sql: SQL): BudgetStore {

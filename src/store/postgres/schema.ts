@@ -15,7 +15,7 @@ import { ACCESS_SCHEMA_SQL, PAIRING_ATTEMPT_KEYS_SQL } from "./access.ts";
 import { BUDGET_ACCOUNT_PRINCIPALS_SQL, BUDGETS_SCHEMA_SQL } from "./budgets.ts";
 import { OUTBOX_SCHEMA_SQL } from "./outbox.sql.ts";
 import { SCHEDULE_CHAT_KEYS_SQL, SCHEDULES_SCHEMA_SQL } from "./schedules.sql.ts";
-import { INPUTS_AT_RUN_END_SQL, SEARCH_ROOMS_SQL } from "./search.ts";
+import { HISTORY_ACCOUNT_PRINCIPALS_SQL, INPUTS_AT_RUN_END_SQL, SEARCH_ROOMS_SQL } from "./search.ts";
 import { SLACK_INSTALLATIONS_SQL } from "./slack-installations.ts";
 
 /** One forward-only step of the schema. Versions are contiguous from 1. */
@@ -304,6 +304,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 21, name: "child-agents", sql: childAgentsSchemaSql(POSTGRES_DIALECT) },
   { version: 22, name: "slack-installations", sql: SLACK_INSTALLATIONS_SQL },
   { version: 23, name: "budget-account-principals", sql: BUDGET_ACCOUNT_PRINCIPALS_SQL },
+  { version: 24, name: "history-account-principals", sql: HISTORY_ACCOUNT_PRINCIPALS_SQL },
 ];
 
 const META_TABLE = "switchboard_meta";

@@ -1,6 +1,7 @@
 import type { SQL } from "bun";
 import { toTsquery } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
+import { postgresPrincipalSql } from "../principal.sql.ts";
 import type { Integer } from "../rows.ts";
 import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
 import { indexedWhenWritten, inputOf, runEnds } from "../search-timing.ts";
@@ -84,6 +85,35 @@ END
 $fn$;
 CREATE TRIGGER runs_search_inputs AFTER UPDATE OF finish_seq ON runs
   FOR EACH ROW WHEN (${runEnds("OLD", "NEW")}) EXECUTE FUNCTION switchboard_index_run_inputs();
+`;
+
+/**
+ * Migration 24 (SQLite's 27): a named account's users are principals of their own in history
+ * search as in budgets (`<channel>:<account>:<user id>`), so `historyScope: "user"` on one bot
+ * never reaches the user's conversations with another. The named accounts' conversations are
+ * mapped again; the `default` account's keep `<channel>:<user id>`; purged ones stay unmapped.
+ */
+export const HISTORY_ACCOUNT_PRINCIPALS_SQL = `
+CREATE OR REPLACE FUNCTION switchboard_run_principal() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE context JSONB := NEW.context::jsonb;
+BEGIN
+  IF (context -> 'principal' ->> 'id') IS NOT NULL THEN
+    INSERT INTO conversation_principals (principal, conversation_id)
+      VALUES (${postgresPrincipalSql("context")}, NEW.conversation_id)
+      ON CONFLICT DO NOTHING;
+  END IF;
+  RETURN NEW;
+END
+$fn$;
+DELETE FROM conversation_principals WHERE conversation_id IN (
+  SELECT conversation_id FROM runs
+  WHERE jsonb_typeof(context::jsonb) = 'object' AND (context::jsonb ->> 'accountName') IS NOT NULL);
+INSERT INTO conversation_principals (principal, conversation_id)
+  SELECT DISTINCT ${postgresPrincipalSql("context::jsonb")}, conversation_id FROM runs
+  WHERE jsonb_typeof(context::jsonb) = 'object' AND (context::jsonb -> 'principal' ->> 'id') IS NOT NULL
+    AND (context::jsonb ->> 'accountName') IS NOT NULL
+    AND conversation_id NOT IN (SELECT conversation_id FROM conversation_tombstones)
+  ON CONFLICT DO NOTHING;
 `;
 
 /** Messages indexed per backfill transaction. */

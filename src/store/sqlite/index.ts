@@ -38,6 +38,7 @@ import {
 import {
   backfillSearchIndex,
   createSqliteSearch,
+  HISTORY_ACCOUNT_PRINCIPALS_SQL,
   INPUTS_AT_RUN_END_SQL,
   SEARCH_ROOMS_SQL,
 } from "./search.ts";
@@ -71,6 +72,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 24, name: "child-agents", sql: childAgentsSchemaSql(SQLITE_DIALECT) },
   { version: 25, name: "slack-installations", sql: SLACK_INSTALLATIONS_SQL },
   { version: 26, name: "budget-account-principals", sql: BUDGET_ACCOUNT_PRINCIPALS_SQL },
+  { version: 27, name: "history-account-principals", sql: HISTORY_ACCOUNT_PRINCIPALS_SQL },
 ];
 
 export interface SqliteStores {

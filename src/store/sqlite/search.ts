@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { toFts5Match } from "../../search/query.ts";
 import type { HistoryWindow, SearchHit, SearchStore } from "../../search/store.ts";
+import { sqlitePrincipalSql } from "../principal.sql.ts";
 import { type HistoryRow, type HitRow, scopeCondition, toHistoryMessage, toHit } from "../search-rows.ts";
 import { indexedWhenWritten, inputOf, runEnds } from "../search-timing.ts";
 
@@ -64,6 +65,28 @@ CREATE TRIGGER runs_search_inputs AFTER UPDATE OF finish_seq ON runs WHEN ${runE
     SELECT m.ord, ${TEXT_OF("m")} FROM messages AS m
     WHERE ${inputOf("m", "new")} AND NOT EXISTS (SELECT 1 FROM message_search WHERE rowid = m.ord);
 END;
+`;
+
+/**
+ * Migration 27: a named account's users are principals of their own in history search as in
+ * budgets (`<channel>:<account>:<user id>`), so a surface's `historyScope: "user"` on one bot never
+ * reaches the user's conversations with another. The named accounts' conversations are mapped
+ * again; the `default` account's keep `<channel>:<user id>`; purged conversations stay unmapped.
+ */
+export const HISTORY_ACCOUNT_PRINCIPALS_SQL = `
+DROP TRIGGER runs_principal;
+CREATE TRIGGER runs_principal AFTER INSERT ON runs
+  WHEN json_extract(new.context, '$.principal.id') IS NOT NULL BEGIN
+  INSERT OR IGNORE INTO conversation_principals (principal, conversation_id)
+    VALUES (${sqlitePrincipalSql("new.context")}, new.conversation_id);
+END;
+DELETE FROM conversation_principals WHERE conversation_id IN (
+  SELECT conversation_id FROM runs WHERE json_valid(context) AND json_extract(context, '$.accountName') IS NOT NULL);
+INSERT OR IGNORE INTO conversation_principals (principal, conversation_id)
+  SELECT ${sqlitePrincipalSql("context")}, conversation_id FROM runs
+  WHERE json_valid(context) AND json_extract(context, '$.principal.id') IS NOT NULL
+    AND json_extract(context, '$.accountName') IS NOT NULL
+    AND conversation_id NOT IN (SELECT conversation_id FROM conversation_tombstones);
 `;
 
 /**
