@@ -46,8 +46,11 @@ export class FaultInjector {
   private discordSeen = 0;
   private whatsappSeen = 0;
   private matrixSeen = 0;
-  /** Matrix send fault kinds not yet injected: each is chosen once before any is chosen at random. */
-  private readonly unseenMatrixKinds = new Set<MatrixFault["kind"]>([
+  /**
+   * Matrix send fault kinds the homeserver has not yet answered a reply with: each is armed before
+   * any is chosen at random (a kind armed and then cleared, unmet, is armed again).
+   */
+  private readonly unmetMatrixKinds = new Set<MatrixFault["kind"]>([
     "rate_limited",
     "server_error",
     "reset_after_effect",
@@ -121,6 +124,7 @@ export class FaultInjector {
       if (c.fault !== undefined) this.pending.delete(key);
       called.add(key);
     }
+    for (const { c } of matrixCalls) if (c.fault !== undefined) this.unmetMatrixKinds.delete(c.fault);
     if (!this.enabled) return;
     for (const [index, bot] of this.telegrams.entries()) {
       for (const method of TELEGRAM_METHODS) {
@@ -146,15 +150,20 @@ export class FaultInjector {
       this.armWhatsApp();
       this.pending.add("wa messages");
     }
-    const matrixUnseen = this.rate > 0 && this.unseenMatrixKinds.size > 0;
+    // A kind not yet met is armed at once, not after the next send: a short run has few Matrix replies.
+    const matrixUnmet = this.rate > 0 && this.unmetMatrixKinds.size > 0;
     if (
-      called.has("mx send") &&
       !this.pending.has("mx send") &&
-      (matrixUnseen || this.random.chance(this.rate))
+      (matrixUnmet || (called.has("mx send") && this.random.chance(this.rate)))
     ) {
       this.armMatrix();
       this.pending.add("mx send");
     }
+  }
+
+  /** Whether the homeserver has answered a reply with every Matrix send fault kind yet. */
+  get everyMatrixFaultMet(): boolean {
+    return this.unmetMatrixKinds.size === 0;
   }
 
   /** Starts arming faults (from the next tick on). */
@@ -233,9 +242,8 @@ export class FaultInjector {
       { kind: "server_error", status: this.random.pick([500, 502, 503]) },
       { kind: "reset_after_effect" },
     ];
-    const unseen = faults.filter((f) => this.unseenMatrixKinds.has(f.kind));
-    const fault = this.random.pick(unseen.length > 0 ? unseen : faults);
-    this.unseenMatrixKinds.delete(fault.kind);
+    const unmet = faults.filter((f) => this.unmetMatrixKinds.has(f.kind));
+    const fault = this.random.pick(unmet.length > 0 ? unmet : faults);
     this.matrix.failNext("send", fault, { eventType: "m.room.message" });
     this.count(fault.kind);
   }

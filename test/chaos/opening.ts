@@ -25,7 +25,7 @@ import type { ChaosDatabase } from "./database.ts";
 import type { FaultInjector } from "./faults.ts";
 import { killAtEveryPoint, restart } from "./kills.ts";
 import type { Random } from "./random.ts";
-import { readMatrix, readWhatsApp } from "./snapshot.ts";
+import { isMatrixReply, readMatrix, readWhatsApp } from "./snapshot.ts";
 import type { GatewaySupervisor } from "./supervisor.ts";
 import { type Pace, type Peers, type Traffic, waitFor } from "./traffic.ts";
 
@@ -78,6 +78,7 @@ export async function playOpening(context: OpeningContext): Promise<OpeningResul
     context.armedWindowMs,
     context.log,
   );
+  await meetEveryMatrixFault(context);
   return {
     kindsMs: chainStarted - started,
     chainMs: Date.now() - chainStarted,
@@ -85,6 +86,34 @@ export async function playOpening(context: OpeningContext): Promise<OpeningResul
     whatsappKilledMidSend,
     matrixKilledMidSend,
   };
+}
+
+/** Matrix messages the opening posts at most to meet every send fault kind. */
+const MATRIX_FAULT_TRIES = 4;
+const MATRIX_REPLY_TIMEOUT_MS = 15_000;
+
+/**
+ * Posts Matrix messages one at a time, each waited for until a reply is stored, while the
+ * homeserver has not yet answered a reply with every send fault kind (the injector arms the kinds
+ * not yet met first): the random traffic alone may bring too few Matrix replies to meet them all.
+ */
+async function meetEveryMatrixFault({
+  cast,
+  peers,
+  traffic,
+  faults,
+  random,
+  log,
+}: OpeningContext): Promise<void> {
+  const places = cast.places.filter((p) => p.channel === "matrix");
+  const stored = () =>
+    peers.matrix.callsOf("send").filter((c) => isMatrixReply(c) && c.fault === undefined).length;
+  for (let tries = 0; tries < MATRIX_FAULT_TRIES && !faults.everyMatrixFaultMet; tries += 1) {
+    const before = stored();
+    traffic.postAnswerable(random.pick(places), { duplicate: false });
+    if (!(await waitFor(() => stored() > before, MATRIX_REPLY_TIMEOUT_MS))) break;
+  }
+  if (!faults.everyMatrixFaultMet) log("opening: not every Matrix send fault kind was met");
 }
 
 /** Tries at killing a WhatsApp send mid-flight (a try fails only when the armed process stalls). */
