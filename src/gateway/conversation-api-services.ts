@@ -7,23 +7,49 @@
 import type { ApiChannel } from "../../channels/api/adapter.ts";
 import { toInboundMessage } from "../../channels/api/inbound.ts";
 import { conversationKeyFor } from "../../channels/api/keys.ts";
-import type { ChannelName } from "../../channels/types.ts";
+import type { ChannelAdapter, ChannelName } from "../../channels/types.ts";
 import { knownAccount, routeToAccount } from "../../outbox/adapter-route.ts";
 import { SwitchboardError } from "../errors.ts";
 import { shortHash } from "../util/ids.ts";
 import type { Gateway } from "./app.ts";
+import { accountNameOf } from "./binding-facts.ts";
+import { conversationSettings } from "./config/index.ts";
 import type { ConversationApiServices, ProactiveSend } from "./http/conversation-api.ts";
+import { conversationFactsOf, RUNS_SEARCHED } from "./settings-view.ts";
+import { chatOfTarget } from "./target-chat.ts";
 
 /** The services, or undefined when the gateway runs no api channel (no token enables it). */
 export function conversationApiServices(
-  gateway: Pick<Gateway, "adapters" | "stores" | "runtime" | "worker">,
+  gateway: Pick<Gateway, "adapters" | "stores" | "runtime" | "worker" | "config">,
   clock: { now(): number },
 ): ConversationApiServices | undefined {
   const api = gateway.adapters.get("api") as ApiChannel | undefined;
   if (!api) return undefined;
   const { stores } = gateway;
+  const { file } = gateway.config;
   return {
     maxMessageChars: api.limits.maxMessageChars,
+    bindings: file.bindings,
+    sendTarget(request) {
+      const channel = request.channel as ChannelName;
+      const adapter = sendAdapter(gateway, request);
+      const id = knownAccount(adapter);
+      if (id === null)
+        throw new SwitchboardError(
+          "platform_unavailable",
+          `The ${channel} account is still starting, so which binding covers the target is not known yet; retry with the same idempotencyKey.`,
+        );
+      return {
+        channel,
+        account: accountNameOf(file, channel, id),
+        chat: chatOfTarget(channel, request.target),
+      };
+    },
+    async conversationBinding(conversationId) {
+      const runs = await stores.operator.listRuns({ conversationId, limit: RUNS_SEARCHED });
+      const facts = conversationFactsOf(file, runs);
+      return facts === null ? null : { channel: facts.channel, apps: conversationSettings(file, facts).apps };
+    },
     createConversation: (owner, ref) =>
       stores.runtime.resolveConversationKey(conversationKeyFor(owner, ref), clock.now()),
     async conversation(conversationId) {
@@ -56,29 +82,7 @@ async function sendProactive(
   nowMs: number,
 ): Promise<{ outcome: "enqueued" | "duplicate"; outboxId: string; state: string }> {
   const channel = request.channel as ChannelName;
-  const candidates = [...gateway.adapters.values()].filter((adapter) => adapter.channel === channel);
-  if (candidates.length === 0 || channel === "api") {
-    const configured = [...new Set([...gateway.adapters.values()].map((adapter) => adapter.channel))];
-    throw new SwitchboardError(
-      "input_invalid",
-      `Invalid field 'channel': ${request.channel} is not configured on this gateway (configured: ${configured.filter((name) => name !== "api").join(", ") || "none"}).`,
-    );
-  }
-  const accounts = candidates.map((candidate) => knownAccount(candidate) ?? "(not started)").join(", ");
-  // The send leaves through the account named, never through another bot of the channel.
-  const adapter =
-    request.account === undefined
-      ? candidates.length === 1
-        ? candidates[0]!
-        : null
-      : routeToAccount(candidates, channel, request.account).adapter;
-  if (!adapter)
-    throw new SwitchboardError(
-      "input_invalid",
-      request.account === undefined
-        ? `Invalid field 'account': ${request.channel} has several accounts (${accounts}); name the one to send through.`
-        : `Invalid field 'account': ${request.channel} has no account ${request.account} (accounts: ${accounts}).`,
-    );
+  const adapter = sendAdapter(gateway, request);
   const key = `send:${request.actor}:${request.idempotencyKey}`;
   const id = `send_${shortHash(key)}`;
   const insert = {
@@ -104,4 +108,39 @@ async function sendProactive(
   }
   gateway.worker.notify();
   return { outcome: "enqueued", outboxId: record.id, state: record.state };
+}
+
+/**
+ * The adapter a send to `request.channel` leaves through: the account named, or the channel's only
+ * one; never another bot of the channel. `input_invalid` names what to fix.
+ */
+function sendAdapter(
+  gateway: Pick<Gateway, "adapters">,
+  request: Pick<ProactiveSend, "channel" | "account">,
+): ChannelAdapter {
+  const channel = request.channel as ChannelName;
+  const candidates = [...gateway.adapters.values()].filter((adapter) => adapter.channel === channel);
+  if (candidates.length === 0 || channel === "api") {
+    const configured = [...new Set([...gateway.adapters.values()].map((adapter) => adapter.channel))];
+    throw new SwitchboardError(
+      "input_invalid",
+      `Invalid field 'channel': ${request.channel} is not configured on this gateway (configured: ${configured.filter((name) => name !== "api").join(", ") || "none"}).`,
+    );
+  }
+  const accounts = candidates.map((candidate) => knownAccount(candidate) ?? "(not started)").join(", ");
+  // The send leaves through the account named, never through another bot of the channel.
+  const adapter =
+    request.account === undefined
+      ? candidates.length === 1
+        ? candidates[0]!
+        : null
+      : routeToAccount(candidates, channel, request.account).adapter;
+  if (!adapter)
+    throw new SwitchboardError(
+      "input_invalid",
+      request.account === undefined
+        ? `Invalid field 'account': ${request.channel} has several accounts (${accounts}); name the one to send through.`
+        : `Invalid field 'account': ${request.channel} has no account ${request.account} (accounts: ${accounts}).`,
+    );
+  return adapter;
 }

@@ -167,4 +167,30 @@ describe("config explain", () => {
       "bindings.1.match: never matches: bindings.0 matches every conversation",
     );
   });
+
+  test("shows a binding's apps, checked against SWITCHBOARD_APP_TOKENS when it is set", async () => {
+    const appsFile = join(dir.path, "apps.json");
+    writeFileSync(
+      appsFile,
+      JSON.stringify({
+        version: 1,
+        bindings: [{ match: { channel: "telegram", chat: "42" }, apps: ["crm"] }],
+      }),
+    );
+    const explain = (chat: string, apps: string) =>
+      cliInProcess(["config", "explain", "--channel", "telegram", "--chat", chat], {
+        ...env,
+        SWITCHBOARD_CONFIG: appsFile,
+        SWITCHBOARD_APP_TOKENS: apps,
+      });
+    const bound = await explain("42", "crm=crm-token-0123456789abc");
+    expect(bound.code).toBe(0);
+    expect(bound.stdout).toMatch(/^apps\s+crm\s+bindings\.0$/m);
+    expect((await explain("43", "crm=crm-token-0123456789abc")).stdout).toMatch(/^apps\s+none\s+default$/m);
+    const unknown = await explain("42", "alerts=alerts-token-0123456789");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain(
+      'bindings.0.apps: "crm" is not an app of SWITCHBOARD_APP_TOKENS; apps: alerts',
+    );
+  });
 });

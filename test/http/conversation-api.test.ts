@@ -306,7 +306,7 @@ describe.each(["sqlite", "postgres"] as const)("the conversation API on %s", (en
     expect(runs.items).toHaveLength(6);
   }, 30_000);
 
-  test("/api/send goes through the outbox once per key; app tokens are refused until bindings exist", async () => {
+  test("/api/send goes through the outbox once per key; an app no binding lists is refused", async () => {
     telegram.incoming({ chat: privateChat(alice), from: alice, text: "hello bot" });
     await telegram.waitForMessage(alice.id, (m) => m.fromBot, TIMEOUT);
     const key = `notify-${engine}`;

@@ -4,6 +4,7 @@
  * the last, general rule. Matching and checking are pure functions of the list and the facts.
  */
 import { z } from "zod";
+import { APP_NAME } from "../../../channels/api/keys.ts";
 import { CHANNEL_NAMES, type ChannelName, SURFACE_KINDS, type SurfaceKind } from "../../../channels/types.ts";
 import { fail } from "../../util/env.ts";
 import { MODEL_NAME, modelSpecSchema } from "./models.ts";
@@ -54,7 +55,8 @@ export type BindingMatch = z.output<typeof bindingMatchSchema>;
 
 /**
  * One binding: a match and the settings it sets, which are a surface's (`surfaces`) plus `model`
- * (a name from `models`, or a model spec) and `models` (names users may pick with /model here).
+ * (a name from `models`, or a model spec), `models` (names users may pick with /model here) and
+ * `apps` (the app tokens, by name, that may reach the conversations it matches and send to them).
  */
 export const bindingSchema = surfaceOverrideSchema
   .extend({
@@ -63,6 +65,7 @@ export const bindingSchema = surfaceOverrideSchema
     models: z
       .record(z.string().regex(MODEL_NAME, 'a model name (lowercase, e.g. "smart")'), modelSpecSchema)
       .optional(),
+    apps: z.array(z.string().regex(APP_NAME, "an app's name in SWITCHBOARD_APP_TOKENS")).max(100).optional(),
   })
   .strict();
 export type Binding = z.output<typeof bindingSchema>;
@@ -80,8 +83,14 @@ export interface BindingFacts {
   roles?: readonly string[];
 }
 
+/**
+ * Facts that may lack a surface too: a proactive send's target is a chat whose surface the gateway
+ * does not know. A match naming `surface` never holds for them.
+ */
+export type MatchFacts = Omit<BindingFacts, "surface"> & { surface?: SurfaceKind };
+
 /** Whether every key of `match` holds for `facts`. */
-export function bindingMatches(match: BindingMatch, facts: BindingFacts): boolean {
+export function bindingMatches(match: BindingMatch, facts: MatchFacts): boolean {
   return (
     (match.channel === undefined || match.channel === facts.channel) &&
     (match.account === undefined || match.account === facts.account) &&
@@ -97,13 +106,16 @@ export function bindingMatches(match: BindingMatch, facts: BindingFacts): boolea
 /** The index of the first binding that matches, or null: the surfaces alone decide. */
 export function firstMatchingBinding(
   bindings: readonly Pick<Binding, "match">[],
-  facts: BindingFacts,
+  facts: MatchFacts,
 ): number | null {
   const index = bindings.findIndex((binding) => bindingMatches(binding.match, facts));
   return index < 0 ? null : index;
 }
 
-/** A binding the configuration must refuse: where (`bindings.<index>.match.<key>`) and why. */
+/**
+ * A binding the configuration must refuse: where (`bindings.<index>.match.<key>`, or
+ * `bindings.<index>.<key>` for a setting such as `apps`) and why.
+ */
 export interface BindingProblem {
   index: number;
   key: string;
@@ -114,14 +126,16 @@ export interface BindingProblem {
  * What is wrong with the list: a key that names something unknown (an account the channel does not
  * have, `team` off Slack), and a binding that never matches because an earlier one holds whenever
  * it does (the earlier match's keys are a subset of its own, with the same values).
- * `accounts(channel)`: the account names configured on `channel`.
+ * `accounts(channel)`: the account names configured on `channel`; `apps`: the names of
+ * SWITCHBOARD_APP_TOKENS, when known (an `apps` entry must be one of them).
  */
 export function bindingProblems(
-  bindings: readonly Pick<Binding, "match">[],
+  bindings: readonly Pick<Binding, "match" | "apps">[],
   accounts: (channel: ChannelName) => readonly string[],
+  apps?: readonly string[],
 ): BindingProblem[] {
   const problems: BindingProblem[] = [];
-  for (const [index, { match }] of bindings.entries()) {
+  for (const [index, { match, apps: named }] of bindings.entries()) {
     for (const [key, channel] of Object.entries(ONLY_ON) as Array<[BindingMatchKey, ChannelName]>) {
       if (match[key] === undefined || match.channel === channel) continue;
       problems.push({
@@ -140,6 +154,13 @@ export function bindingProblems(
           message: `"${match.account}" is not an account of ${match.channel ?? "any channel"}; accounts: ${known.join(", ") || "none"}`,
         });
     }
+    const unknownApps = apps === undefined ? [] : (named ?? []).filter((name) => !apps.includes(name));
+    if (unknownApps.length > 0)
+      problems.push({
+        index,
+        key: "apps",
+        message: `${unknownApps.map((name) => `"${name}"`).join(", ")} ${unknownApps.length === 1 ? "is not an app" : "are not apps"} of SWITCHBOARD_APP_TOKENS; apps: ${apps!.join(", ") || "none"}`,
+      });
     const earlier = bindings.slice(0, index).findIndex((before) => covers(before.match, match));
     if (earlier >= 0)
       problems.push({
@@ -162,24 +183,29 @@ function covers(general: BindingMatch, specific: BindingMatch): boolean {
  */
 export const DEFAULT_ACCOUNT = "default";
 
-/** Each problem as `bindings.<i>.match[.<key>]: why`, the form start-up errors print. */
+/** Each problem as `bindings.<i>.match[.<key>]: why` (`bindings.<i>.<key>` for a setting), as start-up errors print. */
 export function describeBindingProblems(problems: readonly BindingProblem[]): string {
   return problems
-    .map(
-      ({ index, key, message }) => `bindings.${index}.match${key === "match" ? "" : `.${key}`}: ${message}`,
-    )
+    .map(({ index, key, message }) => `bindings.${index}${problemPath(key)}: ${message}`)
     .join("; ");
 }
 
+function problemPath(key: string): string {
+  if (key === "match") return ".match";
+  return (BINDING_MATCH_KEYS as readonly string[]).includes(key) ? `.match.${key}` : `.${key}`;
+}
+
 /**
- * Refuses the start (`config_invalid`, exit 78) when a binding names an unknown account or a key
- * its channel does not have, or can never match. `accounts(channel)`: the accounts configured there.
+ * Refuses the start (`config_invalid`, exit 78) when a binding names an unknown account or app, or
+ * a key its channel does not have, or can never match. `accounts(channel)`: the accounts configured
+ * there; `apps`: the names of SWITCHBOARD_APP_TOKENS (unchecked when not given).
  */
 export function checkBindings(
-  bindings: readonly Pick<Binding, "match">[],
+  bindings: readonly Pick<Binding, "match" | "apps">[],
   accounts: (channel: ChannelName) => readonly string[],
+  apps?: readonly string[],
 ): void {
-  const problems = bindingProblems(bindings, accounts);
+  const problems = bindingProblems(bindings, accounts, apps);
   if (problems.length > 0)
     fail(
       "SWITCHBOARD_CONFIG",

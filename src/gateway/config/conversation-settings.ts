@@ -20,6 +20,8 @@ export interface ConversationSettings extends SurfacePolicy {
   model: string | null;
   /** The models users may pick with /model here, by name: the file's `models`, with a binding's added. */
   models: Readonly<Record<string, string>>;
+  /** The app tokens, by name, that may reach this conversation (a binding's `apps`; none without). */
+  apps: readonly string[];
 }
 
 export type SettingName = keyof ConversationSettings;
@@ -29,6 +31,7 @@ export const SETTING_NAMES = [
   ...(Object.keys(surfaceOverrideSchema.shape) as Array<keyof SurfaceOverride>),
   "model",
   "models",
+  "apps",
 ] as readonly SettingName[];
 
 /** The parts of SWITCHBOARD_CONFIG the settings come from. */
@@ -69,6 +72,7 @@ export function explainSettings(file: SettingsFile, facts: BindingFacts): Settin
     sources.model =
       typeof fallback === "string" ? "models.default" : `models.default.${surfaceKeyOf(file.models, facts)}`;
   }
+  values.apps = [];
   values.models = pickableModels(file);
   if (Object.keys(values.models as object).length > 0) sources.models = "models";
 

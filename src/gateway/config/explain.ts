@@ -6,6 +6,7 @@ import type { Env } from "../../util/env.ts";
 import { nonEmpty } from "../../util/env.ts";
 import { accountNamesInFile } from "./accounts.ts";
 import { parseAgentDirs } from "./agent.ts";
+import { APP_TOKENS_ENV, parseAppTokens } from "./app-tokens.ts";
 import { BINDING_MATCH_KEYS, type BindingFacts, checkBindings } from "./bindings.ts";
 import {
   type ConversationSettings,
@@ -15,6 +16,7 @@ import {
   type SettingsFile,
 } from "./conversation-settings.ts";
 import { readFileConfig } from "./file.ts";
+import { parseOperatorAccess } from "./tokens.ts";
 
 export interface ExplainedConversation {
   facts: BindingFacts;
@@ -73,7 +75,12 @@ export function describeSettings(
 /** Reads SWITCHBOARD_CONFIG as `switchboard start` does (refusing what it refuses) and explains `facts`. */
 export function explainConversation(env: Env, facts: BindingFacts): ExplainedConversation {
   const { file, baseDir } = readFileConfig(nonEmpty(env, "SWITCHBOARD_CONFIG"));
-  checkBindings(file.bindings, accountNamesInFile(file));
+  // Bindings' `apps` are checked against the app tokens when this environment has them, as at start.
+  const apps =
+    nonEmpty(env, APP_TOKENS_ENV) === undefined
+      ? undefined
+      : parseAppTokens(env, parseOperatorAccess(env)).map((app) => app.name);
+  checkBindings(file.bindings, accountNamesInFile(file), apps);
   const agentDir = parseAgentDirs(env, file, baseDir);
   return describeSettings(file, facts, agentDir, accountNamesInFile(file));
 }
@@ -101,6 +108,7 @@ function valueText(setting: SettingName, settings: ConversationSettings, agentDi
     case "instructions":
       return value === undefined ? "none" : JSON.stringify(value);
     case "approvers":
+    case "apps":
       return (value as string[]).join(", ") || "none";
     case "model":
       return (value as string | null) ?? "the gateway's model (SWITCHBOARD_MODEL)";

@@ -71,7 +71,11 @@ export function loadConfig(env: Env): GatewayConfig {
     channels[name] === undefined ? [] : [defaultAccount(name, channels[name], allowLists[name]!)],
   );
   const accounts = loadAccounts(env, file, secrets, defaults);
-  checkBindings(file.bindings, accountNamesInFile(file));
+  checkBindings(
+    file.bindings,
+    accountNamesInFile(file),
+    appTokens.map((app) => app.name),
+  );
   file.accountNames = accountNamesOf([...defaults, ...accounts]);
   for (const name of ["OPENROUTER_API_KEY", "OPENAI_COMPATIBLE_API_KEY"]) secrets.read(name);
   if (operatorToken) secrets.values.push(operatorToken);

@@ -1,9 +1,17 @@
 /**
  * Who calls the conversation API, and what they may touch. An operator token may use every route
- * and conversation; an app token (SWITCHBOARD_APP_TOKENS) only the conversation API's routes, and
- * only on the conversations it created. The decision is one pure function, `mayUseConversation`.
+ * and conversation; an app token (SWITCHBOARD_APP_TOKENS) only the conversation API's routes, on
+ * the api conversations it created and on the platform conversations and chats a binding's `apps`
+ * names it in. The decisions are pure functions: `mayUseConversation` and `maySendTo`.
  */
 import { type ApiOwner, ownerOfApp, parseConversationKey } from "../../../channels/api/keys.ts";
+import type { ChannelName } from "../../../channels/types.ts";
+import {
+  BINDING_MATCH_KEYS,
+  type Binding,
+  firstMatchingBinding,
+  type MatchFacts,
+} from "../config/bindings.ts";
 import { bearerToken, sameToken } from "./auth.ts";
 
 /** Applications' tokens, by name (SWITCHBOARD_APP_TOKENS). */
@@ -18,25 +26,59 @@ export function ownerOf(caller: ApiCaller): ApiOwner {
 }
 
 /**
- * Whether `caller` may read and act on the conversation whose current key is `key` (null: it has
- * none, e.g. after /new moved its key to a fresh conversation). Operators may use any; an app the
- * api conversations it created, whose key names it as owner. Bindings will extend this.
+ * Where a platform conversation is, as far as app access goes: its channel and the `apps` of the
+ * binding that matches it (none: no binding matches, or it names no apps).
  */
-export function mayUseConversation(caller: ApiCaller, key: string | null): boolean {
-  if (caller.kind === "operator") return true;
-  if (key === null) return false;
-  return parseConversationKey(key)?.owner === ownerOf(caller);
+export interface ConversationBinding {
+  channel: ChannelName;
+  apps: readonly string[];
 }
 
 /**
- * Whether `caller` may send a proactive message to a platform target. Operators may; an app only
- * where a binding allows the target, and no binding exists yet, so never (`reason` says so).
+ * Whether `caller` may read and act on the conversation whose current key is `key` (null: it has
+ * none, e.g. after /new moved its key to a fresh conversation). Operators may use any; an app the
+ * api conversations it created, whose key names it as owner, and a platform conversation whose
+ * binding (`bound`) lists it in `apps`. Another app's api conversation is never reachable through
+ * a binding: it is that app's alone.
  */
-export function maySendTo(caller: ApiCaller): { allowed: true } | { allowed: false; reason: string } {
+export function mayUseConversation(
+  caller: ApiCaller,
+  key: string | null,
+  bound: ConversationBinding | null = null,
+): boolean {
+  if (caller.kind === "operator") return true;
+  if (key !== null && parseConversationKey(key)?.owner === ownerOf(caller)) return true;
+  if (bound === null || bound.channel === "api") return false;
+  if (key !== null && parseConversationKey(key) !== null) return false;
+  return bound.apps.includes(caller.name);
+}
+
+/**
+ * Whether `caller` may send a proactive message to a platform target with these facts (channel,
+ * account name, chat; the rest absent). Operators may; an app when the first binding matching the
+ * target lists it in `apps`. `reason` says which binding setting would allow it.
+ */
+export function maySendTo(
+  caller: ApiCaller,
+  bindings: readonly Pick<Binding, "match" | "apps">[],
+  target: MatchFacts,
+): { allowed: true } | { allowed: false; reason: string } {
   if (caller.kind === "operator") return { allowed: true };
+  const where = `${target.channel} account ${target.account} chat ${target.chat ?? "(none)"}`;
+  const index = firstMatchingBinding(bindings, target);
+  if (index === null)
+    return {
+      allowed: false,
+      reason: `App ${caller.name} may not send to ${where}: no binding matches it. Add a binding to SWITCHBOARD_CONFIG such as {"match": {"channel": "${target.channel}", "chat": "${target.chat ?? "…"}"}, "apps": ["${caller.name}"]} (only channel, account and chat are known of a send's target, so a match naming other keys never holds), or send with an operator token.`,
+    };
+  if (bindings[index]!.apps?.includes(caller.name)) return { allowed: true };
+  const match = bindings[index]!.match;
+  const matched = BINDING_MATCH_KEYS.filter((key) => match[key] !== undefined)
+    .map((key) => `${key}=${match[key]}`)
+    .join(" ");
   return {
     allowed: false,
-    reason: `App tokens may not send to platform chats yet: a binding must allow the target, and ${caller.name} has none. Send with an operator token instead.`,
+    reason: `App ${caller.name} may not send to ${where}: bindings.${index} (match ${matched || "(everything)"}) is the binding that matches it, and its "apps" does not list ${caller.name}. Add "${caller.name}" to bindings.${index}.apps, or send with an operator token.`,
   };
 }
 

@@ -13,7 +13,14 @@ import type { RuntimeEvent } from "../../runtime/events.ts";
 import type { RunState } from "../../runtime/types.ts";
 import { eventStreamResponse, streamAbort } from "../../util/event-stream.ts";
 import type { Logger } from "../../util/log.ts";
-import { type ApiCaller, maySendTo, mayUseConversation, ownerOf } from "./api-caller.ts";
+import type { Binding, MatchFacts } from "../config/bindings.ts";
+import {
+  type ApiCaller,
+  type ConversationBinding,
+  maySendTo,
+  mayUseConversation,
+  ownerOf,
+} from "./api-caller.ts";
 import { queryObject, readJsonBody, validate } from "./body.ts";
 import { createConversationBody, messageBody, sendBody } from "./conversation-schemas.ts";
 import { actorOf as operatorActorOf } from "./operator-routes.ts";
@@ -42,6 +49,15 @@ export interface ProactiveSend {
 export interface ConversationApiServices {
   /** Longest message text; the api channel's limit. */
   readonly maxMessageChars: number;
+  /** SWITCHBOARD_CONFIG's bindings: their `apps` open platform chats and conversations to apps. */
+  readonly bindings: readonly Pick<Binding, "match" | "apps">[];
+  /**
+   * What bindings match of a send's target: its channel, the name of the account it leaves
+   * through, its chat. `input_invalid` as `send` for a channel or account it cannot go through.
+   */
+  sendTarget(request: Pick<ProactiveSend, "channel" | "account" | "target">): MatchFacts;
+  /** A conversation's channel and its binding's `apps`; null when no channel message started any of its runs. */
+  conversationBinding(conversationId: string): Promise<ConversationBinding | null>;
   /** Maps a new api conversation key to a conversation (created durably); its id. */
   createConversation(owner: ApiOwner, ref: string): Promise<string>;
   /** The conversation's current key (null: it has none any more); null when there is no such conversation. */
@@ -88,10 +104,20 @@ export function conversationApiRoutes(deps: ConversationApiDeps): Route[] {
     handle: (context: RouteContext, caller: ApiCaller) => Promise<Response>,
   ): Route => ({ method, pattern, access: "api", handle: (context) => handle(context, callerOf(context)) });
 
+  /**
+   * Whether the caller may use the conversation: its own, or (an app) a platform conversation its
+   * binding's `apps` lists it in. The binding is looked up only when ownership does not decide.
+   */
+  const mayUse = async (caller: ApiCaller, conversationId: string, key: string | null) => {
+    if (mayUseConversation(caller, key)) return true;
+    if (caller.kind === "operator") return false;
+    return mayUseConversation(caller, key, await services().conversationBinding(conversationId));
+  };
+
   /** The conversation, when the caller may use it; otherwise the same 404 as for none at all. */
   const ownConversation = async (caller: ApiCaller, conversationId: string) => {
     const conversation = await services().conversation(conversationId);
-    if (conversation === null || !mayUseConversation(caller, conversation.key))
+    if (conversation === null || !(await mayUse(caller, conversationId, conversation.key)))
       throw new SwitchboardError(
         "not_found",
         `There is no conversation ${conversationId} this token may use; create one with POST /api/conversations.`,
@@ -140,7 +166,11 @@ export function conversationApiRoutes(deps: ConversationApiDeps): Route[] {
         );
       const run = await api.run(runId);
       const conversation = run === null ? null : await api.conversation(run.conversationId);
-      if (run === null || conversation === null || !mayUseConversation(caller, conversation.key))
+      if (
+        run === null ||
+        conversation === null ||
+        !(await mayUse(caller, run.conversationId, conversation.key))
+      )
         throw new SwitchboardError("not_found", `There is no run ${runId} this token may read.`);
       const abort = streamAbort(request, deps.track);
       return eventStreamResponse({
@@ -183,7 +213,11 @@ export function conversationApiRoutes(deps: ConversationApiDeps): Route[] {
           const api = services();
           const approval = await api.approval(approvalId);
           const conversation = approval === null ? null : await api.conversation(approval.conversationId);
-          if (approval === null || conversation === null || !mayUseConversation(caller, conversation.key))
+          if (
+            approval === null ||
+            conversation === null ||
+            !(await mayUse(caller, approval.conversationId, conversation.key))
+          )
             throw new SwitchboardError(
               "not_found",
               `There is no approval ${approvalId} this token may decide; the run's events name its approvals.`,
@@ -199,8 +233,11 @@ export function conversationApiRoutes(deps: ConversationApiDeps): Route[] {
       const { request } = context;
       const api = services();
       const body = await readJsonBody(request, sendBody(api.maxMessageChars), deps.maxBodyBytes);
-      const allowed = maySendTo(caller);
-      if (!allowed.allowed) return apiError(403, "forbidden", allowed.reason);
+      // An operator may send anywhere; only an app's target is resolved and matched.
+      if (caller.kind === "app") {
+        const allowed = maySendTo(caller, api.bindings, api.sendTarget(body));
+        if (!allowed.allowed) return apiError(403, "forbidden", allowed.reason);
+      }
       const sent = await api.send({
         channel: body.channel,
         ...(body.account === undefined ? {} : { account: body.account }),

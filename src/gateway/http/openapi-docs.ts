@@ -82,18 +82,20 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     stream: true,
   },
   "POST /api/approvals/{id}/approve": {
-    summary: "Approve a tool call waiting for a decision (an app token: only in its own conversations).",
+    summary:
+      "Approve a tool call waiting for a decision (an app token: only in its own conversations and those a binding's `apps` lists it in).",
     tag: "conversation",
     body: emptyBody,
   },
   "POST /api/approvals/{id}/deny": {
-    summary: "Deny a tool call waiting for a decision (an app token: only in its own conversations).",
+    summary:
+      "Deny a tool call waiting for a decision (an app token: only in its own conversations and those a binding's `apps` lists it in).",
     tag: "conversation",
     body: emptyBody,
   },
   "POST /api/send": {
     summary:
-      "Send a proactive message to a platform chat through the outbox (exactly once, or visibly ambiguous). Operator tokens only until bindings exist.",
+      "Send a proactive message to a platform chat through the outbox (exactly once, or visibly ambiguous). An app token only where the binding matching the target lists it in `apps` (else 403).",
     tag: "conversation",
     body: sendBody(MAX_CHARS),
     answer: { status: 202, schema: sendAccepted },
