@@ -7,15 +7,10 @@
  * Composed in this process on the real clock.
  */
 
-import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { systemClock } from "../../src/util/clock.ts";
+import { describe, expect, test } from "bun:test";
 import { type DiscordEmulator, discordBotToken, startDiscordEmulator } from "../emulators/discord/index.ts";
-import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
-import { useE2eFixture } from "./support/fixture.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { eventually } from "./support/gateway-process.ts";
+import * as accounts from "./support/accounts.ts";
+import { discordGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 
 const PERSONAL_ID = "111111111111111111";
 const SUPPORT_ID = "222222222222222222";
@@ -24,7 +19,7 @@ const fixture = useE2eFixture("switchboard-e2e-accounts-dc-", () =>
 );
 const { dir, llm, platform: personal } = fixture;
 const support = startDiscordEmulator({ botId: SUPPORT_ID, token: discordBotToken(SUPPORT_ID) });
-afterAll(() => support.close());
+accounts.closeAfterAll(support);
 
 /** Alice writes to both bots; Bob only to the support bot, which admits everyone. */
 const aliceOfPersonal = personal.createUser("alice");
@@ -32,36 +27,14 @@ const aliceOfSupport = support.createUser("alice");
 const bobOfPersonal = personal.createUser("bob");
 
 function env(withSupport: boolean): Record<string, string> {
-  const configFile = join(dir.path, withSupport ? "with-support.json" : "without-support.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      version: 1,
-      surfaces: { "discord:dm": { inputPolicy: "queue", delivery: "terminal" } },
-      ...(withSupport
-        ? {
-            accounts: {
-              discord: {
-                support: { token: "${DC_SUPPORT}", apiUrl: support.apiUrl, allowedUsers: "*" },
-              },
-            },
-            bindings: [
-              { match: { channel: "discord", account: "support" }, instructions: "You are ACME support." },
-            ],
-          }
-        : {}),
-    }),
-  );
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
-    extra: {
-      SWITCHBOARD_CONFIG: configFile,
-      DISCORD_BOT_TOKEN: personal.token,
-      DISCORD_API_URL: personal.apiUrl,
-      DISCORD_ALLOWED_USERS: aliceOfPersonal.id,
-      DC_SUPPORT: support.token,
-    },
+  const configFile = accounts.writeSupportConfig(dir.path, "discord", withSupport, {
+    token: "${DC_SUPPORT}",
+    apiUrl: support.apiUrl,
+    allowedUsers: "*",
+  });
+  return discordGatewayEnv(fixture, {
+    allowed: [aliceOfPersonal.id],
+    extra: { SWITCHBOARD_CONFIG: configFile, DC_SUPPORT: support.token },
   });
 }
 
@@ -73,20 +46,11 @@ const botTexts = (bot: DiscordEmulator, userId: string) =>
 
 async function say(bot: DiscordEmulator, userId: string, text: string): Promise<void> {
   bot.sendDm(userId, text);
-  await bot.waitFor(
-    () => botTexts(bot, userId).some((t) => t.includes(`echo: ${text}`)),
-    20_000,
-    `the reply to "${text}"`,
-  );
+  await accounts.replyThrough(bot, () => botTexts(bot, userId), `echo: ${text}`, `bot ${bot.bot.id}`);
 }
 
-let running: InProcessGateway | null = null;
-async function start(withSupport: boolean): Promise<InProcessGateway> {
-  await running?.stop({ graceMs: 1000 });
-  running = await startInProcessGateway(env(withSupport), { clock: systemClock, limits: FAST_PACING });
-  return running;
-}
-afterAll(() => running?.stop({ graceMs: 1000 }));
+const gateways = accounts.oneGatewayAtATime();
+const start = (withSupport: boolean) => gateways.start(env(withSupport));
 
 describe("two Discord bots in one gateway", () => {
   test("each bot answers only through itself, by its own allow list, with its own readiness line and binding", async () => {
@@ -105,34 +69,22 @@ describe("two Discord bots in one gateway", () => {
 
     // Bob is not on the personal bot's list.
     personal.sendDm(bobOfPersonal.id, "bob asks the personal bot");
-    await eventually(
-      () => gateway.logs.find((r) => r.event === "ingress.denied" || r.event === "ingress.ignored"),
-      10_000,
-      "the personal bot to refuse bob",
-    );
+    await accounts.refusedSender(gateway, "the personal bot to refuse bob");
     expect(botTexts(personal, bobOfPersonal.id)).toEqual([]);
 
-    const { checks } = await gateway.gateway.readiness();
-    expect(checks["channel:discord"]?.ok).toBe(true);
-    expect(checks["channel:discord:support"]?.ok).toBe(true);
-    const metrics = await gateway.gateway.renderMetrics();
-    expect(metrics).toContain('switchboard_inbound_accepted_total{channel="discord",account="support"}');
-    expect(metrics).toContain('switchboard_inbound_accepted_total{channel="discord",account="default"}');
-    const supportRequest = llm.requestsContaining("hello support bot")[0]!;
-    const personalRequest = llm.requestsContaining("hello personal bot")[0]!;
-    expect(JSON.stringify(supportRequest.messages)).toContain("You are ACME support.");
-    expect(JSON.stringify(personalRequest.messages)).not.toContain("You are ACME support.");
+    await accounts.expectServing(gateway, "discord", ["support"]);
+    accounts.expectBoundOnly(llm, accounts.SUPPORT_INSTRUCTIONS, "hello support bot", "hello personal bot");
   }, 60_000);
 
   test("after a restart each bot goes on with its own conversation, and a schedule made through each fires through it", async () => {
     await start(true);
     await say(personal, aliceOfPersonal.id, "personal after restart");
     await say(support, aliceOfSupport.id, "support after restart");
-    const history = (text: string) => JSON.stringify(llm.requestsContaining(text)[0]!.messages);
-    expect(history("support after restart")).toContain("hello support bot");
-    expect(history("support after restart")).not.toContain("hello personal bot");
-    expect(history("personal after restart")).toContain("hello personal bot");
-    expect(history("personal after restart")).not.toContain("hello support bot");
+    accounts.expectOwnHistories(
+      llm,
+      ["support after restart", "hello support bot"],
+      ["personal after restart", "hello personal bot"],
+    );
 
     personal.sendDm(aliceOfPersonal.id, "/in 1s remind via personal");
     support.sendDm(aliceOfSupport.id, "/in 1s remind via support");
@@ -154,24 +106,8 @@ describe("two Discord bots in one gateway", () => {
     const withSupport = await start(true);
     support.failNext("POST /channels/:id/messages", { kind: "server_error", status: 502 }, 1000);
     support.sendDm(aliceOfSupport.id, "stranded reply");
-    const stranded = await eventually(
-      async () =>
-        (await withSupport.gateway.stores.outbox.list({ state: "pending" })).find((r) =>
-          r.markdown.includes("stranded reply"),
-        ),
-      20_000,
-      "the support reply to wait for a retry",
-    );
-    expect(stranded.account).toBe(SUPPORT_ID);
-
-    const without = await start(false);
-    const failed = await eventually(
-      async () => {
-        const record = await without.gateway.stores.outbox.show(stranded.id);
-        return record?.state === "failed" ? record : null;
-      },
-      20_000,
-      "the stranded reply to fail",
+    const { failed } = await accounts.strandedReply(withSupport, "stranded reply", SUPPORT_ID, () =>
+      start(false),
     );
     expect(failed.lastError).toContain(`discord account ${SUPPORT_ID}`);
     expect(failed.lastError).toContain("not configured any more");

@@ -5,15 +5,10 @@
  * (a named account's conversation keys carry its user id). Composed in this process.
  */
 
-import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { systemClock } from "../../src/util/clock.ts";
+import { describe, expect, test } from "bun:test";
 import { startMatrixEmulator } from "../emulators/matrix/index.ts";
-import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
+import * as accounts from "./support/accounts.ts";
 import { useE2eFixture } from "./support/fixture.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
-import { eventually } from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-accounts-mx-", () => startMatrixEmulator());
 const { dir, llm, platform: mx } = fixture;
@@ -25,56 +20,34 @@ const bob = mx.createUser("bob").userId;
 const TIMEOUT = 20_000;
 
 function env(withSupport: boolean): Record<string, string> {
-  const configFile = join(dir.path, withSupport ? "with-support.json" : "without-support.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      version: 1,
-      surfaces: {
-        "matrix:dm": { inputPolicy: "queue", delivery: "terminal" },
-        "matrix:group": { inputPolicy: "queue", delivery: "terminal" },
-      },
-      ...(withSupport
-        ? {
-            accounts: {
-              matrix: {
-                support: {
-                  homeserverUrl: mx.url,
-                  userId: support.userId,
-                  accessToken: "${MX_SUPPORT_TOKEN}",
-                  allowedUsers: [alice, bob],
-                },
-              },
-            },
-            bindings: [
-              { match: { channel: "matrix", account: "support" }, instructions: "You are ACME support." },
-            ],
-          }
-        : {}),
-    }),
-  );
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
-    extra: {
-      SWITCHBOARD_CONFIG: configFile,
-      MATRIX_HOMESERVER_URL: mx.url,
-      MATRIX_ACCESS_TOKEN: personal.token,
-      MATRIX_USER_ID: personal.userId,
-      MATRIX_ALLOWED_USERS: alice,
-      MX_SUPPORT_TOKEN: support.token,
+  const configFile = accounts.writeSupportConfig(
+    dir.path,
+    "matrix",
+    withSupport,
+    {
+      homeserverUrl: mx.url,
+      userId: support.userId,
+      accessToken: "${MX_SUPPORT_TOKEN}",
+      allowedUsers: [alice, bob],
     },
+    {
+      "matrix:dm": { inputPolicy: "queue", delivery: "terminal" },
+      "matrix:group": { inputPolicy: "queue", delivery: "terminal" },
+    },
+  );
+  return accounts.gatewayEnv(fixture, configFile, {
+    MATRIX_HOMESERVER_URL: mx.url,
+    MATRIX_ACCESS_TOKEN: personal.token,
+    MATRIX_USER_ID: personal.userId,
+    MATRIX_ALLOWED_USERS: alice,
+    MX_SUPPORT_TOKEN: support.token,
   });
 }
 
 const shownBy = (room: string, bot: string) => mx.shown(room, bot).map((m) => m.body);
 
 function reply(room: string, bot: string, text: string): Promise<string> {
-  return mx.waitFor(
-    () => shownBy(room, bot).find((body) => body.includes(text)),
-    TIMEOUT,
-    `${bot}'s reply containing "${text}" in ${room}`,
-  );
+  return accounts.replyThrough(mx, () => shownBy(room, bot), text, `${bot} in ${room}`);
 }
 
 /** A room `user` made and invited `bot` to; resolves once the bot joined. */
@@ -85,13 +58,8 @@ async function dm(user: string, bot: string): Promise<string> {
   return room;
 }
 
-let running: InProcessGateway | null = null;
-async function start(withSupport: boolean): Promise<InProcessGateway> {
-  await running?.stop({ graceMs: 1000 });
-  running = await startInProcessGateway(env(withSupport), { clock: systemClock, limits: FAST_PACING });
-  return running;
-}
-afterAll(() => running?.stop({ graceMs: 1000 }));
+const gateways = accounts.oneGatewayAtATime();
+const start = (withSupport: boolean) => gateways.start(env(withSupport));
 
 describe("two Matrix bots in one gateway", () => {
   test("each bot joins on its own list's invites and answers only through itself", async () => {
@@ -113,18 +81,8 @@ describe("two Matrix bots in one gateway", () => {
     mx.sendText(bobsSupport, bob, "bob asks support");
     await reply(bobsSupport, support.userId, "echo: bob asks support");
 
-    const { checks } = await gateway.gateway.readiness();
-    expect(checks["channel:matrix"]?.ok).toBe(true);
-    expect(checks["channel:matrix:support"]?.ok).toBe(true);
-    const metrics = await gateway.gateway.renderMetrics();
-    expect(metrics).toContain('switchboard_inbound_accepted_total{channel="matrix",account="support"}');
-    expect(metrics).toContain('switchboard_inbound_accepted_total{channel="matrix",account="default"}');
-    expect(JSON.stringify(llm.requestsContaining("hello support bot")[0]!.messages)).toContain(
-      "You are ACME support.",
-    );
-    expect(JSON.stringify(llm.requestsContaining("hello personal bot")[0]!.messages)).not.toContain(
-      "You are ACME support.",
-    );
+    await accounts.expectServing(gateway, "matrix", ["support"]);
+    accounts.expectBoundOnly(llm, accounts.SUPPORT_INSTRUCTIONS, "hello support bot", "hello personal bot");
   }, 60_000);
 
   test("in a room with both bots, each answers its own mention in its own conversation, also after a restart", async () => {
@@ -144,11 +102,11 @@ describe("two Matrix bots in one gateway", () => {
     await reply(room, support.userId, "second for support");
     mention(personal.userId, "second for personal");
     await reply(room, personal.userId, "second for personal");
-    const history = (text: string) => JSON.stringify(llm.requestsContaining(text)[0]!.messages);
-    expect(history("second for support")).toContain("first for support");
-    expect(history("second for support")).not.toContain("first for personal");
-    expect(history("second for personal")).toContain("first for personal");
-    expect(history("second for personal")).not.toContain("first for support");
+    accounts.expectOwnHistories(
+      llm,
+      ["second for support", "first for support"],
+      ["second for personal", "first for personal"],
+    );
   }, 60_000);
 
   test("a reply queued for a removed account fails naming it; the other bot never sends it", async () => {
@@ -157,23 +115,8 @@ describe("two Matrix bots in one gateway", () => {
     for (let i = 0; i < 20; i++)
       mx.failNext("send", { kind: "server_error", status: 502 }, { eventType: "m.room.message" });
     mx.sendText(room, alice, "stranded reply");
-    const stranded = await eventually(
-      async () =>
-        (await withSupport.gateway.stores.outbox.list({ state: "pending" })).find((r) =>
-          r.markdown.includes("stranded reply"),
-        ),
-      TIMEOUT,
-      "the support reply to wait for a retry",
-    );
-    expect(stranded.account).toBe(support.userId);
-    const without = await start(false);
-    const failed = await eventually(
-      async () => {
-        const record = await without.gateway.stores.outbox.show(stranded.id);
-        return record?.state === "failed" ? record : null;
-      },
-      TIMEOUT,
-      "the stranded reply to fail",
+    const { failed } = await accounts.strandedReply(withSupport, "stranded reply", support.userId, () =>
+      start(false),
     );
     expect(failed.lastError).toContain(`matrix account ${support.userId}`);
     expect(shownBy(room, personal.userId)).toEqual([]);

@@ -5,55 +5,36 @@
  * with the operator CLI on the SQLite file; the gateway is composed in this process.
  */
 
-import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { systemClock } from "../../src/util/clock.ts";
-import { botUser, privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
-import { type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
+import { describe, expect, test } from "bun:test";
+import { privateChat, startTelegramEmulator, user } from "../emulators/telegram/index.ts";
+import * as accounts from "./support/accounts.ts";
 import { runCli, runCliJson } from "./support/cli.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 
 const TIMEOUT = 20_000;
 const fixture = useE2eFixture("switchboard-e2e-accounts-principals-", startTelegramEmulator);
 const { dir, llm, platform: personal } = fixture;
-const SUPPORT_TOKEN = "222222222:AASupportBotTokenForTests_abcdefghij";
-const support = personal.addBot({
-  token: SUPPORT_TOKEN,
-  bot: botUser(222222222, "acme_support_bot", "Support"),
-});
+const support = accounts.addTelegramSupportBot(personal);
+const botTexts = accounts.telegramBotTexts;
 const mallory = user(4102, "Mallory");
 const alice = user(4101, "Alice");
 /** Spends of 400 tokens: after three (1,200) a day's 1,000 is used up, and the fourth is refused. */
 const TOKENS_PER_DAY = 1000;
 
-const configFile = join(dir.path, "accounts.json");
-writeFileSync(
-  configFile,
-  JSON.stringify({
-    version: 1,
-    surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
-    budgets: { perUser: { tokensPerDay: TOKENS_PER_DAY } },
-    accounts: {
-      telegram: {
-        support: { token: "${TG_SUPPORT}", apiRoot: personal.url, allowedUsers: ["pairing", alice.id] },
-      },
-    },
-  }),
-);
+const configFile = accounts.writeConfig(dir.path, "accounts.json", "telegram", {
+  more: { budgets: { perUser: { tokensPerDay: TOKENS_PER_DAY } } },
+  accounts: {
+    support: { token: "${TG_SUPPORT}", apiRoot: personal.url, allowedUsers: ["pairing", alice.id] },
+  },
+});
 const env = () =>
   telegramGatewayEnv(fixture, {
     allowed: ["pairing", alice.id],
-    extra: { SWITCHBOARD_CONFIG: configFile, TG_SUPPORT: SUPPORT_TOKEN },
+    extra: { SWITCHBOARD_CONFIG: configFile, TG_SUPPORT: accounts.TELEGRAM_SUPPORT_TOKEN },
   });
 const cliEnv = () => ({ SWITCHBOARD_DB: env().SWITCHBOARD_DB! });
 
 type Bot = typeof personal;
-const botTexts = (bot: Bot, userId: number) =>
-  bot
-    .messages(userId)
-    .filter((m) => m.fromBot)
-    .map((m) => m.visibleText);
 
 async function reply(bot: Bot, from: typeof alice, text: string, contains: string): Promise<string> {
   const before = botTexts(bot, from.id).length;
@@ -67,12 +48,11 @@ async function reply(bot: Bot, from: typeof alice, text: string, contains: strin
   ).visibleText;
 }
 
-let gateway: InProcessGateway | null = null;
-afterAll(() => gateway?.stop({ graceMs: 1000 }));
+const gateways = accounts.oneGatewayAtATime({ pacing: "platform" });
 
 describe("a user of two bots is two principals", () => {
   test("paired with the support bot, a user is not paired with the default bot", async () => {
-    gateway = await startInProcessGateway(env(), { clock: systemClock });
+    await gateways.start(env());
     const asked = await reply(support, mallory, "hello support", "pairing code is");
     const code = /pairing code is ([A-Z0-9]{8})/.exec(asked)![1]!;
     const grant = await runCliJson<{ channel: string; userId: string }>(

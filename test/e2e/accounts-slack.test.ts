@@ -5,15 +5,13 @@
  * reply leaves through the app (and workspace) that received its message. Composed in this process.
  */
 
-import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { systemClock } from "../../src/util/clock.ts";
+import { describe, expect, test } from "bun:test";
 import { postEvent, type SlackEmulator, startSlackEmulator } from "../emulators/slack/index.ts";
-import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
+import * as accounts from "./support/accounts.ts";
 import { useE2eFixture } from "./support/fixture.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
 
+const ACME_SIGNING = "acme-signing-secret-0123456789abcdef";
+const ALICE = "U0ALICE";
 const fixture = useE2eFixture("switchboard-e2e-accounts-sl-", () =>
   startSlackEmulator({
     botToken: "xoxb-1-home-bot-token",
@@ -31,59 +29,42 @@ const beta = startSlackEmulator({
   appToken: "xapp-1-beta-app-token",
   identity: { teamId: "T0BETA", appId: "A0BETAAPP", botUserId: "U0BETABOT", botId: "B0BETABOT" },
 });
-afterAll(async () => {
-  await acme.close();
-  await beta.close();
-});
-const ACME_SIGNING = "acme-signing-secret-0123456789abcdef";
-const ALICE = "U0ALICE";
+accounts.closeAfterAll(acme, beta);
+const gateways = accounts.oneGatewayAtATime({ serveRoutes: true });
 
 function env(): Record<string, string> {
-  const configFile = join(dir.path, "slack-accounts.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      version: 1,
-      surfaces: { "slack:dm": { inputPolicy: "queue", delivery: "terminal" } },
-      accounts: {
-        slack: {
-          acme: {
-            botToken: "${SLACK_ACME_BOT}",
-            signingSecret: "${SLACK_ACME_SIGNING}",
-            teamId: "T0ACME",
-            appId: "A0ACMEAPP",
-            apiUrl: `${acme.url}/api`,
-            allowedUsers: "*",
-          },
-          beta: {
-            botToken: "${SLACK_BETA_BOT}",
-            appToken: "${SLACK_BETA_APP}",
-            teamId: "T0BETA",
-            appId: "A0BETAAPP",
-            apiUrl: `${beta.url}/api`,
-            allowedUsers: [ALICE],
-          },
-        },
+  const configFile = accounts.writeConfig(dir.path, "slack-accounts.json", "slack", {
+    accounts: {
+      acme: {
+        botToken: "${SLACK_ACME_BOT}",
+        signingSecret: "${SLACK_ACME_SIGNING}",
+        teamId: "T0ACME",
+        appId: "A0ACMEAPP",
+        apiUrl: `${acme.url}/api`,
+        allowedUsers: "*",
       },
-      bindings: [{ match: { channel: "slack", account: "acme" }, instructions: "You are ACME support." }],
-    }),
-  );
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
-    extra: {
-      SWITCHBOARD_CONFIG: configFile,
-      SLACK_BOT_TOKEN: home.botToken,
-      SLACK_APP_TOKEN: home.appToken,
-      SLACK_TEAM_ID: "T0HOME",
-      SLACK_APP_ID: "A0HOMEAPP",
-      SLACK_API_URL: `${home.url}/api`,
-      SLACK_ALLOWED_USERS: ALICE,
-      SLACK_ACME_BOT: acme.botToken,
-      SLACK_ACME_SIGNING: ACME_SIGNING,
-      SLACK_BETA_BOT: beta.botToken,
-      SLACK_BETA_APP: beta.appToken,
+      beta: {
+        botToken: "${SLACK_BETA_BOT}",
+        appToken: "${SLACK_BETA_APP}",
+        teamId: "T0BETA",
+        appId: "A0BETAAPP",
+        apiUrl: `${beta.url}/api`,
+        allowedUsers: [ALICE],
+      },
     },
+    binding: { account: "acme", instructions: "You are ACME support." },
+  });
+  return accounts.gatewayEnv(fixture, configFile, {
+    SLACK_BOT_TOKEN: home.botToken,
+    SLACK_APP_TOKEN: home.appToken,
+    SLACK_TEAM_ID: "T0HOME",
+    SLACK_APP_ID: "A0HOMEAPP",
+    SLACK_API_URL: `${home.url}/api`,
+    SLACK_ALLOWED_USERS: ALICE,
+    SLACK_ACME_BOT: acme.botToken,
+    SLACK_ACME_SIGNING: ACME_SIGNING,
+    SLACK_BETA_BOT: beta.botToken,
+    SLACK_BETA_APP: beta.appToken,
   });
 }
 
@@ -94,25 +75,12 @@ const botTexts = (slack: SlackEmulator, user: string) =>
     .filter((m) => m.user === slack.identity.botUserId)
     .map((m) => m.text);
 
-function reply(slack: SlackEmulator, user: string, text: string): Promise<unknown> {
-  return slack.waitFor(
-    () => botTexts(slack, user).find((t) => t.includes(`echo: ${text}`)),
-    20_000,
-    `${slack.identity.teamId}'s reply to "${text}"`,
-  );
-}
-
-let running: InProcessGateway | null = null;
-afterAll(() => running?.stop({ graceMs: 1000 }));
+const reply = (slack: SlackEmulator, user: string, text: string) =>
+  accounts.replyThrough(slack, () => botTexts(slack, user), `echo: ${text}`, slack.identity.teamId);
 
 describe("three Slack apps with static tokens in one gateway", () => {
   test("each app receives on its own socket or route and answers only through itself", async () => {
-    running = await startInProcessGateway(env(), {
-      clock: systemClock,
-      limits: FAST_PACING,
-      serveRoutes: true,
-    });
-    const gateway = running;
+    const gateway = await gateways.start(env());
     // One Socket Mode connection per socket app; none for the HTTP one.
     await home.waitFor(() => home.socketConnections() === 1, 10_000, "the default app's socket");
     await beta.waitFor(() => beta.socketConnections() === 1, 10_000, "the beta app's socket");
@@ -149,25 +117,10 @@ describe("three Slack apps with static tokens in one gateway", () => {
 
     // Carol is on acme's list ("*") only: beta refuses her.
     beta.pushEvent(beta.events.dm({ user: "U0CAROL", text: "carol asks beta" }));
-    await beta.waitFor(
-      () => gateway.logs.find((r) => r.event === "ingress.denied" || r.event === "ingress.ignored"),
-      10_000,
-      "beta to refuse carol",
-    );
+    await accounts.refusedSender(gateway, "beta to refuse carol");
     expect(botTexts(beta, "U0CAROL")).toEqual([]);
 
-    const { checks } = await gateway.gateway.readiness();
-    expect(checks["channel:slack"]?.ok).toBe(true);
-    expect(checks["channel:slack:acme"]?.ok).toBe(true);
-    expect(checks["channel:slack:beta"]?.ok).toBe(true);
-    const metrics = await gateway.gateway.renderMetrics();
-    for (const account of ["default", "acme", "beta"])
-      expect(metrics).toContain(`switchboard_inbound_accepted_total{channel="slack",account="${account}"}`);
-    expect(JSON.stringify(llm.requestsContaining("hello acme")[0]!.messages)).toContain(
-      "You are ACME support.",
-    );
-    expect(JSON.stringify(llm.requestsContaining("hello beta")[0]!.messages)).not.toContain(
-      "You are ACME support.",
-    );
+    await accounts.expectServing(gateway, "slack", ["acme", "beta"]);
+    accounts.expectBoundOnly(llm, "You are ACME support.", "hello acme", "hello beta");
   }, 60_000);
 });

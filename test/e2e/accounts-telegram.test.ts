@@ -6,78 +6,46 @@
  * not at all once its account is removed. Composed in this process on the real clock.
  */
 
-import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { systemClock } from "../../src/util/clock.ts";
+import { describe, expect, test } from "bun:test";
 import {
-  botUser,
   privateChat,
   startTelegramEmulator,
   type TelegramEmulator,
   user,
 } from "../emulators/telegram/index.ts";
-import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
+import type { InProcessGateway } from "../support/gateway.ts";
+import * as accounts from "./support/accounts.ts";
 import { telegramGatewayEnv, useE2eFixture } from "./support/fixture.ts";
 import { eventually } from "./support/gateway-process.ts";
 
 const fixture = useE2eFixture("switchboard-e2e-accounts-", startTelegramEmulator);
 const { dir, platform: personal } = fixture;
-const SUPPORT_TOKEN = "222222222:AASupportBotTokenForTests_abcdefghij";
-const support = personal.addBot({
-  token: SUPPORT_TOKEN,
-  bot: botUser(222222222, "acme_support_bot", "Support"),
-});
+const support = accounts.addTelegramSupportBot(personal);
+const botTexts = accounts.telegramBotTexts;
 const alice = user(5001, "Alice");
 /** Not on the default bot's allow list; the support account admits everyone. */
 const bob = user(5002, "Bob");
 
 function env(options: { withSupport: boolean; dbFile?: string; allowed?: number[] }): Record<string, string> {
-  const configFile = join(dir.path, options.withSupport ? "with-support.json" : "without-support.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      version: 1,
-      surfaces: { "telegram:dm": { inputPolicy: "queue", delivery: "terminal" } },
-      ...(options.withSupport
-        ? {
-            accounts: {
-              telegram: {
-                support: { token: "${TG_SUPPORT}", apiRoot: personal.url, allowedUsers: "*" },
-              },
-            },
-            bindings: [
-              { match: { channel: "telegram", account: "support" }, instructions: "You are ACME support." },
-            ],
-          }
-        : {}),
-    }),
-  );
+  const configFile = accounts.writeSupportConfig(dir.path, "telegram", options.withSupport, {
+    token: "${TG_SUPPORT}",
+    apiRoot: personal.url,
+    allowedUsers: "*",
+  });
   return telegramGatewayEnv(fixture, {
     allowed: options.allowed ?? [alice.id],
     ...(options.dbFile ? { dbFile: options.dbFile } : {}),
-    extra: { SWITCHBOARD_CONFIG: configFile, TG_SUPPORT: SUPPORT_TOKEN },
+    extra: { SWITCHBOARD_CONFIG: configFile, TG_SUPPORT: accounts.TELEGRAM_SUPPORT_TOKEN },
   });
 }
-
-const botTexts = (bot: TelegramEmulator, chatId: number) =>
-  bot
-    .messages(chatId)
-    .filter((m) => m.fromBot)
-    .map((m) => m.visibleText);
 
 async function say(bot: TelegramEmulator, from: typeof alice, text: string): Promise<void> {
   bot.incoming({ chat: privateChat(from), from, text });
   await bot.waitForMessage(from.id, (m) => m.visibleText.includes(`echo: ${text}`), 20_000);
 }
 
-let running: InProcessGateway | null = null;
-async function start(options: Parameters<typeof env>[0]): Promise<InProcessGateway> {
-  await running?.stop({ graceMs: 1000 });
-  running = await startInProcessGateway(env(options), { clock: systemClock, limits: FAST_PACING });
-  return running;
-}
-afterAll(() => running?.stop({ graceMs: 1000 }));
+const gateways = accounts.oneGatewayAtATime();
+const start = (options: Parameters<typeof env>[0]) => gateways.start(env(options));
 
 describe("two Telegram bots in one gateway", () => {
   test("each bot answers only through itself, by its own allow list, with its own readiness line", async () => {
@@ -90,24 +58,17 @@ describe("two Telegram bots in one gateway", () => {
     // Bob is on the support account's list ("*") only.
     await say(support, bob, "bob asks support");
     personal.incoming({ chat: privateChat(bob), from: bob, text: "bob asks the personal bot" });
-    await eventually(
-      () => gateway.logs.find((r) => r.event === "ingress.denied" || r.event === "ingress.ignored"),
-      10_000,
-      "the personal bot to refuse bob",
-    );
+    await accounts.refusedSender(gateway, "the personal bot to refuse bob");
     expect(botTexts(personal, bob.id)).toEqual([]);
 
-    const { checks } = await gateway.gateway.readiness();
-    expect(checks["channel:telegram"]?.ok).toBe(true);
-    expect(checks["channel:telegram:support"]?.ok).toBe(true);
-    const metrics = await gateway.gateway.renderMetrics();
-    expect(metrics).toContain('switchboard_inbound_accepted_total{channel="telegram",account="support"}');
-    expect(metrics).toContain('switchboard_inbound_accepted_total{channel="telegram",account="default"}');
+    await accounts.expectServing(gateway, "telegram", ["support"]);
     // The support binding applies to the support bot's conversations only.
-    const supportRequest = fixture.llm.requestsContaining("hello support bot")[0]!;
-    const personalRequest = fixture.llm.requestsContaining("hello personal bot")[0]!;
-    expect(JSON.stringify(supportRequest.messages)).toContain("You are ACME support.");
-    expect(JSON.stringify(personalRequest.messages)).not.toContain("You are ACME support.");
+    accounts.expectBoundOnly(
+      fixture.llm,
+      accounts.SUPPORT_INSTRUCTIONS,
+      "hello support bot",
+      "hello personal bot",
+    );
   }, 60_000);
 
   test("a flood of replies on the support bot (its own 30/s) while the personal bot stays responsive", async () => {
@@ -141,11 +102,11 @@ describe("two Telegram bots in one gateway", () => {
     await say(support, alice, "support after restart");
     // Each bot's conversation went on after the restart (the earlier tests ran other gateways on
     // this database): its history is its own.
-    const history = (text: string) => JSON.stringify(fixture.llm.requestsContaining(text)[0]!.messages);
-    expect(history("support after restart")).toContain("hello support bot");
-    expect(history("support after restart")).not.toContain("hello personal bot");
-    expect(history("personal after restart")).toContain("hello personal bot");
-    expect(history("personal after restart")).not.toContain("hello support bot");
+    accounts.expectOwnHistories(
+      fixture.llm,
+      ["support after restart", "hello support bot"],
+      ["personal after restart", "hello personal bot"],
+    );
     personal.incoming({ chat: privateChat(alice), from: alice, text: "/in 1s remind via personal" });
     support.incoming({ chat: privateChat(alice), from: alice, text: "/in 1s remind via support" });
     const scheduled = (text: string) => (m: { visibleText: string }) =>
@@ -162,7 +123,8 @@ describe("two Telegram bots in one gateway", () => {
     support.incoming({ chat: privateChat(alice), from: alice, text: "/in 2s stranded schedule" });
     const confirmation = await support.waitFor(
       () =>
-        botTexts(support, alice.id)
+        accounts
+          .telegramBotTexts(support, alice.id)
           .slice(earlier)
           .find((text) => text.startsWith("Scheduled sch_")),
       20_000,
@@ -172,24 +134,11 @@ describe("two Telegram bots in one gateway", () => {
     // The support bot's sends fail for now, so the reply waits in the outbox for a retry.
     support.injectFault("sendMessage", { kind: "server_error", status: 502 }, 1000);
     support.incoming({ chat: privateChat(alice), from: alice, text: "stranded reply" });
-    const stranded = await eventually(
-      async () =>
-        (await withSupport.gateway.stores.outbox.list({ state: "pending" })).find((r) =>
-          r.markdown.includes("stranded reply"),
-        ),
-      20_000,
-      "the support reply to wait for a retry",
-    );
-    expect(stranded.account).toBe("222222222");
-
-    const without = await start({ withSupport: false });
-    const failed = await eventually(
-      async () => {
-        const record = await without.gateway.stores.outbox.show(stranded.id);
-        return record?.state === "failed" ? record : null;
-      },
-      20_000,
-      "the stranded reply to fail",
+    const { stranded, without, failed } = await accounts.strandedReply(
+      withSupport,
+      "stranded reply",
+      "222222222",
+      () => start({ withSupport: false }),
     );
     expect(failed.lastError).toContain("telegram account 222222222");
     expect(failed.lastError).toContain("not configured any more");
@@ -229,38 +178,29 @@ describe("two Telegram bots in one gateway", () => {
       },
     });
     try {
-      const configFile = join(dir.path, "webhook-account.json");
-      writeFileSync(
-        configFile,
-        JSON.stringify({
-          version: 1,
-          surfaces: { "telegram:dm": { delivery: "terminal" } },
-          accounts: {
-            telegram: {
-              support: {
-                token: "${TG_SUPPORT}",
-                apiRoot: personal.url,
-                mode: "webhook",
-                webhookUrl: `http://127.0.0.1:${server.port}/telegram/webhook/support`,
-                webhookSecret: "${TG_SUPPORT_WEBHOOK_SECRET}",
-                allowedUsers: [String(dana.id)],
-              },
-            },
+      const configFile = accounts.writeConfig(dir.path, "webhook-account.json", "telegram", {
+        surfaces: { "telegram:dm": { delivery: "terminal" } },
+        accounts: {
+          support: {
+            token: "${TG_SUPPORT}",
+            apiRoot: personal.url,
+            mode: "webhook",
+            webhookUrl: `http://127.0.0.1:${server.port}/telegram/webhook/support`,
+            webhookSecret: "${TG_SUPPORT_WEBHOOK_SECRET}",
+            allowedUsers: [String(dana.id)],
           },
-        }),
-      );
-      await running?.stop({ graceMs: 1000 });
-      running = served = await startInProcessGateway(
+        },
+      });
+      served = await gateways.start(
         telegramGatewayEnv(fixture, {
           allowed: [dana.id],
           dbFile: "webhook-account.sqlite",
           extra: {
             SWITCHBOARD_CONFIG: configFile,
-            TG_SUPPORT: SUPPORT_TOKEN,
+            TG_SUPPORT: accounts.TELEGRAM_SUPPORT_TOKEN,
             TG_SUPPORT_WEBHOOK_SECRET: "webhook-secret-for-the-support-bot",
           },
         }),
-        { clock: systemClock, limits: FAST_PACING },
       );
       expect(support.webhookRegistration()?.url).toBe(
         `http://127.0.0.1:${server.port}/telegram/webhook/support`,
@@ -277,8 +217,7 @@ describe("two Telegram bots in one gateway", () => {
       });
       expect(forged.status).toBe(401);
     } finally {
-      await running?.stop({ graceMs: 1000 });
-      running = null;
+      await gateways.stop();
       support.faults.clear();
       await server.stop(true);
     }
@@ -294,14 +233,7 @@ describe("two Telegram bots in one gateway", () => {
     // A reply still queued when the gateway stops (the Bot API is failing for now).
     personal.injectFault("sendMessage", { kind: "server_error", status: 502 }, 1000);
     personal.incoming({ chat: privateChat(carol), from: carol, text: "queued before accounts" });
-    await eventually(
-      async () =>
-        (await single.gateway.stores.outbox.list({ state: "pending" })).some((r) =>
-          r.markdown.includes("queued before accounts"),
-        ),
-      20_000,
-      "the reply to wait for a retry",
-    );
+    await accounts.pendingReply(single, "queued before accounts", "the reply to wait for a retry");
     await single.stop({ graceMs: 500 });
     personal.faults.clear();
 

@@ -7,119 +7,88 @@
  * number that received the message. Composed in this process, its routes served on a port.
  */
 
-import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { systemClock } from "../../src/util/clock.ts";
+import { describe, expect, test } from "bun:test";
 import { startWhatsAppEmulator, type WhatsAppEmulator } from "../emulators/whatsapp/index.ts";
-import { FAST_PACING, type InProcessGateway, startInProcessGateway } from "../support/gateway.ts";
+import * as accounts from "./support/accounts.ts";
 import { useE2eFixture } from "./support/fixture.ts";
-import { e2eGatewayEnv } from "./support/gateway-env.ts";
 
 const APP_SECRET = "one-meta-app-secret-0123456789abcdef";
 const VERIFY_TOKEN = "e2e-whatsapp-accounts-verify";
-const fixture = useE2eFixture("switchboard-e2e-accounts-wa-", () =>
+/** One business number, on a Cloud API emulator of its own; `appSecret` is its Meta app's. */
+const startNumber = (
+  phoneNumberId: string,
+  displayPhoneNumber: string,
+  appSecret: string,
+  accessToken: string,
+) =>
   startWhatsAppEmulator({
-    appSecret: APP_SECRET,
-    accessToken: "EAAGhomeNumberToken0123456789",
-    business: { phoneNumberId: "100000000000001", displayPhoneNumber: "15550000001" },
+    appSecret,
+    accessToken,
+    business: { phoneNumberId, displayPhoneNumber },
     limits: { pairIntervalMs: null },
-  }),
+  });
+const fixture = useE2eFixture("switchboard-e2e-accounts-wa-", () =>
+  startNumber("100000000000001", "15550000001", APP_SECRET, "EAAGhomeNumberToken0123456789"),
 );
 const { dir, llm, platform: home } = fixture;
-const sales = startWhatsAppEmulator({
-  appSecret: APP_SECRET,
-  accessToken: "EAAGsalesNumberToken0123456789",
-  business: { phoneNumberId: "100000000000002", displayPhoneNumber: "15550000002" },
-  limits: { pairIntervalMs: null },
-});
-const other = startWhatsAppEmulator({
-  appSecret: "another-meta-app-secret-0123456789",
-  accessToken: "EAAGotherAppToken0123456789",
-  business: { phoneNumberId: "100000000000003", displayPhoneNumber: "15550000003" },
-  limits: { pairIntervalMs: null },
-});
-afterAll(async () => {
-  await sales.close();
-  await other.close();
-});
+const sales = startNumber("100000000000002", "15550000002", APP_SECRET, "EAAGsalesNumberToken0123456789");
+const other = startNumber(
+  "100000000000003",
+  "15550000003",
+  "another-meta-app-secret-0123456789",
+  "EAAGotherAppToken0123456789",
+);
+accounts.closeAfterAll(sales, other);
+const gateways = accounts.oneGatewayAtATime({ serveRoutes: true });
 const ALICE = "15551230001";
 /** On the sales account's list only. */
 const BOB = "15551230002";
 
 function env(): Record<string, string> {
-  const configFile = join(dir.path, "whatsapp-accounts.json");
-  writeFileSync(
-    configFile,
-    JSON.stringify({
-      version: 1,
-      surfaces: { "whatsapp:dm": { inputPolicy: "queue", delivery: "terminal" } },
-      accounts: {
-        whatsapp: {
-          sales: {
-            phoneNumberId: sales.business.phoneNumberId,
-            accessToken: "${WA_SALES_TOKEN}",
-            appSecret: "${WA_APP_SECRET}",
-            verifyToken: "${WA_VERIFY_TOKEN}",
-            apiRoot: sales.url,
-            allowedUsers: [ALICE, BOB],
-          },
-          other: {
-            phoneNumberId: other.business.phoneNumberId,
-            accessToken: "${WA_OTHER_TOKEN}",
-            appSecret: "${WA_OTHER_SECRET}",
-            verifyToken: "${WA_VERIFY_TOKEN}",
-            apiRoot: other.url,
-            allowedUsers: [ALICE],
-          },
-        },
+  const configFile = accounts.writeConfig(dir.path, "whatsapp-accounts.json", "whatsapp", {
+    accounts: {
+      sales: {
+        phoneNumberId: sales.business.phoneNumberId,
+        accessToken: "${WA_SALES_TOKEN}",
+        appSecret: "${WA_APP_SECRET}",
+        verifyToken: "${WA_VERIFY_TOKEN}",
+        apiRoot: sales.url,
+        allowedUsers: [ALICE, BOB],
       },
-      bindings: [
-        { match: { channel: "whatsapp", account: "sales" }, instructions: "You are the sales desk." },
-      ],
-    }),
-  );
-  return e2eGatewayEnv({
-    dir: dir.path,
-    llm,
-    extra: {
-      SWITCHBOARD_CONFIG: configFile,
-      WHATSAPP_ACCESS_TOKEN: home.accessToken,
-      WHATSAPP_PHONE_NUMBER_ID: home.business.phoneNumberId,
-      WHATSAPP_APP_SECRET: APP_SECRET,
-      WHATSAPP_VERIFY_TOKEN: VERIFY_TOKEN,
-      WHATSAPP_API_ROOT: home.url,
-      WHATSAPP_ALLOWED_USERS: ALICE,
-      WA_SALES_TOKEN: sales.accessToken,
-      WA_OTHER_TOKEN: other.accessToken,
-      WA_APP_SECRET: APP_SECRET,
-      WA_OTHER_SECRET: other.appSecret,
-      WA_VERIFY_TOKEN: VERIFY_TOKEN,
+      other: {
+        phoneNumberId: other.business.phoneNumberId,
+        accessToken: "${WA_OTHER_TOKEN}",
+        appSecret: "${WA_OTHER_SECRET}",
+        verifyToken: "${WA_VERIFY_TOKEN}",
+        apiRoot: other.url,
+        allowedUsers: [ALICE],
+      },
     },
+    binding: { account: "sales", instructions: "You are the sales desk." },
+  });
+  return accounts.gatewayEnv(fixture, configFile, {
+    WHATSAPP_ACCESS_TOKEN: home.accessToken,
+    WHATSAPP_PHONE_NUMBER_ID: home.business.phoneNumberId,
+    WHATSAPP_APP_SECRET: APP_SECRET,
+    WHATSAPP_VERIFY_TOKEN: VERIFY_TOKEN,
+    WHATSAPP_API_ROOT: home.url,
+    WHATSAPP_ALLOWED_USERS: ALICE,
+    WA_SALES_TOKEN: sales.accessToken,
+    WA_OTHER_TOKEN: other.accessToken,
+    WA_APP_SECRET: APP_SECRET,
+    WA_OTHER_SECRET: other.appSecret,
+    WA_VERIFY_TOKEN: VERIFY_TOKEN,
   });
 }
 
 const texts = (number: WhatsAppEmulator, waId: string) => number.messages(waId).map((m) => m.text ?? "");
 
-function reply(number: WhatsAppEmulator, waId: string, text: string): Promise<unknown> {
-  return number.waitFor(
-    () => texts(number, waId).find((t) => t.includes(`echo: ${text}`)),
-    20_000,
-    `${number.business.phoneNumberId}'s reply to "${text}"`,
-  );
-}
-
-let running: InProcessGateway | null = null;
-afterAll(() => running?.stop({ graceMs: 1000 }));
+const reply = (number: WhatsAppEmulator, waId: string, text: string) =>
+  accounts.replyThrough(number, () => texts(number, waId), `echo: ${text}`, number.business.phoneNumberId);
 
 describe("three WhatsApp numbers on one callback URL", () => {
   test("each item goes to the account of its phone_number_id, and each reply leaves from that number", async () => {
-    running = await startInProcessGateway(env(), {
-      clock: systemClock,
-      limits: FAST_PACING,
-      serveRoutes: true,
-    });
-    const gateway = running;
+    const gateway = await gateways.start(env());
     const url = `${gateway.url}/whatsapp/webhook`;
     for (const number of [home, sales, other]) number.setWebhookUrl(url);
 
@@ -187,26 +156,10 @@ describe("three WhatsApp numbers on one callback URL", () => {
     await sales.waitForDelivery(sales.incoming({ from: BOB, name: "Bob", text: "bob asks sales" }).delivery);
     await reply(sales, BOB, "bob asks sales");
     await home.waitForDelivery(home.incoming({ from: BOB, name: "Bob", text: "bob asks home" }).delivery);
-    await home.waitFor(
-      () => gateway.logs.find((r) => r.event === "ingress.denied" || r.event === "ingress.ignored"),
-      10_000,
-      "the home number to refuse bob",
-    );
+    await accounts.refusedSender(gateway, "the home number to refuse bob");
     expect(texts(home, BOB)).toEqual([]);
 
-    const { checks } = await gateway.gateway.readiness();
-    for (const slot of ["channel:whatsapp", "channel:whatsapp:sales", "channel:whatsapp:other"])
-      expect(checks[slot]?.ok).toBe(true);
-    const metrics = await gateway.gateway.renderMetrics();
-    for (const account of ["default", "sales", "other"])
-      expect(metrics).toContain(
-        `switchboard_inbound_accepted_total{channel="whatsapp",account="${account}"}`,
-      );
-    expect(JSON.stringify(llm.requestsContaining("hello sales")[0]!.messages)).toContain(
-      "You are the sales desk.",
-    );
-    expect(JSON.stringify(llm.requestsContaining("hello home")[0]!.messages)).not.toContain(
-      "You are the sales desk.",
-    );
+    await accounts.expectServing(gateway, "whatsapp", ["sales", "other"]);
+    accounts.expectBoundOnly(llm, "You are the sales desk.", "hello sales", "hello home");
   }, 60_000);
 });

@@ -16,6 +16,20 @@ const accounts = (telegram: Record<string, unknown>, more: Record<string, unknow
   ...more,
 });
 
+/** A config file with the one account `name` of `channel`. */
+const oneAccount = (channel: string, name: string, settings: Record<string, unknown>) => ({
+  version: 1,
+  accounts: { [channel]: { [name]: settings } },
+});
+
+/** The Matrix account `support` on https://matrix.example.org, its token from MX_SUPPORT, with `settings`. */
+const matrixSupport = (settings: Record<string, unknown>) =>
+  oneAccount("matrix", "support", {
+    homeserverUrl: "https://matrix.example.org",
+    accessToken: "${MX_SUPPORT}",
+    ...settings,
+  });
+
 /** The config_invalid error loadConfig throws for `env` and the file. */
 function refusal(env: Record<string, string>, fileJson: unknown) {
   try {
@@ -281,19 +295,7 @@ describe("Discord and Matrix accounts", () => {
         MATRIX_USER_ID: "@bot:example.org",
         MX_SUPPORT: "syt_support_token",
       },
-      {
-        version: 1,
-        accounts: {
-          matrix: {
-            support: {
-              homeserverUrl: "https://matrix.example.org",
-              userId: "@support:example.org",
-              accessToken: "${MX_SUPPORT}",
-              allowedUsers: ["@alice:example.org"],
-            },
-          },
-        },
-      },
+      matrixSupport({ userId: "@support:example.org", allowedUsers: ["@alice:example.org"] }),
     );
     expect(config.accounts[0]).toMatchObject({ name: "support", accountId: "@support:example.org" });
     expect(config.accounts[0]!.settings).toMatchObject({
@@ -302,15 +304,7 @@ describe("Discord and Matrix accounts", () => {
       accountKeys: true,
     });
     expect(config.secrets).toContain("syt_support_token");
-    const withoutUser = refusal(
-      { MX_SUPPORT: "syt_support_token" },
-      {
-        version: 1,
-        accounts: {
-          matrix: { support: { homeserverUrl: "https://matrix.example.org", accessToken: "${MX_SUPPORT}" } },
-        },
-      },
-    );
+    const withoutUser = refusal({ MX_SUPPORT: "syt_support_token" }, matrixSupport({}));
     expect(withoutUser.message).toContain("accounts.matrix.support without userId");
     const defaultWithoutUser = refusal(
       {
@@ -318,18 +312,7 @@ describe("Discord and Matrix accounts", () => {
         MATRIX_ACCESS_TOKEN: "syt_default_token",
         MX_SUPPORT: "syt_support_token",
       },
-      {
-        version: 1,
-        accounts: {
-          matrix: {
-            support: {
-              homeserverUrl: "https://matrix.example.org",
-              userId: "@support:example.org",
-              accessToken: "${MX_SUPPORT}",
-            },
-          },
-        },
-      },
+      matrixSupport({ userId: "@support:example.org" }),
     );
     expect(defaultWithoutUser.message).toContain("set MATRIX_USER_ID");
   });
@@ -341,6 +324,9 @@ describe("Slack and WhatsApp accounts", () => {
     SL_ACME_SIGNING: "acme-signing-secret",
     SL_BETA_APP: "xapp-1-beta",
   };
+  /** The WhatsApp account `sales` on phone number id 100000000000002, with `settings`. */
+  const whatsappSales = (settings: Record<string, unknown>) =>
+    oneAccount("whatsapp", "sales", { phoneNumberId: "100000000000002", ...settings });
 
   test("a Slack account over HTTP gets /slack/events/<name>, one with appToken Socket Mode; its id is team:app", () => {
     const config = configWith(SLACK_ENV, {
@@ -378,31 +364,24 @@ describe("Slack and WhatsApp accounts", () => {
   });
 
   test("a Slack account without teamId and appId, or without a way in, is refused; so is a default without its ids", () => {
-    const noIds = refusal(SLACK_ENV, {
-      version: 1,
-      accounts: { slack: { acme: { botToken: "${SL_ACME_BOT}", signingSecret: "${SL_ACME_SIGNING}" } } },
-    });
+    const noIds = refusal(
+      SLACK_ENV,
+      oneAccount("slack", "acme", { botToken: "${SL_ACME_BOT}", signingSecret: "${SL_ACME_SIGNING}" }),
+    );
     expect(noIds.message).toContain("accounts.slack.acme without teamId and appId");
-    const noWayIn = refusal(SLACK_ENV, {
-      version: 1,
-      accounts: { slack: { acme: { botToken: "${SL_ACME_BOT}", teamId: "T0ACME", appId: "A0ACME" } } },
-    });
+    const noWayIn = refusal(
+      SLACK_ENV,
+      oneAccount("slack", "acme", { botToken: "${SL_ACME_BOT}", teamId: "T0ACME", appId: "A0ACME" }),
+    );
     expect(noWayIn.message).toContain("without appToken (Socket Mode) or signingSecret");
     const defaultWithoutIds = refusal(
       { ...SLACK_ENV, SLACK_BOT_TOKEN: "xoxb-1-home", SLACK_APP_TOKEN: "xapp-1-home" },
-      {
-        version: 1,
-        accounts: {
-          slack: {
-            acme: {
-              botToken: "${SL_ACME_BOT}",
-              signingSecret: "${SL_ACME_SIGNING}",
-              teamId: "T0ACME",
-              appId: "A0ACME",
-            },
-          },
-        },
-      },
+      oneAccount("slack", "acme", {
+        botToken: "${SL_ACME_BOT}",
+        signingSecret: "${SL_ACME_SIGNING}",
+        teamId: "T0ACME",
+        appId: "A0ACME",
+      }),
     );
     expect(defaultWithoutIds.message).toContain("set SLACK_TEAM_ID and SLACK_APP_ID");
     expect(defaultWithoutIds.message).not.toContain("acme-signing-secret");
@@ -411,20 +390,12 @@ describe("Slack and WhatsApp accounts", () => {
   test("WhatsApp accounts are read by the WhatsApp schema, named by their phone number id", () => {
     const config = configWith(
       { WA_TOKEN: "EAAGsalesToken", WA_SECRET: "app-secret-value", WA_VERIFY: "verify-token-value" },
-      {
-        version: 1,
-        accounts: {
-          whatsapp: {
-            sales: {
-              phoneNumberId: "100000000000002",
-              accessToken: "${WA_TOKEN}",
-              appSecret: "${WA_SECRET}",
-              verifyToken: "${WA_VERIFY}",
-              allowedUsers: ["4915112345678"],
-            },
-          },
-        },
-      },
+      whatsappSales({
+        accessToken: "${WA_TOKEN}",
+        appSecret: "${WA_SECRET}",
+        verifyToken: "${WA_VERIFY}",
+        allowedUsers: ["4915112345678"],
+      }),
     );
     expect(config.accounts[0]).toMatchObject({ name: "sales", accountId: "100000000000002" });
     expect(config.secrets).toEqual(
@@ -432,19 +403,7 @@ describe("Slack and WhatsApp accounts", () => {
     );
     const literal = refusal(
       {},
-      {
-        version: 1,
-        accounts: {
-          whatsapp: {
-            sales: {
-              phoneNumberId: "100000000000002",
-              accessToken: "EAAGwrittenIntoTheFile",
-              appSecret: "x",
-              verifyToken: "y",
-            },
-          },
-        },
-      },
+      whatsappSales({ accessToken: "EAAGwrittenIntoTheFile", appSecret: "x", verifyToken: "y" }),
     );
     expect(literal.message).toContain("accounts.whatsapp.sales.accessToken holds a secret");
     expect(literal.message).not.toContain("EAAGwrittenIntoTheFile");
