@@ -10,7 +10,7 @@ import {
 } from "./events.ts";
 import { ChannelRateLimiter, FaultPlan } from "./faults.ts";
 import { MessageBoard } from "./message-board.ts";
-import { SlackOAuthApp, type SlackOAuthAppOptions } from "./oauth.ts";
+import { SlackOAuthApp, type SlackOAuthAppOptions, type SlackOrg } from "./oauth.ts";
 import { type SocketData, SocketModeHub } from "./socket-mode.ts";
 import type {
   ApiCallRecord,
@@ -173,13 +173,7 @@ export class SlackEmulator {
    * An Enterprise Grid org whose admin can install the app org-wide (the authorize page with an
    * `x-emulator-enterprise` header); its workspaces are added with `addWorkspace({ enterpriseId })`.
    */
-  addEnterprise(org: {
-    enterpriseId: string;
-    enterpriseName: string;
-    appId: string;
-    botUserId: string;
-    botId: string;
-  }): void {
+  addEnterprise(org: SlackOrg): void {
     this.#requireOAuth().addEnterprise(org);
   }
 

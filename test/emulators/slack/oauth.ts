@@ -49,6 +49,15 @@ const ok = (fields: Record<string, unknown>): WebApiAnswer => ({
 const fail = (error: string): WebApiAnswer => ({ status: 200, body: { ok: false, error } });
 const secret = (prefix: string) => `${prefix}${randomBytes(12).toString("hex")}`;
 
+/** An Enterprise Grid org the app can be installed into org-wide. */
+export interface SlackOrg {
+  enterpriseId: string;
+  enterpriseName: string;
+  appId: string;
+  botUserId: string;
+  botId: string;
+}
+
 export class SlackOAuthApp {
   readonly options: SlackOAuthAppOptions;
   readonly #workspaces = new Map<string, SlackIdentity>();
@@ -77,13 +86,7 @@ export class SlackOAuthApp {
   }
 
   /** An Enterprise Grid org whose admin can install the app org-wide (`x-emulator-enterprise`). */
-  addEnterprise(org: {
-    enterpriseId: string;
-    enterpriseName: string;
-    appId: string;
-    botUserId: string;
-    botId: string;
-  }): void {
+  addEnterprise(org: SlackOrg): void {
     this.#orgs.set(org.enterpriseId, {
       teamId: org.enterpriseId,
       teamName: org.enterpriseName,
