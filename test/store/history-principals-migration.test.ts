@@ -48,7 +48,7 @@ async function after(store: OperatorRuntimeStore, principals: () => Promise<Reco
 
 const grouped = (rows: { principal: string; conversation_id: string }[]) => {
   const out: Record<string, string[]> = {};
-  for (const row of rows) (out[row.conversation_id] ??= []).push(row.principal);
+  for (const row of rows) out[row.conversation_id] = [...(out[row.conversation_id] ?? []), row.principal];
   return out;
 };
 
