@@ -7,7 +7,9 @@
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
  *     [--warm-up 10] [--history 0] [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
- *     [--telemetry [--rounds 1]]
+ *     [--telemetry [--rounds 1]] [--gateway-env KEY=VALUE]...
+ * `--gateway-env KEY=VALUE` (repeatable, as in bench/load.ts) passes more environment to switchboard's process, e.g.
+ * `--gateway-env SWITCHBOARD_IDLE_GC=off`.
  * `--warm-up N` sends N paced messages in each of `--chats` chats before anything is measured.
  * `--history N` first fills switchboard's database with N earlier replies in 200 other chats
  * (bench/support/history.ts), delivered, as a gateway that has been up for months has it.
@@ -55,6 +57,14 @@ const savePromptFile = process.argv.includes("--save-prompt")
 const sqlTrace = process.argv.includes("--sql-trace");
 const telemetry = process.argv.includes("--telemetry");
 const rounds = argInt("--rounds", 1);
+const extraEnv: Record<string, string> = {};
+for (const [i, arg] of process.argv.entries()) {
+  if (arg !== "--gateway-env") continue;
+  const pair = process.argv[i + 1] ?? "";
+  const eq = pair.indexOf("=");
+  if (eq <= 0) throw new Error(`--gateway-env takes KEY=VALUE, got "${pair}"`);
+  extraEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+}
 const STAGES = REPLY_STAGES;
 const FIRST_USER_ID = 910_001;
 const userIds = Array.from({ length: chats }, (_, i) => FIRST_USER_ID + i);
@@ -128,7 +138,7 @@ if (history > 0) {
   );
 }
 const sqlTraceFile = sqlTrace ? `${dir.path}/sql-trace.json` : undefined;
-const product = await startProduct({ dir: dir.path, llm, userIds, cpuProfDir, sqlTraceFile });
+const product = await startProduct({ dir: dir.path, llm, userIds, cpuProfDir, sqlTraceFile, env: extraEnv });
 llm.reset();
 const productRun = await measure(product).catch(async (error: unknown) => {
   console.error(`switchboard's last log lines:\n${product.logs?.slice(-40).join("\n")}`);
@@ -156,9 +166,10 @@ if (telemetry) {
         userIds,
         dbFile: `gateway-${round}-${on ? "on" : "off"}.sqlite`,
         ...(cpuProfDir === undefined ? {} : { cpuProfDir: `${cpuProfDir}/${on ? "on" : "off"}-${round}` }),
-        ...(sink
-          ? { env: { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_METRIC_EXPORT_INTERVAL: "5000" } }
-          : {}),
+        env: {
+          ...extraEnv,
+          ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_METRIC_EXPORT_INTERVAL: "5000" } : {}),
+        },
       });
       const run = await measure(bot);
       await bot.stop();

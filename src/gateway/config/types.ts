@@ -37,7 +37,8 @@ export interface GatewayConfig {
   shutdownGraceMs: number;
   /**
    * SWITCHBOARD_IDLE_GC (on/off, default on): a full garbage collection once no conversation has
-   * work (at most every 10 s), so memory goes back down after a burst (src/gateway/idle-collector.ts).
+   * work (at most every 10 s, and only after the heap or the resident set grew), so memory goes
+   * back down after a burst (src/gateway/idle-collector.ts).
    */
   idleCollection: boolean;
   /** How long an ambiguous reply holds back its chat's later replies; Infinity: until an operator decides. */
