@@ -1,6 +1,6 @@
 /**
  * Load: a burst of messages through the web channel of a real gateway process (fast fake model),
- * reporting admission latency, loss/duplicates and the gateway's RSS. See docs/benchmarks.md.
+ * reporting admission latency, loss/duplicates and the gateway's RSS and CPU time. See docs/benchmarks.md.
  *
  *   npx bun bench/load.ts --messages 2000 --sessions 500 --concurrency 64 --duplicates 200 --model-delay-ms 3000
  *

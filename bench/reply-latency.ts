@@ -7,7 +7,8 @@
  * Switchboard's DMs deliver as one terminal message here, like the baseline's ctx.reply.
  *   npx bun bench/reply-latency.ts [--messages 60] [--chats 20] [--per-chat 10] [--pause-ms 1000]
  *     [--warm-up 10] [--history 0] [--cpu-prof DIR] [--product-only] [--save-prompt FILE] [--ladder] [--sql-trace]
- *     [--telemetry [--rounds 1]] [--gateway-env KEY=VALUE]...
+ *     [--telemetry [--rounds 1]] [--gateway-env KEY=VALUE]... [--smol]
+ * `--smol` runs switchboard with Bun's `--smol` (as in bench/load.ts).
  * `--gateway-env KEY=VALUE` (repeatable, as in bench/load.ts) passes more environment to switchboard's process, e.g.
  * `--gateway-env SWITCHBOARD_IDLE_GC=off`.
  * `--warm-up N` sends N paced messages in each of `--chats` chats before anything is measured.
@@ -138,7 +139,16 @@ if (history > 0) {
   );
 }
 const sqlTraceFile = sqlTrace ? `${dir.path}/sql-trace.json` : undefined;
-const product = await startProduct({ dir: dir.path, llm, userIds, cpuProfDir, sqlTraceFile, env: extraEnv });
+const bunFlags = process.argv.includes("--smol") ? ["--smol"] : [];
+const product = await startProduct({
+  dir: dir.path,
+  llm,
+  userIds,
+  cpuProfDir,
+  sqlTraceFile,
+  env: extraEnv,
+  bunFlags,
+});
 llm.reset();
 const productRun = await measure(product).catch(async (error: unknown) => {
   console.error(`switchboard's last log lines:\n${product.logs?.slice(-40).join("\n")}`);
@@ -170,6 +180,7 @@ if (telemetry) {
           ...extraEnv,
           ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_METRIC_EXPORT_INTERVAL: "5000" } : {}),
         },
+        bunFlags,
       });
       const run = await measure(bot);
       await bot.stop();

@@ -53,6 +53,8 @@ export async function startProduct(options: {
   dbFile?: string;
   /** More environment, e.g. OTEL_EXPORTER_OTLP_ENDPOINT. */
   env?: Record<string, string>;
+  /** Flags for bun itself, before the CLI, e.g. `--smol`. */
+  bunFlags?: readonly string[];
 }): Promise<Bot> {
   const emulator = newEmulator(options.userIds);
   const cli = join(import.meta.dir, "..", "..", "src", "cli", "main.ts");
@@ -80,7 +82,7 @@ export async function startProduct(options: {
     }),
     undefined,
     undefined,
-    [process.execPath, ...profiler, ...tracer, cli, "start"],
+    [process.execPath, ...(options.bunFlags ?? []), ...profiler, ...tracer, cli, "start"],
   );
   return {
     emulator,

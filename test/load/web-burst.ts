@@ -71,6 +71,8 @@ export interface BurstReport {
   lanesAfterRound: number[];
   /** With `memoryProbe`: the breakdown after the first drain and after each extra round. */
   memoryAfterRound: MemoryProbe[];
+  /** The gateway's CPU time (user + system, /proc) over the first burst, and over every round. */
+  gatewayCpuMs: { burst: number; total: number };
 }
 
 const CLI = join(import.meta.dir, "..", "..", "src", "cli", "main.ts");
@@ -132,6 +134,7 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       }));
     const bodies = roundBodies(0);
     const rssBefore = rssKb(pid);
+    const cpuBefore = cpuMs(pid);
 
     const post = async (body: WebBody) => {
       const startedMs = performance.now();
@@ -149,6 +152,7 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
     const results = await inParallel(bodies, options.concurrency, post);
     const burstMs = performance.now() - burstStartedMs;
     const rssAfterBurst = rssKb(pid);
+    const cpuAfterBurst = cpuMs(pid);
 
     // Replays of earlier messages (a browser retrying a POST): each must be recognised.
     const replays = bodies.filter(
@@ -205,6 +209,7 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       await sampleProcess();
     }
 
+    const gatewayCpuMs = { burst: cpuAfterBurst - cpuBefore, total: cpuMs(pid) - cpuBefore };
     const latencies = results.map((r) => r.latencyMs).sort((a, b) => a - b);
     return {
       options,
@@ -226,6 +231,7 @@ export async function runWebBurst(options: BurstOptions): Promise<BurstReport> {
       heapAfterRoundBytes,
       lanesAfterRound,
       memoryAfterRound,
+      gatewayCpuMs,
     };
   } finally {
     await gateway?.kill("SIGTERM");
@@ -306,6 +312,14 @@ export function rssKb(pid: number): number {
   return Number(match[1]);
 }
 
+/** User + system CPU time of `pid` in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // The fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** The report as the lines bench/load.ts prints and docs/benchmarks.md records. */
 export function formatReport(report: BurstReport): string {
   const { options, admissionMs, rssKb: rss } = report;
@@ -327,6 +341,7 @@ export function formatReport(report: BurstReport): string {
     ...(report.rssSettledKb.length === 0
       ? []
       : [`  RSS ${options.settleMs} ms after each drain  ${report.rssSettledKb.map(mb).join(" / ")}`]),
+    `  gateway CPU, burst / all rounds   ${Math.round(report.gatewayCpuMs.burst)} ms / ${Math.round(report.gatewayCpuMs.total)} ms`,
     `  JS heap in use after each drain    ${report.heapAfterRoundBytes.map((b) => mb(b / 1024)).join(" / ")}`,
     `  executor lanes after each drain    ${report.lanesAfterRound.join(" / ")}`,
     ...report.memoryAfterRound.flatMap((probe, round) => formatProbe(probe, round)),
