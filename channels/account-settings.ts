@@ -18,6 +18,10 @@ export interface AccountSettingsSpec<Schema extends z.ZodType> {
   schema: Schema;
   /** A complete account entry to show with an error. */
   example: string;
+  /** The key an error of the whole account is named by (Telegram: `mode`, which picks its shape). */
+  rootKey?: string;
+  /** How errors name the platform (default: `channel`). */
+  label?: string;
 }
 
 /** The account's config; throws `config_invalid` naming each unknown or invalid key. */
@@ -29,13 +33,13 @@ export function parseAccountSettings<Schema extends z.ZodType>(
   if (unknown.length > 0)
     fail(
       "SWITCHBOARD_CONFIG",
-      `has ${unknown.map((key) => `${where}.${key}`).join(", ")}, which a ${spec.channel} account does not have (keys: ${spec.keys.join(", ")}, allowedUsers)`,
+      `has ${unknown.map((key) => `${where}.${key}`).join(", ")}, which a ${spec.label ?? spec.channel} account does not have (keys: ${spec.keys.join(", ")}, allowedUsers)`,
       spec.example,
     );
   const result = spec.schema.safeParse(spec.input);
   if (!result.success) {
     const problems = result.error.issues.map(
-      (issue) => `${where}.${issue.path.join(".") || "(account)"}: ${issue.message}`,
+      (issue) => `${where}.${issue.path.join(".") || spec.rootKey || "(account)"}: ${issue.message}`,
     );
     fail("SWITCHBOARD_CONFIG", `has an invalid account: ${problems.join("; ")}`, spec.example);
   }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { fail, nonEmpty, parseIntegerField, parseUrl, parseWithSchema } from "../../src/util/env.ts";
+import { parseAccountSettings } from "../account-settings.ts";
 import type { ChannelModule } from "../module.ts";
 import { type TelegramConfig, telegramCommonFields, telegramConfigSchema } from "./config.ts";
 import { accountOfTelegramKey } from "./conversation-key.ts";
@@ -48,29 +49,23 @@ function telegramAccount(
   settings: Readonly<Record<string, unknown>>,
   section: Record<string, unknown>,
 ): TelegramConfig {
-  const where = `accounts.telegram.${name}`;
-  const unknown = Object.keys(settings).filter((key) => !(ACCOUNT_KEYS as readonly string[]).includes(key));
-  if (unknown.length > 0)
-    fail(
-      "SWITCHBOARD_CONFIG",
-      `has ${unknown.map((key) => `${where}.${key}`).join(", ")}, which a Telegram account does not have (keys: ${ACCOUNT_KEYS.join(", ")}, allowedUsers)`,
-      `"${name}": {"token": "\${TG_${name.toUpperCase()}}"}`,
-    );
   const mode = settings.mode ?? "polling";
   const webhookPath = accountWebhookPath(name);
-  const input = { ...section, ...settings, mode, ...(mode === "webhook" ? { webhookPath } : {}) };
-  const result = telegramConfigSchema.safeParse(input);
-  if (!result.success) {
-    const problems = result.error.issues.map(
-      (issue) => `${where}.${issue.path.join(".") || "mode"}: ${issue.message}`,
-    );
-    fail("SWITCHBOARD_CONFIG", `has an invalid account: ${problems.join("; ")}`, ACCOUNT_EXAMPLE(name));
-  }
-  const config = result.data;
+  const config = parseAccountSettings({
+    channel: "telegram",
+    name,
+    keys: ACCOUNT_KEYS,
+    settings,
+    input: { ...section, ...settings, mode, ...(mode === "webhook" ? { webhookPath } : {}) },
+    schema: telegramConfigSchema,
+    example: ACCOUNT_EXAMPLE(name),
+    rootKey: "mode",
+    label: "Telegram",
+  });
   if (config.mode === "webhook" && new URL(config.webhookUrl).pathname !== webhookPath)
     fail(
       "SWITCHBOARD_CONFIG",
-      `${where}.webhookUrl must end in ${webhookPath}, the route of this account's updates`,
+      `accounts.telegram.${name}.webhookUrl must end in ${webhookPath}, the route of this account's updates`,
       `"webhookUrl": "https://bot.example.com${webhookPath}"`,
     );
   return config;
