@@ -63,9 +63,18 @@ export function installationKeyOf(query: {
   return query.teamId ?? query.enterpriseId ?? null;
 }
 
+/** The key of an installation as Slack returned it (see installationKeyOf). */
+export function keyOfInstallation(installation: Installation): string | null {
+  return installationKeyOf({
+    teamId: installation.team?.id,
+    enterpriseId: installation.enterprise?.id,
+    isEnterpriseInstall: installation.isEnterpriseInstall,
+  });
+}
+
 /** The account an installation's adapter has: the same `<team>:<app>` a single-bot Slack adapter has. */
 export function accountOfInstallation(installation: Installation): string {
-  const team = installation.isEnterpriseInstall ? installation.enterprise?.id : installation.team?.id;
+  const team = keyOfInstallation(installation);
   if (!team || !installation.appId)
     throw new SwitchboardError(
       "platform_rejected",
@@ -101,11 +110,7 @@ export class SealedInstallationStore implements InstallationStore {
   }
 
   async storeInstallation(installation: Installation): Promise<void> {
-    const installationKey = installationKeyOf({
-      teamId: installation.team?.id,
-      enterpriseId: installation.enterprise?.id,
-      isEnterpriseInstall: installation.isEnterpriseInstall,
-    });
+    const installationKey = keyOfInstallation(installation);
     if (installationKey === null || !installation.appId || !installation.bot?.token)
       throw new SwitchboardError(
         "platform_rejected",

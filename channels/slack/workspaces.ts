@@ -18,6 +18,7 @@ import type { ChannelAdapter, HttpRoute } from "../types.ts";
 import type { SlackAdapter } from "./adapter.ts";
 import {
   installationKeyOf,
+  keyOfInstallation,
   SealedInstallationStore,
   type SlackInstallationRow,
   type SlackInstallationStore,
@@ -125,11 +126,7 @@ export class SlackWorkspaces {
         installer: this.#installer,
         installOptions: { scopes: this.#deps.config.scopes, redirectUri: this.#deps.config.redirectUri },
         installed: async (installation) => {
-          const key = installationKeyOf({
-            teamId: installation.team?.id,
-            enterpriseId: installation.enterprise?.id,
-            isEnterpriseInstall: installation.isEnterpriseInstall,
-          })!;
+          const key = keyOfInstallation(installation)!;
           this.#deps.logger.info("slack.installed", {
             installation: key,
             team: installation.team?.name,
@@ -204,7 +201,6 @@ export class SlackWorkspaces {
   async #attach(key: string): Promise<void> {
     const installation = this.#installed.get(key)!;
     const { createSlackAdapter } = require("./adapter.ts") as typeof import("./adapter.ts");
-    const team = installation.isEnterpriseInstall ? installation.enterprise?.id : installation.team?.id;
     const logger = this.#deps.logger.child({ installation: key });
     const make = (): ChannelAdapter =>
       createSlackAdapter(
@@ -214,7 +210,8 @@ export class SlackWorkspaces {
           signingSecret: this.#deps.config.signingSecret,
           apiUrl: this.#deps.config.apiUrl,
           eventsPath: SLACK_INSTALLS_EVENTS_PATH,
-          ...(team && installation.appId ? { teamId: team, appId: installation.appId } : {}),
+          // The installation key is its workspace, or its org for an org-wide install.
+          ...(installation.appId ? { teamId: key, appId: installation.appId } : {}),
         },
         {
           clock: this.#deps.clock,
